@@ -1,0 +1,54 @@
+// The analytic cost model, as pure functions of numbers.
+//
+// A transformer forward over T latent tokens costs 2*P*T for its linear layers (P parameters)
+// plus the core attention products QK^T and AV: 4*T^2*W_self over the latent sequence and
+// 4*T*T_text*W_cross against the text, W being the summed query-projection widths.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+
+namespace vxperf {
+
+// Summed query-projection widths of a model's attention modules, split by what keys run over.
+struct AttentionWidths {
+  std::int64_t self = 0;
+  std::int64_t cross = 0;
+  std::int64_t modules = 0;
+};
+
+// Widths usable for pricing: nullopt when attention pricing is off or no self-attention was found
+// (a model whose attention could not be read is priced linear-only, never guessed).
+std::optional<AttentionWidths> usable_widths(const std::optional<AttentionWidths>& widths,
+                                             bool attention_enabled);
+
+// 2*P*T.
+double linear_flops(double params, double tokens);
+// 4*T^2*W_self + 4*T*T_text*W_cross; 0 without widths; the cross term only with a text length.
+double attention_flops(const std::optional<AttentionWidths>& widths, double tokens,
+                       double text_tokens);
+// Both terms: one forward over one sample.
+double forward_flops(double params, const std::optional<AttentionWidths>& widths, double tokens,
+                     double text_tokens);
+
+// Dense bf16 peak in TFLOPS of a device, matched by substring in a fixed order; nullopt when the
+// device is not in the table.
+std::optional<double> table_peak_tflops(std::string_view device_name);
+// The override when given, else the table's entry for the device (nullopt without a device).
+std::optional<double> per_device_peak_tflops(std::optional<double> override_tflops,
+                                             const std::optional<std::string>& device_name);
+
+// Training multipliers on a forward's cost: MFU counts forward + backward (3x full, 2x LoRA below
+// a 50% trainable share), HFU adds the recomputed forward of gradient checkpointing.
+struct StepCoefficients {
+  double mfu = 3.0;
+  double hfu = 3.0;
+  std::string reason;  // "full, ckpt on -> 3x/4x, attn from dims (60 modules)"
+};
+StepCoefficients step_coefficients(std::int64_t params, std::int64_t trainable, bool checkpointing,
+                                   const std::optional<AttentionWidths>& widths,
+                                   bool attention_enabled, std::optional<double> override_coef);
+
+}  // namespace vxperf

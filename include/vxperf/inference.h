@@ -1,0 +1,120 @@
+// Inference measurement: a request scope around one pipeline call, a stage scope around each
+// component call inside it.
+//
+//   vxperf::RequestScope request;                        // one pipeline call
+//   { vxperf::StageScope s(vxperf::kTextEncoder); ... }  // each component call
+//   for (...) { vxperf::StageScope s(vxperf::kTransformer, tokens, batch); ... }
+//   { vxperf::StageScope s(vxperf::kVaeDecode); ... }
+//
+// The current request is per thread: requests on different threads never mix. A request scope
+// opened while one is already open on the thread is ignored and its stages belong to the outer
+// request. Both scopes are exception-safe: unwinding closes them, and a failed request is still
+// reported and leaves nothing behind.
+//
+// Cost when metrics are off, or outside any request: a stage scope tests one thread-local
+// pointer; a request scope loads one relaxed atomic.
+//
+// Thread safety: scopes are per-thread objects; stage() may be called from any thread.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <utility>
+
+#include "vxperf/device.h"
+
+namespace vxperf {
+
+class Engine;
+struct Request;
+
+// A stage name interned once: StageScope takes the id, so the hot path never touches a string.
+struct StageId {
+  std::uint32_t value = 0;
+};
+
+// Interns `name` (thread-safe; cache the result).
+StageId stage(std::string_view name);
+const std::string& stage_name(StageId id);
+
+// Stages every pipeline has, pre-interned. Transformer stages ("transformer", "transformer_2",
+// any name starting with "transformer") are the ones priced in FLOPs and in the step summary.
+inline constexpr StageId kTransformer{0};
+inline constexpr StageId kTransformer2{1};
+inline constexpr StageId kTextEncoder{2};
+inline constexpr StageId kVaeEncode{3};  // "vae_enc"
+inline constexpr StageId kVaeDecode{4};  // "vae_dec"
+
+namespace detail {
+// The request open on this thread, or nullptr. Constant-initialized, so reading it is a plain
+// thread-local load with no guard.
+inline thread_local Request* current_request = nullptr;
+}  // namespace detail
+
+struct RequestOptions {
+  int device = -1;         // device index the pipeline computes on; -1: host only, no device call
+  void* stream = nullptr;  // stream to record events on (nullptr: the device's default stream)
+};
+
+class RequestScope {
+ public:
+  // Opens a request on the process-wide engine; inert when metrics are off.
+  RequestScope() noexcept : RequestScope(RequestOptions{}) {}
+  explicit RequestScope(const RequestOptions& options) noexcept;
+  // Opens a request on a given engine (tests, embedding several engines).
+  RequestScope(Engine& engine, const RequestOptions& options = {}) noexcept;
+  ~RequestScope();
+
+  RequestScope(const RequestScope&) = delete;
+  RequestScope& operator=(const RequestScope&) = delete;
+  RequestScope(RequestScope&&) = delete;
+  RequestScope& operator=(RequestScope&&) = delete;
+  static void* operator new(std::size_t) = delete;
+
+  // Whether this scope owns a measured request (false when off, or nested).
+  bool active() const { return request_ != nullptr; }
+
+ private:
+  void open(Engine& engine, const RequestOptions& options) noexcept;
+  Request* request_ = nullptr;
+};
+
+class StageScope {
+ public:
+  // Times one call of `stage` inside the thread's open request. For a transformer stage, `tokens`
+  // (latent tokens per sample) and `batch` (samples per call; 2 under CFG batching) of its first
+  // call price it; 0 tokens means unknown.
+  explicit StageScope(StageId stage, std::int64_t tokens = 0, std::int64_t batch = 1,
+                      void* stream = nullptr) noexcept {
+    if (detail::current_request != nullptr) open(stage, tokens, batch, stream);
+  }
+  ~StageScope() {
+    if (request_ != nullptr) close();
+  }
+
+  StageScope(const StageScope&) = delete;
+  StageScope& operator=(const StageScope&) = delete;
+  StageScope(StageScope&&) = delete;
+  StageScope& operator=(StageScope&&) = delete;
+  static void* operator new(std::size_t) = delete;
+
+ private:
+  void open(StageId stage, std::int64_t tokens, std::int64_t batch, void* stream) noexcept;
+  void close() noexcept;
+
+  Request* request_ = nullptr;
+  std::uint32_t stage_ = 0;
+  void* stream_ = nullptr;
+  double t0_ = 0;
+  EventId e0_ = kNoEvent;
+};
+
+// Runs `fn` as one call of `stage` and returns its result.
+template <class Fn>
+decltype(auto) timed(StageId stage, Fn&& fn) {
+  StageScope scope(stage);
+  return std::forward<Fn>(fn)();
+}
+
+}  // namespace vxperf

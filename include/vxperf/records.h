@@ -1,0 +1,119 @@
+// Records: what one request or one training window came to. Plain values; the JSON line and the
+// log line are made from them in records.cpp and nowhere else.
+//
+// Field names, nesting and log formats are the reference module's, so existing dashboards keep
+// working.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "vxperf/device.h"
+
+namespace vxperf {
+
+struct StageSummary {
+  std::string name;
+  std::int64_t count = 0;
+  double total_ms = 0, mean_ms = 0, std_ms = 0, min_ms = 0, max_ms = 0;
+  std::vector<double> values_ms;  // every call, in order (level-2 dump; not serialized)
+};
+
+struct DitThroughput {
+  std::int64_t params = 0;
+  std::int64_t tokens = 0;
+  std::int64_t batch = 1;
+  int devices = 1;
+  double flops_per_fwd = 0;
+  double attn_share = 0;
+  double tflops = 0;
+  std::optional<double> peak_tflops;
+  std::optional<double> mfu;
+};
+
+struct RequestRecord {
+  double ts = 0;  // wall-clock seconds since the epoch at settle time
+  int rank = 0;
+  int world_size = 1;
+  std::int64_t req = 0;
+  bool warmup = false;
+  double e2e_s = 0;
+  std::vector<StageSummary> stages;  // in order of first use
+  std::optional<DitThroughput> dit;
+  std::optional<int> device;  // device index, serialized as "cuda:N"
+  std::optional<MemoryPeaks> peaks;
+  std::vector<double> step_ms;  // every transformer* call (exit summary; not serialized)
+};
+
+// One settled training step.
+struct StepRecord {
+  std::int64_t step = 0;
+  bool warmup = false;
+  double total_s = 0;
+  std::int64_t micro_steps = 0;
+  std::vector<std::pair<std::string, double>> phases;  // in order of first use, then "other"
+  double overrun_s = 0;
+  std::optional<std::int64_t> tokens;
+  std::int64_t samples = 0;
+  std::int64_t fwd_calls = 0;
+};
+
+struct TrainThroughput {
+  double samples_per_s = 0;
+  double samples = 0;
+  double wall_s = 0;
+  int dp = 1;
+  bool priced = false;  // the fields below are present only when some step could be priced
+  std::int64_t params = 0;
+  std::int64_t trainable = 0;
+  double tokens = 0;
+  std::int64_t priced_steps = 0;
+  double priced_s = 0;
+  double flops_coef = 0;
+  double flops_coef_hw = 0;
+  std::string flops_coef_reason;
+  double flops_per_step = 0;
+  double attn_share = 0;
+  int devices = 1;
+  double tflops = 0;
+  double hw_tflops = 0;
+  std::optional<double> peak_tflops;
+  std::optional<double> mfu;
+  std::optional<double> hfu;
+};
+
+struct TrainWindowRecord {
+  double ts = 0;
+  int rank = 0;
+  int world_size = 1;
+  std::int64_t step_first = 0;
+  std::int64_t step_last = 0;
+  std::int64_t steps = 0;
+  std::int64_t warmup_excluded = 0;
+  double step_s_p50 = 0;
+  double step_s_p95 = 0;
+  std::vector<std::pair<std::string, double>> phases_s;  // fixed phase order, non-zero only
+  double micro_steps = 0;
+  double overrun_s = 0;
+  std::optional<int> device;
+  std::optional<MemoryPeaks> peaks;
+  std::optional<TrainThroughput> throughput;
+  std::optional<double> eta_s;
+  std::vector<StepRecord> window;  // the steps it aggregates (level-2 dump; not serialized)
+};
+
+// "[Perf][rank{N}]"
+std::string log_tag(int rank);
+
+// One JSON object on one line, without the trailing newline.
+std::string to_json_line(const RequestRecord& record);
+std::string to_json_line(const TrainWindowRecord& record);
+
+// The log line, tag included.
+std::string format_log_line(const RequestRecord& record);
+std::string format_log_line(const TrainWindowRecord& record);
+
+}  // namespace vxperf

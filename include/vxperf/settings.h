@@ -1,0 +1,51 @@
+// Settings read from the VIDEOX_PERF* environment variables.
+//
+// Thread safety: Settings is a plain value; parse once, then share read-only.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace vxperf {
+
+// Looks up one environment variable; nullopt when unset.
+using EnvLookup = std::function<std::optional<std::string>(const std::string& name)>;
+
+// The process environment (getenv).
+EnvLookup process_env();
+
+struct Settings {
+  int level = 0;                      // VIDEOX_PERF: 0 off, 1 summaries, 2 also per-step dump
+  std::string json_path;              // VIDEOX_PERF_JSON: records file ("" = none)
+  std::int64_t warmup = 0;            // VIDEOX_PERF_WARMUP: leading requests/steps kept out of summaries
+  bool log_all_ranks = false;         // VIDEOX_PERF_RANKS: "all" logs from every rank, else rank 0
+  std::optional<double> peak_tflops;  // VIDEOX_PERF_PEAK_TFLOPS: per-device peak override
+  std::int64_t dit_params = 0;        // VIDEOX_PERF_DIT_PARAMS: transformer parameter override (0 = none)
+  bool attn_flops = true;             // VIDEOX_PERF_FLOPS_ATTN: 0 prices linear layers only
+  std::int64_t every = 50;            // VIDEOX_PERF_EVERY: training steps per window (at least 1)
+  std::int64_t total_steps = 0;       // VIDEOX_PERF_TOTAL_STEPS: planned steps for the ETA (0 = none)
+  std::optional<double> flops_coef;   // VIDEOX_PERF_FLOPS_COEF: overrides both MFU and HFU multipliers
+  std::string trace_path;             // VIDEOX_PERF_TRACE: raw event script of the live run ("" = none)
+  int sp = 0;                         // VIDEOX_PERF_SP: sequence-parallel degree (0 = not given)
+
+  bool enabled() const { return level > 0; }
+
+  // Parses every variable. A value that does not parse (or is out of range) leaves the default in
+  // place and adds one human-readable line to `problems`. When VIDEOX_PERF is off, only that
+  // variable is read: nothing else matters to a disabled run.
+  static Settings parse(const EnvLookup& env, std::vector<std::string>* problems);
+
+  // These settings written back as the VIDEOX_PERF* variables that reproduce them (for the
+  // config line of a trace; the file paths are left out).
+  std::vector<std::pair<std::string, std::string>> to_env() const;
+};
+
+// Parsing rules shared with the reference (Python's int() and float()): surrounding whitespace is
+// ignored, digits may be separated by single underscores. nullopt when the text is not a number.
+std::optional<std::int64_t> parse_int(const std::string& text);
+std::optional<double> parse_float(const std::string& text);
+
+}  // namespace vxperf

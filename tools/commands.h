@@ -1,0 +1,10 @@
+// The vxperf command-line tool: one function per subcommand, each in its own file.
+// Every command prints its usage for --help, returns 0 on success and 2 on bad input or usage,
+// saying what is wrong in one line.
+#pragma once
+
+namespace vxperf::cli {
+
+int replay_command(int argc, char** argv);
+
+}  // namespace vxperf::cli

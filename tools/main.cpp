@@ -1,0 +1,46 @@
+#include <cstdio>
+#include <cstring>
+#include <string>
+
+#include "commands.h"
+
+namespace {
+
+struct Command {
+  const char* name;
+  int (*run)(int argc, char** argv);
+  const char* summary;
+};
+
+const Command kCommands[] = {
+    {"replay", vxperf::cli::replay_command,
+     "re-aggregate an event script (a live run's VIDEOX_PERF_TRACE) into records"},
+};
+
+void usage(std::FILE* out) {
+  std::fprintf(out,
+               "usage: vxperf COMMAND [ARGS...]\n\n"
+               "Stage-level timing, FLOPs and MFU for diffusion-transformer inference and "
+               "training.\n\ncommands:\n");
+  for (const auto& c : kCommands) std::fprintf(out, "  %-8s %s\n", c.name, c.summary);
+  std::fprintf(out, "\n'vxperf COMMAND --help' describes one command.\n");
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  if (argc < 2) {
+    usage(stderr);
+    return 2;
+  }
+  std::string name = argv[1];
+  if (name == "--help" || name == "-h" || name == "help") {
+    usage(stdout);
+    return 0;
+  }
+  for (const auto& c : kCommands) {
+    if (name == c.name) return c.run(argc - 1, argv + 1);
+  }
+  std::fprintf(stderr, "vxperf: unknown command '%s' (try 'vxperf --help')\n", name.c_str());
+  return 2;
+}
