@@ -10,7 +10,7 @@ std::string SimulatedBackend::device_name(int) {
 EventId SimulatedBackend::record(int, void*) {
   std::lock_guard<std::mutex> lock(mu_);
   EventId id = next_++;
-  events_[id] = Event{auto_time_ ? auto_time_() : 0.0, {}};
+  events_[id] = Event{auto_time_ ? auto_time_() : 0.0, auto_ready_ ? auto_ready_() : ReadyTest{}};
   ++recorded_;
   return id;
 }
@@ -72,6 +72,11 @@ void SimulatedBackend::set_event(EventId event, double device_ms, ReadyTest read
 void SimulatedBackend::set_auto_time(std::function<double()> now_ms) {
   std::lock_guard<std::mutex> lock(mu_);
   auto_time_ = std::move(now_ms);
+}
+
+void SimulatedBackend::set_auto_ready(std::function<ReadyTest()> make_ready) {
+  std::lock_guard<std::mutex> lock(mu_);
+  auto_ready_ = std::move(make_ready);
 }
 
 void SimulatedBackend::set_name(std::string name) {

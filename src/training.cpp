@@ -4,7 +4,11 @@
 #include <chrono>
 #include <cstdio>
 
+#include <map>
+#include <nlohmann/json.hpp>
+
 #include "stats.h"
+#include "trace_writer.h"
 #include "vxperf/engine.h"
 
 namespace vxperf {
@@ -18,7 +22,77 @@ constexpr const char* kPhaseNames[kPhaseCount] = {
 // that sync once per micro-step need none; the margin is for loops that never sync.
 constexpr std::int64_t kSettleLag = 2;
 
+using Json = nlohmann::ordered_json;
+
 }  // namespace
+
+struct Trainer::TraceState {
+  struct Entry {
+    Json event;
+    std::int64_t step = -1;  // the step holding its pair; -1: not a pair
+    bool settled = false;
+    std::vector<std::string> before;  // lines to write just ahead of this one
+  };
+  std::deque<Entry> entries;
+  std::int64_t first = 0;          // sequence number of entries.front()
+  std::int64_t closing = -1;       // entry of the optimizer step closing the current step
+  std::map<const void*, std::string> owners;
+  Entry& at(std::int64_t id) { return entries[static_cast<std::size_t>(id - first)]; }
+};
+
+std::int64_t Trainer::trace_event(std::string line, std::int64_t step) {
+  TraceState::Entry entry;
+  entry.event = Json::parse(line);
+  entry.step = step;
+  trace_->entries.push_back(std::move(entry));
+  return trace_->first + static_cast<std::int64_t>(trace_->entries.size()) - 1;
+}
+
+void Trainer::trace_pair(Phase phase, Pair& pair, std::int64_t step, std::int64_t tokens,
+                         std::int64_t samples, const void* optimizer, bool synced) {
+  Json ev;
+  if (phase == Phase::kClip) {
+    ev["ev"] = "clip";
+  } else if (phase == Phase::kOptimizer) {
+    ev["ev"] = "optimizer_step";
+  } else {
+    ev["ev"] = "phase";
+    ev["name"] = phase_name(phase);
+  }
+  ev["t0"] = pair.start.host_s;
+  ev["t1"] = pair.end.host_s;
+  ev["device_ms"] = nullptr;
+  ev["ready_after"] = 0;
+  if (phase == Phase::kForward && tokens > 0) {
+    ev["tokens"] = tokens;
+    ev["samples"] = samples;
+  }
+  if (phase == Phase::kOptimizer) {
+    auto& owners = trace_->owners;
+    auto it = owners.find(optimizer);
+    if (it == owners.end()) {
+      it = owners.emplace(optimizer, "optimizer" + std::to_string(owners.size())).first;
+    }
+    ev["owner"] = it->second;
+    ev["sync"] = synced;
+  }
+  pair.trace_entry = trace_event(ev.dump(), step);
+}
+
+void Trainer::trace_flush(bool all) {
+  TraceWriter* writer = engine_.trace();
+  if (writer == nullptr || !trace_) return;
+  engine_.ensure_trace_header(device_);
+  std::vector<std::string> lines;
+  auto& entries = trace_->entries;
+  while (!entries.empty() && (all || entries.front().step < 0 || entries.front().settled)) {
+    for (auto& line : entries.front().before) lines.push_back(std::move(line));
+    lines.push_back(entries.front().event.dump());
+    entries.pop_front();
+    ++trace_->first;
+  }
+  if (!lines.empty()) writer->write_block(lines);
+}
 
 const char* phase_name(Phase phase) { return kPhaseNames[static_cast<int>(phase)]; }
 
@@ -29,17 +103,20 @@ std::optional<Phase> phase_from_name(const std::string& name) {
   return std::nullopt;
 }
 
-void Trainer::Step::add(Phase phase, Marker start, Marker end) {
+Trainer::Pair& Trainer::Step::add(Phase phase, Marker start, Marker end) {
   for (auto& p : phases) {
     if (p.phase == phase) {
       p.pairs.push_back(Pair{start, end});
-      return;
+      return p.pairs.back();
     }
   }
   phases.push_back(PhasePairs{phase, {Pair{start, end}}});
+  return phases.back().pairs.back();
 }
 
-Trainer::Trainer(Engine& engine) : engine_(engine) {}
+Trainer::Trainer(Engine& engine) : engine_(engine) {
+  if (engine_.trace() != nullptr) trace_ = std::make_unique<TraceState>();
+}
 
 Trainer::~Trainer() = default;
 
@@ -57,6 +134,18 @@ void Trainer::set_model(const ModelInfo& info) {
   checkpointing_ = info.checkpointing;
   attention_ = usable_widths(info.attention, s.attn_flops);
   text_tokens_ = attention_ ? info.text_tokens : 0;
+  if (trace_) {
+    Json ev = {{"ev", "train_model"},
+               {"params", info.params},
+               {"trainable", trainable_},
+               {"ckpt", checkpointing_},
+               {"attn", info.attention ? Json{{"self", info.attention->self},
+                                              {"cross", info.attention->cross},
+                                              {"modules", info.attention->modules}}
+                                       : Json(nullptr)},
+               {"text_tokens", info.text_tokens}};
+    trace_event(ev.dump(), -1);
+  }
 }
 
 void Trainer::set_device(int device, void* stream) {
@@ -107,11 +196,13 @@ void Trainer::enter_micro(double now) {
   ++step.micro_steps;
   head_open_ = true;
   micro_enter_ = now;
+  if (trace_) trace_event(Json{{"ev", "micro_enter"}, {"t", now}}.dump(), -1);
 }
 
 void Trainer::exit_micro(double now) {
   head_open_ = false;
   prev_exit_ = now;
+  if (trace_) trace_event(Json{{"ev", "micro_exit"}, {"t", now}}.dump(), -1);
 }
 
 void Trainer::begin_model_call(double start_s) {
@@ -123,7 +214,8 @@ void Trainer::end_model_call(Phase phase, Marker start, Marker end, std::int64_t
                              std::int64_t samples) {
   --depth_;
   Step& step = current(end.host_s);
-  step.add(phase, start, end);
+  Pair& pair = step.add(phase, start, end);
+  if (trace_) trace_pair(phase, pair, step.index, tokens, samples, nullptr, false);
   if (phase == Phase::kForward && tokens > 0) {
     if (!step.tokens) step.tokens = tokens;
     step.samples += samples;
@@ -138,15 +230,24 @@ void Trainer::begin_backward(double start_s) {
 
 void Trainer::end_backward(Marker start, Marker end) {
   in_backward_ = false;
-  current(end.host_s).add(Phase::kBackward, start, end);
+  Step& step = current(end.host_s);
+  Pair& pair = step.add(Phase::kBackward, start, end);
+  if (trace_) trace_pair(Phase::kBackward, pair, step.index, 0, 0, nullptr, false);
 }
 
 void Trainer::add_clip(Marker start, Marker end) {
-  current(end.host_s).add(Phase::kClip, start, end);
+  Step& step = current(end.host_s);
+  Pair& pair = step.add(Phase::kClip, start, end);
+  if (trace_) trace_pair(Phase::kClip, pair, step.index, 0, 0, nullptr, false);
 }
 
 void Trainer::add_optimizer_step(Marker start, Marker end, const void* optimizer, bool synced) {
-  current(end.host_s).add(Phase::kOptimizer, start, end);
+  Step& step = current(end.host_s);
+  Pair& pair = step.add(Phase::kOptimizer, start, end);
+  if (trace_) {
+    trace_pair(Phase::kOptimizer, pair, step.index, 0, 0, optimizer, synced);
+    trace_->closing = pair.trace_entry;
+  }
   if (!synced) return;  // a gradient-accumulation pass-through
   // With several optimizers, the first to close a step owns the boundary from then on.
   if (step_owner_ == nullptr) step_owner_ = optimizer;
@@ -191,6 +292,7 @@ void Trainer::drain(bool force) {
     step->fwd_calls = 0;
     spare_.push_back(std::move(step));
   }
+  if (trace_) trace_flush(false);
 }
 
 void Trainer::settle(Step& step) {
@@ -211,8 +313,16 @@ void Trainer::settle(Step& step) {
           backend.query(pair.start.event) && backend.query(pair.end.event)) {
         if (auto elapsed = backend.elapsed_ms(pair.start.event, pair.end.event)) {
           ms = std::max(host_ms, *elapsed);
+          if (trace_ && pair.trace_entry >= 0) {
+            // Complete now, `num_steps_ - index - 1` steps after its own closed: a replay makes
+            // it complete at the same moment, so the step settles at the same moment.
+            Json& ev = trace_->at(pair.trace_entry).event;
+            ev["device_ms"] = *elapsed;
+            ev["ready_after"] = num_steps_ - step.index - 1;
+          }
         }
       }
+      if (trace_ && pair.trace_entry >= 0) trace_->at(pair.trace_entry).settled = true;
       values.push_back(ms);
     }
     if (values.empty()) continue;
@@ -267,6 +377,19 @@ void Trainer::emit_window() {
     }
   }
   engine_.output().record(to_json_line(record), topo.rank, topo.world_size);
+  if (trace_ && record.peaks) {
+    // Replay reads the peaks from a memory event placed before the call that closed the window.
+    Json memory = {{"ev", "memory"},
+                   {"peak_alloc_bytes", record.peaks->allocated},
+                   {"peak_reserved_bytes", record.peaks->reserved}};
+    std::int64_t closing = trace_->closing;
+    if (closing >= trace_->first &&
+        closing < trace_->first + static_cast<std::int64_t>(trace_->entries.size())) {
+      trace_->at(closing).before.push_back(memory.dump());
+    } else {
+      trace_event(memory.dump(), -1);
+    }
+  }
   // The next window's peaks start now, as a request's do.
   if (device_ >= 0) engine_.device().reset_peak_memory(device_);
 }
@@ -408,8 +531,10 @@ std::optional<TrainThroughput> Trainer::throughput(
 void Trainer::finish() {
   if (finished_) return;
   finished_ = true;
+  if (trace_) trace_->closing = -1;
   drain(true);
   emit_window();
+  if (trace_) trace_flush(true);
   if (measured_step_s_.empty() || !engine_.should_log()) return;
   std::vector<double> totals = measured_step_s_;
   std::sort(totals.begin(), totals.end());

@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <nlohmann/json.hpp>
+#include <filesystem>
 #include <fstream>
 #include <stdexcept>
 
@@ -230,6 +231,7 @@ TEST(StandardOutputTest, UnwritablePathIsReportedOnceAndMeasurementGoesOn) {
 
 TEST(StandardOutputTest, CreatesDirectoryAndSuffixesRanks) {
   std::string dir = ::testing::TempDir() + "vxperf-out-test/nested";
+  std::filesystem::remove_all(dir);
   StandardOutput out(dir + "/records.jsonl");
   out.record("{\"a\":1}", 3, 4);
   out.record("{\"a\":2}", 3, 4);

@@ -94,6 +94,8 @@ class SimulatedBackend final : public DeviceBackend {
   void set_event(EventId event, double device_ms, ReadyTest ready = {});
   // Default device time for events recorded live: called at each record() (tests).
   void set_auto_time(std::function<double()> now_ms);
+  // Default readiness for events recorded live: called at each record() (tests).
+  void set_auto_ready(std::function<ReadyTest()> make_ready);
   void set_name(std::string name);
   void set_peaks(MemoryPeaks peaks);
 
@@ -119,6 +121,7 @@ class SimulatedBackend final : public DeviceBackend {
   int resets_ = 0;
   MemoryPeaks peaks_;
   std::function<double()> auto_time_;
+  std::function<ReadyTest()> auto_ready_;
 };
 
 }  // namespace vxperf

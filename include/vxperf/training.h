@@ -107,7 +107,9 @@ class Trainer {
  private:
   struct Pair {
     Marker start, end;
+    std::int64_t trace_entry = -1;  // its event in the pending trace, when tracing
   };
+  struct TraceState;
   struct PhasePairs {
     Phase phase;
     std::vector<Pair> pairs;
@@ -121,7 +123,7 @@ class Trainer {
     std::optional<std::int64_t> tokens;
     std::int64_t samples = 0;
     std::int64_t fwd_calls = 0;
-    void add(Phase phase, Marker start, Marker end);
+    Pair& add(Phase phase, Marker start, Marker end);
   };
 
   Step& current(double t0);
@@ -134,6 +136,12 @@ class Trainer {
   TrainWindowRecord aggregate(std::vector<StepRecord>& window);
   std::optional<TrainThroughput> throughput(const std::vector<const StepRecord*>& measured);
   void release_events(Step& step);
+  // Raw trace (VIDEOX_PERF_TRACE): events wait until their step settles, because only then are
+  // their device times known.
+  std::int64_t trace_event(std::string line, std::int64_t step);
+  void trace_pair(Phase phase, Pair& pair, std::int64_t step, std::int64_t tokens,
+                  std::int64_t samples, const void* optimizer, bool synced);
+  void trace_flush(bool all);
 
   Engine& engine_;
   std::int64_t num_steps_ = 0;
@@ -156,6 +164,7 @@ class Trainer {
   std::optional<AttentionWidths> attention_;
   std::int64_t text_tokens_ = 0;
   bool finished_ = false;
+  std::unique_ptr<TraceState> trace_;
 };
 
 // The process-wide engine's trainer, or nullptr when metrics are off.
