@@ -385,6 +385,10 @@ void Engine::shutdown() {
   }
   if (trainer != nullptr) trainer->finish();
   report_inference_summary();
+  if (trace_ && !trace_finished_.exchange(true)) {
+    ensure_trace_header(-1);
+    trace_->write(Json{{"ev", "finish"}, {"t", clock_->now_s()}}.dump());
+  }
 }
 
 void Engine::report_inference_summary() {

@@ -124,6 +124,7 @@ class Engine {
   std::vector<std::shared_ptr<DeviceBackend>> retired_;
   std::shared_ptr<Output> output_;
   std::unique_ptr<TraceWriter> trace_;
+  std::atomic<bool> trace_finished_{false};
 
   mutable std::mutex mu_;  // guards everything below
   Topology topology_;
