@@ -1,0 +1,63 @@
+# End-to-end checks of the process-wide engine, driven by the environment like a real job.
+# Inputs: EXAMPLE (the instrumented program), VXPERF (the CLI), WORK (a scratch directory).
+file(REMOVE_RECURSE "${WORK}")
+file(MAKE_DIRECTORY "${WORK}")
+
+function(run_example out err)
+  execute_process(COMMAND ${CMAKE_COMMAND} -E env --unset=VIDEOX_PERF --unset=RANK
+                          --unset=WORLD_SIZE ${ARGN} "${EXAMPLE}"
+                  OUTPUT_VARIABLE o ERROR_VARIABLE e RESULT_VARIABLE rc)
+  if(NOT rc EQUAL 0)
+    message(FATAL_ERROR "example exited ${rc}: ${e}")
+  endif()
+  set(${out} "${o}" PARENT_SCOPE)
+  set(${err} "${e}" PARENT_SCOPE)
+endfunction()
+
+function(expect_count text pattern count what)
+  string(REGEX MATCHALL "${pattern}" found "${text}")
+  list(LENGTH found n)
+  if(NOT n EQUAL count)
+    message(FATAL_ERROR "${what}: expected ${count} matches of '${pattern}', got ${n} in:\n${text}")
+  endif()
+endfunction()
+
+# Off: nothing printed, nothing written.
+run_example(out err VIDEOX_PERF_JSON=${WORK}/off/records.jsonl VIDEOX_PERF_TRACE=${WORK}/off/t.jsonl)
+if(NOT err STREQUAL "" OR EXISTS "${WORK}/off")
+  message(FATAL_ERROR "metrics off still produced output: '${err}'")
+endif()
+
+# On, with a bad value reported once and a records file in a directory that does not exist yet.
+run_example(out err VIDEOX_PERF=1 VIDEOX_PERF_WARMUP=two VIDEOX_PERF_EVERY=2
+            VIDEOX_PERF_JSON=${WORK}/on/nested/records.jsonl VIDEOX_PERF_TRACE=${WORK}/on/trace.jsonl)
+expect_count("${err}" "VIDEOX_PERF_WARMUP=\"two\" is not an integer" 1 "bad value")
+expect_count("${err}" "\\[Perf\\]\\[rank0\\] req#" 3 "request lines")
+expect_count("${err}" "\\[Perf\\]\\[rank0\\] step " 3 "window lines")
+expect_count("${err}" "=== 3 reqs" 1 "inference summary")
+expect_count("${err}" "=== 5 steps" 1 "training summary")
+file(STRINGS "${WORK}/on/nested/records.jsonl" records)
+list(LENGTH records n)
+if(NOT n EQUAL 6)
+  message(FATAL_ERROR "expected 6 records (3 requests, 3 windows), got ${n}")
+endif()
+# The run's trace replays to the same number of records.
+execute_process(COMMAND "${VXPERF}" replay "${WORK}/on/trace.jsonl"
+                OUTPUT_VARIABLE replayed ERROR_VARIABLE replay_log RESULT_VARIABLE rc)
+if(NOT rc EQUAL 0)
+  message(FATAL_ERROR "replay of the live trace failed: ${replay_log}")
+endif()
+expect_count("${replayed}" "\"kind\":\"request\"" 3 "replayed requests")
+expect_count("${replayed}" "\"kind\":\"train_window\"" 3 "replayed windows")
+
+# Rank 1 of 2: records in its own file, no log lines (rank 0 logs).
+run_example(out err VIDEOX_PERF=1 RANK=1 WORLD_SIZE=2 VIDEOX_PERF_JSON=${WORK}/ranks/records.jsonl)
+expect_count("${err}" "\\[Perf\\]" 0 "rank 1 log lines")
+if(NOT EXISTS "${WORK}/ranks/records.jsonl.rank1")
+  message(FATAL_ERROR "rank 1 wrote no records.jsonl.rank1")
+endif()
+
+# A records path that cannot be written: reported once, the run goes on and still logs.
+run_example(out err VIDEOX_PERF=1 VIDEOX_PERF_JSON=/proc/vxperf-no/records.jsonl)
+expect_count("${err}" "cannot write records" 1 "unwritable path")
+expect_count("${err}" "\\[Perf\\]\\[rank0\\] req#" 3 "request lines with an unwritable path")
