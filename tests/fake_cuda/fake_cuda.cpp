@@ -137,8 +137,9 @@ struct State {
 };
 
 State& state() {
-  static State* s = new State();  // never destroyed: callable during static destruction
-  return *s;
+  // A static object, not a leaked one: the library may be unloaded between tests.
+  static State s;
+  return s;
 }
 
 struct ThreadContexts {
