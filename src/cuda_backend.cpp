@@ -123,7 +123,7 @@ class CudaBackend final : public DeviceBackend {
       slots_.push_back(Slot{event, device});
       id = static_cast<EventId>(slots_.size());
       // Room for every event of this device in its free list, so release never allocates.
-      d->free.reserve(++d->events);
+      if (d->free.capacity() < ++d->events) d->free.reserve(2 * d->events);
     }
     CUstream s = stream != nullptr ? static_cast<CUstream>(stream) : legacy_stream();
     CUresult r = driver_.event_record(event, s);
@@ -263,9 +263,10 @@ class CudaBackend final : public DeviceBackend {
     if (device >= 0 && static_cast<std::size_t>(device) < devices_.size()) {
       return devices_[static_cast<std::size_t>(device)].get();
     }
-    if (!failed_.load()) {
-      report("device index " + std::to_string(device) + " out of range (" +
-             std::to_string(devices_.size()) + " devices)");
+    // A caller's mistake, not a driver error: said once, and only that device stays host-only.
+    if (!range_reported_.exchange(true)) {
+      say("[Perf] CUDA backend: device index " + std::to_string(device) + " out of range (" +
+          std::to_string(devices_.size()) + " devices); host time for it");
     }
     return nullptr;
   }
@@ -341,7 +342,10 @@ class CudaBackend final : public DeviceBackend {
 
   void report(const std::string& what) {
     if (reported_.exchange(true)) return;
-    std::string line = "[Perf] CUDA backend: " + what + "; device timing off, host time only";
+    say("[Perf] CUDA backend: " + what + "; device timing off, host time only");
+  }
+
+  void say(const std::string& line) {
     if (options_.notice) {
       options_.notice(line);
     } else {
@@ -354,11 +358,12 @@ class CudaBackend final : public DeviceBackend {
   std::vector<std::unique_ptr<Device>> devices_;  // fixed size after construction
   std::atomic<bool> failed_{false};
   std::atomic<bool> reported_{false};
+  std::atomic<bool> range_reported_{false};
   std::mutex pool_mu_;
   std::vector<Slot> slots_;  // EventId i is slots_[i - 1]; guarded by pool_mu_
 };
 
-void say(const CudaOptions& options, const std::string& what) {
+void not_used(const CudaOptions& options, const std::string& what) {
   std::string line = "[Perf] CUDA backend not used: " + what + "; host-only timing";
   if (options.notice) {
     options.notice(line);
@@ -373,7 +378,7 @@ std::shared_ptr<DeviceBackend> make_cuda_backend(const CudaOptions& options) {
   void* handle = dlopen(options.library_path.c_str(), RTLD_NOW | RTLD_LOCAL);
   if (handle == nullptr) {
     const char* why = dlerror();
-    say(options, "cannot load " + options.library_path + " (" + (why ? why : "unknown") + ")");
+    not_used(options, "cannot load " + options.library_path + " (" + (why ? why : "unknown") + ")");
     return nullptr;
   }
   Driver d;
@@ -398,7 +403,7 @@ std::shared_ptr<DeviceBackend> make_cuda_backend(const CudaOptions& options) {
       resolve(handle, d.event_destroy, {"cuEventDestroy_v2"}, &missing) &&
       resolve(handle, d.mem_get_info, {"cuMemGetInfo_v2"}, &missing);
   if (!ok) {
-    say(options, options.library_path + " lacks " + missing);
+    not_used(options, options.library_path + " lacks " + missing);
     dlclose(handle);  // not initialized yet, so safe to unload
     return nullptr;
   }
@@ -406,14 +411,14 @@ std::shared_ptr<DeviceBackend> make_cuda_backend(const CudaOptions& options) {
 
   CUresult r = d.init(0);
   if (r != kSuccess) {
-    say(options, "cuInit failed (error " + std::to_string(r) + ")");
+    not_used(options, "cuInit failed (error " + std::to_string(r) + ")");
     return nullptr;
   }
   int count = 0;
   r = d.device_get_count(&count);
   if (r != kSuccess || count <= 0) {
-    say(options, r != kSuccess ? "cuDeviceGetCount failed (error " + std::to_string(r) + ")"
-                               : std::string("no CUDA device"));
+    not_used(options, r != kSuccess ? "cuDeviceGetCount failed (error " + std::to_string(r) + ")"
+                                    : std::string("no CUDA device"));
     return nullptr;
   }
   return std::make_shared<CudaBackend>(d, count, options);

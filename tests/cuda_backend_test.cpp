@@ -470,6 +470,14 @@ TEST_F(CudaBackendTest, DeviceOutOfRangeIsReportedNotTouched) {
   ASSERT_EQ(notices.size(), 1u);
   EXPECT_NE(notices[0].find("device index 5"), std::string::npos);
   EXPECT_EQ(fake.calls("cuEventRecord"), 0);
+  // The other devices keep device timing, and a later driver error is still reported.
+  EventId e = backend->record(1, nullptr);
+  EXPECT_NE(e, kNoEvent);
+  backend->release(e);
+  fake.fail("cuEventRecord", 719, 1);
+  EXPECT_EQ(backend->record(1, nullptr), kNoEvent);
+  ASSERT_EQ(notices.size(), 2u);
+  EXPECT_NE(notices[1].find("cuEventRecord"), std::string::npos);
 }
 
 // ---- memory
