@@ -308,7 +308,8 @@ class CudaBackend final : public DeviceBackend {
 
   // Device memory in use now (total - free); the device's context is current.
   void sample_memory(Device& d, bool reset) {
-    std::size_t free_bytes = 0, total_bytes = 0;
+    std::size_t free_bytes = 0;
+    std::size_t total_bytes = 0;
     CUresult r = driver_.mem_get_info(&free_bytes, &total_bytes);
     if (r != kSuccess) {
       fail("cuMemGetInfo", r);
@@ -378,7 +379,8 @@ std::shared_ptr<DeviceBackend> make_cuda_backend(const CudaOptions& options) {
   void* handle = dlopen(options.library_path.c_str(), RTLD_NOW | RTLD_LOCAL);
   if (handle == nullptr) {
     const char* why = dlerror();
-    not_used(options, "cannot load " + options.library_path + " (" + (why ? why : "unknown") + ")");
+    not_used(options, "cannot load " + options.library_path + " (" +
+                          (why != nullptr ? why : "unknown") + ")");
     return nullptr;
   }
   Driver d;
