@@ -1,0 +1,310 @@
+#!/usr/bin/env python3
+"""GPU check helper: a Wan2.1-1.3B-shaped DiT forward timed directly, and the comparison with
+vxperf's records.
+
+  gpu_check.py direct --batch B --out direct.json   # needs a CUDA GPU and PyTorch 2.x
+  gpu_check.py compare --records DIR --direct direct.json
+
+`direct` builds the Wan2.1 T2V-1.3B transformer with random weights in bf16 (30 blocks, width
+1536, 12 heads, FFN 8960, text 512x4096, patch 1x2x2: 1,418,996,800 parameters), feeds it an
+832x480x81 latent (16x21x60x104 -> 32,760 tokens), times the forward with CUDA events and counts
+its FLOPs with torch.utils.flop_counter.FlopCounterMode. `compare` reads vxperf's JSON request
+records (every *.jsonl under DIR) and prints both side by side.
+"""
+import argparse
+import glob
+import json
+import math
+import os
+import statistics
+import sys
+
+# Wan2.1 T2V-1.3B.
+DIM, FFN, HEADS, LAYERS = 1536, 8960, 12, 30
+IN_CH, OUT_CH, PATCH = 16, 16, (1, 2, 2)
+TEXT_LEN, TEXT_DIM, FREQ_DIM = 512, 4096, 256
+EXPECTED_PARAMS = 1418996800
+# 832x480, 81 frames: VAE stride 4x8x8 -> latent 21x60x104; patch 1x2x2 -> 21x30x52 tokens.
+LATENT = (21, 60, 104)
+TOKENS = 21 * 30 * 52  # 32,760
+
+
+def build_model(torch):
+    nn = torch.nn
+    F = torch.nn.functional
+
+    class RMSNorm(nn.Module):
+        def __init__(self, dim, eps=1e-6):
+            super().__init__()
+            self.eps = eps
+            self.weight = nn.Parameter(torch.ones(dim))
+
+        def forward(self, x):
+            y = x.float()
+            y = y * torch.rsqrt(y.pow(2).mean(-1, keepdim=True) + self.eps)
+            return y.type_as(x) * self.weight
+
+    def rope_apply(x, cos, sin):
+        # x: [B, S, H, D]; rotates consecutive pairs (Wan's complex multiply, in float32 here).
+        b, s, h, d = x.shape
+        xf = x.float().view(b, s, h, d // 2, 2)
+        x0, x1 = xf[..., 0], xf[..., 1]
+        out = torch.stack((x0 * cos - x1 * sin, x0 * sin + x1 * cos), dim=-1)
+        return out.view(b, s, h, d).type_as(x)
+
+    class Attention(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.q = nn.Linear(DIM, DIM)
+            self.k = nn.Linear(DIM, DIM)
+            self.v = nn.Linear(DIM, DIM)
+            self.o = nn.Linear(DIM, DIM)
+            self.norm_q = RMSNorm(DIM)
+            self.norm_k = RMSNorm(DIM)
+
+        def forward(self, x, context=None, rope=None):
+            b, s, _ = x.shape
+            src = x if context is None else context
+            hd = DIM // HEADS
+            q = self.norm_q(self.q(x)).view(b, s, HEADS, hd)
+            k = self.norm_k(self.k(src)).view(b, -1, HEADS, hd)
+            v = self.v(src).view(b, -1, HEADS, hd)
+            if rope is not None:
+                q = rope_apply(q, *rope)
+                k = rope_apply(k, *rope)
+            out = F.scaled_dot_product_attention(
+                q.transpose(1, 2), k.transpose(1, 2), v.transpose(1, 2))
+            return self.o(out.transpose(1, 2).reshape(b, s, DIM))
+
+    class Block(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.norm1 = nn.LayerNorm(DIM, eps=1e-6, elementwise_affine=False)
+            self.self_attn = Attention()
+            self.norm3 = nn.LayerNorm(DIM, eps=1e-6, elementwise_affine=True)
+            self.cross_attn = Attention()
+            self.norm2 = nn.LayerNorm(DIM, eps=1e-6, elementwise_affine=False)
+            self.ffn = nn.Sequential(nn.Linear(DIM, FFN), nn.GELU(approximate="tanh"),
+                                     nn.Linear(FFN, DIM))
+            self.modulation = nn.Parameter(torch.randn(1, 6, DIM) / DIM**0.5)
+
+        def forward(self, x, e, context, rope):
+            e = (self.modulation + e).chunk(6, dim=1)
+            y = self.self_attn(self.norm1(x) * (1 + e[1]) + e[0], rope=rope)
+            x = x + y * e[2]
+            x = x + self.cross_attn(self.norm3(x), context=context)
+            y = self.ffn(self.norm2(x) * (1 + e[4]) + e[3])
+            return x + y * e[5]
+
+    class WanDiT(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.patch_embedding = nn.Conv3d(IN_CH, DIM, kernel_size=PATCH, stride=PATCH)
+            self.text_embedding = nn.Sequential(nn.Linear(TEXT_DIM, DIM),
+                                                nn.GELU(approximate="tanh"), nn.Linear(DIM, DIM))
+            self.time_embedding = nn.Sequential(nn.Linear(FREQ_DIM, DIM), nn.SiLU(),
+                                                nn.Linear(DIM, DIM))
+            self.time_projection = nn.Sequential(nn.SiLU(), nn.Linear(DIM, 6 * DIM))
+            self.blocks = nn.ModuleList(Block() for _ in range(LAYERS))
+            self.head_norm = nn.LayerNorm(DIM, eps=1e-6, elementwise_affine=False)
+            self.head = nn.Linear(DIM, OUT_CH * math.prod(PATCH))
+            self.head_modulation = nn.Parameter(torch.randn(1, 2, DIM) / DIM**0.5)
+
+        def rope(self, f, h, w, device):
+            # 3-D RoPE: the head dimension split into frame/height/width bands, as in Wan.
+            hd = DIM // HEADS
+            bands = [hd - 4 * (hd // 6), 2 * (hd // 6), 2 * (hd // 6)]
+            angles = []
+            for size, n in zip(bands, (f, h, w)):
+                inv = 1.0 / (10000 ** (torch.arange(0, size, 2, device=device).float() / size))
+                angles.append(torch.outer(torch.arange(n, device=device).float(), inv))
+            a = torch.cat([
+                angles[0][:, None, None, :].expand(f, h, w, -1),
+                angles[1][None, :, None, :].expand(f, h, w, -1),
+                angles[2][None, None, :, :].expand(f, h, w, -1),
+            ], dim=-1).reshape(f * h * w, 1, hd // 2)
+            return a.cos(), a.sin()
+
+        def forward(self, x, t, context):
+            b = x.shape[0]
+            x = self.patch_embedding(x)
+            f, h, w = x.shape[2:]
+            x = x.flatten(2).transpose(1, 2)
+            rope = self.rope(f, h, w, x.device)
+            half = FREQ_DIM // 2
+            freqs = torch.exp(-math.log(10000) * torch.arange(half, device=x.device) / half)
+            sinus = torch.cat([torch.cos(t[:, None].float() * freqs),
+                               torch.sin(t[:, None].float() * freqs)], dim=1).to(x.dtype)
+            e = self.time_embedding(sinus)
+            e0 = self.time_projection(e).unflatten(1, (6, DIM))
+            context = self.text_embedding(context)
+            for block in self.blocks:
+                x = block(x, e0, context, rope)
+            mod = (self.head_modulation + e[:, None]).chunk(2, dim=1)
+            x = self.head(self.head_norm(x) * (1 + mod[1]) + mod[0])
+            # Unpatchify to the latent's shape.
+            x = x.view(b, f, h, w, PATCH[0], PATCH[1], PATCH[2], OUT_CH)
+            x = x.permute(0, 7, 1, 4, 2, 5, 3, 6)
+            return x.reshape(b, OUT_CH, f * PATCH[0], h * PATCH[1], w * PATCH[2])
+
+    return WanDiT()
+
+
+def vxperf_formula_flops(params, tokens, batch):
+    # vxperf's cost model (src/cost_model.cpp): 2*params*tokens + 4*S^2*sum(self widths)
+    # + 4*S*text*sum(cross widths), per sample.
+    widths = LAYERS * DIM
+    return batch * (2.0 * params * tokens + 4.0 * tokens * tokens * widths
+                    + 4.0 * tokens * TEXT_LEN * widths)
+
+
+def direct(args):
+    import torch
+    from torch.utils.flop_counter import FlopCounterMode
+
+    if not torch.cuda.is_available():
+        sys.exit("gpu_check.py direct: no CUDA device visible to PyTorch")
+    device = torch.device("cuda", args.device)
+    torch.cuda.set_device(device)
+    torch.manual_seed(0)
+    with torch.device(device):  # initialize on the GPU: seconds, not minutes
+        model = build_model(torch)
+    model = model.to(dtype=torch.bfloat16).eval()
+    params = sum(p.numel() for p in model.parameters())
+    b = args.batch
+    x = torch.randn(b, IN_CH, *LATENT, device=device, dtype=torch.bfloat16)
+    t = torch.full((b,), 999.0, device=device)
+    context = torch.randn(b, TEXT_LEN, TEXT_DIM, device=device, dtype=torch.bfloat16)
+
+    with torch.inference_mode():
+        for _ in range(args.warmup):
+            model(x, t, context)
+        torch.cuda.synchronize(device)
+        times = []
+        for _ in range(args.iters):
+            start = torch.cuda.Event(enable_timing=True)
+            end = torch.cuda.Event(enable_timing=True)
+            start.record()
+            model(x, t, context)
+            end.record()
+            end.synchronize()
+            times.append(start.elapsed_time(end))
+        counter = FlopCounterMode(display=False)
+        with counter:
+            model(x, t, context)
+        torch.cuda.synchronize(device)
+    result = {
+        "device_name": torch.cuda.get_device_name(device),
+        "torch": torch.__version__,
+        "params": params,
+        "tokens": TOKENS,
+        "batch": b,
+        "forward_ms": times,
+        "forward_ms_median": statistics.median(times),
+        "flop_counter_flops": counter.get_total_flops(),
+        "formula_flops": vxperf_formula_flops(params, TOKENS, b),
+        "max_memory_allocated": torch.cuda.max_memory_allocated(device),
+    }
+    with open(args.out, "w") as f:
+        json.dump(result, f, indent=1)
+    print(json.dumps({k: v for k, v in result.items() if k != "forward_ms"}))
+    if params != EXPECTED_PARAMS:
+        print(f"warning: {params} parameters, expected {EXPECTED_PARAMS}", file=sys.stderr)
+
+
+def load_requests(directory):
+    records = []
+    for path in sorted(glob.glob(os.path.join(directory, "**", "*.jsonl"), recursive=True)):
+        with open(path) as f:
+            for line in f:
+                line = line.strip()
+                if not line:
+                    continue
+                try:
+                    r = json.loads(line)
+                except json.JSONDecodeError:
+                    continue
+                if r.get("kind") == "request":
+                    records.append(r)
+    return records
+
+
+def batch_of(args):
+    """The batch per transformer call vxperf recorded (1 when unknown): what `direct` must run."""
+    records = load_requests(args.records)
+    batches = [r["dit"]["batch"] for r in records if isinstance(r.get("dit"), dict)]
+    print(max(batches) if batches else 1)
+
+
+def compare(args):
+    records = load_requests(args.records)
+    if not records:
+        sys.exit(f"gpu_check.py compare: no request records under {args.records}")
+    with open(args.direct) as f:
+        d = json.load(f)
+    measured = [r for r in records if not r.get("warmup")] or records[-1:]
+    # The last measured request: the first one pays for allocator growth and kernel selection.
+    r = measured[-1]
+    stage = r["stages"].get("transformer")
+    if stage is None:
+        sys.exit("gpu_check.py compare: the records have no 'transformer' stage")
+    dit = r.get("dit") or {}
+    v_ms = stage["mean_ms"]
+    d_ms = d["forward_ms_median"]
+    v_flops = dit.get("flops_per_fwd")
+    d_flops = d["flop_counter_flops"]
+
+    print(f"device: {d['device_name']}  torch {d['torch']}  vxperf record req#{r['req']} "
+          f"on {r.get('device')}, {stage['count']} transformer calls, batch {dit.get('batch')}")
+    print(f"{'':28}{'vxperf':>14}{'direct':>14}{'ratio':>8}")
+    print(f"{'transformer step (ms)':28}{v_ms:14.1f}{d_ms:14.1f}{v_ms / d_ms:8.3f}")
+    if v_flops:
+        print(f"{'FLOPs / forward':28}{v_flops:14.4e}{d_flops:14.4e}{v_flops / d_flops:8.3f}")
+    else:
+        print("FLOPs / forward: vxperf record has no 'dit' block (model not declared?)")
+    print(f"{'  (vxperf formula, direct)':28}{d['formula_flops']:14.4e}")
+    if dit.get("mfu") is not None:
+        print(f"vxperf MFU {dit['mfu'] * 100:.1f}% @ {dit.get('peak_tflops')} TFLOPS peak; "
+              f"direct {d_flops / (d_ms / 1000) / 1e12:.0f} TFLOPS (FlopCounter FLOPs)")
+    print(f"peak memory: vxperf {r.get('peak_alloc_bytes', 0) / 2**30:.1f} GiB allocated, "
+          f"{r.get('peak_reserved_bytes', 0) / 2**30:.1f} GiB reserved; direct "
+          f"{d['max_memory_allocated'] / 2**30:.1f} GiB allocated")
+    # The formula prices every parameter over every latent token; FlopCounterMode sees the text
+    # and time embeddings and the cross-attention K/V projections run over 512 text tokens or
+    # one row, so the formula is expected ~4% above it at these dimensions.
+    ok = abs(v_ms / d_ms - 1) <= args.time_tolerance
+    if v_flops:
+        ok = ok and abs(v_flops / d_flops - 1) <= args.flops_tolerance
+    print("RESULT:", "agree" if ok else "DISAGREE",
+          f"(time within {args.time_tolerance:.0%}, FLOPs within {args.flops_tolerance:.0%})")
+    return 0 if ok else 1
+
+
+def main():
+    p = argparse.ArgumentParser(description=__doc__,
+                                formatter_class=argparse.RawDescriptionHelpFormatter)
+    sub = p.add_subparsers(dest="cmd", required=True)
+    pd = sub.add_parser("direct")
+    pd.add_argument("--batch", type=int, default=1)
+    pd.add_argument("--device", type=int, default=0)
+    pd.add_argument("--warmup", type=int, default=2)
+    pd.add_argument("--iters", type=int, default=5)
+    pd.add_argument("--out", required=True)
+    pb = sub.add_parser("batch")
+    pb.add_argument("--records", required=True)
+    pc = sub.add_parser("compare")
+    pc.add_argument("--records", required=True)
+    pc.add_argument("--direct", required=True)
+    pc.add_argument("--time-tolerance", type=float, default=0.15)
+    pc.add_argument("--flops-tolerance", type=float, default=0.06)
+    args = p.parse_args()
+    if args.cmd == "direct":
+        direct(args)
+    elif args.cmd == "batch":
+        batch_of(args)
+    else:
+        sys.exit(compare(args))
+
+
+if __name__ == "__main__":
+    main()
