@@ -11,6 +11,7 @@
 #include "request.h"
 #include "stats.h"
 #include "trace_writer.h"
+#include "vxperf/cuda_backend.h"
 #include "vxperf/inference.h"
 #include "vxperf/training.h"
 
@@ -69,6 +70,7 @@ Engine::Engine(EngineParts parts)
       output_(parts.output ? std::move(parts.output)
                            : std::make_shared<StandardOutput>(settings_.json_path)),
       topology_(parts.topology) {
+  cuda_on_demand_ = parts.cuda_on_demand && !parts.device;
   if (settings_.sp > 0) topology_.sp = settings_.sp;
   if (!settings_.trace_path.empty()) trace_ = std::make_unique<TraceWriter>(settings_.trace_path);
 }
@@ -80,6 +82,20 @@ void Engine::set_device_backend(std::shared_ptr<DeviceBackend> device) {
   // The old backend stays alive: a request opened before the switch still holds it.
   retired_.push_back(device_);
   device_ = device ? std::move(device) : std::make_shared<HostOnlyBackend>();
+}
+
+std::shared_ptr<DeviceBackend> Engine::backend_for(int device) {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (device >= 0 && cuda_on_demand_) {
+    cuda_on_demand_ = false;  // one try: an absent driver is said once, then host-only
+    CudaOptions options;
+    options.notice = [this](std::string_view line) { output_->log(line); };
+    if (auto cuda = make_cuda_backend(options)) {
+      retired_.push_back(device_);
+      device_ = std::move(cuda);
+    }
+  }
+  return device_;
 }
 
 Topology Engine::topology() const {
@@ -160,11 +176,10 @@ void Engine::ensure_trace_header(int device) {
 Request* Engine::begin_request(int device, void* stream) {
   std::unique_ptr<Request> request = std::move(spare_request);
   if (!request) request = std::make_unique<Request>();
-  std::shared_ptr<DeviceBackend> backend;
+  std::shared_ptr<DeviceBackend> backend = backend_for(device);
   {
     std::lock_guard<std::mutex> lock(mu_);
     request->index = next_request_++;
-    backend = device_;
   }
   request->engine = this;
   request->clock = clock_.get();
@@ -447,6 +462,7 @@ Engine* create_process_engine() {
   EngineParts parts;
   parts.settings = settings;
   parts.topology = topology_from_env(process_env(), &problems);
+  parts.cuda_on_demand = true;
   report(problems);
   // Never destroyed: the exit handler and late threads may still use it.
   auto* e = new Engine(std::move(parts));

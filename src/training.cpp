@@ -149,7 +149,7 @@ void Trainer::set_model(const ModelInfo& info) {
 }
 
 void Trainer::set_device(int device, void* stream) {
-  device_ = device >= 0 && engine_.device().available() ? device : -1;
+  device_ = device >= 0 && engine_.backend_for(device)->available() ? device : -1;
   stream_ = stream;
 }
 

@@ -3,6 +3,8 @@
 #include <gtest/gtest.h>
 
 #include <nlohmann/json.hpp>
+#include <dlfcn.h>
+
 #include <filesystem>
 #include <fstream>
 #include <stdexcept>
@@ -241,6 +243,39 @@ TEST(StandardOutputTest, CreatesDirectoryAndSuffixesRanks) {
   while (std::getline(in, line)) lines.push_back(line);
   EXPECT_EQ(lines, (std::vector<std::string>{"{\"a\":1}", "{\"a\":2}"}));
   EXPECT_EQ(StandardOutput::records_path("r.jsonl", 0, 1), "r.jsonl");
+}
+
+}  // namespace
+}  // namespace vxperf
+
+namespace vxperf {
+namespace {
+
+TEST(CudaOnDemand, AbsentDriverIsSaidOnceThenHostOnly) {
+  if (void* handle = dlopen("libcuda.so.1", RTLD_LAZY | RTLD_NOLOAD)) {
+    dlclose(handle);
+    GTEST_SKIP() << "a CUDA driver is loaded in this process";
+  }
+  if (void* handle = dlopen("libcuda.so.1", RTLD_LAZY)) {
+    dlclose(handle);
+    GTEST_SKIP() << "this host has a CUDA driver";
+  }
+  auto output = std::make_shared<MemoryOutput>();
+  EngineParts parts;
+  parts.settings.level = 1;
+  parts.output = output;
+  parts.cuda_on_demand = true;
+  Engine engine(std::move(parts));
+  for (int i = 0; i < 2; ++i) {
+    RequestScope request(engine, RequestOptions{0, nullptr});
+    StageScope s(kTransformer, 10, 1);
+  }
+  auto logs = output->logs();
+  int notices = 0;
+  for (const auto& l : logs) notices += l.rfind("[Perf]", 0) != 0;
+  EXPECT_EQ(notices, 1);
+  ASSERT_EQ(output->records().size(), 2u);
+  EXPECT_FALSE(Json::parse(output->records()[0]).contains("device"));
 }
 
 }  // namespace

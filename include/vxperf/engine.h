@@ -57,6 +57,9 @@ struct EngineParts {
   std::shared_ptr<DeviceBackend> device; // default: HostOnlyBackend
   std::shared_ptr<Output> output;        // default: StandardOutput(settings.json_path)
   Topology topology;                     // default: rank 0 of 1
+  // Without `device`: load the CUDA backend the first time a request or the trainer names a device
+  // (the process-wide engine does; a CPU-only run never touches the driver).
+  bool cuda_on_demand = false;
 };
 
 class Engine {
@@ -71,6 +74,9 @@ class Engine {
   DeviceBackend& device() { return *device_; }
   Output& output() { return *output_; }
   void set_device_backend(std::shared_ptr<DeviceBackend> device);
+  // The backend to time `device` on: loads the CUDA backend on first use when the engine was made
+  // with `cuda_on_demand` and no backend of its own.
+  std::shared_ptr<DeviceBackend> backend_for(int device);
 
   Topology topology() const;
   void set_topology(int rank, int world_size);
@@ -122,6 +128,7 @@ class Engine {
   std::shared_ptr<Clock> clock_;
   std::shared_ptr<DeviceBackend> device_;
   std::vector<std::shared_ptr<DeviceBackend>> retired_;
+  bool cuda_on_demand_ = false;
   std::shared_ptr<Output> output_;
   std::unique_ptr<TraceWriter> trace_;
   std::atomic<bool> trace_finished_{false};
