@@ -272,7 +272,7 @@ TEST(CudaOnDemand, AbsentDriverIsSaidOnceThenHostOnly) {
   }
   auto logs = output->logs();
   int notices = 0;
-  for (const auto& l : logs) notices += l.rfind("[Perf]", 0) != 0;
+  for (const auto& l : logs) notices += l.rfind("[Perf][rank", 0) != 0;
   EXPECT_EQ(notices, 1);
   ASSERT_EQ(output->records().size(), 2u);
   EXPECT_FALSE(Json::parse(output->records()[0]).contains("device"));
