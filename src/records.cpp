@@ -44,6 +44,24 @@ Json optional_number(const std::optional<double>& value) {
 
 std::string device_string(int index) { return "cuda:" + std::to_string(index); }
 
+// The fields every record starts with.
+Json record_head(const char* kind, double ts, int rank, int world_size) {
+  Json j;
+  j["kind"] = kind;
+  j["ts"] = ts;
+  j["rank"] = rank;
+  j["world_size"] = world_size;
+  return j;
+}
+
+// The device and its memory peaks, present only when the record was measured on a device.
+void add_device(Json& j, const std::optional<int>& device, const std::optional<MemoryPeaks>& peaks) {
+  if (!device) return;
+  j["device"] = device_string(*device);
+  j["peak_alloc_bytes"] = peaks ? peaks->allocated : 0;
+  j["peak_reserved_bytes"] = peaks ? peaks->reserved : 0;
+}
+
 std::string join(const std::vector<std::string>& parts, const char* separator) {
   std::string out;
   for (std::size_t i = 0; i < parts.size(); ++i) {
@@ -69,11 +87,7 @@ std::string over_devices(int devices) {
 std::string log_tag(int rank) { return "[Perf][rank" + std::to_string(rank) + "]"; }
 
 std::string to_json_line(const RequestRecord& r) {
-  Json j;
-  j["kind"] = "request";
-  j["ts"] = r.ts;
-  j["rank"] = r.rank;
-  j["world_size"] = r.world_size;
+  Json j = record_head("request", r.ts, r.rank, r.world_size);
   j["req"] = r.req;
   j["warmup"] = r.warmup;
   j["e2e_s"] = r.e2e_s;
@@ -97,20 +111,12 @@ std::string to_json_line(const RequestRecord& r) {
   } else {
     j["dit"] = nullptr;
   }
-  if (r.device) {
-    j["device"] = device_string(*r.device);
-    j["peak_alloc_bytes"] = r.peaks ? r.peaks->allocated : 0;
-    j["peak_reserved_bytes"] = r.peaks ? r.peaks->reserved : 0;
-  }
+  add_device(j, r.device, r.peaks);
   return j.dump();
 }
 
 std::string to_json_line(const TrainWindowRecord& r) {
-  Json j;
-  j["kind"] = "train_window";
-  j["ts"] = r.ts;
-  j["rank"] = r.rank;
-  j["world_size"] = r.world_size;
+  Json j = record_head("train_window", r.ts, r.rank, r.world_size);
   j["step_first"] = r.step_first;
   j["step_last"] = r.step_last;
   j["steps"] = r.steps;
@@ -122,11 +128,7 @@ std::string to_json_line(const TrainWindowRecord& r) {
   j["phases_s"] = std::move(phases);
   j["micro_steps"] = r.micro_steps;
   j["overrun_s"] = r.overrun_s;
-  if (r.device) {
-    j["device"] = device_string(*r.device);
-    j["peak_alloc_bytes"] = r.peaks ? r.peaks->allocated : 0;
-    j["peak_reserved_bytes"] = r.peaks ? r.peaks->reserved : 0;
-  }
+  add_device(j, r.device, r.peaks);
   if (r.throughput) {
     const auto& t = *r.throughput;
     Json tj = {{"samples_per_s", t.samples_per_s},
