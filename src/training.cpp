@@ -104,14 +104,19 @@ std::optional<Phase> phase_from_name(const std::string& name) {
 }
 
 Trainer::Pair& Trainer::Step::add(Phase phase, Marker start, Marker end) {
-  for (auto& p : phases) {
-    if (p.phase == phase) {
-      p.pairs.push_back(Pair{start, end});
-      return p.pairs.back();
-    }
-  }
-  phases.push_back(PhasePairs{phase, {Pair{start, end}}});
-  return phases.back().pairs.back();
+  auto& list = pairs[static_cast<std::size_t>(phase)];
+  if (list.empty()) order.push_back(phase);
+  list.push_back(Pair{start, end});
+  return list.back();
+}
+
+void Trainer::Step::reset() {
+  for (Phase phase : order) pairs[static_cast<std::size_t>(phase)].clear();
+  order.clear();
+  micro_steps = 0;
+  tokens.reset();
+  samples = 0;
+  fwd_calls = 0;
 }
 
 Trainer::Trainer(Engine& engine) : engine_(engine) {
@@ -268,8 +273,8 @@ bool Trainer::ready(const Step& step) {
   // Only closing events are asked: a stream retires events in order, so a completed end implies
   // a completed start.
   DeviceBackend& backend = engine_.device();
-  for (const auto& p : step.phases) {
-    for (const auto& pair : p.pairs) {
+  for (Phase phase : step.order) {
+    for (const auto& pair : step.pairs[static_cast<std::size_t>(phase)]) {
       if (pair.end.event != kNoEvent && !backend.query(pair.end.event)) return false;
     }
   }
@@ -285,11 +290,7 @@ void Trainer::drain(bool force) {
     std::unique_ptr<Step> step = std::move(pending_.front());
     pending_.pop_front();
     settle(*step);
-    step->phases.clear();
-    step->micro_steps = 0;
-    step->tokens.reset();
-    step->samples = 0;
-    step->fwd_calls = 0;
+    step->reset();
     spare_.push_back(std::move(step));
   }
   if (trace_) trace_flush(false);
@@ -302,11 +303,13 @@ void Trainer::settle(Step& step) {
   record.warmup = step.index < engine_.settings().warmup;
   record.total_s = step.total_s;
   record.micro_steps = step.micro_steps;
-  std::vector<double> phase_seconds;
-  for (const auto& p : step.phases) {
-    std::vector<double> values;
-    values.reserve(p.pairs.size());
-    for (const auto& pair : p.pairs) {
+  // Sums run left to right, in the order calls happened, so the residual below comes out
+  // bit-for-bit as the reference computes it (whether `other` is exactly zero depends on it).
+  double phases_total = 0.0;
+  record.phases.reserve(step.order.size() + 1);
+  for (Phase phase : step.order) {
+    double total_ms = 0.0;
+    for (const auto& pair : step.pairs[static_cast<std::size_t>(phase)]) {
       double host_ms = (pair.end.host_s - pair.start.host_s) * 1000.0;
       double ms = host_ms;
       if (pair.start.event != kNoEvent && pair.end.event != kNoEvent &&
@@ -323,16 +326,15 @@ void Trainer::settle(Step& step) {
         }
       }
       if (trace_ && pair.trace_entry >= 0) trace_->at(pair.trace_entry).settled = true;
-      values.push_back(ms);
+      total_ms += ms;
     }
-    if (values.empty()) continue;
-    double seconds = detail::plain_sum(values) / 1000.0;
-    record.phases.emplace_back(phase_name(p.phase), seconds);
-    phase_seconds.push_back(seconds);
+    double seconds = total_ms / 1000.0;
+    record.phases.emplace_back(phase_name(phase), seconds);
+    phases_total += seconds;
   }
   release_events(step);
-  double residual = step.total_s - detail::plain_sum(phase_seconds);
-  record.phases.emplace_back("other", std::max(0.0, residual));
+  double residual = step.total_s - phases_total;
+  record.phases.emplace_back(phase_name(Phase::kOther), std::max(0.0, residual));
   // Phases can outrun their step when device work of one drains inside the next; reported.
   record.overrun_s = std::max(0.0, -residual);
   record.tokens = step.tokens;
@@ -345,8 +347,8 @@ void Trainer::settle(Step& step) {
 
 void Trainer::release_events(Step& step) {
   DeviceBackend& backend = engine_.device();
-  for (const auto& p : step.phases) {
-    for (const auto& pair : p.pairs) {
+  for (Phase phase : step.order) {
+    for (const auto& pair : step.pairs[static_cast<std::size_t>(phase)]) {
       if (pair.start.event != kNoEvent) backend.release(pair.start.event);
       if (pair.end.event != kNoEvent) backend.release(pair.end.event);
     }
@@ -369,7 +371,7 @@ void Trainer::emit_window() {
                       entry.total_s);
         std::string line = tag + buf;
         for (const auto& [name, seconds] : entry.phases) {
-          std::snprintf(buf, sizeof buf, " %s %.3f", name.c_str(), seconds);
+          std::snprintf(buf, sizeof buf, " %s %.3f", name, seconds);
           line += buf;
         }
         engine_.output().log(line);
@@ -429,6 +431,7 @@ TrainWindowRecord Trainer::aggregate(std::vector<StepRecord>& window) {
     bool any = false;
     for (const StepRecord* e : measured) {
       double v = 0.0;
+      // Step records name phases with phase_name()'s own strings: comparing pointers suffices.
       for (const auto& [phase, seconds] : e->phases) {
         if (phase == name) v = seconds;
       }
@@ -449,7 +452,6 @@ TrainWindowRecord Trainer::aggregate(std::vector<StepRecord>& window) {
     std::int64_t remaining = std::max<std::int64_t>(0, s.total_steps - window.back().step - 1);
     r.eta_s = static_cast<double>(remaining) * r.step_s_p50;
   }
-  r.window = window;
   return r;
 }
 

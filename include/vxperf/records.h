@@ -54,7 +54,8 @@ struct StepRecord {
   bool warmup = false;
   double total_s = 0;
   std::int64_t micro_steps = 0;
-  std::vector<std::pair<std::string, double>> phases;  // in order of first use, then "other"
+  // Phase names (static strings) and seconds, in order of first use, then "other".
+  std::vector<std::pair<const char*, double>> phases;
   double overrun_s = 0;
   std::optional<std::int64_t> tokens;
   std::int64_t samples = 0;

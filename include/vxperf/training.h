@@ -25,6 +25,7 @@
 // Thread safety: the trainer is for the thread that runs the training loop.
 #pragma once
 
+#include <array>
 #include <cstdint>
 #include <deque>
 #include <memory>
@@ -110,20 +111,19 @@ class Trainer {
     std::int64_t trace_entry = -1;  // its event in the pending trace, when tracing
   };
   struct TraceState;
-  struct PhasePairs {
-    Phase phase;
-    std::vector<Pair> pairs;
-  };
   struct Step {
     std::int64_t index = 0;
     double t0 = 0;
     double total_s = 0;
-    std::vector<PhasePairs> phases;  // in order of first use
+    // Pairs per phase, indexed by Phase; the vectors keep their capacity from step to step.
+    std::array<std::vector<Pair>, kPhaseCount> pairs;
+    std::vector<Phase> order;  // phases in order of first use
     std::int64_t micro_steps = 0;
     std::optional<std::int64_t> tokens;
     std::int64_t samples = 0;
     std::int64_t fwd_calls = 0;
     Pair& add(Phase phase, Marker start, Marker end);
+    void reset();
   };
 
   Step& current(double t0);
