@@ -4,9 +4,13 @@
 #include <gtest/gtest.h>
 
 #include <fstream>
+#include <map>
 #include <nlohmann/json.hpp>
 #include <sstream>
 #include <string>
+
+#include "vxperf/engine.h"
+#include "workload.h"
 
 namespace vt = vxperf::torch;
 namespace nn = ::torch::nn;
@@ -197,6 +201,124 @@ TEST(Tokens, EachInputConvention) {
 TEST(Device, CpuBuildHasNoStreamOrPeaks) {
   EXPECT_EQ(vt::current_stream(::torch::Device(::torch::kCPU)), nullptr);
   if (!vt::cuda_build()) EXPECT_FALSE(vt::memory_peaks_provider()(0).has_value());
+}
+
+// ---- the mini DiT: reading, pricing, wrapping
+// ----------------------------------------------------
+
+TEST(MiniDiT, ReadingAndShapes) {
+  ::torch::manual_seed(0);
+  auto c = vxperf_demo::tiny_config();
+  vxperf_demo::MiniDiT dit(c);
+  auto r = vt::read_model(*dit);
+  EXPECT_EQ(r.attention.self, c.layers * c.dim);
+  EXPECT_EQ(r.attention.cross, c.layers * c.dim);
+  EXPECT_EQ(r.attention.modules, 2 * c.layers);
+  EXPECT_EQ(r.text_tokens, c.text_len);
+  EXPECT_EQ(*r.patch_size, (vt::PatchSize{1, 2, 2}));
+  ::torch::NoGradGuard no_grad;
+  auto x = ::torch::randn({2, c.latent_channels, 3, 8, 8});
+  auto out = dit(x, ::torch::full({2}, 500.0), ::torch::randn({2, c.text_len, c.text_dim}));
+  EXPECT_EQ(out.sizes(), x.sizes());
+  // LoRA: adapters are trainable, the base is frozen, the projections are still read.
+  dit->to_lora(4, 4.0);
+  auto lora = vt::read_model(*dit);
+  EXPECT_EQ(lora.attention.self, r.attention.self);
+  EXPECT_EQ(lora.trainable, c.layers * 2 * 4 * (c.dim * 4 + 4 * c.dim));
+  EXPECT_LT(lora.trainable * 2, lora.params);
+}
+
+// The cost model (2*P*T + 4*T^2*W_self + 4*T*L*W_cross) against the exact per-layer matmul count.
+// The attention terms agree exactly; the linear term differs by precisely the parameters that do
+// not run once per latent token: the text embedding and the cross-attention k/v (run per text
+// token), the time embedding (once per sample), and the biases, modulation tables and norm
+// weights (elementwise, not matmuls).
+TEST(MiniDiT, CostModelAgainstExactMatmulCount) {
+  for (auto c : {vxperf_demo::tiny_config(), vxperf_demo::wan21_1_3b_config()}) {
+    if (c.dim > 512) {  // the 1.3B shape: count parameters from the formula, not a module
+      c.layers = 2;
+    }
+    ::torch::manual_seed(0);
+    vxperf_demo::MiniDiT dit(c);
+    auto r = vt::read_model(*dit);
+    const std::int64_t tokens = c.dim > 512 ? 32760 : 48;  // 81x480x832 -> 21x30x52; 9x64x64
+    double model =
+        vxperf::forward_flops(double(r.params), r.attention, double(tokens), double(r.text_tokens));
+    double exact = vxperf_demo::exact_matmul_flops(c, tokens);
+    // Split the parameters by how often the exact count runs them.
+    double d = double(c.dim), per_text = c.text_dim * d + d * d + c.layers * 2 * d * d,
+           once = c.freq_dim * d + d * d + 6 * d * d, matmul = 0;
+    for (const auto& p : dit->named_parameters())
+      if (p.key().size() >= 6 && p.key().substr(p.key().size() - 6) == "weight" &&
+          p.value().dim() >= 2)
+        matmul += double(p.value().numel());
+    double elementwise = double(r.params) - matmul;
+    double explained = 2.0 * (tokens - c.text_len) * per_text + 2.0 * (tokens - 1) * once +
+                       2.0 * tokens * elementwise;
+    EXPECT_NEAR(model - exact, explained, 1e-9 * exact);
+    std::printf("dim %lld x %lld layers, %lld tokens: cost model %.4g, exact %.4g (%+.2f%%)\n",
+                (long long)c.dim, (long long)c.layers, (long long)tokens, model, exact,
+                100.0 * (model - exact) / exact);
+  }
+}
+
+class CaptureOutput final : public vxperf::Output {
+ public:
+  void log(std::string_view line) override { lines.emplace_back(line); }
+  void record(std::string_view json, int, int) override { records.emplace_back(json); }
+  std::vector<std::string> lines, records;
+};
+
+TEST(Wrappers, TransformerCallIsAPricedStage) {
+  vxperf::EngineParts parts;
+  parts.settings.level = 1;
+  auto out = std::make_shared<CaptureOutput>();
+  parts.output = out;
+  vxperf::Engine engine(std::move(parts));
+  ::torch::manual_seed(0);
+  auto c = vxperf_demo::tiny_config();
+  vxperf_demo::MiniDiT model(c);
+  vxperf_demo::VaeDecoder decoder(c);
+  auto dit = vt::instrument(model, vt::Role::kTransformer);  // the one line
+  auto vae = vt::instrument(decoder, vt::Role::kVaeDecode);
+  engine.declare_model("transformer", vt::read_model(*model).info());
+  ::torch::NoGradGuard no_grad;
+  auto x = ::torch::randn({2, c.latent_channels, 3, 8, 8});
+  auto ctx = ::torch::randn({2, c.text_len, c.text_dim});
+  ::torch::Tensor plain = model->forward(x, ::torch::full({2}, 10.0), ctx), timed;
+  {
+    vxperf::RequestScope request(engine);
+    for (int i = 0; i < 3; ++i) timed = dit(x, ::torch::full({2}, 10.0), ctx);
+    vae(timed.narrow(0, 0, 1));
+  }
+  EXPECT_TRUE(timed.equal(plain));  // instrumentation never changes the computation
+  auto history = engine.history();
+  ASSERT_EQ(history.size(), 1u);
+  std::map<std::string, std::int64_t> counts;
+  for (const auto& s : history[0].stages) counts[s.name] = s.count;
+  EXPECT_EQ(counts["transformer"], 3);
+  EXPECT_EQ(counts["vae_dec"], 1);
+  ASSERT_TRUE(history[0].dit.has_value());
+  EXPECT_EQ(history[0].dit->tokens, 3 * 4 * 4);
+  EXPECT_EQ(history[0].dit->batch, 2);
+  EXPECT_FALSE(out->records.empty());
+}
+
+TEST(Wrappers, OutsideARequestWithMetricsOffIsInert) {
+  // No request open and (in this test binary) no process-wide engine: nothing to time.
+  auto lin = vt::instrument(nn::Linear(4, 4), vt::Role::kAux);
+  auto y = lin(::torch::ones({1, 4}));
+  EXPECT_EQ(y.sizes(), (std::vector<int64_t>{1, 4}));
+}
+
+TEST(Digest, HashesBytes) {
+  vxperf_demo::Digest a, b, c;
+  a.add(::torch::arange(10, ::torch::kFloat));
+  b.add(::torch::arange(10, ::torch::kFloat));
+  c.add(::torch::arange(10, ::torch::kFloat) + 1e-6);
+  EXPECT_EQ(a.hex(), b.hex());
+  EXPECT_NE(a.hex(), c.hex());
+  EXPECT_EQ(a.hex().size(), 16u);
 }
 
 }  // namespace
