@@ -6,5 +6,8 @@
 namespace vxperf::cli {
 
 int replay_command(int argc, char** argv);
+// Both exist in every build; without LibTorch they say so and exit 2.
+int inspect_command(int argc, char** argv);
+int demo_command(int argc, char** argv);
 
 }  // namespace vxperf::cli

@@ -15,6 +15,10 @@ struct Command {
 const Command kCommands[] = {
     {"replay", vxperf::cli::replay_command,
      "re-aggregate an event script (a live run's VIDEOX_PERF_TRACE) into records"},
+    {"inspect", vxperf::cli::inspect_command,
+     "read a TorchScript model: parameters, attention widths, text length, patch size"},
+    {"demo", vxperf::cli::demo_command,
+     "run the embedded text-to-video workload (inference + training) with metrics on"},
 };
 
 void usage(std::FILE* out) {

@@ -1,0 +1,378 @@
+// Model reading, token inference, the call scope behind the wrappers, and the CUDA hooks.
+#include <cstdio>
+#include <map>
+#include <sstream>
+#include <stdexcept>
+#include <string>
+
+#include "vxperf/torch.h"
+
+#if defined(VXPERF_TORCH_CUDA)
+#include <c10/cuda/CUDACachingAllocator.h>
+#include <c10/cuda/CUDAStream.h>
+#endif
+
+namespace vxperf::torch {
+namespace {
+
+// The attention projection names, in the order they are tried for each of q, k and v.
+constexpr const char* kProjections[3][3] = {
+    {"q", "to_q", "q_proj"}, {"k", "to_k", "k_proj"}, {"v", "to_v", "v_proj"}};
+constexpr const char* kFused[] = {"qkv", "to_qkv", "qkv_proj"};
+// Text-refining attention stacks: they never see the latent sequence. Matched as whole names
+// because Z-Image's `noise_refiner` does run over the latents.
+constexpr const char* kTextTowers[] = {"token_refiner", "context_refiner"};
+
+std::string lower(std::string s) {
+  for (auto& c : s) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  return s;
+}
+
+bool in_text_tower(const std::string& lowered) {
+  for (const char* tower : kTextTowers)
+    if (lowered.find(tower) != std::string::npos) return true;
+  return false;
+}
+
+bool is_cross(const std::string& lowered) {
+  if (lowered.find("cross") != std::string::npos) return true;
+  auto dot = lowered.rfind('.');
+  return lowered.substr(dot == std::string::npos ? 0 : dot + 1) == "attn2";
+}
+
+// The query width of a module from its children's output widths (`width_of(name)` gives a named
+// child's out_features, nullopt when there is no such child or it has none).
+template <class WidthOf>
+std::optional<std::int64_t> query_width(WidthOf&& width_of) {
+  std::optional<std::int64_t> query;
+  int found = 0;
+  for (const auto& candidates : kProjections) {
+    for (const char* name : candidates) {
+      if (auto w = width_of(name)) {
+        if (found == 0) query = w;
+        ++found;
+        break;
+      }
+    }
+  }
+  if (found == 3) return query;
+  for (const char* name : kFused) {
+    auto w = width_of(name);
+    if (w && *w % 3 == 0) return *w / 3;
+  }
+  return std::nullopt;
+}
+
+void add_attention(AttentionWidths& widths, const std::string& name,
+                   std::optional<std::int64_t> q) {
+  if (!q) return;
+  (is_cross(lower(name)) ? widths.cross : widths.self) += *q;
+  ++widths.modules;
+}
+
+std::optional<std::int64_t> linear_width(const ::torch::nn::Module& m) {
+  if (auto* linear = dynamic_cast<const ::torch::nn::LinearImpl*>(&m))
+    return linear->options.out_features();
+  if (auto* proj = dynamic_cast<const Projection*>(&m)) return proj->out_features();
+  return std::nullopt;
+}
+
+// A TorchScript module's attribute or class constant (nn.Linear keeps out_features as a constant).
+std::optional<c10::IValue> script_value(const ::torch::jit::Module& m, const std::string& name) {
+  if (m.hasattr(name)) return m.attr(name);
+  const auto& type = m.type();
+  if (type->hasConstant(name)) return type->getConstant(name);
+  return std::nullopt;
+}
+
+std::optional<PatchSize> patch_from(const c10::IValue& v) {
+  if (v.isInt()) return PatchSize{1, v.toInt(), v.toInt()};
+  std::vector<c10::IValue> items;
+  if (v.isTuple()) {
+    for (const auto& e : v.toTupleRef().elements()) items.push_back(e);
+  } else if (v.isList()) {
+    for (const auto& e : v.toListRef()) items.push_back(e);
+  }
+  if (items.size() != 3) return std::nullopt;
+  PatchSize p{};
+  for (int i = 0; i < 3; ++i) {
+    if (!items[i].isInt()) return std::nullopt;
+    p[i] = items[i].toInt();
+  }
+  return p;
+}
+
+std::int64_t scale(const ReadOptions& options) {
+  return options.sharded && options.world_size > 1 ? options.world_size : 1;
+}
+
+}  // namespace
+
+ModelInfo ModelReading::info() const {
+  ModelInfo info;
+  info.params = params;
+  info.trainable = trainable;
+  info.checkpointing = checkpointing;
+  if (attention.self > 0) info.attention = attention;
+  info.text_tokens = text_tokens;
+  return info;
+}
+
+ModelReading read_model(const ::torch::nn::Module& module, const ReadOptions& options) {
+  ModelReading r;
+  for (const auto& p : module.parameters(/*recurse=*/true)) {
+    r.params += p.numel();
+    if (p.requires_grad()) r.trainable += p.numel();
+  }
+  r.params *= scale(options);
+  r.trainable *= scale(options);
+  for (const auto& item : module.named_modules(/*name_prefix=*/"", /*include_self=*/true)) {
+    const auto& name = item.key();
+    const auto& sub = *item.value();
+    if (auto* traits = dynamic_cast<const ModelTraits*>(&sub))
+      r.checkpointing = r.checkpointing || traits->gradient_checkpointing();
+    if (in_text_tower(lower(name))) continue;
+    auto children = sub.named_children();
+    add_attention(r.attention, name,
+                  query_width([&](const char* child) -> std::optional<std::int64_t> {
+                    auto* found = children.find(child);
+                    if (found == nullptr) return std::nullopt;
+                    return linear_width(**found);
+                  }));
+  }
+  if (auto* traits = dynamic_cast<const ModelTraits*>(&module)) {
+    r.text_tokens = std::max<std::int64_t>(0, traits->text_len());
+    r.patch_size = traits->patch_size();
+  }
+  return r;
+}
+
+ModelReading read_model(const ::torch::jit::Module& module, const ReadOptions& options) {
+  ModelReading r;
+  for (const auto& p : module.parameters(/*recurse=*/true)) {
+    r.params += p.numel();
+    if (p.requires_grad()) r.trainable += p.numel();
+  }
+  r.params *= scale(options);
+  r.trainable *= scale(options);
+  for (const auto& item : module.named_modules()) {
+    const auto& sub = item.value;
+    if (auto flag = script_value(sub, "gradient_checkpointing"); flag && flag->isBool())
+      r.checkpointing = r.checkpointing || flag->toBool();
+    if (in_text_tower(lower(item.name))) continue;
+    std::map<std::string, ::torch::jit::Module> children;
+    for (const auto& child : sub.named_children()) children.emplace(child.name, child.value);
+    add_attention(r.attention, item.name,
+                  query_width([&](const char* child) -> std::optional<std::int64_t> {
+                    auto found = children.find(child);
+                    if (found == children.end()) return std::nullopt;
+                    auto width = script_value(found->second, "out_features");
+                    if (!width || !width->isInt()) return std::nullopt;
+                    return width->toInt();
+                  }));
+  }
+  if (auto text = script_value(module, "text_len"); text && text->isInt() && text->toInt() > 0)
+    r.text_tokens = text->toInt();
+  if (auto patch = script_value(module, "patch_size")) r.patch_size = patch_from(*patch);
+  return r;
+}
+
+ModelReading read_model_file(const std::string& path, const ReadOptions& options) {
+  ::torch::jit::Module module;
+  try {
+    module = ::torch::jit::load(path, ::torch::Device(::torch::kCPU));
+  } catch (const c10::Error& e) {
+    std::string what = e.what_without_backtrace();
+    auto nl = what.find('\n');
+    throw std::runtime_error("cannot load '" + path + "' as TorchScript: " + what.substr(0, nl));
+  }
+  return read_model(module, options);
+}
+
+std::string format_reading(const ModelReading& r) {
+  std::ostringstream out;
+  out << "params        " << r.params << "\n"
+      << "trainable     " << r.trainable << "\n"
+      << "attention     self " << r.attention.self << ", cross " << r.attention.cross << ", "
+      << r.attention.modules << " modules\n"
+      << "text tokens   " << r.text_tokens << (r.text_tokens ? "" : " (not advertised)") << "\n"
+      << "patch size    ";
+  if (r.patch_size) {
+    out << (*r.patch_size)[0] << "x" << (*r.patch_size)[1] << "x" << (*r.patch_size)[2] << "\n";
+  } else {
+    out << "(not advertised)\n";
+  }
+  out << "checkpointing " << (r.checkpointing ? "on" : "off") << "\n";
+  return out.str();
+}
+
+std::string reading_json(const ModelReading& r) {
+  std::ostringstream out;
+  out << "{\"params\":" << r.params << ",\"trainable\":" << r.trainable
+      << ",\"attn\":{\"self\":" << r.attention.self << ",\"cross\":" << r.attention.cross
+      << ",\"modules\":" << r.attention.modules << "},\"text_tokens\":" << r.text_tokens
+      << ",\"patch_size\":";
+  if (r.patch_size) {
+    out << "[" << (*r.patch_size)[0] << "," << (*r.patch_size)[1] << "," << (*r.patch_size)[2]
+        << "]";
+  } else {
+    out << "null";
+  }
+  out << ",\"checkpointing\":" << (r.checkpointing ? "true" : "false") << "}";
+  return out.str();
+}
+
+std::optional<TokenShape> infer_tokens(const ::torch::Tensor& hidden,
+                                       const std::optional<PatchSize>& patch,
+                                       std::int64_t seq_len) {
+  if (!hidden.defined() || hidden.dim() < 3) return std::nullopt;
+  TokenShape shape;
+  shape.batch = hidden.size(0);
+  if (seq_len > 0) {
+    shape.tokens = seq_len;
+  } else if (hidden.dim() == 3) {
+    shape.tokens = hidden.size(1);
+  } else if (hidden.dim() == 5 && patch && (*patch)[0] > 0 && (*patch)[1] > 0 && (*patch)[2] > 0) {
+    shape.tokens = (hidden.size(2) / (*patch)[0]) * (hidden.size(3) / (*patch)[1]) *
+                   (hidden.size(4) / (*patch)[2]);
+  } else {
+    return std::nullopt;
+  }
+  return shape;
+}
+
+// ---- wrapping
+// ------------------------------------------------------------------------------------
+
+const char* role_name(Role role) {
+  switch (role) {
+    case Role::kTransformer:
+      return "transformer";
+    case Role::kTransformer2:
+      return "transformer_2";
+    case Role::kTextEncoder:
+      return "text_encoder";
+    case Role::kVaeEncode:
+      return "vae_enc";
+    case Role::kVaeDecode:
+      return "vae_dec";
+    case Role::kVision:
+      return "vision";
+    case Role::kAux:
+      return "aux";
+  }
+  return "aux";
+}
+
+namespace {
+
+StageId stage_of(Role role) {
+  static const StageId vision = stage("vision");
+  static const StageId aux = stage("aux");
+  switch (role) {
+    case Role::kTransformer:
+      return kTransformer;
+    case Role::kTransformer2:
+      return kTransformer2;
+    case Role::kTextEncoder:
+      return kTextEncoder;
+    case Role::kVaeEncode:
+      return kVaeEncode;
+    case Role::kVaeDecode:
+      return kVaeDecode;
+    case Role::kVision:
+      return vision;
+    case Role::kAux:
+      return aux;
+  }
+  return aux;
+}
+
+Phase phase_of(Role role) {
+  switch (role) {
+    case Role::kTransformer:
+    case Role::kTransformer2:
+      return Phase::kForward;
+    case Role::kTextEncoder:
+      return Phase::kTextEncoder;
+    case Role::kVaeEncode:
+      return Phase::kVaeEncode;
+    case Role::kVaeDecode:
+      return Phase::kVaeDecode;
+    case Role::kVision:
+    case Role::kAux:
+      return Phase::kAux;
+  }
+  return Phase::kAux;
+}
+
+}  // namespace
+
+CallScope::CallScope(Role role, const ::torch::Tensor* hidden,
+                     const std::optional<PatchSize>& patch, std::int64_t seq_len) noexcept {
+  const bool priced = role == Role::kTransformer || role == Role::kTransformer2;
+  auto shape = [&]() -> TokenShape {
+    if (!priced || hidden == nullptr) return {0, 1};
+    auto s = infer_tokens(*hidden, patch, seq_len);
+    return s ? *s : TokenShape{0, hidden->dim() > 0 ? hidden->size(0) : 1};
+  };
+  if (vxperf::detail::current_request != nullptr) {
+    auto s = shape();
+    void* stream =
+        hidden != nullptr && hidden->defined() ? current_stream(hidden->device()) : nullptr;
+    stage_.emplace(stage_of(role), s.tokens, s.batch, stream);
+  } else if (Trainer* t = trainer(); t != nullptr) {
+    auto s = shape();
+    call_.emplace(phase_of(role), s.tokens, s.batch, t);
+  }
+}
+
+CallScope::~CallScope() = default;
+
+// ---- device hooks
+// --------------------------------------------------------------------------------
+
+bool cuda_build() {
+#if defined(VXPERF_TORCH_CUDA)
+  return true;
+#else
+  return false;
+#endif
+}
+
+void* current_stream(const ::torch::Device& device) {
+#if defined(VXPERF_TORCH_CUDA)
+  if (device.is_cuda())
+    return static_cast<void*>(c10::cuda::getCurrentCUDAStream(device.index()).stream());
+#else
+  (void)device;
+#endif
+  return nullptr;
+}
+
+std::optional<MemoryPeaks> memory_peaks(int device) {
+#if defined(VXPERF_TORCH_CUDA)
+  if (device < 0) return std::nullopt;
+  // Aggregate pool (index 0), as torch.cuda.max_memory_allocated/reserved report.
+  auto stats = c10::cuda::CUDACachingAllocator::getDeviceStats(device);
+  MemoryPeaks peaks;
+  peaks.allocated = static_cast<std::uint64_t>(stats.allocated_bytes[0].peak);
+  peaks.reserved = static_cast<std::uint64_t>(stats.reserved_bytes[0].peak);
+  return peaks;
+#else
+  (void)device;
+  return std::nullopt;
+#endif
+}
+
+void reset_memory_peaks(int device) {
+#if defined(VXPERF_TORCH_CUDA)
+  if (device >= 0) c10::cuda::CUDACachingAllocator::resetPeakStats(device);
+#else
+  (void)device;
+#endif
+}
+
+std::function<std::optional<MemoryPeaks>(int)> memory_peaks_provider() { return &memory_peaks; }
+
+}  // namespace vxperf::torch

@@ -1,0 +1,324 @@
+// The LibTorch adapter: model reading, token inference, wrappers, and the embedded workload.
+#include "vxperf/torch.h"
+
+#include <gtest/gtest.h>
+
+#include <fstream>
+#include <map>
+#include <nlohmann/json.hpp>
+#include <sstream>
+#include <string>
+
+#include "vxperf/engine.h"
+#include "workload.h"
+
+namespace vt = vxperf::torch;
+namespace nn = ::torch::nn;
+
+namespace {
+
+// ---- TorchScript conformance models: inspect agrees with the reference's reading ----------------
+
+class Conformance : public ::testing::TestWithParam<std::string> {};
+
+TEST_P(Conformance, ReadingMatchesReference) {
+  std::string base = std::string(VXPERF_MODELS_DIR) + "/" + GetParam();
+  std::ifstream in(base + ".expected.json");
+  ASSERT_TRUE(in) << base;
+  auto expected = nlohmann::json::parse(in);
+  auto r = vt::read_model_file(base + ".pt");
+  EXPECT_EQ(r.params, expected["params"].get<std::int64_t>());
+  EXPECT_EQ(r.attention.self, expected["attn"]["self"].get<std::int64_t>());
+  EXPECT_EQ(r.attention.cross, expected["attn"]["cross"].get<std::int64_t>());
+  EXPECT_EQ(r.attention.modules, expected["attn"]["modules"].get<std::int64_t>());
+  EXPECT_EQ(r.text_tokens, expected["text_tokens"].get<std::int64_t>());
+  // The JSON form carries the same numbers.
+  auto j = nlohmann::json::parse(vt::reading_json(r));
+  EXPECT_EQ(j["params"], expected["params"]);
+  EXPECT_EQ(j["attn"], expected["attn"]);
+  EXPECT_EQ(j["text_tokens"], expected["text_tokens"]);
+}
+
+INSTANTIATE_TEST_SUITE_P(Models, Conformance,
+                         ::testing::Values("wan_like", "diffusers_like", "hunyuan_like",
+                                           "zimage_like"));
+
+TEST(ScriptReading, WanPatchSizeSurvivesScripting) {
+  auto r = vt::read_model_file(std::string(VXPERF_MODELS_DIR) + "/wan_like.pt");
+  ASSERT_TRUE(r.patch_size.has_value());
+  EXPECT_EQ(*r.patch_size, (vt::PatchSize{1, 2, 2}));
+  EXPECT_EQ(r.trainable, r.params);
+}
+
+TEST(ScriptReading, ShardedCountsAreMultipliedBack) {
+  auto path = std::string(VXPERF_MODELS_DIR) + "/diffusers_like.pt";
+  auto one = vt::read_model_file(path);
+  auto sharded = vt::read_model_file(path, {4, true});
+  auto unsharded = vt::read_model_file(path, {4, false});
+  EXPECT_EQ(sharded.params, 4 * one.params);
+  EXPECT_EQ(sharded.trainable, 4 * one.trainable);
+  EXPECT_EQ(unsharded.params, one.params);
+  // Widths are logical: sharding does not narrow a projection.
+  EXPECT_EQ(sharded.attention.self, one.attention.self);
+}
+
+TEST(ScriptReading, MissingFileThrowsOneLine) {
+  try {
+    vt::read_model_file("/nonexistent/model.pt");
+    FAIL();
+  } catch (const std::exception& e) {
+    EXPECT_EQ(std::string(e.what()).find('\n'), std::string::npos) << e.what();
+  }
+}
+
+// ---- C++ frontend modules, one per naming convention --------------------------------------------
+
+struct AttnImpl : nn::Module {
+  AttnImpl(int64_t dim, const std::vector<std::string>& names, int64_t mult = 1) {
+    for (const auto& n : names) register_module(n, nn::Linear(dim, dim * mult));
+  }
+};
+std::shared_ptr<AttnImpl> attn(int64_t dim, const std::vector<std::string>& names,
+                               int64_t mult = 1) {
+  return std::make_shared<AttnImpl>(dim, names, mult);
+}
+
+struct BlockImpl : nn::Module {};
+TORCH_MODULE(Block);
+
+TEST(ModuleReading, WanNames) {
+  auto root = std::make_shared<nn::Module>();
+  auto blocks = nn::ModuleList();
+  for (int i = 0; i < 2; ++i) {
+    auto b = Block();
+    b->register_module("self_attn", attn(16, {"q", "k", "v", "o"}));
+    b->register_module("cross_attn", attn(16, {"q", "k", "v", "o"}));
+    blocks->push_back(b);
+  }
+  root->register_module("blocks", blocks);
+  auto r = vt::read_model(*root);
+  EXPECT_EQ(r.attention.self, 32);
+  EXPECT_EQ(r.attention.cross, 32);
+  EXPECT_EQ(r.attention.modules, 4);
+  EXPECT_EQ(r.params, 2 * 8 * (16 * 16 + 16));
+}
+
+TEST(ModuleReading, DiffusersAttn2IsCross) {
+  auto root = std::make_shared<nn::Module>();
+  root->register_module("attn1", attn(8, {"to_q", "to_k", "to_v", "to_out"}));
+  root->register_module("attn2", attn(8, {"to_q", "to_k", "to_v", "to_out"}));
+  root->register_module("attn2_extra", attn(8, {"to_q", "to_k", "to_v"}));  // not exactly attn2
+  auto r = vt::read_model(*root);
+  EXPECT_EQ(r.attention.self, 16);
+  EXPECT_EQ(r.attention.cross, 8);
+  EXPECT_EQ(r.attention.modules, 3);
+}
+
+TEST(ModuleReading, FusedNeedsMultipleOfThreeAndSeparateWins) {
+  auto root = std::make_shared<nn::Module>();
+  root->register_module("a", attn(12, {"qkv"}, 3));     // 12
+  root->register_module("b", attn(10, {"to_qkv"}, 2));  // 20: not a multiple of 3
+  auto both = attn(6, {"q_proj", "k_proj", "v_proj"});
+  both->register_module("qkv_proj", nn::Linear(6, 30));  // separate wins: 6
+  root->register_module("c", both);
+  root->register_module("d", attn(4, {"q", "k"}));  // no v: nothing
+  auto r = vt::read_model(*root);
+  EXPECT_EQ(r.attention.self, 12 + 6);
+  EXPECT_EQ(r.attention.modules, 2);
+}
+
+TEST(ModuleReading, TextTowersSkippedByFullName) {
+  auto root = std::make_shared<nn::Module>();
+  root->register_module("token_refiner", attn(8, {"qkv"}, 3));
+  root->register_module("context_refiner", attn(8, {"q_proj", "k_proj", "v_proj"}));
+  root->register_module("noise_refiner", attn(8, {"q_proj", "k_proj", "v_proj"}));
+  auto r = vt::read_model(*root);
+  EXPECT_EQ(r.attention.self, 8);
+  EXPECT_EQ(r.attention.modules, 1);
+}
+
+struct LoraImpl : nn::Module, vt::Projection {
+  LoraImpl(int64_t in, int64_t out) : out_(out) {
+    base = register_module("base", nn::Linear(in, out));
+    for (auto& p : base->parameters()) p.set_requires_grad(false);
+    down = register_module("down", nn::Linear(nn::LinearOptions(in, 2).bias(false)));
+    up = register_module("up", nn::Linear(nn::LinearOptions(2, out).bias(false)));
+  }
+  int64_t out_features() const override { return out_; }
+  nn::Linear base{nullptr}, down{nullptr}, up{nullptr};
+  int64_t out_;
+};
+TORCH_MODULE(Lora);
+
+struct TraitsImpl : nn::Module, vt::ModelTraits {
+  int64_t text_len() const override { return 77; }
+  std::optional<vt::PatchSize> patch_size() const override { return vt::PatchSize{1, 2, 2}; }
+  bool gradient_checkpointing() const override { return true; }
+};
+TORCH_MODULE(Traits);
+
+TEST(ModuleReading, WrappedProjectionsTraitsAndTrainable) {
+  auto root = Traits();
+  auto attn = std::make_shared<nn::Module>();
+  attn->register_module("q", Lora(8, 8));
+  attn->register_module("k", Lora(8, 8));
+  attn->register_module("v", Lora(8, 8));
+  root->register_module("attn", attn);
+  auto r = vt::read_model(*root);
+  EXPECT_EQ(r.attention.self, 8);
+  EXPECT_EQ(r.params, 3 * (8 * 8 + 8 + 8 * 2 + 2 * 8));
+  EXPECT_EQ(r.trainable, 3 * (8 * 2 + 2 * 8));
+  EXPECT_EQ(r.text_tokens, 77);
+  EXPECT_TRUE(r.checkpointing);
+  auto info = r.info();
+  EXPECT_EQ(info.trainable, r.trainable);
+  ASSERT_TRUE(info.attention.has_value());
+  EXPECT_EQ(info.text_tokens, 77);
+  auto none = vt::read_model(*nn::Linear(4, 4)).info();
+  EXPECT_FALSE(none.attention.has_value());
+}
+
+// ---- tokens from inputs -------------------------------------------------------------------------
+
+TEST(Tokens, EachInputConvention) {
+  auto latent = ::torch::zeros({2, 16, 3, 8, 12});
+  auto t = vt::infer_tokens(latent, vt::PatchSize{1, 2, 2});
+  ASSERT_TRUE(t);
+  EXPECT_EQ(t->tokens, 3 * 4 * 6);
+  EXPECT_EQ(t->batch, 2);
+  EXPECT_FALSE(vt::infer_tokens(latent, std::nullopt));    // no patch size: unpriced
+  auto seq = vt::infer_tokens(latent, std::nullopt, 100);  // explicit seq_len wins
+  ASSERT_TRUE(seq);
+  EXPECT_EQ(seq->tokens, 100);
+  auto packed = vt::infer_tokens(::torch::zeros({3, 50, 8}), std::nullopt);
+  ASSERT_TRUE(packed);
+  EXPECT_EQ(packed->tokens, 50);
+  EXPECT_EQ(packed->batch, 3);
+  EXPECT_FALSE(vt::infer_tokens(::torch::zeros({4, 4}), vt::PatchSize{1, 2, 2}));
+  EXPECT_FALSE(vt::infer_tokens(::torch::zeros({1, 2, 3, 4}), vt::PatchSize{1, 2, 2}));
+}
+
+TEST(Device, CpuBuildHasNoStreamOrPeaks) {
+  EXPECT_EQ(vt::current_stream(::torch::Device(::torch::kCPU)), nullptr);
+  if (!vt::cuda_build()) EXPECT_FALSE(vt::memory_peaks_provider()(0).has_value());
+}
+
+// ---- the mini DiT: reading, pricing, wrapping
+// ----------------------------------------------------
+
+TEST(MiniDiT, ReadingAndShapes) {
+  ::torch::manual_seed(0);
+  auto c = vxperf_demo::tiny_config();
+  vxperf_demo::MiniDiT dit(c);
+  auto r = vt::read_model(*dit);
+  EXPECT_EQ(r.attention.self, c.layers * c.dim);
+  EXPECT_EQ(r.attention.cross, c.layers * c.dim);
+  EXPECT_EQ(r.attention.modules, 2 * c.layers);
+  EXPECT_EQ(r.text_tokens, c.text_len);
+  EXPECT_EQ(*r.patch_size, (vt::PatchSize{1, 2, 2}));
+  ::torch::NoGradGuard no_grad;
+  auto x = ::torch::randn({2, c.latent_channels, 3, 8, 8});
+  auto out = dit(x, ::torch::full({2}, 500.0), ::torch::randn({2, c.text_len, c.text_dim}));
+  EXPECT_EQ(out.sizes(), x.sizes());
+  // LoRA: adapters are trainable, the base is frozen, the projections are still read.
+  dit->to_lora(4, 4.0);
+  auto lora = vt::read_model(*dit);
+  EXPECT_EQ(lora.attention.self, r.attention.self);
+  EXPECT_EQ(lora.trainable, c.layers * 2 * 4 * (c.dim * 4 + 4 * c.dim));
+  EXPECT_LT(lora.trainable * 2, lora.params);
+}
+
+// The cost model (2*P*T + 4*T^2*W_self + 4*T*L*W_cross) against the exact per-layer matmul count.
+// The attention terms agree exactly; the linear term differs by precisely the parameters that do
+// not run once per latent token: the text embedding and the cross-attention k/v (run per text
+// token), the time embedding (once per sample), and the biases, modulation tables and norm
+// weights (elementwise, not matmuls).
+TEST(MiniDiT, CostModelAgainstExactMatmulCount) {
+  for (auto c : {vxperf_demo::tiny_config(), vxperf_demo::wan21_1_3b_config()}) {
+    if (c.dim > 512) {  // the 1.3B shape: count parameters from the formula, not a module
+      c.layers = 2;
+    }
+    ::torch::manual_seed(0);
+    vxperf_demo::MiniDiT dit(c);
+    auto r = vt::read_model(*dit);
+    const std::int64_t tokens = c.dim > 512 ? 32760 : 48;  // 81x480x832 -> 21x30x52; 9x64x64
+    double model =
+        vxperf::forward_flops(double(r.params), r.attention, double(tokens), double(r.text_tokens));
+    double exact = vxperf_demo::exact_matmul_flops(c, tokens);
+    // Split the parameters by how often the exact count runs them.
+    double d = double(c.dim), per_text = c.text_dim * d + d * d + c.layers * 2 * d * d,
+           once = c.freq_dim * d + d * d + 6 * d * d, matmul = 0;
+    for (const auto& p : dit->named_parameters())
+      if (p.key().size() >= 6 && p.key().substr(p.key().size() - 6) == "weight" &&
+          p.value().dim() >= 2)
+        matmul += double(p.value().numel());
+    double elementwise = double(r.params) - matmul;
+    double explained = 2.0 * (tokens - c.text_len) * per_text + 2.0 * (tokens - 1) * once +
+                       2.0 * tokens * elementwise;
+    EXPECT_NEAR(model - exact, explained, 1e-9 * exact);
+    std::printf("dim %lld x %lld layers, %lld tokens: cost model %.4g, exact %.4g (%+.2f%%)\n",
+                (long long)c.dim, (long long)c.layers, (long long)tokens, model, exact,
+                100.0 * (model - exact) / exact);
+  }
+}
+
+class CaptureOutput final : public vxperf::Output {
+ public:
+  void log(std::string_view line) override { lines.emplace_back(line); }
+  void record(std::string_view json, int, int) override { records.emplace_back(json); }
+  std::vector<std::string> lines, records;
+};
+
+TEST(Wrappers, TransformerCallIsAPricedStage) {
+  vxperf::EngineParts parts;
+  parts.settings.level = 1;
+  auto out = std::make_shared<CaptureOutput>();
+  parts.output = out;
+  vxperf::Engine engine(std::move(parts));
+  ::torch::manual_seed(0);
+  auto c = vxperf_demo::tiny_config();
+  vxperf_demo::MiniDiT model(c);
+  vxperf_demo::VaeDecoder decoder(c);
+  auto dit = vt::instrument(model, vt::Role::kTransformer);  // the one line
+  auto vae = vt::instrument(decoder, vt::Role::kVaeDecode);
+  engine.declare_model("transformer", vt::read_model(*model).info());
+  ::torch::NoGradGuard no_grad;
+  auto x = ::torch::randn({2, c.latent_channels, 3, 8, 8});
+  auto ctx = ::torch::randn({2, c.text_len, c.text_dim});
+  ::torch::Tensor plain = model->forward(x, ::torch::full({2}, 10.0), ctx), timed;
+  {
+    vxperf::RequestScope request(engine);
+    for (int i = 0; i < 3; ++i) timed = dit(x, ::torch::full({2}, 10.0), ctx);
+    vae(timed.narrow(0, 0, 1));
+  }
+  EXPECT_TRUE(timed.equal(plain));  // instrumentation never changes the computation
+  auto history = engine.history();
+  ASSERT_EQ(history.size(), 1u);
+  std::map<std::string, std::int64_t> counts;
+  for (const auto& s : history[0].stages) counts[s.name] = s.count;
+  EXPECT_EQ(counts["transformer"], 3);
+  EXPECT_EQ(counts["vae_dec"], 1);
+  ASSERT_TRUE(history[0].dit.has_value());
+  EXPECT_EQ(history[0].dit->tokens, 3 * 4 * 4);
+  EXPECT_EQ(history[0].dit->batch, 2);
+  EXPECT_FALSE(out->records.empty());
+}
+
+TEST(Wrappers, OutsideARequestWithMetricsOffIsInert) {
+  // No request open and (in this test binary) no process-wide engine: nothing to time.
+  auto lin = vt::instrument(nn::Linear(4, 4), vt::Role::kAux);
+  auto y = lin(::torch::ones({1, 4}));
+  EXPECT_EQ(y.sizes(), (std::vector<int64_t>{1, 4}));
+}
+
+TEST(Digest, HashesBytes) {
+  vxperf_demo::Digest a, b, c;
+  a.add(::torch::arange(10, ::torch::kFloat));
+  b.add(::torch::arange(10, ::torch::kFloat));
+  c.add(::torch::arange(10, ::torch::kFloat) + 1e-6);
+  EXPECT_EQ(a.hex(), b.hex());
+  EXPECT_NE(a.hex(), c.hex());
+  EXPECT_EQ(a.hex().size(), 16u);
+}
+
+}  // namespace
