@@ -1,6 +1,7 @@
 // Event-script reader and replay: every event drives the same engine calls a live run makes.
 #include "vxperf/event_script.h"
 
+#include <cmath>
 #include <map>
 #include <set>
 #include <memory>
@@ -48,7 +49,10 @@ struct Event {
     if (v.is_number_integer()) return v.get<std::int64_t>();
     if (v.is_number_float()) {
       double d = v.get<double>();
-      if (d == static_cast<double>(static_cast<std::int64_t>(d))) return static_cast<std::int64_t>(d);
+      // Range first: converting a double outside int64's range is undefined behaviour.
+      if (std::isfinite(d) && std::fabs(d) < 9.2e18 && d == std::floor(d)) {
+        return static_cast<std::int64_t>(d);
+      }
     }
     fail(std::string("\"") + field + "\" must be an integer");
   }
