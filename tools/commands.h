@@ -6,5 +6,8 @@
 namespace vxperf::cli {
 
 int replay_command(int argc, char** argv);
+int report_command(int argc, char** argv);
+int trace_command(int argc, char** argv);
+int flops_command(int argc, char** argv);
 
 }  // namespace vxperf::cli

@@ -15,6 +15,12 @@ struct Command {
 const Command kCommands[] = {
     {"replay", vxperf::cli::replay_command,
      "re-aggregate an event script (a live run's VIDEOX_PERF_TRACE) into records"},
+    {"report", vxperf::cli::report_command,
+     "summarize records files: latency, stages, step times, MFU, stragglers (text/JSON/HTML)"},
+    {"trace", vxperf::cli::trace_command,
+     "convert event scripts into a Chrome trace-event file for Perfetto"},
+    {"flops", vxperf::cli::flops_command,
+     "parameters, tokens, FLOPs and ideal time of a Wan2.1-style DiT"},
 };
 
 void usage(std::FILE* out) {
