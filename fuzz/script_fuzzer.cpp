@@ -1,0 +1,51 @@
+// libFuzzer entry point: the event-script reader of the trace conversion and, with
+// VXPERF_FUZZ_REPLAY=1 in the environment, the core's replay reader as well (off by default until
+// the core rejects out-of-range float integers, see docs/ANALYSIS.md).
+#include <cstddef>
+#include <cstdint>
+#include <cstdlib>
+#include <sstream>
+#include <string>
+#include <string_view>
+
+#include "vxperf/analysis.h"
+#include "vxperf/event_script.h"
+#include "vxperf/output.h"
+
+namespace {
+
+class NullOutput final : public vxperf::Output {
+ public:
+  void log(std::string_view) override {}
+  void record(std::string_view, int, int) override {}
+};
+
+bool fuzz_replay() {
+  static const bool enabled = [] {
+    const char* v = std::getenv("VXPERF_FUZZ_REPLAY");
+    return v != nullptr && std::string(v) == "1";
+  }();
+  return enabled;
+}
+
+}  // namespace
+
+extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
+  const std::string text(reinterpret_cast<const char*>(data), size);
+  try {
+    std::istringstream in(text);
+    vxperf::analysis::TraceBuilder builder;
+    builder.add_script(in, "fuzz");
+    (void)builder.json();
+  } catch (const vxperf::ScriptError&) {
+  }
+  if (fuzz_replay()) {
+    try {
+      std::istringstream in(text);
+      NullOutput output;
+      vxperf::replay(in, output);
+    } catch (const vxperf::ScriptError&) {
+    }
+  }
+  return 0;
+}
