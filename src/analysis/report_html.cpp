@@ -116,8 +116,11 @@ std::string line_chart(const std::string& title, const std::string& x_label,
   auto px = [&](double x) { return kLeft + (x - x_min) / (x_max - x_min) * plot_w; };
   auto py = [&](double y) { return kHeight - kBottom - y / y_max * plot_h; };
   std::string s = svg_open(title, y_label, y_max);
+  // Whole-numbered ticks (steps) once the range allows them.
+  bool whole = x_max - x_min >= 5;
   for (int i = 0; i <= 5; ++i) {
     double x = x_min + (x_max - x_min) * i / 5;
+    if (whole) x = std::round(x);
     s += strprintf("<text x=\"%.1f\" y=\"%.0f\" class=\"axis\" text-anchor=\"middle\">%s</text>\n",
                    px(x), kHeight - kBottom + 16, axis_label(x).c_str());
   }
