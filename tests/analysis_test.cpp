@@ -259,6 +259,18 @@ TEST(Report, NoStragglersWhenRanksAgree) {
   EXPECT_NE(format_report(report).find("Stragglers: none"), std::string::npos);
 }
 
+TEST(Report, InferenceOnlyRunsCompareRanksByLatency) {
+  RecordSet set;
+  for (int rank = 0; rank < 3; ++rank) {
+    for (int i = 0; i < 3; ++i) set.requests.push_back(request(rank, i, rank == 2 ? 12.0 : 10.0));
+  }
+  Report report = build_report(set);
+  ASSERT_EQ(report.ranks.size(), 3u);
+  EXPECT_EQ(report.ranks[2].requests, 3);
+  EXPECT_EQ(report.stragglers, std::vector<int>{2});
+  EXPECT_EQ(report.requests->count, 9);
+}
+
 TEST(Report, ComparesTwoRunsWithDirection) {
   RecordSet a, b;
   a.windows = {window(0, 0, 10, 2.0, 0.40)};

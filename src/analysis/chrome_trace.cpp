@@ -199,6 +199,7 @@ class Converter {
 
   double time(const Event& ev, const char* field) {
     double t = ev.number(field);
+    if (std::fabs(t) > 1e12) ev.fail(std::string("\"") + field + "\" is out of range");
     last_t_ = std::max(last_t_, t);
     return t;
   }

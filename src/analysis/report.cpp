@@ -438,7 +438,7 @@ std::string report_json(const Report& report) {
   j["ranks"] = ranks;
   j["stragglers"] = report.stragglers;
   j["rank_median_s"] = opt_json(report.rank_median_s);
-  return j.dump(2);
+  return j.dump(2, ' ', false, Json::error_handler_t::replace);  // file names may be any bytes
 }
 
 std::vector<Metric> report_metrics(const Report& report) {
@@ -542,7 +542,7 @@ std::string comparison_json(const std::string& a_name, const std::string& b_name
                        {"unit", c.unit}});
   }
   Json j = {{"a", a_name}, {"b", b_name}, {"metrics", metrics}};
-  return j.dump(2);
+  return j.dump(2, ' ', false, Json::error_handler_t::replace);  // file names may be any bytes
 }
 
 }  // namespace vxperf::analysis

@@ -121,8 +121,9 @@ std::string line_chart(const std::string& title, const std::string& x_label,
   for (int i = 0; i <= 5; ++i) {
     double x = x_min + (x_max - x_min) * i / 5;
     if (whole) x = std::round(x);
-    s += strprintf("<text x=\"%.1f\" y=\"%.0f\" class=\"axis\" text-anchor=\"middle\">%s</text>\n",
-                   px(x), kHeight - kBottom + 16, axis_label(x).c_str());
+    const char* anchor = i == 0 ? "start" : i == 5 ? "end" : "middle";  // stay inside the box
+    s += strprintf("<text x=\"%.1f\" y=\"%.0f\" class=\"axis\" text-anchor=\"%s\">%s</text>\n",
+                   px(x), kHeight - kBottom + 16, anchor, axis_label(x).c_str());
   }
   s += strprintf("<text x=\"%.0f\" y=\"%.0f\" class=\"axis\" text-anchor=\"end\">%s</text>\n",
                  kWidth - kRight, kHeight - 9, escape(x_label).c_str());
