@@ -8,6 +8,7 @@ packages=(
   libgtest-dev libgmock-dev libbenchmark-dev nlohmann-json3-dev
   clang libclang-rt-14-dev clang-format clang-tidy
   python3
+  chromium  # headless render check of 'vxperf report --html' (skipped when absent)
 )
 if [[ "${VXPERF_SETUP_MINIMAL:-0}" != "1" ]]; then
   # LibTorch (CPU) for the adapter and the demo; OpenBLAS with pthreads or matmuls are ~7x slower;

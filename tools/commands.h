@@ -9,5 +9,8 @@ int replay_command(int argc, char** argv);
 // Both exist in every build; without LibTorch they say so and exit 2.
 int inspect_command(int argc, char** argv);
 int demo_command(int argc, char** argv);
+int report_command(int argc, char** argv);
+int trace_command(int argc, char** argv);
+int flops_command(int argc, char** argv);
 
 }  // namespace vxperf::cli

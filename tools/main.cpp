@@ -19,6 +19,12 @@ const Command kCommands[] = {
      "read a TorchScript model: parameters, attention widths, text length, patch size"},
     {"demo", vxperf::cli::demo_command,
      "run the embedded text-to-video workload (inference + training) with metrics on"},
+    {"report", vxperf::cli::report_command,
+     "summarize records files: latency, stages, step times, MFU, stragglers (text/JSON/HTML)"},
+    {"trace", vxperf::cli::trace_command,
+     "convert event scripts into a Chrome trace-event file for Perfetto"},
+    {"flops", vxperf::cli::flops_command,
+     "parameters, tokens, FLOPs and ideal time of a Wan2.1-style DiT"},
 };
 
 void usage(std::FILE* out) {

@@ -1,0 +1,341 @@
+// Event scripts as Chrome trace-event JSON (what chrome://tracing and ui.perfetto.dev open).
+//
+// A process per rank; inference requests on a track per thread (the "thread" field a live trace
+// puts on request_begin), training on its own track. Steps and requests enclose their stages,
+// phases, clip and optimizer calls, so each track nests properly.
+#include <algorithm>
+#include <cmath>
+#include <map>
+#include <nlohmann/json.hpp>
+
+#include "vxperf/analysis.h"
+#include "vxperf/event_script.h"
+
+namespace vxperf::analysis {
+namespace {
+
+using Json = nlohmann::ordered_json;
+
+constexpr double kGiB = 1024.0 * 1024.0 * 1024.0;
+constexpr int kTrainTid = 0;
+constexpr int kRequestTidBase = 1;  // request thread N is tid 1 + N
+
+// Typed field access that reports the line, like the replay reader does.
+struct Event {
+  const nlohmann::json& json;
+  int line;
+
+  [[noreturn]] void fail(const std::string& message) const { throw ScriptError(line, message); }
+  bool has(const char* field) const {
+    auto it = json.find(field);
+    return it != json.end() && !it->is_null();
+  }
+  double number(const char* field) const {
+    auto it = json.find(field);
+    if (it == json.end() || !it->is_number()) {
+      fail(std::string("\"") + field + "\" must be a number");
+    }
+    double d = it->get<double>();
+    if (!std::isfinite(d)) fail(std::string("\"") + field + "\" must be finite");
+    return d;
+  }
+  std::int64_t integer(const char* field, std::int64_t fallback) const {
+    if (!has(field)) return fallback;
+    const auto& v = json.at(field);
+    if (v.is_number_integer() && !(v.is_number_unsigned() && v.get<std::uint64_t>() > INT64_MAX)) {
+      return v.get<std::int64_t>();
+    }
+    if (v.is_number_float()) {
+      double d = v.get<double>();
+      if (std::isfinite(d) && d == std::floor(d) && std::fabs(d) < 9e18) {
+        return static_cast<std::int64_t>(d);
+      }
+    }
+    fail(std::string("\"") + field + "\" must be an integer");
+  }
+  bool boolean(const char* field, bool fallback) const {
+    if (!has(field)) return fallback;
+    const auto& v = json.at(field);
+    if (!v.is_boolean()) fail(std::string("\"") + field + "\" must be true or false");
+    return v.get<bool>();
+  }
+  std::string string(const char* field, const std::string& fallback = {}) const {
+    if (!has(field)) return fallback;
+    const auto& v = json.at(field);
+    if (!v.is_string()) fail(std::string("\"") + field + "\" must be a string");
+    return v.get<std::string>();
+  }
+  // The pair's timing fields as trace arguments.
+  Json pair_args() const {
+    Json args = Json::object();
+    if (has("device_ms")) args["device_ms"] = number("device_ms");
+    for (const char* f : {"tokens", "batch", "samples", "ready_after"}) {
+      if (has(f)) args[f] = integer(f, 0);
+    }
+    return args;
+  }
+};
+
+// One script's conversion state.
+class Converter {
+ public:
+  Converter(Json& events, std::int64_t& count, const std::string& name)
+      : events_(events), count_(count), name_(name) {}
+
+  void event(const Event& ev) {
+    auto kind_it = ev.json.find("ev");
+    if (kind_it == ev.json.end() || !kind_it->is_string()) {
+      ev.fail("an event needs a string field \"ev\"");
+    }
+    const std::string kind = kind_it->get<std::string>();
+    if (kind == "config") {
+      config(ev);
+    } else if (kind == "model" || kind == "train_model") {
+      // Sizes only: no time on them.
+      ev.integer("params", 0);
+    } else if (kind == "request_begin") {
+      double t = time(ev, "t");
+      if (depth_++ > 0) return;  // a nested pipeline call belongs to the outer request
+      std::int64_t thread = ev.integer("thread", 0);
+      if (thread < 0 || thread > 1000000) ev.fail("\"thread\" is out of range");
+      request_tid_ = kRequestTidBase + static_cast<int>(thread);
+      name_thread(request_tid_,
+                  ev.has("thread") ? "thread " + std::to_string(thread) : std::string("requests"));
+      request_t0_ = t;
+      request_stages_ = 0;
+    } else if (kind == "stage") {
+      std::string name = ev.string("name");
+      if (name.empty()) ev.fail("a stage event needs a \"name\"");
+      double t0 = time(ev, "t0"), t1 = time(ev, "t1");
+      Json args = ev.pair_args();
+      int tid = request_tid_;
+      if (depth_ == 0) {
+        args["outside_request"] = true;  // not measured by the engine
+        tid = kRequestTidBase;
+        name_thread(tid, "requests");
+      } else {
+        ++request_stages_;
+      }
+      complete(name, "stage", tid, t0, t1, std::move(args));
+    } else if (kind == "request_end") {
+      double t = time(ev, "t");
+      if (depth_ == 0) return;
+      if (--depth_ > 0) return;
+      Json args = {{"stages", request_stages_}};
+      memory(ev, t, &args);
+      complete("request #" + std::to_string(requests_++), "request", request_tid_, request_t0_, t,
+               std::move(args));
+    } else if (kind == "micro_enter") {
+      double t = time(ev, "t");
+      open_step(t);
+      micro_t0_ = t;
+    } else if (kind == "micro_exit") {
+      double t = time(ev, "t");
+      if (micro_t0_) {
+        complete("micro-step", "micro", kTrainTid, *micro_t0_, t, Json::object());
+        micro_t0_.reset();
+      }
+    } else if (kind == "phase" || kind == "clip") {
+      std::string name = kind == "clip" ? std::string("clip") : ev.string("name");
+      if (name.empty()) ev.fail("a phase event needs a \"name\"");
+      double t0 = time(ev, "t0"), t1 = time(ev, "t1");
+      open_step(t0);
+      complete(name, kind == "clip" ? "clip" : "phase", kTrainTid, t0, t1, ev.pair_args());
+    } else if (kind == "optimizer_step") {
+      double t0 = time(ev, "t0"), t1 = time(ev, "t1");
+      std::string owner = ev.string("owner", "opt");
+      bool sync = ev.boolean("sync", true);
+      open_step(t0);
+      Json args = ev.pair_args();
+      args["owner"] = owner;
+      args["sync"] = sync;
+      complete("opt", "optimizer", kTrainTid, t0, t1, std::move(args));
+      // The first optimizer to really step owns the step boundary, as in the engine.
+      if (sync && owner_.empty()) owner_ = owner;
+      if (sync && owner == owner_) close_step(t1, false);
+    } else if (kind == "memory") {
+      memory(ev, last_t_, nullptr);
+    } else if (kind == "finish") {
+      double t = time(ev, "t");
+      finish(t);
+      Json e = {{"name", "finish"}, {"ph", "i"},   {"s", "p"},
+                {"ts", micros(t)},  {"pid", pid_}, {"tid", kTrainTid}};
+      push(std::move(e));
+    } else {
+      ev.fail("unknown event \"" + kind + "\"");
+    }
+  }
+
+  // End of the script: whatever is still open is shown up to the last time seen.
+  void finish(double t) {
+    if (step_t0_) close_step(std::max(t, *step_t0_), true);
+    if (depth_ > 0) {
+      complete("request #" + std::to_string(requests_++) + " (unfinished)", "request", request_tid_,
+               request_t0_, std::max(t, request_t0_),
+               {{"stages", request_stages_}, {"unfinished", true}});
+      depth_ = 0;
+    }
+  }
+  double last_t() const { return last_t_; }
+
+ private:
+  void config(const Event& ev) {
+    if (configured_) ev.fail("a second config event");
+    configured_ = true;
+    std::int64_t rank = ev.integer("rank", 0);
+    std::int64_t world = ev.integer("world_size", 1);
+    if (rank < 0 || rank > 1000000 || world < 1) {
+      ev.fail("rank and world_size do not describe a valid topology");
+    }
+    pid_ = static_cast<int>(rank);
+    std::string label = "rank " + std::to_string(rank);
+    if (ev.has("device")) label += " (" + ev.string("device") + ")";
+    push({{"name", "process_name"}, {"ph", "M"}, {"pid", pid_}, {"args", {{"name", label}}}});
+    push({{"name", "process_sort_index"},
+          {"ph", "M"},
+          {"pid", pid_},
+          {"args", {{"sort_index", pid_}}}});
+  }
+
+  double time(const Event& ev, const char* field) {
+    double t = ev.number(field);
+    if (std::fabs(t) > 1e12) ev.fail(std::string("\"") + field + "\" is out of range");
+    last_t_ = std::max(last_t_, t);
+    return t;
+  }
+
+  static double micros(double seconds) { return seconds * 1e6; }
+
+  void push(Json e) {
+    events_.push_back(std::move(e));
+    ++count_;
+  }
+
+  void name_thread(int tid, const std::string& name) {
+    if (named_.count(tid)) return;
+    named_[tid] = true;
+    push({{"name", "thread_name"},
+          {"ph", "M"},
+          {"pid", pid_},
+          {"tid", tid},
+          {"args", {{"name", name}}}});
+    push({{"name", "thread_sort_index"},
+          {"ph", "M"},
+          {"pid", pid_},
+          {"tid", tid},
+          {"args", {{"sort_index", tid}}}});
+  }
+
+  void complete(const std::string& name, const char* category, int tid, double t0, double t1,
+                Json args) {
+    push({{"name", name},
+          {"cat", category},
+          {"ph", "X"},
+          {"ts", micros(t0)},
+          {"dur", micros(std::max(t1 - t0, 0.0))},
+          {"pid", pid_},
+          {"tid", tid},
+          {"args", std::move(args)}});
+  }
+
+  // A step runs from the previous step's close (data loading included) to its own close.
+  void open_step(double t) {
+    name_thread(kTrainTid, "training");
+    if (!step_t0_) step_t0_ = step_next_t0_ ? std::min(*step_next_t0_, t) : t;
+  }
+  void close_step(double t, bool unfinished) {
+    if (!step_t0_) return;
+    std::string name = "step " + std::to_string(steps_++);
+    Json args = Json::object();
+    if (unfinished) {
+      name += " (unfinished)";
+      args["unfinished"] = true;
+    }
+    complete(name, "step", kTrainTid, *step_t0_, t, std::move(args));
+    step_t0_.reset();
+    step_next_t0_ = t;
+  }
+
+  void memory(const Event& ev, double t, Json* args) {
+    if (!ev.has("peak_alloc_bytes") && !ev.has("peak_reserved_bytes")) return;
+    Json values = Json::object();
+    if (ev.has("peak_alloc_bytes")) {
+      values["peak_alloc_GiB"] = static_cast<double>(ev.integer("peak_alloc_bytes", 0)) / kGiB;
+    }
+    if (ev.has("peak_reserved_bytes")) {
+      values["peak_reserved_GiB"] =
+          static_cast<double>(ev.integer("peak_reserved_bytes", 0)) / kGiB;
+    }
+    if (args) (*args)["memory"] = values;
+    push({{"name", "memory"},
+          {"ph", "C"},
+          {"ts", micros(t)},
+          {"pid", pid_},
+          {"args", std::move(values)}});
+  }
+
+  Json& events_;
+  std::int64_t& count_;
+  std::string name_;
+  bool configured_ = false;
+  int pid_ = 0;
+  std::map<int, bool> named_;
+  double last_t_ = 0;
+  int depth_ = 0;
+  int request_tid_ = kRequestTidBase;
+  double request_t0_ = 0;
+  std::int64_t request_stages_ = 0;
+  std::int64_t requests_ = 0;
+  std::optional<double> micro_t0_;
+  std::optional<double> step_t0_, step_next_t0_;
+  std::int64_t steps_ = 0;
+  std::string owner_;
+};
+
+}  // namespace
+
+struct TraceBuilder::Impl {
+  Json events = Json::array();
+  std::int64_t count = 0;
+  std::vector<std::string> sources;
+};
+
+TraceBuilder::TraceBuilder() : impl_(std::make_unique<Impl>()) {}
+TraceBuilder::~TraceBuilder() = default;
+
+void TraceBuilder::add_script(std::istream& script, const std::string& name) {
+  Converter converter(impl_->events, impl_->count, name);
+  std::string text;
+  int line = 0;
+  bool any = false;
+  while (std::getline(script, text)) {
+    ++line;
+    if (text.find_first_not_of(" \t\r") == std::string::npos) continue;
+    auto json = nlohmann::json::parse(text, nullptr, /*allow_exceptions=*/false);
+    if (json.is_discarded() || !json.is_object()) throw ScriptError(line, "not a JSON object");
+    Event ev{json, line};
+    if (!any) {
+      auto kind = json.find("ev");
+      if (kind == json.end() || !kind->is_string() || *kind != "config") {
+        ev.fail("the first event must be a config event");
+      }
+      any = true;
+    }
+    converter.event(ev);
+  }
+  converter.finish(converter.last_t());
+  impl_->sources.push_back(name);
+}
+
+std::string TraceBuilder::json() const {
+  Json doc;
+  doc["traceEvents"] = impl_->events;
+  doc["displayTimeUnit"] = "ms";
+  doc["otherData"] = {{"generator", "vxperf trace"}, {"sources", impl_->sources}};
+  // Invalid UTF-8 in names is replaced rather than thrown on.
+  return doc.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+}
+
+std::int64_t TraceBuilder::event_count() const { return impl_->count; }
+
+}  // namespace vxperf::analysis

@@ -1,0 +1,261 @@
+// Records reader: the JSON lines records.cpp writes, back into the record structs.
+#include <cmath>
+#include <cstring>
+#include <fstream>
+#include <iostream>
+#include <nlohmann/json.hpp>
+
+#include "vxperf/analysis.h"
+
+namespace vxperf::analysis {
+namespace {
+
+using Json = nlohmann::ordered_json;  // keeps the writer's stage and phase order
+
+// Field access that names the file, the line and the field when a record is wrong.
+struct Fields {
+  const Json& json;
+  const std::string& file;
+  int line;
+
+  [[noreturn]] void fail(const std::string& message) const {
+    throw InputError(file, line, message);
+  }
+  const Json* find(const char* field) const {
+    auto it = json.find(field);
+    return it == json.end() || it->is_null() ? nullptr : &*it;
+  }
+  double number(const char* field) const {
+    const Json* v = find(field);
+    if (v == nullptr) fail(std::string("missing \"") + field + "\"");
+    return as_number(*v, field);
+  }
+  double number(const char* field, double fallback) const {
+    const Json* v = find(field);
+    return v ? as_number(*v, field) : fallback;
+  }
+  double as_number(const Json& v, const char* field) const {
+    if (!v.is_number()) fail(std::string("\"") + field + "\" must be a number");
+    double d = v.get<double>();
+    if (!std::isfinite(d)) fail(std::string("\"") + field + "\" must be finite");
+    return d;
+  }
+  std::optional<double> optional_number(const char* field) const {
+    const Json* v = find(field);
+    if (v == nullptr) return std::nullopt;
+    return as_number(*v, field);
+  }
+  std::int64_t integer(const char* field, std::optional<std::int64_t> fallback = {}) const {
+    const Json* v = find(field);
+    if (v == nullptr) {
+      if (!fallback) fail(std::string("missing \"") + field + "\"");
+      return *fallback;
+    }
+    if (v->is_number_integer()) {
+      if (v->is_number_unsigned() && v->get<std::uint64_t>() > INT64_MAX) {
+        fail(std::string("\"") + field + "\" is out of range");
+      }
+      return v->get<std::int64_t>();
+    }
+    if (v->is_number_float()) {
+      double d = v->get<double>();
+      if (std::isfinite(d) && d == std::floor(d) && std::fabs(d) < 9e18) {
+        return static_cast<std::int64_t>(d);
+      }
+    }
+    fail(std::string("\"") + field + "\" must be an integer");
+  }
+  int small_int(const char* field, std::optional<std::int64_t> fallback = {}) const {
+    std::int64_t v = integer(field, fallback);
+    if (v < 0 || v > 1000000) fail(std::string("\"") + field + "\" is out of range");
+    return static_cast<int>(v);
+  }
+  std::uint64_t bytes(const char* field) const {
+    std::int64_t v = integer(field, 0);
+    if (v < 0) fail(std::string("\"") + field + "\" must not be negative");
+    return static_cast<std::uint64_t>(v);
+  }
+  bool boolean(const char* field, bool fallback) const {
+    const Json* v = find(field);
+    if (v == nullptr) return fallback;
+    if (!v->is_boolean()) fail(std::string("\"") + field + "\" must be true or false");
+    return v->get<bool>();
+  }
+  std::string string(const char* field) const {
+    const Json* v = find(field);
+    if (v == nullptr) return {};
+    if (!v->is_string()) fail(std::string("\"") + field + "\" must be a string");
+    return v->get<std::string>();
+  }
+  const Json& object(const char* field) const {
+    const Json* v = find(field);
+    if (v == nullptr || !v->is_object()) fail(std::string("\"") + field + "\" must be an object");
+    return *v;
+  }
+  Fields inner(const Json& v) const { return Fields{v, file, line}; }
+
+  // "device": "cuda:N" and the two peak counters that come with it.
+  void device(std::optional<int>& index, std::optional<MemoryPeaks>& peaks) const {
+    std::string d = string("device");
+    if (d.empty()) return;
+    auto colon = d.rfind(':');
+    int n = 0;
+    if (colon != std::string::npos) {
+      try {
+        n = std::stoi(d.substr(colon + 1));
+      } catch (const std::exception&) {
+        n = 0;
+      }
+    }
+    index = n;
+    peaks = MemoryPeaks{bytes("peak_alloc_bytes"), bytes("peak_reserved_bytes")};
+  }
+};
+
+RequestRecord parse_request(const Fields& f) {
+  RequestRecord r;
+  r.ts = f.number("ts", 0);
+  r.rank = f.small_int("rank", 0);
+  r.world_size = f.small_int("world_size", 1);
+  r.req = f.integer("req", 0);
+  r.warmup = f.boolean("warmup", false);
+  r.e2e_s = f.number("e2e_s");
+  const Json& stages = f.object("stages");
+  for (auto it = stages.begin(); it != stages.end(); ++it) {
+    if (!it.value().is_object()) f.fail("stage \"" + it.key() + "\" must be an object");
+    Fields s = f.inner(it.value());
+    StageSummary stage;
+    stage.name = it.key();
+    stage.count = s.integer("count", 0);
+    stage.total_ms = s.number("total_ms");
+    stage.mean_ms = s.number("mean_ms", 0);
+    stage.std_ms = s.number("std_ms", 0);
+    stage.min_ms = s.number("min_ms", 0);
+    stage.max_ms = s.number("max_ms", 0);
+    r.stages.push_back(std::move(stage));
+  }
+  if (const Json* dit = f.find("dit")) {
+    if (!dit->is_object()) f.fail("\"dit\" must be an object or null");
+    Fields d = f.inner(*dit);
+    DitThroughput t;
+    t.params = d.integer("params", 0);
+    t.tokens = d.integer("tokens", 0);
+    t.batch = d.integer("batch", 1);
+    t.devices = d.small_int("devices", 1);
+    t.flops_per_fwd = d.number("flops_per_fwd", 0);
+    t.attn_share = d.number("attn_share", 0);
+    t.tflops = d.number("tflops", 0);
+    t.peak_tflops = d.optional_number("peak_tflops");
+    t.mfu = d.optional_number("mfu");
+    r.dit = t;
+  }
+  f.device(r.device, r.peaks);
+  return r;
+}
+
+TrainWindowRecord parse_window(const Fields& f) {
+  TrainWindowRecord r;
+  r.ts = f.number("ts", 0);
+  r.rank = f.small_int("rank", 0);
+  r.world_size = f.small_int("world_size", 1);
+  r.step_first = f.integer("step_first", 0);
+  r.step_last = f.integer("step_last", 0);
+  r.steps = f.integer("steps");
+  if (r.steps < 0) f.fail("\"steps\" must not be negative");
+  r.warmup_excluded = f.integer("warmup_excluded", 0);
+  r.step_s_p50 = f.number("step_s_p50");
+  r.step_s_p95 = f.number("step_s_p95");
+  const Json& phases = f.object("phases_s");
+  for (auto it = phases.begin(); it != phases.end(); ++it) {
+    r.phases_s.emplace_back(it.key(), f.as_number(it.value(), it.key().c_str()));
+  }
+  r.micro_steps = f.number("micro_steps", 1);
+  r.overrun_s = f.number("overrun_s", 0);
+  f.device(r.device, r.peaks);
+  if (const Json* tp = f.find("throughput")) {
+    if (!tp->is_object()) f.fail("\"throughput\" must be an object or null");
+    Fields t = f.inner(*tp);
+    TrainThroughput out;
+    out.samples_per_s = t.number("samples_per_s", 0);
+    out.samples = t.number("samples", 0);
+    out.wall_s = t.number("wall_s", 0);
+    out.dp = t.small_int("dp", 1);
+    out.priced = t.find("flops_per_step") != nullptr;
+    if (out.priced) {
+      out.params = t.integer("params", 0);
+      out.trainable = t.integer("trainable", out.params);
+      out.tokens = t.number("tokens", 0);
+      out.priced_steps = t.integer("priced_steps", 0);
+      out.priced_s = t.number("priced_s", 0);
+      out.flops_coef = t.number("flops_coef", 0);
+      out.flops_coef_hw = t.number("flops_coef_hw", 0);
+      out.flops_coef_reason = t.string("flops_coef_reason");
+      out.flops_per_step = t.number("flops_per_step");
+      out.attn_share = t.number("attn_share", 0);
+      out.devices = t.small_int("devices", 1);
+      out.tflops = t.number("tflops", 0);
+      out.hw_tflops = t.number("hw_tflops", 0);
+      out.peak_tflops = t.optional_number("peak_tflops");
+      out.mfu = t.optional_number("mfu");
+      out.hfu = t.optional_number("hfu");
+    }
+    r.throughput = out;
+  }
+  r.eta_s = f.optional_number("eta_s");
+  return r;
+}
+
+bool blank(const std::string& text) { return text.find_first_not_of(" \t\r") == std::string::npos; }
+
+}  // namespace
+
+void read_records(std::istream& in, const std::string& name, RecordSet& into) {
+  std::vector<std::string> lines;
+  std::string text;
+  while (std::getline(in, text)) lines.push_back(std::move(text));
+  std::size_t last = lines.size();
+  while (last > 0 && blank(lines[last - 1])) --last;
+  for (std::size_t i = 0; i < last; ++i) {
+    int line = static_cast<int>(i + 1);
+    if (blank(lines[i])) continue;
+    Json json = Json::parse(lines[i], nullptr, /*allow_exceptions=*/false);
+    if (json.is_discarded()) {
+      // Only the final line can be cut short by a writer that died mid-write.
+      if (i + 1 == last) {
+        into.warnings.push_back(name + ":" + std::to_string(line) +
+                                ": torn last line skipped (not complete JSON)");
+        continue;
+      }
+      throw InputError(name, line, "not valid JSON");
+    }
+    if (!json.is_object()) throw InputError(name, line, "a record must be a JSON object");
+    Fields f{json, name, line};
+    auto kind = json.find("kind");
+    if (kind == json.end() || !kind->is_string()) f.fail("a record needs a string \"kind\"");
+    const auto& k = kind->get_ref<const std::string&>();
+    if (k == "request") {
+      into.requests.push_back(parse_request(f));
+    } else if (k == "train_window") {
+      into.windows.push_back(parse_window(f));
+    } else {
+      f.fail("unknown record kind \"" + k + "\" (expected request or train_window)");
+    }
+  }
+}
+
+RecordSet read_record_files(const std::vector<std::string>& paths) {
+  RecordSet set;
+  for (const auto& path : paths) {
+    if (path == "-") {
+      read_records(std::cin, "<stdin>", set);
+      continue;
+    }
+    std::ifstream file(path);
+    if (!file) throw InputError(path, 0, std::string("cannot open: ") + std::strerror(errno));
+    read_records(file, path, set);
+    if (file.bad()) throw InputError(path, 0, "read error");
+  }
+  return set;
+}
+
+}  // namespace vxperf::analysis

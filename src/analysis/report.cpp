@@ -1,0 +1,548 @@
+// The report: records summarized per run and per rank, as text, JSON and a metric comparison.
+#include <algorithm>
+#include <cmath>
+#include <iterator>
+#include <map>
+#include <nlohmann/json.hpp>
+#include <set>
+
+#include "analysis/format.h"
+#include "vxperf/analysis.h"
+
+namespace vxperf::analysis {
+namespace {
+
+using Json = nlohmann::ordered_json;
+
+constexpr double kGiB = 1024.0 * 1024.0 * 1024.0;
+// Relative changes smaller than this read as "same" in a comparison.
+constexpr double kSameWithin = 0.005;
+
+// Linear interpolation between closest ranks (numpy's default).
+double percentile(std::vector<double> values, double q) {
+  if (values.empty()) return 0;
+  std::sort(values.begin(), values.end());
+  double pos = q * static_cast<double>(values.size() - 1);
+  auto lo = static_cast<std::size_t>(std::floor(pos));
+  std::size_t hi = std::min(lo + 1, values.size() - 1);
+  return values[lo] + (values[hi] - values[lo]) * (pos - static_cast<double>(lo));
+}
+
+// The smallest value whose cumulative weight reaches q of the total.
+double weighted_percentile(std::vector<std::pair<double, double>> values, double q) {
+  if (values.empty()) return 0;
+  std::sort(values.begin(), values.end());
+  double total = 0;
+  for (const auto& v : values) total += v.second;
+  if (total <= 0)
+    return percentile(
+        [&] {
+          std::vector<double> plain;
+          for (const auto& v : values) plain.push_back(v.first);
+          return plain;
+        }(),
+        q);
+  double cumulative = 0;
+  for (const auto& v : values) {
+    cumulative += v.second;
+    if (cumulative >= q * total) return v.first;
+  }
+  return values.back().first;
+}
+
+// Mean weighted by `weight`, or nullopt without values.
+struct WeightedMean {
+  double sum = 0, weight = 0;
+  void add(double value, double w) {
+    sum += value * w;
+    weight += w;
+  }
+  std::optional<double> get() const {
+    return weight > 0 ? std::optional<double>(sum / weight) : std::nullopt;
+  }
+};
+
+void keep_max(std::optional<std::uint64_t>& into, std::uint64_t value) {
+  if (!into || value > *into) into = value;
+}
+
+// Names in order of first appearance with a running sum each.
+struct OrderedSums {
+  std::vector<std::string> order;
+  std::map<std::string, double> sums;
+  void add(const std::string& name, double value) {
+    auto [it, inserted] = sums.emplace(name, 0.0);
+    if (inserted) order.push_back(name);
+    it->second += value;
+  }
+};
+
+RequestSummary summarize_requests(const std::vector<const RequestRecord*>& all) {
+  RequestSummary s;
+  for (const auto* r : all) s.warmup += r->warmup ? 1 : 0;
+  std::vector<const RequestRecord*> measured;
+  for (const auto* r : all) {
+    if (!r->warmup || s.warmup == static_cast<std::int64_t>(all.size())) measured.push_back(r);
+  }
+  s.count = static_cast<std::int64_t>(measured.size());
+  std::vector<double> e2e;
+  double e2e_sum = 0;
+  OrderedSums stage_ms, stage_calls;
+  WeightedMean tflops, mfu;
+  for (const auto* r : measured) {
+    e2e.push_back(r->e2e_s);
+    e2e_sum += r->e2e_s;
+    for (const auto& st : r->stages) {
+      stage_ms.add(st.name, st.total_ms);
+      stage_calls.add(st.name, static_cast<double>(st.count));
+    }
+    if (r->dit) {
+      tflops.add(r->dit->tflops, 1);
+      if (r->dit->mfu) mfu.add(*r->dit->mfu, 1);
+    }
+    if (r->peaks) {
+      keep_max(s.peak_alloc_bytes, r->peaks->allocated);
+      keep_max(s.peak_reserved_bytes, r->peaks->reserved);
+    }
+  }
+  double n = static_cast<double>(std::max<std::int64_t>(s.count, 1));
+  s.e2e_p50_s = percentile(e2e, 0.5);
+  s.e2e_p95_s = percentile(e2e, 0.95);
+  s.e2e_max_s = e2e.empty() ? 0 : *std::max_element(e2e.begin(), e2e.end());
+  s.e2e_mean_s = e2e_sum / n;
+  for (const auto& name : stage_ms.order) {
+    StageShare share;
+    share.name = name;
+    share.mean_ms = stage_ms.sums[name] / n;
+    share.calls = stage_calls.sums[name] / n;
+    share.share = e2e_sum > 0 ? stage_ms.sums[name] / 1000.0 / e2e_sum : 0;
+    s.stages.push_back(share);
+  }
+  std::stable_sort(s.stages.begin(), s.stages.end(),
+                   [](const StageShare& a, const StageShare& b) { return a.mean_ms > b.mean_ms; });
+  s.tflops = tflops.get();
+  s.mfu = mfu.get();
+  return s;
+}
+
+TrainSummary summarize_training(const std::vector<const TrainWindowRecord*>& windows) {
+  TrainSummary s;
+  s.windows = static_cast<std::int64_t>(windows.size());
+  std::map<int, std::int64_t> steps_by_rank, warmup_by_rank;
+  std::map<int, std::pair<double, double>> samples_by_rank;  // samples, wall seconds
+  std::vector<std::pair<double, double>> p50s, p95s;
+  OrderedSums phases;
+  double phase_steps = 0;
+  WeightedMean tflops, hw_tflops, mfu, hfu;
+  const TrainWindowRecord* latest = nullptr;
+  for (const auto* w : windows) {
+    steps_by_rank[w->rank] += w->steps;
+    warmup_by_rank[w->rank] += w->warmup_excluded;
+    auto weight = static_cast<double>(std::max<std::int64_t>(w->steps, 1));
+    p50s.emplace_back(w->step_s_p50, weight);
+    p95s.emplace_back(w->step_s_p95, weight);
+    for (const auto& [name, seconds] : w->phases_s) phases.add(name, seconds * weight);
+    phase_steps += weight;
+    if (w->peaks) {
+      keep_max(s.peak_alloc_bytes, w->peaks->allocated);
+      keep_max(s.peak_reserved_bytes, w->peaks->reserved);
+    }
+    if (w->throughput) {
+      const auto& t = *w->throughput;
+      auto& rank_samples = samples_by_rank[w->rank];
+      // "samples" is a per-step mean; the window's total is its rate times its wall time.
+      rank_samples.first += t.samples_per_s * t.wall_s;
+      rank_samples.second += t.wall_s;
+      s.dp = std::max(s.dp, t.dp);
+      if (t.priced) {
+        double priced = t.priced_s > 0 ? t.priced_s : 1.0;
+        tflops.add(t.tflops, priced);
+        hw_tflops.add(t.hw_tflops, priced);
+        if (t.mfu) mfu.add(*t.mfu, priced);
+        if (t.hfu) hfu.add(*t.hfu, priced);
+      }
+    }
+    if (w->eta_s && (latest == nullptr || w->step_last > latest->step_last ||
+                     (w->step_last == latest->step_last && w->rank < latest->rank))) {
+      latest = w;
+    }
+  }
+  for (const auto& [rank, steps] : steps_by_rank) s.steps = std::max(s.steps, steps);
+  for (const auto& [rank, warmup] : warmup_by_rank) {
+    s.warmup_excluded = std::max(s.warmup_excluded, warmup);
+  }
+  s.step_p50_s = weighted_percentile(p50s, 0.5);
+  s.step_p95_s = weighted_percentile(p95s, 0.95);
+  // The engine's phase order, so that runs and ranks with different phase sets line up.
+  static const char* const kPhaseOrder[] = {"data", "prep", "vae_enc", "text_encoder", "aux",
+                                            "fwd",  "bwd",  "clip",    "opt",          "other"};
+  auto order_of = [](const std::string& name) {
+    for (std::size_t i = 0; i < std::size(kPhaseOrder); ++i) {
+      if (name == kPhaseOrder[i]) return i;
+    }
+    return std::size(kPhaseOrder);
+  };
+  std::stable_sort(
+      phases.order.begin(), phases.order.end(),
+      [&](const std::string& a, const std::string& b) { return order_of(a) < order_of(b); });
+  double phase_total = 0;
+  for (const auto& name : phases.order) {
+    double mean = phase_steps > 0 ? phases.sums[name] / phase_steps : 0;
+    s.phase_s.emplace_back(name, mean);
+    phase_total += mean;
+  }
+  for (const auto& [name, mean] : s.phase_s) {
+    s.phase_share.emplace_back(name, phase_total > 0 ? mean / phase_total : 0);
+  }
+  WeightedMean samples;
+  for (const auto& [rank, sw] : samples_by_rank) {
+    if (sw.second > 0) samples.add(sw.first / sw.second, 1);
+  }
+  s.samples_per_s = samples.get();
+  if (s.samples_per_s) s.samples_per_s_global = *s.samples_per_s * s.dp;
+  s.tflops = tflops.get();
+  s.hw_tflops = hw_tflops.get();
+  s.mfu = mfu.get();
+  s.hfu = hfu.get();
+  if (latest) s.eta_s = latest->eta_s;
+  return s;
+}
+
+std::string opt_text(const std::optional<double>& v, const char* format, double scale = 1) {
+  return v ? strprintf(format, *v * scale) : std::string("-");
+}
+
+Json opt_json(const std::optional<double>& v) { return v ? Json(*v) : Json(nullptr); }
+Json opt_json(const std::optional<std::uint64_t>& v) { return v ? Json(*v) : Json(nullptr); }
+
+std::string gib(std::uint64_t bytes) {
+  return strprintf("%.1f GiB", static_cast<double>(bytes) / kGiB);
+}
+
+}  // namespace
+
+Report build_report(const RecordSet& records, std::vector<std::string> sources) {
+  Report report;
+  report.sources = std::move(sources);
+  report.warnings = records.warnings;
+  std::map<int, std::vector<const RequestRecord*>> requests_by_rank;
+  std::map<int, std::vector<const TrainWindowRecord*>> windows_by_rank;
+  std::vector<const RequestRecord*> all_requests;
+  std::vector<const TrainWindowRecord*> all_windows;
+  for (const auto& r : records.requests) {
+    requests_by_rank[r.rank].push_back(&r);
+    all_requests.push_back(&r);
+  }
+  for (const auto& w : records.windows) {
+    windows_by_rank[w.rank].push_back(&w);
+    all_windows.push_back(&w);
+  }
+  if (!all_requests.empty()) report.requests = summarize_requests(all_requests);
+  if (!all_windows.empty()) report.training = summarize_training(all_windows);
+
+  std::set<int> ranks;
+  for (const auto& [rank, v] : requests_by_rank) ranks.insert(rank);
+  for (const auto& [rank, v] : windows_by_rank) ranks.insert(rank);
+  for (int rank : ranks) {
+    RankSummary rs;
+    rs.rank = rank;
+    if (auto it = requests_by_rank.find(rank); it != requests_by_rank.end()) {
+      RequestSummary r = summarize_requests(it->second);
+      rs.requests = r.count;
+      rs.e2e_p50_s = r.e2e_p50_s;
+      if (r.peak_alloc_bytes) keep_max(rs.peak_alloc_bytes, *r.peak_alloc_bytes);
+      rs.tflops = r.tflops;
+      rs.mfu = r.mfu;
+    }
+    if (auto it = windows_by_rank.find(rank); it != windows_by_rank.end()) {
+      TrainSummary t = summarize_training(it->second);
+      rs.windows = t.windows;
+      rs.steps = t.steps;
+      rs.step_p50_s = t.step_p50_s;
+      rs.step_p95_s = t.step_p95_s;
+      rs.samples_per_s = t.samples_per_s;
+      rs.tflops = t.tflops;
+      rs.mfu = t.mfu;
+      if (t.peak_alloc_bytes) keep_max(rs.peak_alloc_bytes, *t.peak_alloc_bytes);
+    }
+    report.ranks.push_back(rs);
+  }
+
+  // Stragglers: by step time when there is training, else by request latency.
+  std::vector<std::pair<int, double>> medians;
+  for (const auto& rs : report.ranks) {
+    if (report.training ? rs.step_p50_s.has_value() : rs.e2e_p50_s.has_value()) {
+      medians.emplace_back(rs.rank, report.training ? *rs.step_p50_s : *rs.e2e_p50_s);
+    }
+  }
+  if (medians.size() >= 2) {
+    std::vector<double> values;
+    for (const auto& m : medians) values.push_back(m.second);
+    double median = percentile(values, 0.5);
+    report.rank_median_s = median;
+    for (const auto& [rank, value] : medians) {
+      if (value > median * (1.0 + kStragglerMargin)) report.stragglers.push_back(rank);
+    }
+  }
+  return report;
+}
+
+std::string format_report(const Report& report) {
+  std::string out;
+  auto line = [&out](const std::string& text) { out += text + "\n"; };
+  for (const auto& w : report.warnings) line("warning: " + w);
+  if (!report.requests && !report.training) {
+    line("no records");
+    return out;
+  }
+  if (const auto& r = report.requests) {
+    line(strprintf("Requests: %lld measured%s", static_cast<long long>(r->count),
+                   r->warmup
+                       ? strprintf(" (%lld warmup %s)", static_cast<long long>(r->warmup),
+                                   r->warmup == r->count ? "included: all are warmup" : "excluded")
+                             .c_str()
+                       : ""));
+    line(strprintf("  e2e      p50 %.3fs  p95 %.3fs  max %.3fs  mean %.3fs", r->e2e_p50_s,
+                   r->e2e_p95_s, r->e2e_max_s, r->e2e_mean_s));
+    line(strprintf("  %-16s %12s %8s %8s", "stage", "mean/request", "calls", "share"));
+    for (const auto& s : r->stages) {
+      line(strprintf("  %-16s %10.1fms %8.1f %7.1f%%", s.name.c_str(), s.mean_ms, s.calls,
+                     s.share * 100.0));
+    }
+    line("  DiT " + opt_text(r->tflops, "%.1f TFLOPS") + "  MFU " +
+         opt_text(r->mfu, "%.1f%%", 100.0));
+    if (r->peak_alloc_bytes) {
+      line("  peak memory " + gib(*r->peak_alloc_bytes) + " allocated, " +
+           gib(r->peak_reserved_bytes.value_or(0)) + " reserved");
+    }
+  }
+  if (const auto& t = report.training) {
+    line(strprintf("Training: %lld steps in %lld windows%s", static_cast<long long>(t->steps),
+                   static_cast<long long>(t->windows),
+                   t->warmup_excluded ? strprintf(" (%lld warmup excluded)",
+                                                  static_cast<long long>(t->warmup_excluded))
+                                            .c_str()
+                                      : ""));
+    line(strprintf("  step     p50 %.3fs  p95 %.3fs", t->step_p50_s, t->step_p95_s));
+    line(strprintf("  %-16s %12s %8s", "phase", "mean/step", "share"));
+    for (std::size_t i = 0; i < t->phase_s.size(); ++i) {
+      line(strprintf("  %-16s %11.3fs %7.1f%%", t->phase_s[i].first.c_str(), t->phase_s[i].second,
+                     t->phase_share[i].second * 100.0));
+    }
+    line("  " + opt_text(t->samples_per_s, "%.3f samples/s") +
+         strprintf(" per rank, dp=%d -> ", t->dp) +
+         opt_text(t->samples_per_s_global, "%.3f samples/s global"));
+    line("  DiT " + opt_text(t->tflops, "%.1f TFLOPS") + "  MFU " +
+         opt_text(t->mfu, "%.1f%%", 100.0) + "  HFU " + opt_text(t->hfu, "%.1f%%", 100.0));
+    if (t->peak_alloc_bytes) {
+      line("  peak memory " + gib(*t->peak_alloc_bytes) + " allocated, " +
+           gib(t->peak_reserved_bytes.value_or(0)) + " reserved");
+    }
+    if (t->eta_s) line(strprintf("  ETA %.1fh", *t->eta_s / 3600.0));
+  }
+  if (report.ranks.size() > 1) {
+    line(strprintf("Ranks (%zu):", report.ranks.size()));
+    line(strprintf("  %4s %8s %9s %6s %9s %9s %10s %8s %7s %10s", "rank", "requests", "e2e p50",
+                   "steps", "step p50", "step p95", "samples/s", "TFLOPS", "MFU", "peak alloc"));
+    for (const auto& rs : report.ranks) {
+      line(strprintf("  %4d %8lld %9s %6lld %9s %9s %10s %8s %7s %10s", rs.rank,
+                     static_cast<long long>(rs.requests), opt_text(rs.e2e_p50_s, "%.3fs").c_str(),
+                     static_cast<long long>(rs.steps), opt_text(rs.step_p50_s, "%.3fs").c_str(),
+                     opt_text(rs.step_p95_s, "%.3fs").c_str(),
+                     opt_text(rs.samples_per_s, "%.3f").c_str(),
+                     opt_text(rs.tflops, "%.1f").c_str(), opt_text(rs.mfu, "%.1f%%", 100).c_str(),
+                     rs.peak_alloc_bytes ? gib(*rs.peak_alloc_bytes).c_str() : "-"));
+    }
+    if (report.stragglers.empty()) {
+      line("Stragglers: none");
+    } else {
+      std::string text = "Stragglers:";
+      for (int rank : report.stragglers) {
+        for (const auto& rs : report.ranks) {
+          if (rs.rank != rank) continue;
+          double v = report.training ? rs.step_p50_s.value_or(0) : rs.e2e_p50_s.value_or(0);
+          text += strprintf(" rank %d (%.3fs, +%.1f%%)", rank, v,
+                            (v / *report.rank_median_s - 1.0) * 100.0);
+        }
+      }
+      text += strprintf(" over the median %.3fs", *report.rank_median_s);
+      line(text);
+    }
+  }
+  return out;
+}
+
+std::string report_json(const Report& report) {
+  Json j;
+  j["sources"] = report.sources;
+  j["warnings"] = report.warnings;
+  if (const auto& r = report.requests) {
+    Json stages = Json::array();
+    for (const auto& s : r->stages) {
+      stages.push_back(
+          {{"name", s.name}, {"mean_ms", s.mean_ms}, {"calls", s.calls}, {"share", s.share}});
+    }
+    j["requests"] = {{"count", r->count},
+                     {"warmup", r->warmup},
+                     {"e2e_s",
+                      {{"p50", r->e2e_p50_s},
+                       {"p95", r->e2e_p95_s},
+                       {"max", r->e2e_max_s},
+                       {"mean", r->e2e_mean_s}}},
+                     {"stages", stages},
+                     {"tflops", opt_json(r->tflops)},
+                     {"mfu", opt_json(r->mfu)},
+                     {"peak_alloc_bytes", opt_json(r->peak_alloc_bytes)},
+                     {"peak_reserved_bytes", opt_json(r->peak_reserved_bytes)}};
+  } else {
+    j["requests"] = nullptr;
+  }
+  if (const auto& t = report.training) {
+    Json phases = Json::object();
+    for (std::size_t i = 0; i < t->phase_s.size(); ++i) {
+      phases[t->phase_s[i].first] = {{"mean_s", t->phase_s[i].second},
+                                     {"share", t->phase_share[i].second}};
+    }
+    j["training"] = {{"windows", t->windows},
+                     {"steps", t->steps},
+                     {"warmup_excluded", t->warmup_excluded},
+                     {"step_s", {{"p50", t->step_p50_s}, {"p95", t->step_p95_s}}},
+                     {"phases", phases},
+                     {"samples_per_s", opt_json(t->samples_per_s)},
+                     {"samples_per_s_global", opt_json(t->samples_per_s_global)},
+                     {"dp", t->dp},
+                     {"tflops", opt_json(t->tflops)},
+                     {"hw_tflops", opt_json(t->hw_tflops)},
+                     {"mfu", opt_json(t->mfu)},
+                     {"hfu", opt_json(t->hfu)},
+                     {"peak_alloc_bytes", opt_json(t->peak_alloc_bytes)},
+                     {"peak_reserved_bytes", opt_json(t->peak_reserved_bytes)},
+                     {"eta_s", opt_json(t->eta_s)}};
+  } else {
+    j["training"] = nullptr;
+  }
+  Json ranks = Json::array();
+  for (const auto& rs : report.ranks) {
+    ranks.push_back({{"rank", rs.rank},
+                     {"requests", rs.requests},
+                     {"e2e_p50_s", opt_json(rs.e2e_p50_s)},
+                     {"windows", rs.windows},
+                     {"steps", rs.steps},
+                     {"step_p50_s", opt_json(rs.step_p50_s)},
+                     {"step_p95_s", opt_json(rs.step_p95_s)},
+                     {"samples_per_s", opt_json(rs.samples_per_s)},
+                     {"tflops", opt_json(rs.tflops)},
+                     {"mfu", opt_json(rs.mfu)},
+                     {"peak_alloc_bytes", opt_json(rs.peak_alloc_bytes)}});
+  }
+  j["ranks"] = ranks;
+  j["stragglers"] = report.stragglers;
+  j["rank_median_s"] = opt_json(report.rank_median_s);
+  return j.dump(2, ' ', false, Json::error_handler_t::replace);  // file names may be any bytes
+}
+
+std::vector<Metric> report_metrics(const Report& report) {
+  std::vector<Metric> m;
+  auto add = [&m](std::string name, const std::optional<double>& v, bool lower, std::string unit) {
+    if (v) m.push_back({std::move(name), *v, lower, std::move(unit)});
+  };
+  auto bytes = [](const std::optional<std::uint64_t>& b) {
+    return b ? std::optional<double>(static_cast<double>(*b) / kGiB) : std::nullopt;
+  };
+  if (const auto& r = report.requests) {
+    add("requests.e2e_p50_s", r->e2e_p50_s, true, "s");
+    add("requests.e2e_p95_s", r->e2e_p95_s, true, "s");
+    add("requests.e2e_max_s", r->e2e_max_s, true, "s");
+    for (const auto& s : r->stages) add("requests.stage." + s.name + "_ms", s.mean_ms, true, "ms");
+    add("requests.tflops", r->tflops, false, "TFLOPS");
+    add("requests.mfu", r->mfu, false, "");
+    add("requests.peak_alloc_gib", bytes(r->peak_alloc_bytes), true, "GiB");
+  }
+  if (const auto& t = report.training) {
+    add("training.step_p50_s", t->step_p50_s, true, "s");
+    add("training.step_p95_s", t->step_p95_s, true, "s");
+    for (const auto& [name, seconds] : t->phase_s) {
+      add("training.phase." + name + "_s", seconds, true, "s");
+    }
+    add("training.samples_per_s", t->samples_per_s, false, "1/s");
+    add("training.tflops", t->tflops, false, "TFLOPS");
+    add("training.mfu", t->mfu, false, "");
+    add("training.hfu", t->hfu, false, "");
+    add("training.peak_alloc_gib", bytes(t->peak_alloc_bytes), true, "GiB");
+    add("training.eta_h", t->eta_s ? std::optional<double>(*t->eta_s / 3600.0) : std::nullopt, true,
+        "h");
+  }
+  return m;
+}
+
+std::vector<MetricChange> compare_reports(const Report& a, const Report& b) {
+  std::vector<Metric> ma = report_metrics(a), mb = report_metrics(b);
+  std::vector<MetricChange> out;
+  auto find = [](const std::vector<Metric>& ms, const std::string& name) -> const Metric* {
+    for (const auto& m : ms) {
+      if (m.name == name) return &m;
+    }
+    return nullptr;
+  };
+  auto add = [&](const Metric& m) {
+    MetricChange c;
+    c.name = m.name;
+    c.unit = m.unit;
+    const Metric* x = find(ma, m.name);
+    const Metric* y = find(mb, m.name);
+    if (x) c.a = x->value;
+    if (y) c.b = y->value;
+    c.direction = "n/a";
+    if (x && y) {
+      double delta = y->value - x->value;
+      if (x->value != 0) c.change = delta / std::fabs(x->value);
+      double relative = c.change ? std::fabs(*c.change) : (delta == 0 ? 0 : 1);
+      if (relative < kSameWithin) {
+        c.direction = "same";
+      } else {
+        c.direction = (delta < 0) == m.lower_is_better ? "better" : "worse";
+      }
+    }
+    out.push_back(std::move(c));
+  };
+  for (const auto& m : ma) add(m);
+  for (const auto& m : mb) {
+    if (!find(ma, m.name)) add(m);
+  }
+  return out;
+}
+
+std::string format_comparison(const std::string& a_name, const std::string& b_name,
+                              const std::vector<MetricChange>& changes) {
+  std::string out = "A: " + a_name + "\nB: " + b_name + "\n";
+  out += strprintf("%-34s %14s %14s %9s  %s\n", "metric", "A", "B", "change", "");
+  auto value = [](const std::optional<double>& v, const std::string& unit) {
+    if (!v) return std::string("-");
+    if (unit.empty()) return strprintf("%.2f%%", *v * 100.0);  // utilizations
+    return strprintf("%.4g %s", *v, unit.c_str());
+  };
+  for (const auto& c : changes) {
+    out += strprintf("%-34s %14s %14s %9s  %s\n", c.name.c_str(), value(c.a, c.unit).c_str(),
+                     value(c.b, c.unit).c_str(),
+                     c.change ? strprintf("%+.1f%%", *c.change * 100.0).c_str() : "-",
+                     c.direction.c_str());
+  }
+  return out;
+}
+
+std::string comparison_json(const std::string& a_name, const std::string& b_name,
+                            const std::vector<MetricChange>& changes) {
+  Json metrics = Json::array();
+  for (const auto& c : changes) {
+    metrics.push_back({{"metric", c.name},
+                       {"a", opt_json(c.a)},
+                       {"b", opt_json(c.b)},
+                       {"change", opt_json(c.change)},
+                       {"direction", c.direction},
+                       {"unit", c.unit}});
+  }
+  Json j = {{"a", a_name}, {"b", b_name}, {"metrics", metrics}};
+  return j.dump(2, ' ', false, Json::error_handler_t::replace);  // file names may be any bytes
+}
+
+}  // namespace vxperf::analysis

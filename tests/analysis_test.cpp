@@ -1,0 +1,521 @@
+// The analysis library: records reader, report, comparison, HTML, Chrome trace and FLOPs.
+#include "vxperf/analysis.h"
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <sstream>
+
+#include "vxperf/event_script.h"
+
+namespace vxperf::analysis {
+namespace {
+
+using Json = nlohmann::json;
+
+std::string case_path(const std::string& name) {
+  return std::string(VXPERF_CASES_DIR) + "/" + name;
+}
+
+RecordSet read_string(const std::string& text, const std::string& name = "mem.jsonl") {
+  std::istringstream in(text);
+  RecordSet set;
+  read_records(in, name, set);
+  return set;
+}
+
+RequestRecord request(int rank, std::int64_t req, double e2e, bool warmup = false) {
+  RequestRecord r;
+  r.rank = rank;
+  r.req = req;
+  r.warmup = warmup;
+  r.e2e_s = e2e;
+  StageSummary dit{"transformer", 10, e2e * 800.0, e2e * 80.0, 1.0, 1.0, 1.0, {}};
+  StageSummary vae{"vae_dec", 1, e2e * 150.0, e2e * 150.0, 0.0, 1.0, 1.0, {}};
+  r.stages = {dit, vae};
+  DitThroughput t;
+  t.params = 1418996800;
+  t.tokens = 32760;
+  t.flops_per_fwd = 2.9388e14;
+  t.tflops = 400.0;
+  t.peak_tflops = 989.0;
+  t.mfu = 400.0 / 989.0;
+  r.dit = t;
+  r.device = 0;
+  r.peaks = MemoryPeaks{std::uint64_t{40} << 30, std::uint64_t{60} << 30};
+  return r;
+}
+
+TrainWindowRecord window(int rank, std::int64_t first, std::int64_t steps, double p50,
+                         double mfu = 0.4) {
+  TrainWindowRecord w;
+  w.rank = rank;
+  w.world_size = 4;
+  w.step_first = first;
+  w.step_last = first + steps - 1;
+  w.steps = steps;
+  w.step_s_p50 = p50;
+  w.step_s_p95 = p50 * 1.2;
+  w.phases_s = {{"data", 0.1 * p50}, {"fwd", 0.3 * p50}, {"bwd", 0.6 * p50}};
+  w.micro_steps = 1;
+  w.device = rank;
+  w.peaks = MemoryPeaks{std::uint64_t{50} << 30, std::uint64_t{70} << 30};
+  TrainThroughput t;
+  t.samples_per_s = 2.0 / p50;
+  t.samples = 2.0;
+  t.wall_s = p50 * static_cast<double>(steps);
+  t.dp = 4;
+  t.priced = true;
+  t.params = 1418996800;
+  t.trainable = t.params;
+  t.tokens = 32760;
+  t.priced_steps = steps;
+  t.priced_s = t.wall_s;
+  t.flops_coef = 3;
+  t.flops_coef_hw = 4;
+  t.flops_coef_reason = "full, ckpt on -> 3x/4x";
+  t.flops_per_step = 1e15;
+  t.tflops = 300;
+  t.hw_tflops = 400;
+  t.peak_tflops = 989;
+  t.mfu = mfu;
+  t.hfu = mfu * 4 / 3;
+  w.throughput = t;
+  w.eta_s = 3600.0 * (10 - static_cast<double>(first) / 100);
+  return w;
+}
+
+std::string lines(const std::vector<std::string>& records) {
+  std::string out;
+  for (const auto& r : records) out += r + "\n";
+  return out;
+}
+
+// ---- records reader ----------------------------------------------------------------------------
+
+TEST(RecordsReader, RoundTripsBothKinds) {
+  RecordSet set = read_string(
+      lines({to_json_line(request(0, 3, 12.5, true)), to_json_line(window(2, 10, 5, 1.5))}));
+  ASSERT_EQ(set.requests.size(), 1u);
+  ASSERT_EQ(set.windows.size(), 1u);
+  EXPECT_TRUE(set.warnings.empty());
+  const auto& r = set.requests[0];
+  EXPECT_EQ(r.req, 3);
+  EXPECT_TRUE(r.warmup);
+  EXPECT_DOUBLE_EQ(r.e2e_s, 12.5);
+  ASSERT_EQ(r.stages.size(), 2u);
+  EXPECT_EQ(r.stages[0].name, "transformer");  // the writer's order, not alphabetical
+  EXPECT_EQ(r.stages[0].count, 10);
+  ASSERT_TRUE(r.dit && r.dit->mfu);
+  EXPECT_EQ(r.dit->params, 1418996800);
+  ASSERT_TRUE(r.peaks);
+  EXPECT_EQ(r.peaks->allocated, std::uint64_t{40} << 30);
+  const auto& w = set.windows[0];
+  EXPECT_EQ(w.rank, 2);
+  EXPECT_EQ(w.device, 2);
+  EXPECT_EQ(w.step_last, 14);
+  ASSERT_EQ(w.phases_s.size(), 3u);
+  EXPECT_EQ(w.phases_s[1].first, "fwd");
+  ASSERT_TRUE(w.throughput && w.throughput->priced);
+  EXPECT_EQ(w.throughput->flops_coef_reason, "full, ckpt on -> 3x/4x");
+  EXPECT_TRUE(w.eta_s.has_value());
+  // Serializing what was read gives the same line back.
+  EXPECT_EQ(to_json_line(w), to_json_line(window(2, 10, 5, 1.5)));
+}
+
+TEST(RecordsReader, ReadsEveryConformanceExpectation) {
+  for (const auto& entry : std::filesystem::directory_iterator(VXPERF_CASES_DIR)) {
+    std::string path = entry.path().string();
+    if (path.size() < 15 || path.substr(path.size() - 15) != ".expected.jsonl") continue;
+    RecordSet set;
+    ASSERT_NO_THROW(set = read_record_files({path})) << path;
+    std::ifstream in(path);
+    std::size_t count = 0;
+    std::string line;
+    while (std::getline(in, line)) count += line.empty() ? 0 : 1;
+    EXPECT_EQ(set.requests.size() + set.windows.size(), count) << path;
+    EXPECT_TRUE(set.warnings.empty()) << path;
+  }
+}
+
+TEST(RecordsReader, SkipsATornLastLineWithAWarning) {
+  std::string full = to_json_line(request(0, 1, 5.0));
+  RecordSet set =
+      read_string(full + "\n" + full + "\n" + full.substr(0, full.size() / 2), "run.jsonl");
+  EXPECT_EQ(set.requests.size(), 2u);
+  ASSERT_EQ(set.warnings.size(), 1u);
+  EXPECT_NE(set.warnings[0].find("run.jsonl:3:"), std::string::npos) << set.warnings[0];
+}
+
+TEST(RecordsReader, ReportsAMalformedLineWithFileAndLine) {
+  std::string full = to_json_line(request(0, 1, 5.0));
+  try {
+    read_string(full + "\n{\"kind\": \"request\", \n" + full + "\n", "run.jsonl");
+    FAIL() << "no error";
+  } catch (const InputError& e) {
+    EXPECT_EQ(e.line(), 2);
+    EXPECT_EQ(e.file(), "run.jsonl");
+    EXPECT_EQ(std::string(e.what()).rfind("run.jsonl:2: ", 0), 0u) << e.what();
+  }
+}
+
+TEST(RecordsReader, RejectsWrongTypesAndUnknownKinds) {
+  auto error_of = [](const std::string& text) -> std::string {
+    try {
+      read_string(text + "\n" + to_json_line(request(0, 1, 5.0)) + "\n");
+    } catch (const InputError& e) {
+      return e.what();
+    }
+    return "";
+  };
+  EXPECT_NE(error_of(R"({"kind": "request", "e2e_s": "fast", "stages": {}})").find("e2e_s"),
+            std::string::npos);
+  EXPECT_NE(error_of(R"({"kind": "request", "e2e_s": 1})").find("stages"), std::string::npos);
+  EXPECT_NE(error_of(R"({"kind": "window"})").find("unknown record kind"), std::string::npos);
+  EXPECT_NE(error_of(R"([1, 2])").find("JSON object"), std::string::npos);
+  std::string window = R"({"kind": "train_window", "steps": 2, "step_s_p50": 1, )"
+                       R"("step_s_p95": 1, "phases_s": {"fwd": "x"}})";
+  EXPECT_NE(error_of(window).find("\"fwd\" must be a number"), std::string::npos)
+      << error_of(window);
+  EXPECT_NE(error_of(R"({"no": "kind"})").find(":1:"), std::string::npos);
+}
+
+TEST(RecordsReader, MissingFileIsAnInputError) {
+  EXPECT_THROW(read_record_files({"/nonexistent/records.jsonl"}), InputError);
+}
+
+// ---- report ------------------------------------------------------------------------------------
+
+TEST(Report, SummarizesRequestsWithoutWarmup) {
+  RecordSet set;
+  set.requests = {request(0, 0, 30.0, true), request(0, 1, 10.0), request(0, 2, 12.0),
+                  request(0, 3, 14.0)};
+  Report report = build_report(set);
+  ASSERT_TRUE(report.requests);
+  const auto& r = *report.requests;
+  EXPECT_EQ(r.count, 3);
+  EXPECT_EQ(r.warmup, 1);
+  EXPECT_DOUBLE_EQ(r.e2e_p50_s, 12.0);
+  EXPECT_DOUBLE_EQ(r.e2e_max_s, 14.0);
+  EXPECT_NEAR(r.e2e_p95_s, 13.8, 1e-9);
+  ASSERT_EQ(r.stages.size(), 2u);
+  EXPECT_EQ(r.stages[0].name, "transformer");
+  EXPECT_NEAR(r.stages[0].mean_ms, 12.0 * 800.0, 1e-6);
+  EXPECT_NEAR(r.stages[0].share, 0.8, 1e-9);
+  EXPECT_NEAR(r.stages[1].share, 0.15, 1e-9);
+  EXPECT_DOUBLE_EQ(r.stages[0].calls, 10.0);
+  ASSERT_TRUE(r.tflops && r.mfu);
+  EXPECT_DOUBLE_EQ(*r.tflops, 400.0);
+  EXPECT_FALSE(report.training);
+  EXPECT_TRUE(report.stragglers.empty());
+  std::string text = format_report(report);
+  EXPECT_NE(text.find("Requests: 3 measured (1 warmup excluded)"), std::string::npos) << text;
+  EXPECT_NE(text.find("transformer"), std::string::npos);
+}
+
+TEST(Report, FindsStragglersAcrossRanks) {
+  RecordSet set;
+  double p50[] = {1.0, 1.01, 1.049, 1.2};
+  for (int rank = 0; rank < 4; ++rank) {
+    set.windows.push_back(window(rank, 0, 10, p50[rank]));
+    set.windows.push_back(window(rank, 10, 10, p50[rank]));
+  }
+  Report report = build_report(set);
+  ASSERT_TRUE(report.training);
+  EXPECT_EQ(report.training->steps, 20);
+  EXPECT_EQ(report.training->windows, 8);
+  ASSERT_EQ(report.ranks.size(), 4u);
+  ASSERT_TRUE(report.rank_median_s);
+  EXPECT_NEAR(*report.rank_median_s, (1.01 + 1.049) / 2, 1e-12);
+  EXPECT_EQ(report.stragglers, std::vector<int>{3});
+  // Samples/s: 2 samples per step at p50 seconds a step, per rank; global is dp times that.
+  ASSERT_TRUE(report.training->samples_per_s && report.training->samples_per_s_global);
+  EXPECT_NEAR(*report.training->samples_per_s_global, *report.training->samples_per_s * 4, 1e-9);
+  ASSERT_TRUE(report.ranks[0].samples_per_s);
+  EXPECT_NEAR(*report.ranks[0].samples_per_s, 2.0, 1e-9);
+  // Phase shares follow the windows' phases.
+  ASSERT_EQ(report.training->phase_share.size(), 3u);
+  EXPECT_EQ(report.training->phase_share[2].first, "bwd");
+  EXPECT_NEAR(report.training->phase_share[2].second, 0.6, 1e-9);
+  ASSERT_TRUE(report.training->eta_s);
+  EXPECT_NEAR(*report.training->eta_s, 3600.0 * 9.9, 1e-6);  // the latest window's
+  std::string text = format_report(report);
+  EXPECT_NE(text.find("Stragglers: rank 3"), std::string::npos) << text;
+  Json j = Json::parse(report_json(report));
+  EXPECT_EQ(j["stragglers"], Json::array({3}));
+  EXPECT_EQ(j["ranks"].size(), 4u);
+  EXPECT_EQ(j["training"]["steps"], 20);
+  EXPECT_TRUE(j["requests"].is_null());
+}
+
+TEST(Report, NoStragglersWhenRanksAgree) {
+  RecordSet set;
+  for (int rank = 0; rank < 3; ++rank) set.windows.push_back(window(rank, 0, 10, 2.0));
+  Report report = build_report(set);
+  EXPECT_TRUE(report.stragglers.empty());
+  EXPECT_NE(format_report(report).find("Stragglers: none"), std::string::npos);
+}
+
+TEST(Report, InferenceOnlyRunsCompareRanksByLatency) {
+  RecordSet set;
+  for (int rank = 0; rank < 3; ++rank) {
+    for (int i = 0; i < 3; ++i) set.requests.push_back(request(rank, i, rank == 2 ? 12.0 : 10.0));
+  }
+  Report report = build_report(set);
+  ASSERT_EQ(report.ranks.size(), 3u);
+  EXPECT_EQ(report.ranks[2].requests, 3);
+  EXPECT_EQ(report.stragglers, std::vector<int>{2});
+  EXPECT_EQ(report.requests->count, 9);
+}
+
+TEST(Report, ComparesTwoRunsWithDirection) {
+  RecordSet a, b;
+  a.windows = {window(0, 0, 10, 2.0, 0.40)};
+  b.windows = {window(0, 0, 10, 1.5, 0.50)};
+  a.requests = {request(0, 0, 10.0)};
+  b.requests = {request(0, 0, 10.01)};
+  auto changes = compare_reports(build_report(a), build_report(b));
+  auto find = [&](const std::string& name) {
+    auto it = std::find_if(changes.begin(), changes.end(),
+                           [&](const MetricChange& c) { return c.name == name; });
+    EXPECT_NE(it, changes.end()) << name;
+    return it == changes.end() ? MetricChange{} : *it;
+  };
+  EXPECT_EQ(find("training.step_p50_s").direction, "better");
+  EXPECT_NEAR(*find("training.step_p50_s").change, -0.25, 1e-9);
+  EXPECT_EQ(find("training.mfu").direction, "better");
+  EXPECT_EQ(find("training.samples_per_s").direction, "better");
+  EXPECT_EQ(find("requests.e2e_p50_s").direction, "same");
+  std::string text = format_comparison("a.jsonl", "b.jsonl", changes);
+  EXPECT_NE(text.find("training.step_p50_s"), std::string::npos);
+  Json j = Json::parse(comparison_json("a.jsonl", "b.jsonl", changes));
+  EXPECT_EQ(j["metrics"].size(), changes.size());
+
+  // Slower the other way round.
+  auto reverse = compare_reports(build_report(b), build_report(a));
+  for (const auto& c : reverse) {
+    if (c.name == "training.step_p50_s") EXPECT_EQ(c.direction, "worse");
+  }
+}
+
+TEST(Report, HtmlIsSelfContainedWithFourCharts) {
+  RecordSet set;
+  for (int rank = 0; rank < 2; ++rank) {
+    for (int i = 0; i < 5; ++i) set.windows.push_back(window(rank, i * 10, 10, 1.0 + 0.1 * i));
+  }
+  set.requests = {request(0, 0, 10.0, true), request(0, 1, 9.0)};
+  set.requests[1].stages[0].name = "<script>";
+  Report report = build_report(set, {"a&b.jsonl"});
+  std::string html = report_html(report, set);
+  EXPECT_EQ(html.rfind("<!DOCTYPE html>", 0), 0u);
+  for (const char* title : {"Step time over steps", "Phase breakdown per window", "MFU per window",
+                            "End-to-end time per request"}) {
+    EXPECT_NE(html.find(title), std::string::npos) << title;
+  }
+  auto count = [&](const std::string& s) {
+    std::size_t n = 0;
+    for (auto p = html.find(s); p != std::string::npos; p = html.find(s, p + 1)) ++n;
+    return n;
+  };
+  EXPECT_EQ(count("<svg"), 4u);
+  EXPECT_EQ(count("</svg>"), 4u);
+  EXPECT_EQ(count("<script>"), 0u);  // names are escaped
+  EXPECT_NE(html.find("a&amp;b.jsonl"), std::string::npos);
+  EXPECT_EQ(html.find("http://", 0), html.find("http://www.w3.org/2000/svg"));  // no fetches
+}
+
+// ---- chrome trace ------------------------------------------------------------------------------
+
+Json trace_of(const std::vector<std::string>& paths) {
+  TraceBuilder builder;
+  for (const auto& path : paths) {
+    std::ifstream in(path);
+    builder.add_script(in, path);
+  }
+  Json j = Json::parse(builder.json());
+  EXPECT_EQ(static_cast<std::int64_t>(j["traceEvents"].size()), builder.event_count());
+  return j;
+}
+
+std::vector<Json> events_of(const Json& trace, const std::string& ph, const std::string& cat) {
+  std::vector<Json> out;
+  for (const auto& e : trace["traceEvents"]) {
+    if (e["ph"] == ph && (cat.empty() || e.value("cat", "") == cat)) out.push_back(e);
+  }
+  return out;
+}
+
+TEST(ChromeTrace, InferenceRequestsEncloseTheirStages) {
+  Json trace = trace_of({case_path("inference-1-00.events.jsonl")});
+  auto requests = events_of(trace, "X", "request");
+  auto stages = events_of(trace, "X", "stage");
+  // A nested pipeline call is folded into the outer request, as the engine does.
+  EXPECT_EQ(requests.size(), 3u);
+  EXPECT_FALSE(stages.empty());
+  for (const auto& s : stages) {
+    if (s["args"].contains("outside_request")) continue;
+    double t0 = s["ts"], t1 = t0 + s["dur"].get<double>();
+    bool enclosed = std::any_of(requests.begin(), requests.end(), [&](const Json& r) {
+      double r0 = r["ts"], r1 = r0 + r["dur"].get<double>();
+      return r["tid"] == s["tid"] && t0 >= r0 - 1e-3 && t1 <= r1 + 1e-3;
+    });
+    EXPECT_TRUE(enclosed) << s.dump();
+  }
+  EXPECT_FALSE(events_of(trace, "C", "").empty());  // memory peaks from request_end
+  EXPECT_FALSE(events_of(trace, "M", "").empty());
+}
+
+TEST(ChromeTrace, TrainingStepsAndPhases) {
+  std::string path = case_path("training-2-02.events.jsonl");
+  Json trace = trace_of({path});
+  std::ifstream in(path);
+  std::string line;
+  std::size_t phases = 0, optimizer = 0, clips = 0;
+  while (std::getline(in, line)) {
+    if (line.find("\"ev\": \"phase\"") != std::string::npos) ++phases;
+    if (line.find("\"ev\": \"optimizer_step\"") != std::string::npos) ++optimizer;
+    if (line.find("\"ev\": \"clip\"") != std::string::npos) ++clips;
+  }
+  EXPECT_EQ(events_of(trace, "X", "phase").size(), phases);
+  EXPECT_EQ(events_of(trace, "X", "optimizer").size(), optimizer);
+  EXPECT_EQ(events_of(trace, "X", "clip").size(), clips);
+  auto steps = events_of(trace, "X", "step");
+  ASSERT_FALSE(steps.empty());
+  // Steps follow one another without overlap.
+  for (std::size_t i = 1; i < steps.size(); ++i) {
+    EXPECT_GE(steps[i]["ts"].get<double>() + 1e-3,
+              steps[i - 1]["ts"].get<double>() + steps[i - 1]["dur"].get<double>());
+  }
+  for (const auto& e : trace["traceEvents"]) {
+    if (e["ph"] == "X") {
+      EXPECT_GE(e["dur"].get<double>(), 0.0);
+      EXPECT_TRUE(e.contains("pid") && e.contains("tid") && e["ts"].is_number());
+    }
+  }
+}
+
+TEST(ChromeTrace, OneProcessPerRankAndATrackPerThread) {
+  std::string script =
+      R"({"ev": "config", "env": {"VIDEOX_PERF": "1"}, "device": null, "rank": 1, "world_size": 2})"
+      "\n"
+      R"({"ev": "request_begin", "t": 1.0, "thread": 3})"
+      "\n"
+      R"({"ev": "stage", "name": "transformer", "t0": 1.1, "t1": 1.5, "device_ms": null})"
+      "\n"
+      R"({"ev": "request_end", "t": 2.0, "peak_alloc_bytes": 1073741824})"
+      "\n"
+      R"({"ev": "memory", "peak_alloc_bytes": 2147483648, "peak_reserved_bytes": 4294967296})"
+      "\n";
+  TraceBuilder builder;
+  std::istringstream in(script);
+  builder.add_script(in, "live.rank1");
+  Json trace = Json::parse(builder.json());
+  auto requests = events_of(trace, "X", "request");
+  ASSERT_EQ(requests.size(), 1u);
+  EXPECT_EQ(requests[0]["pid"], 1);
+  EXPECT_EQ(requests[0]["tid"], 4);
+  EXPECT_DOUBLE_EQ(requests[0]["ts"].get<double>(), 1e6);
+  EXPECT_DOUBLE_EQ(requests[0]["dur"].get<double>(), 1e6);
+  bool named = false;
+  for (const auto& e : events_of(trace, "M", "")) {
+    if (e["name"] == "thread_name" && e["tid"] == 4) named = e["args"]["name"] == "thread 3";
+  }
+  EXPECT_TRUE(named);
+  auto counters = events_of(trace, "C", "");
+  ASSERT_EQ(counters.size(), 2u);
+  EXPECT_DOUBLE_EQ(counters[1]["args"]["peak_reserved_GiB"].get<double>(), 4.0);
+}
+
+TEST(ChromeTrace, ErrorsNameTheLine) {
+  auto line_of = [](const std::string& script) {
+    TraceBuilder builder;
+    std::istringstream in(script);
+    try {
+      builder.add_script(in, "x");
+    } catch (const ScriptError& e) {
+      return e.line();
+    }
+    return 0;
+  };
+  std::string config = R"({"ev": "config", "env": {}})";
+  EXPECT_EQ(line_of(R"({"ev": "request_begin", "t": 1})"), 1);
+  EXPECT_EQ(line_of(config + "\n\n{broken"), 3);
+  EXPECT_EQ(line_of(config + "\n" + R"({"ev": "stage", "name": "x", "t0": "a", "t1": 1})"), 2);
+  EXPECT_EQ(line_of(config + "\n" + R"({"ev": "teleport", "t": 1})"), 2);
+  EXPECT_EQ(line_of(config + "\n" + R"({"ev": "request_begin", "t": 1, "thread": -1})"), 2);
+  EXPECT_EQ(line_of(config + "\n" + config), 2);
+}
+
+TEST(ChromeTrace, AcceptsEveryConformanceScript) {
+  for (const auto& entry : std::filesystem::directory_iterator(VXPERF_CASES_DIR)) {
+    std::string path = entry.path().string();
+    if (path.find(".events.jsonl") == std::string::npos) continue;
+    TraceBuilder builder;
+    std::ifstream in(path);
+    EXPECT_NO_THROW(builder.add_script(in, path)) << path;
+    EXPECT_NO_THROW(Json::parse(builder.json())) << path;
+  }
+}
+
+// ---- flops -------------------------------------------------------------------------------------
+
+TEST(Flops, PresetParameterCountsAreExact) {
+  EXPECT_EQ(dit_params(*dit_preset("wan2.1-t2v-1.3b")), 1418996800);
+  EXPECT_EQ(dit_params(*dit_preset("wan2.1-t2v-14b")), 14288491584);
+  EXPECT_FALSE(dit_preset("wan2.2").has_value());
+  EXPECT_EQ(dit_preset_names().size(), 2u);
+}
+
+TEST(Flops, Tokens) {
+  EXPECT_EQ(dit_tokens(*dit_preset("wan2.1-t2v-14b"), 1280, 720, 81).tokens, 75600);
+  LatentShape s = dit_tokens(*dit_preset("wan2.1-t2v-1.3b"), 832, 480, 81);
+  EXPECT_EQ(s.frames, 21);
+  EXPECT_EQ(s.height, 60);
+  EXPECT_EQ(s.width, 104);
+  EXPECT_EQ(s.tokens, 32760);
+  EXPECT_THROW(dit_tokens(*dit_preset("wan2.1-t2v-14b"), 8, 8, 1), std::invalid_argument);
+  EXPECT_THROW(dit_tokens(*dit_preset("wan2.1-t2v-14b"), 0, 720, 81), std::invalid_argument);
+}
+
+TEST(Flops, ForwardSplitAndRequest) {
+  FlopsQuery q;
+  q.width = 832;
+  q.height = 480;
+  q.frames = 81;
+  q.steps = 50;
+  q.peak_tflops = 989.0;
+  q.mfu = 0.5;
+  FlopsEstimate e = estimate_flops(*dit_preset("wan2.1-t2v-1.3b"), q);
+  EXPECT_NEAR(e.flops_per_forward / 2.9388e14, 1.0, 1e-4);
+  EXPECT_DOUBLE_EQ(e.flops_linear, 2.0 * 1418996800.0 * 32760.0);
+  EXPECT_DOUBLE_EQ(e.flops_self_attn, 4.0 * 32760.0 * 32760.0 * 30 * 1536);
+  EXPECT_DOUBLE_EQ(e.flops_cross_attn, 4.0 * 32760.0 * 512 * 30 * 1536);
+  EXPECT_NEAR(e.flops_linear + e.flops_self_attn + e.flops_cross_attn, e.flops_per_forward, 1e3);
+  EXPECT_NEAR(e.attention_share, (e.flops_self_attn + e.flops_cross_attn) / e.flops_per_forward,
+              1e-12);
+  EXPECT_EQ(e.forwards_per_request, 100);  // CFG doubles the forwards
+  EXPECT_DOUBLE_EQ(e.flops_per_request, e.flops_per_forward * 100);
+  ASSERT_TRUE(e.ideal_s && e.at_mfu_s);
+  EXPECT_NEAR(*e.ideal_s, e.flops_per_request / 989e12, 1e-9);
+  EXPECT_NEAR(*e.at_mfu_s, *e.ideal_s * 2, 1e-9);
+
+  Json j = Json::parse(flops_json(*dit_preset("wan2.1-t2v-1.3b"), q, e));
+  for (const char* key : {"params", "tokens", "flops_per_forward", "attention_share"}) {
+    EXPECT_TRUE(j.contains(key)) << key;
+  }
+  EXPECT_EQ(j["params"], 1418996800);
+  EXPECT_EQ(j["tokens"], 32760);
+
+  q.cfg = false;
+  q.batch = 2;
+  q.peak_tflops.reset();
+  e = estimate_flops(*dit_preset("wan2.1-t2v-1.3b"), q);
+  EXPECT_EQ(e.forwards_per_request, 100);
+  EXPECT_FALSE(e.ideal_s.has_value());
+}
+
+}  // namespace
+}  // namespace vxperf::analysis

@@ -1,0 +1,84 @@
+# Runs the report, trace and flops commands and checks exit statuses and outputs.
+file(MAKE_DIRECTORY "${WORK}")
+
+# expect(RC REGEX [ARGS...]): run vxperf ARGS, require exit status RC and REGEX in its output.
+function(expect rc regex)
+  execute_process(COMMAND "${VXPERF}" ${ARGN} RESULT_VARIABLE got OUTPUT_VARIABLE out
+                  ERROR_VARIABLE err)
+  if(NOT got EQUAL rc)
+    message(FATAL_ERROR "vxperf ${ARGN}: exit ${got}, expected ${rc}\n${out}${err}")
+  endif()
+  if(NOT "${out}${err}" MATCHES "${regex}")
+    message(FATAL_ERROR "vxperf ${ARGN}: output does not match '${regex}':\n${out}${err}")
+  endif()
+  if(NOT rc EQUAL 0)
+    # Errors are one line.
+    string(STRIP "${err}" stripped)
+    string(FIND "${stripped}" "\n" newline)
+    if(NOT newline EQUAL -1)
+      message(FATAL_ERROR "vxperf ${ARGN}: error is more than one line:\n${err}")
+    endif()
+  endif()
+endfunction()
+
+foreach(cmd report trace flops)
+  expect(0 "usage: vxperf ${cmd}" ${cmd} --help)
+endforeach()
+expect(0 "report" --help)
+
+# flops: the issue's check values.
+expect(0 "\"tokens\": 75600" flops --preset wan2.1-t2v-14b --size 1280x720 --frames 81 --json)
+expect(0 "\"params\": 14288491584" flops --preset wan2.1-t2v-14b --size 1280x720 --json)
+expect(0 "\"tokens\": 32760" flops --preset wan2.1-t2v-1.3b --size 832x480 --frames 81 --json)
+expect(0 "\"flops_per_forward\": 29387975" flops --preset wan2.1-t2v-1.3b --size 832x480 --json)
+expect(0 "\"params\": 1418996800" flops --dim 1536 --ffn 8960 --heads 12 --layers 30
+       --size 832x480 --json)
+expect(0 "ideal" flops --preset wan2.1-t2v-1.3b --size 832x480 --device H100 --mfu 0.4)
+expect(2 "unknown preset" flops --preset nope --size 832x480)
+expect(2 "missing --size" flops --preset wan2.1-t2v-1.3b)
+expect(2 "--frames takes" flops --preset wan2.1-t2v-1.3b --size 832x480 --frames x)
+expect(2 "--size takes WxH" flops --preset wan2.1-t2v-1.3b --size 832)
+expect(2 "--preset NAME or all of" flops --dim 1536 --size 832x480)
+expect(2 "gives no tokens" flops --preset wan2.1-t2v-1.3b --size 8x8 --frames 1)
+
+# report
+expect(0 "Requests: 2 measured" report "${CASES}/inference-1-00.expected.jsonl")
+expect(0 "Training: .* steps" report "${CASES}/training-2-02.expected.jsonl")
+expect(0 "\"stragglers\": \\[" report --json "${CASES}/training-1-00.expected.jsonl"
+       "${CASES}/training-2-00.expected.jsonl")
+expect(0 "Stragglers:" report "${CASES}/training-1-00.expected.jsonl"
+       "${CASES}/training-2-00.expected.jsonl")
+expect(0 "training.step_p50_s.*(better|worse|same)" report --compare
+       "${CASES}/training-2-02.expected.jsonl" "${CASES}/training-2-03.expected.jsonl")
+expect(0 "\"direction\"" report --json --compare
+       "${CASES}/training-2-02.expected.jsonl" "${CASES}/training-2-03.expected.jsonl")
+file(READ "${CASES}/inference-1-00.expected.jsonl" records)
+string(SUBSTRING "${records}" 0 1500 torn)
+file(WRITE "${WORK}/torn.jsonl" "${torn}")
+expect(0 "torn last line" report "${WORK}/torn.jsonl")
+file(WRITE "${WORK}/bad.jsonl" "${torn}\n${records}")
+expect(2 "bad.jsonl:[0-9]+: not valid JSON" report "${WORK}/bad.jsonl")
+expect(2 "cannot open" report "${WORK}/missing.jsonl")
+expect(2 "missing FILE" report)
+expect(2 "unknown option" report --frobnicate x.jsonl)
+expect(2 "--compare needs two files" report --compare a.jsonl)
+expect(0 "Requests" report --html "${WORK}/report.html" "${CASES}/inference-2-00.expected.jsonl"
+       "${CASES}/training-2-02.expected.jsonl")
+file(READ "${WORK}/report.html" html)
+if(NOT html MATCHES "<svg")
+  message(FATAL_ERROR "report.html has no chart")
+endif()
+
+# trace
+expect(0 "wrote [0-9]+ events" trace "${CASES}/training-2-02.events.jsonl" -o "${WORK}/trace.json")
+file(READ "${WORK}/trace.json" trace)
+if(NOT trace MATCHES "\"traceEvents\"" OR NOT trace MATCHES "\"ph\":\"X\"")
+  message(FATAL_ERROR "trace.json is not a trace-event file")
+endif()
+expect(0 "\"traceEvents\"" trace "${CASES}/inference-2-01.events.jsonl")
+file(WRITE "${WORK}/bad.events.jsonl" "{\"ev\": \"config\", \"env\": {}}\n{\"ev\": \"stage\"}\n")
+expect(2 "bad.events.jsonl: line 2:" trace "${WORK}/bad.events.jsonl" -o "${WORK}/x.json")
+expect(2 "missing SCRIPT" trace)
+expect(2 "-o needs a value" trace "${CASES}/training-2-02.events.jsonl" -o)
+
+expect(2 "unknown command" frobnicate)

@@ -1,0 +1,51 @@
+// Argument parsing shared by the analysis commands: numbers that must be whole and in range, and
+// the one-line error every command prints before returning 2.
+#pragma once
+
+#include <cerrno>
+#include <cmath>
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <optional>
+#include <string>
+
+namespace vxperf::cli {
+
+// Thrown by the parsers below; the command prints "vxperf NAME: message" and returns 2.
+struct UsageError {
+  std::string message;
+};
+
+inline std::int64_t parse_int(const std::string& option, const std::string& text, std::int64_t min,
+                              std::int64_t max) {
+  errno = 0;
+  char* end = nullptr;
+  long long v = std::strtoll(text.c_str(), &end, 10);
+  if (text.empty() || *end != '\0' || errno == ERANGE || v < min || v > max) {
+    throw UsageError{option + " takes a whole number from " + std::to_string(min) + " to " +
+                     std::to_string(max) + ", not '" + text + "'"};
+  }
+  return v;
+}
+
+inline double parse_double(const std::string& option, const std::string& text, double min,
+                           double max) {
+  errno = 0;
+  char* end = nullptr;
+  double v = std::strtod(text.c_str(), &end);
+  if (text.empty() || *end != '\0' || errno == ERANGE || !std::isfinite(v) || v < min || v > max) {
+    throw UsageError{option + " takes a number from " + std::to_string(min) + " to " +
+                     std::to_string(max) + ", not '" + text + "'"};
+  }
+  return v;
+}
+
+// The value after an option, or a usage error naming the option.
+inline std::string next_value(int& i, int argc, char** argv) {
+  std::string option = argv[i];
+  if (i + 1 >= argc) throw UsageError{option + " needs a value"};
+  return argv[++i];
+}
+
+}  // namespace vxperf::cli

@@ -1,0 +1,103 @@
+#include <cstdio>
+#include <fstream>
+#include <string>
+#include <vector>
+
+#include "cli_util.h"
+#include "commands.h"
+#include "vxperf/analysis.h"
+
+namespace vxperf::cli {
+namespace {
+
+constexpr const char* kUsage =
+    "usage: vxperf report FILE... [--json] [--html OUT.html]\n"
+    "       vxperf report --compare A B [--json]\n\n"
+    "Summarizes records (the JSON lines of VIDEOX_PERF_JSON or 'vxperf replay', any number of\n"
+    "files and ranks; '-' reads standard input). Requests: count, e2e p50/p95/max, each stage's\n"
+    "mean and share of e2e, TFLOPS and MFU. Training: steps, step p50/p95, phase shares,\n"
+    "samples/s, TFLOPS, MFU/HFU, peak memory, ETA. Several ranks: a per-rank table and the\n"
+    "stragglers, ranks whose median step time is over 5% above the median across ranks.\n"
+    "A torn last line is reported and skipped; other malformed input is an error (exit 2).\n\n"
+    "  --json           print the report as one JSON object (with a \"stragglers\" list)\n"
+    "  --html OUT.html  also write a self-contained HTML page with SVG charts\n"
+    "  --compare A B    compare two runs metric by metric with the direction of change\n";
+
+void print_warnings(const std::vector<std::string>& warnings) {
+  for (const auto& w : warnings) std::fprintf(stderr, "vxperf report: warning: %s\n", w.c_str());
+}
+
+}  // namespace
+
+int report_command(int argc, char** argv) {
+  std::vector<std::string> files;
+  std::vector<std::string> compare;
+  std::string html_path;
+  bool json = false;
+  try {
+    for (int i = 1; i < argc; ++i) {
+      std::string arg = argv[i];
+      if (arg == "--help" || arg == "-h") {
+        std::fputs(kUsage, stdout);
+        return 0;
+      }
+      if (arg == "--json") {
+        json = true;
+      } else if (arg == "--html") {
+        html_path = next_value(i, argc, argv);
+      } else if (arg == "--compare") {
+        if (i + 2 >= argc) throw UsageError{"--compare needs two files A B"};
+        compare = {argv[i + 1], argv[i + 2]};
+        i += 2;
+      } else if (arg.size() > 1 && arg[0] == '-') {
+        throw UsageError{"unknown option '" + arg + "'"};
+      } else {
+        files.push_back(arg);
+      }
+    }
+    if (!compare.empty() && !files.empty()) {
+      throw UsageError{"--compare takes exactly two files; unexpected '" + files[0] + "'"};
+    }
+    if (!compare.empty() && !html_path.empty())
+      throw UsageError{"--html does not go with --compare"};
+    if (compare.empty() && files.empty()) throw UsageError{"missing FILE (try --help)"};
+  } catch (const UsageError& e) {
+    std::fprintf(stderr, "vxperf report: %s\n", e.message.c_str());
+    return 2;
+  }
+
+  try {
+    if (!compare.empty()) {
+      analysis::RecordSet a = analysis::read_record_files({compare[0]});
+      analysis::RecordSet b = analysis::read_record_files({compare[1]});
+      print_warnings(a.warnings);
+      print_warnings(b.warnings);
+      auto changes = analysis::compare_reports(analysis::build_report(a, {compare[0]}),
+                                               analysis::build_report(b, {compare[1]}));
+      std::string out = json ? analysis::comparison_json(compare[0], compare[1], changes) + "\n"
+                             : analysis::format_comparison(compare[0], compare[1], changes);
+      std::fputs(out.c_str(), stdout);
+      return 0;
+    }
+    analysis::RecordSet records = analysis::read_record_files(files);
+    print_warnings(records.warnings);
+    analysis::Report report = analysis::build_report(records, files);
+    if (!html_path.empty()) {
+      std::ofstream out(html_path, std::ios::binary | std::ios::trunc);
+      out << analysis::report_html(report, records);
+      out.close();
+      if (!out) {
+        std::fprintf(stderr, "vxperf report: cannot write %s\n", html_path.c_str());
+        return 2;
+      }
+    }
+    std::string out = json ? analysis::report_json(report) + "\n" : analysis::format_report(report);
+    std::fputs(out.c_str(), stdout);
+  } catch (const analysis::InputError& e) {
+    std::fprintf(stderr, "vxperf report: %s\n", e.what());
+    return 2;
+  }
+  return 0;
+}
+
+}  // namespace vxperf::cli

@@ -1,0 +1,89 @@
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
+#include <fstream>
+#include <iostream>
+#include <string>
+#include <vector>
+
+#include "cli_util.h"
+#include "commands.h"
+#include "vxperf/analysis.h"
+#include "vxperf/event_script.h"
+
+namespace vxperf::cli {
+namespace {
+
+constexpr const char* kUsage =
+    "usage: vxperf trace SCRIPT... [-o OUT.json]\n\n"
+    "Converts event scripts (a live run's VIDEOX_PERF_TRACE files, one per rank, or any script)\n"
+    "into one Chrome trace-event file that ui.perfetto.dev and chrome://tracing open: a process\n"
+    "per rank, a track per request thread and one for training, a complete event per stage,\n"
+    "phase, clip, optimizer call and micro-step, requests and steps as enclosing events, memory\n"
+    "peaks as counters. SCRIPT '-' reads standard input.\n\n"
+    "  -o, --output OUT.json  where to write (default: standard output)\n";
+
+}  // namespace
+
+int trace_command(int argc, char** argv) {
+  std::vector<std::string> scripts;
+  std::string out_path = "-";
+  try {
+    for (int i = 1; i < argc; ++i) {
+      std::string arg = argv[i];
+      if (arg == "--help" || arg == "-h") {
+        std::fputs(kUsage, stdout);
+        return 0;
+      }
+      if (arg == "-o" || arg == "--output") {
+        out_path = next_value(i, argc, argv);
+      } else if (arg.size() > 1 && arg[0] == '-') {
+        throw UsageError{"unknown option '" + arg + "'"};
+      } else {
+        scripts.push_back(arg);
+      }
+    }
+    if (scripts.empty()) throw UsageError{"missing SCRIPT (try --help)"};
+  } catch (const UsageError& e) {
+    std::fprintf(stderr, "vxperf trace: %s\n", e.message.c_str());
+    return 2;
+  }
+
+  analysis::TraceBuilder builder;
+  for (const auto& path : scripts) {
+    std::ifstream file;
+    std::istream* in = &std::cin;
+    if (path != "-") {
+      file.open(path);
+      if (!file) {
+        std::fprintf(stderr, "vxperf trace: cannot open %s: %s\n", path.c_str(),
+                     std::strerror(errno));
+        return 2;
+      }
+      in = &file;
+    }
+    try {
+      builder.add_script(*in, path);
+    } catch (const ScriptError& error) {
+      std::fprintf(stderr, "vxperf trace: %s: %s\n", path.c_str(), error.what());
+      return 2;
+    }
+  }
+  std::string json = builder.json() + "\n";
+  if (out_path == "-") {
+    std::fputs(json.c_str(), stdout);
+  } else {
+    std::ofstream out(out_path, std::ios::binary | std::ios::trunc);
+    out << json;
+    out.close();
+    if (!out) {
+      std::fprintf(stderr, "vxperf trace: cannot write %s\n", out_path.c_str());
+      return 2;
+    }
+    std::fprintf(stderr, "vxperf trace: wrote %lld events to %s\n",
+                 static_cast<long long>(builder.event_count()), out_path.c_str());
+  }
+  return 0;
+}
+
+}  // namespace vxperf::cli
