@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# Runs every test: the core and CLI tests in a normal build, then the core tests under
-# AddressSanitizer + UBSan, and the concurrency and CUDA-backend tests under ThreadSanitizer.
+# Runs every test: unit, conformance, CLI, LibTorch and demo tests in a normal build; then the
+# core, CUDA-backend and analysis tests under AddressSanitizer + UBSan; the concurrency and
+# CUDA-backend tests under ThreadSanitizer; and both fuzzers for a bounded time.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/setup.sh
@@ -10,14 +11,17 @@ cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
 cmake --build build -j "$jobs"
 ctest --test-dir build --output-on-failure -j "$jobs"
 
+# Sanitizer builds leave LibTorch out: its own code is not what they check.
 cmake -S . -B build-asan -G Ninja -DCMAKE_BUILD_TYPE=Debug -DVXPERF_SANITIZE=address,undefined \
-  -DVXPERF_BUILD_BENCH=OFF >/dev/null
-cmake --build build-asan -j "$jobs" --target vxperf_tests vxperf_cuda_tests
-ctest --test-dir build-asan --output-on-failure -j "$jobs" -L 'core|cuda'
+  -DVXPERF_WITH_TORCH=OFF -DVXPERF_BUILD_BENCH=OFF >/dev/null
+cmake --build build-asan -j "$jobs" --target vxperf_tests vxperf_cuda_tests vxperf_analysis_tests
+ctest --test-dir build-asan --output-on-failure -j "$jobs" -L 'core|cuda|analysis' -LE cli
 
 cmake -S . -B build-tsan -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DVXPERF_SANITIZE=thread \
-  -DVXPERF_BUILD_BENCH=OFF >/dev/null
+  -DVXPERF_WITH_TORCH=OFF -DVXPERF_BUILD_BENCH=OFF >/dev/null
 cmake --build build-tsan -j "$jobs" --target vxperf_tests vxperf_cuda_tests
 export TSAN_OPTIONS=halt_on_error=1
-./build-tsan/tests/vxperf_tests --gtest_filter='Concurrency*:Inference*'
+./build-tsan/tests/vxperf_tests --gtest_filter='Concurrency*:Inference*:LiveTrace*'
 ./build-tsan/tests/vxperf_cuda_tests
+
+bash scripts/fuzz.sh 30

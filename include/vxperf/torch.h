@@ -80,6 +80,9 @@ std::optional<MemoryPeaks> memory_peaks(int device);
 void reset_memory_peaks(int device);
 // memory_peaks as the provider callback a device backend accepts.
 std::function<std::optional<MemoryPeaks>(int)> memory_peaks_provider();
+// Gives the process-wide engine the CUDA driver backend with the caching allocator's peak
+// counters. False (nothing changed) when metrics are off, on a CPU build, or without a driver.
+bool use_cuda_backend();
 
 // ---- wrapping
 // ------------------------------------------------------------------------------------

@@ -5,6 +5,8 @@
 #include <stdexcept>
 #include <string>
 
+#include "vxperf/cuda_backend.h"
+#include "vxperf/engine.h"
 #include "vxperf/torch.h"
 
 #if defined(VXPERF_TORCH_CUDA)
@@ -374,5 +376,18 @@ void reset_memory_peaks(int device) {
 }
 
 std::function<std::optional<MemoryPeaks>(int)> memory_peaks_provider() { return &memory_peaks; }
+
+bool use_cuda_backend() {
+  Engine* e = vxperf::engine();
+  if (e == nullptr || !cuda_build()) return false;
+  CudaOptions options;
+  options.memory_peaks = memory_peaks_provider();
+  options.reset_memory_peaks = &reset_memory_peaks;
+  options.notice = [e](std::string_view line) { e->notice(line); };
+  auto backend = make_cuda_backend(options);
+  if (!backend) return false;
+  e->set_device_backend(std::move(backend));
+  return true;
+}
 
 }  // namespace vxperf::torch

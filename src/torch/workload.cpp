@@ -352,6 +352,8 @@ DemoResult run_demo(const DemoOptions& o) {
     ::setenv("VIDEOX_PERF", "0", 1);
   }
   Engine* engine = vxperf::engine();
+  // On a GPU: device events through the driver, memory peaks from the caching allocator.
+  if (engine != nullptr && device.is_cuda()) use_cuda_backend();
 
   ::torch::set_num_threads(o.threads);
   const auto t0 = std::chrono::steady_clock::now();
@@ -432,7 +434,10 @@ DemoResult run_demo(const DemoOptions& o) {
     if (o.lora) dit_model->to_lora(o.lora_rank, double(o.lora_rank));
     dit_model->to(device, dtype);  // the adapters were created on the CPU
     auto reading = read_model(*dit_model);
-    if (Trainer* t = trainer()) t->register_model(reading.info());
+    if (Trainer* t = trainer()) {
+      t->register_model(reading.info());
+      if (device.is_cuda()) t->set_device(device.index() < 0 ? 0 : device.index(), current_stream(device));
+    }
     std::vector<Tensor> params;
     for (auto& p : dit_model->parameters())
       if (p.requires_grad()) params.push_back(p);
