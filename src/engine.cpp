@@ -392,6 +392,11 @@ Trainer& Engine::trainer() {
   return *trainer_;
 }
 
+Trainer* Engine::existing_trainer() {
+  std::lock_guard<std::mutex> lock(mu_);
+  return trainer_.get();
+}
+
 void Engine::shutdown() {
   Trainer* trainer = nullptr;
   {

@@ -133,6 +133,7 @@ void Trainer::register_model(const ModelInfo& info) {
 }
 
 void Trainer::set_model(const ModelInfo& info) {
+  in_use_ = true;
   const Settings& s = engine_.settings();
   params_ = s.dit_params != 0 ? s.dit_params : info.params;
   trainable_ = info.trainable < 0 ? info.params : info.trainable;
@@ -193,6 +194,7 @@ void Trainer::close_head(double now) {
 }
 
 void Trainer::enter_micro(double now) {
+  in_use_ = true;
   Step& step = current(now);
   if (prev_exit_) {
     // The host's wait between two micro-steps (the data loader plus loop bookkeeping).
@@ -550,11 +552,16 @@ void Trainer::finish() {
 // ---- scopes -----------------------------------------------------------------------------------
 
 MicroStep::MicroStep(Trainer* t) noexcept : trainer_(t) {
-  if (trainer_ != nullptr) trainer_->enter_micro(trainer_->now());
+  if (trainer_ == nullptr) return;
+  outer_ = detail::active_trainer;
+  detail::active_trainer = trainer_;
+  trainer_->enter_micro(trainer_->now());
 }
 
 MicroStep::~MicroStep() {
-  if (trainer_ != nullptr) trainer_->exit_micro(trainer_->now());
+  if (trainer_ == nullptr) return;
+  trainer_->exit_micro(trainer_->now());
+  detail::active_trainer = outer_;
 }
 
 ModelCall::ModelCall(Phase phase, std::int64_t tokens, std::int64_t samples, Trainer* t) noexcept

@@ -96,6 +96,8 @@ class Engine {
   void shutdown();
 
   Trainer& trainer();
+  // The trainer if one was made, without making one.
+  Trainer* existing_trainer();
 
   // The raw event trace (VIDEOX_PERF_TRACE); nullptr when off.
   TraceWriter* trace() { return trace_.get(); }

@@ -85,6 +85,8 @@ class Trainer {
   void finish();
 
   std::int64_t steps_closed() const { return num_steps_; }
+  // Whether a training loop is using this trainer (a model was registered or a micro-step run).
+  bool in_use() const { return in_use_; }
   // Closed steps whose timings are still waiting for their device events.
   std::size_t pending_steps() const { return pending_.size(); }
 
@@ -164,11 +166,18 @@ class Trainer {
   std::optional<AttentionWidths> attention_;
   std::int64_t text_tokens_ = 0;
   bool finished_ = false;
+  bool in_use_ = false;
   std::unique_ptr<TraceState> trace_;
 };
 
 // The process-wide engine's trainer, or nullptr when metrics are off.
 Trainer* trainer();
+
+namespace detail {
+// The trainer whose micro-step is open on this thread (set by MicroStep), or nullptr. Lets a
+// module wrapper attribute its calls to the right trainer without being told.
+inline thread_local Trainer* active_trainer = nullptr;
+}  // namespace detail
 
 // ---- RAII scopes (stack only). Each is inert when its trainer is nullptr. ----------------------
 
@@ -182,6 +191,7 @@ class MicroStep {
 
  private:
   Trainer* trainer_;
+  Trainer* outer_ = nullptr;
 };
 
 // One model call, classified into its phase (vae_enc, vae_dec, text_encoder, aux or fwd). For

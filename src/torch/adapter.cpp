@@ -308,7 +308,18 @@ Phase phase_of(Role role) {
   return Phase::kAux;
 }
 
+// The trainer a call outside any request belongs to: the one whose micro-step is open on this
+// thread, else the process-wide one once a training loop uses it. An inference program that calls
+// a wrapped module outside a request is therefore not mistaken for training.
+Trainer* training_trainer() {
+  if (Trainer* t = vxperf::detail::active_trainer) return t;
+  Engine* e = vxperf::engine();
+  Trainer* t = e != nullptr ? e->existing_trainer() : nullptr;
+  return t != nullptr && t->in_use() ? t : nullptr;
+}
+
 }  // namespace
+
 
 CallScope::CallScope(Role role, const ::torch::Tensor* hidden,
                      const std::optional<PatchSize>& patch, std::int64_t seq_len) noexcept {
@@ -323,7 +334,7 @@ CallScope::CallScope(Role role, const ::torch::Tensor* hidden,
     void* stream =
         hidden != nullptr && hidden->defined() ? current_stream(hidden->device()) : nullptr;
     stage_.emplace(stage_of(role), s.tokens, s.batch, stream);
-  } else if (Trainer* t = trainer(); t != nullptr) {
+  } else if (Trainer* t = training_trainer(); t != nullptr) {
     auto s = shape();
     call_.emplace(phase_of(role), s.tokens, s.batch, t);
   }

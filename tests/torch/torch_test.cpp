@@ -311,6 +311,49 @@ TEST(Wrappers, OutsideARequestWithMetricsOffIsInert) {
   EXPECT_EQ(y.sizes(), (std::vector<int64_t>{1, 4}));
 }
 
+TEST(Wrappers, TrainingCallsBecomePhasesOfTheMicroStepsTrainer) {
+  vxperf::EngineParts parts;
+  parts.settings.level = 1;
+  parts.settings.every = 2;
+  auto out = std::make_shared<CaptureOutput>();
+  parts.output = out;
+  vxperf::Engine engine(std::move(parts));
+  vxperf::Trainer& trainer = engine.trainer();
+  ::torch::manual_seed(0);
+  auto c = vxperf_demo::tiny_config();
+  vxperf_demo::MiniDiT model(c);
+  vxperf_demo::VaeDecoder decoder(c);
+  auto dit = vt::instrument(model, vt::Role::kTransformer);
+  auto vae = vt::instrument(decoder, vt::Role::kVaeEncode);  // any role: phase vae_enc
+  trainer.register_model(vt::read_model(*model).info());
+  int optimizer = 0;
+  for (int step = 0; step < 2; ++step) {
+    vxperf::MicroStep micro(&trainer);
+    auto x = ::torch::randn({2, c.latent_channels, 3, 8, 8});
+    auto ctx = ::torch::randn({2, c.text_len, c.text_dim});
+    {
+      ::torch::NoGradGuard no_grad;
+      (void)vae(::torch::randn({2, c.latent_channels, 3, 8, 8}));
+    }
+    auto loss = dit(x, ::torch::full({2}, 10.0), ctx).pow(2).mean();
+    {
+      vxperf::Backward backward(&trainer);
+      loss.backward();
+    }
+    vxperf::OptimizerStep opt(&optimizer, true, &trainer);
+  }
+  ASSERT_EQ(out->records.size(), 1u);
+  const std::string& w = out->records[0];
+  for (const char* phase : {"\"vae_enc\"", "\"fwd\"", "\"bwd\"", "\"opt\""}) {
+    EXPECT_NE(w.find(phase), std::string::npos) << phase << " in " << w;
+  }
+  // Tokens and samples came from the wrapped forward's latent: 3x4x4 patches, batch 2.
+  EXPECT_NE(w.find("\"tokens\":48.0"), std::string::npos) << w;
+  EXPECT_NE(w.find("\"samples\":2.0"), std::string::npos) << w;
+  // Outside any micro-step and with no training loop in the process, a call is not training.
+  EXPECT_EQ(vxperf::detail::active_trainer, nullptr);
+}
+
 TEST(Digest, HashesBytes) {
   vxperf_demo::Digest a, b, c;
   a.add(::torch::arange(10, ::torch::kFloat));
