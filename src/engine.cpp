@@ -336,8 +336,8 @@ std::optional<DitThroughput> Engine::dit_throughput(const Request& request,
     const auto& st = request.stages[id];
     if (st.tokens == 0) continue;
     double tokens = static_cast<double>(st.tokens);
-    double attention = attention_flops(model.attention, tokens,
-                                       static_cast<double>(model.text_tokens));
+    double attention =
+        attention_flops(model.attention, tokens, static_cast<double>(model.text_tokens));
     double per_forward = 2.0 * static_cast<double>(model.params) * tokens + attention;
     double count = static_cast<double>(summary->count);
     total_flops += per_forward * static_cast<double>(st.batch) * count;
@@ -358,9 +358,8 @@ std::optional<DitThroughput> Engine::dit_throughput(const Request& request,
   d.flops_per_fwd = total_flops / static_cast<double>(total_count);
   d.attn_share = total_flops != 0.0 ? attn_flops / total_flops : 0.0;
   d.tflops = total_flops / (total_ms / 1000.0) / 1e12;
-  std::optional<double> per_device = peak_tflops(request.device_events
-                                                     ? std::optional<int>(request.device)
-                                                     : std::nullopt);
+  std::optional<double> per_device =
+      peak_tflops(request.device_events ? std::optional<int>(request.device) : std::nullopt);
   if (per_device && *per_device != 0.0) {
     d.peak_tflops = *per_device * d.devices;
     d.mfu = d.tflops / *d.peak_tflops;
@@ -449,7 +448,8 @@ void Engine::report_inference_summary() {
   output_->log(line + " ===");
 }
 
-// ---- the process-wide engine ---------------------------------------------------------------------
+// ---- the process-wide engine
+// ---------------------------------------------------------------------
 
 namespace {
 

@@ -3,9 +3,9 @@
 
 #include <cmath>
 #include <map>
-#include <set>
 #include <memory>
 #include <nlohmann/json.hpp>
+#include <set>
 #include <sstream>
 
 #include "request.h"
@@ -36,7 +36,8 @@ struct Event {
   }
   double number(const char* field) const {
     auto it = json.find(field);
-    if (it == json.end() || !it->is_number()) fail(std::string("\"") + field + "\" must be a number");
+    if (it == json.end() || !it->is_number())
+      fail(std::string("\"") + field + "\" must be a number");
     return it->get<double>();
   }
   std::optional<double> optional_number(const char* field) const {
@@ -220,9 +221,9 @@ class Replayer {
 
  private:
   void known(const Event& ev, const std::string& kind) {
-    static const char* const kKinds[] = {"model", "request_begin", "stage", "request_end",
-                                         "train_model", "micro_enter", "micro_exit", "phase",
-                                         "clip", "optimizer_step", "memory", "finish"};
+    static const char* const kKinds[] = {
+        "model",      "request_begin", "stage", "request_end",    "train_model", "micro_enter",
+        "micro_exit", "phase",         "clip",  "optimizer_step", "memory",      "finish"};
     for (const char* k : kKinds) {
       if (kind == k) return;
     }
@@ -286,8 +287,7 @@ class Replayer {
     auto phase = phase_from_name(name);
     if (!phase || *phase == Phase::kData || *phase == Phase::kPrep || *phase == Phase::kClip ||
         *phase == Phase::kOptimizer || *phase == Phase::kOther) {
-      ev.fail("phase \"" + name +
-              "\" is not one of fwd, bwd, vae_enc, vae_dec, text_encoder, aux");
+      ev.fail("phase \"" + name + "\" is not one of fwd, bwd, vae_enc, vae_dec, text_encoder, aux");
     }
     Trainer& t = trainer();
     auto [start, end] = train_pair(ev);

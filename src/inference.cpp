@@ -18,7 +18,8 @@ struct StageRegistry {
   std::unordered_map<std::string, std::uint32_t> ids;
 
   StageRegistry() {
-    for (const char* name : {"transformer", "transformer_2", "text_encoder", "vae_enc", "vae_dec"}) {
+    for (const char* name :
+         {"transformer", "transformer_2", "text_encoder", "vae_enc", "vae_dec"}) {
       add(name);
     }
   }

@@ -55,7 +55,8 @@ Json record_head(const char* kind, double ts, int rank, int world_size) {
 }
 
 // The device and its memory peaks, present only when the record was measured on a device.
-void add_device(Json& j, const std::optional<int>& device, const std::optional<MemoryPeaks>& peaks) {
+void add_device(Json& j, const std::optional<int>& device,
+                const std::optional<MemoryPeaks>& peaks) {
   if (!device) return;
   j["device"] = device_string(*device);
   j["peak_alloc_bytes"] = peaks ? peaks->allocated : 0;
@@ -182,9 +183,8 @@ std::string format_log_line(const RequestRecord& r) {
   if (r.device) parts.push_back(memory_segment(r.peaks.value_or(MemoryPeaks{})));
   if (r.dit) {
     const auto& d = *r.dit;
-    std::string segment =
-        printf_string("DiT %.2e FLOPs/fwd (attn %.0f%%) -> %.1f TFLOPS", d.flops_per_fwd,
-                      d.attn_share * 100.0, d.tflops);
+    std::string segment = printf_string("DiT %.2e FLOPs/fwd (attn %.0f%%) -> %.1f TFLOPS",
+                                        d.flops_per_fwd, d.attn_share * 100.0, d.tflops);
     if (d.mfu) {
       segment += printf_string(" (MFU %.1f%% @%.0f%s)", *d.mfu * 100.0, d.peak_tflops.value_or(0),
                                over_devices(d.devices).c_str());
@@ -216,9 +216,9 @@ std::string format_log_line(const TrainWindowRecord& r) {
   if (t) parts.push_back(printf_string("%.3f samples/s (local, dp=%d)", t->samples_per_s, t->dp));
   if (r.device) parts.push_back(memory_segment(r.peaks.value_or(MemoryPeaks{})));
   if (t && t->priced) {
-    double trainable = t->params ? static_cast<double>(t->trainable) /
-                                       static_cast<double>(t->params) * 100.0
-                                 : 0.0;
+    double trainable =
+        t->params ? static_cast<double>(t->trainable) / static_cast<double>(t->params) * 100.0
+                  : 0.0;
     std::string segment = printf_string(
         "DiT %.1fB params (trainable %.3g%%, %s, attn %.0f%%) %.2e FLOPs/step -> %.1f TFLOPS",
         static_cast<double>(t->params) / 1e9, trainable, t->flops_coef_reason.c_str(),
@@ -231,8 +231,8 @@ std::string format_log_line(const TrainWindowRecord& r) {
       segment += " (MFU n/a)";
     }
     if (t->priced_steps < r.steps) {
-      segment += " [" + std::to_string(t->priced_steps) + "/" + std::to_string(r.steps) +
-                 " steps priced]";
+      segment +=
+          " [" + std::to_string(t->priced_steps) + "/" + std::to_string(r.steps) + " steps priced]";
     }
     parts.push_back(segment);
   }

@@ -1,8 +1,8 @@
 #include "vxperf/settings.h"
 
+#include <algorithm>
 #include <cctype>
 #include <cerrno>
-#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
@@ -131,7 +131,8 @@ std::optional<double> parse_float(const std::string& text) {
 Settings Settings::parse(const EnvLookup& env, std::vector<std::string>* problems) {
   Settings s;
   Reader r{env, problems};
-  s.level = static_cast<int>(std::max<std::int64_t>(0, std::min<std::int64_t>(r.integer("VIDEOX_PERF", 0), 2)));
+  s.level = static_cast<int>(
+      std::max<std::int64_t>(0, std::min<std::int64_t>(r.integer("VIDEOX_PERF", 0), 2)));
   if (!s.enabled()) return s;
   if (auto v = env("VIDEOX_PERF_JSON"); v && !v->empty()) s.json_path = *v;
   s.warmup = r.integer("VIDEOX_PERF_WARMUP", 0);

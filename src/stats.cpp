@@ -1,7 +1,7 @@
 #include "stats.h"
 
-#include <cmath>
 #include <algorithm>
+#include <cmath>
 #include <limits>
 
 namespace vxperf::detail {

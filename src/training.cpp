@@ -3,7 +3,6 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
-
 #include <map>
 #include <nlohmann/json.hpp>
 
@@ -14,9 +13,9 @@
 namespace vxperf {
 namespace {
 
-constexpr const char* kPhaseNames[kPhaseCount] = {
-    "data", "prep", "vae_enc", "vae_dec", "text_encoder", "aux",
-    "fwd",  "bwd",  "clip",    "opt",     "other"};
+constexpr const char* kPhaseNames[kPhaseCount] = {"data",         "prep", "vae_enc", "vae_dec",
+                                                  "text_encoder", "aux",  "fwd",     "bwd",
+                                                  "clip",         "opt",  "other"};
 
 // How many later steps may close before an unsettled step is read off the host clock. The loops
 // that sync once per micro-step need none; the margin is for loops that never sync.
@@ -34,8 +33,8 @@ struct Trainer::TraceState {
     std::vector<std::string> before;  // lines to write just ahead of this one
   };
   std::deque<Entry> entries;
-  std::int64_t first = 0;          // sequence number of entries.front()
-  std::int64_t closing = -1;       // entry of the optimizer step closing the current step
+  std::int64_t first = 0;     // sequence number of entries.front()
+  std::int64_t closing = -1;  // entry of the optimizer step closing the current step
   std::map<const void*, std::string> owners;
   Entry& at(std::int64_t id) { return entries[static_cast<std::size_t>(id - first)]; }
 };
@@ -166,9 +165,7 @@ Marker Trainer::mark() {
   return Marker{engine_.clock().now_s(), event};
 }
 
-std::int64_t Trainer::current_step_index() const {
-  return step_ ? step_->index : num_steps_;
-}
+std::int64_t Trainer::current_step_index() const { return step_ ? step_->index : num_steps_; }
 
 Trainer::Step& Trainer::current(double t0) {
   if (!step_) {
@@ -457,8 +454,7 @@ TrainWindowRecord Trainer::aggregate(std::vector<StepRecord>& window) {
   return r;
 }
 
-std::optional<TrainThroughput> Trainer::throughput(
-    const std::vector<const StepRecord*>& measured) {
+std::optional<TrainThroughput> Trainer::throughput(const std::vector<const StepRecord*>& measured) {
   // Every rate is the window's own work over the window's own wall clock (sum over sum): with
   // mixed buckets, a mean of products is not a product of means.
   std::vector<double> totals;
@@ -543,8 +539,9 @@ void Trainer::finish() {
   std::vector<double> totals = measured_step_s_;
   std::sort(totals.begin(), totals.end());
   char buf[160];
-  std::snprintf(buf, sizeof buf, " === %zu steps | p50 %.2fs/step p95 %.2fs | %.2fh in-loop ===",
-                totals.size(), detail::percentile(totals, 50), detail::percentile(totals, 95),
+  std::snprintf(buf, sizeof buf,
+                " === %zu steps | p50 %.2fs/step p95 %.2fs | %.2fh in-loop ===", totals.size(),
+                detail::percentile(totals, 50), detail::percentile(totals, 95),
                 detail::plain_sum(totals) / 3600.0);
   engine_.output().log(log_tag(engine_.topology().rank) + buf);
 }
@@ -604,7 +601,8 @@ OptimizerStep::OptimizerStep(const void* optimizer, bool synced, Trainer* t) noe
 }
 
 OptimizerStep::~OptimizerStep() {
-  if (trainer_ != nullptr) trainer_->add_optimizer_step(start_, trainer_->mark(), optimizer_, synced_);
+  if (trainer_ != nullptr)
+    trainer_->add_optimizer_step(start_, trainer_->mark(), optimizer_, synced_);
 }
 
 }  // namespace vxperf

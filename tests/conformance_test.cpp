@@ -31,7 +31,8 @@ std::vector<std::string> read_lines(const fs::path& path) {
 void compare(const Json& expected, const Json& actual, const std::string& path,
              std::vector<std::string>& problems) {
   if (expected.is_boolean() || actual.is_boolean()) {
-    if (expected != actual) problems.push_back(path + ": expected " + expected.dump() + ", got " + actual.dump());
+    if (expected != actual)
+      problems.push_back(path + ": expected " + expected.dump() + ", got " + actual.dump());
     return;
   }
   if (expected.is_number() && actual.is_number()) {
@@ -68,7 +69,8 @@ void compare(const Json& expected, const Json& actual, const std::string& path,
     }
     return;
   }
-  if (expected != actual) problems.push_back(path + ": expected " + expected.dump() + ", got " + actual.dump());
+  if (expected != actual)
+    problems.push_back(path + ": expected " + expected.dump() + ", got " + actual.dump());
 }
 
 std::vector<std::string> metric_lines(const std::vector<std::string>& lines) {
@@ -84,7 +86,8 @@ std::vector<std::string> case_names() {
   for (const auto& entry : fs::directory_iterator(VXPERF_CASES_DIR)) {
     std::string name = entry.path().filename().string();
     const std::string suffix = ".events.jsonl";
-    if (name.size() > suffix.size() && name.compare(name.size() - suffix.size(), suffix.size(), suffix) == 0) {
+    if (name.size() > suffix.size() &&
+        name.compare(name.size() - suffix.size(), suffix.size(), suffix) == 0) {
       names.push_back(name.substr(0, name.size() - suffix.size()));
     }
   }

@@ -88,7 +88,9 @@ TEST(LiveTrace, InferenceReplayReproducesTheRecords) {
 
 TEST(LiveTrace, TrainingReplayReproducesTheRecords) {
   std::string path = temp_path("training.jsonl");
-  TestEngine t({{"VIDEOX_PERF", "2"}, {"VIDEOX_PERF_EVERY", "3"}, {"VIDEOX_PERF_WARMUP", "1"},
+  TestEngine t({{"VIDEOX_PERF", "2"},
+                {"VIDEOX_PERF_EVERY", "3"},
+                {"VIDEOX_PERF_WARMUP", "1"},
                 {"VIDEOX_PERF_TRACE", path}});
   Trainer& trainer = t.engine->trainer();
   trainer.set_device(0);
@@ -168,7 +170,8 @@ void expect_error(const std::string& script, int line, const std::string& fragme
 }
 
 TEST(EventScript, ClearErrorsNamingTheLine) {
-  const std::string config = R"({"ev": "config", "env": {"VIDEOX_PERF": "1"}})" "\n";
+  const std::string config = R"({"ev": "config", "env": {"VIDEOX_PERF": "1"}})"
+                             "\n";
   expect_error("", 0, "empty");
   expect_error(R"({"ev": "finish", "t": 1})", 1, "first event must be a config");
   expect_error(config + "not json\n", 2, "not a JSON object");

@@ -1,12 +1,11 @@
 #include "vxperf/inference.h"
 
-#include <gtest/gtest.h>
-
-#include <nlohmann/json.hpp>
 #include <dlfcn.h>
+#include <gtest/gtest.h>
 
 #include <filesystem>
 #include <fstream>
+#include <nlohmann/json.hpp>
 #include <stdexcept>
 
 #include "test_support.h"
@@ -68,18 +67,19 @@ TEST(Inference, RequestRecordAndLogLine) {
   const Json& dit = r["dit"];
   EXPECT_EQ(dit["tokens"], 32760);
   EXPECT_EQ(dit["batch"], 2);
-  double per_forward = 2.0 * 1418996800 * 32760 + 4.0 * 32760.0 * 32760 * 46080 +
-                       4.0 * 32760.0 * 512 * 46080;
+  double per_forward =
+      2.0 * 1418996800 * 32760 + 4.0 * 32760.0 * 32760 * 46080 + 4.0 * 32760.0 * 512 * 46080;
   EXPECT_NEAR(dit["flops_per_fwd"].get<double>(), per_forward * 2, 1e3);
   EXPECT_NEAR(dit["tflops"].get<double>(), per_forward * 2 * 4 / 2.4 / 1e12, 1e-6);
   EXPECT_EQ(dit["peak_tflops"], 989.0);
   auto logs = t.output->logs();
   ASSERT_EQ(logs.size(), 1u);
-  EXPECT_EQ(logs[0].rfind("[Perf][rank0] req#0 | e2e 3.03s | text_encoder 0.02s(1x) | "
-                          "transformer 2.40s(4x, 600+-0ms, min 600 max 600) | vae_dec 1.00s(1x) | "
-                          "peak_alloc 3.0GiB peak_reserved 5.0GiB | DiT 5.88e+14 FLOPs/fwd (attn 68%)",
-                          0),
-            0u)
+  EXPECT_EQ(
+      logs[0].rfind("[Perf][rank0] req#0 | e2e 3.03s | text_encoder 0.02s(1x) | "
+                    "transformer 2.40s(4x, 600+-0ms, min 600 max 600) | vae_dec 1.00s(1x) | "
+                    "peak_alloc 3.0GiB peak_reserved 5.0GiB | DiT 5.88e+14 FLOPs/fwd (attn 68%)",
+                    0),
+      0u)
       << logs[0];
   // One synchronize per request, on the request's own device.
   EXPECT_EQ(t.device->synchronize_count(), 1);

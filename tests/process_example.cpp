@@ -26,12 +26,18 @@ int main() {
   }
   for (int r = 0; r < 3; ++r) {
     vxperf::RequestScope request;
-    { vxperf::StageScope s(vxperf::kTextEncoder); busy(0.001); }
+    {
+      vxperf::StageScope s(vxperf::kTextEncoder);
+      busy(0.001);
+    }
     for (int step = 0; step < 4; ++step) {
       vxperf::StageScope s(vxperf::kTransformer, 320, 2);
       busy(0.002);
     }
-    { vxperf::StageScope s(vxperf::kVaeDecode); busy(0.001); }
+    {
+      vxperf::StageScope s(vxperf::kVaeDecode);
+      busy(0.001);
+    }
   }
   if (vxperf::Trainer* t = vxperf::trainer()) {
     vxperf::ModelInfo dit;
@@ -41,9 +47,18 @@ int main() {
   int optimizer = 0;
   for (int step = 0; step < 5; ++step) {
     vxperf::MicroStep micro;
-    { vxperf::ModelCall fwd(vxperf::Phase::kForward, 320, 2); busy(0.002); }
-    { vxperf::Backward bwd; busy(0.003); }
-    { vxperf::OptimizerStep opt(&optimizer); busy(0.0005); }
+    {
+      vxperf::ModelCall fwd(vxperf::Phase::kForward, 320, 2);
+      busy(0.002);
+    }
+    {
+      vxperf::Backward bwd;
+      busy(0.003);
+    }
+    {
+      vxperf::OptimizerStep opt(&optimizer);
+      busy(0.0005);
+    }
   }
   std::puts("done");
   return 0;  // the summaries are printed at exit

@@ -52,7 +52,8 @@ TEST(Records, TrainWindowWithoutThroughput) {
   EXPECT_EQ(j["kind"], "train_window");
   EXPECT_TRUE(j["throughput"].is_null());
   EXPECT_FALSE(j.contains("eta_s"));
-  EXPECT_EQ(format_log_line(w), "[Perf][rank0] step 0-0 | 1.50s/step p95 1.50s | fwd 0.50s bwd 1.00s");
+  EXPECT_EQ(format_log_line(w),
+            "[Perf][rank0] step 0-0 | 1.50s/step p95 1.50s | fwd 0.50s bwd 1.00s");
 }
 
 TEST(Records, LogLineOfARequestWithoutDevice) {

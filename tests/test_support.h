@@ -19,7 +19,8 @@ inline EnvLookup env_of(std::map<std::string, std::string> vars) {
 
 struct TestEngine {
   std::shared_ptr<ManualClock> clock = std::make_shared<ManualClock>(100.0);
-  std::shared_ptr<SimulatedBackend> device = std::make_shared<SimulatedBackend>("NVIDIA H100 80GB HBM3");
+  std::shared_ptr<SimulatedBackend> device =
+      std::make_shared<SimulatedBackend>("NVIDIA H100 80GB HBM3");
   std::shared_ptr<MemoryOutput> output = std::make_shared<MemoryOutput>();
   std::unique_ptr<Engine> engine;
 

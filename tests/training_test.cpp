@@ -132,8 +132,8 @@ TEST(Training, FinishForcesPendingStepsOut) {
 }
 
 TEST(Training, WindowRecordAndLogLine) {
-  TrainRig rig(0, {{"VIDEOX_PERF", "1"}, {"VIDEOX_PERF_EVERY", "2"},
-                   {"VIDEOX_PERF_TOTAL_STEPS", "102"}});
+  TrainRig rig(
+      0, {{"VIDEOX_PERF", "1"}, {"VIDEOX_PERF_EVERY", "2"}, {"VIDEOX_PERF_TOTAL_STEPS", "102"}});
   rig.step();
   rig.step();
   auto r = rig.records();
@@ -196,9 +196,7 @@ TEST(Training, LargestModelWins) {
     ModelCall fwd(Phase::kForward, 100, 1, &trainer);
     t.clock->advance(1.0);
   }
-  {
-    OptimizerStep o(&opt, true, &trainer);
-  }
+  { OptimizerStep o(&opt, true, &trainer); }
   trainer.finish();
   Json w = Json::parse(t.output->records().at(0));
   EXPECT_EQ(w["throughput"]["params"], 1000);

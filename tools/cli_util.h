@@ -1,4 +1,4 @@
-// Argument parsing shared by the analysis commands: numbers that must be whole and in range, and
+// Argument parsing shared by the commands: --help, numbers that must be whole and in range, and
 // the one-line error every command prints before returning 2.
 #pragma once
 
@@ -39,6 +39,18 @@ inline double parse_double(const std::string& option, const std::string& text, d
                      std::to_string(max) + ", not '" + text + "'"};
   }
   return v;
+}
+
+// Prints `usage` and says so when any argument asks for help.
+inline bool print_help_if_asked(int argc, char** argv, const char* usage) {
+  for (int i = 1; i < argc; ++i) {
+    std::string arg = argv[i];
+    if (arg == "--help" || arg == "-h") {
+      std::fputs(usage, stdout);
+      return true;
+    }
+  }
+  return false;
 }
 
 // The value after an option, or a usage error naming the option.

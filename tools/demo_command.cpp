@@ -3,6 +3,7 @@
 #include <exception>
 #include <string>
 
+#include "cli_util.h"
 #include "commands.h"
 #if defined(VXPERF_HAVE_TORCH)
 #include "vxperf/torch_api.h"
@@ -40,12 +41,7 @@ constexpr const char* kUsage =
 }  // namespace
 
 int demo_command(int argc, char** argv) {
-  for (int i = 1; i < argc; ++i) {
-    if (std::string(argv[i]) == "--help" || std::string(argv[i]) == "-h") {
-      std::fputs(kUsage, stdout);
-      return 0;
-    }
-  }
+  if (print_help_if_asked(argc, argv, kUsage)) return 0;
 #if !defined(VXPERF_HAVE_TORCH)
   std::fprintf(stderr, "vxperf: built without LibTorch\n");
   return 2;

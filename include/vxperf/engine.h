@@ -44,19 +44,19 @@ Topology topology_from_env(const EnvLookup& env, std::vector<std::string>* probl
 
 // What the engine knows of a transformer component, for pricing its forwards.
 struct ModelInfo {
-  std::int64_t params = 0;                  // unsharded parameter count
-  std::int64_t trainable = -1;              // training only; -1: all of them
-  bool checkpointing = false;               // training only: gradient checkpointing on
-  std::optional<AttentionWidths> attention; // nullopt when the widths could not be read
-  std::int64_t text_tokens = 0;             // padded text length of cross-attention, 0 unknown
+  std::int64_t params = 0;                   // unsharded parameter count
+  std::int64_t trainable = -1;               // training only; -1: all of them
+  bool checkpointing = false;                // training only: gradient checkpointing on
+  std::optional<AttentionWidths> attention;  // nullopt when the widths could not be read
+  std::int64_t text_tokens = 0;              // padded text length of cross-attention, 0 unknown
 };
 
 struct EngineParts {
   Settings settings;
-  std::shared_ptr<Clock> clock;          // default: SteadyClock
-  std::shared_ptr<DeviceBackend> device; // default: HostOnlyBackend
-  std::shared_ptr<Output> output;        // default: StandardOutput(settings.json_path)
-  Topology topology;                     // default: rank 0 of 1
+  std::shared_ptr<Clock> clock;           // default: SteadyClock
+  std::shared_ptr<DeviceBackend> device;  // default: HostOnlyBackend
+  std::shared_ptr<Output> output;         // default: StandardOutput(settings.json_path)
+  Topology topology;                      // default: rank 0 of 1
   // Without `device`: load the CUDA backend the first time a request or the trainer names a device
   // (the process-wide engine does; a CPU-only run never touches the driver).
   bool cuda_on_demand = false;

@@ -18,18 +18,19 @@ using EnvLookup = std::function<std::optional<std::string>(const std::string& na
 EnvLookup process_env();
 
 struct Settings {
-  int level = 0;                      // VIDEOX_PERF: 0 off, 1 summaries, 2 also per-step dump
-  std::string json_path;              // VIDEOX_PERF_JSON: records file ("" = none)
-  std::int64_t warmup = 0;            // VIDEOX_PERF_WARMUP: leading requests/steps kept out of summaries
-  bool log_all_ranks = false;         // VIDEOX_PERF_RANKS: "all" logs from every rank, else rank 0
+  int level = 0;               // VIDEOX_PERF: 0 off, 1 summaries, 2 also per-step dump
+  std::string json_path;       // VIDEOX_PERF_JSON: records file ("" = none)
+  std::int64_t warmup = 0;     // VIDEOX_PERF_WARMUP: leading requests/steps kept out of summaries
+  bool log_all_ranks = false;  // VIDEOX_PERF_RANKS: "all" logs from every rank, else rank 0
   std::optional<double> peak_tflops;  // VIDEOX_PERF_PEAK_TFLOPS: per-device peak override
-  std::int64_t dit_params = 0;        // VIDEOX_PERF_DIT_PARAMS: transformer parameter override (0 = none)
-  bool attn_flops = true;             // VIDEOX_PERF_FLOPS_ATTN: 0 prices linear layers only
-  std::int64_t every = 50;            // VIDEOX_PERF_EVERY: training steps per window (at least 1)
-  std::int64_t total_steps = 0;       // VIDEOX_PERF_TOTAL_STEPS: planned steps for the ETA (0 = none)
-  std::optional<double> flops_coef;   // VIDEOX_PERF_FLOPS_COEF: overrides both MFU and HFU multipliers
-  std::string trace_path;             // VIDEOX_PERF_TRACE: raw event script of the live run ("" = none)
-  int sp = 0;                         // VIDEOX_PERF_SP: sequence-parallel degree (0 = not given)
+  std::int64_t dit_params = 0;  // VIDEOX_PERF_DIT_PARAMS: transformer parameter override (0 = none)
+  bool attn_flops = true;       // VIDEOX_PERF_FLOPS_ATTN: 0 prices linear layers only
+  std::int64_t every = 50;      // VIDEOX_PERF_EVERY: training steps per window (at least 1)
+  std::int64_t total_steps = 0;  // VIDEOX_PERF_TOTAL_STEPS: planned steps for the ETA (0 = none)
+  std::optional<double>
+      flops_coef;          // VIDEOX_PERF_FLOPS_COEF: overrides both MFU and HFU multipliers
+  std::string trace_path;  // VIDEOX_PERF_TRACE: raw event script of the live run ("" = none)
+  int sp = 0;              // VIDEOX_PERF_SP: sequence-parallel degree (0 = not given)
 
   bool enabled() const { return level > 0; }
 

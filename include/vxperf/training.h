@@ -33,8 +33,8 @@
 #include <string>
 #include <vector>
 
-#include "vxperf/device.h"
 #include "vxperf/cost_model.h"
+#include "vxperf/device.h"
 #include "vxperf/records.h"
 
 namespace vxperf {

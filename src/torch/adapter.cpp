@@ -108,6 +108,17 @@ std::int64_t scale(const ReadOptions& options) {
   return options.sharded && options.world_size > 1 ? options.world_size : 1;
 }
 
+// Total and trainable parameter counts, multiplied back when the model is one rank's shard.
+template <class Parameters>
+void count_parameters(const Parameters& parameters, const ReadOptions& options, ModelReading& r) {
+  for (const auto& p : parameters) {
+    r.params += p.numel();
+    if (p.requires_grad()) r.trainable += p.numel();
+  }
+  r.params *= scale(options);
+  r.trainable *= scale(options);
+}
+
 }  // namespace
 
 ModelInfo ModelReading::info() const {
@@ -122,12 +133,7 @@ ModelInfo ModelReading::info() const {
 
 ModelReading read_model(const ::torch::nn::Module& module, const ReadOptions& options) {
   ModelReading r;
-  for (const auto& p : module.parameters(/*recurse=*/true)) {
-    r.params += p.numel();
-    if (p.requires_grad()) r.trainable += p.numel();
-  }
-  r.params *= scale(options);
-  r.trainable *= scale(options);
+  count_parameters(module.parameters(/*recurse=*/true), options, r);
   for (const auto& item : module.named_modules(/*name_prefix=*/"", /*include_self=*/true)) {
     const auto& name = item.key();
     const auto& sub = *item.value();
@@ -151,12 +157,7 @@ ModelReading read_model(const ::torch::nn::Module& module, const ReadOptions& op
 
 ModelReading read_model(const ::torch::jit::Module& module, const ReadOptions& options) {
   ModelReading r;
-  for (const auto& p : module.parameters(/*recurse=*/true)) {
-    r.params += p.numel();
-    if (p.requires_grad()) r.trainable += p.numel();
-  }
-  r.params *= scale(options);
-  r.trainable *= scale(options);
+  count_parameters(module.parameters(/*recurse=*/true), options, r);
   for (const auto& item : module.named_modules()) {
     const auto& sub = item.value;
     if (auto flag = script_value(sub, "gradient_checkpointing"); flag && flag->isBool())
@@ -319,7 +320,6 @@ Trainer* training_trainer() {
 }
 
 }  // namespace
-
 
 CallScope::CallScope(Role role, const ::torch::Tensor* hidden,
                      const std::optional<PatchSize>& patch, std::int64_t seq_len) noexcept {

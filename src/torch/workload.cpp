@@ -436,7 +436,8 @@ DemoResult run_demo(const DemoOptions& o) {
     auto reading = read_model(*dit_model);
     if (Trainer* t = trainer()) {
       t->register_model(reading.info());
-      if (device.is_cuda()) t->set_device(device.index() < 0 ? 0 : device.index(), current_stream(device));
+      if (device.is_cuda())
+        t->set_device(device.index() < 0 ? 0 : device.index(), current_stream(device));
     }
     std::vector<Tensor> params;
     for (auto& p : dit_model->parameters())
