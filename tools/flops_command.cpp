@@ -57,6 +57,7 @@ std::vector<std::int64_t> parse_dims(const std::string& option, const std::strin
 }  // namespace
 
 int flops_command(int argc, char** argv) {
+  if (print_help_if_asked(argc, argv, kUsage)) return 0;
   analysis::DitDims dims;
   analysis::FlopsQuery query;
   query.frames = 81;
@@ -80,10 +81,6 @@ int flops_command(int argc, char** argv) {
     }
     for (int i = 1; i < argc; ++i) {
       std::string arg = argv[i];
-      if (arg == "--help" || arg == "-h") {
-        std::fputs(kUsage, stdout);
-        return 0;
-      }
       if (arg == "--list-presets") {
         for (const auto& n : analysis::dit_preset_names()) std::printf("%s\n", n.c_str());
         return 0;

@@ -6,6 +6,7 @@
 #include <iostream>
 #include <string>
 
+#include "cli_util.h"
 #include "commands.h"
 #include "vxperf/event_script.h"
 #include "vxperf/output.h"
@@ -32,14 +33,11 @@ class ConsoleOutput final : public Output {
 }  // namespace
 
 int replay_command(int argc, char** argv) {
+  if (print_help_if_asked(argc, argv, kUsage)) return 0;
   std::string path;
   ReplayOptions options;
   for (int i = 1; i < argc; ++i) {
     std::string arg = argv[i];
-    if (arg == "--help" || arg == "-h") {
-      std::fputs(kUsage, stdout);
-      return 0;
-    }
     if (arg == "--set") {
       if (i + 1 >= argc) {
         std::fprintf(stderr, "vxperf replay: --set needs NAME=VALUE\n");

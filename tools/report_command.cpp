@@ -30,6 +30,7 @@ void print_warnings(const std::vector<std::string>& warnings) {
 }  // namespace
 
 int report_command(int argc, char** argv) {
+  if (print_help_if_asked(argc, argv, kUsage)) return 0;
   std::vector<std::string> files;
   std::vector<std::string> compare;
   std::string html_path;
@@ -37,10 +38,6 @@ int report_command(int argc, char** argv) {
   try {
     for (int i = 1; i < argc; ++i) {
       std::string arg = argv[i];
-      if (arg == "--help" || arg == "-h") {
-        std::fputs(kUsage, stdout);
-        return 0;
-      }
       if (arg == "--json") {
         json = true;
       } else if (arg == "--html") {

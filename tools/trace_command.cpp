@@ -26,15 +26,12 @@ constexpr const char* kUsage =
 }  // namespace
 
 int trace_command(int argc, char** argv) {
+  if (print_help_if_asked(argc, argv, kUsage)) return 0;
   std::vector<std::string> scripts;
   std::string out_path = "-";
   try {
     for (int i = 1; i < argc; ++i) {
       std::string arg = argv[i];
-      if (arg == "--help" || arg == "-h") {
-        std::fputs(kUsage, stdout);
-        return 0;
-      }
       if (arg == "-o" || arg == "--output") {
         out_path = next_value(i, argc, argv);
       } else if (arg.size() > 1 && arg[0] == '-') {

@@ -7,6 +7,7 @@
 #include <set>
 
 #include "analysis/format.h"
+#include "stats.h"
 #include "vxperf/analysis.h"
 
 namespace vxperf::analysis {
@@ -18,14 +19,12 @@ constexpr double kGiB = 1024.0 * 1024.0 * 1024.0;
 // Relative changes smaller than this read as "same" in a comparison.
 constexpr double kSameWithin = 0.005;
 
-// Linear interpolation between closest ranks (numpy's default).
+// The core's rule (linear interpolation between closest ranks) over unsorted values, q in [0, 1];
+// 0 for no values.
 double percentile(std::vector<double> values, double q) {
   if (values.empty()) return 0;
   std::sort(values.begin(), values.end());
-  double pos = q * static_cast<double>(values.size() - 1);
-  auto lo = static_cast<std::size_t>(std::floor(pos));
-  std::size_t hi = std::min(lo + 1, values.size() - 1);
-  return values[lo] + (values[hi] - values[lo]) * (pos - static_cast<double>(lo));
+  return detail::percentile(values, q * 100.0);
 }
 
 // The smallest value whose cumulative weight reaches q of the total.
