@@ -7,17 +7,9 @@
 
 #include "vxperf/analysis.h"
 #include "vxperf/event_script.h"
-#include "vxperf/output.h"
+#include "vxperf/sink.h"
 
-namespace {
-
-class NullOutput final : public vxperf::Output {
- public:
-  void log(std::string_view) override {}
-  void record(std::string_view, int, int) override {}
-};
-
-}  // namespace
+namespace {}  // namespace
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
   const std::string text(reinterpret_cast<const char*>(data), size);
@@ -30,8 +22,9 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   }
   try {
     std::istringstream in(text);
-    NullOutput output;
-    vxperf::replay(in, output);
+    vxperf::RecordSink drop;
+    vxperf::replay(
+        in, [](std::string_view) {}, drop);
   } catch (const vxperf::ScriptError&) {
   }
   return 0;

@@ -33,8 +33,8 @@ RequestRecord request(int rank, std::int64_t req, double e2e, bool warmup = fals
   r.req = req;
   r.warmup = warmup;
   r.e2e_s = e2e;
-  StageSummary dit{"transformer", 10, e2e * 800.0, e2e * 80.0, 1.0, 1.0, 1.0, {}};
-  StageSummary vae{"vae_dec", 1, e2e * 150.0, e2e * 150.0, 0.0, 1.0, 1.0, {}};
+  StageSummary dit{"transformer", 10, e2e * 800.0, e2e * 80.0, 1.0, 1.0, 1.0};
+  StageSummary vae{"vae_dec", 1, e2e * 150.0, e2e * 150.0, 0.0, 1.0, 1.0};
   r.stages = {dit, vae};
   DitThroughput t;
   t.params = 1418996800;

@@ -31,11 +31,12 @@ class PerThreadClock final : public Clock {
 double stage_seconds(int thread, int stage) { return (thread * 32 + stage + 1) / 1024.0; }
 
 TEST(Concurrency, EightThreadsNeverMix) {
-  EngineParts parts;
+  EngineOptions parts;
   parts.settings.level = 1;
   parts.clock = std::make_shared<PerThreadClock>();
-  auto output = std::make_shared<MemoryOutput>();
-  parts.output = output;
+  auto output = std::make_shared<testing::MemoryOutput>();
+  parts.log = output->log_fn();
+  parts.sinks.push_back(output);
   Engine engine(std::move(parts));
   std::vector<StageId> ids;
   for (int s = 0; s < kStages; ++s) ids.push_back(stage("concurrency_stage_" + std::to_string(s)));

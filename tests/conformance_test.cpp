@@ -10,7 +10,7 @@
 #include <sstream>
 
 #include "vxperf/event_script.h"
-#include "vxperf/output.h"
+#include "vxperf/testing.h"
 
 namespace vxperf {
 namespace {
@@ -102,8 +102,8 @@ TEST_P(Conformance, MatchesTheReference) {
   std::string stem = GetParam();
   std::ifstream script(dir / (stem + ".events.jsonl"));
   ASSERT_TRUE(script);
-  MemoryOutput output;
-  replay(script, output);
+  testing::MemoryOutput output;
+  replay(script, output.log_fn(), output);
 
   auto expected_records = read_lines(dir / (stem + ".expected.jsonl"));
   auto actual_records = output.records();

@@ -108,11 +108,12 @@ class CudaBackendTest : public ::testing::Test {
   std::unique_ptr<Engine> engine_over(std::shared_ptr<DeviceBackend> backend,
                                       std::map<std::string, std::string> env = {
                                           {"VIDEOX_PERF", "1"}}) {
-    EngineParts parts;
+    EngineOptions parts;
     parts.settings = Settings::parse(env_of(std::move(env)), nullptr);
     parts.clock = clock;
     parts.device = std::move(backend);
-    parts.output = output;
+    parts.log = output->log_fn();
+    parts.sinks.push_back(output);
     return std::make_unique<Engine>(std::move(parts));
   }
 
@@ -134,8 +135,8 @@ class CudaBackendTest : public ::testing::Test {
 
   FakeCuda fake;
   std::vector<std::string> notices;
-  std::shared_ptr<ManualClock> clock = std::make_shared<ManualClock>(100.0);
-  std::shared_ptr<MemoryOutput> output = std::make_shared<MemoryOutput>();
+  std::shared_ptr<testing::ManualClock> clock = std::make_shared<testing::ManualClock>(100.0);
+  std::shared_ptr<testing::MemoryOutput> output = std::make_shared<testing::MemoryOutput>();
 };
 
 // ---- making the backend
@@ -343,7 +344,7 @@ TEST_F(CudaBackendTest, ConcurrentRequestsOnTwoDevices) {
 
 struct TrainLoop {
   Trainer& trainer;
-  ManualClock& clock;
+  testing::ManualClock& clock;
   int optimizer = 0;
   // One global step: a forward of 10 ms and an optimizer step of 1 ms of host time.
   void step() {

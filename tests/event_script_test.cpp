@@ -10,6 +10,7 @@
 #include <sstream>
 
 #include "test_support.h"
+#include "training/trainer_core.h"
 #include "vxperf/inference.h"
 #include "vxperf/training.h"
 
@@ -25,11 +26,11 @@ std::string temp_path(const std::string& name) {
   return path;
 }
 
-void expect_same_output(const MemoryOutput& live, const std::string& trace_path) {
+void expect_same_output(const testing::MemoryOutput& live, const std::string& trace_path) {
   std::ifstream trace(trace_path);
   ASSERT_TRUE(trace) << trace_path;
-  MemoryOutput replayed;
-  replay(trace, replayed);
+  testing::MemoryOutput replayed;
+  replay(trace, replayed.log_fn(), replayed);
   auto a = live.records();
   auto b = replayed.records();
   ASSERT_EQ(a.size(), b.size());
@@ -104,10 +105,10 @@ TEST(LiveTrace, TrainingReplayReproducesTheRecords) {
   int lag_choice = 0;
   const int lags[] = {0, 1, 2, 4, -1, 0, 1};
   t.device->set_auto_time([&] { return device_ms; });
-  t.device->set_auto_ready([&]() -> SimulatedBackend::ReadyTest {
+  t.device->set_auto_ready([&]() -> testing::SimulatedBackend::ReadyTest {
     int lag = lags[lag_choice % 7];
     if (lag < 0) return [] { return false; };
-    std::int64_t at = trainer.current_step_index() + 1 + lag;
+    std::int64_t at = detail::core_of(trainer).current_step_index() + 1 + lag;
     return [&trainer, at] { return trainer.steps_closed() >= at; };
   });
   int opt = 0;
@@ -159,9 +160,9 @@ TEST(LiveTrace, TrainingReplayReproducesTheRecords) {
 
 void expect_error(const std::string& script, int line, const std::string& fragment) {
   std::istringstream in(script);
-  MemoryOutput out;
+  testing::MemoryOutput out;
   try {
-    replay(in, out);
+    replay(in, out.log_fn(), out);
     FAIL() << "no error for: " << script;
   } catch (const ScriptError& e) {
     EXPECT_EQ(e.line(), line) << e.what();
@@ -188,8 +189,8 @@ TEST(EventScript, OffProducesNothing) {
 {"ev": "stage", "name": "transformer", "t0": 1, "t1": 2, "device_ms": 5}
 {"ev": "request_end", "t": 3}
 {"ev": "finish", "t": 4})");
-  MemoryOutput out;
-  replay(in, out);
+  testing::MemoryOutput out;
+  replay(in, out.log_fn(), out);
   EXPECT_TRUE(out.records().empty());
   EXPECT_TRUE(out.logs().empty());
 }
@@ -199,10 +200,10 @@ TEST(EventScript, SettingsOverrides) {
 {"ev": "request_begin", "t": 1}
 {"ev": "stage", "name": "transformer", "t0": 1, "t1": 2}
 {"ev": "request_end", "t": 3})");
-  MemoryOutput out;
+  testing::MemoryOutput out;
   ReplayOptions options;
   options.env_overrides = {{"VIDEOX_PERF", "1"}};
-  replay(in, out, options);
+  replay(in, out.log_fn(), out, options);
   ASSERT_EQ(out.records().size(), 1u);
   EXPECT_EQ(Json::parse(out.records()[0])["stages"]["transformer"]["total_ms"], 1000.0);
 }

@@ -8,6 +8,7 @@
 #include <nlohmann/json.hpp>
 #include <stdexcept>
 
+#include "sinks/records_file.h"
 #include "test_support.h"
 
 namespace vxperf {
@@ -220,29 +221,29 @@ TEST(Inference, MfuAgainstEveryDevice) {
   EXPECT_NEAR(dit["mfu"].get<double>(), dit["tflops"].get<double>() / 800.0, 1e-12);
 }
 
-TEST(StandardOutputTest, UnwritablePathIsReportedOnceAndMeasurementGoesOn) {
-  StandardOutput out("/proc/vxperf-cannot-exist/records.jsonl");
+TEST(RecordsFileTest, UnwritablePathIsReportedOnceAndMeasurementGoesOn) {
+  detail::RecordsFile out("/proc/vxperf-cannot-exist/records.jsonl", nullptr);
   ::testing::internal::CaptureStderr();
-  out.record("{}", 0, 1);
-  out.record("{}", 0, 1);
+  out.append("{}", 0, 1);
+  out.append("{}", 0, 1);
   std::string err = ::testing::internal::GetCapturedStderr();
   EXPECT_NE(err.find("cannot write records to /proc/vxperf-cannot-exist/records.jsonl"),
             std::string::npos);
   EXPECT_EQ(err.find("cannot write", err.find("cannot write") + 1), std::string::npos);
 }
 
-TEST(StandardOutputTest, CreatesDirectoryAndSuffixesRanks) {
+TEST(RecordsFileTest, CreatesDirectoryAndSuffixesRanks) {
   std::string dir = ::testing::TempDir() + "vxperf-out-test/nested";
   std::filesystem::remove_all(dir);
-  StandardOutput out(dir + "/records.jsonl");
-  out.record("{\"a\":1}", 3, 4);
-  out.record("{\"a\":2}", 3, 4);
+  detail::RecordsFile out(dir + "/records.jsonl", nullptr);
+  out.append("{\"a\":1}", 3, 4);
+  out.append("{\"a\":2}", 3, 4);
   std::ifstream in(dir + "/records.jsonl.rank3");
   std::string line;
   std::vector<std::string> lines;
   while (std::getline(in, line)) lines.push_back(line);
   EXPECT_EQ(lines, (std::vector<std::string>{"{\"a\":1}", "{\"a\":2}"}));
-  EXPECT_EQ(StandardOutput::records_path("r.jsonl", 0, 1), "r.jsonl");
+  EXPECT_EQ(detail::RecordsFile::path_for("r.jsonl", 0, 1), "r.jsonl");
 }
 
 }  // namespace
@@ -260,10 +261,11 @@ TEST(CudaOnDemand, AbsentDriverIsSaidOnceThenHostOnly) {
     dlclose(handle);
     GTEST_SKIP() << "this host has a CUDA driver";
   }
-  auto output = std::make_shared<MemoryOutput>();
-  EngineParts parts;
+  auto output = std::make_shared<testing::MemoryOutput>();
+  EngineOptions parts;
   parts.settings.level = 1;
-  parts.output = output;
+  parts.log = output->log_fn();
+  parts.sinks.push_back(output);
   parts.cuda_on_demand = true;
   Engine engine(std::move(parts));
   for (int i = 0; i < 2; ++i) {

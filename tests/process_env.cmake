@@ -61,3 +61,30 @@ endif()
 run_example(out err VIDEOX_PERF=1 VIDEOX_PERF_JSON=/proc/vxperf-no/records.jsonl)
 expect_count("${err}" "cannot write records" 1 "unwritable path")
 expect_count("${err}" "\\[Perf\\]\\[rank0\\] req#" 3 "request lines with an unwritable path")
+
+# Configured in code: on without VIDEOX_PERF, records where the program says, every record also
+# handed to its sink (a failed request included, and said so), a second configure ignored.
+execute_process(COMMAND ${CMAKE_COMMAND} -E env --unset=VIDEOX_PERF --unset=VIDEOX_PERF_JSON
+                        "${CONFIGURED}" "${WORK}/configured/records.jsonl"
+                OUTPUT_VARIABLE out ERROR_VARIABLE err RESULT_VARIABLE rc)
+if(NOT rc EQUAL 0)
+  message(FATAL_ERROR "configure_example exited ${rc}: ${err}")
+endif()
+expect_count("${out}" "configure 1 0, engine on" 1 "configure before and after the engine")
+expect_count("${out}" "sink saw 3 requests \\(1 failed\\), 2 windows" 1 "the in-process sink")
+expect_count("${err}" "\\[Perf\\]\\[rank0\\] req#" 3 "request lines of the configured run")
+file(STRINGS "${WORK}/configured/records.jsonl" records)
+list(LENGTH records n)
+if(NOT n EQUAL 5)
+  message(FATAL_ERROR "expected 5 records from the configured run, got ${n}")
+endif()
+# The environment still wins over the program's own settings: here the records path, and the
+# level (VIDEOX_PERF=0 in the environment does not turn off a level given in code).
+execute_process(COMMAND ${CMAKE_COMMAND} -E env VIDEOX_PERF=0
+                        VIDEOX_PERF_JSON=${WORK}/configured/from-env.jsonl
+                        "${CONFIGURED}" "${WORK}/configured/from-code.jsonl"
+                OUTPUT_VARIABLE out ERROR_VARIABLE err RESULT_VARIABLE rc)
+if(NOT rc EQUAL 0 OR NOT EXISTS "${WORK}/configured/from-env.jsonl"
+   OR EXISTS "${WORK}/configured/from-code.jsonl")
+  message(FATAL_ERROR "VIDEOX_PERF_JSON did not win over the configured path: ${out} ${err}")
+endif()

@@ -2,12 +2,17 @@
 
 #include <gtest/gtest.h>
 
+#include "core/env_parse.h"
+#include "core/topology.h"
 #include "test_support.h"
 #include "vxperf/engine.h"
 
 namespace vxperf {
 namespace {
 
+using detail::parse_float;
+using detail::parse_int;
+using detail::topology_from_env;
 using testing::env_of;
 
 TEST(ParseNumbers, FollowPythonRules) {

@@ -6,16 +6,9 @@
 #include <string>
 
 #include "vxperf/engine.h"
+#include "vxperf/testing.h"
 
 namespace vxperf::testing {
-
-inline EnvLookup env_of(std::map<std::string, std::string> vars) {
-  return [vars](const std::string& name) -> std::optional<std::string> {
-    auto it = vars.find(name);
-    if (it == vars.end()) return std::nullopt;
-    return it->second;
-  };
-}
 
 struct TestEngine {
   std::shared_ptr<ManualClock> clock = std::make_shared<ManualClock>(100.0);
@@ -26,13 +19,14 @@ struct TestEngine {
 
   explicit TestEngine(std::map<std::string, std::string> env = {{"VIDEOX_PERF", "1"}},
                       bool with_device = true, Topology topology = {}) {
-    EngineParts parts;
-    parts.settings = Settings::parse(env_of(std::move(env)), nullptr);
-    parts.clock = clock;
-    if (with_device) parts.device = device;
-    parts.output = output;
-    parts.topology = topology;
-    engine = std::make_unique<Engine>(std::move(parts));
+    EngineOptions options;
+    options.settings = Settings::parse(env_of(std::move(env)), nullptr);
+    options.clock = clock;
+    if (with_device) options.device = device;
+    options.log = output->log_fn();
+    options.sinks.push_back(output);
+    options.topology = topology;
+    engine = std::make_unique<Engine>(std::move(options));
   }
 };
 

@@ -5,6 +5,7 @@
 #include <nlohmann/json.hpp>
 
 #include "test_support.h"
+#include "training/trainer_core.h"
 
 namespace vxperf {
 namespace {
@@ -31,9 +32,9 @@ struct TrainRig {
     trainer->register_model(model);
     t.device->set_auto_time([this] { return device_clock_ms; });
     Trainer* tr = trainer;
-    t.device->set_auto_ready([tr, lag]() -> SimulatedBackend::ReadyTest {
+    t.device->set_auto_ready([tr, lag]() -> testing::SimulatedBackend::ReadyTest {
       if (lag < 0) return [] { return false; };
-      std::int64_t ready_at = tr->current_step_index() + 1 + lag;
+      std::int64_t ready_at = detail::core_of(*tr).current_step_index() + 1 + lag;
       return [tr, ready_at] { return tr->steps_closed() >= ready_at; };
     });
   }

@@ -1,12 +1,13 @@
 #include <cstdio>
 #include <cstdlib>
 #include <exception>
+#include <stdexcept>
 #include <string>
 
 #include "cli_util.h"
 #include "commands.h"
 #if defined(VXPERF_HAVE_TORCH)
-#include "vxperf/torch_api.h"
+#include "demo/demo.h"
 #endif
 
 namespace vxperf::cli {
@@ -20,7 +21,7 @@ constexpr const char* kUsage =
     "clipping). Log lines and summaries go to stderr; records.jsonl and trace.jsonl to --out.\n"
     "Prints 'output digest: HEX', a hash of the last video and the trained weights, identical\n"
     "with --no-metrics.\n\n"
-    "  --preset NAME        wan2.1-1.3b (dim 1536, 30 layers, text 512); default: tiny\n"
+    "  --preset NAME        wan2.1-t2v-1.3b or wan2.1-t2v-14b, as vxperf flops (default: tiny)\n"
     "  --device cpu|cuda    where to run (default cpu)\n"
     "  --dtype f32|bf16     weights and activations (default f32)\n"
     "  --size WxH           video size in pixels, multiples of 16 (default 64x64)\n"
@@ -35,7 +36,8 @@ constexpr const char* kUsage =
     "  --dim N --layers N --heads N --ffn N --text-len N   transformer size overrides\n"
     "  --threads N          intra-op CPU threads (default 2)\n"
     "  --seed N             seed of weights, noise and data (default 0)\n"
-    "  --out DIR            output folder (default: a new vxperf-demo-TIME folder)\n"
+    "  --out DIR            a new folder for the run's records and trace (default: a new\n"
+    "                       vxperf-demo/run-TIME folder); one that holds a run is refused\n"
     "  --no-metrics         the same work with metrics off (VIDEOX_PERF=0)\n";
 
 }  // namespace
@@ -46,7 +48,7 @@ int demo_command(int argc, char** argv) {
   std::fprintf(stderr, "vxperf: built without LibTorch\n");
   return 2;
 #else
-  torch::DemoOptions o;
+  demo::Options o;
   auto bad = [](const std::string& what) {
     std::fprintf(stderr, "vxperf demo: %s\n", what.c_str());
     return 2;
@@ -123,7 +125,7 @@ int demo_command(int argc, char** argv) {
     if (!ok) return bad("bad or missing value for " + arg + " (try --help)");
   }
   try {
-    auto result = torch::run_demo(o);
+    auto result = demo::run(o);
     std::printf("output digest: %s\n", result.digest.c_str());
     std::fflush(stdout);
   } catch (const std::invalid_argument& e) {

@@ -3,6 +3,7 @@
 #include <string>
 
 #include "commands.h"
+#include "vxperf/version.h"
 
 namespace {
 
@@ -33,7 +34,9 @@ void usage(std::FILE* out) {
                "Stage-level timing, FLOPs and MFU for diffusion-transformer inference and "
                "training.\n\ncommands:\n");
   for (const auto& c : kCommands) std::fprintf(out, "  %-8s %s\n", c.name, c.summary);
-  std::fprintf(out, "\n'vxperf COMMAND --help' describes one command.\n");
+  std::fprintf(out,
+               "\n'vxperf COMMAND --help' describes one command; 'vxperf --version' says which "
+               "vxperf this is.\n");
 }
 
 }  // namespace
@@ -46,6 +49,10 @@ int main(int argc, char** argv) {
   std::string name = argv[1];
   if (name == "--help" || name == "-h" || name == "help") {
     usage(stdout);
+    return 0;
+  }
+  if (name == "--version" || name == "-V" || name == "version") {
+    std::printf("vxperf %s\n", vxperf::version());
     return 0;
   }
   for (const auto& c : kCommands) {

@@ -8,8 +8,8 @@
 
 #include "cli_util.h"
 #include "commands.h"
+#include "sinks/write_line.h"
 #include "vxperf/event_script.h"
-#include "vxperf/output.h"
 
 namespace vxperf::cli {
 namespace {
@@ -20,15 +20,6 @@ constexpr const char* kUsage =
     "device. Records (JSON lines) go to stdout, log lines to stderr, exactly as the live run\n"
     "would have written them. SCRIPT '-' reads standard input.\n\n"
     "  --set NAME=VALUE  override a VIDEOX_PERF* setting of the script (empty VALUE unsets it)\n";
-
-// Records to stdout, everything else to stderr, one write per line.
-class ConsoleOutput final : public Output {
- public:
-  void log(std::string_view line) override { write_line(STDERR_FILENO, line); }
-  void record(std::string_view json_line, int, int) override {
-    write_line(STDOUT_FILENO, json_line);
-  }
-};
 
 }  // namespace
 
@@ -73,9 +64,11 @@ int replay_command(int argc, char** argv) {
     }
     in = &file;
   }
-  ConsoleOutput output;
+  // Records to stdout, everything else to stderr, one write per line.
+  auto records =
+      json_line_sink([](std::string_view line) { detail::write_line(STDOUT_FILENO, line); });
   try {
-    replay(*in, output, options);
+    replay(*in, detail::stderr_log(), *records, options);
   } catch (const ScriptError& error) {
     std::fprintf(stderr, "vxperf replay: %s: %s\n", path.c_str(), error.what());
     return 2;

@@ -13,6 +13,7 @@
 #include <utility>
 #include <vector>
 
+#include "vxperf/presets.h"
 #include "vxperf/records.h"
 
 namespace vxperf::analysis {
@@ -158,19 +159,11 @@ class TraceBuilder {
 
 // ---- flops -------------------------------------------------------------------------------------
 
-// A Wan2.1-style DiT's dimensions.
-struct DitDims {
-  std::int64_t dim = 0, ffn = 0, heads = 0, layers = 0;
-  std::int64_t text_len = 512;
-  std::int64_t patch_t = 1, patch_h = 2, patch_w = 2;
-  std::int64_t vae_t = 4, vae_h = 8, vae_w = 8;
-  std::int64_t latent_channels = 16;
-  std::int64_t text_dim = 4096;
-  std::int64_t freq_dim = 256;  // sinusoidal time embedding width
-};
+// The presets and their dimensions are the core's (vxperf/presets.h), shared with `vxperf demo`.
+using vxperf::dit_preset;
+using vxperf::dit_preset_names;
+using vxperf::DitDims;
 
-std::optional<DitDims> dit_preset(std::string_view name);
-std::vector<std::string> dit_preset_names();
 // Exact parameter count (formula in flops.cpp).
 std::int64_t dit_params(const DitDims& dims);
 

@@ -2,19 +2,17 @@
 //
 // A marker is a host time plus, when a device is in use, an event recorded on a stream. Events are
 // handed out by the backend (from a pool, in the CUDA backend), queried without blocking, read only
-// once complete and then released back. Backends now: host-only and simulated (tests, replay); the
-// CUDA backend implements the same interface.
+// once complete and then released back. Backends: host-only (here), CUDA (vxperf/cuda_backend.h)
+// and simulated (vxperf/testing.h; tests and replay). A new backend implements this interface and
+// is handed to Engine::set_device_backend.
 //
 // Thread safety: every backend here may be called from several threads at once.
 #pragma once
 
 #include <cstdint>
-#include <functional>
 #include <memory>
-#include <mutex>
 #include <optional>
 #include <string>
-#include <unordered_map>
 
 namespace vxperf {
 
@@ -66,62 +64,6 @@ class HostOnlyBackend final : public DeviceBackend {
   void synchronize(int) override {}
   void reset_peak_memory(int) override {}
   std::optional<MemoryPeaks> peak_memory(int) override { return std::nullopt; }
-};
-
-// A device whose timings and completion the caller scripts: each event carries a device timestamp
-// (elapsed = end - start) and a readiness test. Used by replay and by the tests.
-class SimulatedBackend final : public DeviceBackend {
- public:
-  using ReadyTest = std::function<bool()>;
-
-  explicit SimulatedBackend(std::string name = "Simulated GPU") : name_(std::move(name)) {}
-
-  std::string kind() const override { return "simulated"; }
-  bool available() const override { return true; }
-  std::string device_name(int) override;
-  EventId record(int device, void* stream) override;
-  bool query(EventId event) override;
-  std::optional<double> elapsed_ms(EventId start, EventId end) override;
-  void release(EventId event) override;
-  void synchronize(int device) override;
-  void reset_peak_memory(int device) override;
-  std::optional<MemoryPeaks> peak_memory(int device) override;
-
-  // Adds an event directly (what replay does instead of recording): its device timestamp in ms and
-  // when it reports complete (always, when `ready` is empty).
-  EventId add_event(double device_ms, ReadyTest ready = {});
-  // Scripts an event recorded earlier.
-  void set_event(EventId event, double device_ms, ReadyTest ready = {});
-  // Default device time for events recorded live: called at each record() (tests).
-  void set_auto_time(std::function<double()> now_ms);
-  // Default readiness for events recorded live: called at each record() (tests).
-  void set_auto_ready(std::function<ReadyTest()> make_ready);
-  void set_name(std::string name);
-  void set_peaks(MemoryPeaks peaks);
-
-  // Observations for tests.
-  int synchronize_count() const;
-  int last_synchronized_device() const;
-  int live_events() const;
-  int recorded_events() const;
-  int reset_count() const;
-
- private:
-  struct Event {
-    double device_ms = 0.0;
-    ReadyTest ready;
-  };
-  mutable std::mutex mu_;
-  std::string name_;
-  std::unordered_map<EventId, Event> events_;
-  EventId next_ = 1;
-  int recorded_ = 0;
-  int syncs_ = 0;
-  int last_sync_device_ = -1;
-  int resets_ = 0;
-  MemoryPeaks peaks_;
-  std::function<double()> auto_time_;
-  std::function<ReadyTest()> auto_ready_;
 };
 
 }  // namespace vxperf

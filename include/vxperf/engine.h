@@ -1,35 +1,42 @@
-// The engine: process-wide metrics state shared by the inference and training halves.
+// The engine: the metrics state shared by the inference and training halves of a process.
 //
-// It owns the settings, the injected clock and device backend, the output, the topology, the
-// transformer models declared for inference pricing, the request history the exit summary is made
-// from, and the trainer. Live runs use the process-wide engine (vxperf::engine()); replay and tests
-// build their own with a virtual clock and a simulated device.
+// Most programs never name it: the scopes (vxperf/inference.h, vxperf/training.h) use the
+// process-wide engine, which is built from the environment (and vxperf::configure, see
+// vxperf/config.h) at first use, and is off unless VIDEOX_PERF is set. A program reaches it with
+// vxperf::engine() to declare its transformer, set its topology or add a sink:
 //
-// Thread safety: all public members may be called from any thread. Requests on different threads
-// are independent; the training API is meant for the one thread that runs the training loop.
+//   if (vxperf::Engine* e = vxperf::engine()) {   // nullptr when metrics are off
+//     e->declare_model("transformer", info);       // so that its forwards are priced
+//     e->set_topology(rank, world_size);           // when the launcher's environment is wrong
+//   }
+//
+// An engine of one's own (several in a process, tests on virtual time) is made from EngineOptions
+// and handed to the scopes explicitly.
+//
+// Thread safety: every member may be called from any thread. Requests on different threads are
+// independent; the trainer is for the one thread that runs the training loop.
 #pragma once
 
-#include <atomic>
-#include <cstdint>
 #include <memory>
-#include <mutex>
-#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
 
 #include "vxperf/clock.h"
-#include "vxperf/cost_model.h"
 #include "vxperf/device.h"
-#include "vxperf/output.h"
-#include "vxperf/records.h"
+#include "vxperf/model.h"
 #include "vxperf/settings.h"
+#include "vxperf/sink.h"
 
 namespace vxperf {
 
+class Engine;
 class Trainer;
-class TraceWriter;
-struct Request;
+
+namespace detail {
+class EngineCore;
+EngineCore& core_of(Engine& engine);
+}  // namespace detail
 
 struct Topology {
   int rank = 0;
@@ -37,122 +44,70 @@ struct Topology {
   int sp = 1;  // sequence-parallel degree: ranks sharing one sample
 };
 
-// Rank and world size from the launcher's environment: RANK/WORLD_SIZE (torchrun, accelerate),
-// else OMPI_COMM_WORLD_RANK/OMPI_COMM_WORLD_SIZE (Open MPI), PMI_RANK/PMI_SIZE (MPICH, Intel MPI),
-// SLURM_PROCID/SLURM_NTASKS (srun). Values that do not parse are reported in `problems`.
-Topology topology_from_env(const EnvLookup& env, std::vector<std::string>* problems);
-
-// What the engine knows of a transformer component, for pricing its forwards.
-struct ModelInfo {
-  std::int64_t params = 0;                   // unsharded parameter count
-  std::int64_t trainable = -1;               // training only; -1: all of them
-  bool checkpointing = false;                // training only: gradient checkpointing on
-  std::optional<AttentionWidths> attention;  // nullopt when the widths could not be read
-  std::int64_t text_tokens = 0;              // padded text length of cross-attention, 0 unknown
-};
-
-struct EngineParts {
+struct EngineOptions {
   Settings settings;
   std::shared_ptr<Clock> clock;           // default: SteadyClock
-  std::shared_ptr<DeviceBackend> device;  // default: HostOnlyBackend
-  std::shared_ptr<Output> output;         // default: StandardOutput(settings.json_path)
+  std::shared_ptr<DeviceBackend> device;  // default: host-only
   Topology topology;                      // default: rank 0 of 1
-  // Without `device`: load the CUDA backend the first time a request or the trainer names a device
-  // (the process-wide engine does; a CPU-only run never touches the driver).
+  LogFn log;                              // default: stderr
+  // In-process receivers of every record, beside the records file (settings.json_path).
+  std::vector<std::shared_ptr<RecordSink>> sinks;
+  // Without `device`: load the CUDA backend the first time a request or the trainer names a
+  // device (the process-wide engine does; a CPU-only run never touches the driver).
   bool cuda_on_demand = false;
 };
 
 class Engine {
  public:
-  explicit Engine(EngineParts parts);
+  explicit Engine(EngineOptions options);
   ~Engine();
   Engine(const Engine&) = delete;
   Engine& operator=(const Engine&) = delete;
 
-  const Settings& settings() const { return settings_; }
-  Clock& clock() { return *clock_; }
-  DeviceBackend& device() { return *device_; }
-  Output& output() { return *output_; }
-  void set_device_backend(std::shared_ptr<DeviceBackend> device);
-  // The backend to time `device` on: loads the CUDA backend on first use when the engine was made
-  // with `cuda_on_demand` and no backend of its own.
-  std::shared_ptr<DeviceBackend> backend_for(int device);
+  const Settings& settings() const;
 
   Topology topology() const;
+  // From the program's process group, when the launcher's environment does not say it right.
   void set_topology(int rank, int world_size);
   void set_sequence_parallel(int sp);
-  // "[Perf][rank{N}]"
-  std::string tag() const;
-  bool should_log() const;
   // Ranks that hold different samples: world size / sequence-parallel degree.
   int dp_degree() const;
+  // Whether this rank logs (rank 0, or every rank with VIDEOX_PERF_RANKS=all).
+  bool should_log() const;
 
-  // Declares a transformer component (stage name such as "transformer") so that its forwards are
-  // priced. VIDEOX_PERF_DIT_PARAMS replaces `info.params`.
+  // Declares a transformer component (the stage name its calls are timed under, such as
+  // "transformer") so that its forwards are priced. VIDEOX_PERF_DIT_PARAMS replaces `info.params`.
   void declare_model(std::string_view stage, const ModelInfo& info);
 
-  // Prints the exit summaries (training first, then inference), once. Called at normal exit for
-  // the process-wide engine; call it yourself for an explicit shutdown.
+  // Times devices with `device` from now on (requests already open keep their backend).
+  void set_device_backend(std::shared_ptr<DeviceBackend> device);
+  // Adds an in-process receiver of every record settled from now on.
+  void add_sink(std::shared_ptr<RecordSink> sink);
+  // A line of the program's own ("vxperf: ..."), printed by every rank.
+  void notice(std::string_view line);
+
+  // The training half, made on first use.
+  Trainer& trainer();
+
+  // Flushes training, then prints the exit summaries (training, then inference), once. The
+  // process-wide engine does it at normal exit; call it for an explicit shutdown.
   void shutdown();
 
-  Trainer& trainer();
-  // The trainer if one was made, without making one.
-  Trainer* existing_trainer();
-
-  // The raw event trace (VIDEOX_PERF_TRACE); nullptr when off.
-  TraceWriter* trace() { return trace_.get(); }
-
-  // Internal to the request scope and replay.
-  Request* begin_request(int device, void* stream);
-  void end_request(Request* request);
-  std::vector<RequestRecord> history() const;
-  void notice(std::string_view message);  // a warning line, printed by every rank
-
  private:
-  friend class Trainer;
-  struct DeclaredModel {
-    std::string stage;
-    std::int64_t params = 0;
-    std::optional<AttentionWidths> attention;
-    std::int64_t text_tokens = 0;
-  };
-
-  void settle(Request* request, double t_end);
-  std::optional<DitThroughput> dit_throughput(const Request& request,
-                                              const std::vector<StageSummary>& stages,
-                                              const std::vector<DeclaredModel>& models,
-                                              const Topology& topo);
-  void ensure_trace_header(int device);
-  std::optional<double> peak_tflops(std::optional<int> device);
-  void report_inference_summary();
-
-  Settings settings_;
-  std::shared_ptr<Clock> clock_;
-  std::shared_ptr<DeviceBackend> device_;
-  std::vector<std::shared_ptr<DeviceBackend>> retired_;
-  bool cuda_on_demand_ = false;
-  std::shared_ptr<Output> output_;
-  std::unique_ptr<TraceWriter> trace_;
-  std::atomic<bool> trace_finished_{false};
-
-  mutable std::mutex mu_;  // guards everything below
-  Topology topology_;
-  std::vector<DeclaredModel> models_;
-  std::int64_t next_request_ = 0;
-  std::vector<RequestRecord> history_;
-  bool summary_done_ = false;
-  std::unique_ptr<Trainer> trainer_;
+  friend detail::EngineCore& detail::core_of(Engine& engine);
+  std::unique_ptr<detail::EngineCore> core_;
 };
 
-// ---- The process-wide engine -------------------------------------------------------------------
+// ---- the process-wide engine
+// ---------------------------------------------------------------------
 
-// The engine built from the process environment at first use, or nullptr when VIDEOX_PERF is off
-// (then nothing is measured, written or printed, and no device is touched). Its summaries are
-// printed at normal exit.
+// The process-wide engine, built at first use from vxperf::configure's Config and the environment,
+// or nullptr when metrics are off (then nothing is measured, written or printed, and no device is
+// touched). Its summaries are printed at normal exit.
 Engine* engine();
 // Whether the process-wide engine is on. One relaxed atomic load after the first call.
 bool enabled();
-// Prints the process-wide engine's summaries now (once); a no-op when disabled.
+// Prints the process-wide engine's summaries now (once); a no-op when off.
 void shutdown();
 
 }  // namespace vxperf

@@ -8,9 +8,9 @@
 #include <utility>
 #include <vector>
 
-namespace vxperf {
+#include "vxperf/sink.h"
 
-class Output;
+namespace vxperf {
 
 // A malformed script: `line` is 1-based.
 class ScriptError : public std::runtime_error {
@@ -28,8 +28,10 @@ struct ReplayOptions {
   std::vector<std::pair<std::string, std::string>> env_overrides;
 };
 
-// Drives every event of `script` through an engine built from its config line, writing records
-// and log lines to `output` exactly as the live run would have. Throws ScriptError.
-void replay(std::istream& script, Output& output, const ReplayOptions& options = {});
+// Drives every event of `script` through an engine built from its config line, on a virtual clock
+// and a simulated device: log lines go to `log` and records to `records` exactly as the live run
+// made them. Throws ScriptError.
+void replay(std::istream& script, const LogFn& log, RecordSink& records,
+            const ReplayOptions& options = {});
 
 }  // namespace vxperf

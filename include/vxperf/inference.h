@@ -27,7 +27,10 @@
 namespace vxperf {
 
 class Engine;
+
+namespace detail {
 struct Request;
+}  // namespace detail
 
 // A stage name interned once: StageScope takes the id, so the hot path never touches a string.
 struct StageId {
@@ -77,8 +80,23 @@ class RequestScope {
 
  private:
   void open(Engine& engine, const RequestOptions& options) noexcept;
-  Request* request_ = nullptr;
+  detail::Request* request_ = nullptr;
+  int exceptions_ = 0;  // in flight at the opening: more at the closing means the call failed
 };
+
+// Where one call of a stage started; empty (request == nullptr) outside any request.
+struct StageMark {
+  detail::Request* request = nullptr;
+  std::uint32_t stage = 0;
+  void* stream = nullptr;
+  double t0 = 0;
+  EventId e0 = kNoEvent;
+};
+
+namespace detail {
+StageMark open_stage(StageId stage, std::int64_t tokens, std::int64_t batch, void* stream) noexcept;
+void close_stage(const StageMark& mark) noexcept;
+}  // namespace detail
 
 class StageScope {
  public:
@@ -87,10 +105,11 @@ class StageScope {
   // call price it; 0 tokens means unknown.
   explicit StageScope(StageId stage, std::int64_t tokens = 0, std::int64_t batch = 1,
                       void* stream = nullptr) noexcept {
-    if (detail::current_request != nullptr) open(stage, tokens, batch, stream);
+    if (detail::current_request != nullptr)
+      mark_ = detail::open_stage(stage, tokens, batch, stream);
   }
   ~StageScope() {
-    if (request_ != nullptr) close();
+    if (mark_.request != nullptr) detail::close_stage(mark_);
   }
 
   StageScope(const StageScope&) = delete;
@@ -100,14 +119,7 @@ class StageScope {
   static void* operator new(std::size_t) = delete;
 
  private:
-  void open(StageId stage, std::int64_t tokens, std::int64_t batch, void* stream) noexcept;
-  void close() noexcept;
-
-  Request* request_ = nullptr;
-  std::uint32_t stage_ = 0;
-  void* stream_ = nullptr;
-  double t0_ = 0;
-  EventId e0_ = kNoEvent;
+  StageMark mark_;
 };
 
 // Runs `fn` as one call of `stage` and returns its result.

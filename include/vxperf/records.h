@@ -1,5 +1,6 @@
-// Records: what one request or one training window came to. Plain values; the JSON line and the
-// log line are made from them in records.cpp and nowhere else.
+// Records: what one request or one training window came to. Plain values holding exactly what
+// is serialized: the JSON line and the log line are made from them (src/format/) and nowhere else.
+// What a record summarizes call by call (for the level-2 dump and for sinks) is in vxperf/sink.h.
 //
 // Field names, nesting and log formats are the reference module's, so existing dashboards keep
 // working.
@@ -19,7 +20,6 @@ struct StageSummary {
   std::string name;
   std::int64_t count = 0;
   double total_ms = 0, mean_ms = 0, std_ms = 0, min_ms = 0, max_ms = 0;
-  std::vector<double> values_ms;  // every call, in order (level-2 dump; not serialized)
 };
 
 struct DitThroughput {
@@ -45,21 +45,6 @@ struct RequestRecord {
   std::optional<DitThroughput> dit;
   std::optional<int> device;  // device index, serialized as "cuda:N"
   std::optional<MemoryPeaks> peaks;
-  std::vector<double> step_ms;  // every transformer* call (exit summary; not serialized)
-};
-
-// One settled training step.
-struct StepRecord {
-  std::int64_t step = 0;
-  bool warmup = false;
-  double total_s = 0;
-  std::int64_t micro_steps = 0;
-  // Phase names (static strings) and seconds, in order of first use, then "other".
-  std::vector<std::pair<const char*, double>> phases;
-  double overrun_s = 0;
-  std::optional<std::int64_t> tokens;
-  std::int64_t samples = 0;
-  std::int64_t fwd_calls = 0;
 };
 
 struct TrainThroughput {
@@ -103,11 +88,7 @@ struct TrainWindowRecord {
   std::optional<MemoryPeaks> peaks;
   std::optional<TrainThroughput> throughput;
   std::optional<double> eta_s;
-  std::vector<StepRecord> window;  // the steps it aggregates (level-2 dump; not serialized)
 };
-
-// "[Perf][rank{N}]"
-std::string log_tag(int rank);
 
 // One JSON object on one line, without the trailing newline.
 std::string to_json_line(const RequestRecord& record);

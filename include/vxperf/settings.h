@@ -1,4 +1,5 @@
-// Settings read from the VIDEOX_PERF* environment variables.
+// Settings: what the VIDEOX_PERF* environment variables say (or a program's Config, see
+// vxperf/config.h, with the environment winning).
 //
 // Thread safety: Settings is a plain value; parse once, then share read-only.
 #pragma once
@@ -34,19 +35,19 @@ struct Settings {
 
   bool enabled() const { return level > 0; }
 
-  // Parses every variable. A value that does not parse (or is out of range) leaves the default in
-  // place and adds one human-readable line to `problems`. When VIDEOX_PERF is off, only that
-  // variable is read: nothing else matters to a disabled run.
-  static Settings parse(const EnvLookup& env, std::vector<std::string>* problems);
+  // Parses every variable over `defaults`: a variable that is set replaces its field, one that is
+  // unset (or empty) leaves the default. A value that does not parse (or is out of range) leaves
+  // the default in place and adds one human-readable line to `problems`. When VIDEOX_PERF is off,
+  // only that variable is read: nothing else matters to a disabled run.
+  static Settings parse(const EnvLookup& env, std::vector<std::string>* problems,
+                        const Settings& defaults);
+  static Settings parse(const EnvLookup& env, std::vector<std::string>* problems) {
+    return parse(env, problems, Settings{});
+  }
 
   // These settings written back as the VIDEOX_PERF* variables that reproduce them (for the
   // config line of a trace; the file paths are left out).
   std::vector<std::pair<std::string, std::string>> to_env() const;
 };
-
-// Parsing rules shared with the reference (Python's int() and float()): surrounding whitespace is
-// ignored, digits may be separated by single underscores. nullopt when the text is not a number.
-std::optional<std::int64_t> parse_int(const std::string& text);
-std::optional<double> parse_float(const std::string& text);
 
 }  // namespace vxperf

@@ -1,7 +1,6 @@
-// The LibTorch adapter's entry points that need no Torch header: what a model reading holds, the
-// TorchScript file reader behind `vxperf inspect`, and the embedded demo behind `vxperf demo`.
-// Implemented in the vxperf_torch library; the CLI includes only this so that its translation units
-// stay fast to build.
+// The LibTorch adapter's entry points that need no Torch header: what a model reading holds and
+// the TorchScript file reader behind `vxperf inspect`. Implemented in the vxperf_torch library; the
+// CLI includes only this so that its translation units stay fast to build.
 #pragma once
 
 #include <array>
@@ -10,7 +9,7 @@
 #include <string>
 
 #include "vxperf/cost_model.h"
-#include "vxperf/engine.h"
+#include "vxperf/model.h"
 
 namespace vxperf::torch {
 
@@ -46,38 +45,5 @@ std::string format_reading(const ModelReading& reading);
 // {"params":..,"trainable":..,"attn":{"self":..,"cross":..,"modules":..},"text_tokens":..,
 //  "patch_size":[f,h,w] or null,"checkpointing":..}
 std::string reading_json(const ModelReading& reading);
-
-// ---- the embedded text-to-video workload
-// ---------------------------------------------------------
-
-struct DemoOptions {
-  std::string preset;          // "" (tiny default) or "wan2.1-1.3b"
-  std::string device = "cpu";  // "cpu" or "cuda" / "cuda:N"
-  std::string dtype = "f32";   // "f32" or "bf16"
-  int width = 64, height = 64, frames = 9;
-  int steps = 4;    // sampler steps per request
-  bool cfg = true;  // classifier-free guidance (a batch of 2 per transformer call)
-  double guidance = 5.0;
-  int requests = 2;
-  int train_steps = 8;  // optimizer steps; 0 skips training
-  bool lora = false;    // LoRA adapters on the attention projections, base frozen
-  int lora_rank = 4;
-  int accum = 2;        // micro-steps per optimizer step
-  std::string out_dir;  // "" = a new folder named after the time
-  bool metrics = true;
-  std::uint64_t seed = 0;
-  int threads = 2;  // intra-op threads (fixed so that the digest is reproducible)
-  // Model size; 0 keeps the preset's value.
-  int dim = 0, layers = 0, heads = 0, ffn = 0, text_len = 0;
-};
-
-struct DemoResult {
-  std::string digest;   // hex FNV-1a 64 of the last video and the trained weights
-  std::string out_dir;  // where records.jsonl and trace.jsonl went ("" with metrics off)
-  double seconds = 0;
-};
-
-// Runs the demo. Throws std::invalid_argument on bad options, other std::exception on failure.
-DemoResult run_demo(const DemoOptions& options);
 
 }  // namespace vxperf::torch

@@ -2,7 +2,7 @@
 //
 // The measurement points (explicit here, where the reference patched accelerate):
 //
-//   trainer.register_model(info);                  // the trained model; the largest one wins
+//   vxperf::trainer()->register_model(info);       // the trained model; the largest one wins
 //   for (...) {                                    // one global step
 //     for (micro ...) {                            // gradient accumulation
 //       vxperf::MicroStep micro;                   // gives `data` (the wait before) and `prep`
@@ -25,22 +25,24 @@
 // Thread safety: the trainer is for the thread that runs the training loop.
 #pragma once
 
-#include <array>
+#include <cstddef>
 #include <cstdint>
-#include <deque>
 #include <memory>
 #include <optional>
 #include <string>
-#include <vector>
 
-#include "vxperf/cost_model.h"
 #include "vxperf/device.h"
-#include "vxperf/records.h"
+#include "vxperf/model.h"
 
 namespace vxperf {
 
-class Engine;
-struct ModelInfo;
+class Trainer;
+
+namespace detail {
+class EngineCore;
+class TrainerCore;
+TrainerCore& core_of(Trainer& trainer);
+}  // namespace detail
 
 enum class Phase : std::uint8_t {
   kData,
@@ -60,15 +62,8 @@ inline constexpr int kPhaseCount = 11;
 const char* phase_name(Phase phase);
 std::optional<Phase> phase_from_name(const std::string& name);
 
-// A timing marker: host seconds plus an optional device event.
-struct Marker {
-  double host_s = 0;
-  EventId event = kNoEvent;
-};
-
 class Trainer {
  public:
-  explicit Trainer(Engine& engine);
   ~Trainer();
   Trainer(const Trainer&) = delete;
   Trainer& operator=(const Trainer&) = delete;
@@ -76,98 +71,21 @@ class Trainer {
   // The model being trained (what the reference read from `prepare`): the largest one registered
   // wins. `info.trainable` (-1: all) and `info.checkpointing` decide the FLOPs multipliers.
   void register_model(const ModelInfo& info);
-  // Sets the trained model outright, whatever its size (replay's train_model event).
-  void set_model(const ModelInfo& info);
   // The device this rank trains on and the stream to record events on (-1: host clock only).
   void set_device(int device, void* stream = nullptr);
 
   // Flushes pending steps and the partial window, then prints the summary line. Once.
   void finish();
 
-  std::int64_t steps_closed() const { return num_steps_; }
-  // Whether a training loop is using this trainer (a model was registered or a micro-step run).
-  bool in_use() const { return in_use_; }
+  std::int64_t steps_closed() const;
   // Closed steps whose timings are still waiting for their device events.
-  std::size_t pending_steps() const { return pending_.size(); }
-
-  // ---- the measurement points, for the scopes below and for replay -----------------------------
-  double now();   // host clock
-  Marker mark();  // host clock plus a device event when training on a device
-  void enter_micro(double now);
-  void exit_micro(double now);
-  // Whether a model call starting now would be timed (not nested, not inside a backward).
-  bool model_call_timed() const { return depth_ == 0 && !in_backward_; }
-  void begin_model_call(double start_s);
-  void end_model_call(Phase phase, Marker start, Marker end, std::int64_t tokens,
-                      std::int64_t samples);
-  void begin_backward(double start_s);
-  void end_backward(Marker start, Marker end);
-  void add_clip(Marker start, Marker end);
-  void add_optimizer_step(Marker start, Marker end, const void* optimizer, bool synced);
-  // The index the next recorded pair belongs to (for replay's readiness scripting).
-  std::int64_t current_step_index() const;
+  std::size_t pending_steps() const;
 
  private:
-  struct Pair {
-    Marker start, end;
-    std::int64_t trace_entry = -1;  // its event in the pending trace, when tracing
-  };
-  struct TraceState;
-  struct Step {
-    std::int64_t index = 0;
-    double t0 = 0;
-    double total_s = 0;
-    // Pairs per phase, indexed by Phase; the vectors keep their capacity from step to step.
-    std::array<std::vector<Pair>, kPhaseCount> pairs;
-    std::vector<Phase> order;  // phases in order of first use
-    std::int64_t micro_steps = 0;
-    std::optional<std::int64_t> tokens;
-    std::int64_t samples = 0;
-    std::int64_t fwd_calls = 0;
-    Pair& add(Phase phase, Marker start, Marker end);
-    void reset();
-  };
-
-  Step& current(double t0);
-  void close_head(double now);
-  void close_step(double t_close);
-  void drain(bool force);
-  bool ready(const Step& step);
-  void settle(Step& step);
-  void emit_window();
-  TrainWindowRecord aggregate(std::vector<StepRecord>& window);
-  std::optional<TrainThroughput> throughput(const std::vector<const StepRecord*>& measured);
-  void release_events(Step& step);
-  // Raw trace (VIDEOX_PERF_TRACE): events wait until their step settles, because only then are
-  // their device times known.
-  std::int64_t trace_event(std::string line, std::int64_t step);
-  void trace_pair(Phase phase, Pair& pair, std::int64_t step, std::int64_t tokens,
-                  std::int64_t samples, const void* optimizer, bool synced);
-  void trace_flush(bool all);
-
-  Engine& engine_;
-  std::int64_t num_steps_ = 0;
-  std::unique_ptr<Step> step_;
-  std::deque<std::unique_ptr<Step>> pending_;
-  std::vector<std::unique_ptr<Step>> spare_;  // settled steps kept for reuse (no allocation)
-  std::vector<StepRecord> window_;
-  std::vector<double> measured_step_s_;
-  int depth_ = 0;
-  bool in_backward_ = false;
-  const void* step_owner_ = nullptr;
-  bool head_open_ = false;
-  double micro_enter_ = 0;
-  std::optional<double> prev_exit_;
-  int device_ = -1;
-  void* stream_ = nullptr;
-  std::int64_t params_ = 0;
-  std::int64_t trainable_ = 0;
-  bool checkpointing_ = false;
-  std::optional<AttentionWidths> attention_;
-  std::int64_t text_tokens_ = 0;
-  bool finished_ = false;
-  bool in_use_ = false;
-  std::unique_ptr<TraceState> trace_;
+  friend class detail::EngineCore;
+  friend detail::TrainerCore& detail::core_of(Trainer& trainer);
+  explicit Trainer(detail::EngineCore& engine);
+  std::unique_ptr<detail::TrainerCore> core_;
 };
 
 // The process-wide engine's trainer, or nullptr when metrics are off.
@@ -178,6 +96,15 @@ namespace detail {
 // module wrapper attribute its calls to the right trainer without being told.
 inline thread_local Trainer* active_trainer = nullptr;
 }  // namespace detail
+
+// One measurement point of the training loop: where a scope (or a split begin/end call, see
+// vxperf/markers.h) started. `trainer` is nullptr when the point is not timed.
+struct TrainMark {
+  Trainer* trainer = nullptr;
+  double host_s = 0;
+  EventId event = kNoEvent;
+  Trainer* outer = nullptr;  // a micro-step: the trainer that was active before it
+};
 
 // ---- RAII scopes (stack only). Each is inert when its trainer is nullptr. ----------------------
 
@@ -190,8 +117,7 @@ class MicroStep {
   static void* operator new(std::size_t) = delete;
 
  private:
-  Trainer* trainer_;
-  Trainer* outer_ = nullptr;
+  TrainMark mark_;
 };
 
 // One model call, classified into its phase (vae_enc, vae_dec, text_encoder, aux or fwd). For
@@ -206,10 +132,9 @@ class ModelCall {
   static void* operator new(std::size_t) = delete;
 
  private:
-  Trainer* trainer_;  // nullptr when not timed
+  TrainMark mark_;
   Phase phase_;
   std::int64_t tokens_, samples_;
-  Marker start_;
 };
 
 class Backward {
@@ -221,8 +146,7 @@ class Backward {
   static void* operator new(std::size_t) = delete;
 
  private:
-  Trainer* trainer_;
-  Marker start_;
+  TrainMark mark_;
 };
 
 class Clip {
@@ -234,8 +158,7 @@ class Clip {
   static void* operator new(std::size_t) = delete;
 
  private:
-  Trainer* trainer_;
-  Marker start_;
+  TrainMark mark_;
 };
 
 // One optimizer step call. `optimizer` identifies the optimizer (its address); `synced` says
@@ -250,10 +173,9 @@ class OptimizerStep {
   static void* operator new(std::size_t) = delete;
 
  private:
-  Trainer* trainer_;
+  TrainMark mark_;
   const void* optimizer_;
   bool synced_;
-  Marker start_;
 };
 
 }  // namespace vxperf

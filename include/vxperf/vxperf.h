@@ -2,7 +2,12 @@
 // The one header an instrumented program needs.
 #pragma once
 
+#include "vxperf/config.h"
 #include "vxperf/cost_model.h"
 #include "vxperf/engine.h"
 #include "vxperf/inference.h"
+#include "vxperf/model.h"
+#include "vxperf/records.h"
+#include "vxperf/sink.h"
 #include "vxperf/training.h"
+#include "vxperf/version.h"

@@ -6,65 +6,27 @@
 #include <algorithm>
 #include <cmath>
 #include <map>
-#include <nlohmann/json.hpp>
 
+#include "format/json_fields.h"
 #include "vxperf/analysis.h"
 #include "vxperf/event_script.h"
 
 namespace vxperf::analysis {
 namespace {
 
-using Json = nlohmann::ordered_json;
+using detail::Json;
 
 constexpr double kGiB = 1024.0 * 1024.0 * 1024.0;
 constexpr int kTrainTid = 0;
 constexpr int kRequestTidBase = 1;  // request thread N is tid 1 + N
 
-// Typed field access that reports the line, like the replay reader does.
-struct Event {
-  const nlohmann::json& json;
+// A script line's fields, through the shared accessor; a wrong one is a ScriptError naming the
+// line (add_script turns FieldError into it).
+struct Event : detail::JsonFields {
+  Event(const Json& json, int line) : JsonFields(json), line(line) {}
   int line;
 
   [[noreturn]] void fail(const std::string& message) const { throw ScriptError(line, message); }
-  bool has(const char* field) const {
-    auto it = json.find(field);
-    return it != json.end() && !it->is_null();
-  }
-  double number(const char* field) const {
-    auto it = json.find(field);
-    if (it == json.end() || !it->is_number()) {
-      fail(std::string("\"") + field + "\" must be a number");
-    }
-    double d = it->get<double>();
-    if (!std::isfinite(d)) fail(std::string("\"") + field + "\" must be finite");
-    return d;
-  }
-  std::int64_t integer(const char* field, std::int64_t fallback) const {
-    if (!has(field)) return fallback;
-    const auto& v = json.at(field);
-    if (v.is_number_integer() && !(v.is_number_unsigned() && v.get<std::uint64_t>() > INT64_MAX)) {
-      return v.get<std::int64_t>();
-    }
-    if (v.is_number_float()) {
-      double d = v.get<double>();
-      if (std::isfinite(d) && d == std::floor(d) && std::fabs(d) < 9e18) {
-        return static_cast<std::int64_t>(d);
-      }
-    }
-    fail(std::string("\"") + field + "\" must be an integer");
-  }
-  bool boolean(const char* field, bool fallback) const {
-    if (!has(field)) return fallback;
-    const auto& v = json.at(field);
-    if (!v.is_boolean()) fail(std::string("\"") + field + "\" must be true or false");
-    return v.get<bool>();
-  }
-  std::string string(const char* field, const std::string& fallback = {}) const {
-    if (!has(field)) return fallback;
-    const auto& v = json.at(field);
-    if (!v.is_string()) fail(std::string("\"") + field + "\" must be a string");
-    return v.get<std::string>();
-  }
   // The pair's timing fields as trace arguments.
   Json pair_args() const {
     Json args = Json::object();
@@ -83,8 +45,8 @@ class Converter {
       : events_(events), count_(count), name_(name) {}
 
   void event(const Event& ev) {
-    auto kind_it = ev.json.find("ev");
-    if (kind_it == ev.json.end() || !kind_it->is_string()) {
+    auto kind_it = ev.json().find("ev");
+    if (kind_it == ev.json().end() || !kind_it->is_string()) {
       ev.fail("an event needs a string field \"ev\"");
     }
     const std::string kind = kind_it->get<std::string>();
@@ -311,9 +273,9 @@ void TraceBuilder::add_script(std::istream& script, const std::string& name) {
   while (std::getline(script, text)) {
     ++line;
     if (text.find_first_not_of(" \t\r") == std::string::npos) continue;
-    auto json = nlohmann::json::parse(text, nullptr, /*allow_exceptions=*/false);
+    auto json = Json::parse(text, nullptr, /*allow_exceptions=*/false);
     if (json.is_discarded() || !json.is_object()) throw ScriptError(line, "not a JSON object");
-    Event ev{json, line};
+    Event ev(json, line);
     if (!any) {
       auto kind = json.find("ev");
       if (kind == json.end() || !kind->is_string() || *kind != "config") {
@@ -321,7 +283,11 @@ void TraceBuilder::add_script(std::istream& script, const std::string& name) {
       }
       any = true;
     }
-    converter.event(ev);
+    try {
+      converter.event(ev);
+    } catch (const detail::FieldError& e) {
+      throw ScriptError(line, e.what());
+    }
   }
   converter.finish(converter.last_t());
   impl_->sources.push_back(name);
@@ -333,7 +299,7 @@ std::string TraceBuilder::json() const {
   doc["displayTimeUnit"] = "ms";
   doc["otherData"] = {{"generator", "vxperf trace"}, {"sources", impl_->sources}};
   // Invalid UTF-8 in names is replaced rather than thrown on.
-  return doc.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+  return doc.dump(-1, ' ', false, Json::error_handler_t::replace);
 }
 
 std::int64_t TraceBuilder::event_count() const { return impl_->count; }

@@ -4,23 +4,16 @@
 #include <nlohmann/json.hpp>
 #include <stdexcept>
 
-#include "analysis/format.h"
+#include "format/strings.h"
 #include "vxperf/analysis.h"
 #include "vxperf/cost_model.h"
 
 namespace vxperf::analysis {
+
+using detail::strprintf;
 namespace {
 
 using Json = nlohmann::ordered_json;
-
-struct Preset {
-  const char* name;
-  std::int64_t dim, ffn, heads, layers;
-};
-constexpr Preset kPresets[] = {
-    {"wan2.1-t2v-1.3b", 1536, 8960, 12, 30},
-    {"wan2.1-t2v-14b", 5120, 13824, 40, 40},
-};
 
 AttentionWidths widths_of(const DitDims& d) {
   // Every block has one self- and one cross-attention, each with query width dim.
@@ -28,26 +21,6 @@ AttentionWidths widths_of(const DitDims& d) {
 }
 
 }  // namespace
-
-std::optional<DitDims> dit_preset(std::string_view name) {
-  for (const auto& p : kPresets) {
-    if (name == p.name) {
-      DitDims d;
-      d.dim = p.dim;
-      d.ffn = p.ffn;
-      d.heads = p.heads;
-      d.layers = p.layers;
-      return d;
-    }
-  }
-  return std::nullopt;
-}
-
-std::vector<std::string> dit_preset_names() {
-  std::vector<std::string> names;
-  for (const auto& p : kPresets) names.emplace_back(p.name);
-  return names;
-}
 
 // With d = dim, f = ffn, L = layers, C = latent channels, p = patch volume, E = text width,
 // F = time-frequency width:

@@ -1,98 +1,31 @@
-// Records reader: the JSON lines records.cpp writes, back into the record structs.
-#include <cmath>
+// Records reader: the JSON lines the records file holds, back into the record structs.
+#include <cerrno>
 #include <cstring>
 #include <fstream>
 #include <iostream>
-#include <nlohmann/json.hpp>
 
+#include "format/json_fields.h"
 #include "vxperf/analysis.h"
 
 namespace vxperf::analysis {
 namespace {
 
-using Json = nlohmann::ordered_json;  // keeps the writer's stage and phase order
+using detail::Json;
 
-// Field access that names the file, the line and the field when a record is wrong.
-struct Fields {
-  const Json& json;
-  const std::string& file;
-  int line;
+// The record fields, through the shared accessor; a wrong field throws FieldError, which
+// read_records turns into an InputError naming the file and line.
+struct Fields : detail::JsonFields {
+  using JsonFields::JsonFields;
 
-  [[noreturn]] void fail(const std::string& message) const {
-    throw InputError(file, line, message);
-  }
-  const Json* find(const char* field) const {
-    auto it = json.find(field);
-    return it == json.end() || it->is_null() ? nullptr : &*it;
-  }
-  double number(const char* field) const {
-    const Json* v = find(field);
-    if (v == nullptr) fail(std::string("missing \"") + field + "\"");
-    return as_number(*v, field);
-  }
-  double number(const char* field, double fallback) const {
-    const Json* v = find(field);
-    return v ? as_number(*v, field) : fallback;
-  }
-  double as_number(const Json& v, const char* field) const {
-    if (!v.is_number()) fail(std::string("\"") + field + "\" must be a number");
-    double d = v.get<double>();
-    if (!std::isfinite(d)) fail(std::string("\"") + field + "\" must be finite");
-    return d;
-  }
-  std::optional<double> optional_number(const char* field) const {
-    const Json* v = find(field);
-    if (v == nullptr) return std::nullopt;
-    return as_number(*v, field);
-  }
-  std::int64_t integer(const char* field, std::optional<std::int64_t> fallback = {}) const {
-    const Json* v = find(field);
-    if (v == nullptr) {
-      if (!fallback) fail(std::string("missing \"") + field + "\"");
-      return *fallback;
-    }
-    if (v->is_number_integer()) {
-      if (v->is_number_unsigned() && v->get<std::uint64_t>() > INT64_MAX) {
-        fail(std::string("\"") + field + "\" is out of range");
-      }
-      return v->get<std::int64_t>();
-    }
-    if (v->is_number_float()) {
-      double d = v->get<double>();
-      if (std::isfinite(d) && d == std::floor(d) && std::fabs(d) < 9e18) {
-        return static_cast<std::int64_t>(d);
-      }
-    }
-    fail(std::string("\"") + field + "\" must be an integer");
-  }
-  int small_int(const char* field, std::optional<std::int64_t> fallback = {}) const {
+  int small_int(const char* field, std::int64_t fallback) const {
     std::int64_t v = integer(field, fallback);
     if (v < 0 || v > 1000000) fail(std::string("\"") + field + "\" is out of range");
     return static_cast<int>(v);
   }
   std::uint64_t bytes(const char* field) const {
-    std::int64_t v = integer(field, 0);
-    if (v < 0) fail(std::string("\"") + field + "\" must not be negative");
-    return static_cast<std::uint64_t>(v);
+    return static_cast<std::uint64_t>(count(field, 0));
   }
-  bool boolean(const char* field, bool fallback) const {
-    const Json* v = find(field);
-    if (v == nullptr) return fallback;
-    if (!v->is_boolean()) fail(std::string("\"") + field + "\" must be true or false");
-    return v->get<bool>();
-  }
-  std::string string(const char* field) const {
-    const Json* v = find(field);
-    if (v == nullptr) return {};
-    if (!v->is_string()) fail(std::string("\"") + field + "\" must be a string");
-    return v->get<std::string>();
-  }
-  const Json& object(const char* field) const {
-    const Json* v = find(field);
-    if (v == nullptr || !v->is_object()) fail(std::string("\"") + field + "\" must be an object");
-    return *v;
-  }
-  Fields inner(const Json& v) const { return Fields{v, file, line}; }
+  Fields inner(const Json& v) const { return Fields(v); }
 
   // "device": "cuda:N" and the two peak counters that come with it.
   void device(std::optional<int>& index, std::optional<MemoryPeaks>& peaks) const {
@@ -167,7 +100,7 @@ TrainWindowRecord parse_window(const Fields& f) {
   r.step_s_p95 = f.number("step_s_p95");
   const Json& phases = f.object("phases_s");
   for (auto it = phases.begin(); it != phases.end(); ++it) {
-    r.phases_s.emplace_back(it.key(), f.as_number(it.value(), it.key().c_str()));
+    r.phases_s.emplace_back(it.key(), Fields::as_number(it.value(), it.key()));
   }
   r.micro_steps = f.number("micro_steps", 1);
   r.overrun_s = f.number("overrun_s", 0);
@@ -229,16 +162,20 @@ void read_records(std::istream& in, const std::string& name, RecordSet& into) {
       throw InputError(name, line, "not valid JSON");
     }
     if (!json.is_object()) throw InputError(name, line, "a record must be a JSON object");
-    Fields f{json, name, line};
-    auto kind = json.find("kind");
-    if (kind == json.end() || !kind->is_string()) f.fail("a record needs a string \"kind\"");
-    const auto& k = kind->get_ref<const std::string&>();
-    if (k == "request") {
-      into.requests.push_back(parse_request(f));
-    } else if (k == "train_window") {
-      into.windows.push_back(parse_window(f));
-    } else {
-      f.fail("unknown record kind \"" + k + "\" (expected request or train_window)");
+    Fields f(json);
+    try {
+      auto kind = json.find("kind");
+      if (kind == json.end() || !kind->is_string()) f.fail("a record needs a string \"kind\"");
+      const auto& k = kind->get_ref<const std::string&>();
+      if (k == "request") {
+        into.requests.push_back(parse_request(f));
+      } else if (k == "train_window") {
+        into.windows.push_back(parse_window(f));
+      } else {
+        f.fail("unknown record kind \"" + k + "\" (expected request or train_window)");
+      }
+    } catch (const detail::FieldError& e) {
+      throw InputError(name, line, e.what());
     }
   }
 }

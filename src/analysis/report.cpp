@@ -6,11 +6,13 @@
 #include <nlohmann/json.hpp>
 #include <set>
 
-#include "analysis/format.h"
-#include "stats.h"
+#include "core/stats.h"
+#include "format/strings.h"
 #include "vxperf/analysis.h"
 
 namespace vxperf::analysis {
+
+using detail::strprintf;
 namespace {
 
 using Json = nlohmann::ordered_json;

@@ -4,10 +4,12 @@
 #include <map>
 #include <set>
 
-#include "analysis/format.h"
+#include "format/strings.h"
 #include "vxperf/analysis.h"
 
 namespace vxperf::analysis {
+
+using detail::strprintf;
 namespace {
 
 constexpr double kWidth = 1000, kHeight = 320;

@@ -5,6 +5,9 @@
 #include <stdexcept>
 #include <string>
 
+#include "core/engine_core.h"
+#include "format/strings.h"
+#include "training/trainer_core.h"
 #include "vxperf/cuda_backend.h"
 #include "vxperf/engine.h"
 #include "vxperf/torch.h"
@@ -25,10 +28,7 @@ constexpr const char* kFused[] = {"qkv", "to_qkv", "qkv_proj"};
 // because Z-Image's `noise_refiner` does run over the latents.
 constexpr const char* kTextTowers[] = {"token_refiner", "context_refiner"};
 
-std::string lower(std::string s) {
-  for (auto& c : s) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-  return s;
-}
+using vxperf::detail::lower;
 
 bool in_text_tower(const std::string& lowered) {
   for (const char* tower : kTextTowers)
@@ -315,8 +315,8 @@ Phase phase_of(Role role) {
 Trainer* training_trainer() {
   if (Trainer* t = vxperf::detail::active_trainer) return t;
   Engine* e = vxperf::engine();
-  Trainer* t = e != nullptr ? e->existing_trainer() : nullptr;
-  return t != nullptr && t->in_use() ? t : nullptr;
+  Trainer* t = e != nullptr ? vxperf::detail::core_of(*e).existing_trainer() : nullptr;
+  return t != nullptr && vxperf::detail::core_of(*t).in_use() ? t : nullptr;
 }
 
 }  // namespace

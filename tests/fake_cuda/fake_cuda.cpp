@@ -16,7 +16,7 @@
 #include <string>
 #include <vector>
 
-#include "cuda_driver.h"
+#include "backends/cuda_driver.h"
 
 using namespace vxperf::cuda;  // NOLINT(google-build-using-namespace)
 

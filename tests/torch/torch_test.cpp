@@ -9,8 +9,9 @@
 #include <sstream>
 #include <string>
 
+#include "demo/workload.h"
 #include "vxperf/engine.h"
-#include "workload.h"
+#include "vxperf/testing.h"
 
 namespace vt = vxperf::torch;
 namespace nn = ::torch::nn;
@@ -262,18 +263,12 @@ TEST(MiniDiT, CostModelAgainstExactMatmulCount) {
   }
 }
 
-class CaptureOutput final : public vxperf::Output {
- public:
-  void log(std::string_view line) override { lines.emplace_back(line); }
-  void record(std::string_view json, int, int) override { records.emplace_back(json); }
-  std::vector<std::string> lines, records;
-};
-
 TEST(Wrappers, TransformerCallIsAPricedStage) {
-  vxperf::EngineParts parts;
+  vxperf::EngineOptions parts;
   parts.settings.level = 1;
-  auto out = std::make_shared<CaptureOutput>();
-  parts.output = out;
+  auto out = std::make_shared<vxperf::testing::MemoryOutput>();
+  parts.log = out->log_fn();
+  parts.sinks.push_back(out);
   vxperf::Engine engine(std::move(parts));
   ::torch::manual_seed(0);
   auto c = vxperf_demo::tiny_config();
@@ -292,7 +287,7 @@ TEST(Wrappers, TransformerCallIsAPricedStage) {
     vae(timed.narrow(0, 0, 1));
   }
   EXPECT_TRUE(timed.equal(plain));  // instrumentation never changes the computation
-  auto history = engine.history();
+  auto history = out->requests();
   ASSERT_EQ(history.size(), 1u);
   std::map<std::string, std::int64_t> counts;
   for (const auto& s : history[0].stages) counts[s.name] = s.count;
@@ -301,7 +296,7 @@ TEST(Wrappers, TransformerCallIsAPricedStage) {
   ASSERT_TRUE(history[0].dit.has_value());
   EXPECT_EQ(history[0].dit->tokens, 3 * 4 * 4);
   EXPECT_EQ(history[0].dit->batch, 2);
-  EXPECT_FALSE(out->records.empty());
+  EXPECT_FALSE(out->records().empty());
 }
 
 TEST(Wrappers, OutsideARequestWithMetricsOffIsInert) {
@@ -312,11 +307,12 @@ TEST(Wrappers, OutsideARequestWithMetricsOffIsInert) {
 }
 
 TEST(Wrappers, TrainingCallsBecomePhasesOfTheMicroStepsTrainer) {
-  vxperf::EngineParts parts;
+  vxperf::EngineOptions parts;
   parts.settings.level = 1;
   parts.settings.every = 2;
-  auto out = std::make_shared<CaptureOutput>();
-  parts.output = out;
+  auto out = std::make_shared<vxperf::testing::MemoryOutput>();
+  parts.log = out->log_fn();
+  parts.sinks.push_back(out);
   vxperf::Engine engine(std::move(parts));
   vxperf::Trainer& trainer = engine.trainer();
   ::torch::manual_seed(0);
@@ -342,8 +338,8 @@ TEST(Wrappers, TrainingCallsBecomePhasesOfTheMicroStepsTrainer) {
     }
     vxperf::OptimizerStep opt(&optimizer, true, &trainer);
   }
-  ASSERT_EQ(out->records.size(), 1u);
-  const std::string& w = out->records[0];
+  ASSERT_EQ(out->records().size(), 1u);
+  const std::string w = out->records()[0];
   for (const char* phase : {"\"vae_enc\"", "\"fwd\"", "\"bwd\"", "\"opt\""}) {
     EXPECT_NE(w.find(phase), std::string::npos) << phase << " in " << w;
   }

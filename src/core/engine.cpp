@@ -1,0 +1,41 @@
+// vxperf::Engine: the public face of EngineCore.
+#include "vxperf/engine.h"
+
+#include "core/engine_core.h"
+#include "vxperf/training.h"
+#include "vxperf/version.h"
+
+namespace vxperf {
+
+const char* version() { return VXPERF_VERSION_STRING; }
+
+namespace detail {
+EngineCore& core_of(Engine& engine) { return *engine.core_; }
+}  // namespace detail
+
+Engine::Engine(EngineOptions options)
+    : core_(std::make_unique<detail::EngineCore>(*this, std::move(options))) {}
+
+Engine::~Engine() = default;
+
+const Settings& Engine::settings() const { return core_->settings(); }
+Topology Engine::topology() const { return core_->topology(); }
+void Engine::set_topology(int rank, int world_size) { core_->set_topology(rank, world_size); }
+void Engine::set_sequence_parallel(int sp) { core_->set_sequence_parallel(sp); }
+int Engine::dp_degree() const { return core_->dp_degree(); }
+bool Engine::should_log() const { return core_->should_log(); }
+
+void Engine::declare_model(std::string_view stage, const ModelInfo& info) {
+  core_->declare_model(stage, info);
+}
+
+void Engine::set_device_backend(std::shared_ptr<DeviceBackend> device) {
+  core_->set_device_backend(std::move(device));
+}
+
+void Engine::add_sink(std::shared_ptr<RecordSink> sink) { core_->add_sink(std::move(sink)); }
+void Engine::notice(std::string_view line) { core_->notice(line); }
+Trainer& Engine::trainer() { return core_->trainer(); }
+void Engine::shutdown() { core_->shutdown(); }
+
+}  // namespace vxperf

@@ -1,0 +1,112 @@
+// The request and stage scopes, and their split begin/end form (vxperf/markers.h).
+#include "vxperf/inference.h"
+
+#include <exception>
+
+#include "core/engine_core.h"
+#include "core/request.h"
+#include "vxperf/engine.h"
+#include "vxperf/markers.h"
+
+namespace vxperf {
+namespace {
+
+detail::Request* open_request(Engine& engine, const RequestOptions& options) noexcept {
+  // A pipeline called from inside another (an upsampler, a refiner): the outer request owns it.
+  if (detail::current_request != nullptr) return nullptr;
+  detail::Request* request = nullptr;
+  try {
+    request = detail::core_of(engine).begin_request(options.device, options.stream);
+  } catch (...) {
+    request = nullptr;  // measurement never takes a run down
+  }
+  detail::current_request = request;
+  return request;
+}
+
+void close_request(detail::Request* request, bool failed) noexcept {
+  // Released first, so that even a failing settle cannot leave the thread inside a dead request.
+  detail::current_request = nullptr;
+  try {
+    request->engine->end_request(request, failed);
+  } catch (...) {
+  }
+}
+
+}  // namespace
+
+RequestScope::RequestScope(const RequestOptions& options) noexcept {
+  if (Engine* e = engine()) open(*e, options);
+}
+
+RequestScope::RequestScope(Engine& engine, const RequestOptions& options) noexcept {
+  open(engine, options);
+}
+
+void RequestScope::open(Engine& engine, const RequestOptions& options) noexcept {
+  request_ = open_request(engine, options);
+  exceptions_ = std::uncaught_exceptions();
+}
+
+RequestScope::~RequestScope() {
+  if (request_ != nullptr) close_request(request_, std::uncaught_exceptions() > exceptions_);
+}
+
+namespace detail {
+
+StageMark open_stage(StageId stage, std::int64_t tokens, std::int64_t batch,
+                     void* stream) noexcept {
+  Request* r = current_request;
+  StageMark m;
+  m.request = r;
+  m.stage = stage.value;
+  m.stream = stream != nullptr ? stream : r->stream;
+  r->note_stage(m.stage, tokens, batch);
+  m.t0 = r->clock->now_s();
+  m.e0 = r->device_events ? r->backend->record(r->device, m.stream) : kNoEvent;
+  return m;
+}
+
+void close_stage(const StageMark& m) noexcept {
+  Request* r = m.request;
+  EventId e1 = r->device_events ? r->backend->record(r->device, m.stream) : kNoEvent;
+  double t1 = r->clock->now_s();
+  r->pairs.push_back(Request::Pair{m.stage, m.t0, t1, m.e0, e1});
+}
+
+}  // namespace detail
+
+// ---- split form
+// ----------------------------------------------------------------------------------
+
+bool begin_request(const RequestOptions& options) noexcept {
+  Engine* e = engine();
+  return e != nullptr && open_request(*e, options) != nullptr;
+}
+
+bool begin_request(Engine& engine, const RequestOptions& options) noexcept {
+  return open_request(engine, options) != nullptr;
+}
+
+void end_request(bool failed) noexcept {
+  if (detail::Request* r = detail::current_request) close_request(r, failed);
+}
+
+StageMark begin_stage(StageId stage, std::int64_t tokens, std::int64_t batch,
+                      void* stream) noexcept {
+  if (detail::current_request == nullptr) return {};
+  return detail::open_stage(stage, tokens, batch, stream);
+}
+
+void end_stage(const StageMark& mark) noexcept {
+  // A mark from a request that has ended since (a stage left open across a request's end) is
+  // dropped, never written into the next request.
+  if (mark.request != nullptr && mark.request == detail::current_request) detail::close_stage(mark);
+}
+
+bool stage_needs_tokens(StageId stage) noexcept {
+  detail::Request* r = detail::current_request;
+  return r != nullptr && r->needs_tokens(stage.value);
+}
+
+}  // namespace vxperf

@@ -1,0 +1,108 @@
+#include "core/pricing.h"
+
+#include <algorithm>
+
+#include "core/stats.h"
+
+namespace vxperf::detail {
+
+std::optional<DitThroughput> price_request(const std::vector<PricedStage>& stages, int devices,
+                                           const PeakFn& per_device_peak) {
+  double total_flops = 0.0;
+  double attn_flops = 0.0;
+  double total_ms = 0.0;
+  std::int64_t total_count = 0;
+  std::int64_t max_tokens = 0;
+  std::int64_t max_batch = 0;
+  std::int64_t params_sum = 0;
+  for (const PricedStage& s : stages) {
+    if (s.params == 0) continue;  // a model with no parameters prices nothing
+    params_sum += s.params;
+    if (!s.called || s.tokens == 0) continue;
+    double tokens = static_cast<double>(s.tokens);
+    double attention = attention_flops(s.attention, tokens, static_cast<double>(s.text_tokens));
+    double per_forward = linear_flops(static_cast<double>(s.params), tokens) + attention;
+    double count = static_cast<double>(s.calls);
+    total_flops += per_forward * static_cast<double>(s.batch) * count;
+    attn_flops += attention * static_cast<double>(s.batch) * count;
+    total_ms += s.total_ms;
+    total_count += s.calls;
+    max_tokens = std::max(max_tokens, s.tokens);
+    max_batch = std::max(max_batch, s.batch);
+  }
+  if (total_count == 0 || total_ms <= 0) return std::nullopt;
+  DitThroughput d;
+  d.params = params_sum;
+  d.tokens = max_tokens;
+  d.batch = max_batch;
+  // A job rate: under sequence parallel each rank is handed the whole length but computes a
+  // shard, so the peak it is compared with is that of every device in the group.
+  d.devices = devices;
+  d.flops_per_fwd = total_flops / static_cast<double>(total_count);
+  d.attn_share = total_flops != 0.0 ? attn_flops / total_flops : 0.0;
+  d.tflops = total_flops / (total_ms / 1000.0) / 1e12;
+  std::optional<double> per_device = per_device_peak();
+  if (per_device && *per_device != 0.0) {
+    d.peak_tflops = *per_device * d.devices;
+    d.mfu = d.tflops / *d.peak_tflops;
+  }
+  return d;
+}
+
+void price_window(const std::vector<PricedStep>& steps, const TrainedModel& model,
+                  bool attention_enabled, std::optional<double> coef_override, int devices,
+                  const PeakFn& per_device_peak, TrainThroughput& t) {
+  // A step that captured no token count contributes neither work nor time.
+  std::vector<const PricedStep*> priced;
+  std::vector<double> priced_totals;
+  std::vector<double> priced_tokens;
+  for (const PricedStep& s : steps) {
+    if (s.tokens.value_or(0) != 0 && s.samples != 0) {
+      priced.push_back(&s);
+      priced_totals.push_back(s.total_s);
+      priced_tokens.push_back(static_cast<double>(*s.tokens));
+    }
+  }
+  double priced_s = plain_sum(priced_totals);
+  if (priced.empty() || !(priced_s > 0) || model.params == 0) return;
+
+  StepCoefficients coef = step_coefficients(model.params, model.trainable, model.checkpointing,
+                                            model.attention, attention_enabled, coef_override);
+  // Sums over sums: with mixed buckets, a mean of products is not a product of means.
+  double linear = 0.0;
+  double attention = 0.0;
+  for (const PricedStep* s : priced) {
+    double tokens = static_cast<double>(*s->tokens);
+    double n = static_cast<double>(s->samples);
+    linear += linear_flops(static_cast<double>(model.params), tokens) * n;
+    attention +=
+        attention_flops(model.attention, tokens, static_cast<double>(model.text_tokens)) * n;
+  }
+  double per_forward = linear + attention;
+  double flops_total = coef.mfu * per_forward;
+  double hw_flops_total = coef.hfu * per_forward;
+  // A job rate: local work times the data-parallel width, against the peak of every device.
+  double dp = static_cast<double>(t.dp);
+  t.priced = true;
+  t.params = model.params;
+  t.trainable = model.trainable;
+  t.tokens = fmean(priced_tokens);
+  t.priced_steps = static_cast<std::int64_t>(priced.size());
+  t.priced_s = priced_s;
+  t.flops_coef = coef.mfu;
+  t.flops_coef_hw = coef.hfu;
+  t.flops_coef_reason = coef.reason;
+  t.flops_per_step = flops_total / static_cast<double>(priced.size());
+  t.attn_share = per_forward != 0.0 ? attention / per_forward : 0.0;
+  t.devices = devices;
+  t.tflops = flops_total * dp / priced_s / 1e12;
+  t.hw_tflops = hw_flops_total * dp / priced_s / 1e12;
+  std::optional<double> per_device = per_device_peak();
+  if (per_device && *per_device != 0.0) {
+    t.peak_tflops = *per_device * t.devices;
+    t.mfu = t.tflops / *t.peak_tflops;
+    t.hfu = t.hw_tflops / *t.peak_tflops;
+  }
+}
+
+}  // namespace vxperf::detail

@@ -1,0 +1,111 @@
+// The process-wide engine: built at first use from vxperf::configure's Config and the
+// environment, never destroyed (the exit handler and late threads may still use it).
+#include <cstdlib>
+#include <mutex>
+
+#include "core/engine_core.h"
+#include "core/topology.h"
+#include "sinks/write_line.h"
+#include "vxperf/config.h"
+#include "vxperf/training.h"
+
+namespace vxperf {
+namespace {
+
+// One lock for building the engine and for configure(); never taken once the engine is on.
+std::mutex& build_mu() {
+  static auto* mu = new std::mutex();
+  return *mu;
+}
+
+Config& pending_config() {
+  static auto* config = new Config();
+  return *config;
+}
+
+// nullptr until built on; `decided_off` once the environment (and Config) said off, so that a
+// disabled run pays one relaxed load per call, not a lock.
+std::atomic<Engine*> g_engine{nullptr};
+std::atomic<bool> g_decided_off{false};
+
+Engine* build_locked() {
+  if (Engine* e = g_engine.load(std::memory_order_acquire)) return e;
+  const Config& config = pending_config();
+  std::vector<std::string> problems;
+  // A level given in code stands in for VIDEOX_PERF; every other variable is read as it is.
+  EnvLookup env = process_env();
+  if (config.level) {
+    env = [level = std::to_string(*config.level)](
+              const std::string& name) -> std::optional<std::string> {
+      if (name == "VIDEOX_PERF") return level;
+      return process_env()(name);
+    };
+  }
+  Settings settings = Settings::parse(env, &problems, config.settings);
+  LogFn log = config.log ? config.log : detail::stderr_log();
+  if (!settings.enabled()) {
+    // Only VIDEOX_PERF itself was read: said once, however often this is asked again.
+    if (!g_decided_off.exchange(true, std::memory_order_relaxed)) {
+      for (const auto& p : problems) log(p);
+    }
+    return nullptr;
+  }
+  EngineOptions options;
+  options.settings = settings;
+  options.topology =
+      config.topology ? *config.topology : detail::topology_from_env(process_env(), &problems);
+  options.cuda_on_demand = true;
+  options.log = log;
+  options.sinks = config.sinks;
+  for (const auto& p : problems) log(p);
+  auto* e = new Engine(std::move(options));
+  g_engine.store(e, std::memory_order_release);
+  static bool exit_handler = [] {
+    std::atexit([] {
+      if (Engine* process = g_engine.load(std::memory_order_acquire)) process->shutdown();
+    });
+    return true;
+  }();
+  (void)exit_handler;
+  if (e->should_log()) {
+    std::string where = settings.json_path.empty() ? "" : "; records to " + settings.json_path;
+    if (!settings.trace_path.empty()) where += "; trace to " + settings.trace_path;
+    e->notice("vxperf: metrics on (level " + std::to_string(settings.level) + ")" + where);
+  }
+  return e;
+}
+
+}  // namespace
+
+Engine* engine() {
+  Engine* e = g_engine.load(std::memory_order_acquire);
+  if (e != nullptr || g_decided_off.load(std::memory_order_relaxed)) return e;
+  std::lock_guard<std::mutex> lock(build_mu());
+  return build_locked();
+}
+
+bool enabled() { return engine() != nullptr; }
+
+void shutdown() {
+  if (Engine* e = engine()) e->shutdown();
+}
+
+bool configure(Config config) {
+  std::lock_guard<std::mutex> lock(build_mu());
+  if (Engine* e = g_engine.load(std::memory_order_acquire)) {
+    // On already: as the reference's repeated install, only a more verbose level is taken.
+    if (config.level) detail::core_of(*e).raise_level(*config.level);
+    return false;
+  }
+  pending_config() = std::move(config);
+  // A run decided off may be switched on by code: the next use builds the engine again.
+  g_decided_off.store(false, std::memory_order_relaxed);
+  return true;
+}
+
+Trainer* trainer() {
+  Engine* e = engine();
+  return e != nullptr ? &detail::core_of(*e).trainer() : nullptr;
+}
+
+}  // namespace vxperf

@@ -1,0 +1,51 @@
+// The state of one open request (internal). Reused per thread, so a steady stream of requests
+// allocates nothing once the vectors have grown to the pipeline's size.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "vxperf/clock.h"
+#include "vxperf/device.h"
+
+namespace vxperf::detail {
+
+class EngineCore;
+
+struct Request {
+  struct Pair {
+    std::uint32_t stage;
+    double t0, t1;
+    EventId e0, e1;
+  };
+  struct StageState {
+    bool seen = false;
+    bool priced = false;      // a transformer stage (asked once, when first seen)
+    std::int64_t tokens = 0;  // first known value (transformer stages), 0: unknown
+    std::int64_t batch = 1;
+  };
+
+  EngineCore* engine = nullptr;
+  Clock* clock = nullptr;
+  DeviceBackend* backend = nullptr;
+  bool device_events = false;  // events are recorded on `device`
+  int device = -1;
+  void* stream = nullptr;
+  std::int64_t index = 0;
+  bool warmup = false;
+  double t0 = 0;
+  std::vector<Pair> pairs;           // closed calls, in closing order
+  std::vector<StageState> stages;    // indexed by stage id
+  std::vector<std::uint32_t> order;  // stage ids in order of first use
+
+  // Marks a stage as used (at the opening of a call) and keeps its first known token count.
+  void note_stage(std::uint32_t id, std::int64_t tokens, std::int64_t batch);
+  // Whether `id` is a priced stage with no token count yet.
+  bool needs_tokens(std::uint32_t id) const;
+  void clear();
+};
+
+// Whether a stage name is priced and counted as a denoising step ("transformer", "transformer_2").
+bool is_transformer_stage(std::uint32_t id);
+
+}  // namespace vxperf::detail

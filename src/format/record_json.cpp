@@ -1,0 +1,113 @@
+// Records as JSON lines: the only place a record becomes JSON.
+#include <nlohmann/json.hpp>
+
+#include "vxperf/records.h"
+
+namespace vxperf {
+namespace {
+
+using Json = nlohmann::ordered_json;
+
+Json optional_number(const std::optional<double>& value) {
+  return value ? Json(*value) : Json(nullptr);
+}
+
+std::string device_string(int index) { return "cuda:" + std::to_string(index); }
+
+// The fields every record starts with.
+Json record_head(const char* kind, double ts, int rank, int world_size) {
+  Json j;
+  j["kind"] = kind;
+  j["ts"] = ts;
+  j["rank"] = rank;
+  j["world_size"] = world_size;
+  return j;
+}
+
+// The device and its memory peaks, present only when the record was measured on a device.
+void add_device(Json& j, const std::optional<int>& device,
+                const std::optional<MemoryPeaks>& peaks) {
+  if (!device) return;
+  j["device"] = device_string(*device);
+  j["peak_alloc_bytes"] = peaks ? peaks->allocated : 0;
+  j["peak_reserved_bytes"] = peaks ? peaks->reserved : 0;
+}
+
+}  // namespace
+
+std::string to_json_line(const RequestRecord& r) {
+  Json j = record_head("request", r.ts, r.rank, r.world_size);
+  j["req"] = r.req;
+  j["warmup"] = r.warmup;
+  j["e2e_s"] = r.e2e_s;
+  Json stages = Json::object();
+  for (const auto& s : r.stages) {
+    stages[s.name] = {{"count", s.count},   {"total_ms", s.total_ms}, {"mean_ms", s.mean_ms},
+                      {"std_ms", s.std_ms}, {"min_ms", s.min_ms},     {"max_ms", s.max_ms}};
+  }
+  j["stages"] = std::move(stages);
+  if (r.dit) {
+    const auto& d = *r.dit;
+    j["dit"] = {{"params", d.params},
+                {"tokens", d.tokens},
+                {"batch", d.batch},
+                {"devices", d.devices},
+                {"flops_per_fwd", d.flops_per_fwd},
+                {"attn_share", d.attn_share},
+                {"tflops", d.tflops},
+                {"peak_tflops", optional_number(d.peak_tflops)},
+                {"mfu", optional_number(d.mfu)}};
+  } else {
+    j["dit"] = nullptr;
+  }
+  add_device(j, r.device, r.peaks);
+  return j.dump();
+}
+
+std::string to_json_line(const TrainWindowRecord& r) {
+  Json j = record_head("train_window", r.ts, r.rank, r.world_size);
+  j["step_first"] = r.step_first;
+  j["step_last"] = r.step_last;
+  j["steps"] = r.steps;
+  j["warmup_excluded"] = r.warmup_excluded;
+  j["step_s_p50"] = r.step_s_p50;
+  j["step_s_p95"] = r.step_s_p95;
+  Json phases = Json::object();
+  for (const auto& [name, seconds] : r.phases_s) phases[name] = seconds;
+  j["phases_s"] = std::move(phases);
+  j["micro_steps"] = r.micro_steps;
+  j["overrun_s"] = r.overrun_s;
+  add_device(j, r.device, r.peaks);
+  if (r.throughput) {
+    const auto& t = *r.throughput;
+    Json tj = {{"samples_per_s", t.samples_per_s},
+               {"samples", t.samples},
+               {"wall_s", t.wall_s},
+               {"dp", t.dp}};
+    if (t.priced) {
+      tj["params"] = t.params;
+      tj["trainable"] = t.trainable;
+      tj["tokens"] = t.tokens;
+      tj["priced_steps"] = t.priced_steps;
+      tj["priced_s"] = t.priced_s;
+      tj["flops_coef"] = t.flops_coef;
+      tj["flops_coef_hw"] = t.flops_coef_hw;
+      tj["flops_coef_reason"] = t.flops_coef_reason;
+      tj["flops_per_step"] = t.flops_per_step;
+      tj["attn_share"] = t.attn_share;
+      tj["devices"] = t.devices;
+      tj["tflops"] = t.tflops;
+      tj["hw_tflops"] = t.hw_tflops;
+      tj["peak_tflops"] = optional_number(t.peak_tflops);
+      tj["mfu"] = optional_number(t.mfu);
+      tj["hfu"] = optional_number(t.hfu);
+    }
+    j["throughput"] = std::move(tj);
+  } else {
+    j["throughput"] = nullptr;
+  }
+  if (r.eta_s) j["eta_s"] = *r.eta_s;
+  return j.dump();
+}
+
+}  // namespace vxperf

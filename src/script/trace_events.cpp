@@ -1,0 +1,86 @@
+#include "script/trace_events.h"
+
+#include "core/request.h"
+#include "vxperf/inference.h"
+
+namespace vxperf::detail {
+namespace {
+
+Json widths_json(const std::optional<AttentionWidths>& w) {
+  if (!w) return nullptr;
+  return Json{{"self", w->self}, {"cross", w->cross}, {"modules", w->modules}};
+}
+
+}  // namespace
+
+std::string config_event(const Settings& settings, const std::optional<std::string>& device_name,
+                         int device_index, const Topology& topology) {
+  Json env = Json::object();
+  for (const auto& [name, value] : settings.to_env()) env[name] = value;
+  Json config = {{"ev", "config"},
+                 {"env", env},
+                 {"device", device_name ? Json(*device_name) : Json(nullptr)},
+                 {"device_index", device_name ? device_index : 0},
+                 {"rank", topology.rank},
+                 {"world_size", topology.world_size},
+                 {"sp", topology.sp}};
+  return config.dump();
+}
+
+std::string model_event(std::string_view stage, const ModelInfo& info) {
+  Json ev = {{"ev", "model"},
+             {"stage", stage},
+             {"params", info.params},
+             {"attn", widths_json(info.attention)},
+             {"text_tokens", info.text_tokens}};
+  return ev.dump();
+}
+
+std::vector<std::string> request_events(const Request& request,
+                                        const std::vector<double>& device_ms, double t_end,
+                                        const std::optional<MemoryPeaks>& peaks) {
+  std::vector<std::string> block;
+  block.push_back(Json{{"ev", "request_begin"}, {"t", request.t0}}.dump());
+  for (std::size_t i = 0; i < request.pairs.size(); ++i) {
+    const auto& p = request.pairs[i];
+    Json ev = {{"ev", "stage"},
+               {"name", stage_name(StageId{p.stage})},
+               {"t0", p.t0},
+               {"t1", p.t1},
+               {"device_ms", device_ms[i] >= 0 ? Json(device_ms[i]) : Json(nullptr)}};
+    const auto& st = request.stages[p.stage];
+    if (st.tokens > 0) {
+      ev["tokens"] = st.tokens;
+      ev["batch"] = st.batch;
+    }
+    block.push_back(ev.dump());
+  }
+  Json end = {{"ev", "request_end"}, {"t", t_end}};
+  if (peaks) {
+    end["peak_alloc_bytes"] = peaks->allocated;
+    end["peak_reserved_bytes"] = peaks->reserved;
+  }
+  block.push_back(end.dump());
+  return block;
+}
+
+std::string finish_event(double t) { return Json{{"ev", "finish"}, {"t", t}}.dump(); }
+
+Json train_model_event(const ModelInfo& info, std::int64_t trainable) {
+  return Json{{"ev", "train_model"},
+              {"params", info.params},
+              {"trainable", trainable},
+              {"ckpt", info.checkpointing},
+              {"attn", widths_json(info.attention)},
+              {"text_tokens", info.text_tokens}};
+}
+
+Json micro_event(const char* kind, double t) { return Json{{"ev", kind}, {"t", t}}; }
+
+Json memory_event(const MemoryPeaks& peaks) {
+  return Json{{"ev", "memory"},
+              {"peak_alloc_bytes", peaks.allocated},
+              {"peak_reserved_bytes", peaks.reserved}};
+}
+
+}  // namespace vxperf::detail

@@ -1,0 +1,13 @@
+// A timing marker of the training half: host seconds plus an optional device event.
+#pragma once
+
+#include "vxperf/device.h"
+
+namespace vxperf::detail {
+
+struct Marker {
+  double host_s = 0;
+  EventId event = kNoEvent;
+};
+
+}  // namespace vxperf::detail

@@ -1,0 +1,319 @@
+#include "training/trainer_core.h"
+
+#include <algorithm>
+#include <chrono>
+
+#include "core/engine_core.h"
+#include "core/resolve.h"
+#include "core/stats.h"
+#include "format/log_lines.h"
+#include "script/trace_events.h"
+#include "script/trace_writer.h"
+#include "training/train_trace.h"
+#include "training/window.h"
+
+namespace vxperf::detail {
+namespace {
+
+// How many later steps may close before an unsettled step is read off the host clock. The loops
+// that sync once per micro-step need none; the margin is for loops that never sync.
+constexpr std::int64_t kSettleLag = 2;
+
+double wall_clock_s() {
+  using namespace std::chrono;
+  return duration<double>(system_clock::now().time_since_epoch()).count();
+}
+
+}  // namespace
+
+TrainerCore::Pair& TrainerCore::Step::add(Phase phase, Marker start, Marker end) {
+  auto& list = pairs[static_cast<std::size_t>(phase)];
+  if (list.empty()) order.push_back(phase);
+  list.push_back(Pair{start, end});
+  return list.back();
+}
+
+void TrainerCore::Step::reset() {
+  for (Phase phase : order) pairs[static_cast<std::size_t>(phase)].clear();
+  order.clear();
+  micro_steps = 0;
+  tokens.reset();
+  samples = 0;
+  fwd_calls = 0;
+}
+
+TrainerCore::TrainerCore(EngineCore& engine) : engine_(engine) {
+  if (engine_.trace() != nullptr) trace_ = std::make_unique<TrainTrace>();
+}
+
+TrainerCore::~TrainerCore() = default;
+
+void TrainerCore::register_model(const ModelInfo& info) {
+  const Settings& s = engine_.settings();
+  std::int64_t params = s.dit_params != 0 ? s.dit_params : info.params;
+  // The largest model is the one being trained: a discriminator or a teacher is smaller.
+  if (params > model_.params) set_model(info);
+}
+
+void TrainerCore::set_model(const ModelInfo& info) {
+  in_use_ = true;
+  const Settings& s = engine_.settings();
+  model_.params = s.dit_params != 0 ? s.dit_params : info.params;
+  model_.trainable = info.trainable < 0 ? info.params : info.trainable;
+  model_.checkpointing = info.checkpointing;
+  model_.attention = usable_widths(info.attention, s.attn_flops);
+  model_.text_tokens = model_.attention ? info.text_tokens : 0;
+  if (trace_) trace_->add(train_model_event(info, model_.trainable));
+}
+
+void TrainerCore::set_device(int device, void* stream) {
+  device_ = device >= 0 && engine_.backend_for(device).available() ? device : -1;
+  stream_ = stream;
+}
+
+double TrainerCore::now() { return engine_.clock().now_s(); }
+
+Marker TrainerCore::mark() {
+  EventId event = device_ >= 0 ? engine_.device().record(device_, stream_) : kNoEvent;
+  return Marker{engine_.clock().now_s(), event};
+}
+
+TrainerCore::Step& TrainerCore::current(double t0) {
+  if (!step_) {
+    if (!spare_.empty()) {
+      step_ = std::move(spare_.back());
+      spare_.pop_back();
+    } else {
+      step_ = std::make_unique<Step>();
+    }
+    step_->index = num_steps_;
+    // The previous step's close, not this step's first micro-step: the data wait belongs inside.
+    step_->t0 = t0;
+  }
+  return *step_;
+}
+
+TrainerCore::Pair& TrainerCore::add_pair(Phase phase, Marker start, Marker end, std::int64_t tokens,
+                                         std::int64_t samples, const void* optimizer, bool synced) {
+  Step& step = current(end.host_s);
+  Pair& pair = step.add(phase, start, end);
+  if (trace_) {
+    pair.trace_entry =
+        trace_->add_pair(phase, start, end, step.index, tokens, samples, optimizer, synced);
+  }
+  return pair;
+}
+
+void TrainerCore::close_head(double now) {
+  // `prep` is what runs in a micro-step before any model does: host clock by definition.
+  if (head_open_) {
+    head_open_ = false;
+    current(now).add(Phase::kPrep, Marker{micro_enter_, kNoEvent}, Marker{now, kNoEvent});
+  }
+}
+
+void TrainerCore::enter_micro(double now) {
+  in_use_ = true;
+  Step& step = current(now);
+  if (prev_exit_) {
+    // The host's wait between two micro-steps (the data loader plus loop bookkeeping).
+    step.add(Phase::kData, Marker{*prev_exit_, kNoEvent}, Marker{now, kNoEvent});
+  }
+  ++step.micro_steps;
+  head_open_ = true;
+  micro_enter_ = now;
+  if (trace_) trace_->add(micro_event("micro_enter", now));
+}
+
+void TrainerCore::exit_micro(double now) {
+  head_open_ = false;
+  prev_exit_ = now;
+  if (trace_) trace_->add(micro_event("micro_exit", now));
+}
+
+void TrainerCore::begin_model_call(double start_s) {
+  close_head(start_s);
+  ++depth_;
+}
+
+void TrainerCore::end_model_call(Phase phase, Marker start, Marker end, std::int64_t tokens,
+                                 std::int64_t samples) {
+  --depth_;
+  add_pair(phase, start, end, tokens, samples);
+  if (phase == Phase::kForward && tokens > 0) {
+    Step& step = current(end.host_s);
+    if (!step.tokens) step.tokens = tokens;
+    step.samples += samples;
+    ++step.fwd_calls;
+  }
+}
+
+void TrainerCore::begin_backward(double start_s) {
+  close_head(start_s);
+  in_backward_ = true;
+}
+
+void TrainerCore::end_backward(Marker start, Marker end) {
+  in_backward_ = false;
+  add_pair(Phase::kBackward, start, end);
+}
+
+void TrainerCore::add_clip(Marker start, Marker end) { add_pair(Phase::kClip, start, end); }
+
+void TrainerCore::add_optimizer_step(Marker start, Marker end, const void* optimizer, bool synced) {
+  Pair& pair = add_pair(Phase::kOptimizer, start, end, 0, 0, optimizer, synced);
+  if (trace_) trace_->set_closing(pair.trace_entry);
+  if (!synced) return;  // a gradient-accumulation pass-through
+  // With several optimizers, the first to close a step owns the boundary from then on.
+  if (step_owner_ == nullptr) step_owner_ = optimizer;
+  if (step_owner_ == optimizer) close_step(end.host_s);
+}
+
+void TrainerCore::close_step(double t_close) {
+  if (!step_) return;
+  step_->total_s = t_close - step_->t0;
+  ++num_steps_;
+  pending_.push_back(std::move(step_));
+  current(t_close);
+  head_open_ = false;
+  drain(false);
+}
+
+bool TrainerCore::ready(const Step& step) {
+  // Only closing events are asked: a stream retires events in order, so a completed end implies
+  // a completed start.
+  DeviceBackend& backend = engine_.device();
+  for (Phase phase : step.order) {
+    for (const auto& pair : step.pairs[static_cast<std::size_t>(phase)]) {
+      if (pair.end.event != kNoEvent && !backend.query(pair.end.event)) return false;
+    }
+  }
+  return true;
+}
+
+void TrainerCore::drain(bool force) {
+  // No synchronize, ever: a step waits until its events have completed, and once kSettleLag more
+  // steps have closed without that, it is read off the host clock instead.
+  while (!pending_.empty()) {
+    Step& head = *pending_.front();
+    if (!(force || ready(head) || num_steps_ - head.index > kSettleLag)) break;
+    std::unique_ptr<Step> step = std::move(pending_.front());
+    pending_.pop_front();
+    settle(*step);
+    step->reset();
+    spare_.push_back(std::move(step));
+  }
+  flush_trace(false);
+}
+
+void TrainerCore::flush_trace(bool all) {
+  TraceWriter* writer = engine_.trace();
+  if (writer == nullptr || !trace_) return;
+  engine_.ensure_trace_header(device_);
+  trace_->flush(*writer, all);
+}
+
+void TrainerCore::settle(Step& step) {
+  DeviceBackend& backend = engine_.device();
+  StepRecord record;
+  record.step = step.index;
+  record.warmup = step.index < engine_.settings().warmup;
+  record.total_s = step.total_s;
+  record.micro_steps = step.micro_steps;
+  // Sums run left to right, in the order calls happened, so the residual below comes out
+  // bit-for-bit as the reference computes it (whether `other` is exactly zero depends on it).
+  double phases_total = 0.0;
+  record.phases.reserve(step.order.size() + 1);
+  for (Phase phase : step.order) {
+    double total_ms = 0.0;
+    for (const auto& pair : step.pairs[static_cast<std::size_t>(phase)]) {
+      Resolved r = resolve_call(backend, pair.start.host_s, pair.end.host_s, pair.start.event,
+                                pair.end.event);
+      if (trace_ && pair.trace_entry >= 0) {
+        // Complete now, `num_steps_ - index - 1` steps after its own closed: a replay makes it
+        // complete at the same moment, so the step settles at the same moment.
+        if (r.device_ms) {
+          trace_->set_device_time(pair.trace_entry, *r.device_ms, num_steps_ - step.index - 1);
+        }
+        trace_->mark_settled(pair.trace_entry);
+      }
+      total_ms += r.ms;
+    }
+    double seconds = total_ms / 1000.0;
+    record.phases.emplace_back(phase_name(phase), seconds);
+    phases_total += seconds;
+  }
+  release_events(step);
+  double residual = step.total_s - phases_total;
+  record.phases.emplace_back(phase_name(Phase::kOther), std::max(0.0, residual));
+  // Phases can outrun their step when device work of one drains inside the next; reported.
+  record.overrun_s = std::max(0.0, -residual);
+  record.tokens = step.tokens;
+  record.samples = step.samples;
+  record.fwd_calls = step.fwd_calls;
+  if (!record.warmup) measured_step_s_.push_back(step.total_s);
+  window_.push_back(std::move(record));
+  if (static_cast<std::int64_t>(window_.size()) >= engine_.settings().every) emit_window();
+}
+
+void TrainerCore::release_events(Step& step) {
+  DeviceBackend& backend = engine_.device();
+  for (Phase phase : step.order) {
+    for (const auto& pair : step.pairs[static_cast<std::size_t>(phase)]) {
+      if (pair.start.event != kNoEvent) backend.release(pair.start.event);
+      if (pair.end.event != kNoEvent) backend.release(pair.end.event);
+    }
+  }
+}
+
+void TrainerCore::emit_window() {
+  WindowDetail detail;
+  detail.steps = std::move(window_);
+  window_.clear();
+  if (detail.steps.empty()) return;
+  const Settings& s = engine_.settings();
+  Topology topo = engine_.topology();
+  WindowContext ctx;
+  ctx.ts = wall_clock_s();
+  ctx.rank = topo.rank;
+  ctx.world_size = topo.world_size;
+  ctx.dp = engine_.dp_degree();
+  if (device_ >= 0) {
+    ctx.device = device_;
+    ctx.peaks = engine_.device().peak_memory(device_).value_or(MemoryPeaks{});
+  }
+  ctx.model = model_;
+  ctx.attention_enabled = s.attn_flops;
+  ctx.coef_override = s.flops_coef;
+  ctx.total_steps = s.total_steps;
+  ctx.peak_tflops = [this] {
+    return engine_.peak_tflops(device_ >= 0 ? std::optional<int>(device_) : std::nullopt);
+  };
+  TrainWindowRecord record = aggregate_window(detail.steps, ctx);
+  engine_.emit(record, detail);
+  // Replay reads the peaks from a memory event placed before the call that closed the window.
+  if (trace_ && record.peaks) trace_->add_memory(*record.peaks);
+  // The next window's peaks start now, as a request's do.
+  if (device_ >= 0) engine_.device().reset_peak_memory(device_);
+}
+
+void TrainerCore::finish() {
+  if (finished_) return;
+  finished_ = true;
+  if (trace_) trace_->set_closing(-1);
+  drain(true);
+  emit_window();
+  flush_trace(true);
+  if (measured_step_s_.empty() || !engine_.should_log()) return;
+  std::vector<double> totals = measured_step_s_;
+  TrainingSummaryLine line;
+  line.rank = engine_.topology().rank;
+  line.steps = static_cast<std::int64_t>(totals.size());
+  std::sort(totals.begin(), totals.end());
+  line.total_s = plain_sum(totals);  // of the sorted times, as the reference sums them
+  line.p50_s = percentile(totals, 50);
+  line.p95_s = percentile(totals, 95);
+  engine_.log_line(format_summary(line));
+}
+
+}  // namespace vxperf::detail

@@ -1,0 +1,110 @@
+// The training half's step lifecycle (internal; vxperf::Trainer is its public face): measurement
+// points in, settled steps out, windows handed to window.h's aggregation.
+//
+// Thread safety: for the one thread that runs the training loop.
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <deque>
+#include <memory>
+#include <optional>
+#include <vector>
+
+#include "core/pricing.h"
+#include "training/marker.h"
+#include "vxperf/sink.h"
+#include "vxperf/training.h"
+
+namespace vxperf::detail {
+
+class EngineCore;
+class TrainTrace;
+
+class TrainerCore {
+ public:
+  explicit TrainerCore(EngineCore& engine);
+  ~TrainerCore();
+
+  void register_model(const ModelInfo& info);
+  // Sets the trained model outright, whatever its size (replay's train_model event).
+  void set_model(const ModelInfo& info);
+  void set_device(int device, void* stream);
+  void finish();
+
+  std::int64_t steps_closed() const { return num_steps_; }
+  // Whether a training loop is using this trainer (a model was registered or a micro-step run).
+  bool in_use() const { return in_use_; }
+  std::size_t pending_steps() const { return pending_.size(); }
+  // The index the next recorded pair belongs to (for replay's readiness scripting).
+  std::int64_t current_step_index() const { return step_ ? step_->index : num_steps_; }
+
+  // ---- measurement points ----
+  double now();
+  Marker mark();  // host clock plus a device event when training on a device
+  void enter_micro(double now);
+  void exit_micro(double now);
+  // Whether a model call starting now would be timed (not nested, not inside a backward).
+  bool model_call_timed() const { return depth_ == 0 && !in_backward_; }
+  void begin_model_call(double start_s);
+  void end_model_call(Phase phase, Marker start, Marker end, std::int64_t tokens,
+                      std::int64_t samples);
+  void begin_backward(double start_s);
+  void end_backward(Marker start, Marker end);
+  void add_clip(Marker start, Marker end);
+  void add_optimizer_step(Marker start, Marker end, const void* optimizer, bool synced);
+
+ private:
+  struct Pair {
+    Marker start, end;
+    std::int64_t trace_entry = -1;  // its event in the pending trace, when tracing
+  };
+  struct Step {
+    std::int64_t index = 0;
+    double t0 = 0;
+    double total_s = 0;
+    // Pairs per phase, indexed by Phase; the vectors keep their capacity from step to step.
+    std::array<std::vector<Pair>, kPhaseCount> pairs;
+    std::vector<Phase> order;  // phases in order of first use
+    std::int64_t micro_steps = 0;
+    std::optional<std::int64_t> tokens;
+    std::int64_t samples = 0;
+    std::int64_t fwd_calls = 0;
+    Pair& add(Phase phase, Marker start, Marker end);
+    void reset();
+  };
+
+  Step& current(double t0);
+  Pair& add_pair(Phase phase, Marker start, Marker end, std::int64_t tokens = 0,
+                 std::int64_t samples = 0, const void* optimizer = nullptr, bool synced = false);
+  void close_head(double now);
+  void close_step(double t_close);
+  void drain(bool force);
+  bool ready(const Step& step);
+  void settle(Step& step);
+  void emit_window();
+  void release_events(Step& step);
+  void flush_trace(bool all);
+
+  EngineCore& engine_;
+  std::int64_t num_steps_ = 0;
+  std::unique_ptr<Step> step_;
+  std::deque<std::unique_ptr<Step>> pending_;
+  std::vector<std::unique_ptr<Step>> spare_;  // settled steps kept for reuse (no allocation)
+  std::vector<StepRecord> window_;
+  std::vector<double> measured_step_s_;
+  int depth_ = 0;
+  bool in_backward_ = false;
+  const void* step_owner_ = nullptr;
+  bool head_open_ = false;
+  double micro_enter_ = 0;
+  std::optional<double> prev_exit_;
+  int device_ = -1;
+  void* stream_ = nullptr;
+  TrainedModel model_;
+  bool finished_ = false;
+  bool in_use_ = false;
+  std::unique_ptr<TrainTrace> trace_;
+};
+
+}  // namespace vxperf::detail
