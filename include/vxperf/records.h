@@ -48,20 +48,6 @@ struct RequestRecord {
   std::vector<double> step_ms;  // every transformer* call (exit summary; not serialized)
 };
 
-// One settled training step.
-struct StepRecord {
-  std::int64_t step = 0;
-  bool warmup = false;
-  double total_s = 0;
-  std::int64_t micro_steps = 0;
-  // Phase names (static strings) and seconds, in order of first use, then "other".
-  std::vector<std::pair<const char*, double>> phases;
-  double overrun_s = 0;
-  std::optional<std::int64_t> tokens;
-  std::int64_t samples = 0;
-  std::int64_t fwd_calls = 0;
-};
-
 struct TrainThroughput {
   double samples_per_s = 0;
   double samples = 0;
@@ -103,7 +89,6 @@ struct TrainWindowRecord {
   std::optional<MemoryPeaks> peaks;
   std::optional<TrainThroughput> throughput;
   std::optional<double> eta_s;
-  std::vector<StepRecord> window;  // the steps it aggregates (level-2 dump; not serialized)
 };
 
 // "[Perf][rank{N}]"

@@ -36,6 +36,7 @@
 #include "vxperf/cost_model.h"
 #include "vxperf/device.h"
 #include "vxperf/records.h"
+#include "vxperf/sink.h"
 
 namespace vxperf {
 

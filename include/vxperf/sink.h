@@ -1,0 +1,81 @@
+// Record sinks: in-process receivers of every record the engine settles, beside the records file.
+//
+//   struct ToMyLogger : vxperf::RecordSink {
+//     void on_request(const vxperf::RequestRecord& r, const vxperf::RequestDetail&) override {
+//       my_logger.info("request {} took {}s", r.req, r.e2e_s);
+//     }
+//   };
+//   vxperf::Config config;
+//   config.sinks.push_back(std::make_shared<ToMyLogger>());
+//   vxperf::configure(config);
+//
+// A sink is called on the thread that settled the record (the one that closed the request or the
+// training step), after the log line and the records file were written. It must be quick: a slow
+// sink delays that thread. An exception a sink throws is caught, reported once, and the sink is
+// called again for later records.
+//
+// Thread safety: requests on different threads settle concurrently, so on_request may be called
+// from several threads at once; on_train_window comes from the training thread.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+#include "vxperf/records.h"
+
+namespace vxperf {
+
+// Where human-readable lines go: the "[Perf]" metrics lines, the summaries and vxperf's own
+// notices ("vxperf: ..."). The default writes each line to stderr with one write(2).
+using LogFn = std::function<void(std::string_view line)>;
+
+// What a request record summarizes, call by call.
+struct RequestDetail {
+  // The request ended by an exception (a failed pipeline call). It is still recorded.
+  bool failed = false;
+  // Milliseconds of every call of every stage, in call order; parallel to record.stages.
+  std::vector<std::vector<double>> stage_calls_ms;
+};
+
+// One settled training step of a window.
+struct StepRecord {
+  std::int64_t step = 0;
+  bool warmup = false;
+  double total_s = 0;
+  std::int64_t micro_steps = 0;
+  // Phase names (static strings) and seconds, in order of first use, then "other".
+  std::vector<std::pair<const char*, double>> phases;
+  double overrun_s = 0;
+  std::optional<std::int64_t> tokens;
+  std::int64_t samples = 0;
+  std::int64_t fwd_calls = 0;
+};
+
+// What a training window record aggregates: its steps, warmup ones included, in order.
+struct WindowDetail {
+  std::vector<StepRecord> steps;
+};
+
+class RecordSink {
+ public:
+  virtual ~RecordSink() = default;
+  virtual void on_request(const RequestRecord& record, const RequestDetail& detail) {
+    (void)record;
+    (void)detail;
+  }
+  virtual void on_train_window(const TrainWindowRecord& record, const WindowDetail& detail) {
+    (void)record;
+    (void)detail;
+  }
+};
+
+// A sink that hands each record to `fn` as its JSON line (the line the records file gets).
+std::shared_ptr<RecordSink> json_line_sink(std::function<void(std::string_view json_line)> fn);
+
+}  // namespace vxperf
