@@ -32,6 +32,7 @@ struct Settings {
       flops_coef;          // VIDEOX_PERF_FLOPS_COEF: overrides both MFU and HFU multipliers
   std::string trace_path;  // VIDEOX_PERF_TRACE: raw event script of the live run ("" = none)
   int sp = 0;              // VIDEOX_PERF_SP: sequence-parallel degree (0 = not given)
+  std::string prometheus;  // VIDEOX_PERF_PROMETHEUS: "[host:]port" to serve /metrics on ("" = none)
 
   bool enabled() const { return level > 0; }
 

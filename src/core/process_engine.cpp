@@ -4,9 +4,11 @@
 #include <mutex>
 
 #include "core/engine_core.h"
+#include "core/env_parse.h"
 #include "core/topology.h"
 #include "sinks/write_line.h"
 #include "vxperf/config.h"
+#include "vxperf/prometheus.h"
 #include "vxperf/training.h"
 
 namespace vxperf {
@@ -27,6 +29,28 @@ Config& pending_config() {
 // disabled run pays one relaxed load per call, not a lock.
 std::atomic<Engine*> g_engine{nullptr};
 std::atomic<bool> g_decided_off{false};
+
+// VIDEOX_PERF_PROMETHEUS: serves the engine's records at GET /metrics for the life of the process
+// (never stopped: the exit handler may still settle records). Ranks sharing a node each take the
+// port plus their LOCAL_RANK, so that eight ranks of a node serve eight ports.
+void start_endpoint(Engine& engine, const std::string& value, const LogFn& log) {
+  std::string why;
+  auto address = parse_listen_address(value, &why);
+  if (!address) return;  // reported while parsing the settings
+  if (auto local = process_env()("LOCAL_RANK")) {
+    auto offset = detail::parse_int(*local);
+    if (offset && *offset > 0 && address->port + *offset <= 65535) {
+      address->port += static_cast<int>(*offset);
+    }
+  }
+  static std::unique_ptr<PrometheusEndpoint>* endpoint =
+      new std::unique_ptr<PrometheusEndpoint>(start_prometheus(*address, nullptr, log));
+  if (*endpoint) {
+    engine.add_sink((*endpoint)->sink());
+    engine.notice("vxperf: Prometheus metrics at http://" + (*endpoint)->address().host + ":" +
+                  std::to_string((*endpoint)->address().port) + "/metrics");
+  }
+}
 
 Engine* build_locked() {
   if (Engine* e = g_engine.load(std::memory_order_acquire)) return e;
@@ -59,6 +83,7 @@ Engine* build_locked() {
   options.sinks = config.sinks;
   for (const auto& p : problems) log(p);
   auto* e = new Engine(std::move(options));
+  if (!settings.prometheus.empty()) start_endpoint(*e, settings.prometheus, log);
   g_engine.store(e, std::memory_order_release);
   static bool exit_handler = [] {
     std::atexit([] {

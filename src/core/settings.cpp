@@ -10,6 +10,7 @@
 
 #include "core/env_parse.h"
 #include "format/strings.h"
+#include "vxperf/prometheus.h"
 #include "vxperf/testing.h"
 
 namespace vxperf {
@@ -45,7 +46,7 @@ struct Reader {
   const EnvLookup& env;
   std::vector<std::string>* problems;
 
-  void complain(const char* name, const std::string& raw, const char* expected,
+  void complain(const char* name, const std::string& raw, const std::string& expected,
                 const std::string& fallback) const {
     if (problems == nullptr) return;
     problems->push_back(std::string("vxperf: ") + name + "=\"" + raw + "\" is not " + expected +
@@ -203,6 +204,15 @@ Settings Settings::parse(const EnvLookup& env, std::vector<std::string>* problem
     sp = 0;
   }
   s.sp = static_cast<int>(sp);
+  if (auto raw = read(env, "VIDEOX_PERF_PROMETHEUS")) {
+    std::string why;
+    if (parse_listen_address(strip(*raw), &why)) {
+      s.prometheus = strip(*raw);
+    } else {
+      r.complain("VIDEOX_PERF_PROMETHEUS", *raw, "[host:]port (" + why + ")", "no endpoint");
+      s.prometheus.clear();
+    }
+  }
   return s;
 }
 

@@ -1,0 +1,176 @@
+#include "serving/exposition.h"
+
+#include <charconv>
+#include <cmath>
+#include <cstdint>
+#include <system_error>
+
+namespace vxperf::serving {
+namespace {
+
+// Length of the valid UTF-8 sequence starting at s[i], or 0 when it is not one (overlong forms,
+// surrogates and code points above U+10FFFF included).
+std::size_t utf8_sequence(std::string_view s, std::size_t i) {
+  auto byte = [&](std::size_t k) { return static_cast<unsigned char>(s[k]); };
+  unsigned char c = byte(i);
+  if (c < 0x80) return 1;
+  std::size_t n = 0;
+  unsigned char lo = 0x80;  // the second byte's range, narrower after some lead bytes
+  unsigned char hi = 0xBF;
+  if (c >= 0xC2 && c <= 0xDF) {
+    n = 2;
+  } else if (c >= 0xE0 && c <= 0xEF) {
+    n = 3;
+    if (c == 0xE0) lo = 0xA0;
+    if (c == 0xED) hi = 0x9F;
+  } else if (c >= 0xF0 && c <= 0xF4) {
+    n = 4;
+    if (c == 0xF0) lo = 0x90;
+    if (c == 0xF4) hi = 0x8F;
+  } else {
+    return 0;
+  }
+  if (i + n > s.size()) return 0;
+  if (byte(i + 1) < lo || byte(i + 1) > hi) return 0;
+  for (std::size_t k = 2; k < n; ++k) {
+    if (byte(i + k) < 0x80 || byte(i + k) > 0xBF) return 0;
+  }
+  return n;
+}
+
+// Copies valid UTF-8, escaping as asked; a bad byte becomes U+FFFD.
+template <class Escape>
+std::string escaped(std::string_view text, Escape escape) {
+  std::string out;
+  out.reserve(text.size());
+  for (std::size_t i = 0; i < text.size();) {
+    std::size_t n = utf8_sequence(text, i);
+    if (n == 0) {
+      out += "\xEF\xBF\xBD";
+      ++i;
+    } else if (n == 1) {
+      escape(text[i], &out);
+      ++i;
+    } else {
+      out.append(text, i, n);
+      i += n;
+    }
+  }
+  return out;
+}
+
+void append_labels(const std::vector<std::string>& names, const std::vector<std::string>& values,
+                   const char* le, std::string* out) {
+  if (names.empty() && le == nullptr) return;
+  *out += '{';
+  for (std::size_t i = 0; i < names.size(); ++i) {
+    if (i > 0) *out += ',';
+    *out += names[i];
+    *out += "=\"";
+    *out += escape_label_value(values[i]);
+    *out += '"';
+  }
+  if (le != nullptr) {
+    if (!names.empty()) *out += ',';
+    *out += "le=\"";
+    *out += le;
+    *out += '"';
+  }
+  *out += '}';
+}
+
+void append_count(std::uint64_t n, std::string* out) {
+  char buf[24];
+  auto result = std::to_chars(buf, buf + sizeof buf, n);
+  out->append(buf, result.ptr);
+}
+
+const char* type_name(MetricType type) {
+  switch (type) {
+    case MetricType::kCounter:
+      return "counter";
+    case MetricType::kGauge:
+      return "gauge";
+    case MetricType::kHistogram:
+      return "histogram";
+  }
+  return "untyped";
+}
+
+}  // namespace
+
+std::string format_number(double value) {
+  if (std::isnan(value)) return "NaN";
+  if (std::isinf(value)) return value > 0 ? "+Inf" : "-Inf";
+  char buf[32];
+  auto result = std::to_chars(buf, buf + sizeof buf, value);
+  return std::string(buf, result.ptr);
+}
+
+std::string format_bucket_bound(double bound) {
+  std::string text = format_number(bound);
+  if (std::isfinite(bound) && text.find_first_of(".e") == std::string::npos) text += ".0";
+  return text;
+}
+
+std::string escape_label_value(std::string_view value) {
+  return escaped(value, [](char c, std::string* out) {
+    if (c == '\\') {
+      *out += "\\\\";
+    } else if (c == '"') {
+      *out += "\\\"";
+    } else if (c == '\n') {
+      *out += "\\n";
+    } else {
+      *out += c;
+    }
+  });
+}
+
+std::string escape_help(std::string_view help) {
+  return escaped(help, [](char c, std::string* out) {
+    if (c == '\\') {
+      *out += "\\\\";
+    } else if (c == '\n') {
+      *out += "\\n";
+    } else {
+      *out += c;
+    }
+  });
+}
+
+std::string to_exposition_text(const std::vector<FamilySnapshot>& families) {
+  std::string out;
+  for (const auto& f : families) {
+    out += "# HELP " + f.name + ' ' + escape_help(f.help) + '\n';
+    out += "# TYPE " + f.name + ' ' + type_name(f.type) + '\n';
+    for (const auto& s : f.samples) {
+      if (f.type != MetricType::kHistogram) {
+        out += f.name;
+        append_labels(f.label_names, s.label_values, nullptr, &out);
+        out += ' ' + format_number(s.value) + '\n';
+        continue;
+      }
+      for (std::size_t b = 0; b < s.cumulative_counts.size(); ++b) {
+        std::string le = b < f.upper_bounds.size() ? format_bucket_bound(f.upper_bounds[b])
+                                                   : std::string("+Inf");
+        out += f.name + "_bucket";
+        append_labels(f.label_names, s.label_values, le.c_str(), &out);
+        out += ' ';
+        append_count(s.cumulative_counts[b], &out);
+        out += '\n';
+      }
+      out += f.name + "_sum";
+      append_labels(f.label_names, s.label_values, nullptr, &out);
+      out += ' ' + format_number(s.sum) + '\n';
+      out += f.name + "_count";
+      append_labels(f.label_names, s.label_values, nullptr, &out);
+      out += ' ';
+      append_count(s.count, &out);
+      out += '\n';
+    }
+  }
+  return out;
+}
+
+}  // namespace vxperf::serving

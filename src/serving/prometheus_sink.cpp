@@ -1,0 +1,128 @@
+// Records to metrics. The bucket layouts are part of the metrics' contract (dashboards and the
+// Python collector use the same), so they are spelled out here once.
+#include <string>
+#include <vector>
+
+#include "serving/exposition.h"
+#include "serving/metrics.h"
+#include "vxperf/prometheus.h"
+
+namespace vxperf {
+namespace {
+
+// A request end to end: video generation runs from well under a second (tiny or cached) to
+// minutes; finer where most requests land (5 s - 2 min).
+const std::vector<double> kRequestBuckets = {0.05, 0.1, 0.25, 0.5, 1,   2.5, 5,   10, 20,
+                                             30,   45,  60,   90,  120, 180, 240, 300};
+// One stage call: a text encoder or a scheduler step in milliseconds, a DiT forward in tenths of
+// a second to seconds, a VAE decode of a long video in minutes.
+const std::vector<double> kStageBuckets = {0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5,
+                                           1,     2.5,    5,     10,   25,    60,   120, 300};
+// One training step: from tens of milliseconds (small models) to minutes (long-video batches).
+const std::vector<double> kStepBuckets = {0.05, 0.1, 0.25, 0.5, 1,  2,  3,   5,
+                                          7.5,  10,  15,   20,  30, 60, 120, 300};
+
+}  // namespace
+
+struct PrometheusSink::Metrics {
+  serving::MetricRegistry registry;
+  serving::CounterFamily& requests = registry.add_counter(
+      "vxperf_requests_total", "Pipeline calls (requests) settled, warmup excluded, by outcome.",
+      {"rank", "status"});
+  serving::HistogramFamily& request_seconds = registry.add_histogram(
+      "vxperf_request_seconds", "End-to-end seconds of each completed request, warmup excluded.",
+      {"rank"}, kRequestBuckets);
+  serving::HistogramFamily& stage_seconds = registry.add_histogram(
+      "vxperf_stage_seconds",
+      "Seconds of each call of each stage of completed requests, warmup excluded.",
+      {"rank", "stage"}, kStageBuckets);
+  serving::GaugeFamily& dit_tflops = registry.add_gauge(
+      "vxperf_dit_tflops", "Achieved transformer TFLOPS of the last request that ran the DiT.",
+      {"rank"});
+  serving::GaugeFamily& dit_mfu = registry.add_gauge(
+      "vxperf_dit_mfu",
+      "Transformer model FLOPs utilization (fraction of peak) of the last request that ran the "
+      "DiT.",
+      {"rank"});
+  serving::GaugeFamily& peak_memory = registry.add_gauge(
+      "vxperf_peak_memory_bytes",
+      "Peak device memory of the last request: kind=allocated (tensors) or reserved (allocator "
+      "cache).",
+      {"rank", "kind"});
+  serving::HistogramFamily& step_seconds = registry.add_histogram(
+      "vxperf_train_step_seconds", "Seconds of each training step, warmup excluded.", {"rank"},
+      kStepBuckets);
+  serving::GaugeFamily& samples_per_second =
+      registry.add_gauge("vxperf_train_samples_per_second",
+                         "Training samples per second of this rank, last window.", {"rank"});
+  serving::GaugeFamily& train_mfu = registry.add_gauge(
+      "vxperf_train_mfu",
+      "Training model FLOPs utilization (fraction of peak), last priced window.", {"rank"});
+  serving::GaugeFamily& train_hfu = registry.add_gauge(
+      "vxperf_train_hfu",
+      "Training hardware FLOPs utilization (recomputation included), last priced window.",
+      {"rank"});
+  serving::GaugeFamily& train_peak_memory = registry.add_gauge(
+      "vxperf_train_peak_memory_bytes",
+      "Peak device memory of the last training window: kind=allocated or reserved.",
+      {"rank", "kind"});
+};
+
+PrometheusSink::PrometheusSink() : metrics_(std::make_unique<Metrics>()) {}
+PrometheusSink::~PrometheusSink() = default;
+
+void PrometheusSink::on_request(const RequestRecord& record, const RequestDetail& detail) {
+  if (record.warmup) return;
+  const std::string rank = std::to_string(record.rank);
+  Metrics& m = *metrics_;
+  auto update = m.registry.atomic_update();
+  if (detail.failed) {
+    m.requests.with({rank, "error"}).inc();
+    return;
+  }
+  m.request_seconds.with({rank}).observe(record.e2e_s);
+  for (std::size_t i = 0; i < record.stages.size() && i < detail.stage_calls_ms.size(); ++i) {
+    m.stage_seconds.with({rank, record.stages[i].name}).observe_all(detail.stage_calls_ms[i], 1e-3);
+  }
+  if (record.dit) {
+    m.dit_tflops.with({rank}).set(record.dit->tflops);
+    if (record.dit->mfu) m.dit_mfu.with({rank}).set(*record.dit->mfu);
+  }
+  if (record.peaks) {
+    m.peak_memory.with({rank, "allocated"}).set(static_cast<double>(record.peaks->allocated));
+    m.peak_memory.with({rank, "reserved"}).set(static_cast<double>(record.peaks->reserved));
+  }
+  m.requests.with({rank, "ok"}).inc();
+}
+
+void PrometheusSink::on_train_window(const TrainWindowRecord& record, const WindowDetail& detail) {
+  const std::string rank = std::to_string(record.rank);
+  Metrics& m = *metrics_;
+  auto update = m.registry.atomic_update();
+  serving::Histogram* steps = nullptr;   // made at the first measured step
+  bool measured = detail.steps.empty();  // no detail: trust the record's own warmup exclusion
+  for (const StepRecord& step : detail.steps) {
+    if (step.warmup) continue;
+    if (steps == nullptr) steps = &m.step_seconds.with({rank});
+    steps->observe(step.total_s);
+    measured = true;
+  }
+  // A window of warmup steps only is aggregated over those steps: it is all warmup.
+  if (!measured) return;
+  if (record.throughput) {
+    const TrainThroughput& t = *record.throughput;
+    m.samples_per_second.with({rank}).set(t.samples_per_s);
+    if (t.mfu) m.train_mfu.with({rank}).set(*t.mfu);
+    if (t.hfu) m.train_hfu.with({rank}).set(*t.hfu);
+  }
+  if (record.peaks) {
+    m.train_peak_memory.with({rank, "allocated"}).set(static_cast<double>(record.peaks->allocated));
+    m.train_peak_memory.with({rank, "reserved"}).set(static_cast<double>(record.peaks->reserved));
+  }
+}
+
+std::string PrometheusSink::render() const {
+  return serving::to_exposition_text(metrics_->registry.collect());
+}
+
+}  // namespace vxperf
