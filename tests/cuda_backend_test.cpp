@@ -139,8 +139,7 @@ class CudaBackendTest : public ::testing::Test {
   std::shared_ptr<testing::MemoryOutput> output = std::make_shared<testing::MemoryOutput>();
 };
 
-// ---- making the backend
-// ---------------------------------------------------------------------------
+// ---- making the backend -------------------------------------------------------------------------
 
 TEST_F(CudaBackendTest, MissingLibraryMeansHostOnlyWithOneNotice) {
   CudaOptions o = options();
@@ -180,8 +179,7 @@ TEST_F(CudaBackendTest, MakingTheBackendTouchesNoDevice) {
   EXPECT_TRUE(notices.empty());
 }
 
-// ---- events
-// ---------------------------------------------------------------------------------------
+// ---- events -------------------------------------------------------------------------------------
 
 TEST_F(CudaBackendTest, PoolIsReusedAfterWarmUp) {
   auto backend = make();
@@ -339,8 +337,7 @@ TEST_F(CudaBackendTest, ConcurrentRequestsOnTwoDevices) {
   EXPECT_TRUE(notices.empty());
 }
 
-// ---- training: no synchronize, late completion, host fallback
-// ------------------------------------
+// ---- training: no synchronize, late completion, host fallback -----------------------------------
 
 struct TrainLoop {
   Trainer& trainer;
@@ -411,8 +408,7 @@ TEST_F(CudaBackendTest, TrainingFallsBackToHostTimeTwoStepsLater) {
   trainer.finish();
 }
 
-// ---- errors
-// ---------------------------------------------------------------------------------------
+// ---- errors -------------------------------------------------------------------------------------
 
 TEST_F(CudaBackendTest, DriverErrorIsReportedOnceAndMeasurementGoesOnHostOnly) {
   auto backend = make();
@@ -481,8 +477,7 @@ TEST_F(CudaBackendTest, DeviceOutOfRangeIsReportedNotTouched) {
   EXPECT_NE(notices[1].find("cuEventRecord"), std::string::npos);
 }
 
-// ---- memory
-// ---------------------------------------------------------------------------------------
+// ---- memory -------------------------------------------------------------------------------------
 
 TEST_F(CudaBackendTest, WithoutProviderMemoryIsSampledFromTheDriverAtMarkers) {
   auto backend = make();

@@ -9,7 +9,9 @@
 #include <stdexcept>
 
 #include "sinks/records_file.h"
+#include "vxperf/markers.h"
 #include "test_support.h"
+#include "vxperf/markers.h"
 
 namespace vxperf {
 namespace {
@@ -219,6 +221,45 @@ TEST(Inference, MfuAgainstEveryDevice) {
   EXPECT_EQ(dit["devices"], 8);
   EXPECT_EQ(dit["peak_tflops"], 800.0);
   EXPECT_NEAR(dit["mfu"].get<double>(), dit["tflops"].get<double>() / 800.0, 1e-12);
+}
+
+TEST(Inference, RequestModelsPriceTheirRequestOnly) {
+  TestEngine t;
+  t.engine->declare_model("transformer", wan13b());
+  ModelInfo small;
+  small.params = 1000000;
+  {
+    RequestScope request(*t.engine, RequestOptions{0, nullptr});
+    declare_request_model("transformer", small);  // this pipeline's own transformer
+    StageScope s(kTransformer, 100, 1);
+    t.clock->advance(0.1);
+  }
+  run_request(t, 1);  // no models of its own: the engine's
+  auto requests = t.output->requests();
+  ASSERT_EQ(requests.size(), 2u);
+  ASSERT_TRUE(requests[0].dit && requests[1].dit);
+  EXPECT_EQ(requests[0].dit->params, 1000000);
+  EXPECT_DOUBLE_EQ(requests[0].dit->flops_per_fwd, 2.0 * 1e6 * 100);
+  EXPECT_EQ(requests[1].dit->params, 1418996800);
+  declare_request_model("transformer", small);  // outside a request: nothing happens
+}
+
+TEST(Inference, SinksSeeFailuresAndEveryCall) {
+  TestEngine t;
+  try {
+    RequestScope request(*t.engine);
+    { StageScope s(kTransformer); t.clock->advance(0.25); }
+    { StageScope s(kTransformer); t.clock->advance(0.5); }
+    throw std::runtime_error("generation failed");
+  } catch (const std::runtime_error&) {
+  }
+  run_request(t, 2);
+  auto details = t.output->request_details();
+  ASSERT_EQ(details.size(), 2u);
+  EXPECT_TRUE(details[0].failed);
+  EXPECT_FALSE(details[1].failed);
+  ASSERT_EQ(details[0].stage_calls_ms.size(), 1u);
+  EXPECT_EQ(details[0].stage_calls_ms[0], (std::vector<double>{250.0, 500.0}));
 }
 
 TEST(RecordsFileTest, UnwritablePathIsReportedOnceAndMeasurementGoesOn) {

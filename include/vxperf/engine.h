@@ -98,8 +98,7 @@ class Engine {
   std::unique_ptr<detail::EngineCore> core_;
 };
 
-// ---- the process-wide engine
-// ---------------------------------------------------------------------
+// ---- the process-wide engine --------------------------------------------------------------------
 
 // The process-wide engine, built at first use from vxperf::configure's Config and the environment,
 // or nullptr when metrics are off (then nothing is measured, written or printed, and no device is

@@ -7,15 +7,18 @@
 #pragma once
 
 #include <cstdint>
+#include <string_view>
+#include <string_view>
 
 #include "vxperf/device.h"
 #include "vxperf/inference.h"
+#include "vxperf/model.h"
+#include "vxperf/model.h"
 #include "vxperf/training.h"
 
 namespace vxperf {
 
-// ---- inference
-// -----------------------------------------------------------------------------------
+// ---- inference ----------------------------------------------------------------------------------
 
 // Opens a request on this thread, on the process-wide engine or on `engine`. False when metrics
 // are off or a request is already open on the thread (a nested pipeline call: the outer request
@@ -35,8 +38,13 @@ void end_stage(const StageMark& mark) noexcept;
 // moment to infer one from the call's inputs (once per request and stage).
 bool stage_needs_tokens(StageId stage) noexcept;
 
-// ---- training
-// ------------------------------------------------------------------------------------
+// Declares a transformer for this thread's open request only: a pipeline's own components, so that
+// two pipelines served at once are each priced by their own model. Once any is declared, the
+// request is priced by its own declarations instead of the engine's (Engine::declare_model).
+// Nothing happens outside a request.
+void declare_request_model(std::string_view stage, const ModelInfo& info) noexcept;
+
+// ---- training -----------------------------------------------------------------------------------
 
 TrainMark begin_micro_step(Trainer* t = trainer()) noexcept;
 void end_micro_step(const TrainMark& mark) noexcept;

@@ -31,8 +31,7 @@
 
 namespace vxperf::torch {
 
-// ---- model reading
-// -------------------------------------------------------------------------------
+// ---- model reading ------------------------------------------------------------------------------
 
 // What TorchScript keeps as attributes (`text_len`, `patch_size`, `gradient_checkpointing`), a
 // C++ frontend module says by also deriving from this.
@@ -68,8 +67,7 @@ std::optional<TokenShape> infer_tokens(const ::torch::Tensor& hidden,
                                        const std::optional<PatchSize>& patch,
                                        std::int64_t seq_len = 0);
 
-// ---- device hooks (CUDA builds of LibTorch)
-// ------------------------------------------------------
+// ---- device hooks (CUDA builds of LibTorch) -----------------------------------------------------
 
 // Whether this adapter was built against a CUDA LibTorch.
 bool cuda_build();
@@ -84,8 +82,7 @@ std::function<std::optional<MemoryPeaks>(int)> memory_peaks_provider();
 // counters. False (nothing changed) when metrics are off, on a CPU build, or without a driver.
 bool use_cuda_backend();
 
-// ---- wrapping
-// ------------------------------------------------------------------------------------
+// ---- wrapping -----------------------------------------------------------------------------------
 
 // What a component is, which decides its inference stage and its training phase.
 enum class Role {

@@ -63,6 +63,7 @@ void EngineCore::raise_level(int level) {
 
 void EngineCore::set_device_backend(std::shared_ptr<DeviceBackend> device) {
   std::lock_guard<std::mutex> lock(mu_);
+  cuda_on_demand_ = false;  // the program chose its backend
   // The old backend stays alive: a request opened before the switch still holds it.
   backends_.push_back(device ? std::move(device) : std::make_shared<HostOnlyBackend>());
   device_.store(backends_.back().get(), std::memory_order_release);
@@ -106,12 +107,30 @@ int EngineCore::dp_degree() const {
 
 bool EngineCore::should_log() const { return settings_.log_all_ranks || topology().rank == 0; }
 
-void EngineCore::declare_model(std::string_view stage, const ModelInfo& info) {
+DeclaredModel EngineCore::priced_model(std::string_view stage, const ModelInfo& info) const {
   DeclaredModel model;
   model.stage = std::string(stage);
   model.params = settings_.dit_params != 0 ? settings_.dit_params : info.params;
   model.attention = usable_widths(info.attention, settings_.attn_flops);
   model.text_tokens = model.attention ? info.text_tokens : 0;
+  model.info = info;
+  return model;
+}
+
+void EngineCore::declare_model(Request& request, std::string_view stage, const ModelInfo& info) {
+  DeclaredModel model = priced_model(stage, info);
+  request.own_models = true;
+  auto it = std::find_if(request.models.begin(), request.models.end(),
+                         [&](const DeclaredModel& m) { return m.stage == model.stage; });
+  if (it != request.models.end()) {
+    *it = std::move(model);
+  } else {
+    request.models.push_back(std::move(model));
+  }
+}
+
+void EngineCore::declare_model(std::string_view stage, const ModelInfo& info) {
+  DeclaredModel model = priced_model(stage, info);
   {
     std::lock_guard<std::mutex> lock(mu_);
     auto it = std::find_if(models_.begin(), models_.end(),
@@ -158,8 +177,7 @@ Trainer& EngineCore::trainer() {
   return *trainer_;
 }
 
-// ---- requests
-// ------------------------------------------------------------------------------------
+// ---- requests -----------------------------------------------------------------------------------
 
 Request* EngineCore::begin_request(int device, void* stream) {
   std::unique_ptr<Request> request = std::move(spare_request);
@@ -234,11 +252,16 @@ void EngineCore::settle(Request& request, double t_end, bool failed) {
     detail.stage_calls_ms.push_back(std::move(v));
   }
 
+  std::vector<DeclaredModel> engine_models;
+  if (!request.own_models) {
+    std::lock_guard<std::mutex> lock(mu_);
+    engine_models = models_;
+  }
+  const std::vector<DeclaredModel>& models = request.own_models ? request.models : engine_models;
   std::vector<PricedStage> priced;
   {
-    std::lock_guard<std::mutex> lock(mu_);
-    priced.reserve(models_.size());
-    for (const DeclaredModel& m : models_) {
+    priced.reserve(models.size());
+    for (const DeclaredModel& m : models) {
       PricedStage p;
       p.params = m.params;
       p.attention = m.attention;
@@ -263,15 +286,22 @@ void EngineCore::settle(Request& request, double t_end, bool failed) {
     record.device = request.device;
     record.peaks = backend.peak_memory(request.device).value_or(MemoryPeaks{});
   }
-  if (trace_) trace_->write_block(request_events(request, device_ms, t_end, record.peaks));
+  if (trace_) {
+    // A request priced by its own models carries them, so that its replay prices it the same.
+    std::vector<std::string> block;
+    for (const DeclaredModel& m : request.models) block.push_back(model_event(m.stage, m.info));
+    for (auto& line : request_events(request, device_ms, t_end, record.peaks)) {
+      block.push_back(std::move(line));
+    }
+    trace_->write_block(block);
+  }
 
   emit(record, detail);
   std::lock_guard<std::mutex> lock(mu_);
   summary_.add(record.warmup, record.e2e_s, transformer_ms);
 }
 
-// ---- output
-// --------------------------------------------------------------------------------------
+// ---- output -------------------------------------------------------------------------------------
 
 template <class Record, class Detail>
 void EngineCore::deliver(const Record& record, const Detail& detail) {
@@ -331,8 +361,7 @@ void EngineCore::log_line(std::string_view line) {
   log_(line);
 }
 
-// ---- exit
-// ----------------------------------------------------------------------------------------
+// ---- exit ---------------------------------------------------------------------------------------
 
 void EngineCore::shutdown() {
   if (Trainer* trainer = existing_trainer()) trainer->finish();

@@ -52,6 +52,8 @@ class EngineCore {
   bool should_log() const;
 
   void declare_model(std::string_view stage, const ModelInfo& info);
+  // The same for one request only (see Request::models).
+  void declare_model(Request& request, std::string_view stage, const ModelInfo& info);
   void add_sink(std::shared_ptr<RecordSink> sink);
   // A line printed by every rank.
   void notice(std::string_view line) { log_(line); }
@@ -78,14 +80,9 @@ class EngineCore {
   void ensure_trace_header(int device);
 
  private:
-  struct DeclaredModel {
-    std::string stage;
-    std::int64_t params = 0;
-    std::optional<AttentionWidths> attention;
-    std::int64_t text_tokens = 0;
-  };
   using SinkList = std::vector<std::shared_ptr<RecordSink>>;
 
+  DeclaredModel priced_model(std::string_view stage, const ModelInfo& info) const;
   void settle(Request& request, double t_end, bool failed);
   template <class Record, class Detail>
   void deliver(const Record& record, const Detail& detail);

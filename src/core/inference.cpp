@@ -76,8 +76,7 @@ void close_stage(const StageMark& m) noexcept {
 
 }  // namespace detail
 
-// ---- split form
-// ----------------------------------------------------------------------------------
+// ---- split form ---------------------------------------------------------------------------------
 
 bool begin_request(const RequestOptions& options) noexcept {
   Engine* e = engine();
@@ -102,6 +101,15 @@ void end_stage(const StageMark& mark) noexcept {
   // A mark from a request that has ended since (a stage left open across a request's end) is
   // dropped, never written into the next request.
   if (mark.request != nullptr && mark.request == detail::current_request) detail::close_stage(mark);
+}
+
+void declare_request_model(std::string_view stage, const ModelInfo& info) noexcept {
+  detail::Request* r = detail::current_request;
+  if (r == nullptr) return;
+  try {
+    r->engine->declare_model(*r, stage, info);
+  } catch (...) {
+  }
 }
 
 bool stage_needs_tokens(StageId stage) noexcept {

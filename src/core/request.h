@@ -5,12 +5,26 @@
 #include <cstdint>
 #include <vector>
 
+#include <optional>
+#include <string>
+
 #include "vxperf/clock.h"
+#include "vxperf/cost_model.h"
 #include "vxperf/device.h"
+#include "vxperf/model.h"
 
 namespace vxperf::detail {
 
 class EngineCore;
+
+// A transformer as the engine prices it (overrides and usable widths applied).
+struct DeclaredModel {
+  std::string stage;
+  std::int64_t params = 0;
+  std::optional<AttentionWidths> attention;
+  std::int64_t text_tokens = 0;
+  ModelInfo info;  // as declared, for the trace
+};
 
 struct Request {
   struct Pair {
@@ -37,6 +51,10 @@ struct Request {
   std::vector<Pair> pairs;           // closed calls, in closing order
   std::vector<StageState> stages;    // indexed by stage id
   std::vector<std::uint32_t> order;  // stage ids in order of first use
+  // Transformers declared for this request alone (a pipeline's own components); when any is, the
+  // request is priced by these instead of the engine's.
+  std::vector<DeclaredModel> models;
+  bool own_models = false;
 
   // Marks a stage as used (at the opening of a call) and keeps its first known token count.
   void note_stage(std::uint32_t id, std::int64_t tokens, std::int64_t batch);

@@ -76,6 +76,8 @@ void Request::note_stage(std::uint32_t id, std::int64_t tokens, std::int64_t bat
 }
 
 void Request::clear() {
+  models.clear();
+  own_models = false;
   pairs.clear();
   for (std::uint32_t id : order) stages[id] = StageState{};
   order.clear();

@@ -39,8 +39,7 @@ Config config_from(const vxperf::DitDims& d) {
 Config tiny_config() { return Config{}; }
 Config wan21_1_3b_config() { return config_from(*vxperf::dit_preset("wan2.1-t2v-1.3b")); }
 
-// ---- modules
-// -------------------------------------------------------------------------------------
+// ---- modules ------------------------------------------------------------------------------------
 
 ProjImpl::ProjImpl(std::int64_t in, std::int64_t out) {
   base = register_module("base", ::torch::nn::Linear(in, out));

@@ -244,8 +244,7 @@ std::optional<TokenShape> infer_tokens(const ::torch::Tensor& hidden,
   return shape;
 }
 
-// ---- wrapping
-// ------------------------------------------------------------------------------------
+// ---- wrapping -----------------------------------------------------------------------------------
 
 const char* role_name(Role role) {
   switch (role) {
@@ -342,8 +341,7 @@ CallScope::CallScope(Role role, const ::torch::Tensor* hidden,
 
 CallScope::~CallScope() = default;
 
-// ---- device hooks
-// --------------------------------------------------------------------------------
+// ---- device hooks -------------------------------------------------------------------------------
 
 bool cuda_build() {
 #if defined(VXPERF_TORCH_CUDA)

@@ -36,8 +36,7 @@ namespace detail {
 TrainerCore& core_of(Trainer& trainer) { return *trainer.core_; }
 }  // namespace detail
 
-// ---- Trainer
-// ---------------------------------------------------------------------------------------
+// ---- Trainer ------------------------------------------------------------------------------------
 
 Trainer::Trainer(detail::EngineCore& engine)
     : core_(std::make_unique<detail::TrainerCore>(engine)) {}
@@ -48,8 +47,7 @@ void Trainer::finish() { core_->finish(); }
 std::int64_t Trainer::steps_closed() const { return core_->steps_closed(); }
 std::size_t Trainer::pending_steps() const { return core_->pending_steps(); }
 
-// ---- split form
-// ----------------------------------------------------------------------------------
+// ---- split form ---------------------------------------------------------------------------------
 
 TrainMark begin_micro_step(Trainer* t) noexcept {
   if (t == nullptr) return {};
@@ -110,8 +108,7 @@ void end_optimizer_step(const TrainMark& m, const void* optimizer, bool synced) 
   c.add_optimizer_step(marker(m), c.mark(), optimizer, synced);
 }
 
-// ---- scopes
-// --------------------------------------------------------------------------------------
+// ---- scopes -------------------------------------------------------------------------------------
 
 MicroStep::MicroStep(Trainer* t) noexcept : mark_(begin_micro_step(t)) {}
 MicroStep::~MicroStep() { end_micro_step(mark_); }

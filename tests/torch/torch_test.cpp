@@ -204,8 +204,7 @@ TEST(Device, CpuBuildHasNoStreamOrPeaks) {
   if (!vt::cuda_build()) EXPECT_FALSE(vt::memory_peaks_provider()(0).has_value());
 }
 
-// ---- the mini DiT: reading, pricing, wrapping
-// ----------------------------------------------------
+// ---- the mini DiT: reading, pricing, wrapping ---------------------------------------------------
 
 TEST(MiniDiT, ReadingAndShapes) {
   ::torch::manual_seed(0);
