@@ -322,6 +322,8 @@ def _model_classes(target, bases):
             seen.add(id(value))
             if not issubclass(value, torch.nn.Module):
                 continue
+            if value in bases.values() or value is torch.nn.Module:
+                continue  # the model base classes themselves: nothing to time
             if bases:
                 whole_model = any(issubclass(value, base) for base in bases.values())
             else:

@@ -39,7 +39,16 @@ SCENARIOS = {
     "bad_input": {},
     "settings": {"VIDEOX_PERF_FLOPS_ATTN": "0", "VIDEOX_PERF_PEAK_TFLOPS": "100",
                  "VIDEOX_PERF_DIT_PARAMS": "123456789"},
+    # install() / install_training() over the stand-in framework packages (standins/)
+    "install": {"VIDEOX_PERF": "1"},
+    "train_full": {"VIDEOX_PERF": "1", "VIDEOX_PERF_EVERY": "2", "VIDEOX_PERF_WARMUP": "1",
+                   "VIDEOX_PERF_TOTAL_STEPS": "10"},
+    "train_lora": {"VIDEOX_PERF": "1", "VIDEOX_PERF_EVERY": "3", "VIDEOX_PERF_PEAK_TFLOPS": "50"},
 }
+# Scenarios run by vxperf alone, checked against another scenario's golden file: the explicit
+# training API on a plain loop must record what the reference records through accelerate.
+VXPERF_ONLY = {"train_explicit": ("train_full", SCENARIOS["train_full"])}
+STANDINS = os.path.join(HERE, "standins")
 
 DIT_KEYS = ("params", "tokens", "batch", "devices", "flops_per_fwd", "attn_share", "peak_tflops")
 
@@ -49,8 +58,24 @@ def default_reference():
         REPO, "..", "shared", "reference", "seed_perf.py")
 
 
+THROUGHPUT_KEYS = ("samples", "dp", "params", "trainable", "tokens", "priced_steps", "flops_coef",
+                   "flops_coef_hw", "flops_coef_reason", "flops_per_step", "attn_share", "devices",
+                   "peak_tflops")
+
+
 def normalize(record):
     """The fields of a record that do not depend on timing."""
+    if record["kind"] == "train_window":
+        keys = ("kind", "rank", "world_size", "step_first", "step_last", "steps",
+                "warmup_excluded", "micro_steps")
+        out = {key: record[key] for key in keys}
+        out["phases"] = sorted(record["phases_s"])
+        out["eta"] = "eta_s" in record
+        throughput = record.get("throughput")
+        out["throughput"] = None if throughput is None else {
+            key: throughput.get(key) for key in THROUGHPUT_KEYS}
+        out["device"] = record.get("device")
+        return out
     out = {key: record[key] for key in ("kind", "rank", "world_size", "req", "warmup")}
     out["stages"] = {name: stage["count"] for name, stage in sorted(record["stages"].items())}
     dit = record.get("dit")
@@ -115,8 +140,14 @@ def load(impl, reference_path):
 
         return vxperf
     emulate_kwargs_hooks()
-    spec = importlib.util.spec_from_file_location("seed_perf", reference_path)
+    # Loaded where it lives in its framework (videox_fun.utils), so that install() and
+    # install_training() find `..pipeline` and `..models` (the stand-ins).
+    import videox_fun.utils  # noqa: F401
+
+    name = "videox_fun.utils.seed_perf"
+    spec = importlib.util.spec_from_file_location(name, reference_path)
     module = importlib.util.module_from_spec(spec)
+    sys.modules[name] = module
     spec.loader.exec_module(module)
     return module
 
@@ -263,13 +294,118 @@ def run_settings(perf, notes):
     pipe("settings", steps=2)
 
 
-RUNNERS = {name: globals()[f"run_{name}"] for name in SCENARIOS}
+def run_install(perf, notes):
+    import torch
+    import tiny_models as tm
+
+    assert perf.install()
+    from videox_fun.pipeline import WanFunPipeline, WanPipeline
+
+    torch.manual_seed(0)
+    parts = dict(tokenizer=tm.Tokenizer(), text_encoder=tm.TextEncoder(),
+                 transformer=tm.WanTransformer3DModel(), transformer_2=tm.WanTransformer3DModel(),
+                 vae=tm.VideoVAE(), scheduler=tm.FlowScheduler(1))
+    WanPipeline(**parts)("installed", steps=2)
+    WanFunPipeline(**parts)("subclass", frames=9, steps=2)
+
+
+def train_loop(perf, lora=False, checkpointing=False, critic=False, steps=5, accumulation=2,
+               explicit=False):
+    """A flow-matching training loop over the framework's tiny Wan models: accelerate's (the
+    stand-in) when explicit is False, plain PyTorch with vxperf's explicit scopes otherwise."""
+    import torch
+    import tiny_models as tm
+    from videox_fun import models as vm
+
+    torch.manual_seed(0)
+    dit = vm.WanTransformer3DModel()
+    vae = vm.AutoencoderKLWan()
+    text_encoder = vm.WanT5EncoderModel()
+    dit.gradient_checkpointing = checkpointing
+    if lora:
+        tm.add_lora(dit)
+    trainable = [p for p in dit.parameters() if p.requires_grad]
+    optimizer = torch.optim.AdamW(trainable, lr=1e-3)
+    judge = torch.nn.Linear(4, 1)
+    judge_optimizer = torch.optim.SGD(judge.parameters(), lr=1e-2)
+    tokenizer = tm.Tokenizer()
+    if explicit:
+        perf.register_model(dit)
+        perf.instrument_module(vae)  # its encode/decode as vae_enc / vae_dec
+        perf.instrument_module(dit)  # fwd, priced from seq_len
+    else:
+        from accelerate import Accelerator
+
+        accelerator = Accelerator(gradient_accumulation_steps=accumulation)
+        dit, optimizer = accelerator.prepare(dit, optimizer)
+        if critic:
+            judge, judge_optimizer = accelerator.prepare(judge, judge_optimizer)
+    for step in range(steps):
+        for micro in range(accumulation):
+            last = micro == accumulation - 1
+            # bucketed data: two clip lengths, so token counts differ between steps
+            frames = 5 if (step + micro) % 2 == 0 else 9
+            video = torch.rand(1, 3, frames, 16, 16)
+            ids = tokenizer("a training caption", dit.text_len)
+            scope = perf.micro_step() if explicit else accelerator.accumulate(dit)
+            with scope:
+                with torch.no_grad():
+                    latents = vae.encode(video)
+                    if explicit:
+                        with perf.model_call("text_encoder"):
+                            context = text_encoder(ids)
+                    else:
+                        context = text_encoder(ids)
+                sigma = torch.rand(1)
+                noise = torch.randn_like(latents)
+                noisy = (1 - sigma) * latents + sigma * noise
+                tokens = latents.shape[2] * (latents.shape[3] // 2) * (latents.shape[4] // 2)
+                seq_len = 8 * -(-tokens // 8)
+                pred = dit(x=noisy, t=sigma * 1000, context=context, seq_len=seq_len)
+                loss = torch.nn.functional.mse_loss(pred, noise - latents)
+                if explicit:
+                    with perf.backward():
+                        (loss / accumulation).backward()
+                    if last:
+                        with perf.clip():
+                            torch.nn.utils.clip_grad_norm_(trainable, 1.0)
+                    with perf.optimizer_step(optimizer, synced=last):
+                        if last:
+                            optimizer.step()
+                            optimizer.zero_grad()
+                else:
+                    accelerator.backward(loss)
+                    if accelerator.sync_gradients:
+                        accelerator.clip_grad_norm_(trainable, 1.0)
+                    optimizer.step()
+                    optimizer.zero_grad()
+                    if critic:  # a second optimizer: the first to close a step owns the boundary
+                        judge(latents.mean(dim=(2, 3, 4)).detach()).sum().backward()
+                        judge_optimizer.step()
+                        judge_optimizer.zero_grad()
+
+
+def run_train_full(perf, notes):
+    assert perf.install_training()
+    train_loop(perf, checkpointing=True)
+
+
+def run_train_lora(perf, notes):
+    assert perf.install_training()
+    train_loop(perf, lora=True, critic=True, steps=6, accumulation=1)
+
+
+def run_train_explicit(perf, notes):
+    train_loop(perf, checkpointing=True, explicit=True)
+
+
+RUNNERS = {name: globals()[f"run_{name}"] for name in list(SCENARIOS) + list(VXPERF_ONLY)}
 
 
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--impl", choices=("vxperf", "reference"), required=True)
-    parser.add_argument("--scenario", choices=sorted(SCENARIOS), required=True)
+    parser.add_argument("--scenario", choices=sorted(RUNNERS), required=True)
     parser.add_argument("--out", required=True)
     parser.add_argument("--reference", default=default_reference())
     args = parser.parse_args()
@@ -279,7 +415,9 @@ def main():
             del os.environ[key]
     records_path = os.path.join(tempfile.mkdtemp(prefix="vxperf-scenario-"), "records.jsonl")
     os.environ["VIDEOX_PERF_JSON"] = records_path
-    os.environ.update(SCENARIOS[args.scenario])
+    settings = SCENARIOS[args.scenario] if args.scenario in SCENARIOS else VXPERF_ONLY[args.scenario][1]
+    os.environ.update(settings)
+    sys.path.insert(0, STANDINS)
 
     perf = load(args.impl, args.reference)
     notes = []
@@ -290,7 +428,8 @@ def main():
             records = [json.loads(line) for line in handle if line.strip()]
     result = {
         "scenario": args.scenario,
-        "records": sorted((normalize(r) for r in records), key=lambda r: (r["kind"], r["req"])),
+        "records": sorted((normalize(r) for r in records),
+                          key=lambda r: (r["kind"], r.get("req", r.get("step_first")))),
         "notes": notes,
     }
     with open(args.out, "w") as handle:

@@ -16,6 +16,7 @@ import math
 import threading
 
 import torch
+import torch.utils.checkpoint
 from torch import nn
 
 
@@ -82,6 +83,7 @@ class WanTransformer3DModel(nn.Module):
         self.head = nn.Linear(dim, channels * math.prod(patch_size))
         self.fail_on_call = None  # raise at this call number (the failing-request scenario)
         self.calls = 0
+        self.gradient_checkpointing = False  # recompute each block in the backward
 
     def forward(self, x, t, context, seq_len):
         self.calls += 1
@@ -95,7 +97,10 @@ class WanTransformer3DModel(nn.Module):
         tokens = tokens + self.time_embedding(t.view(-1, 1).float()).unsqueeze(1)
         ctx = self.text_embedding(context)
         for block in self.blocks:
-            tokens = block(tokens, ctx)
+            if self.gradient_checkpointing and torch.is_grad_enabled():
+                tokens = torch.utils.checkpoint.checkpoint(block, tokens, ctx)
+            else:
+                tokens = block(tokens, ctx)
         out = self.head(tokens[:, :n])
         out = out.view(b, f // pf, h // ph, w // pw, c, pf, ph, pw)
         return out.permute(0, 4, 1, 5, 2, 6, 3, 7).reshape(b, c, f, h, w)
@@ -197,6 +202,37 @@ class WanPipeline(TinyPipeline):
             uncond = model(x=latents, t=t, context=null_context, seq_len=seq_len)
             latents = scheduler.step(uncond + guidance * (cond - uncond), i, latents)
         return self.vae.decode(latents)
+
+
+class LoRALinear(nn.Module):
+    """A frozen linear layer plus a trainable low-rank update (peft's lora_A / lora_B names)."""
+
+    def __init__(self, base, rank=2):
+        super().__init__()
+        self.base = base
+        self.lora_A = nn.Linear(base.in_features, rank, bias=False)
+        self.lora_B = nn.Linear(rank, base.out_features, bias=False)
+        nn.init.zeros_(self.lora_B.weight)
+        for param in base.parameters():
+            param.requires_grad_(False)
+
+    @property
+    def out_features(self):
+        return self.base.out_features
+
+    def forward(self, x):
+        return self.base(x) + self.lora_B(self.lora_A(x))
+
+
+def add_lora(model, rank=2):
+    """Freezes `model` and puts trainable adapters on every attention's q and v projections."""
+    for param in model.parameters():
+        param.requires_grad_(False)
+    for module in list(model.modules()):
+        if isinstance(module, WanSelfAttention):
+            module.q = LoRALinear(module.q, rank)
+            module.v = LoRALinear(module.v, rank)
+    return model
 
 
 # ---- diffusers ------------------------------------------------------------------------------------
