@@ -129,12 +129,16 @@ def _reset_peaks(index):
     torch.cuda.reset_peak_memory_stats(index)
 
 
-def ensure_cuda(index, library=""):
+def ensure_cuda(index, library="", peaks=None, reset=None):
     """Gives the engine the CUDA driver backend, with torch's allocator for the memory peaks, the
-    first time a device is used. Host timing stays when the driver cannot be loaded."""
+    first time a device is used. Host timing stays when the driver cannot be loaded.
+
+    library, peaks, reset: another driver library and other memory counters (the tests use the
+    fake driver, which torch knows nothing of)."""
     with _lock:
         if _cuda["tried"]:
             return _cuda["ok"]
         _cuda["tried"] = True
-        _cuda["ok"] = bool(_ext.use_cuda_backend(_peaks, _reset_peaks, index, library))
+        _cuda["ok"] = bool(_ext.use_cuda_backend(peaks or _peaks, reset or _reset_peaks, index,
+                                                 library))
         return _cuda["ok"]

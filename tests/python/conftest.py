@@ -18,6 +18,7 @@ BUILD = os.environ.get("VXPERF_BUILD", os.path.join(REPO, "build"))
 PACKAGE_DIR = os.path.join(BUILD, "python")
 CLI = os.path.join(BUILD, "vxperf")
 FAKE_CUDA = os.path.join(BUILD, "tests", "fake_cuda", "libfake_cuda.so")
+STANDINS = os.path.join(HERE, "standins")
 
 if not os.path.isdir(os.path.join(PACKAGE_DIR, "vxperf")):
     raise pytest.UsageError(f"no vxperf package in {PACKAGE_DIR}: build first (cmake --build build)")
