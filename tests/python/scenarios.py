@@ -26,6 +26,7 @@ import threading
 HERE = os.path.dirname(os.path.abspath(__file__))
 REPO = os.path.dirname(os.path.dirname(HERE))
 sys.path.insert(0, HERE)
+import kwargs_hooks  # noqa: E402
 
 # name -> VIDEOX_PERF* settings of the scenario (besides VIDEOX_PERF_JSON)
 SCENARIOS = {
@@ -84,62 +85,12 @@ def normalize(record):
     return out
 
 
-# ---- the reference on torch 1.x -----------------------------------------------------------------
-
-
-def emulate_kwargs_hooks():
-    """Lets `register_forward_pre_hook(hook, with_kwargs=True)` (torch 2.x) work on torch 1.x by
-    wrapping the instance's forward. Only the reference runs with this."""
-    import torch
-
-    if int(torch.__version__.split(".")[0]) >= 2:
-        return
-    module_cls = torch.nn.Module
-    plain_pre = module_cls.register_forward_pre_hook
-    plain_post = module_cls.register_forward_hook
-
-    def hooks_of(module):
-        hooks = module.__dict__.get("_emulated_kwargs_hooks")
-        if hooks is None:
-            hooks = {"pre": [], "post": []}
-            module.__dict__["_emulated_kwargs_hooks"] = hooks
-            inner = module.forward
-
-            def forward(*args, **kwargs):
-                for hook in hooks["pre"]:
-                    changed = hook(module, args, kwargs)
-                    if changed is not None:
-                        args, kwargs = changed
-                output = inner(*args, **kwargs)
-                for hook in hooks["post"]:
-                    changed = hook(module, args, kwargs, output)
-                    if changed is not None:
-                        output = changed
-                return output
-
-            module.forward = forward
-        return hooks
-
-    def register_pre(self, hook, *, prepend=False, with_kwargs=False):
-        if not with_kwargs:
-            return plain_pre(self, hook)
-        hooks_of(self)["pre"].append(hook)
-
-    def register_post(self, hook, *, prepend=False, with_kwargs=False):
-        if not with_kwargs:
-            return plain_post(self, hook)
-        hooks_of(self)["post"].append(hook)
-
-    module_cls.register_forward_pre_hook = register_pre
-    module_cls.register_forward_hook = register_post
-
-
 def load(impl, reference_path):
     if impl == "vxperf":
         import vxperf
 
         return vxperf
-    emulate_kwargs_hooks()
+    kwargs_hooks.emulate()
     # Loaded where it lives in its framework (videox_fun.utils), so that install() and
     # install_training() find `..pipeline` and `..models` (the stand-ins).
     import videox_fun.utils  # noqa: F401
