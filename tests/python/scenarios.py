@@ -2,7 +2,7 @@
 """Runs one inference scenario under the reference module or under vxperf, in this process.
 
     /usr/bin/python3 scenarios.py --impl vxperf|reference --scenario NAME --out RESULT.json
-        [--reference PATH/seed_perf.py]
+        [--reference PATH/seed_perf.py] [--real-accelerate]
 
 Needs torch (Debian's python3-torch: /usr/bin/python3). The scenario's pipelines are built from
 tiny_models.py and instrumented with the implementation's own `instrument_pipeline`; the records
@@ -287,7 +287,7 @@ def train_loop(perf, lora=False, checkpointing=False, critic=False, steps=5, acc
     else:
         from accelerate import Accelerator
 
-        accelerator = Accelerator(gradient_accumulation_steps=accumulation)
+        accelerator = Accelerator(gradient_accumulation_steps=accumulation, cpu=True)
         dit, optimizer = accelerator.prepare(dit, optimizer)
         if critic:
             judge, judge_optimizer = accelerator.prepare(judge, judge_optimizer)
@@ -359,6 +359,8 @@ def main():
     parser.add_argument("--scenario", choices=sorted(RUNNERS), required=True)
     parser.add_argument("--out", required=True)
     parser.add_argument("--reference", default=default_reference())
+    parser.add_argument("--real-accelerate", action="store_true",
+                        help="use the installed accelerate rather than the stand-in")
     args = parser.parse_args()
 
     for key in list(os.environ):
@@ -368,6 +370,8 @@ def main():
     os.environ["VIDEOX_PERF_JSON"] = records_path
     settings = SCENARIOS[args.scenario] if args.scenario in SCENARIOS else VXPERF_ONLY[args.scenario][1]
     os.environ.update(settings)
+    if args.real_accelerate:
+        import accelerate  # noqa: F401  (imported first: the stand-in cannot shadow it)
     sys.path.insert(0, STANDINS)
 
     perf = load(args.impl, args.reference)

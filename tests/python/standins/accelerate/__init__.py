@@ -13,7 +13,7 @@ class GradientState:
 
 
 class Accelerator:
-    def __init__(self, gradient_accumulation_steps=1):
+    def __init__(self, gradient_accumulation_steps=1, cpu=False):
         self.gradient_accumulation_steps = gradient_accumulation_steps
         self.gradient_state = GradientState()
         self.device = torch.device("cpu")
