@@ -75,8 +75,8 @@ ModelInfo to_info(const ModelDesc& d) {
   info.trainable = d.trainable;
   info.checkpointing = d.checkpointing;
   if (d.attention) {
-    info.attention = vxperf::AttentionWidths{d.attention->self, d.attention->cross,
-                                             d.attention->modules};
+    info.attention =
+        vxperf::AttentionWidths{d.attention->self, d.attention->cross, d.attention->modules};
   }
   info.text_tokens = d.text_tokens;
   return info;
@@ -99,16 +99,23 @@ Marker marker(const TrainData& d) { return Marker{d.host_s, d.event}; }
 // ---- the process-wide engine ----------------------------------------------------------------
 
 bool configure(int level) {
-  {
-    std::lock_guard<std::mutex> lock(g_configure_mu);
-    if (!g_configured.load(std::memory_order_relaxed) && level > 0) {
-      // TEMPORARY: the process-wide engine reads its settings from the environment only, so a
-      // level given by the program is passed the same way, before the engine is first made.
-      // To be replaced by vxperf::configure(Config).
-      ::setenv("VIDEOX_PERF", std::to_string(level).c_str(), 1);
-    }
+  std::lock_guard<std::mutex> lock(g_configure_mu);
+  if (g_configured.load(std::memory_order_relaxed) || level <= 0) return eng() != nullptr;
+  // TEMPORARY: the process-wide engine reads its settings from the environment only, so a level
+  // given by the program is passed the same way while the engine is made, and the variable is
+  // put back afterwards (child processes must not inherit it). To be replaced by
+  // vxperf::configure(Config).
+  const char* previous = std::getenv("VIDEOX_PERF");
+  std::string saved = previous != nullptr ? previous : "";
+  bool had = previous != nullptr;
+  ::setenv("VIDEOX_PERF", std::to_string(level).c_str(), 1);
+  bool on = eng() != nullptr;
+  if (had) {
+    ::setenv("VIDEOX_PERF", saved.c_str(), 1);
+  } else {
+    ::unsetenv("VIDEOX_PERF");
   }
-  return eng() != nullptr;
+  return on;
 }
 
 bool configured() { return g_configured.load(std::memory_order_relaxed); }

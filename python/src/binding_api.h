@@ -61,9 +61,9 @@ struct AttentionWidths {
 };
 
 struct ModelDesc {
-  std::int64_t params = 0;     // unsharded parameter count
-  std::int64_t trainable = -1;  // training: parameters that get gradients; -1: all
-  bool checkpointing = false;   // training: gradient checkpointing on
+  std::int64_t params = 0;                   // unsharded parameter count
+  std::int64_t trainable = -1;               // training: parameters that get gradients; -1: all
+  bool checkpointing = false;                // training: gradient checkpointing on
   std::optional<AttentionWidths> attention;  // nullopt: widths unreadable (priced linear-only)
   std::int64_t text_tokens = 0;              // padded text length, 0 unknown
 };

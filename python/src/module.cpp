@@ -35,8 +35,8 @@ api::ModelDesc make_desc(std::int64_t params, std::int64_t trainable, bool check
   d.trainable = trainable;
   d.checkpointing = checkpointing;
   if (widths) {
-    d.attention = api::AttentionWidths{std::get<0>(*widths), std::get<1>(*widths),
-                                       std::get<2>(*widths)};
+    d.attention =
+        api::AttentionWidths{std::get<0>(*widths), std::get<1>(*widths), std::get<2>(*widths)};
   }
   d.text_tokens = text_tokens;
   return d;

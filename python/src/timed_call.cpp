@@ -22,8 +22,7 @@ enum Flags : unsigned {
 // ---- TimedCall ---------------------------------------------------------------------------------
 
 struct TimedCall {
-  PyObject_HEAD
-  vectorcallfunc vectorcall;
+  PyObject_HEAD vectorcallfunc vectorcall;
   PyObject* func;   // what is called
   PyObject* self;   // prepended to the arguments when set (func is then the plain function)
   PyObject* owner;  // the module handed to the token inference (None for a plain function)
@@ -177,8 +176,8 @@ PyObject* timed_new(PyTypeObject* type, PyObject* args, PyObject* kwargs) {
   unsigned flags = 0;
   int phase = -1;
   PyObject* infer = Py_None;
-  static const char* keywords[] = {"func", "self", "owner", "name", "flags", "phase", "infer",
-                                   nullptr};
+  static const char* keywords[] = {"func",  "self",  "owner", "name",
+                                   "flags", "phase", "infer", nullptr};
   if (!PyArg_ParseTupleAndKeywords(args, kwargs, "OOOU|IiO", const_cast<char**>(keywords), &func,
                                    &self, &owner, &name, &flags, &phase, &infer)) {
     return nullptr;
@@ -221,8 +220,8 @@ PyObject* timed_getattro(PyObject* self, PyObject* name) {
 PyObject* timed_reduce(PyObject* self, PyObject* /*unused*/) {
   auto* t = reinterpret_cast<TimedCall*>(self);
   auto or_none = [](PyObject* o) { return o != nullptr ? o : Py_None; };
-  return Py_BuildValue("(O(OOOOIiO))", Py_TYPE(self), t->func, or_none(t->self),
-                       or_none(t->owner), t->name, t->flags, t->phase, or_none(t->infer));
+  return Py_BuildValue("(O(OOOOIiO))", Py_TYPE(self), t->func, or_none(t->self), or_none(t->owner),
+                       t->name, t->flags, t->phase, or_none(t->infer));
 }
 
 PyObject* timed_repr(PyObject* self) {
@@ -264,8 +263,7 @@ constexpr int kMaxDepth = 8;
 // `with vxperf.stage("refiner", tokens, batch):`. Re-entering the same object nests, up to
 // kMaxDepth levels (deeper entries are not measured).
 struct StageContext {
-  PyObject_HEAD
-  std::uint32_t stage;
+  PyObject_HEAD std::uint32_t stage;
   std::int64_t tokens;
   std::int64_t batch;
   int depth;

@@ -11,7 +11,6 @@ import functools
 import importlib
 import importlib.util
 import inspect
-import sys
 import threading
 
 from . import _ext, _reading, _state
@@ -25,6 +24,8 @@ VAE_METHODS = (("encode", "_enc"), ("decode", "_dec"), ("encode_stream", "_enc")
                ("decode_stream", "_dec"))
 
 _lock = threading.Lock()
+# Two threads starting requests on one pipeline must not both hook a new component.
+_hook_lock = threading.Lock()
 _declared = {}  # stage -> (params, widths, text_tokens) as last handed to the engine
 _pinned = set()  # stages declared explicitly with declare_model(): never withdrawn
 _installed = False
@@ -85,12 +86,13 @@ def attach(pipe):
                     "are timed end to end, without stages")
         return {}
     models = {}
-    for name, component in components.items():
-        if not isinstance(component, torch.nn.Module):
-            continue  # tokenizers, schedulers, processors
-        if name.startswith("transformer"):
-            models[name] = _model_of(name, component)
-        _hook(name, component)
+    with _hook_lock:
+        for name, component in components.items():
+            if not isinstance(component, torch.nn.Module):
+                continue  # tokenizers, schedulers, processors
+            if name.startswith("transformer"):
+                models[name] = _model_of(name, component)
+            _hook(name, component)
     return models
 
 

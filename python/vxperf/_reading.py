@@ -120,7 +120,8 @@ def _patch_size(module):
     patch = getattr(getattr(module, "config", None), "patch_size", None)
     if isinstance(patch, int):
         return (1, patch, patch)
-    if isinstance(patch, (tuple, list)) and len(patch) == 3 and all(isinstance(p, int) for p in patch):
+    if isinstance(patch, (tuple, list)) and len(patch) == 3 and all(
+            isinstance(p, int) for p in patch):
         return tuple(patch)
     return None
 
@@ -165,7 +166,8 @@ def infer_tokens(module, args, kwargs):
             return None
         frames, height, width = (int(s) for s in hidden.shape[2:])
         return (frames // patch[0]) * (height // patch[1]) * (width // patch[2]), batch
-    _warn_layout(module, f"input of shape {tuple(hidden.shape)} is not (B, T, D) or (B, C, F, H, W)")
+    _warn_layout(module,
+                 f"input of shape {tuple(hidden.shape)} is not (B, T, D) or (B, C, F, H, W)")
     return None
 
 

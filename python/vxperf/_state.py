@@ -111,7 +111,7 @@ def cuda_index(device):
 
 
 def current_stream(index):
-    """Torch's current CUDA stream on device `index`, as the integer handle the engine records on."""
+    """Torch's current CUDA stream on device `index`, as the integer handle events go on."""
     import torch
 
     return int(torch.cuda.current_stream(index).cuda_stream)

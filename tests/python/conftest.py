@@ -21,7 +21,8 @@ FAKE_CUDA = os.path.join(BUILD, "tests", "fake_cuda", "libfake_cuda.so")
 STANDINS = os.path.join(HERE, "standins")
 
 if not os.path.isdir(os.path.join(PACKAGE_DIR, "vxperf")):
-    raise pytest.UsageError(f"no vxperf package in {PACKAGE_DIR}: build first (cmake --build build)")
+    raise pytest.UsageError(f"no vxperf package in {PACKAGE_DIR}: build first "
+                            "(cmake --build build)")
 
 
 def clean_env(**settings):

@@ -103,7 +103,7 @@ def load(impl, reference_path):
     return module
 
 
-# ---- scenarios ------------------------------------------------------------------------------------
+# ---- scenarios -----------------------------------------------------------------------------------
 
 
 def run_wan(perf, notes):
@@ -368,7 +368,10 @@ def main():
             del os.environ[key]
     records_path = os.path.join(tempfile.mkdtemp(prefix="vxperf-scenario-"), "records.jsonl")
     os.environ["VIDEOX_PERF_JSON"] = records_path
-    settings = SCENARIOS[args.scenario] if args.scenario in SCENARIOS else VXPERF_ONLY[args.scenario][1]
+    if args.scenario in SCENARIOS:
+        settings = SCENARIOS[args.scenario]
+    else:
+        settings = VXPERF_ONLY[args.scenario][1]
     os.environ.update(settings)
     if args.real_accelerate:
         import accelerate  # noqa: F401  (imported first: the stand-in cannot shadow it)

@@ -37,7 +37,8 @@ def step(accumulation=2, frames=5):
             with torch.no_grad():
                 latents = vae.encode(torch.rand(1, 3, frames, 16, 16))
             context = text_encoder(ids)
-            seq_len = 8 * -(-(latents.shape[2] * (latents.shape[3] // 2) * (latents.shape[4] // 2)) // 8)
+            tokens = latents.shape[2] * (latents.shape[3] // 2) * (latents.shape[4] // 2)
+            seq_len = 8 * -(-tokens // 8)
             pred = dit(x=latents, t=torch.ones(1), context=context, seq_len=seq_len)
             loss = pred.pow(2).mean()
             with vxperf.backward():
@@ -75,7 +76,8 @@ vxperf.finish()
         assert window["micro_steps"] == 2.0
         throughput = window["throughput"]
         assert throughput["samples"] == 2.0 and throughput["priced_steps"] == 1
-        assert throughput["flops_coef_reason"] == "full, ckpt on -> 3x/4x, attn from dims (4 modules)"
+        assert throughput["flops_coef_reason"] == (
+            "full, ckpt on -> 3x/4x, attn from dims (4 modules)")
     assert [w["throughput"]["tokens"] for w in windows] == [16.0, 8.0, 16.0, 8.0]
 
 

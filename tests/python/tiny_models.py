@@ -40,7 +40,7 @@ def attention(q, k, v, heads):
     return (weights @ v).transpose(1, 2).reshape(b, n, d)
 
 
-# ---- Wan ------------------------------------------------------------------------------------------
+# ---- Wan -----------------------------------------------------------------------------------------
 
 
 class WanSelfAttention(nn.Module):
@@ -142,7 +142,8 @@ class VideoVAE(nn.Module):
 
     def decode_stream(self, latents, chunk=1):
         """Decodes a few latent frames at a time (a streaming decoder's interface)."""
-        return [self.decoder(latents[:, :, i: i + chunk]) for i in range(0, latents.shape[2], chunk)]
+        frames = latents.shape[2]
+        return [self.decoder(latents[:, :, i: i + chunk]) for i in range(0, frames, chunk)]
 
 
 class FlowScheduler:
@@ -235,7 +236,7 @@ def add_lora(model, rank=2):
     return model
 
 
-# ---- diffusers ------------------------------------------------------------------------------------
+# ---- diffusers -----------------------------------------------------------------------------------
 
 
 class DiffusersAttention(nn.Module):
@@ -339,7 +340,7 @@ class UpsamplePipeline(TinyPipeline):
         return self.latent_upsampler(latents)
 
 
-# ---- packed tokens --------------------------------------------------------------------------------
+# ---- packed tokens -------------------------------------------------------------------------------
 
 
 class FusedAttention(nn.Module):
@@ -416,7 +417,7 @@ class PackedPipeline(TinyPipeline):
         return self.vae.decode(latents)
 
 
-# ---- builders -------------------------------------------------------------------------------------
+# ---- builders ------------------------------------------------------------------------------------
 
 
 def wan_pipeline(barrier=None):
