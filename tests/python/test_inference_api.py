@@ -269,3 +269,23 @@ def test_level_two_dumps_every_call(tmp_path):
     """
     proc = run_python(code, env=clean_env(VIDEOX_PERF=2))
     assert "[Perf][rank0] transformer steps(ms): " in proc.stderr
+
+
+def test_cpu_run_makes_no_cuda_call(tmp_path):
+    """A pipeline on the CPU is timed on the host clock: the driver is never loaded and torch's
+    CUDA state is never initialized by the metrics."""
+    records = tmp_path / "records.jsonl"
+    code = """
+        import torch, vxperf
+        import tiny_models as tm
+        pipe = vxperf.instrument_pipeline(tm.diffusers_pipeline())
+        pipe("cpu", steps=2)
+        maps = open("/proc/self/maps").read()
+        assert "libcuda" not in maps and "fake_cuda" not in maps
+        assert not torch.cuda.is_initialized()
+        print("host only")
+    """
+    proc = run_python(code, env=clean_env(VIDEOX_PERF=1, VIDEOX_PERF_JSON=records))
+    assert proc.stdout.strip() == "host only" and "CUDA" not in proc.stderr
+    (record,) = read_records(records)
+    assert "device" not in record and "peak_alloc_bytes" not in record

@@ -102,6 +102,10 @@ def test_scenarios_cover_the_conventions(vxperf_results):
         "raised RuntimeError: transformer failed at call 3"]
     threads = records["threads"]
     assert [r["dit"]["tokens"] for r in threads] == [8, 16]
+    sharded = records["sharded"][0]
+    assert sharded["world_size"] == 2 and sharded["dit"]["devices"] == 2
+    # transformer counted twice (sharded, world 2), transformer_2 once
+    assert sharded["dit"]["params"] == 3 * records["wan"][0]["dit"]["params"] // 2
     settings = records["settings"][0]["dit"]
     assert settings["attn_share"] == 0.0 and settings["params"] == 123456789
     assert settings["peak_tflops"] == 100.0
