@@ -9,6 +9,23 @@
 // Static type objects are filled in add_timed_types(); only their headers are initialized here.
 #pragma GCC diagnostic ignored "-Wmissing-field-initializers"
 
+#if PY_VERSION_HEX < 0x030A0000  // Python 3.9: what 3.10 added to the C API
+static inline PyObject* Py_NewRef(PyObject* o) {
+  Py_INCREF(o);
+  return o;
+}
+static inline PyObject* Py_XNewRef(PyObject* o) {
+  Py_XINCREF(o);
+  return o;
+}
+static int PyModule_AddObjectRef(PyObject* module, const char* name, PyObject* value) {
+  Py_INCREF(value);
+  int rc = PyModule_AddObject(module, name, value);
+  if (rc < 0) Py_DECREF(value);
+  return rc;
+}
+#endif
+
 namespace vxperf::python {
 namespace {
 
