@@ -25,9 +25,9 @@ summaries are the C++ engine's; `vxperf report`/`replay`/`trace` read what it wr
 
 from . import _ext, _state
 from ._inference import declare_model, install, instrument_pipeline, request, timed
-from ._training import (backward, clip, finish, install_training, instrument_class,
-                        instrument_module, micro_step, model_call, optimizer_step, register_model,
-                        training_device)
+from ._training import (backward, clip, finish, install_training, instrument_module, micro_step,
+                        model_call, optimizer_step, register_model, training_device)
+from ._training import instrument_class as instrument_model_class
 
 __version__ = "0.1.0"
 
@@ -48,7 +48,7 @@ def shutdown():
 
 __all__ = [
     "backward", "clip", "declare_model", "enabled", "finish", "install", "install_training",
-    "instrument_class", "instrument_module", "instrument_pipeline", "micro_step", "model_call",
+    "instrument_model_class", "instrument_module", "instrument_pipeline", "micro_step", "model_call",
     "optimizer_step", "register_model", "request", "shutdown", "stage", "timed",
     "training_device",
 ]
