@@ -4,12 +4,19 @@ vxperf's records.
 
   gpu_check.py direct --batch B --out direct.json   # needs a CUDA GPU and PyTorch 2.x
   gpu_check.py compare --records DIR --direct direct.json
+  gpu_check.py python-run --impl vxperf|reference [--reference seed_perf.py] --out R.jsonl
+  gpu_check.py python-compare --vxperf A.jsonl --reference-records B.jsonl
 
 `direct` builds the Wan2.1 T2V-1.3B transformer with random weights in bf16 (30 blocks, width
 1536, 12 heads, FFN 8960, text 512x4096, patch 1x2x2: 1,418,996,800 parameters), feeds it an
 832x480x81 latent (16x21x60x104 -> 32,760 tokens), times the forward with CUDA events and counts
 its FLOPs with torch.utils.flop_counter.FlopCounterMode. `compare` reads vxperf's JSON request
 records (every *.jsonl under DIR) and prints both side by side.
+
+`python-run` instruments a pipeline over the same DiT (Wan's calling convention, a text encoder
+and a VAE decoder, classifier-free guidance) with the Python package (`import vxperf`) or with the
+reference module, on CUDA; `python-compare` checks that both recorded the same requests (stages,
+counts, tokens, FLOPs) and stage times within 2%.
 """
 import argparse
 import glob
@@ -280,6 +287,161 @@ def compare(args):
     return 0 if ok else 1
 
 
+# ---- the Python package: the reference module and vxperf side by side ----------------------------
+
+# The latent of the Python check: 832x480, 21 frames (latent 6x60x104 -> 9,360 tokens), so that a
+# transformer forward takes long enough for a 2% comparison and a run stays well inside a minute.
+PY_LATENT = (6, 60, 104)
+PY_TOKENS = 6 * 30 * 52
+
+
+def load_implementation(impl, reference):
+    if impl == "vxperf":
+        import vxperf
+
+        return vxperf
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("seed_perf", reference)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def python_run(args):
+    """One implementation instruments a Wan2.1-1.3B-shaped text-to-video pipeline on the GPU and
+    runs a warmup request and --requests more; the records go to --out."""
+    import torch
+
+    if not torch.cuda.is_available():
+        sys.exit("gpu_check.py python-run: no CUDA device visible to PyTorch")
+    if os.path.exists(args.out):
+        os.remove(args.out)
+    for key in list(os.environ):
+        if key.startswith("VIDEOX_PERF"):
+            del os.environ[key]
+    os.environ.update(VIDEOX_PERF_JSON=args.out, VIDEOX_PERF_WARMUP="1")
+    perf = load_implementation(args.impl, args.reference)
+    nn = torch.nn
+    device = torch.device("cuda", args.device)
+    torch.manual_seed(0)
+    with torch.device(device):
+        dit = build_model(torch)
+        text_encoder = nn.Sequential(nn.Embedding(32000, TEXT_DIM), nn.Linear(TEXT_DIM, TEXT_DIM),
+                                     nn.GELU(), nn.Linear(TEXT_DIM, TEXT_DIM))
+        vae = build_vae_decoder(torch)
+
+    class Transformer(nn.Module):
+        """Wan's calling convention (x, t, context, seq_len) over the DiT; `text_len` as Wan has."""
+
+        def __init__(self, inner):
+            super().__init__()
+            self.inner = inner
+            self.text_len = TEXT_LEN
+
+        def forward(self, x, t, context, seq_len):
+            return self.inner(x, t, context)
+
+    class Pipeline:
+        def __init__(self):
+            self.text_encoder = text_encoder.to(torch.bfloat16).eval()
+            self.transformer = Transformer(dit).to(torch.bfloat16).eval()
+            self.vae = vae.to(torch.bfloat16).eval()
+
+        @property
+        def components(self):
+            return {"text_encoder": self.text_encoder, "transformer": self.transformer,
+                    "vae": self.vae}
+
+        @torch.inference_mode()
+        def __call__(self, steps, guidance=5.0):
+            ids = torch.randint(0, 32000, (1, TEXT_LEN), device=device)
+            context = self.text_encoder(ids)
+            null = self.text_encoder(torch.zeros_like(ids))
+            latents = torch.randn(1, IN_CH, *PY_LATENT, device=device, dtype=torch.bfloat16)
+            for i in range(steps):
+                t = torch.full((1,), 999.0 - i, device=device)
+                cond = self.transformer(x=latents, t=t, context=context, seq_len=PY_TOKENS)
+                uncond = self.transformer(x=latents, t=t, context=null, seq_len=PY_TOKENS)
+                latents = latents + 0.1 * (uncond + guidance * (cond - uncond))
+            return self.vae.decode(latents).float().cpu()
+
+    pipe = perf.instrument_pipeline(Pipeline())
+    for _ in range(1 + args.requests):
+        pipe(args.steps)
+    print(f"gpu_check: {args.impl}: {1 + args.requests} requests on {device}")
+
+
+def build_vae_decoder(torch):
+    nn = torch.nn
+
+    class Decoder(nn.Module):
+        """A Wan-VAE-sized upsampling decoder (8x spatial, 4x temporal)."""
+
+        def __init__(self):
+            super().__init__()
+            self.conv_in = nn.Conv3d(IN_CH, 256, 3, padding=1)
+            self.up = nn.ConvTranspose3d(256, 64, (1, 8, 8), stride=(1, 8, 8))
+            self.conv_out = nn.Conv3d(64, 3, 3, padding=1)
+
+        def forward(self, latents):
+            return self.decode(latents)
+
+        def decode(self, latents):
+            x = self.up(torch.nn.functional.silu(self.conv_in(latents)))
+            return self.conv_out(x).repeat_interleave(4, dim=2)
+
+    return Decoder()
+
+
+def read_jsonl(path):
+    with open(path) as handle:
+        return [json.loads(line) for line in handle if line.strip()]
+
+
+def python_compare(args):
+    """Same records from both (stages and counts, FLOPs, tokens, batch, params), and stage times
+    within --time-tolerance over the measured requests."""
+    ours = sorted(read_jsonl(args.vxperf), key=lambda r: r["req"])
+    theirs = sorted(read_jsonl(args.reference_records), key=lambda r: r["req"])
+    problems = []
+    if [(r["req"], r["warmup"]) for r in ours] != [(r["req"], r["warmup"]) for r in theirs]:
+        problems.append("request ids or warmup flags differ")
+    for a, b in zip(ours, theirs):
+        counts_a = {n: s["count"] for n, s in a["stages"].items()}
+        counts_b = {n: s["count"] for n, s in b["stages"].items()}
+        if counts_a != counts_b:
+            problems.append(f"req#{a['req']}: stages {counts_a} != {counts_b}")
+        for key in ("params", "tokens", "batch", "devices", "flops_per_fwd", "attn_share"):
+            va, vb = (a.get("dit") or {}).get(key), (b.get("dit") or {}).get(key)
+            if va is None or vb is None or not math.isclose(va, vb, rel_tol=1e-12):
+                problems.append(f"req#{a['req']}: dit.{key} {va} != {vb}")
+        if a.get("device") != b.get("device") or "peak_alloc_bytes" not in a:
+            problems.append(f"req#{a['req']}: device {a.get('device')} vs {b.get('device')}, "
+                            "or no peak memory")
+    measured_a = [r for r in ours if not r["warmup"]]
+    measured_b = [r for r in theirs if not r["warmup"]]
+    print(f"{'mean over measured requests':28}{'vxperf':>12}{'reference':>12}{'ratio':>8}")
+    for name in sorted(measured_a[0]["stages"]) if measured_a else []:
+        va = statistics.fmean(r["stages"][name]["mean_ms"] for r in measured_a)
+        vb = statistics.fmean(r["stages"][name]["mean_ms"] for r in measured_b)
+        print(f"{name + ' (ms)':28}{va:12.2f}{vb:12.2f}{va / vb:8.3f}")
+        # Stages of a few milliseconds carry host jitter of their own: 2% or 0.3 ms.
+        if abs(va - vb) > max(args.time_tolerance * vb, 0.3):
+            problems.append(f"{name}: {va:.2f} ms vs {vb:.2f} ms")
+    if measured_a:
+        va = statistics.fmean(r["e2e_s"] for r in measured_a)
+        vb = statistics.fmean(r["e2e_s"] for r in measured_b)
+        print(f"{'e2e (s)':28}{va:12.3f}{vb:12.3f}{va / vb:8.3f}")
+        print(f"{'FLOPs / forward':28}{measured_a[0]['dit']['flops_per_fwd']:12.4e}"
+              f"{measured_b[0]['dit']['flops_per_fwd']:12.4e}")
+    for problem in problems:
+        print("  ", problem)
+    print("RESULT:", "agree" if not problems else "DISAGREE",
+          f"(records equal, stage times within {args.time_tolerance:.0%})")
+    return 0 if not problems else 1
+
+
 def main():
     p = argparse.ArgumentParser(description=__doc__,
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -297,11 +459,26 @@ def main():
     pc.add_argument("--direct", required=True)
     pc.add_argument("--time-tolerance", type=float, default=0.15)
     pc.add_argument("--flops-tolerance", type=float, default=0.06)
+    pr = sub.add_parser("python-run")
+    pr.add_argument("--impl", choices=("vxperf", "reference"), required=True)
+    pr.add_argument("--reference", help="the reference module (seed_perf.py)")
+    pr.add_argument("--device", type=int, default=0)
+    pr.add_argument("--requests", type=int, default=3)
+    pr.add_argument("--steps", type=int, default=3)
+    pr.add_argument("--out", required=True)
+    pp = sub.add_parser("python-compare")
+    pp.add_argument("--vxperf", required=True)
+    pp.add_argument("--reference-records", required=True)
+    pp.add_argument("--time-tolerance", type=float, default=0.02)
     args = p.parse_args()
     if args.cmd == "direct":
         direct(args)
     elif args.cmd == "batch":
         batch_of(args)
+    elif args.cmd == "python-run":
+        python_run(args)
+    elif args.cmd == "python-compare":
+        sys.exit(python_compare(args))
     else:
         sys.exit(compare(args))
 

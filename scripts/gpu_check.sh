@@ -3,11 +3,17 @@
 # bundled LibTorch, runs the demo on the GPU at Wan2.1-1.3B dimensions (random weights, bf16,
 # 832x480x81, 3 denoising steps with CFG, 2 requests), times the same transformer forward directly
 # with CUDA events and counts its FLOPs with torch.utils.flop_counter, then compares the two.
+# Then the Python package (built for $PYTHON when its headers and pybind11 are there): the
+# reference module and `import vxperf` side by side on one Wan-shaped pipeline on the GPU (same
+# records, stage times within 2%), the side-by-side test suite on torch 2.x (real kwargs hooks)
+# and the training scenarios through the installed accelerate.
 # A few minutes in all (the build is most of it). See docs/CUDA.md.
 #
 #   bash scripts/gpu_check.sh            # OUT=out/gpu_check by default; PYTHON=python3
+#   VXPERF_REFERENCE=path/seed_perf.py   # the reference (default ../shared/reference/, shared/...)
 #
-# Exit status: 0 agree, 1 disagree, 2 the demo could not run (the direct numbers still print).
+# Exit status: 0 agree, 1 disagree, 2 the demo could not run (the direct numbers still print),
+# 3 the Python check could not run (package not built or no reference).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 PYTHON=${PYTHON:-python3}
@@ -25,11 +31,17 @@ print(f"gpu_check: torch {torch.__version__} (CUDA {torch.version.cuda}) on "
 PY
 prefix=$("$PYTHON" -c 'import torch;print(torch.utils.cmake_prefix_path)')
 
+# pybind11 from pip when the system has none (its CMake files ship inside the wheel)
+pybind11_dir=$("$PYTHON" -c 'import pybind11; print(pybind11.get_cmake_dir())' 2>/dev/null || true)
+
 echo "gpu_check: building vxperf against $prefix"
 cmake -S . -B "$BUILD" -G Ninja -DCMAKE_BUILD_TYPE=Release -DCMAKE_PREFIX_PATH="$prefix" \
-  -DVXPERF_WITH_TORCH=ON -DVXPERF_BUILD_TESTS=OFF -DVXPERF_BUILD_BENCH=OFF >"$OUT/cmake.log" 2>&1 ||
-  { tail -n 40 "$OUT/cmake.log"; exit 1; }
-cmake --build "$BUILD" -j "$(nproc)" --target vxperf_cli >"$OUT/build.log" 2>&1 ||
+  -DVXPERF_WITH_TORCH=ON -DVXPERF_BUILD_TESTS=OFF -DVXPERF_BUILD_BENCH=OFF \
+  -DPython3_EXECUTABLE="$(command -v "$PYTHON")" ${pybind11_dir:+-Dpybind11_DIR="$pybind11_dir"} \
+  >"$OUT/cmake.log" 2>&1 || { tail -n 40 "$OUT/cmake.log"; exit 1; }
+targets=(vxperf_cli)
+if grep -q "vxperf: Python package ON" "$OUT/cmake.log"; then targets+=(vxperf_python); fi
+cmake --build "$BUILD" -j "$(nproc)" --target "${targets[@]}" >"$OUT/build.log" 2>&1 ||
   { tail -n 40 "$OUT/build.log"; exit 1; }
 vxperf="$BUILD/vxperf"
 
@@ -54,9 +66,68 @@ echo "gpu_check: direct forward, batch $batch"
 CUDA_VISIBLE_DEVICES=${CUDA_VISIBLE_DEVICES:-$DEVICE} \
   timeout 300 "$PYTHON" scripts/gpu_check.py direct --batch "$batch" --out "$OUT/direct.json"
 
-if ((demo_status != 0)); then
-  exit 2
+status=2
+if ((demo_status == 0)); then
+  status=0
+  "$PYTHON" scripts/gpu_check.py compare --records "$OUT/demo" --direct "$OUT/direct.json" |
+    tee "$OUT/compare.txt" || status=1
 fi
-"$PYTHON" scripts/gpu_check.py compare --records "$OUT/demo" --direct "$OUT/direct.json" |
-  tee "$OUT/compare.txt"
-exit "${PIPESTATUS[0]}"
+
+# ---- the Python package: the reference and vxperf side by side ---------------------------------
+python_check() {
+  if [[ ! -d "$BUILD/python/vxperf" ]]; then
+    echo "gpu_check: the Python package was not built (python3-dev and pybind11 needed)"
+    return 3
+  fi
+  local reference=${VXPERF_REFERENCE:-}
+  for candidate in ../shared/reference/seed_perf.py shared/reference/seed_perf.py; do
+    [[ -z "$reference" && -f "$candidate" ]] && reference=$candidate
+  done
+  if [[ -z "$reference" ]]; then
+    echo "gpu_check: no reference module (set VXPERF_REFERENCE)"
+    return 3
+  fi
+  local rc=0 build_dir
+  build_dir=$(cd "$BUILD" && pwd)
+  export PYTHONPATH="$build_dir/python${PYTHONPATH:+:$PYTHONPATH}" VXPERF_REFERENCE="$reference"
+  echo "gpu_check: Python package and reference on cuda:$DEVICE"
+  for impl in reference vxperf; do
+    CUDA_VISIBLE_DEVICES=${CUDA_VISIBLE_DEVICES:-$DEVICE} timeout 300 "$PYTHON" \
+      scripts/gpu_check.py python-run --impl "$impl" --reference "$reference" \
+      --out "$OUT/python-$impl.jsonl" 2>"$OUT/python-$impl.log" ||
+      { echo "gpu_check: python-run $impl failed"; tail -n 20 "$OUT/python-$impl.log"; return 1; }
+  done
+  "$PYTHON" scripts/gpu_check.py python-compare --vxperf "$OUT/python-vxperf.jsonl" \
+    --reference-records "$OUT/python-reference.jsonl" | tee "$OUT/python-compare.txt" || rc=1
+  # Torch 2.x runs the reference's own kwargs hooks: the side-by-side suite against its goldens.
+  if "$PYTHON" -c 'import pytest' 2>/dev/null; then
+    VXPERF_BUILD="$build_dir" timeout 300 "$PYTHON" -m pytest -q tests/python/test_side_by_side.py \
+      2>&1 | tail -n 15 || rc=1
+  else
+    echo "gpu_check: pytest not installed: side-by-side suite skipped"
+  fi
+  # The training scenarios through the installed accelerate (stand-ins for the rest).
+  if "$PYTHON" -c 'import accelerate' 2>/dev/null; then
+    for scenario in train_full train_lora; do
+      for impl in reference vxperf; do
+        timeout 120 "$PYTHON" tests/python/scenarios.py --impl "$impl" --scenario "$scenario" \
+          --real-accelerate --reference "$reference" --out "$OUT/$scenario-$impl.json" \
+          2>"$OUT/$scenario-$impl.log" || { tail -n 20 "$OUT/$scenario-$impl.log"; rc=1; }
+      done
+      if cmp -s "$OUT/$scenario-reference.json" "$OUT/$scenario-vxperf.json"; then
+        echo "gpu_check: $scenario with accelerate: records agree"
+      else
+        echo "gpu_check: $scenario with accelerate: records DIFFER"
+        diff "$OUT/$scenario-reference.json" "$OUT/$scenario-vxperf.json" | head -n 20
+        rc=1
+      fi
+    done
+  else
+    echo "gpu_check: accelerate not installed: training scenarios skipped"
+  fi
+  return $rc
+}
+python_status=0
+python_check || python_status=$?
+if ((status == 0 && python_status != 0)); then status=$python_status; fi
+exit "$status"

@@ -11,6 +11,16 @@ cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
 cmake --build build -j "$jobs"
 ctest --test-dir build --output-on-failure -j "$jobs"
 
+# The Python package (built above when python3-dev and pybind11-dev are present): side by side
+# with the reference module (its golden records when the reference is not around), the training
+# API, the examples and an install into a fresh venv. /usr/bin/python3 is the interpreter with
+# Debian's torch.
+if [[ ! -d build/python/vxperf ]]; then
+  echo "test: the Python package was not built (python3-dev, pybind11-dev missing?)" >&2
+  exit 1
+fi
+VXPERF_BUILD="$PWD/build" /usr/bin/python3 -m pytest -q tests/python
+
 # Sanitizer builds leave LibTorch out: its own code is not what they check.
 cmake -S . -B build-asan -G Ninja -DCMAKE_BUILD_TYPE=Debug -DVXPERF_SANITIZE=address,undefined \
   -DVXPERF_WITH_TORCH=OFF -DVXPERF_BUILD_BENCH=OFF >/dev/null

@@ -58,6 +58,9 @@ inline thread_local Request* current_request = nullptr;
 struct RequestOptions {
   int device = -1;         // device index the pipeline computes on; -1: host only, no device call
   void* stream = nullptr;  // stream to record events on (nullptr: the device's default stream)
+  // Price the request only by transformers declared for it (declare_request_model in
+  // vxperf/markers.h: a pipeline's own components), never by the engine's declarations.
+  bool own_models = false;
 };
 
 class RequestScope {
@@ -87,10 +90,11 @@ class RequestScope {
 // Where one call of a stage started; empty (request == nullptr) outside any request.
 struct StageMark {
   detail::Request* request = nullptr;
+  std::int64_t request_index = 0;  // requests are recycled: the index tells two apart
   std::uint32_t stage = 0;
+  EventId e0 = kNoEvent;
   void* stream = nullptr;
   double t0 = 0;
-  EventId e0 = kNoEvent;
 };
 
 namespace detail {

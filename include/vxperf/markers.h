@@ -34,6 +34,8 @@ inline bool in_request() noexcept { return detail::current_request != nullptr; }
 StageMark begin_stage(StageId stage, std::int64_t tokens = 0, std::int64_t batch = 1,
                       void* stream = nullptr) noexcept;
 void end_stage(const StageMark& mark) noexcept;
+// Forgets a call without recording it (a forward that raised, as a post-hook never sees it).
+void drop_stage(const StageMark& mark) noexcept;
 // Whether this thread's open request still has no token count for `stage`, a priced stage: the
 // moment to infer one from the call's inputs (once per request and stage).
 bool stage_needs_tokens(StageId stage) noexcept;

@@ -179,7 +179,8 @@ Trainer& EngineCore::trainer() {
 
 // ---- requests -----------------------------------------------------------------------------------
 
-Request* EngineCore::begin_request(int device, void* stream) {
+Request* EngineCore::begin_request(const RequestOptions& options) {
+  const int device = options.device;
   std::unique_ptr<Request> request = std::move(spare_request);
   if (!request) request = std::make_unique<Request>();
   DeviceBackend& backend = backend_for(device);
@@ -192,7 +193,8 @@ Request* EngineCore::begin_request(int device, void* stream) {
   request->backend = &backend;
   request->device_events = device >= 0 && backend.available();
   request->device = request->device_events ? device : -1;
-  request->stream = stream;
+  request->stream = options.stream;
+  request->own_models = options.own_models;
   request->warmup = request->index < settings_.warmup;
   request->t0 = clock_->now_s();
   if (request->device_events) backend.reset_peak_memory(request->device);

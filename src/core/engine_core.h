@@ -17,6 +17,7 @@
 #include "core/inference_summary.h"
 #include "core/request.h"
 #include "vxperf/engine.h"
+#include "vxperf/inference.h"
 #include "vxperf/records.h"
 #include "vxperf/sink.h"
 
@@ -67,7 +68,7 @@ class EngineCore {
   void shutdown();
 
   // ---- requests ----
-  Request* begin_request(int device, void* stream);
+  Request* begin_request(const RequestOptions& options);
   // Ends and settles the request (synchronizing its device once), then recycles it.
   void end_request(Request* request, bool failed);
 

@@ -16,7 +16,7 @@ detail::Request* open_request(Engine& engine, const RequestOptions& options) noe
   if (detail::current_request != nullptr) return nullptr;
   detail::Request* request = nullptr;
   try {
-    request = detail::core_of(engine).begin_request(options.device, options.stream);
+    request = detail::core_of(engine).begin_request(options);
   } catch (...) {
     request = nullptr;  // measurement never takes a run down
   }
@@ -59,6 +59,7 @@ StageMark open_stage(StageId stage, std::int64_t tokens, std::int64_t batch,
   Request* r = current_request;
   StageMark m;
   m.request = r;
+  m.request_index = r->index;
   m.stage = stage.value;
   m.stream = stream != nullptr ? stream : r->stream;
   r->note_stage(m.stage, tokens, batch);
@@ -97,10 +98,23 @@ StageMark begin_stage(StageId stage, std::int64_t tokens, std::int64_t batch,
   return detail::open_stage(stage, tokens, batch, stream);
 }
 
+namespace {
+
+// A mark from a request that has ended since (a stage left open across a request's end) belongs
+// to no request: it is never written into the next one.
+bool still_open(const StageMark& mark) {
+  detail::Request* r = detail::current_request;
+  return mark.request != nullptr && mark.request == r && r->index == mark.request_index;
+}
+
+}  // namespace
+
 void end_stage(const StageMark& mark) noexcept {
-  // A mark from a request that has ended since (a stage left open across a request's end) is
-  // dropped, never written into the next request.
-  if (mark.request != nullptr && mark.request == detail::current_request) detail::close_stage(mark);
+  if (still_open(mark)) detail::close_stage(mark);
+}
+
+void drop_stage(const StageMark& mark) noexcept {
+  if (still_open(mark) && mark.e0 != kNoEvent) mark.request->backend->release(mark.e0);
 }
 
 void declare_request_model(std::string_view stage, const ModelInfo& info) noexcept {

@@ -150,7 +150,7 @@ class Replayer {
         return;
       }
       clock_->set(ev.number("t"));
-      request_ = core_->begin_request(device_, nullptr);
+      request_ = core_->begin_request(RequestOptions{device_, nullptr});
     } else if (kind == "stage") {
       stage(ev);
     } else if (kind == "request_end") {

@@ -1,0 +1,156 @@
+// The Python extension's only door into the C++ engine.
+//
+// Everything the extension (the pybind11 module, the C-implemented timed callables) needs from the
+// engine is a free function here, over plain C++ types. No engine type appears in this header, so
+// when the engine's API changes only binding_api.cpp is rewritten.
+//
+// Conventions:
+//   * Stages are small integers interned once from their names (stage_id).
+//   * A "mark" is an opaque value returned when a measured interval opens and handed back when it
+//     closes; callers keep it on their stack and never look inside.
+//   * Every function is safe to call with metrics off: it does nothing (and answers false/empty).
+//   * Streams are plain integers (a CUDA stream handle as torch reports it; 0 = the default).
+//
+// Thread safety: requests and stages are per calling thread (the engine keeps the open request in
+// a thread-local); the training functions are for the one thread that runs the training loop.
+// Functions that may call back into Python (the memory callbacks of use_cuda_backend) are called
+// by the engine at request begin/end and window ends, on the thread that made the call.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <optional>
+#include <string>
+
+namespace vxperf::binding {
+
+// ---- the process-wide engine ----------------------------------------------------------------
+
+// Creates the process-wide engine if it does not exist yet. level > 0: metrics on at that level,
+// whatever VIDEOX_PERF says; level <= 0: from the environment. Returns whether metrics are on.
+// Once created, the engine stays as it is (a later call only answers).
+bool configure(int level);
+// Whether the engine has been created (configure was called or an engine call made one).
+bool configured();
+// Whether metrics are on (creates the engine from the environment if needed).
+bool enabled();
+// VIDEOX_PERF level in effect (0 when off).
+int level();
+// Whether the cost model prices core attention (VIDEOX_PERF_FLOPS_ATTN).
+bool attention_pricing();
+// A warning or notice line on the engine's output (stderr); printed by every rank.
+void notice(const std::string& line);
+// Prints the exit summaries now (training first), once. Idempotent.
+void shutdown();
+
+struct Topology {
+  int rank = 0;
+  int world_size = 1;
+  int sp = 1;
+};
+Topology topology();
+void set_topology(int rank, int world_size);
+void set_sequence_parallel(int sp);
+
+// ---- models -----------------------------------------------------------------------------------
+
+struct AttentionWidths {
+  std::int64_t self = 0;
+  std::int64_t cross = 0;
+  std::int64_t modules = 0;
+};
+
+struct ModelDesc {
+  std::int64_t params = 0;                   // unsharded parameter count
+  std::int64_t trainable = -1;               // training: parameters that get gradients; -1: all
+  bool checkpointing = false;                // training: gradient checkpointing on
+  std::optional<AttentionWidths> attention;  // nullopt: widths unreadable (priced linear-only)
+  std::int64_t text_tokens = 0;              // padded text length, 0 unknown
+};
+
+// Prices the forwards of inference stage `stage` ("transformer", "transformer_2", ...): for this
+// thread's open request alone when one is open, else for every request.
+void declare_model(const std::string& stage, const ModelDesc& model);
+
+// ---- devices ----------------------------------------------------------------------------------
+
+struct MemoryCallbacks {
+  // Peak allocated and reserved bytes on a device since the last reset; false when unknown.
+  std::function<bool(int device, std::uint64_t* allocated, std::uint64_t* reserved)> peaks;
+  std::function<void(int device)> reset;
+};
+// Times devices with the CUDA driver backend (loaded with dlopen from `library`, "" = the system
+// driver), taking peak memory from `memory`. `device` is the first device about to be named.
+// False (host-only timing stays) when the driver or a device is absent; the reason is printed
+// once.
+bool use_cuda_backend(const MemoryCallbacks& memory, int device, const std::string& library = "");
+
+// ---- inference --------------------------------------------------------------------------------
+
+std::uint32_t stage_id(const std::string& name);
+
+// Whether a request is open on this thread.
+bool in_request();
+
+struct RequestMark {
+  void* opaque = nullptr;
+};
+// Opens a request on this thread (device -1: host clock only, no device call). Returns an empty
+// mark when metrics are off or a request is already open here (the outer one owns the stages).
+// own_models: priced only by models declared inside it (a pipeline's own components).
+RequestMark begin_request(int device, std::uintptr_t stream, bool own_models);
+// Closes and reports the request (one synchronize of its device first). `failed`: the measured
+// call raised; the request is reported all the same.
+void end_request(RequestMark mark, bool failed);
+
+struct StageMark {
+  alignas(8) unsigned char opaque[48] = {};
+};
+// Whether this thread's open request has no token count yet for `stage` (so a caller that can
+// infer one should). False outside a request.
+bool stage_needs_tokens(std::uint32_t stage);
+// Opens one call of `stage` in this thread's request (inert outside one). tokens: latent tokens
+// per sample (0 unknown), batch: samples per call; the first known count of a stage prices it.
+StageMark begin_stage(std::uint32_t stage, std::int64_t tokens, std::int64_t batch);
+// Closes the call and records it.
+void end_stage(const StageMark& mark);
+// Forgets the call without recording it (releases its device event).
+void drop_stage(const StageMark& mark);
+
+// ---- training ---------------------------------------------------------------------------------
+
+// Phase ids: "data", "prep", "vae_enc", "vae_dec", "text_encoder", "aux", "fwd", "bwd", "clip",
+// "opt", "other"; -1 for another name.
+int phase_id(const std::string& name);
+
+struct TrainMark {
+  alignas(8) unsigned char opaque[40] = {};
+};
+
+// Whether a training loop uses the trainer (a model registered or a micro-step run).
+bool training_active();
+// The device the trainer times on (-1: host clock only) and the stream to record events on.
+void train_set_device(int device, std::uintptr_t stream);
+// The trained model. replace=false: kept only if larger than the one registered (what a prepare
+// of several modules does); true: replaces it (a re-reading of the same model).
+void train_register_model(const ModelDesc& model, bool replace);
+void train_micro_enter();
+void train_micro_exit();
+// Whether a model call starting now would be timed (not nested in another, not in a backward).
+bool train_call_timed();
+TrainMark train_call_begin();
+void train_call_end(const TrainMark& mark, int phase, std::int64_t tokens, std::int64_t samples);
+TrainMark train_backward_begin();
+void train_backward_end(const TrainMark& mark);
+TrainMark train_clip_begin();
+void train_clip_end(const TrainMark& mark);
+TrainMark train_optimizer_begin();
+// owner: identifies the optimizer (the first to close a step owns the boundary); synced: whether
+// this call really stepped (false on a gradient-accumulation pass-through).
+void train_optimizer_end(const TrainMark& mark, std::uintptr_t owner, bool synced);
+std::int64_t train_steps_closed();
+std::int64_t train_pending_steps();
+// Settles every pending step, emits the partial window and prints the training summary. Once.
+void train_finish();
+
+}  // namespace vxperf::binding

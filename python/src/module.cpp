@@ -1,0 +1,193 @@
+// vxperf._ext: the Python extension over the C++ engine.
+//
+// pybind11 for everything that runs once per request, window or model (configuration, model
+// declarations, request boundaries, training measurement points); the per-call paths (timed
+// module calls, stage scopes) are the C types of timed_call.cpp. Every engine call goes through
+// binding_api.h. No LibTorch: Python hands over plain numbers.
+#include <pybind11/functional.h>
+#include <pybind11/pybind11.h>
+#include <pybind11/stl.h>
+
+#include <atomic>
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <tuple>
+
+#include "binding_api.h"
+#include "timed_call.h"
+
+namespace py = pybind11;
+namespace api = vxperf::binding;
+
+namespace {
+
+// Set when the interpreter is shutting down (after the package's exit handler ran): the engine
+// must not call back into Python from then on.
+std::atomic<bool> python_closing{false};
+
+using Widths = std::optional<std::tuple<std::int64_t, std::int64_t, std::int64_t>>;
+
+api::ModelDesc make_desc(std::int64_t params, std::int64_t trainable, bool checkpointing,
+                         const Widths& widths, std::int64_t text_tokens) {
+  api::ModelDesc d;
+  d.params = params;
+  d.trainable = trainable;
+  d.checkpointing = checkpointing;
+  if (widths) {
+    d.attention =
+        api::AttentionWidths{std::get<0>(*widths), std::get<1>(*widths), std::get<2>(*widths)};
+  }
+  d.text_tokens = text_tokens;
+  return d;
+}
+
+bool configure(int level) {
+  bool on = api::configure(level);
+  vxperf::python::set_stage_scopes_enabled(on);
+  return on;
+}
+
+// Peak-memory callbacks into Python (torch's allocator counters). Called by the engine on the
+// thread of the request or training loop, which may have released the GIL.
+api::MemoryCallbacks memory_callbacks(py::object peaks, py::object reset) {
+  api::MemoryCallbacks callbacks;
+  auto keep_peaks = std::make_shared<py::object>(std::move(peaks));
+  auto keep_reset = std::make_shared<py::object>(std::move(reset));
+  callbacks.peaks = [keep_peaks](int device, std::uint64_t* allocated,
+                                 std::uint64_t* reserved) -> bool {
+    if (python_closing.load() || !Py_IsInitialized() || keep_peaks->is_none()) return false;
+    py::gil_scoped_acquire gil;
+    try {
+      py::object result = (*keep_peaks)(device);
+      if (result.is_none()) return false;
+      auto pair = result.cast<std::tuple<std::uint64_t, std::uint64_t>>();
+      *allocated = std::get<0>(pair);
+      *reserved = std::get<1>(pair);
+      return true;
+    } catch (py::error_already_set& e) {
+      e.discard_as_unraisable("vxperf: reading peak memory");
+      return false;
+    } catch (...) {
+      return false;
+    }
+  };
+  callbacks.reset = [keep_reset](int device) {
+    if (python_closing.load() || !Py_IsInitialized() || keep_reset->is_none()) return;
+    py::gil_scoped_acquire gil;
+    try {
+      (*keep_reset)(device);
+    } catch (py::error_already_set& e) {
+      e.discard_as_unraisable("vxperf: resetting peak memory");
+    } catch (...) {
+    }
+  };
+  return callbacks;
+}
+
+}  // namespace
+
+PYBIND11_MODULE(_ext, m) {
+  m.doc() = "vxperf's C++ engine, as the vxperf package uses it (internal; see vxperf).";
+
+  if (!vxperf::python::add_timed_types(m.ptr())) throw py::error_already_set();
+
+  // ---- the process-wide engine
+  m.def("configure", &configure, py::arg("level"),
+        "Makes the engine if needed: level > 0 turns metrics on at that level, 0 reads "
+        "VIDEOX_PERF. Returns whether metrics are on.");
+  m.def("configured", &api::configured);
+  m.def("enabled", [] {
+    bool on = api::enabled();
+    vxperf::python::set_stage_scopes_enabled(on);
+    return on;
+  });
+  m.def("level", &api::level);
+  m.def("attention_pricing", &api::attention_pricing);
+  m.def("notice", &api::notice, py::arg("line"));
+  m.def(
+      "shutdown",
+      [] {
+        {
+          py::gil_scoped_release release;
+          api::shutdown();
+        }
+      },
+      "Prints the exit summaries now (once).");
+  m.def("python_closing", [] { python_closing.store(true); });
+  m.def("topology", [] {
+    api::Topology t = api::topology();
+    return std::make_tuple(t.rank, t.world_size, t.sp);
+  });
+  m.def("set_topology", &api::set_topology, py::arg("rank"), py::arg("world_size"));
+  m.def("set_sequence_parallel", &api::set_sequence_parallel, py::arg("sp"));
+
+  // ---- models and devices
+  m.def(
+      "declare_model",
+      [](const std::string& stage, std::int64_t params, const Widths& widths,
+         std::int64_t text_tokens) {
+        api::declare_model(stage, make_desc(params, -1, false, widths, text_tokens));
+      },
+      py::arg("stage"), py::arg("params"), py::arg("widths"), py::arg("text_tokens"));
+  m.def(
+      "use_cuda_backend",
+      [](py::object peaks, py::object reset, int device, const std::string& library) {
+        api::MemoryCallbacks callbacks = memory_callbacks(std::move(peaks), std::move(reset));
+        return api::use_cuda_backend(callbacks, device, library);
+      },
+      py::arg("peaks"), py::arg("reset"), py::arg("device"), py::arg("library") = "");
+
+  // ---- inference
+  m.def("stage_id", &api::stage_id, py::arg("name"));
+  m.def("in_request", &api::in_request);
+  m.def(
+      "begin_request",
+      [](int device, std::uintptr_t stream, bool own_models) {
+        return reinterpret_cast<std::uintptr_t>(
+            api::begin_request(device, stream, own_models).opaque);
+      },
+      py::arg("device"), py::arg("stream"), py::arg("own_models") = false,
+      "Opens a request on this thread; 0 when off or nested (the outer request owns it).");
+  m.def(
+      "end_request",
+      [](std::uintptr_t handle, bool failed) {
+        api::RequestMark mark;
+        mark.opaque = reinterpret_cast<void*>(handle);
+        // Without the GIL: the request's one device synchronize may take a while.
+        py::gil_scoped_release release;
+        api::end_request(mark, failed);
+      },
+      py::arg("handle"), py::arg("failed") = false);
+
+  // ---- training
+  py::class_<api::TrainMark>(m, "TrainMark", "An open training interval (opaque).");
+  m.def("phase_id", &api::phase_id, py::arg("name"));
+  m.def("training_active", &api::training_active);
+  m.def("train_set_device", &api::train_set_device, py::arg("device"), py::arg("stream"));
+  m.def(
+      "train_register_model",
+      [](std::int64_t params, std::int64_t trainable, bool checkpointing, const Widths& widths,
+         std::int64_t text_tokens, bool replace) {
+        api::train_register_model(make_desc(params, trainable, checkpointing, widths, text_tokens),
+                                  replace);
+      },
+      py::arg("params"), py::arg("trainable"), py::arg("checkpointing"), py::arg("widths"),
+      py::arg("text_tokens"), py::arg("replace"));
+  m.def("train_micro_enter", &api::train_micro_enter);
+  m.def("train_micro_exit", &api::train_micro_exit);
+  m.def("train_call_timed", &api::train_call_timed);
+  m.def("train_call_begin", &api::train_call_begin);
+  m.def("train_call_end", &api::train_call_end, py::arg("mark"), py::arg("phase"),
+        py::arg("tokens"), py::arg("samples"));
+  m.def("train_backward_begin", &api::train_backward_begin);
+  m.def("train_backward_end", &api::train_backward_end, py::arg("mark"));
+  m.def("train_clip_begin", &api::train_clip_begin);
+  m.def("train_clip_end", &api::train_clip_end, py::arg("mark"));
+  m.def("train_optimizer_begin", &api::train_optimizer_begin);
+  m.def("train_optimizer_end", &api::train_optimizer_end, py::arg("mark"), py::arg("owner"),
+        py::arg("synced"));
+  m.def("train_steps_closed", &api::train_steps_closed);
+  m.def("train_pending_steps", &api::train_pending_steps);
+  m.def("train_finish", &api::train_finish);
+}

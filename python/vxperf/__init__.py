@@ -1,0 +1,59 @@
+"""vxperf: stage-level timing, FLOPs and MFU for video diffusion-transformer inference and training.
+
+The Python face of the vxperf C++ engine, with the entry points of the reference metrics module
+(same names, same VIDEOX_PERF* variables, same records and `[Perf]` lines):
+
+    vxperf.install()                      # every pipeline call is a measured request
+    vxperf.instrument_pipeline(pipe)      # this pipeline, whatever VIDEOX_PERF says
+    vxperf.install_training()             # accelerate-based training loops
+
+and explicit scopes for code hooks cannot reach:
+
+    with vxperf.request(device="cuda:0"):         # one pipeline call
+        with vxperf.stage("text_encoder"): ...
+        with vxperf.stage("transformer", tokens, batch): ...
+
+    with vxperf.micro_step():                     # training, without accelerate
+        with vxperf.model_call("fwd", tokens, samples): loss = model(x)
+        with vxperf.backward(): loss.backward()
+        with vxperf.optimizer_step(opt): opt.step()
+
+Nothing is measured, wrapped or hooked unless VIDEOX_PERF is set (or a level is given); with it
+unset every call here returns after one attribute read. Records, log lines, settlement and the exit
+summaries are the C++ engine's; `vxperf report`/`replay`/`trace` read what it writes.
+"""
+
+from . import _ext, _state
+from ._inference import declare_model, install, instrument_pipeline, request, timed
+from ._training import (backward, clip, finish, install_training, instrument_module, micro_step,
+                        model_call, optimizer_step, register_model, training_device)
+from ._training import instrument_class as instrument_model_class
+
+__version__ = "0.1.0"
+
+#: `with vxperf.stage(name, tokens=0, batch=1):` times one call of a stage in this thread's open
+#: request (implemented in C; a no-op scope while metrics are off).
+stage = _ext.stage
+
+
+def enabled():
+    """Whether metrics are on in this process."""
+    return _state.on
+
+
+def shutdown():
+    """Flushes training and prints the exit summaries now (otherwise done at exit)."""
+    _ext.shutdown()
+
+
+__all__ = [
+    "backward", "clip", "declare_model", "enabled", "finish", "install", "install_training",
+    "instrument_model_class", "instrument_module", "instrument_pipeline", "micro_step", "model_call",
+    "optimizer_step", "register_model", "request", "shutdown", "stage", "timed",
+    "training_device",
+]
+
+# Metrics on from the environment: the engine is made now (it reads every VIDEOX_PERF* variable
+# once). Left unmade otherwise, so that instrument_pipeline(pipe, level) can still turn it on.
+if _state.env_level() > 0:
+    _state.configure(0)

@@ -1,0 +1,349 @@
+"""Inference: a request per pipeline call, a stage per component call.
+
+A pipeline class's `__call__` is wrapped so that each call opens a request on the calling thread.
+At every request start the pipeline's `components` are read again: a component not hooked yet (a
+transformer swapped in after the pipeline was built, say by FSDP wrapping) gets its hook then,
+and the transformers' sizes are handed to the engine for pricing. A component's hook is a
+C-implemented callable set as the instance's `forward` (or, for a VAE, its encode/decode methods),
+so it sees keyword arguments on every torch version and costs one crossing into C++ per marker."""
+
+import functools
+import importlib
+import importlib.util
+import inspect
+import threading
+
+from . import _ext, _reading, _state
+
+PRICED = _ext.FLAG_PRICED
+RECORD_ON_ERROR = _ext.FLAG_RECORD_ON_ERROR
+
+# VAE methods and the stage suffix each is timed under; the streaming pair shares the stages of
+# the plain methods (the same work in chunks; neither calls the other).
+VAE_METHODS = (("encode", "_enc"), ("decode", "_dec"), ("encode_stream", "_enc"),
+               ("decode_stream", "_dec"))
+
+# Two threads starting requests on one pipeline must not both hook a new component.
+_hook_lock = threading.Lock()
+_installed = False
+
+
+def _timed(method, module, stage, flags):
+    """A TimedCall standing in for `method` of `module`, timed as `stage`."""
+    infer = _reading.infer_tokens if flags & PRICED else None
+    if inspect.ismethod(method) and method.__self__ is module:
+        return _ext.TimedCall(method.__func__, module, module, stage, flags, -1, infer)
+    return _ext.TimedCall(method, None, module, stage, flags, -1, infer)
+
+
+def _hook(name, component):
+    """Times `component` as stage `name` from now on (once per module: a module shared by two
+    pipelines is timed once, under the name it was first seen with)."""
+    if getattr(component, "_vxperf_hooked", False):
+        return
+    try:
+        if "vae" in name:
+            # Pipelines call encode/decode; forward never runs on a VAE.
+            for method_name, suffix in VAE_METHODS:
+                method = getattr(component, method_name, None)
+                if callable(method):
+                    setattr(component, method_name,
+                            _timed(method, component, name + suffix, RECORD_ON_ERROR))
+        else:
+            flags = PRICED if name.startswith("transformer") else 0
+            component.forward = _timed(component.forward, component, name, flags)
+        component._vxperf_hooked = True
+    except Exception as error:
+        _state.warn(("hook", id(component)),
+                    f"cannot time component '{name}' ({type(component).__name__}: {error!r}); "
+                    "its calls are not measured")
+
+
+def _model_of(name, component):
+    """(params, widths, text_tokens) of a transformer component, read once and kept on it."""
+    model = getattr(component, "_vxperf_model", None)
+    if model is None:
+        params = _reading.count_params(component, _state.world_size())
+        widths = _reading.priced_widths(component, f"component '{name}'")
+        model = (params, widths, _reading.text_tokens(component) if widths else 0)
+        component._vxperf_model = model
+    return model
+
+
+def attach(pipe):
+    """Hooks the pipeline's module components not hooked yet; returns the transformers' models by
+    stage name."""
+    import torch
+
+    try:
+        components = dict(pipe.components)
+    except Exception as error:
+        _state.warn(("components", type(pipe)),
+                    f"cannot read the components of {type(pipe).__name__} ({error!r}); its calls "
+                    "are timed end to end, without stages")
+        return {}
+    models = {}
+    with _hook_lock:
+        for name, component in components.items():
+            if not isinstance(component, torch.nn.Module):
+                continue  # tokenizers, schedulers, processors
+            if name.startswith("transformer"):
+                models[name] = _model_of(name, component)
+            _hook(name, component)
+    return models
+
+
+def _device_and_stream(device, stream=None):
+    index = _state.cuda_index(device) if device is not None else -1
+    if index < 0:
+        return -1, 0
+    _state.ensure_cuda(index)
+    if stream is None:
+        return index, _state.current_stream(index)
+    return index, int(getattr(stream, "cuda_stream", stream))
+
+
+def begin(pipe):
+    """Opens the request of one pipeline call; 0 when not measured (metrics off, a call nested in
+    another pipeline's, or a pipeline that could not be read)."""
+    if not _state.on or _ext.in_request():
+        return 0
+    try:
+        _state.refresh_topology()
+        models = attach(pipe)
+        index, stream = _device_and_stream(_reading.pipeline_device(pipe))
+    except Exception as error:
+        _state.warn(("begin", type(pipe)),
+                    f"cannot measure {type(pipe).__name__} ({error!r}); its calls run unmeasured")
+        return 0
+    # Priced by this pipeline's own transformers only, as the reference prices a request by its
+    # pipeline's components: two pipelines served at once never price each other's calls.
+    handle = _ext.begin_request(index, stream, True)
+    if handle:
+        for stage, model in models.items():
+            _ext.declare_model(stage, *model)
+    return handle
+
+
+def _measured(call):
+    @functools.wraps(call)
+    def __call__(self, *args, **kwargs):
+        handle = begin(self)
+        if not handle:
+            return call(self, *args, **kwargs)
+        try:
+            result = call(self, *args, **kwargs)
+        except BaseException:
+            _ext.end_request(handle, True)  # reported all the same
+            raise
+        _ext.end_request(handle, False)
+        return result
+
+    __call__._vxperf_wrapped = True
+    return __call__
+
+
+def instrument_class(cls):
+    """Wraps the `__call__` a pipeline class defines itself. Returns whether it did (a class that
+    inherits its `__call__` is measured through the class that defines it)."""
+    call = cls.__dict__.get("__call__")
+    if call is None or getattr(call, "_vxperf_wrapped", False):
+        return False
+    cls.__call__ = _measured(call)
+    return True
+
+
+def instrument_pipeline(pipe, level=1):
+    """Measures `pipe` whatever VIDEOX_PERF says (metrics on at `level` if the process has not
+    turned them on yet): wraps the class that defines its `__call__` and hooks its components now.
+    Call it after any FSDP or offload wrapping. Returns `pipe`."""
+    if not _state.configure(level):
+        return pipe
+    owner = next((c for c in type(pipe).__mro__ if "__call__" in c.__dict__ and c is not object),
+                 None)
+    if owner is None:
+        _state.warn(("pipeline", type(pipe)),
+                    f"{type(pipe).__name__} is not a pipeline (it cannot be called); not measured")
+        return pipe
+    instrument_class(owner)
+    try:
+        attach(pipe)
+    except Exception as error:
+        _state.warn(("attach", type(pipe)), f"cannot hook {type(pipe).__name__}: {error!r}")
+    return pipe
+
+
+# ---- install -----------------------------------------------------------------------------------
+
+
+def _optional_import(name):
+    try:
+        if importlib.util.find_spec(name.split(".")[0]) is None:
+            return None
+        return importlib.import_module(name)
+    except Exception:
+        return None
+
+
+def _diffusion_base():
+    module = _optional_import("diffusers")
+    return getattr(module, "DiffusionPipeline", None) if module is not None else None
+
+
+def _subclasses(base):
+    seen, stack = [], [base]
+    while stack:
+        for sub in stack.pop().__subclasses__():
+            if sub not in seen:
+                seen.append(sub)
+                stack.append(sub)
+    return seen
+
+
+def _watch_subclasses(base):
+    """Wraps every pipeline class defined from now on (diffusers imports its pipelines lazily)."""
+    if base.__dict__.get("_vxperf_watching"):
+        return
+    inherited = base.__dict__.get("__init_subclass__")
+
+    def __init_subclass__(cls, **kwargs):
+        if inherited is not None:
+            inherited.__get__(None, cls)(**kwargs)
+        else:
+            super(base, cls).__init_subclass__(**kwargs)
+        instrument_class(cls)
+
+    base.__init_subclass__ = classmethod(__init_subclass__)
+    base._vxperf_watching = True
+
+
+def _pipeline_classes(target, base):
+    """The pipeline classes named by `target`: a class, a module holding them, or an iterable."""
+    if isinstance(target, type):
+        return [target]
+    if inspect.ismodule(target):
+        found = []
+        for value in list(vars(target).values()):
+            if not isinstance(value, type):
+                continue
+            if base is not None and issubclass(value, base):
+                found.append(value)
+            elif base is None and "__call__" in value.__dict__ and hasattr(value, "components"):
+                found.append(value)
+        return found
+    if isinstance(target, (list, tuple, set, frozenset)):
+        return [cls for item in target for cls in _pipeline_classes(item, base)]
+    _state.warn(("install", repr(target)), f"install(): {target!r} is neither a pipeline class nor "
+                "a module of them; ignored")
+    return []
+
+
+def install(level=None, pipelines=None):
+    """Measures every pipeline call from now on. No-op unless VIDEOX_PERF is set (or `level` > 0).
+
+    Wraps the `__call__` of: the classes in `pipelines` (a class, a module holding pipeline
+    classes, or a list of either); every `diffusers.DiffusionPipeline` subclass, present and
+    future, when diffusers is importable; and `videox_fun.pipeline`'s, when that is importable.
+    Returns whether metrics are on."""
+    global _installed
+    if level is None:
+        level = _state.env_level()
+    if level <= 0:
+        return False
+    if not _state.configure(level):
+        return False
+    base = _diffusion_base()
+    classes = []
+    if pipelines is not None:
+        classes += _pipeline_classes(pipelines, base)
+    if base is not None:
+        _watch_subclasses(base)
+        classes += _subclasses(base)
+    videox = _optional_import("videox_fun.pipeline")
+    if videox is not None:
+        classes += _pipeline_classes(videox, base)
+    wrapped = 0
+    seen = set()
+    for cls in classes:
+        if id(cls) not in seen:
+            seen.add(id(cls))
+            wrapped += instrument_class(cls)
+    if not _installed:
+        _installed = True
+        where = ", diffusers pipelines as they are defined" if base is not None else ""
+        _ext.notice(f"vxperf: inference metrics on: {wrapped} pipeline classes wrapped{where}")
+    return True
+
+
+# ---- the explicit API ---------------------------------------------------------------------------
+
+
+class _Request:
+    __slots__ = ("device", "stream", "handle")
+
+    def __init__(self, device, stream):
+        self.device = device
+        self.stream = stream
+        self.handle = 0
+
+    def __enter__(self):
+        try:
+            index, stream = _device_and_stream(self.device, self.stream)
+        except Exception as error:
+            _state.warn(("request-device", repr(self.device)),
+                        f"request(device={self.device!r}): {error!r}; timed on the host clock")
+            index, stream = -1, 0
+        self.handle = _ext.begin_request(index, stream)
+        return self
+
+    def __exit__(self, kind, value, traceback):
+        if self.handle:
+            handle, self.handle = self.handle, 0
+            _ext.end_request(handle, kind is not None)
+        return False
+
+
+def request(device=None, stream=None):
+    """A `with` scope measuring one request on this thread: what a pipeline call is.
+
+    device: the CUDA device the work runs on (torch.device, "cuda:N" or an index); None times on
+    the host clock only. stream: the stream to record on (a torch stream or its integer handle;
+    default: torch's current stream of that device). A request opened inside another on the same
+    thread is ignored: its stages belong to the outer one. An exception inside is reported with the
+    request and propagates unchanged."""
+    if not _state.on:
+        return _ext.NULL_SCOPE
+    return _Request(device, stream)
+
+
+def timed(stage):
+    """Decorator: each call of the function is one call of `stage` in this thread's open request.
+    Returns the function unchanged while metrics are off. A `transformer*` stage is priced from the
+    call's inputs as a component's forward is (the first argument may be the module)."""
+
+    def decorate(function):
+        if not _state.on:
+            return function
+        flags = RECORD_ON_ERROR | (PRICED if stage.startswith("transformer") else 0)
+        infer = _reading.infer_tokens if flags & PRICED else None
+        return _ext.TimedCall(function, None, None, stage, flags, -1, infer)
+
+    return decorate
+
+
+def declare_model(stage, module=None, *, params=None, widths=None, text_tokens=None):
+    """Prices the forwards of `stage` (a `transformer*` stage) for code that opens its own stages:
+    parameters, attention widths and text length are read from `module`, or given."""
+    if not _state.on:
+        return
+    if module is not None:
+        if params is None:
+            params = _reading.count_params(module, _state.world_size())
+        if widths is None:
+            widths = _reading.priced_widths(module, f"stage '{stage}'")
+        if text_tokens is None:
+            text_tokens = _reading.text_tokens(module) if widths else 0
+    if params is None:
+        raise TypeError("declare_model() needs a module or params")
+    model = (int(params), tuple(widths) if widths else None, int(text_tokens or 0))
+    _ext.declare_model(stage, *model)

@@ -1,0 +1,194 @@
+"""What the cost model needs, read off torch modules and call arguments.
+
+Parameter counts (unsharded), attention widths, text length, gradient checkpointing and the token
+count of a transformer call. The rules are the reference module's, so that the two price a model
+identically; the words and the code are ours."""
+
+from . import _ext, _state
+
+# Query/key/value projection names, one tuple per role, across the model families measured: Wan
+# (q, k, v), diffusers (to_q, ...), transformers towers (q_proj, ...).
+QKV_NAMES = (("q", "to_q", "q_proj"), ("k", "to_k", "k_proj"), ("v", "to_v", "v_proj"))
+# One matrix for all three; its output is three equal shares, the first being the query.
+FUSED_NAMES = ("qkv", "to_qkv", "qkv_proj")
+# Attention stacks over the text alone: skipped, their cost does not scale with the latents.
+TEXT_ONLY_TOWERS = ("token_refiner", "context_refiner")
+
+
+def _out_features(module):
+    width = getattr(module, "out_features", None)
+    return width if isinstance(width, int) else None
+
+
+def query_width(module):
+    """The query width of an attention module (separate q/k/v first, else a fused qkv whose output
+    splits in three), or None when `module` is not one."""
+    widths = []
+    for names in QKV_NAMES:
+        for name in names:
+            width = _out_features(getattr(module, name, None))
+            if width is not None:
+                widths.append(width)
+                break
+        else:
+            break
+    if len(widths) == 3:
+        return widths[0]
+    for name in FUSED_NAMES:
+        width = _out_features(getattr(module, name, None))
+        if width is not None and width % 3 == 0:
+            return width // 3
+    return None
+
+
+def attention_widths(module):
+    """(self, cross, modules): summed query widths over the latent sequence and over the text, and
+    how many attention modules were found. Cross-attention is told by name (`cross`, or a last
+    name part `attn2`)."""
+    self_width = cross_width = count = 0
+    for name, sub in module.named_modules():
+        lowered = name.lower()
+        if any(tower in lowered for tower in TEXT_ONLY_TOWERS):
+            continue
+        width = query_width(sub)
+        if width is None:
+            continue
+        count += 1
+        if "cross" in lowered or lowered.rsplit(".", 1)[-1] == "attn2":
+            cross_width += width
+        else:
+            self_width += width
+    return self_width, cross_width, count
+
+
+def text_tokens(module):
+    """The padded text length cross-attention runs against (`text_len`), 0 when not advertised."""
+    value = getattr(module, "text_len", None)
+    return value if isinstance(value, int) and value > 0 else 0
+
+
+def is_sharded(module):
+    """Whether FSDP holds the module's parameters as shards."""
+    for sub in module.modules():
+        if hasattr(sub, "_fsdp_wrapped_module") or type(sub).__name__ == "FullyShardedDataParallel":
+            return True
+    return any(type(p).__name__ in ("FlatParameter", "DTensor") for p in module.parameters())
+
+
+def _shard_factor(module, world):
+    return world if world > 1 and is_sharded(module) else 1
+
+
+def count_params(module, world):
+    """All parameters of the model, shards multiplied back (flat, even FSDP sharding)."""
+    return sum(p.numel() for p in module.parameters()) * _shard_factor(module, world)
+
+
+def count_trainable(module, world, lora=False):
+    """Parameters that get gradients; with lora=True, those of the adapters (names holding
+    `lora_`), whatever requires_grad says."""
+    if lora:
+        total = sum(p.numel() for n, p in module.named_parameters() if "lora_" in n)
+    else:
+        total = sum(p.numel() for p in module.parameters() if p.requires_grad)
+    return total * _shard_factor(module, world)
+
+
+def checkpointing(module):
+    return any(bool(getattr(sub, "gradient_checkpointing", False)) for sub in module.modules())
+
+
+def priced_widths(module, owner_label):
+    """Attention widths for pricing, or None when attention pricing is off or no self-attention was
+    found (then the model is priced linear-only, and that is said once)."""
+    if not _state.on or not _ext.attention_pricing():
+        return None
+    widths = attention_widths(module)
+    if not widths[0]:
+        _state.warn(
+            ("widths", id(module)),
+            f"no attention projections found in {owner_label} ({type(module).__name__}); "
+            "its FLOPs count the linear layers only",
+        )
+        return None
+    return widths
+
+
+def _patch_size(module):
+    # The model's config only, as the reference reads it: Wan models carry a `patch_size` of their
+    # own but are priced from `seq_len`.
+    patch = getattr(getattr(module, "config", None), "patch_size", None)
+    if isinstance(patch, int):
+        return (1, patch, patch)
+    if isinstance(patch, (tuple, list)) and len(patch) == 3 and all(
+            isinstance(p, int) for p in patch):
+        return tuple(patch)
+    return None
+
+
+def _warn_layout(module, message):
+    name = type(module).__name__ if module is not None else "a decorated function"
+    _state.warn(("layout", id(module)), f"{name}: {message}; its calls are timed but not priced")
+
+
+def infer_tokens(module, args, kwargs):
+    """(latent tokens per sample, samples) of one transformer call, or None when its inputs do not
+    say. An explicit `seq_len` wins (Wan: the padded length its blocks run on); else a (B, T, D)
+    input gives T; else a (B, C, F, H, W) latent gives the patch grid of the model's patch size.
+
+    Called by the extension with the module and the call's arguments; for a decorated function
+    whose first argument is a module, that module is the one read."""
+    import torch
+
+    if module is None and args and isinstance(args[0], torch.nn.Module):
+        module, args = args[0], args[1:]
+    hidden = kwargs.get("hidden_states")
+    if hidden is None:
+        hidden = kwargs.get("x")
+    if hidden is None and args:
+        hidden = args[0]
+    if not torch.is_tensor(hidden):
+        _warn_layout(module, "no tensor input to read a token count from")
+        return None
+    if hidden.ndim < 3:
+        _warn_layout(module, f"input of shape {tuple(hidden.shape)} has no token axis")
+        return None
+    batch = int(hidden.shape[0])
+    seq_len = kwargs.get("seq_len")
+    if isinstance(seq_len, int) and seq_len > 0:
+        return seq_len, batch
+    if hidden.ndim == 3:
+        return int(hidden.shape[1]), batch
+    if hidden.ndim == 5:
+        patch = _patch_size(module)
+        if patch is None:
+            _warn_layout(module, "a (B, C, F, H, W) latent but no readable patch_size")
+            return None
+        frames, height, width = (int(s) for s in hidden.shape[2:])
+        return (frames // patch[0]) * (height // patch[1]) * (width // patch[2]), batch
+    _warn_layout(module,
+                 f"input of shape {tuple(hidden.shape)} is not (B, T, D) or (B, C, F, H, W)")
+    return None
+
+
+def pipeline_device(pipe):
+    """The CUDA device a pipeline computes on, or None to make no CUDA call at all.
+
+    Read from the pipeline's own modules (under multi-GPU, torch's current device is often 0 while
+    the model lives elsewhere), then from its execution device (CPU offload); None on a CPU run or
+    while CUDA is not initialized, so that measuring never brings a context up."""
+    import torch
+
+    if not (torch.cuda.is_available() and torch.cuda.is_initialized()):
+        return None
+    for name in ("transformer", "transformer_2", "unet", "vae"):
+        module = getattr(pipe, name, None)
+        if isinstance(module, torch.nn.Module):
+            for param in module.parameters():
+                if param.device.type == "cuda":
+                    return param.device
+    try:
+        device = pipe._execution_device
+    except Exception:
+        return None
+    return device if getattr(device, "type", None) == "cuda" else None

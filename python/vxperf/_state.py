@@ -1,0 +1,144 @@
+"""Process-wide switch, warnings, topology and device set-up shared by the inference and training
+halves. Everything measured goes through the C++ engine in `_ext`; this module only decides when
+to make it and what to tell it."""
+
+import atexit
+import os
+import sys
+import threading
+
+from . import _ext
+
+# True once the engine is on. Read by every public entry point before doing anything else, so a
+# process with metrics off pays one global read per call.
+on = False
+
+_lock = threading.RLock()
+_warned = set()
+_exit_registered = False
+_topology_final = False
+_cuda = {"tried": False, "ok": False}
+
+
+def env_level():
+    """VIDEOX_PERF as the reference reads it: Python's int(), 0 when unset or unreadable."""
+    raw = os.environ.get("VIDEOX_PERF")
+    if raw is None or not raw.strip():
+        return 0
+    try:
+        return int(raw)
+    except ValueError:
+        return 0
+
+
+def _at_exit():
+    # The engine's own exit handler runs after the interpreter is gone, too late to ask torch for
+    # its memory counters: flush everything while Python is still here.
+    try:
+        _ext.shutdown()
+    finally:
+        _ext.python_closing()
+
+
+def configure(level):
+    """Makes the engine (metrics on at `level`, or as VIDEOX_PERF says when level is None or 0).
+
+    The engine is made once per process; a later call only reports whether it is on."""
+    global on, _exit_registered
+    with _lock:
+        enabled = _ext.configure(int(level or 0))
+        if enabled and not _exit_registered:
+            atexit.register(_at_exit)
+            _exit_registered = True
+        on = enabled
+        return enabled
+
+
+def warn(key, message):
+    """One line on stderr, once per key (a pipeline class, a module, ...)."""
+    with _lock:
+        if key in _warned:
+            return
+        _warned.add(key)
+    line = f"vxperf: {message}"
+    if on:
+        _ext.notice(line)
+    else:
+        sys.stderr.write(line + "\n")
+
+
+def world_size():
+    refresh_topology()
+    return _ext.topology()[1] if on else 1
+
+
+def refresh_topology():
+    """Takes rank and world size from torch.distributed once its process group is up (the launcher's
+    environment, which the engine read at start, is all there is before), and the
+    sequence-parallel degree from xfuser when the program uses it."""
+    global _topology_final
+    if not on:
+        return
+    if not _topology_final:
+        torch = sys.modules.get("torch")
+        dist = getattr(torch, "distributed", None) if torch is not None else None
+        try:
+            if dist is not None and dist.is_available() and dist.is_initialized():
+                _ext.set_topology(dist.get_rank(), dist.get_world_size())
+                _topology_final = True
+        except Exception:
+            pass
+    state = sys.modules.get("xfuser.core.distributed.parallel_state")
+    if state is not None:
+        try:
+            _ext.set_sequence_parallel(max(1, int(state.get_sequence_parallel_world_size())))
+        except Exception:
+            pass
+
+
+def cuda_index(device):
+    """The CUDA device index of a torch.device (or int / "cuda:N"), or -1 for anything else."""
+    import torch
+
+    if device is None:
+        return -1
+    if isinstance(device, int):
+        return device
+    device = torch.device(device)
+    if device.type != "cuda":
+        return -1
+    return device.index if device.index is not None else torch.cuda.current_device()
+
+
+def current_stream(index):
+    """Torch's current CUDA stream on device `index`, as the integer handle events go on."""
+    import torch
+
+    return int(torch.cuda.current_stream(index).cuda_stream)
+
+
+def _peaks(index):
+    import torch
+
+    return int(torch.cuda.max_memory_allocated(index)), int(torch.cuda.max_memory_reserved(index))
+
+
+def _reset_peaks(index):
+    import torch
+
+    torch.cuda.reset_peak_memory_stats(index)
+
+
+def ensure_cuda(index, library="", peaks=None, reset=None):
+    """Gives the engine the CUDA driver backend, with torch's allocator for the memory peaks, the
+    first time a device is used. Host timing stays when the driver cannot be loaded.
+
+    library, peaks, reset: another driver library and other memory counters (the tests use the
+    fake driver, which torch knows nothing of)."""
+    with _lock:
+        if _cuda["tried"]:
+            return _cuda["ok"]
+        _cuda["tried"] = True
+        _cuda["ok"] = bool(_ext.use_cuda_backend(peaks or _peaks, reset or _reset_peaks, index,
+                                                 library))
+        return _cuda["ok"]

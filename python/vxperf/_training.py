@@ -1,0 +1,540 @@
+"""Training: each global step split into phases, with no device synchronize at all.
+
+Two ways in. `install_training()` patches accelerate (what every training script of the reference's
+framework shares) and wraps the model classes it is given, classified into phases. Loops without
+accelerate use the explicit scopes: micro_step(), model_call(), backward(), clip(),
+optimizer_step(), plus register_model() and instrument_module(). Both end in the engine's trainer:
+steps, settling, windows, records and log lines are the C++ engine's."""
+
+import importlib
+import importlib.util
+import inspect
+import sys
+
+from . import _ext, _reading, _state
+
+PHASES = ("data", "prep", "vae_enc", "vae_dec", "text_encoder", "aux", "fwd", "bwd", "clip",
+          "opt", "other")
+MODEL_PHASES = ("vae_enc", "vae_dec", "text_encoder", "aux", "fwd")
+VAE_METHODS = (("encode", "vae_enc"), ("decode", "vae_dec"), ("encode_stream", "vae_enc"),
+               ("decode_stream", "vae_dec"))
+
+_installed = False
+# The model being trained as accelerate's prepare() handed it back: re-read once, at the first
+# real optimizer step, because a script may freeze weights or turn checkpointing on after
+# preparing.
+_trained = {"module": None, "params": 0, "reread": False}
+_device = {"resolved": False}
+
+
+# ---- the explicit scopes ------------------------------------------------------------------------
+
+
+class _MicroStep:
+    __slots__ = ()
+
+    def __enter__(self):
+        _ext.train_micro_enter()
+        return self
+
+    def __exit__(self, kind, value, traceback):
+        _ext.train_micro_exit()
+        return False
+
+
+_MICRO_STEP = _MicroStep()
+
+
+def micro_step():
+    """A `with` scope around one micro-step (one `accumulate` block): gives the `data` wait before
+    it and the `prep` work at its head."""
+    if not _state.on:
+        return _ext.NULL_SCOPE
+    return _MICRO_STEP
+
+
+class _ModelCall:
+    __slots__ = ("phase", "tokens", "samples", "mark")
+
+    def __init__(self, phase, tokens, samples):
+        self.phase = phase
+        self.tokens = tokens
+        self.samples = samples
+
+    def __enter__(self):
+        self.mark = _ext.train_call_begin()
+        return self
+
+    def __exit__(self, kind, value, traceback):
+        _ext.train_call_end(self.mark, self.phase, self.tokens, self.samples)
+        return False
+
+
+def _phase(name):
+    if name not in MODEL_PHASES:
+        _state.warn(("phase", name), f"'{name}' is not a model phase (one of "
+                    f"{', '.join(MODEL_PHASES)}); not timed")
+        return -1
+    return _ext.phase_id(name)
+
+
+def model_call(phase="fwd", tokens=0, samples=1):
+    """A `with` scope around one model call of the step, in `phase` (vae_enc, vae_dec,
+    text_encoder, aux or fwd). For the trained model's forward, `tokens` per sample and `samples`
+    in the call price the step. Calls nested in another, or made inside backward() (checkpoint
+    recomputation), fold into the outer one."""
+    if not _state.on:
+        return _ext.NULL_SCOPE
+    pid = _phase(phase)
+    if pid < 0:
+        return _ext.NULL_SCOPE
+    return _ModelCall(pid, int(tokens or 0), int(samples or 1))
+
+
+class _Interval:
+    __slots__ = ("begin", "end", "mark")
+
+    def __init__(self, begin, end):
+        self.begin = begin
+        self.end = end
+
+    def __enter__(self):
+        self.mark = self.begin()
+        return self
+
+    def __exit__(self, kind, value, traceback):
+        self.end(self.mark)
+        return False
+
+
+def backward():
+    """A `with` scope around the backward pass."""
+    if not _state.on:
+        return _ext.NULL_SCOPE
+    return _Interval(_ext.train_backward_begin, _ext.train_backward_end)
+
+
+def clip():
+    """A `with` scope around gradient clipping."""
+    if not _state.on:
+        return _ext.NULL_SCOPE
+    return _Interval(_ext.train_clip_begin, _ext.train_clip_end)
+
+
+class _OptimizerStep:
+    __slots__ = ("owner", "synced", "mark")
+
+    def __init__(self, owner, synced):
+        self.owner = owner
+        self.synced = synced
+
+    def __enter__(self):
+        self.mark = _ext.train_optimizer_begin()
+        return self
+
+    def __exit__(self, kind, value, traceback):
+        _ext.train_optimizer_end(self.mark, self.owner, self.synced)
+        return False
+
+
+def optimizer_step(optimizer, synced=True):
+    """A `with` scope around one optimizer step call. `synced`: whether it really stepped (False on
+    a gradient-accumulation pass-through). The first optimizer to close a step owns the step
+    boundary from then on; the others' time still counts as `opt`."""
+    if not _state.on:
+        return _ext.NULL_SCOPE
+    return _OptimizerStep(id(optimizer), bool(synced))
+
+
+def _read_model(module, lora=False):
+    world = _state.world_size()
+    widths = _reading.priced_widths(module, "the trained model")
+    return dict(
+        params=_reading.count_params(module, world),
+        trainable=_reading.count_trainable(module, world, lora),
+        checkpointing=_reading.checkpointing(module),
+        widths=widths,
+        text_tokens=_reading.text_tokens(module) if widths else 0,
+    )
+
+
+def register_model(module=None, *, params=None, trainable=None, lora=False, checkpointing=None,
+                   widths=None, text_tokens=None):
+    """Says what model is trained; the largest one registered wins.
+
+    Read from `module` (parameters unsharded under FSDP, those with requires_grad as trainable, or
+    with lora=True those of the `lora_` adapters; gradient checkpointing from any submodule's
+    `gradient_checkpointing`; attention widths and `text_len`), or given as numbers. The trainable
+    share decides the FLOPs multiplier (3x full, 2x below 50%), checkpointing adds one for HFU."""
+    if not _state.on:
+        return
+    read = _read_model(module, lora) if module is not None else {}
+    given = dict(params=params, trainable=trainable, checkpointing=checkpointing, widths=widths,
+                 text_tokens=text_tokens)
+    for key, value in given.items():
+        if value is not None:
+            read[key] = value
+    if read.get("params") is None:
+        raise TypeError("register_model() needs a module or params")
+    trainable_count = read.get("trainable")
+    _ext.train_register_model(
+        int(read["params"]),
+        -1 if trainable_count is None else int(trainable_count),
+        bool(read.get("checkpointing") or False),
+        tuple(read["widths"]) if read.get("widths") else None,
+        int(read.get("text_tokens") or 0),
+        False,
+    )
+
+
+def training_device(device, stream=None):
+    """Times the training phases on a CUDA device (events on `stream`, default torch's current
+    stream of that device) instead of the host clock alone."""
+    if not _state.on:
+        return
+    index = _state.cuda_index(device)
+    if index < 0:
+        _ext.train_set_device(-1, 0)
+        return
+    _state.ensure_cuda(index)
+    handle = _state.current_stream(index) if stream is None else int(
+        getattr(stream, "cuda_stream", stream))
+    _ext.train_set_device(index, handle)
+
+
+def finish():
+    """Settles every pending step, writes the partial window and the training summary (once; also
+    done at exit)."""
+    _ext.train_finish()
+
+
+# ---- model classes and modules ------------------------------------------------------------------
+
+
+def _base_classes():
+    bases = {}
+    if "diffusers" in sys.modules or importlib.util.find_spec("diffusers") is not None:
+        try:
+            from diffusers.models.modeling_utils import ModelMixin
+
+            bases["diffusers"] = ModelMixin
+        except Exception:
+            pass
+    if "transformers" in sys.modules or importlib.util.find_spec("transformers") is not None:
+        try:
+            from transformers import PreTrainedModel
+
+            bases["transformers"] = PreTrainedModel
+        except Exception:
+            pass
+    return bases
+
+
+def class_phase(cls, bases=None):
+    """The phase a model class's calls belong to: "vae" (encode/decode), "aux", "text_encoder" or
+    "fwd" (the trained transformer, priced). By class name, as the reference classifies them; a
+    transformers model that is not a diffusers one is a text encoder."""
+    name = cls.__name__
+    if "Autoencoder" in name or "AutoEncoder" in name or "VAE" in name:
+        return "vae"
+    if "Vision" in name:
+        return "aux"
+    if "T5Encoder" in name or "TextEncoder" in name or "CLIPTextModel" in name:
+        return "text_encoder"
+    bases = _base_classes() if bases is None else bases
+    mixin = bases.get("diffusers")
+    pretrained = bases.get("transformers")
+    if pretrained is not None and issubclass(cls, pretrained) and not (
+            mixin is not None and issubclass(cls, mixin)):
+        return "text_encoder"
+    if "Transformer" in name or "UNet" in name or "Unet" in name or "LatentUpsampler" in name:
+        return "fwd"
+    return "aux"
+
+
+def _phase_call(function, phase, owner=None, self_arg=None):
+    priced = phase == "fwd"
+    return _ext.TimedCall(function, self_arg, owner, phase, _ext.FLAG_PRICED if priced else 0,
+                          _ext.phase_id(phase), _reading.infer_tokens if priced else None)
+
+
+def _wrap_class_attr(cls, attr, phase):
+    function = getattr(cls, attr, None)
+    # Resolved through the bases: a subclass that inherits a wrapped method is already covered.
+    if not callable(function) or isinstance(function, _ext.TimedCall):
+        return False
+    setattr(cls, attr, _phase_call(function, phase))
+    return True
+
+
+def instrument_class(cls, phase=None):
+    """Times every call of a model class (all its instances, present and future, whatever wraps
+    them later: FSDP, DDP, peft) as a training phase. Returns whether anything was wrapped."""
+    phase = phase or class_phase(cls)
+    if phase == "vae":
+        done = False
+        for attr, vae_phase in VAE_METHODS:
+            done |= _wrap_class_attr(cls, attr, vae_phase)
+        return done
+    return _wrap_class_attr(cls, "forward", phase)
+
+
+def instrument_module(module, phase=None):
+    """Times every call of one module (its `forward`; a VAE's encode/decode) as a training phase
+    (`phase`: vae, vae_enc, vae_dec, text_encoder, aux or fwd; default: from its class). A `fwd`
+    call is priced from its inputs. Returns the module."""
+    if not _state.on:
+        return module
+    phase = phase or class_phase(type(module))
+    try:
+        if phase == "vae":
+            for attr, vae_phase in VAE_METHODS:
+                method = getattr(module, attr, None)
+                if callable(method):
+                    setattr(module, attr, _bound_phase_call(module, method, vae_phase))
+        elif _phase(phase) >= 0:
+            module.forward = _bound_phase_call(module, module.forward, phase)
+    except Exception as error:
+        _state.warn(("instrument", id(module)),
+                    f"cannot time {type(module).__name__} as '{phase}': {error!r}")
+    return module
+
+
+def _bound_phase_call(module, method, phase):
+    if inspect.ismethod(method) and method.__self__ is module:
+        return _phase_call(method.__func__, phase, owner=module, self_arg=module)
+    return _phase_call(method, phase, owner=module)
+
+
+def _model_classes(target, bases):
+    """(classes, skipped) named by `target`: a class, an iterable of classes, or a module whose
+    model classes are taken (diffusers/transformers models when those are importable, else the
+    torch modules it defines)."""
+    import torch
+
+    if isinstance(target, type):
+        return [target], 0
+    if inspect.ismodule(target):
+        found, skipped, seen = [], 0, set()
+        for value in list(vars(target).values()):
+            if not isinstance(value, type) or id(value) in seen:
+                continue
+            seen.add(id(value))
+            if not issubclass(value, torch.nn.Module):
+                continue
+            if value in bases.values() or value is torch.nn.Module:
+                continue  # the model base classes themselves: nothing to time
+            if bases:
+                whole_model = any(issubclass(value, base) for base in bases.values())
+            else:
+                whole_model = value.__module__ == target.__name__
+            if whole_model:
+                found.append(value)
+            else:
+                skipped += 1
+        return found, skipped
+    found, skipped = [], 0
+    for item in target:
+        classes, more = _model_classes(item, bases)
+        found += classes
+        skipped += more
+    return found, skipped
+
+
+# ---- accelerate ---------------------------------------------------------------------------------
+
+
+def _note_accelerator(accelerator):
+    """Times on the accelerator's CUDA device once CUDA is up (host clock until then)."""
+    if _device["resolved"]:
+        return
+    torch = sys.modules.get("torch")
+    if torch is None or not (torch.cuda.is_available() and torch.cuda.is_initialized()):
+        return
+    device = getattr(accelerator, "device", None)
+    if getattr(device, "type", None) == "cuda":
+        _device["resolved"] = True
+        training_device(device)
+
+
+def _register_prepared(objects):
+    import torch
+
+    for obj in objects:
+        if not isinstance(obj, torch.nn.Module):
+            continue
+        params = _reading.count_params(obj, _state.world_size())
+        if params > _trained["params"]:
+            _trained.update(module=obj, params=params, reread=False)
+            read = _read_model(obj)
+            _ext.train_register_model(read["params"], read["trainable"], read["checkpointing"],
+                                      read["widths"], read["text_tokens"], False)
+
+
+def _reread_trained():
+    _trained["reread"] = True
+    module = _trained["module"]
+    if module is None:
+        return
+    read = _read_model(module)
+    _ext.train_register_model(read["params"], read["trainable"], read["checkpointing"],
+                              read["widths"], read["text_tokens"], True)
+
+
+class _AroundMicroStep:
+    """accelerate's accumulate() context, with the micro-step scope around it."""
+    __slots__ = ("inner",)
+
+    def __init__(self, inner):
+        self.inner = inner
+
+    def __enter__(self):
+        _ext.train_micro_enter()
+        try:
+            return self.inner.__enter__()
+        except BaseException:
+            _ext.train_micro_exit()
+            raise
+
+    def __exit__(self, kind, value, traceback):
+        try:
+            return self.inner.__exit__(kind, value, traceback)
+        finally:
+            _ext.train_micro_exit()
+
+
+def _patched(function, replacement):
+    replacement.__name__ = function.__name__
+    replacement.__qualname__ = getattr(function, "__qualname__", function.__name__)
+    replacement.__doc__ = function.__doc__
+    replacement.__wrapped__ = function
+    replacement._vxperf_patched = True
+    return replacement
+
+
+def _accumulate(function):
+    def accumulate(self, *models):
+        if not _state.on:
+            return function(self, *models)
+        _note_accelerator(self)
+        return _AroundMicroStep(function(self, *models))
+
+    return _patched(function, accumulate)
+
+
+def _backward(function):
+    def backward(self, *args, **kwargs):
+        _note_accelerator(self)
+        mark = _ext.train_backward_begin()
+        try:
+            return function(self, *args, **kwargs)
+        finally:
+            _ext.train_backward_end(mark)
+
+    return _patched(function, backward)
+
+
+def _clip(function):
+    def clip_grad_norm_(self, *args, **kwargs):
+        mark = _ext.train_clip_begin()
+        try:
+            return function(self, *args, **kwargs)
+        finally:
+            _ext.train_clip_end(mark)
+
+    return _patched(function, clip_grad_norm_)
+
+
+def _optimizer_step(function):
+    def step(self, *args, **kwargs):
+        mark = _ext.train_optimizer_begin()
+        try:
+            return function(self, *args, **kwargs)
+        finally:
+            # accelerate's step is a no-op on an accumulation micro-step: sync_gradients says which.
+            synced = bool(getattr(getattr(self, "gradient_state", None), "sync_gradients", True))
+            if synced and not _trained["reread"]:
+                _reread_trained()
+            _ext.train_optimizer_end(mark, id(self), synced)
+
+    return _patched(function, step)
+
+
+def _prepare(function):
+    def prepare(self, *args, **kwargs):
+        result = function(self, *args, **kwargs)
+        try:
+            _note_accelerator(self)
+            _state.refresh_topology()
+            _register_prepared(result if isinstance(result, tuple) else (result,))
+        except Exception as error:
+            _state.warn(("prepare", id(self)), f"cannot size the prepared model: {error!r}")
+        return result
+
+    return _patched(function, prepare)
+
+
+def _patch(cls, name, factory):
+    function = cls.__dict__.get(name)
+    if function is None or getattr(function, "_vxperf_patched", False):
+        return 0
+    setattr(cls, name, factory(function))
+    return 1
+
+
+def _patch_accelerate():
+    if "accelerate" not in sys.modules and importlib.util.find_spec("accelerate") is None:
+        return 0
+    from accelerate import Accelerator
+    from accelerate.optimizer import AcceleratedOptimizer
+
+    count = _patch(Accelerator, "accumulate", _accumulate)
+    count += _patch(Accelerator, "backward", _backward)
+    count += _patch(Accelerator, "clip_grad_norm_", _clip)
+    count += _patch(Accelerator, "prepare", _prepare)
+    count += _patch(AcceleratedOptimizer, "step", _optimizer_step)
+    try:
+        from accelerate.utils import DeepSpeedOptimizerWrapper
+    except ImportError:
+        pass
+    else:
+        # Its step is a no-op of its own (DeepSpeed steps inside backward): patched separately.
+        count += _patch(DeepSpeedOptimizerWrapper, "step", _optimizer_step)
+    return count
+
+
+def install_training(level=None, models=None):
+    """Measures the training loop from now on. No-op unless VIDEOX_PERF is set (or `level` > 0).
+
+    Patches accelerate when it is importable (accumulate, backward, clip_grad_norm_, prepare and
+    the accelerated optimizers' step), and times the model classes in `models` (a class, a list of
+    them, or a module holding them; plus videox_fun.models when importable) as the phases their
+    names say. Returns whether metrics are on."""
+    global _installed
+    if level is None:
+        level = _state.env_level()
+    if level <= 0:
+        return False
+    if not _state.configure(level):
+        return False
+    try:
+        patched = _patch_accelerate()
+        bases = _base_classes()
+        targets = [] if models is None else [models]
+        if importlib.util.find_spec("videox_fun") is not None:
+            try:
+                targets.append(importlib.import_module("videox_fun.models"))
+            except Exception:
+                pass
+        classes, skipped = _model_classes(targets, bases)
+        wrapped = 0
+        for cls in dict.fromkeys(classes):
+            wrapped += instrument_class(cls, class_phase(cls, bases))
+    except Exception as error:
+        _state.warn(("install_training",), f"training metrics not installed: {error!r}")
+        return False
+    if not _installed:
+        _installed = True
+        _ext.notice(f"vxperf: training metrics on: {patched} accelerate methods patched, {wrapped} "
+                    f"model classes wrapped ({skipped} non-model classes skipped)")
+    return True

@@ -1,0 +1,1 @@
+"""Stand-in for the videox_fun framework (see ../README.md)."""

@@ -1,0 +1,72 @@
+"""The examples run (and compute the same with and without metrics), and the package installs
+into a fresh virtual environment offline (cmake --install into a venv made with
+--system-site-packages, so Debian's torch is visible) and works from there."""
+import os
+import shutil
+import subprocess
+import sys
+
+import pytest
+
+from conftest import BUILD, REPO, clean_env, read_records
+
+EXAMPLES = os.path.join(REPO, "examples", "python")
+
+
+def run_example(name, args=(), env=None, python=sys.executable):
+    proc = subprocess.run([python, os.path.join(EXAMPLES, name), *args], env=env,
+                          capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stderr
+    return proc
+
+
+def test_generate_example(tmp_path):
+    records = tmp_path / "records.jsonl"
+    measured = run_example("generate.py", env=clean_env(VIDEOX_PERF=1, VIDEOX_PERF_JSON=records))
+    plain = run_example("generate.py", env=clean_env())
+    assert measured.stdout == plain.stdout  # measuring never changes what is computed
+    assert plain.stderr == ""
+    got = read_records(records)
+    assert [r["req"] for r in got] == [0, 1, 2]
+    for record in got:
+        assert {n: s["count"] for n, s in record["stages"].items()} == {
+            "text_encoder": 2, "transformer": 8, "vae_dec": 1}
+        assert record["dit"]["tokens"] == 64 and record["dit"]["attn_share"] > 0
+
+
+@pytest.mark.parametrize("variant", [["--checkpointing"], ["--lora"]])
+def test_train_example(tmp_path, variant):
+    records = tmp_path / "records.jsonl"
+    env = clean_env(VIDEOX_PERF=1, VIDEOX_PERF_EVERY=4, VIDEOX_PERF_JSON=records)
+    measured = run_example("train.py", variant, env=env)
+    plain = run_example("train.py", variant, env=clean_env())
+    assert measured.stdout == plain.stdout
+    windows = read_records(records)
+    assert [(w["step_first"], w["step_last"]) for w in windows] == [(0, 3), (4, 7)]
+    throughput = windows[0]["throughput"]
+    if variant == ["--lora"]:
+        assert throughput["flops_coef"] == 2.0 and throughput["trainable"] < throughput["params"]
+    else:
+        assert throughput["flops_coef_reason"].startswith("full, ckpt on -> 3x/4x")
+    assert "fwd" in windows[0]["phases_s"] and throughput["priced_steps"] == 4
+
+
+@pytest.mark.skipif(shutil.which("cmake") is None, reason="cmake not found")
+def test_install_into_a_fresh_venv(tmp_path):
+    venv = tmp_path / "venv"
+    subprocess.run([sys.executable, "-m", "venv", "--system-site-packages", "--without-pip",
+                    str(venv)], check=True)
+    subprocess.run(["cmake", "--install", BUILD, "--component", "python", "--prefix", str(venv)],
+                   check=True, capture_output=True)
+    python = str(venv / "bin" / "python")
+    env = {k: v for k, v in clean_env().items() if k != "PYTHONPATH"}
+    where = subprocess.run([python, "-c", "import vxperf, torch; print(vxperf.__file__)"],
+                           env=env, capture_output=True, text=True, check=True)
+    assert where.stdout.startswith(str(venv)), where.stdout
+    records = tmp_path / "records.jsonl"
+    env.update(VIDEOX_PERF="1", VIDEOX_PERF_JSON=str(records))
+    run_example("generate.py", ["--requests", "1", "--steps", "2"], env=env, python=python)
+    report = subprocess.run([str(venv / "bin" / "vxperf"), "report", str(records)],
+                            capture_output=True, text=True)
+    assert report.returncode == 0, report.stderr
+    assert len(read_records(records)) == 1

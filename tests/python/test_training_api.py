@@ -1,0 +1,186 @@
+"""The training side on plain PyTorch loops (no accelerate): the explicit scopes, model classes
+named to install_training(), settling without a synchronize (over the fake CUDA driver), and the
+records and raw trace read back by `vxperf report` and `vxperf replay`."""
+import json
+import math
+import os
+import subprocess
+
+import pytest
+
+from conftest import CLI, FAKE_CUDA, clean_env, read_records, run_python
+
+# A small flow-matching loop on the tiny Wan models, measured with the explicit scopes. The DiT's
+# blocks are checkpointed; its `head` is instrumented as an aux call (nested in the forward: folded
+# into fwd); the text encoder is re-run inside the backward (folded into bwd).
+LOOP = """
+import torch, vxperf
+import tiny_models as tm
+
+torch.manual_seed(0)
+dit = tm.WanTransformer3DModel()
+dit.gradient_checkpointing = True
+vae = tm.VideoVAE()
+text_encoder = tm.TextEncoder()
+optimizer = torch.optim.AdamW(dit.parameters(), lr=1e-3)
+vxperf.register_model(dit)
+vxperf.instrument_module(dit)
+vxperf.instrument_module(dit.head, "aux")
+vxperf.instrument_module(vae, "vae")
+vxperf.instrument_module(text_encoder)
+ids = tm.Tokenizer()("a caption", dit.text_len)
+
+def step(accumulation=2, frames=5):
+    for micro in range(accumulation):
+        last = micro == accumulation - 1
+        with vxperf.micro_step():
+            with torch.no_grad():
+                latents = vae.encode(torch.rand(1, 3, frames, 16, 16))
+            context = text_encoder(ids)
+            tokens = latents.shape[2] * (latents.shape[3] // 2) * (latents.shape[4] // 2)
+            seq_len = 8 * -(-tokens // 8)
+            pred = dit(x=latents, t=torch.ones(1), context=context, seq_len=seq_len)
+            loss = pred.pow(2).mean()
+            with vxperf.backward():
+                (loss / accumulation).backward()
+                with vxperf.model_call("text_encoder"):  # inside the backward: folded into bwd
+                    text_encoder(ids)
+            if last:
+                with vxperf.clip():
+                    torch.nn.utils.clip_grad_norm_(dit.parameters(), 1.0)
+            with vxperf.optimizer_step(optimizer, synced=last):
+                if last:
+                    optimizer.step()
+                    optimizer.zero_grad()
+"""
+
+
+def test_phases_partition_each_step(tmp_path):
+    records = tmp_path / "records.jsonl"
+    code = LOOP + """
+for i in range(4):
+    step(frames=5 if i % 2 else 9)
+vxperf.finish()
+"""
+    run_python(code, env=clean_env(VIDEOX_PERF=1, VIDEOX_PERF_EVERY=1, VIDEOX_PERF_JSON=records))
+    windows = read_records(records)
+    assert [w["step_first"] for w in windows] == [0, 1, 2, 3]
+    for window in windows:
+        phases = window["phases_s"]
+        # nested calls (the DiT's head) and calls inside the backward fold into the outer phase
+        assert sorted(phases) == ["bwd", "clip", "data", "fwd", "opt", "other", "prep",
+                                  "text_encoder", "vae_enc"]
+        assert all(seconds > 0 for seconds in phases.values())
+        assert window["overrun_s"] == 0.0  # host-timed phases never overlap
+        assert math.isclose(sum(phases.values()), window["step_s_p50"], rel_tol=1e-9)
+        assert window["micro_steps"] == 2.0
+        throughput = window["throughput"]
+        assert throughput["samples"] == 2.0 and throughput["priced_steps"] == 1
+        assert throughput["flops_coef_reason"] == (
+            "full, ckpt on -> 3x/4x, attn from dims (4 modules)")
+    assert [w["throughput"]["tokens"] for w in windows] == [16.0, 8.0, 16.0, 8.0]
+
+
+@pytest.mark.skipif(not os.path.exists(FAKE_CUDA), reason="fake CUDA driver not built")
+def test_settles_without_synchronize(tmp_path):
+    """Device events are only polled: a step waits while its events are pending, is read off the
+    host clock once two more steps have closed, and nothing ever synchronizes."""
+    records = tmp_path / "records.jsonl"
+    code = LOOP + f"""
+import ctypes, json
+from vxperf import _ext, _state
+fake = ctypes.CDLL({FAKE_CUDA!r})
+fake.fake_cuda_set_manual_completion(1)
+assert _state.ensure_cuda(0, {FAKE_CUDA!r}, lambda d: (7 << 20, 9 << 20), lambda d: None)
+vxperf.training_device(0, stream=0x77)
+pending = []
+for _ in range(5):
+    step()
+    pending.append(_ext.train_pending_steps())
+fake.fake_cuda_complete_all()  # the device catches up: the next step close settles them
+step()
+pending.append(_ext.train_pending_steps())
+vxperf.finish()
+print(json.dumps(dict(pending=pending, syncs=fake.fake_cuda_syncs(0),
+                      records=fake.fake_cuda_records(0))))
+"""
+    proc = run_python(code, env=clean_env(VIDEOX_PERF=1, VIDEOX_PERF_EVERY=2,
+                                          VIDEOX_PERF_JSON=records))
+    seen = json.loads(proc.stdout.strip().splitlines()[-1])
+    assert seen["pending"] == [1, 2, 2, 2, 2, 1]
+    assert seen["syncs"] == 0 and seen["records"] > 0
+    windows = read_records(records)
+    assert [(w["step_first"], w["step_last"]) for w in windows] == [(0, 1), (2, 3), (4, 5)]
+    for window in windows:
+        assert window["device"] == "cuda:0" and window["peak_alloc_bytes"] == 7 << 20
+
+
+def test_install_training_with_named_classes(tmp_path):
+    """Model classes named to install_training() (or a module of them) are timed as the phase
+    their names say, on a loop that opens only the micro-step, backward and optimizer scopes."""
+    records = tmp_path / "records.jsonl"
+    code = """
+import torch, vxperf
+import tiny_models as tm
+assert vxperf.install_training(models=tm)  # every torch module class tiny_models defines
+dit, vae, text_encoder = tm.WanTransformer3DModel(), tm.VideoVAE(), tm.TextEncoder()
+vxperf.register_model(dit)
+optimizer = torch.optim.SGD(dit.parameters(), lr=1e-3)
+ids = tm.Tokenizer()("x", dit.text_len)
+for _ in range(3):
+    with vxperf.micro_step():
+        with torch.no_grad():
+            latents = vae.encode(torch.rand(1, 3, 5, 16, 16))
+            context = text_encoder(ids)
+        loss = dit(x=latents, t=torch.ones(1), context=context, seq_len=8).pow(2).mean()
+        with vxperf.backward():
+            loss.backward()
+        with vxperf.optimizer_step(optimizer):
+            optimizer.step()
+            optimizer.zero_grad()
+"""
+    proc = run_python(code, env=clean_env(VIDEOX_PERF=1, VIDEOX_PERF_JSON=records))
+    assert "model classes wrapped" in proc.stderr
+    (window,) = read_records(records)
+    assert sorted(window["phases_s"]) == ["bwd", "data", "fwd", "opt", "other", "prep",
+                                          "text_encoder", "vae_enc"]
+    assert window["throughput"]["tokens"] == 8.0 and window["throughput"]["priced_steps"] == 3
+
+
+def normalized(record):
+    out = {k: v for k, v in record.items() if k != "ts"}
+    return json.loads(json.dumps(out), parse_float=lambda s: round(float(s), 6))
+
+
+def test_records_and_trace_read_back_by_the_cli(tmp_path):
+    records = tmp_path / "records.jsonl"
+    trace = tmp_path / "trace.jsonl"
+    code = LOOP + """
+for i in range(5):
+    step()
+vxperf.declare_model("transformer", dit)
+for _ in range(2):
+    with vxperf.request():
+        with vxperf.stage("text_encoder"):
+            text_encoder(ids)
+        for _ in range(3):
+            with vxperf.stage("transformer", tokens=8, batch=2):
+                pass
+"""
+    run_python(code, env=clean_env(VIDEOX_PERF=1, VIDEOX_PERF_EVERY=2, VIDEOX_PERF_JSON=records,
+                                   VIDEOX_PERF_TRACE=trace))
+    live = read_records(records)
+    assert sorted(r["kind"] for r in live) == ["request"] * 2 + ["train_window"] * 3
+
+    report = subprocess.run([CLI, "report", str(records), "--json"], capture_output=True,
+                            text=True, check=True)
+    summary = json.loads(report.stdout)
+    assert summary["requests"]["count"] == 2
+    assert summary["training"]["windows"] == 3 and summary["training"]["steps"] == 5
+
+    replay = subprocess.run([CLI, "replay", str(trace)], capture_output=True, text=True,
+                            check=True)
+    replayed = [json.loads(line) for line in replay.stdout.splitlines() if line.strip()]
+    key = lambda r: (r["kind"], r.get("req", r.get("step_first")))  # noqa: E731
+    assert [normalized(r) for r in sorted(replayed, key=key)] == [
+        normalized(r) for r in sorted(live, key=key)]
