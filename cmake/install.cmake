@@ -42,11 +42,15 @@ install(FILES ${PROJECT_BINARY_DIR}/vxperfConfig.cmake ${PROJECT_BINARY_DIR}/vxp
         DESTINATION ${VXPERF_CMAKE_DIR})
 
 # Static libraries carry their own dependencies on the link line; shared ones keep them private.
+set(_vxperf_pc_deps "-ldl -pthread")
+if(VXPERF_HAVE_HTTPLIB)
+  string(PREPEND _vxperf_pc_deps "-lcpp-httplib ")
+endif()
 if(BUILD_SHARED_LIBS)
   set(VXPERF_PC_LIBS "-L\${libdir} -lvxperf")
-  set(VXPERF_PC_LIBS_PRIVATE "-ldl -pthread")
+  set(VXPERF_PC_LIBS_PRIVATE "${_vxperf_pc_deps}")
 else()
-  set(VXPERF_PC_LIBS "-L\${libdir} -lvxperf -ldl -pthread")
+  set(VXPERF_PC_LIBS "-L\${libdir} -lvxperf ${_vxperf_pc_deps}")
   set(VXPERF_PC_LIBS_PRIVATE "")
 endif()
 file(RELATIVE_PATH VXPERF_PC_PREFIX_FROM_PCDIR
