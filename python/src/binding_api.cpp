@@ -12,7 +12,9 @@
 #include "vxperf/cuda_backend.h"
 #include "vxperf/engine.h"
 #include "vxperf/markers.h"
+#include "vxperf/prometheus.h"
 #include "vxperf/training.h"
+#include "vxperf/version.h"
 
 namespace vxperf::binding {
 namespace {
@@ -102,6 +104,22 @@ void shutdown() {
   if (configured()) vxperf::shutdown();
 }
 
+std::string version() { return vxperf::version(); }
+
+// ---- Prometheus -------------------------------------------------------------------------------
+
+std::string prometheus_text() {
+  Engine* e = eng();
+  if (e == nullptr) return {};
+  // Made once and kept for the life of the process, as the engine is.
+  static std::shared_ptr<PrometheusSink>* sink = [e] {
+    auto* made = new std::shared_ptr<PrometheusSink>(std::make_shared<PrometheusSink>());
+    e->add_sink(*made);
+    return made;
+  }();
+  return (*sink)->render();
+}
+
 Topology topology() {
   Topology out;
   if (Engine* e = eng()) {
@@ -164,8 +182,9 @@ bool in_request() { return vxperf::in_request(); }
 RequestMark begin_request(int device, std::uintptr_t stream, bool own_models) {
   RequestMark mark;
   Engine* e = eng();
-  if (e != nullptr && vxperf::begin_request(
-                          *e, RequestOptions{device, reinterpret_cast<void*>(stream), own_models})) {
+  if (e != nullptr &&
+      vxperf::begin_request(*e,
+                            RequestOptions{device, reinterpret_cast<void*>(stream), own_models})) {
     mark.opaque = detail::current_request;
   }
   return mark;

@@ -42,6 +42,14 @@ bool attention_pricing();
 void notice(const std::string& line);
 // Prints the exit summaries now (training first), once. Idempotent.
 void shutdown();
+// The library's version ("0.2.0").
+std::string version();
+
+// ---- Prometheus -------------------------------------------------------------------------------
+
+// The Prometheus exposition text of every record settled since the first call (which adds a
+// Prometheus sink to the engine); "" while metrics are off.
+std::string prometheus_text();
 
 struct Topology {
   int rank = 0;

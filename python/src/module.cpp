@@ -105,6 +105,15 @@ PYBIND11_MODULE(_ext, m) {
   m.def("level", &api::level);
   m.def("attention_pricing", &api::attention_pricing);
   m.def("notice", &api::notice, py::arg("line"));
+  m.def("version", &api::version,
+        "The version of the vxperf engine this extension was built with.");
+  m.def(
+      "prometheus_text",
+      [] {
+        py::gil_scoped_release release;
+        return api::prometheus_text();
+      },
+      "Prometheus exposition text of every record settled since the first call; '' when off.");
   m.def(
       "shutdown",
       [] {

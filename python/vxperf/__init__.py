@@ -29,7 +29,7 @@ from ._training import (backward, clip, finish, install_training, instrument_mod
                         model_call, optimizer_step, register_model, training_device)
 from ._training import instrument_class as instrument_model_class
 
-__version__ = "0.1.0"
+__version__ = _ext.version()
 
 #: `with vxperf.stage(name, tokens=0, batch=1):` times one call of a stage in this thread's open
 #: request (implemented in C; a no-op scope while metrics are off).
