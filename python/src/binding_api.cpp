@@ -100,6 +100,18 @@ void notice(const std::string& line) {
   if (Engine* e = eng()) e->notice(line);
 }
 
+void perf_line(const std::string& text) {
+  Engine* e = eng();
+  if (e != nullptr && e->should_log()) {
+    e->notice("[Perf][rank" + std::to_string(e->topology().rank) + "] " + text);
+  }
+}
+
+std::int64_t window_steps() {
+  Engine* e = eng();
+  return e != nullptr ? e->settings().every : 0;
+}
+
 void shutdown() {
   if (configured()) vxperf::shutdown();
 }

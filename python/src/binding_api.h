@@ -40,6 +40,10 @@ int level();
 bool attention_pricing();
 // A warning or notice line on the engine's output (stderr); printed by every rank.
 void notice(const std::string& line);
+// "[Perf][rankN] " + text, where this rank logs (rank 0, or every rank with VIDEOX_PERF_RANKS=all).
+void perf_line(const std::string& text);
+// Training steps per window (VIDEOX_PERF_EVERY).
+std::int64_t window_steps();
 // Prints the exit summaries now (training first), once. Idempotent.
 void shutdown();
 // The library's version ("0.2.0").

@@ -105,6 +105,9 @@ PYBIND11_MODULE(_ext, m) {
   m.def("level", &api::level);
   m.def("attention_pricing", &api::attention_pricing);
   m.def("notice", &api::notice, py::arg("line"));
+  m.def("perf_line", &api::perf_line, py::arg("text"),
+        "Prints '[Perf][rankN] ' + text where this rank logs.");
+  m.def("window_steps", &api::window_steps);
   m.def("version", &api::version,
         "The version of the vxperf engine this extension was built with.");
   m.def(

@@ -246,11 +246,7 @@ def install(level=None, pipelines=None):
     future, when diffusers is importable; and `videox_fun.pipeline`'s, when that is importable.
     Returns whether metrics are on."""
     global _installed
-    if level is None:
-        level = _state.env_level()
-    if level <= 0:
-        return False
-    if not _state.configure(level):
+    if not _state.switch_on(level):
         return False
     base = _diffusion_base()
     classes = []
@@ -270,8 +266,8 @@ def install(level=None, pipelines=None):
             wrapped += instrument_class(cls)
     if not _installed:
         _installed = True
-        where = ", diffusers pipelines as they are defined" if base is not None else ""
-        _ext.notice(f"vxperf: inference metrics on: {wrapped} pipeline classes wrapped{where}")
+        _ext.perf_line(f"inference metrics enabled (level {_ext.level()}) on {wrapped} pipeline "
+                       "classes")
     return True
 
 

@@ -40,6 +40,14 @@ def _at_exit():
         _ext.python_closing()
 
 
+def switch_on(level):
+    """What install() and install_training() start with: `level` (VIDEOX_PERF when None) turns
+    metrics on; False when that level is off or the engine could not be made."""
+    if level is None:
+        level = env_level()
+    return level > 0 and configure(level)
+
+
 def configure(level):
     """Makes the engine (metrics on at `level`, or as VIDEOX_PERF says when level is None or 0).
 

@@ -511,11 +511,7 @@ def install_training(level=None, models=None):
     them, or a module holding them; plus videox_fun.models when importable) as the phases their
     names say. Returns whether metrics are on."""
     global _installed
-    if level is None:
-        level = _state.env_level()
-    if level <= 0:
-        return False
-    if not _state.configure(level):
+    if not _state.switch_on(level):
         return False
     try:
         patched = _patch_accelerate()
@@ -535,6 +531,7 @@ def install_training(level=None, models=None):
         return False
     if not _installed:
         _installed = True
-        _ext.notice(f"vxperf: training metrics on: {patched} accelerate methods patched, {wrapped} "
-                    f"model classes wrapped ({skipped} non-model classes skipped)")
+        _ext.perf_line(f"training metrics enabled (level {_ext.level()}) on {patched} accelerate "
+                       f"methods and {wrapped} model classes ({skipped} non-model classes "
+                       f"skipped), reporting every {_ext.window_steps()} steps")
     return True

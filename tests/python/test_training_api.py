@@ -4,6 +4,7 @@ records and raw trace read back by `vxperf report` and `vxperf replay`."""
 import json
 import math
 import os
+import re
 import subprocess
 
 import pytest
@@ -140,7 +141,10 @@ for _ in range(3):
             optimizer.zero_grad()
 """
     proc = run_python(code, env=clean_env(VIDEOX_PERF=1, VIDEOX_PERF_JSON=records))
-    assert "model classes wrapped" in proc.stderr
+    # The reference's announcement, word for word but for the counts.
+    assert re.search(r"\[Perf\]\[rank0\] training metrics enabled \(level 1\) on 0 accelerate "
+                     r"methods and \d+ model classes \(\d+ non-model classes skipped\), "
+                     r"reporting every 50 steps", proc.stderr), proc.stderr
     (window,) = read_records(records)
     assert sorted(window["phases_s"]) == ["bwd", "data", "fwd", "opt", "other", "prep",
                                           "text_encoder", "vae_enc"]
