@@ -271,6 +271,77 @@ TEST(Report, InferenceOnlyRunsCompareRanksByLatency) {
   EXPECT_EQ(report.requests->count, 9);
 }
 
+// DDP: every rank's step lasts 1.5s; rank 1 loads data 0.5s longer and the others wait it out in
+// the backward's all-reduce. Step times agree, phases do not.
+RecordSet synchronized_ranks() {
+  RecordSet set;
+  for (int rank = 0; rank < 4; ++rank) {
+    for (int first : {0, 10}) {
+      TrainWindowRecord w = window(rank, first, 10, 1.5);
+      bool slow = rank == 1;
+      w.phases_s = {{"data", slow ? 0.6 : 0.1}, {"fwd", 0.3}, {"bwd", slow ? 0.6 : 1.1}};
+      set.windows.push_back(w);
+    }
+  }
+  return set;
+}
+
+TEST(Report, NamesTheRankWhosePhasesRunLongInASynchronizedJob) {
+  RecordSet set = synchronized_ranks();
+  Report report = build_report(set);
+  EXPECT_EQ(report.stragglers, std::vector<int>{1});
+  EXPECT_EQ(report.straggler_phases, std::vector<std::string>{"data"});
+  ASSERT_TRUE(report.ranks[1].excess_s && report.ranks[0].excess_s);
+  EXPECT_NEAR(*report.ranks[1].excess_s, 0.5, 1e-9);
+  EXPECT_NEAR(*report.ranks[0].excess_s, 0.0, 1e-9);
+  std::string text = format_report(report);
+  EXPECT_NE(text.find("Stragglers: rank 1 (1.500s, +0.500s above the ranks' medians, most in "
+                      "data) against the median 1.500s"),
+            std::string::npos)
+      << text;
+  Json j = Json::parse(report_json(report));
+  EXPECT_EQ(j["stragglers"], Json::array({1}));
+  EXPECT_EQ(j["straggler_phases"], Json::array({"data"}));
+  EXPECT_NEAR(j["ranks"][1]["phases_s"]["data"].get<double>(), 0.6, 1e-9);
+  EXPECT_NEAR(j["ranks"][1]["excess_s"].get<double>(), 0.5, 1e-9);
+  // The HTML draws every rank's phases side by side and marks the straggler.
+  std::string html = report_html(report, set);
+  EXPECT_NE(html.find("<title>rank 1 (straggler) data: 0.6</title>"), std::string::npos);
+  EXPECT_NE(html.find("<title>rank 0 bwd: 1.1</title>"), std::string::npos);
+  EXPECT_NE(html.find("Phase breakdown per window (rank 1, straggler, mean per step)"),
+            std::string::npos);
+  EXPECT_NE(html.find("Phase breakdown per window (rank 3, mean per step)"), std::string::npos);
+}
+
+TEST(RecordsReader, ReadsTheCrossRankView) {
+  TrainWindowRecord w = window(0, 0, 10, 1.5);
+  CrossRankView v;
+  v.step_s_p50 = {1.5, 1.5, 1.49, 1.51};
+  v.excess_s = {0.0, 0.5, 0.01, 0.0};
+  v.median_s = 1.5;
+  v.min_rank = 2;
+  v.max_rank = 3;
+  v.stragglers = {1};
+  v.straggler_phases = {"data"};
+  v.samples_per_s = 2.5;
+  v.peak_alloc = std::make_pair(3, std::uint64_t{70} << 30);
+  v.exchange_s = 0.0004;
+  w.xrank = v;
+  std::string line = to_json_line(w);
+  Json j = Json::parse(line);
+  EXPECT_EQ(j["xrank"]["min"], Json({{"rank", 2}, {"step_s_p50", 1.49}}));
+  EXPECT_EQ(j["xrank"]["max"], Json({{"rank", 3}, {"step_s_p50", 1.51}}));
+  EXPECT_TRUE(j["xrank"]["tflops"].is_null());
+  RecordSet set = read_string(line + "\n");
+  ASSERT_EQ(set.windows.size(), 1u);
+  ASSERT_TRUE(set.windows[0].xrank);
+  EXPECT_EQ(set.windows[0].xrank->stragglers, std::vector<int>{1});
+  EXPECT_EQ(to_json_line(set.windows[0]), line);
+  Json bad = j;
+  bad["xrank"]["stragglers"] = "1";
+  EXPECT_THROW(read_string(bad.dump() + "\n"), InputError);
+}
+
 TEST(Report, ComparesTwoRunsWithDirection) {
   RecordSet a, b;
   a.windows = {window(0, 0, 10, 2.0, 0.40)};
@@ -301,7 +372,7 @@ TEST(Report, ComparesTwoRunsWithDirection) {
   }
 }
 
-TEST(Report, HtmlIsSelfContainedWithFourCharts) {
+TEST(Report, HtmlIsSelfContainedWithItsCharts) {
   RecordSet set;
   for (int rank = 0; rank < 2; ++rank) {
     for (int i = 0; i < 5; ++i) set.windows.push_back(window(rank, i * 10, 10, 1.0 + 0.1 * i));
@@ -320,8 +391,11 @@ TEST(Report, HtmlIsSelfContainedWithFourCharts) {
     for (auto p = html.find(s); p != std::string::npos; p = html.find(s, p + 1)) ++n;
     return n;
   };
-  EXPECT_EQ(count("<svg"), 4u);
-  EXPECT_EQ(count("</svg>"), 4u);
+  // Step time, phases per rank, phases per window of each of the two ranks, MFU, requests.
+  EXPECT_EQ(count("<svg"), 6u);
+  EXPECT_EQ(count("</svg>"), 6u);
+  EXPECT_NE(html.find("Phase breakdown per rank (mean per step)"), std::string::npos);
+  EXPECT_NE(html.find("Phase breakdown per window (rank 1, mean per step)"), std::string::npos);
   EXPECT_EQ(count("<script>"), 0u);  // names are escaped
   EXPECT_NE(html.find("a&amp;b.jsonl"), std::string::npos);
   EXPECT_EQ(html.find("http://", 0), html.find("http://www.w3.org/2000/svg"));  // no fetches

@@ -15,6 +15,7 @@
 
 #include "vxperf/presets.h"
 #include "vxperf/records.h"
+#include "vxperf/xrank.h"
 
 namespace vxperf::analysis {
 
@@ -92,6 +93,9 @@ struct RankSummary {
   std::optional<double> step_p50_s, step_p95_s;
   std::optional<double> samples_per_s, tflops, mfu;
   std::optional<std::uint64_t> peak_alloc_bytes;
+  std::vector<std::pair<std::string, double>> phase_s;  // mean seconds per step
+  // Seconds per step above the ranks' per-phase medians (the straggler rule's measure).
+  std::optional<double> excess_s;
 };
 
 struct Report {
@@ -100,13 +104,15 @@ struct Report {
   std::optional<RequestSummary> requests;
   std::optional<TrainSummary> training;
   std::vector<RankSummary> ranks;  // by rank
-  // Ranks whose median step time (median e2e for inference-only runs) is more than
-  // kStragglerMargin above the median across ranks.
+  // By the core's rule (vxperf::find_stragglers in vxperf/xrank.h, the live view's too): ranks
+  // whose time per step above the ranks' per-phase medians exceeds kStragglerMargin of the median
+  // step time (the median e2e time for inference-only runs).
   std::vector<int> stragglers;
-  std::optional<double> rank_median_s;  // the median across ranks they were measured against
+  std::vector<std::string> straggler_phases;  // per straggler: where most of its excess is
+  std::optional<double> rank_median_s;        // the median across ranks they were measured against
 };
 
-inline constexpr double kStragglerMargin = 0.05;
+using vxperf::kStragglerMargin;
 
 Report build_report(const RecordSet& records, std::vector<std::string> sources = {});
 std::string format_report(const Report& report);

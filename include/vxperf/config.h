@@ -36,6 +36,8 @@ struct Config {
   std::vector<std::shared_ptr<RecordSink>> sinks;
   // Rank, world size and sequence-parallel degree; unset: from the launcher's environment.
   std::optional<Topology> topology;
+  // The all-gather of the live cross-rank view (VIDEOX_PERF_XRANK=1; see vxperf/xrank.h).
+  RankExchange rank_exchange;
 };
 
 // Configures the process-wide engine. Returns true when the configuration will be used: before the

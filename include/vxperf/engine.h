@@ -27,6 +27,7 @@
 #include "vxperf/model.h"
 #include "vxperf/settings.h"
 #include "vxperf/sink.h"
+#include "vxperf/xrank.h"
 
 namespace vxperf {
 
@@ -55,6 +56,8 @@ struct EngineOptions {
   // Without `device`: load the CUDA backend the first time a request or the trainer names a
   // device (the process-wide engine does; a CPU-only run never touches the driver).
   bool cuda_on_demand = false;
+  // The all-gather behind the live cross-rank view (settings.xrank; see vxperf/xrank.h).
+  RankExchange rank_exchange;
 };
 
 class Engine {
@@ -85,6 +88,9 @@ class Engine {
   void add_sink(std::shared_ptr<RecordSink> sink);
   // A line of the program's own ("vxperf: ..."), printed by every rank.
   void notice(std::string_view line);
+  // Gives the all-gather the live cross-rank view runs over (VIDEOX_PERF_XRANK=1; see
+  // vxperf/xrank.h), before the first training window ends.
+  void set_rank_exchange(RankExchange exchange);
 
   // The training half, made on first use.
   Trainer& trainer();

@@ -71,6 +71,20 @@ struct TrainThroughput {
   std::optional<double> hfu;
 };
 
+// Every rank's view of one window, on rank 0's record with VIDEOX_PERF_XRANK=1 (vxperf/xrank.h).
+struct CrossRankView {
+  std::vector<double> step_s_p50;  // by rank
+  std::vector<double> excess_s;    // by rank: seconds per step above the ranks' phase medians
+  double median_s = 0;             // median step p50 across ranks
+  int min_rank = 0, max_rank = 0;  // the fastest and slowest by step p50
+  std::vector<int> stragglers;
+  std::vector<std::string> straggler_phases;  // per straggler: where most of its excess is
+  std::optional<double> samples_per_s;        // the job's: the ranks' local rates, over sp
+  std::optional<double> tflops;               // mean of the job rates the ranks priced
+  std::optional<std::pair<int, std::uint64_t>> peak_alloc;  // the largest peak and its rank
+  double exchange_s = 0;                                    // the exchange, on this rank
+};
+
 struct TrainWindowRecord {
   double ts = 0;
   int rank = 0;
@@ -88,6 +102,7 @@ struct TrainWindowRecord {
   std::optional<MemoryPeaks> peaks;
   std::optional<TrainThroughput> throughput;
   std::optional<double> eta_s;
+  std::optional<CrossRankView> xrank;  // rank 0 with VIDEOX_PERF_XRANK=1, full windows
 };
 
 // One JSON object on one line, without the trailing newline.

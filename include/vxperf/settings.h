@@ -33,6 +33,8 @@ struct Settings {
   std::string trace_path;  // VIDEOX_PERF_TRACE: raw event script of the live run ("" = none)
   int sp = 0;              // VIDEOX_PERF_SP: sequence-parallel degree (0 = not given)
   std::string prometheus;  // VIDEOX_PERF_PROMETHEUS: "[host:]port" to serve /metrics on ("" = none)
+  bool xrank = false;      // VIDEOX_PERF_XRANK: 1 exchanges window numbers across ranks (live view)
+  double xrank_timeout_s = 30;  // VIDEOX_PERF_XRANK_TIMEOUT: seconds an exchange may take
 
   bool enabled() const { return level > 0; }
 

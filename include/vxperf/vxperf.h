@@ -11,3 +11,4 @@
 #include "vxperf/sink.h"
 #include "vxperf/training.h"
 #include "vxperf/version.h"
+#include "vxperf/xrank.h"

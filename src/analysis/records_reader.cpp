@@ -86,6 +86,49 @@ RequestRecord parse_request(const Fields& f) {
   return r;
 }
 
+// Rank 0's cross-rank view (VIDEOX_PERF_XRANK=1).
+CrossRankView parse_xrank(const Fields& f, const Json& x) {
+  if (!x.is_object()) f.fail("\"xrank\" must be an object or null");
+  Fields v = f.inner(x);
+  auto array = [&v](const char* field) -> const Json& {
+    static const Json kEmpty = Json::array();
+    const Json* a = v.find(field);
+    if (a == nullptr) return kEmpty;
+    if (!a->is_array()) v.fail(std::string("\"xrank.") + field + "\" must be an array");
+    return *a;
+  };
+  auto rank_of = [&v](const char* field) {
+    const Json* o = v.find(field);
+    if (o == nullptr) return 0;
+    if (!o->is_object()) v.fail(std::string("\"xrank.") + field + "\" must be an object");
+    return v.inner(*o).small_int("rank", 0);
+  };
+  CrossRankView out;
+  for (const auto& n : array("step_s_p50")) out.step_s_p50.push_back(Fields::as_number(n, "xrank"));
+  for (const auto& n : array("excess_s")) out.excess_s.push_back(Fields::as_number(n, "xrank"));
+  out.median_s = v.number("median_s", 0);
+  out.min_rank = rank_of("min");
+  out.max_rank = rank_of("max");
+  for (const auto& n : array("stragglers")) {
+    std::int64_t rank = Fields::as_integer(n, "xrank.stragglers");
+    if (rank < 0 || rank > 1000000) v.fail("\"xrank.stragglers\" holds a rank out of range");
+    out.stragglers.push_back(static_cast<int>(rank));
+  }
+  for (const auto& n : array("straggler_phases")) {
+    if (!n.is_string()) v.fail("\"xrank.straggler_phases\" must hold strings");
+    out.straggler_phases.push_back(n.get<std::string>());
+  }
+  out.samples_per_s = v.optional_number("samples_per_s");
+  out.tflops = v.optional_number("tflops");
+  if (const Json* peak = v.find("peak_alloc_bytes")) {
+    if (!peak->is_object()) v.fail("\"xrank.peak_alloc_bytes\" must be an object");
+    Fields p = v.inner(*peak);
+    out.peak_alloc = std::make_pair(p.small_int("rank", 0), p.bytes("bytes"));
+  }
+  out.exchange_s = v.number("exchange_s", 0);
+  return out;
+}
+
 TrainWindowRecord parse_window(const Fields& f) {
   TrainWindowRecord r;
   r.ts = f.number("ts", 0);
@@ -135,6 +178,7 @@ TrainWindowRecord parse_window(const Fields& f) {
     r.throughput = out;
   }
   r.eta_s = f.optional_number("eta_s");
+  if (const Json* x = f.find("xrank")) r.xrank = parse_xrank(f, *x);
   return r;
 }
 

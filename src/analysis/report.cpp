@@ -265,25 +265,31 @@ Report build_report(const RecordSet& records, std::vector<std::string> sources) 
       rs.tflops = t.tflops;
       rs.mfu = t.mfu;
       if (t.peak_alloc_bytes) keep_max(rs.peak_alloc_bytes, *t.peak_alloc_bytes);
+      rs.phase_s = t.phase_s;
     }
     report.ranks.push_back(rs);
   }
 
-  // Stragglers: by step time when there is training, else by request latency.
-  std::vector<std::pair<int, double>> medians;
-  for (const auto& rs : report.ranks) {
+  // Stragglers, by the core's rule: by step time and phases when there is training, else by
+  // request latency.
+  std::vector<RankTimes> times;
+  std::vector<RankSummary*> measured;
+  for (auto& rs : report.ranks) {
     if (report.training ? rs.step_p50_s.has_value() : rs.e2e_p50_s.has_value()) {
-      medians.emplace_back(rs.rank, report.training ? *rs.step_p50_s : *rs.e2e_p50_s);
+      RankTimes t;
+      t.rank = rs.rank;
+      t.step_s = report.training ? *rs.step_p50_s : *rs.e2e_p50_s;
+      if (report.training) t.phases_s = rs.phase_s;
+      times.push_back(std::move(t));
+      measured.push_back(&rs);
     }
   }
-  if (medians.size() >= 2) {
-    std::vector<double> values;
-    for (const auto& m : medians) values.push_back(m.second);
-    double median = percentile(values, 0.5);
-    report.rank_median_s = median;
-    for (const auto& [rank, value] : medians) {
-      if (value > median * (1.0 + kStragglerMargin)) report.stragglers.push_back(rank);
-    }
+  if (times.size() >= 2) {
+    StragglerVerdict verdict = find_stragglers(times);
+    report.rank_median_s = verdict.median_s;
+    report.stragglers = verdict.stragglers;
+    report.straggler_phases = verdict.where;
+    for (std::size_t i = 0; i < measured.size(); ++i) measured[i]->excess_s = verdict.excess_s[i];
   }
   return report;
 }
@@ -343,30 +349,33 @@ std::string format_report(const Report& report) {
   }
   if (report.ranks.size() > 1) {
     line(strprintf("Ranks (%zu):", report.ranks.size()));
-    line(strprintf("  %4s %8s %9s %6s %9s %9s %10s %8s %7s %10s", "rank", "requests", "e2e p50",
-                   "steps", "step p50", "step p95", "samples/s", "TFLOPS", "MFU", "peak alloc"));
+    line(strprintf("  %4s %8s %9s %6s %9s %9s %10s %8s %7s %10s %9s", "rank", "requests", "e2e p50",
+                   "steps", "step p50", "step p95", "samples/s", "TFLOPS", "MFU", "peak alloc",
+                   "excess"));
     for (const auto& rs : report.ranks) {
-      line(strprintf("  %4d %8lld %9s %6lld %9s %9s %10s %8s %7s %10s", rs.rank,
+      line(strprintf("  %4d %8lld %9s %6lld %9s %9s %10s %8s %7s %10s %9s", rs.rank,
                      static_cast<long long>(rs.requests), opt_text(rs.e2e_p50_s, "%.3fs").c_str(),
                      static_cast<long long>(rs.steps), opt_text(rs.step_p50_s, "%.3fs").c_str(),
                      opt_text(rs.step_p95_s, "%.3fs").c_str(),
                      opt_text(rs.samples_per_s, "%.3f").c_str(),
                      opt_text(rs.tflops, "%.1f").c_str(), opt_text(rs.mfu, "%.1f%%", 100).c_str(),
-                     rs.peak_alloc_bytes ? gib(*rs.peak_alloc_bytes).c_str() : "-"));
+                     rs.peak_alloc_bytes ? gib(*rs.peak_alloc_bytes).c_str() : "-",
+                     opt_text(rs.excess_s, "%.3fs").c_str()));
     }
     if (report.stragglers.empty()) {
       line("Stragglers: none");
     } else {
       std::string text = "Stragglers:";
-      for (int rank : report.stragglers) {
+      for (std::size_t i = 0; i < report.stragglers.size(); ++i) {
+        int rank = report.stragglers[i];
         for (const auto& rs : report.ranks) {
           if (rs.rank != rank) continue;
           double v = report.training ? rs.step_p50_s.value_or(0) : rs.e2e_p50_s.value_or(0);
-          text += strprintf(" rank %d (%.3fs, +%.1f%%)", rank, v,
-                            (v / *report.rank_median_s - 1.0) * 100.0);
+          text += strprintf(" rank %d (%.3fs, +%.3fs above the ranks' medians, most in %s)", rank,
+                            v, rs.excess_s.value_or(0), report.straggler_phases[i].c_str());
         }
       }
-      text += strprintf(" over the median %.3fs", *report.rank_median_s);
+      text += strprintf(" against the median %.3fs", *report.rank_median_s);
       line(text);
     }
   }
@@ -424,6 +433,8 @@ std::string report_json(const Report& report) {
   }
   Json ranks = Json::array();
   for (const auto& rs : report.ranks) {
+    Json phases = Json::object();
+    for (const auto& [name, seconds] : rs.phase_s) phases[name] = seconds;
     ranks.push_back({{"rank", rs.rank},
                      {"requests", rs.requests},
                      {"e2e_p50_s", opt_json(rs.e2e_p50_s)},
@@ -434,10 +445,13 @@ std::string report_json(const Report& report) {
                      {"samples_per_s", opt_json(rs.samples_per_s)},
                      {"tflops", opt_json(rs.tflops)},
                      {"mfu", opt_json(rs.mfu)},
-                     {"peak_alloc_bytes", opt_json(rs.peak_alloc_bytes)}});
+                     {"peak_alloc_bytes", opt_json(rs.peak_alloc_bytes)},
+                     {"phases_s", phases},
+                     {"excess_s", opt_json(rs.excess_s)}});
   }
   j["ranks"] = ranks;
   j["stragglers"] = report.stragglers;
+  j["straggler_phases"] = report.straggler_phases;
   j["rank_median_s"] = opt_json(report.rank_median_s);
   return j.dump(2, ' ', false, Json::error_handler_t::replace);  // file names may be any bytes
 }

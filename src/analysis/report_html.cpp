@@ -16,6 +16,8 @@ constexpr double kWidth = 1000, kHeight = 320;
 constexpr double kLeft = 70, kRight = 20, kTop = 40, kBottom = 50;
 // Charts with more bars than this show the last ones only, to stay readable.
 constexpr std::size_t kMaxBars = 300;
+// Ranks beyond this get no per-window phase chart of their own, unless they are stragglers.
+constexpr std::size_t kMaxRankCharts = 8;
 
 const char* const kPalette[] = {"#4e79a7", "#f28e2b", "#e15759", "#76b7b2", "#59a14f",
                                 "#edc948", "#b07aa1", "#ff9da7", "#9c755f", "#bab0ac"};
@@ -197,9 +199,34 @@ double mid_step(const TrainWindowRecord& w) {
   return (static_cast<double>(w.step_first) + static_cast<double>(w.step_last)) / 2.0;
 }
 
-std::string training_charts(const RecordSet& records) {
+// Phases in the engine's order of first use across `windows`, for one legend and one set of colors.
+std::vector<std::string> phase_names(const std::vector<const TrainWindowRecord*>& windows) {
+  std::vector<std::string> names;
+  for (const auto* w : windows) {
+    for (const auto& [name, s] : w->phases_s) {
+      if (std::find(names.begin(), names.end(), name) == names.end()) names.push_back(name);
+    }
+  }
+  return names;
+}
+
+std::vector<double> phase_values(const std::vector<std::string>& names,
+                                 const std::vector<std::pair<std::string, double>>& phases) {
+  std::vector<double> v(names.size(), 0.0);
+  for (const auto& [name, s] : phases) {
+    auto it = std::find(names.begin(), names.end(), name);
+    if (it != names.end()) v[static_cast<std::size_t>(it - names.begin())] = s;
+  }
+  return v;
+}
+
+std::string training_charts(const Report& report, const RecordSet& records) {
   std::map<int, std::vector<const TrainWindowRecord*>> by_rank;
-  for (const auto& w : records.windows) by_rank[w.rank].push_back(&w);
+  std::vector<const TrainWindowRecord*> all;
+  for (const auto& w : records.windows) {
+    by_rank[w.rank].push_back(&w);
+    all.push_back(&w);
+  }
   for (auto& [rank, ws] : by_rank) {
     std::stable_sort(ws.begin(), ws.end(),
                      [](const auto* a, const auto* b) { return a->step_last < b->step_last; });
@@ -225,27 +252,43 @@ std::string training_charts(const RecordSet& records) {
   std::string html = "<h2>Training</h2>\n";
   html += line_chart("Step time over steps (per window)", "step", "seconds per step", p50);
 
-  // Phases of the lowest rank's windows: the others look alike or show up in the rank table.
-  const auto& [rank, ws] = *by_rank.begin();
-  std::vector<std::string> names;
-  for (const auto* w : ws) {
-    for (const auto& [name, s] : w->phases_s) {
-      if (std::find(names.begin(), names.end(), name) == names.end()) names.push_back(name);
+  // The same phases and colors in every chart below, so that ranks compare at a glance.
+  std::vector<std::string> names = phase_names(all);
+  auto straggler = [&report](int rank) {
+    return std::find(report.stragglers.begin(), report.stragglers.end(), rank) !=
+           report.stragglers.end();
+  };
+  if (by_rank.size() > 1) {
+    std::vector<std::string> labels;
+    std::vector<std::vector<double>> values;
+    for (const auto& rs : report.ranks) {
+      if (rs.phase_s.empty()) continue;
+      labels.push_back(rank_label(rs.rank) + (straggler(rs.rank) ? " (straggler)" : ""));
+      values.push_back(phase_values(names, rs.phase_s));
     }
+    html += stacked_bars("Phase breakdown per rank (mean per step)", "seconds per step", names,
+                         labels, values);
   }
-  std::vector<std::string> labels;
-  std::vector<std::vector<double>> values;
-  for (const auto* w : ws) {
-    labels.push_back(strprintf("%lld-%lld", static_cast<long long>(w->step_first),
-                               static_cast<long long>(w->step_last)));
-    std::vector<double> v(names.size(), 0.0);
-    for (const auto& [name, s] : w->phases_s) {
-      v[static_cast<std::size_t>(std::find(names.begin(), names.end(), name) - names.begin())] = s;
+  std::size_t charted = 0;
+  for (const auto& [rank, ws] : by_rank) {
+    bool first_ones = charted < kMaxRankCharts;
+    if (!first_ones && !straggler(rank)) continue;
+    ++charted;
+    std::vector<std::string> labels;
+    std::vector<std::vector<double>> values;
+    for (const auto* w : ws) {
+      labels.push_back(strprintf("%lld-%lld", static_cast<long long>(w->step_first),
+                                 static_cast<long long>(w->step_last)));
+      values.push_back(phase_values(names, w->phases_s));
     }
-    values.push_back(std::move(v));
+    html += stacked_bars("Phase breakdown per window (" + rank_label(rank) +
+                             (straggler(rank) ? ", straggler" : "") + ", mean per step)",
+                         "seconds per step", names, labels, values);
   }
-  html += stacked_bars("Phase breakdown per window (" + rank_label(rank) + ", mean per step)",
-                       "seconds per step", names, labels, values);
+  if (charted < by_rank.size()) {
+    html += strprintf("<p class=\"empty\">%zu more ranks: see the per-rank chart</p>\n",
+                      by_rank.size() - charted);
+  }
   html += line_chart("MFU per window", "step", "MFU %", mfu);
   return html;
 }
@@ -304,7 +347,7 @@ std::string report_html(const Report& report, const RecordSet& records) {
   }
   for (const auto& w : report.warnings) html += "<p class=\"warn\">" + escape(w) + "</p>\n";
   html += "<h2>Summary</h2>\n<pre>" + escape(format_report(report)) + "</pre>\n";
-  if (!records.windows.empty()) html += training_charts(records);
+  if (!records.windows.empty()) html += training_charts(report, records);
   if (!records.requests.empty()) html += request_charts(records);
   return html + "</body></html>\n";
 }

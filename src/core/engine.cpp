@@ -35,6 +35,9 @@ void Engine::set_device_backend(std::shared_ptr<DeviceBackend> device) {
 
 void Engine::add_sink(std::shared_ptr<RecordSink> sink) { core_->add_sink(std::move(sink)); }
 void Engine::notice(std::string_view line) { core_->notice(line); }
+void Engine::set_rank_exchange(RankExchange exchange) {
+  core_->set_rank_exchange(std::move(exchange));
+}
 Trainer& Engine::trainer() { return core_->trainer(); }
 void Engine::shutdown() { core_->shutdown(); }
 

@@ -34,7 +34,8 @@ EngineCore::EngineCore(Engine& engine, EngineOptions options)
       level_(settings_.level),
       clock_(options.clock ? std::move(options.clock) : std::make_shared<SteadyClock>()),
       log_(options.log ? std::move(options.log) : stderr_log()),
-      topology_(options.topology) {
+      topology_(options.topology),
+      rank_exchange_(std::move(options.rank_exchange)) {
   cuda_on_demand_ = options.cuda_on_demand && !options.device;
   backends_.push_back(options.device ? std::move(options.device)
                                      : std::make_shared<HostOnlyBackend>());
@@ -150,6 +151,16 @@ void EngineCore::add_sink(std::shared_ptr<RecordSink> sink) {
   auto sinks = std::make_shared<SinkList>(*sinks_);
   sinks->push_back(std::move(sink));
   sinks_ = std::move(sinks);
+}
+
+void EngineCore::set_rank_exchange(RankExchange exchange) {
+  std::lock_guard<std::mutex> lock(mu_);
+  rank_exchange_ = std::move(exchange);
+}
+
+RankExchange EngineCore::rank_exchange() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return rank_exchange_;
 }
 
 void EngineCore::ensure_trace_header(int device) {
@@ -351,6 +362,7 @@ void EngineCore::emit(const TrainWindowRecord& record, const WindowDetail& detai
   std::lock_guard<std::mutex> lock(emit_mu_);
   if (log) {
     log_(format_log_line(record));
+    if (record.xrank) log_(xrank_log_line(record));
     if (level() >= 2) {
       for (const auto& line : window_dump_lines(record, detail)) log_(line);
     }

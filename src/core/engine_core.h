@@ -1,8 +1,8 @@
 // The engine's state and the request half (internal; vxperf::Engine is its public face).
 //
 // Thread safety: every member may be called from any thread. `mu_` guards the topology, the
-// declared models, the request counter, the summary and the trainer's creation; lines and records
-// are emitted under `emit_mu_` only, so no I/O ever happens under `mu_`.
+// declared models, the request counter, the summary, the trainer's creation and the rank exchange;
+// lines and records are emitted under `emit_mu_` only, so no I/O ever happens under `mu_`.
 #pragma once
 
 #include <atomic>
@@ -56,6 +56,8 @@ class EngineCore {
   // The same for one request only (see Request::models).
   void declare_model(Request& request, std::string_view stage, const ModelInfo& info);
   void add_sink(std::shared_ptr<RecordSink> sink);
+  void set_rank_exchange(RankExchange exchange);
+  RankExchange rank_exchange() const;
   // A line printed by every rank.
   void notice(std::string_view line) { log_(line); }
   // A line kept whole among concurrent records' lines (a summary).
@@ -108,6 +110,7 @@ class EngineCore {
   bool summary_done_ = false;
   std::unique_ptr<Trainer> trainer_;
   std::atomic<Trainer*> trainer_ptr_{nullptr};
+  RankExchange rank_exchange_;
 
   std::mutex sinks_mu_;
   std::shared_ptr<const SinkList> sinks_;

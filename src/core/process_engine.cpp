@@ -81,6 +81,7 @@ Engine* build_locked() {
   options.cuda_on_demand = true;
   options.log = log;
   options.sinks = config.sinks;
+  options.rank_exchange = config.rank_exchange;
   for (const auto& p : problems) log(p);
   auto* e = new Engine(std::move(options));
   if (!settings.prometheus.empty()) start_endpoint(*e, settings.prometheus, log);

@@ -213,6 +213,16 @@ Settings Settings::parse(const EnvLookup& env, std::vector<std::string>* problem
       s.prometheus.clear();
     }
   }
+  if (auto raw = read(env, "VIDEOX_PERF_XRANK")) {
+    std::string value = strip(*raw);
+    if (value == "0" || value == "1") {
+      s.xrank = value == "1";
+    } else {
+      r.complain("VIDEOX_PERF_XRANK", *raw, "0 or 1", "0");
+      s.xrank = false;
+    }
+  }
+  if (auto v = r.positive_number("VIDEOX_PERF_XRANK_TIMEOUT")) s.xrank_timeout_s = *v;
   return s;
 }
 
@@ -233,6 +243,7 @@ std::vector<std::pair<std::string, std::string>> Settings::to_env() const {
   if (total_steps != 0) out.emplace_back("VIDEOX_PERF_TOTAL_STEPS", std::to_string(total_steps));
   if (flops_coef) out.emplace_back("VIDEOX_PERF_FLOPS_COEF", number(*flops_coef));
   if (sp != 0) out.emplace_back("VIDEOX_PERF_SP", std::to_string(sp));
+  // VIDEOX_PERF_XRANK is left out too: a replay has no other ranks to exchange with.
   return out;
 }
 

@@ -144,6 +144,31 @@ std::vector<std::string> window_dump_lines(const TrainWindowRecord& record,
   return lines;
 }
 
+std::string xrank_log_line(const TrainWindowRecord& r) {
+  if (!r.xrank) return {};
+  const CrossRankView& v = *r.xrank;
+  auto p50 = [&v](int rank) {
+    return rank >= 0 && static_cast<std::size_t>(rank) < v.step_s_p50.size()
+               ? v.step_s_p50[static_cast<std::size_t>(rank)]
+               : 0.0;
+  };
+  std::string line =
+      log_tag(r.rank) + strprintf(" xrank step %lld-%lld", static_cast<long long>(r.step_first),
+                                  static_cast<long long>(r.step_last));
+  line += strprintf(" | %zu ranks: p50 %.2fs (rank %d) to %.2fs (rank %d), median %.2fs",
+                    v.step_s_p50.size(), p50(v.min_rank), v.min_rank, p50(v.max_rank), v.max_rank,
+                    v.median_s);
+  std::vector<std::string> named;
+  for (std::size_t i = 0; i < v.stragglers.size(); ++i) {
+    auto rank = static_cast<std::size_t>(v.stragglers[i]);
+    double excess = rank < v.excess_s.size() ? v.excess_s[rank] : 0.0;
+    std::string where = i < v.straggler_phases.size() ? v.straggler_phases[i] : "";
+    named.push_back(
+        strprintf("rank %d (+%.3fs/step, most in %s)", v.stragglers[i], excess, where.c_str()));
+  }
+  return line + " | stragglers: " + (named.empty() ? std::string("none") : join(named, ", "));
+}
+
 std::string format_summary(const InferenceSummaryLine& s) {
   std::string line = log_tag(s.rank) + " === " + std::to_string(s.measured) + " reqs";
   if (s.warmup) line += " (" + std::to_string(s.warmup) + " warmup excluded)";

@@ -23,6 +23,11 @@ std::vector<std::string> request_dump_lines(const RequestRecord& record,
 std::vector<std::string> window_dump_lines(const TrainWindowRecord& record,
                                            const WindowDetail& detail);
 
+// Rank 0's line after a window with a cross-rank view (VIDEOX_PERF_XRANK=1): "<tag> xrank step
+// 10-19 | 4 ranks: p50 0.10s (rank 3) to 0.15s (rank 1), median 0.12s | stragglers: rank 1
+// (+0.050s/step, most in data)", "stragglers: none" when none. "" without a view.
+std::string xrank_log_line(const TrainWindowRecord& record);
+
 // "=== N reqs (k warmup excluded) | e2e p50 …s p95 …s | transformer mean …ms/step | … reqs/hour
 // ==="
 struct InferenceSummaryLine {

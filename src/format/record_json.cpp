@@ -107,6 +107,28 @@ std::string to_json_line(const TrainWindowRecord& r) {
     j["throughput"] = nullptr;
   }
   if (r.eta_s) j["eta_s"] = *r.eta_s;
+  if (r.xrank) {
+    const CrossRankView& v = *r.xrank;
+    auto p50 = [&v](int rank) {
+      auto i = static_cast<std::size_t>(rank);
+      return i < v.step_s_p50.size() ? v.step_s_p50[i] : 0.0;
+    };
+    Json x = {{"ranks", v.step_s_p50.size()},
+              {"step_s_p50", v.step_s_p50},
+              {"median_s", v.median_s},
+              {"min", {{"rank", v.min_rank}, {"step_s_p50", p50(v.min_rank)}}},
+              {"max", {{"rank", v.max_rank}, {"step_s_p50", p50(v.max_rank)}}},
+              {"excess_s", v.excess_s},
+              {"stragglers", v.stragglers},
+              {"straggler_phases", v.straggler_phases},
+              {"samples_per_s", optional_number(v.samples_per_s)},
+              {"tflops", optional_number(v.tflops)}};
+    if (v.peak_alloc) {
+      x["peak_alloc_bytes"] = {{"rank", v.peak_alloc->first}, {"bytes", v.peak_alloc->second}};
+    }
+    x["exchange_s"] = v.exchange_s;
+    j["xrank"] = std::move(x);
+  }
   return j.dump();
 }
 

@@ -7,10 +7,12 @@
 #include "core/resolve.h"
 #include "core/stats.h"
 #include "format/log_lines.h"
+#include "format/strings.h"
 #include "script/trace_events.h"
 #include "script/trace_writer.h"
 #include "training/train_trace.h"
 #include "training/window.h"
+#include "training/xrank_view.h"
 
 namespace vxperf::detail {
 namespace {
@@ -177,6 +179,7 @@ void TrainerCore::close_step(double t_close) {
   current(t_close);
   head_open_ = false;
   drain(false);
+  run_exchanges(num_steps_ - 1);
 }
 
 bool TrainerCore::ready(const Step& step) {
@@ -253,7 +256,7 @@ void TrainerCore::settle(Step& step) {
   record.fwd_calls = step.fwd_calls;
   if (!record.warmup) measured_step_s_.push_back(step.total_s);
   window_.push_back(std::move(record));
-  if (static_cast<std::int64_t>(window_.size()) >= engine_.settings().every) emit_window();
+  if (static_cast<std::int64_t>(window_.size()) >= engine_.settings().every) emit_window(true);
 }
 
 void TrainerCore::release_events(Step& step) {
@@ -266,7 +269,7 @@ void TrainerCore::release_events(Step& step) {
   }
 }
 
-void TrainerCore::emit_window() {
+void TrainerCore::emit_window(bool full) {
   WindowDetail detail;
   detail.steps = std::move(window_);
   window_.clear();
@@ -290,11 +293,96 @@ void TrainerCore::emit_window() {
     return engine_.peak_tflops(device_ >= 0 ? std::optional<int>(device_) : std::nullopt);
   };
   TrainWindowRecord record = aggregate_window(detail.steps, ctx);
-  engine_.emit(record, detail);
+  std::optional<MemoryPeaks> peaks = record.peaks;
+  if (full && xrank_on()) {
+    HeldWindow held;
+    held.numbers = rank_window_of(record);
+    if (record.rank == 0) {
+      held.record = std::move(record);
+      held.detail = std::move(detail);
+    } else {
+      engine_.emit(record, detail);
+    }
+    held_.push_back(std::move(held));
+  } else {
+    engine_.emit(record, detail);
+  }
   // Replay reads the peaks from a memory event placed before the call that closed the window.
-  if (trace_ && record.peaks) trace_->add_memory(*record.peaks);
+  if (trace_ && peaks) trace_->add_memory(*peaks);
   // The next window's peaks start now, as a request's do.
   if (device_ >= 0) engine_.device().reset_peak_memory(device_);
+}
+
+bool TrainerCore::xrank_on() {
+  if (xrank_ == Xrank::kUndecided) {
+    xrank_ = Xrank::kOff;
+    if (engine_.settings().xrank) {
+      if (engine_.topology().world_size < 2) {
+        if (engine_.should_log()) {
+          engine_.notice("vxperf: VIDEOX_PERF_XRANK=1 in a world of one rank: no cross-rank view");
+        }
+      } else if (!engine_.rank_exchange()) {
+        engine_.notice(
+            "vxperf: VIDEOX_PERF_XRANK=1 but no rank exchange was given "
+            "(Engine::set_rank_exchange): no cross-rank view");
+      } else {
+        xrank_ = Xrank::kOn;
+      }
+    }
+  }
+  return xrank_ == Xrank::kOn;
+}
+
+void TrainerCore::xrank_off(const std::string& why) {
+  xrank_ = Xrank::kOff;
+  engine_.notice("vxperf: cross-rank view off: " + why + "; training goes on without it");
+}
+
+void TrainerCore::run_exchanges(std::optional<std::int64_t> closed_step) {
+  while (!held_.empty()) {
+    HeldWindow& head = held_.front();
+    if (xrank_ == Xrank::kOn && closed_step && head.numbers.step_last + kSettleLag > *closed_step) {
+      break;
+    }
+    if (xrank_ == Xrank::kOn) exchange(head.numbers, head.record);
+    HeldWindow done = std::move(head);
+    held_.pop_front();
+    if (done.record) engine_.emit(*done.record, done.detail);
+  }
+}
+
+void TrainerCore::exchange(RankWindow& numbers, std::optional<TrainWindowRecord>& record) {
+  std::string span = strprintf("window step %lld-%lld", static_cast<long long>(numbers.step_first),
+                               static_cast<long long>(numbers.step_last));
+  RankExchange fn = engine_.rank_exchange();
+  if (!fn) {
+    xrank_off("the rank exchange was removed");
+    return;
+  }
+  std::optional<std::vector<RankWindow>> answers;
+  std::string why;
+  double t0 = engine_.clock().now_s();
+  try {
+    answers = fn(numbers);
+  } catch (const std::exception& e) {
+    why = e.what();
+  } catch (...) {
+    why = "an unknown exception";
+  }
+  double took = engine_.clock().now_s() - t0;
+  if (!answers) {
+    xrank_off("the exchange of " + span + " failed" + (why.empty() ? "" : ": " + why));
+    return;
+  }
+  std::string problem = check_answers(*answers, numbers);
+  if (!problem.empty()) {
+    xrank_off(span + ": " + problem);
+    return;
+  }
+  if (record) {
+    record->xrank = cross_rank_view(*answers, engine_.topology().sp);
+    record->xrank->exchange_s = took;
+  }
 }
 
 void TrainerCore::finish() {
@@ -302,7 +390,10 @@ void TrainerCore::finish() {
   finished_ = true;
   if (trace_) trace_->set_closing(-1);
   drain(true);
-  emit_window();
+  // Every rank runs the exchanges still due; the partial window has none (ranks may have stopped
+  // at different steps).
+  run_exchanges(std::nullopt);
+  emit_window(false);
   flush_trace(true);
   if (measured_step_s_.empty() || !engine_.should_log()) return;
   std::vector<double> totals = measured_step_s_;

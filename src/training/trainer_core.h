@@ -15,6 +15,7 @@
 #include "training/marker.h"
 #include "vxperf/sink.h"
 #include "vxperf/training.h"
+#include "vxperf/xrank.h"
 
 namespace vxperf::detail {
 
@@ -81,8 +82,17 @@ class TrainerCore {
   void close_step(double t_close);
   void drain(bool force);
   bool ready(const Step& step);
+  // A window's steps have settled: its record goes out (a full window's is held on rank 0 while
+  // the cross-rank view waits for its exchange).
   void settle(Step& step);
-  void emit_window();
+  void emit_window(bool full);
+  // The cross-rank view (VIDEOX_PERF_XRANK=1): every rank exchanges a full window's numbers when
+  // step `step_last + kSettleLag` closes, a point of the loop that does not depend on when its
+  // device events completed, so ranks never wait in the exchange for one another's training.
+  bool xrank_on();
+  void run_exchanges(std::optional<std::int64_t> closed_step);
+  void exchange(RankWindow& numbers, std::optional<TrainWindowRecord>& record);
+  void xrank_off(const std::string& why);
   void release_events(Step& step);
   void flush_trace(bool all);
 
@@ -105,6 +115,14 @@ class TrainerCore {
   bool finished_ = false;
   bool in_use_ = false;
   std::unique_ptr<TrainTrace> trace_;
+  enum class Xrank { kUndecided, kOn, kOff };
+  Xrank xrank_ = Xrank::kUndecided;
+  struct HeldWindow {
+    RankWindow numbers;
+    std::optional<TrainWindowRecord> record;  // rank 0's, emitted after the exchange
+    WindowDetail detail;
+  };
+  std::deque<HeldWindow> held_;
 };
 
 }  // namespace vxperf::detail

@@ -1,0 +1,23 @@
+// The live cross-rank view's arithmetic: a window record into the numbers a rank exchanges, the
+// answers checked, and rank 0's view made from them. Pure functions, tested without a trainer.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "vxperf/records.h"
+#include "vxperf/xrank.h"
+
+namespace vxperf::detail {
+
+RankWindow rank_window_of(const TrainWindowRecord& record);
+
+// Why the answers of an exchange cannot be compared ("" when they can): another world size, a
+// rank claimed twice or missing, windows ending at different steps, this rank's numbers absent.
+std::string check_answers(const std::vector<RankWindow>& answers, const RankWindow& mine);
+
+// Every rank's numbers (checked: one per rank of the world) into rank 0's view. `sp`: ranks
+// sharing one sample, so that the job's samples/s counts each sample once.
+CrossRankView cross_rank_view(const std::vector<RankWindow>& answers, int sp);
+
+}  // namespace vxperf::detail
