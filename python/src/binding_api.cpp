@@ -4,6 +4,7 @@
 
 #include <atomic>
 #include <cstring>
+#include <stdexcept>
 #include <string_view>
 
 #include "core/engine_core.h"
@@ -15,6 +16,7 @@
 #include "vxperf/prometheus.h"
 #include "vxperf/training.h"
 #include "vxperf/version.h"
+#include "vxperf/xrank.h"
 
 namespace vxperf::binding {
 namespace {
@@ -291,6 +293,44 @@ std::int64_t train_pending_steps() {
 
 void train_finish() {
   if (detail::TrainerCore* t = existing_trainer()) t->finish();
+}
+
+// ---- the live cross-rank view -----------------------------------------------------------------
+
+bool xrank_requested() {
+  Engine* e = eng();
+  return e != nullptr && e->settings().xrank;
+}
+
+double xrank_timeout_s() {
+  Engine* e = eng();
+  return e != nullptr ? e->settings().xrank_timeout_s : Settings{}.xrank_timeout_s;
+}
+
+std::size_t xrank_width() { return kRankWindowDoubles; }
+
+void set_rank_exchange(PackedExchange exchange) {
+  Engine* e = eng();
+  if (e == nullptr || !exchange) return;
+  e->set_rank_exchange([exchange = std::move(exchange)](
+                           const RankWindow& mine) -> std::optional<std::vector<RankWindow>> {
+    std::vector<double> packed(kRankWindowDoubles);
+    pack_rank_window(mine, packed.data());
+    auto answers = exchange(packed);
+    if (!answers) return std::nullopt;
+    std::vector<RankWindow> out;
+    for (std::size_t i = 0; i < answers->size(); ++i) {
+      const auto& numbers = (*answers)[i];
+      std::optional<RankWindow> w;
+      if (numbers.size() == kRankWindowDoubles) w = unpack_rank_window(numbers.data());
+      if (!w) {
+        throw std::runtime_error("the numbers of process " + std::to_string(i) +
+                                 " are not a vxperf window of this version");
+      }
+      out.push_back(*w);
+    }
+    return out;
+  });
 }
 
 }  // namespace vxperf::binding

@@ -21,6 +21,7 @@
 #include <functional>
 #include <optional>
 #include <string>
+#include <vector>
 
 namespace vxperf::binding {
 
@@ -164,5 +165,19 @@ std::int64_t train_steps_closed();
 std::int64_t train_pending_steps();
 // Settles every pending step, emits the partial window and prints the training summary. Once.
 void train_finish();
+
+// ---- the live cross-rank view (VIDEOX_PERF_XRANK=1) --------------------------------------------
+
+// Whether VIDEOX_PERF_XRANK asks for the view, and how long one exchange may take (seconds).
+bool xrank_requested();
+double xrank_timeout_s();
+// How many numbers each rank contributes to an exchange.
+std::size_t xrank_width();
+// The all-gather behind the view, called on the training thread at window ends: handed this
+// rank's numbers, returns every rank's (xrank_width() each), or nullopt on failure; it may throw
+// (the message is reported when the view goes off).
+using PackedExchange =
+    std::function<std::optional<std::vector<std::vector<double>>>(const std::vector<double>& mine)>;
+void set_rank_exchange(PackedExchange exchange);
 
 }  // namespace vxperf::binding

@@ -85,6 +85,32 @@ api::MemoryCallbacks memory_callbacks(py::object peaks, py::object reset) {
   return callbacks;
 }
 
+// The cross-rank view's all-gather, a Python callable. Called by the engine on the training
+// thread, which may or may not hold the GIL (a window can close inside shutdown()).
+api::PackedExchange packed_exchange(py::object fn) {
+  auto keep = std::make_shared<py::object>(std::move(fn));
+  return [keep](
+             const std::vector<double>& mine) -> std::optional<std::vector<std::vector<double>>> {
+    if (python_closing.load() || !Py_IsInitialized()) {
+      throw std::runtime_error("the interpreter is shutting down");
+    }
+    py::gil_scoped_acquire gil;
+    try {
+      py::object result = (*keep)(mine);
+      if (result.is_none()) return std::nullopt;
+      return result.cast<std::vector<std::vector<double>>>();
+    } catch (py::error_already_set& e) {
+      // Carried out as a plain exception: this one must not outlive the GIL held here. The
+      // message alone: the engine says it on one line.
+      std::string message = py::str(e.value());
+      if (message.empty()) message = py::str(e.type().attr("__name__"));
+      throw std::runtime_error(message);
+    } catch (const py::cast_error& e) {
+      throw std::runtime_error(std::string("the exchange answered something else: ") + e.what());
+    }
+  };
+}
+
 }  // namespace
 
 PYBIND11_MODULE(_ext, m) {
@@ -202,4 +228,13 @@ PYBIND11_MODULE(_ext, m) {
   m.def("train_steps_closed", &api::train_steps_closed);
   m.def("train_pending_steps", &api::train_pending_steps);
   m.def("train_finish", &api::train_finish);
+
+  // ---- the live cross-rank view
+  m.def("xrank_requested", &api::xrank_requested);
+  m.def("xrank_timeout", &api::xrank_timeout_s);
+  m.def("xrank_width", &api::xrank_width);
+  m.def(
+      "set_rank_exchange",
+      [](py::object fn) { api::set_rank_exchange(packed_exchange(std::move(fn))); }, py::arg("fn"),
+      "fn(mine: list[float]) -> list[list[float]] | None: every rank's numbers, at window ends.");
 }

@@ -58,6 +58,11 @@ def configure(level):
         if enabled and not _exit_registered:
             atexit.register(_at_exit)
             _exit_registered = True
+            if _ext.xrank_requested():
+                # The live cross-rank view's all-gather; torch is imported at the first window.
+                from . import _xrank
+
+                _ext.set_rank_exchange(_xrank.exchange)
         on = enabled
         return enabled
 
