@@ -13,8 +13,9 @@
 //
 // Thread safety: requests and stages are per calling thread (the engine keeps the open request in
 // a thread-local); the training functions are for the one thread that runs the training loop.
-// Functions that may call back into Python (the memory callbacks of use_cuda_backend) are called
-// by the engine at request begin/end and window ends, on the thread that made the call.
+// Functions that may call back into Python (the memory callbacks of use_cuda_backend, the rank
+// exchange of set_rank_exchange) are called by the engine at request begin/end and window ends,
+// on the thread that made the call.
 #pragma once
 
 #include <cstdint>

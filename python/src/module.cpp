@@ -88,7 +88,13 @@ api::MemoryCallbacks memory_callbacks(py::object peaks, py::object reset) {
 // The cross-rank view's all-gather, a Python callable. Called by the engine on the training
 // thread, which may or may not hold the GIL (a window can close inside shutdown()).
 api::PackedExchange packed_exchange(py::object fn) {
-  auto keep = std::make_shared<py::object>(std::move(fn));
+  // Dropped with the GIL held: a copy of the hook may be the last one left on the training thread.
+  std::shared_ptr<py::object> keep(new py::object(std::move(fn)), [](py::object* o) {
+    if (Py_IsInitialized() && !python_closing.load()) {
+      py::gil_scoped_acquire gil;
+      delete o;
+    }  // else leaked: the interpreter is gone or going
+  });
   return [keep](
              const std::vector<double>& mine) -> std::optional<std::vector<std::vector<double>>> {
     if (python_closing.load() || !Py_IsInitialized()) {
