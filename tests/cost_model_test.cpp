@@ -2,6 +2,8 @@
 
 #include <gtest/gtest.h>
 
+#include <cmath>
+
 namespace vxperf {
 namespace {
 
@@ -43,6 +45,56 @@ TEST(CostModel, PeakTableMatchesBySubstringInOrder) {
   EXPECT_FALSE(table_peak_tflops("Tesla V100-SXM2-32GB"));
   EXPECT_EQ(per_device_peak_tflops(500.0, std::string("NVIDIA H100")), 500.0);
   EXPECT_FALSE(per_device_peak_tflops(std::nullopt, std::nullopt));
+}
+
+TEST(CostModel, PeakTablePerDtype) {
+  // bf16 and fp16 share the reference's figures; the others are the dense datasheet figures.
+  EXPECT_EQ(table_peak_tflops("NVIDIA H100 80GB HBM3", Dtype::kFp16), 989.0);
+  EXPECT_EQ(table_peak_tflops("NVIDIA H100 80GB HBM3", Dtype::kFp8), 1979.0);
+  EXPECT_EQ(table_peak_tflops("NVIDIA H100 80GB HBM3", Dtype::kTf32), 494.5);
+  EXPECT_EQ(table_peak_tflops("NVIDIA H100 80GB HBM3", Dtype::kFp32), 67.0);
+  EXPECT_EQ(table_peak_tflops("NVIDIA H200", Dtype::kFp8), 1979.0);
+  EXPECT_EQ(table_peak_tflops("NVIDIA H20", Dtype::kFp8), 296.0);
+  EXPECT_EQ(table_peak_tflops("NVIDIA A100-SXM4-80GB", Dtype::kTf32), 156.0);
+  EXPECT_EQ(table_peak_tflops("NVIDIA L40S", Dtype::kFp8), 733.0);
+  EXPECT_EQ(table_peak_tflops("NVIDIA GeForce RTX 4090", Dtype::kFp32), 82.6);
+  // A device without the format has no figure, and no other entry is tried in its place.
+  EXPECT_FALSE(table_peak_tflops("NVIDIA A100-SXM4-80GB", Dtype::kFp8));
+  EXPECT_FALSE(table_peak_tflops("NVIDIA A800 80GB PCIe", Dtype::kFp8));
+  EXPECT_FALSE(table_peak_tflops("cpu", Dtype::kFp32));
+  EXPECT_EQ(per_device_peak_tflops(std::nullopt, std::string("NVIDIA L20"), Dtype::kFp32), 59.8);
+  EXPECT_EQ(per_device_peak_tflops(2.5, std::string("NVIDIA L20"), Dtype::kFp8), 2.5);
+}
+
+TEST(CostModel, DtypeNames) {
+  EXPECT_EQ(parse_dtype("bf16"), Dtype::kBf16);
+  EXPECT_EQ(parse_dtype("torch.bfloat16"), Dtype::kBf16);
+  EXPECT_EQ(parse_dtype(" Half "), Dtype::kFp16);
+  EXPECT_EQ(parse_dtype("float8_e4m3fn"), Dtype::kFp8);
+  EXPECT_EQ(parse_dtype("TF32"), Dtype::kTf32);
+  EXPECT_EQ(parse_dtype("float32"), Dtype::kFp32);
+  EXPECT_EQ(parse_dtype("f32"), Dtype::kFp32);
+  EXPECT_FALSE(parse_dtype("int8"));
+  EXPECT_FALSE(parse_dtype(""));
+  for (Dtype d : {Dtype::kBf16, Dtype::kFp16, Dtype::kFp8, Dtype::kTf32, Dtype::kFp32}) {
+    EXPECT_EQ(parse_dtype(dtype_name(d)), d);
+  }
+}
+
+TEST(CostModel, AttentionDensityScalesTheSelfTermOnly) {
+  double full = attention_flops(kWanWidths, kWanTokens, kWanTextTokens);
+  double causal = attention_flops(kWanWidths, kWanTokens, kWanTextTokens, 0.5);
+  double self = 4.0 * kWanTokens * kWanTokens * 46080;
+  double cross = 4.0 * kWanTokens * 512 * 46080;
+  EXPECT_EQ(full, self + cross);
+  EXPECT_EQ(causal, self * 0.5 + cross);
+  EXPECT_EQ(forward_flops(kWanParams, kWanWidths, kWanTokens, kWanTextTokens, 0.25),
+            linear_flops(kWanParams, kWanTokens) + self * 0.25 + cross);
+  EXPECT_TRUE(valid_density(1.0));
+  EXPECT_TRUE(valid_density(0.01));
+  EXPECT_FALSE(valid_density(0.0));
+  EXPECT_FALSE(valid_density(1.5));
+  EXPECT_FALSE(valid_density(std::nan("")));
 }
 
 TEST(CostModel, StepCoefficients) {

@@ -105,6 +105,65 @@ TEST(Settings, BadValuesAreReportedOnceAndDefaulted) {
   EXPECT_EQ(problems[0], "vxperf: VIDEOX_PERF_WARMUP=\"two\" is not an integer; using 0");
 }
 
+TEST(Settings, PeakDtypeAndDensity) {
+  Settings defaults = Settings::parse(env_of({{"VIDEOX_PERF", "1"}}), nullptr);
+  EXPECT_FALSE(defaults.measure_peak);
+  EXPECT_FALSE(defaults.dtype);  // bf16 unless a model says otherwise
+  EXPECT_FALSE(defaults.attn_density);
+
+  Settings s = Settings::parse(env_of({{"VIDEOX_PERF", "1"},
+                                       {"VIDEOX_PERF_PEAK_TFLOPS", " AUTO "},
+                                       {"VIDEOX_PERF_DTYPE", "fp8"},
+                                       {"VIDEOX_PERF_ATTN_DENSITY", "0.5"}}),
+                               nullptr);
+  EXPECT_TRUE(s.measure_peak);
+  EXPECT_FALSE(s.peak_tflops);
+  EXPECT_EQ(s.dtype, Dtype::kFp8);
+  EXPECT_EQ(s.attn_density, 0.5);
+
+  // A number replaces a program's "auto" default, and "auto" a program's number.
+  Settings program;
+  program.measure_peak = true;
+  Settings number = Settings::parse(
+      env_of({{"VIDEOX_PERF", "1"}, {"VIDEOX_PERF_PEAK_TFLOPS", "300"}}), nullptr, program);
+  EXPECT_FALSE(number.measure_peak);
+  EXPECT_EQ(number.peak_tflops, 300.0);
+  program = Settings{};
+  program.peak_tflops = 300.0;
+  Settings automatic = Settings::parse(
+      env_of({{"VIDEOX_PERF", "1"}, {"VIDEOX_PERF_PEAK_TFLOPS", "auto"}}), nullptr, program);
+  EXPECT_TRUE(automatic.measure_peak);
+  EXPECT_FALSE(automatic.peak_tflops);
+
+  std::vector<std::string> problems;
+  Settings bad = Settings::parse(env_of({{"VIDEOX_PERF", "1"},
+                                         {"VIDEOX_PERF_DTYPE", "int4"},
+                                         {"VIDEOX_PERF_ATTN_DENSITY", "1.5"},
+                                         {"VIDEOX_PERF_PEAK_TFLOPS", "automatic"}}),
+                                 &problems);
+  EXPECT_FALSE(bad.dtype);
+  EXPECT_FALSE(bad.attn_density);
+  EXPECT_FALSE(bad.measure_peak);
+  ASSERT_EQ(problems.size(), 3u);
+  EXPECT_EQ(problems[0],
+            "vxperf: VIDEOX_PERF_PEAK_TFLOPS=\"automatic\" is not a positive number; using the "
+            "default");
+  EXPECT_EQ(problems[1],
+            "vxperf: VIDEOX_PERF_DTYPE=\"int4\" is not bf16, fp16, fp8, tf32 or fp32; using the "
+            "default");
+  EXPECT_EQ(problems[2],
+            "vxperf: VIDEOX_PERF_ATTN_DENSITY=\"1.5\" is not a density in (0, 1]; using the "
+            "default");
+
+  std::map<std::string, std::string> env;
+  for (const auto& [k, v] : s.to_env()) env[k] = v;
+  EXPECT_EQ(env["VIDEOX_PERF_PEAK_TFLOPS"], "auto");
+  Settings back = Settings::parse(env_of(env), nullptr);
+  EXPECT_TRUE(back.measure_peak);
+  EXPECT_EQ(back.dtype, Dtype::kFp8);
+  EXPECT_EQ(back.attn_density, 0.5);
+}
+
 TEST(Settings, OffReadsNothingElse) {
   std::vector<std::string> problems;
   Settings::parse(env_of({{"VIDEOX_PERF", "0"}, {"VIDEOX_PERF_WARMUP", "two"}}), &problems);

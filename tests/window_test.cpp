@@ -33,7 +33,7 @@ WindowContext context() {
   c.dp = 2;
   c.model.params = 1000000;
   c.model.trainable = 1000000;
-  c.peak_tflops = [] { return std::optional<double>(100.0); };
+  c.peak_tflops = [](Dtype) { return ResolvedPeak{100.0, PeakSource::kTable}; };
   return c;
 }
 
@@ -128,9 +128,9 @@ TEST(Pricing, RequestIsAJobRateOverTheTransformerCalls) {
   PricedStage idle;  // declared, never called: counted in params only
   idle.params = 500;
   bool asked = false;
-  auto d = price_request({dit, idle}, 8, [&] {
+  auto d = price_request({dit, idle}, 8, std::nullopt, [&](Dtype) {
     asked = true;
-    return std::optional<double>(10.0);
+    return ResolvedPeak{10.0, PeakSource::kTable};
   });
   ASSERT_TRUE(d);
   double attention = 4.0 * 100 * 100 * 10 + 4.0 * 100 * 5 * 10;
@@ -146,11 +146,110 @@ TEST(Pricing, RequestIsAJobRateOverTheTransformerCalls) {
   PricedStage no_tokens = dit;
   no_tokens.tokens = 0;
   asked = false;
-  EXPECT_FALSE(price_request({no_tokens}, 1, [&] {
+  EXPECT_FALSE(price_request({no_tokens}, 1, std::nullopt, [&](Dtype) {
     asked = true;
-    return std::optional<double>();
+    return ResolvedPeak{};
   }));
   EXPECT_FALSE(asked);  // the device is not asked for a peak when nothing was priced
+  // Nothing beyond the reference's fields when every call was full and the peak the table's.
+  EXPECT_FALSE(d->skipped_fwd);
+  EXPECT_FALSE(d->effective_fwd);
+  EXPECT_EQ(d->peak_source, PeakSource::kTable);
+  EXPECT_EQ(d->dtype, Dtype::kBf16);
+}
+
+TEST(Pricing, SkippedAndPartialCallsArePricedAtTheirFraction) {
+  // 10 calls of batch 2 over 1000 ms: 6 full, 3 skipped (cache hits), 1 at a quarter.
+  PricedStage dit;
+  dit.params = 1000;
+  dit.attention = AttentionWidths{10, 10, 2};
+  dit.text_tokens = 5;
+  dit.called = true;
+  dit.tokens = 100;
+  dit.batch = 2;
+  dit.calls = 10;
+  dit.total_ms = 1000;
+  dit.effective_calls = 6.25;
+  dit.skipped_calls = 3;
+  auto d = price_request({dit}, 1, std::nullopt, [](Dtype) {
+    return ResolvedPeak{1.0, PeakSource::kMeasured};
+  });
+  ASSERT_TRUE(d);
+  double attention = 4.0 * 100 * 100 * 10 + 4.0 * 100 * 5 * 10;
+  double per_forward = 2.0 * 1000 * 100 + attention;
+  // The time of every call counts; the work only of what was computed.
+  EXPECT_EQ(d->tflops, per_forward * 2 * 6.25 / 1.0 / 1e12);
+  EXPECT_EQ(d->flops_per_fwd, per_forward * 2);  // a full forward's cost, as without skipping
+  EXPECT_DOUBLE_EQ(d->attn_share, attention / per_forward);
+  EXPECT_EQ(d->skipped_fwd, 3);
+  EXPECT_EQ(d->effective_fwd, 6.25);
+  EXPECT_EQ(d->mfu, d->tflops / 1.0);
+  EXPECT_EQ(d->peak_source, PeakSource::kMeasured);
+
+  // Every call skipped: timed, priced at nothing.
+  dit.effective_calls = 0;
+  dit.skipped_calls = 10;
+  auto none = price_request({dit}, 1, std::nullopt, [](Dtype) { return ResolvedPeak{}; });
+  ASSERT_TRUE(none);
+  EXPECT_EQ(none->tflops, 0.0);
+  EXPECT_EQ(none->skipped_fwd, 10);
+  EXPECT_EQ(none->effective_fwd, 0.0);
+}
+
+TEST(Pricing, AttentionDensityAndDtypeReachThePrice) {
+  PricedStage dit;
+  dit.params = 1000;
+  dit.attention = AttentionWidths{10, 10, 2};
+  dit.text_tokens = 5;
+  dit.attn_density = 0.5;
+  dit.dtype = Dtype::kFp32;
+  dit.called = true;
+  dit.tokens = 100;
+  dit.calls = 1;
+  dit.total_ms = 1000;
+  Dtype asked_for = Dtype::kBf16;
+  auto d = price_request({dit}, 1, std::nullopt, [&](Dtype dtype) {
+    asked_for = dtype;
+    return ResolvedPeak{2.0, PeakSource::kTable};
+  });
+  ASSERT_TRUE(d);
+  double self = 4.0 * 100 * 100 * 10 * 0.5;
+  double cross = 4.0 * 100 * 5 * 10;
+  EXPECT_EQ(d->flops_per_fwd, 2.0 * 1000 * 100 + self + cross);
+  EXPECT_EQ(d->attn_density, 0.5);
+  EXPECT_EQ(asked_for, Dtype::kFp32);  // the model's dtype picks the peak
+  EXPECT_EQ(d->dtype, Dtype::kFp32);
+  // VIDEOX_PERF_DTYPE wins over the model.
+  auto o = price_request({dit}, 1, Dtype::kFp8, [&](Dtype dtype) {
+    asked_for = dtype;
+    return ResolvedPeak{};
+  });
+  EXPECT_EQ(asked_for, Dtype::kFp8);
+  EXPECT_EQ(o->dtype, Dtype::kFp8);
+  EXPECT_FALSE(o->mfu);  // an unknown combination: no MFU rather than a guess
+}
+
+TEST(Window, PartialForwardsPriceTheirFractionAndKeepTheirSamples) {
+  // Step 0: 2 forwards of 1 sample, one full, one skipped. Step 1: one full forward of 2 samples.
+  std::vector<StepRecord> steps = {step(0, 1.0, 1000, 2), step(1, 1.0, 1000, 2)};
+  steps[0].fwd_calls = 2;
+  steps[0].effective_fwd = 1.0;
+  steps[0].effective_samples = 1.0;
+  steps[0].skipped_fwd = 1;
+  steps[1].fwd_calls = 1;
+  steps[1].effective_fwd = 1.0;
+  steps[1].effective_samples = 2.0;
+  TrainWindowRecord r = aggregate_window(steps, context());
+  const TrainThroughput& t = *r.throughput;
+  EXPECT_DOUBLE_EQ(t.samples_per_s, 4.0 / 2.0);  // consumed samples, skipped or not
+  double flops = 3.0 * (2.0 * 1e6 * 1000 * 1 + 2.0 * 1e6 * 1000 * 2);
+  EXPECT_EQ(t.flops_per_step, flops / 2);
+  EXPECT_EQ(t.skipped_fwd, 1);
+  EXPECT_EQ(t.effective_fwd, 2.0);
+  // Without partial forwards, neither field.
+  TrainWindowRecord full = aggregate_window({step(0, 1.0, 1000, 2)}, context());
+  EXPECT_FALSE(full.throughput->skipped_fwd);
+  EXPECT_FALSE(full.throughput->effective_fwd);
 }
 
 }  // namespace

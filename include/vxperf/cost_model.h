@@ -26,19 +26,33 @@ std::optional<AttentionWidths> usable_widths(const std::optional<AttentionWidths
 
 // 2*P*T.
 double linear_flops(double params, double tokens);
-// 4*T^2*W_self + 4*T*T_text*W_cross; 0 without widths; the cross term only with a text length.
+// density*4*T^2*W_self + 4*T*T_text*W_cross; 0 without widths; the cross term only with a text
+// length.
 double attention_flops(const std::optional<AttentionWidths>& widths, double tokens,
-                       double text_tokens);
+                       double text_tokens, double density = 1.0);
 // Both terms: one forward over one sample.
 double forward_flops(double params, const std::optional<AttentionWidths>& widths, double tokens,
-                     double text_tokens);
+                     double text_tokens, double density = 1.0);
 
-// Dense bf16 peak in TFLOPS of a device, matched by substring in a fixed order; nullopt when the
-// device is not in the table.
-std::optional<double> table_peak_tflops(std::string_view device_name);
+// Whether `density` is usable as an attention density: finite, in (0, 1].
+bool valid_density(double density);
+
+// The number format a run's matmuls use, which decides the peak they are compared with.
+enum class Dtype { kBf16, kFp16, kFp8, kTf32, kFp32 };
+// "bf16", "fp16", "fp8", "tf32", "fp32".
+const char* dtype_name(Dtype dtype);
+// Accepts those names and torch's spellings (bfloat16, float16/half, float8_e4m3fn/e5m2,
+// float32/float/f32), case-insensitively; nullopt for anything else.
+std::optional<Dtype> parse_dtype(std::string_view text);
+
+// Dense (no 2:4 sparsity) peak in TFLOPS of a device for a dtype, matched by substring in a fixed
+// order; nullopt when the device is not in the table or has no figure for the dtype (an A100 has
+// no fp8): no MFU rather than a guess.
+std::optional<double> table_peak_tflops(std::string_view device_name, Dtype dtype = Dtype::kBf16);
 // The override when given, else the table's entry for the device (nullopt without a device).
 std::optional<double> per_device_peak_tflops(std::optional<double> override_tflops,
-                                             const std::optional<std::string>& device_name);
+                                             const std::optional<std::string>& device_name,
+                                             Dtype dtype = Dtype::kBf16);
 
 // Training multipliers on a forward's cost: MFU counts forward + backward (3x full, 2x LoRA below
 // a 50% trainable share), HFU adds the recomputed forward of gradient checkpointing.

@@ -25,6 +25,7 @@
 #include "vxperf/clock.h"
 #include "vxperf/device.h"
 #include "vxperf/model.h"
+#include "vxperf/peak.h"
 #include "vxperf/settings.h"
 #include "vxperf/sink.h"
 #include "vxperf/xrank.h"
@@ -81,6 +82,14 @@ class Engine {
   // Declares a transformer component (the stage name its calls are timed under, such as
   // "transformer") so that its forwards are priced. VIDEOX_PERF_DIT_PARAMS replaces `info.params`.
   void declare_model(std::string_view stage, const ModelInfo& info);
+
+  // ---- measured peaks (vxperf/peak.h) ----
+  // Whether MFU is to be taken against a measured peak (VIDEOX_PERF_PEAK_TFLOPS=auto, or a
+  // Config's settings.measure_peak): what a front end asks before it calibrates.
+  bool wants_measured_peak() const;
+  // Hands over the measured per-device peak of `device` (-1: the host CPU) in `peak.dtype`. Used,
+  // when measured peaks are wanted, for the requests and windows settled from now on.
+  void set_measured_peak(int device, const MeasuredPeak& peak);
 
   // Times devices with `device` from now on (requests already open keep their backend).
   void set_device_backend(std::shared_ptr<DeviceBackend> device);

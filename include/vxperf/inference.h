@@ -95,12 +95,28 @@ struct StageMark {
   EventId e0 = kNoEvent;
   void* stream = nullptr;
   double t0 = 0;
+  double fraction = -1;  // of a full forward, when the caller said (set_fraction); <0: not said
 };
 
 namespace detail {
 StageMark open_stage(StageId stage, std::int64_t tokens, std::int64_t batch, void* stream) noexcept;
 void close_stage(const StageMark& mark) noexcept;
 }  // namespace detail
+
+// ---- skipped and partial forwards ---------------------------------------------------------------
+//
+// Caches that skip a transformer forward (TeaCache, cfg-skip: a cache hit reuses a residual) or cut
+// it short (first-block cache: one block, then the cached rest) make a call cost a fraction of a
+// full forward. Such a call is still timed, but priced at its fraction: 0 for a skipped call (not
+// priced at all), 1 for a full one (the default). The request's "dit" then carries `skipped_fwd`
+// and `effective_fwd`. Say it on the call's scope (StageScope::set_fraction) or, from code that
+// does not hold the scope (a hook deep inside the forward), with note_forward_fraction.
+
+// Marks the call of `stage` open on this thread (the innermost one), or, when none is open, the
+// last one closed in this request, as having computed `fraction` (clamped to [0, 1]) of a full
+// forward. Nothing happens outside a request.
+void note_forward_fraction(StageId stage, double fraction) noexcept;
+inline void note_forward_skipped(StageId stage) noexcept { note_forward_fraction(stage, 0.0); }
 
 class StageScope {
  public:
@@ -115,6 +131,12 @@ class StageScope {
   ~StageScope() {
     if (mark_.request != nullptr) detail::close_stage(mark_);
   }
+
+  // This call computed `fraction` of a full forward (0: skipped, a cache hit); see above.
+  void set_fraction(double fraction) noexcept {
+    if (fraction >= 0.0) mark_.fraction = fraction > 1.0 ? 1.0 : fraction;
+  }
+  void skip() noexcept { set_fraction(0.0); }
 
   StageScope(const StageScope&) = delete;
   StageScope& operator=(const StageScope&) = delete;

@@ -8,11 +8,9 @@
 
 #include <cstdint>
 #include <string_view>
-#include <string_view>
 
 #include "vxperf/device.h"
 #include "vxperf/inference.h"
-#include "vxperf/model.h"
 #include "vxperf/model.h"
 #include "vxperf/training.h"
 
@@ -52,8 +50,9 @@ TrainMark begin_micro_step(Trainer* t = trainer()) noexcept;
 void end_micro_step(const TrainMark& mark) noexcept;
 // Not timed (an empty mark) when nested in another model call or made inside a backward.
 TrainMark begin_model_call(Trainer* t = trainer()) noexcept;
+// `fraction`: of a full forward the call computed (see ModelCall::set_fraction).
 void end_model_call(const TrainMark& mark, Phase phase, std::int64_t tokens = 0,
-                    std::int64_t samples = 1) noexcept;
+                    std::int64_t samples = 1, double fraction = 1.0) noexcept;
 TrainMark begin_backward(Trainer* t = trainer()) noexcept;
 void end_backward(const TrainMark& mark) noexcept;
 TrainMark begin_clip(Trainer* t = trainer()) noexcept;

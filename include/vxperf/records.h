@@ -12,7 +12,9 @@
 #include <utility>
 #include <vector>
 
+#include "vxperf/cost_model.h"
 #include "vxperf/device.h"
+#include "vxperf/peak.h"
 
 namespace vxperf {
 
@@ -32,6 +34,13 @@ struct DitThroughput {
   double tflops = 0;
   std::optional<double> peak_tflops;
   std::optional<double> mfu;
+  // Beyond the reference: each serialized only when it differs from what the reference assumes
+  // (a table peak, bf16, dense attention, every call a full forward).
+  PeakSource peak_source = PeakSource::kTable;
+  Dtype dtype = Dtype::kBf16;
+  double attn_density = 1.0;
+  std::optional<std::int64_t> skipped_fwd;  // transformer calls skipped outright (cache hits)
+  std::optional<double> effective_fwd;      // the full forwards the calls came to
 };
 
 struct RequestRecord {
@@ -69,6 +78,12 @@ struct TrainThroughput {
   std::optional<double> peak_tflops;
   std::optional<double> mfu;
   std::optional<double> hfu;
+  // As DitThroughput's: serialized only when not the reference's default.
+  PeakSource peak_source = PeakSource::kTable;
+  Dtype dtype = Dtype::kBf16;
+  double attn_density = 1.0;
+  std::optional<std::int64_t> skipped_fwd;
+  std::optional<double> effective_fwd;
 };
 
 // Every rank's view of one window, on rank 0's record with VIDEOX_PERF_XRANK=1 (vxperf/xrank.h).

@@ -10,6 +10,8 @@
 #include <string>
 #include <vector>
 
+#include "vxperf/cost_model.h"
+
 namespace vxperf {
 
 // Looks up one environment variable; nullopt when unset.
@@ -24,6 +26,15 @@ struct Settings {
   std::int64_t warmup = 0;     // VIDEOX_PERF_WARMUP: leading requests/steps kept out of summaries
   bool log_all_ranks = false;  // VIDEOX_PERF_RANKS: "all" logs from every rank, else rank 0
   std::optional<double> peak_tflops;  // VIDEOX_PERF_PEAK_TFLOPS: per-device peak override
+  // VIDEOX_PERF_PEAK_TFLOPS=auto: the peak is a measured one (vxperf/peak.h), when a front end
+  // measured it or the cache holds it; the table's otherwise.
+  bool measure_peak = false;
+  // VIDEOX_PERF_DTYPE: the dtype the matmuls run in, which picks the peak; unset: the model's
+  // (as a front end read it), else bf16.
+  std::optional<Dtype> dtype;
+  // VIDEOX_PERF_ATTN_DENSITY: share of the self-attention square computed (causal ~0.5), in
+  // (0, 1]; overrides what models declare. Unset: each model's own, else 1.
+  std::optional<double> attn_density;
   std::int64_t dit_params = 0;  // VIDEOX_PERF_DIT_PARAMS: transformer parameter override (0 = none)
   bool attn_flops = true;       // VIDEOX_PERF_FLOPS_ATTN: 0 prices linear layers only
   std::int64_t every = 50;      // VIDEOX_PERF_EVERY: training steps per window (at least 1)

@@ -55,6 +55,12 @@ struct StepRecord {
   std::optional<std::int64_t> tokens;
   std::int64_t samples = 0;
   std::int64_t fwd_calls = 0;
+  // Forwards that computed part of the model (ModelCall::set_fraction): the samples weighted by
+  // it, the forward calls it came to, and the calls skipped outright. Equal to samples and
+  // fwd_calls, and 0, when every forward was full.
+  double effective_samples = 0;
+  double effective_fwd = 0;
+  std::int64_t skipped_fwd = 0;
 };
 
 // What a training window record aggregates: its steps, warmup ones included, in order.

@@ -131,10 +131,16 @@ class ModelCall {
   ModelCall& operator=(const ModelCall&) = delete;
   static void* operator new(std::size_t) = delete;
 
+  // This forward computed `fraction` of the full model (0: skipped; a forward that ran only some
+  // blocks, say). Its samples still count as consumed; its FLOPs, and its backward's, are priced
+  // at that fraction, and the window's throughput gains skipped_fwd / effective_fwd.
+  void set_fraction(double fraction) noexcept { fraction_ = fraction; }
+
  private:
   TrainMark mark_;
   Phase phase_;
   std::int64_t tokens_, samples_;
+  double fraction_ = 1.0;
 };
 
 class Backward {

@@ -27,6 +27,27 @@ struct Fields : detail::JsonFields {
   }
   Fields inner(const Json& v) const { return Fields(v); }
 
+  // The fields beyond the reference's (record_json.cpp); absent ones keep their defaults.
+  template <class Throughput>
+  void efficiency(Throughput& t) const {
+    std::string source = string("peak_source", "table");
+    if (source == "env") {
+      t.peak_source = PeakSource::kEnv;
+    } else if (source == "measured") {
+      t.peak_source = PeakSource::kMeasured;
+    } else if (source != "table") {
+      fail("\"peak_source\" must be table, env or measured");
+    }
+    if (has("dtype")) {
+      auto dtype = parse_dtype(string("dtype"));
+      if (!dtype) fail("\"dtype\" is not a known dtype");
+      t.dtype = *dtype;
+    }
+    t.attn_density = number("attn_density", 1.0);
+    if (has("skipped_fwd")) t.skipped_fwd = count("skipped_fwd", 0);
+    t.effective_fwd = optional_number("effective_fwd");
+  }
+
   // "device": "cuda:N" and the two peak counters that come with it.
   void device(std::optional<int>& index, std::optional<MemoryPeaks>& peaks) const {
     std::string d = string("device");
@@ -80,6 +101,7 @@ RequestRecord parse_request(const Fields& f) {
     t.tflops = d.number("tflops", 0);
     t.peak_tflops = d.optional_number("peak_tflops");
     t.mfu = d.optional_number("mfu");
+    d.efficiency(t);
     r.dit = t;
   }
   f.device(r.device, r.peaks);
@@ -174,6 +196,7 @@ TrainWindowRecord parse_window(const Fields& f) {
       out.peak_tflops = t.optional_number("peak_tflops");
       out.mfu = t.optional_number("mfu");
       out.hfu = t.optional_number("hfu");
+      t.efficiency(out);
     }
     r.throughput = out;
   }

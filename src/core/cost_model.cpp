@@ -1,5 +1,7 @@
 #include "vxperf/cost_model.h"
 
+#include <cctype>
+#include <cmath>
 #include <cstdio>
 
 namespace vxperf {
@@ -8,16 +10,39 @@ namespace {
 // QK^T and AV, each a multiply-accumulate over the query width.
 constexpr double kCoreAttentionFactor = 4.0;
 
-// Dense bf16 tensor-core peaks (TFLOPS), matched as substrings in this order: "H200" must be tried
-// before "H20". A device not listed gets no MFU rather than a made-up one.
+// Dense tensor-core peaks in TFLOPS per dtype, without 2:4 sparsity (the datasheets print the
+// sparse figure with an asterisk: these are half of it). Matched as substrings in this order:
+// "H200" must be tried before "H20". A missing figure (0) gives no MFU rather than a made-up one.
+// Sources: NVIDIA's A100 and A800 datasheets; the H100 datasheet (SXM), also for H800 and H200,
+// whose compute is the H100 SXM's; the H20, L20 and L40S product briefs; the Ada Lovelace
+// architecture whitepaper, appendix A (RTX 4090, FP32 accumulate). bf16 is the reference
+// module's table; fp16 equals bf16 on all of them.
 struct PeakEntry {
   const char* key;
-  double tflops;
+  double bf16, fp8, tf32, fp32;  // TFLOPS; 0: none
 };
 constexpr PeakEntry kPeakTable[] = {
-    {"A100", 312.0}, {"A800", 312.0}, {"H100", 989.0}, {"H800", 989.0},     {"H200", 989.0},
-    {"H20", 148.0},  {"L40S", 362.0}, {"L20", 119.5},  {"RTX 4090", 165.2},
+    {"A100", 312.0, 0.0, 156.0, 19.5},      {"A800", 312.0, 0.0, 156.0, 19.5},
+    {"H100", 989.0, 1979.0, 494.5, 67.0},   {"H800", 989.0, 1979.0, 494.5, 67.0},
+    {"H200", 989.0, 1979.0, 494.5, 67.0},   {"H20", 148.0, 296.0, 74.0, 44.0},
+    {"L40S", 362.0, 733.0, 183.0, 91.6},    {"L20", 119.5, 239.0, 59.8, 59.8},
+    {"RTX 4090", 165.2, 330.3, 82.6, 82.6},
 };
+
+double entry_peak(const PeakEntry& e, Dtype dtype) {
+  switch (dtype) {
+    case Dtype::kBf16:
+    case Dtype::kFp16:
+      return e.bf16;
+    case Dtype::kFp8:
+      return e.fp8;
+    case Dtype::kTf32:
+      return e.tf32;
+    case Dtype::kFp32:
+      return e.fp32;
+  }
+  return 0.0;
+}
 
 std::string format_g(double value) {
   char buf[32];
@@ -36,9 +61,10 @@ std::optional<AttentionWidths> usable_widths(const std::optional<AttentionWidths
 double linear_flops(double params, double tokens) { return 2.0 * params * tokens; }
 
 double attention_flops(const std::optional<AttentionWidths>& widths, double tokens,
-                       double text_tokens) {
+                       double text_tokens, double density) {
   if (!widths || widths->self == 0) return 0.0;
   double total = kCoreAttentionFactor * tokens * tokens * static_cast<double>(widths->self);
+  if (density != 1.0) total *= density;
   if (text_tokens != 0.0) {
     total += kCoreAttentionFactor * tokens * text_tokens * static_cast<double>(widths->cross);
   }
@@ -46,22 +72,63 @@ double attention_flops(const std::optional<AttentionWidths>& widths, double toke
 }
 
 double forward_flops(double params, const std::optional<AttentionWidths>& widths, double tokens,
-                     double text_tokens) {
-  return linear_flops(params, tokens) + attention_flops(widths, tokens, text_tokens);
+                     double text_tokens, double density) {
+  return linear_flops(params, tokens) + attention_flops(widths, tokens, text_tokens, density);
 }
 
-std::optional<double> table_peak_tflops(std::string_view device_name) {
+bool valid_density(double density) {
+  return std::isfinite(density) && density > 0.0 && density <= 1.0;
+}
+
+const char* dtype_name(Dtype dtype) {
+  switch (dtype) {
+    case Dtype::kBf16:
+      return "bf16";
+    case Dtype::kFp16:
+      return "fp16";
+    case Dtype::kFp8:
+      return "fp8";
+    case Dtype::kTf32:
+      return "tf32";
+    case Dtype::kFp32:
+      return "fp32";
+  }
+  return "bf16";
+}
+
+std::optional<Dtype> parse_dtype(std::string_view text) {
+  std::string s;
+  for (char c : text) {
+    if (!std::isspace(static_cast<unsigned char>(c))) {
+      s.push_back(static_cast<char>(std::tolower(static_cast<unsigned char>(c))));
+    }
+  }
+  if (s.rfind("torch.", 0) == 0) s = s.substr(6);
+  if (s == "bf16" || s == "bfloat16") return Dtype::kBf16;
+  if (s == "fp16" || s == "f16" || s == "float16" || s == "half") return Dtype::kFp16;
+  if (s == "fp8" || s.rfind("float8", 0) == 0 || s == "e4m3" || s == "e5m2") return Dtype::kFp8;
+  if (s == "tf32") return Dtype::kTf32;
+  if (s == "fp32" || s == "f32" || s == "float32" || s == "float") return Dtype::kFp32;
+  return std::nullopt;
+}
+
+std::optional<double> table_peak_tflops(std::string_view device_name, Dtype dtype) {
   for (const auto& entry : kPeakTable) {
-    if (device_name.find(entry.key) != std::string_view::npos) return entry.tflops;
+    if (device_name.find(entry.key) != std::string_view::npos) {
+      double peak = entry_peak(entry, dtype);
+      if (peak > 0.0) return peak;
+      return std::nullopt;
+    }
   }
   return std::nullopt;
 }
 
 std::optional<double> per_device_peak_tflops(std::optional<double> override_tflops,
-                                             const std::optional<std::string>& device_name) {
+                                             const std::optional<std::string>& device_name,
+                                             Dtype dtype) {
   if (override_tflops) return override_tflops;
   if (!device_name) return std::nullopt;
-  return table_peak_tflops(*device_name);
+  return table_peak_tflops(*device_name, dtype);
 }
 
 StepCoefficients step_coefficients(std::int64_t params, std::int64_t trainable, bool checkpointing,

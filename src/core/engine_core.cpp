@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cmath>
 
 #include "core/pricing.h"
 #include "core/resolve.h"
@@ -114,6 +115,8 @@ DeclaredModel EngineCore::priced_model(std::string_view stage, const ModelInfo& 
   model.params = settings_.dit_params != 0 ? settings_.dit_params : info.params;
   model.attention = usable_widths(info.attention, settings_.attn_flops);
   model.text_tokens = model.attention ? info.text_tokens : 0;
+  model.attn_density = priced_density(settings_.attn_density, info.attn_density);
+  model.dtype = info.dtype;
   model.info = info;
   return model;
 }
@@ -172,10 +175,52 @@ void EngineCore::ensure_trace_header(int device) {
   trace_->write_header(config_event(settings_, name, device, t), t.rank, t.world_size);
 }
 
-std::optional<double> EngineCore::peak_tflops(std::optional<int> device) {
+ResolvedPeak EngineCore::peak(std::optional<int> device, Dtype dtype) {
+  if (settings_.peak_tflops) return ResolvedPeak{settings_.peak_tflops, PeakSource::kEnv};
   std::optional<std::string> name;
-  if (!settings_.peak_tflops && device) name = this->device().device_name(*device);
-  return per_device_peak_tflops(settings_.peak_tflops, name);
+  if (device) name = this->device().device_name(*device);
+  if (settings_.measure_peak) {
+    auto key = std::make_pair(device.value_or(-1), dtype);
+    std::optional<double> measured;
+    bool known = false;
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      auto it = measured_.find(key);
+      if (it != measured_.end()) {
+        known = true;
+        measured = it->second;
+      }
+    }
+    if (!known) {
+      // Nothing handed over: a GPU's cache entry (`vxperf calibrate`) serves; the host's needs a
+      // front end, which knows its thread count.
+      if (name && !name->empty()) {
+        auto cached = load_cached_peak(peak_cache_path(), *name, dtype,
+                                       [this](const std::string& line) { log_(line); });
+        if (cached) measured = cached->tflops;
+      }
+      if (!measured) {
+        log_(std::string("vxperf: VIDEOX_PERF_PEAK_TFLOPS=auto, but no peak was measured for ") +
+             (name && !name->empty() ? *name : std::string("the host CPU")) + " in " +
+             dtype_name(dtype) +
+             " (`vxperf calibrate` measures one); MFU is against the table's peak, if any");
+      }
+      std::lock_guard<std::mutex> lock(mu_);
+      measured_.emplace(key, measured);
+    }
+    if (measured) return ResolvedPeak{measured, PeakSource::kMeasured};
+  }
+  return ResolvedPeak{per_device_peak_tflops(std::nullopt, name, dtype), PeakSource::kTable};
+}
+
+void EngineCore::set_measured_peak(int device, const MeasuredPeak& peak) {
+  if (!(peak.tflops > 0) || !std::isfinite(peak.tflops)) return;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    measured_[std::make_pair(device < 0 ? -1 : device, peak.dtype)] = peak.tflops;
+  }
+  // So that a replay prices against the same peak.
+  if (trace_) trace_->write(peak_event(device, peak));
 }
 
 Trainer& EngineCore::trainer() {
@@ -229,6 +274,10 @@ void EngineCore::settle(Request& request, double t_end, bool failed) {
   // Every call resolved to the larger of its host and device time, grouped by stage.
   std::vector<std::vector<double>> values(request.stages.size());
   std::vector<double> device_ms(request.pairs.size(), -1.0);
+  // Per stage: the full forwards its calls came to and the calls skipped outright.
+  std::vector<double> effective(request.stages.size(), 0.0);
+  std::vector<std::int64_t> skipped(request.stages.size(), 0);
+  std::vector<bool> partial(request.stages.size(), false);
   for (std::size_t i = 0; i < request.pairs.size(); ++i) {
     const auto& p = request.pairs[i];
     Resolved r = resolve_call(backend, p.t0, p.t1, p.e0, p.e1);
@@ -236,6 +285,9 @@ void EngineCore::settle(Request& request, double t_end, bool failed) {
     if (p.e0 != kNoEvent) backend.release(p.e0);
     if (p.e1 != kNoEvent) backend.release(p.e1);
     values[p.stage].push_back(r.ms);
+    effective[p.stage] += p.fraction;
+    if (p.fraction == 0.0) ++skipped[p.stage];
+    if (p.fraction != 1.0) partial[p.stage] = true;
   }
 
   RequestRecord record;
@@ -279,6 +331,8 @@ void EngineCore::settle(Request& request, double t_end, bool failed) {
       p.params = m.params;
       p.attention = m.attention;
       p.text_tokens = m.text_tokens;
+      p.attn_density = m.attn_density;
+      p.dtype = m.dtype;
       std::uint32_t id = stage(m.stage).value;
       auto summary = std::find_if(record.stages.begin(), record.stages.end(),
                                   [&](const StageSummary& s) { return s.name == m.stage; });
@@ -288,13 +342,18 @@ void EngineCore::settle(Request& request, double t_end, bool failed) {
         p.batch = request.stages[id].batch;
         p.calls = summary->count;
         p.total_ms = summary->total_ms;
+        if (partial[id]) {
+          p.effective_calls = effective[id];
+          p.skipped_calls = skipped[id];
+        }
       }
       priced.push_back(std::move(p));
     }
   }
   std::optional<int> device =
       request.device_events ? std::optional<int>(request.device) : std::nullopt;
-  record.dit = price_request(priced, topo.world_size, [&] { return peak_tflops(device); });
+  record.dit = price_request(priced, topo.world_size, settings_.dtype,
+                             [&](Dtype dtype) { return peak(device, dtype); });
   if (request.device_events) {
     record.device = request.device;
     record.peaks = backend.peak_memory(request.device).value_or(MemoryPeaks{});

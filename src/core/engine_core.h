@@ -7,6 +7,7 @@
 
 #include <atomic>
 #include <cstdint>
+#include <map>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -15,6 +16,7 @@
 #include <vector>
 
 #include "core/inference_summary.h"
+#include "core/pricing.h"
 #include "core/request.h"
 #include "vxperf/engine.h"
 #include "vxperf/inference.h"
@@ -62,7 +64,11 @@ class EngineCore {
   void notice(std::string_view line) { log_(line); }
   // A line kept whole among concurrent records' lines (a summary).
   void log_line(std::string_view line);
-  std::optional<double> peak_tflops(std::optional<int> device);
+  // The per-device peak of `device` (nullopt: host only) in `dtype`: the variable's number, else
+  // (auto) a measured one, else the table's.
+  ResolvedPeak peak(std::optional<int> device, Dtype dtype);
+  bool wants_measured_peak() const { return settings_.measure_peak && !settings_.peak_tflops; }
+  void set_measured_peak(int device, const MeasuredPeak& peak);
 
   Trainer& trainer();
   // The trainer if one was made, without making one. Lock-free.
@@ -111,6 +117,8 @@ class EngineCore {
   std::unique_ptr<Trainer> trainer_;
   std::atomic<Trainer*> trainer_ptr_{nullptr};
   RankExchange rank_exchange_;
+  // Measured peaks by (device, dtype); nullopt: looked for in the cache, not there (said once).
+  std::map<std::pair<int, Dtype>, std::optional<double>> measured_;
 
   std::mutex sinks_mu_;
   std::shared_ptr<const SinkList> sinks_;

@@ -63,6 +63,7 @@ StageMark open_stage(StageId stage, std::int64_t tokens, std::int64_t batch,
   m.stage = stage.value;
   m.stream = stream != nullptr ? stream : r->stream;
   r->note_stage(m.stage, tokens, batch);
+  ++r->stages[m.stage].open;
   m.t0 = r->clock->now_s();
   m.e0 = r->device_events ? r->backend->record(r->device, m.stream) : kNoEvent;
   return m;
@@ -72,7 +73,13 @@ void close_stage(const StageMark& m) noexcept {
   Request* r = m.request;
   EventId e1 = r->device_events ? r->backend->record(r->device, m.stream) : kNoEvent;
   double t1 = r->clock->now_s();
-  r->pairs.push_back(Request::Pair{m.stage, m.t0, t1, m.e0, e1});
+  Request::StageState& st = r->stages[m.stage];
+  // What the scope said, else what a hook inside the call noted, else a full forward.
+  double fraction = m.fraction >= 0 ? m.fraction : st.pending_fraction;
+  if (fraction < 0) fraction = 1.0;
+  st.pending_fraction = -1;
+  if (st.open > 0) --st.open;
+  r->pairs.push_back(Request::Pair{m.stage, m.t0, t1, m.e0, e1, fraction});
 }
 
 }  // namespace detail
@@ -102,6 +109,8 @@ namespace {
 
 // A mark from a request that has ended since (a stage left open across a request's end) belongs
 // to no request: it is never written into the next one.
+using detail::Request;
+
 bool still_open(const StageMark& mark) {
   detail::Request* r = detail::current_request;
   return mark.request != nullptr && mark.request == r && r->index == mark.request_index;
@@ -114,7 +123,15 @@ void end_stage(const StageMark& mark) noexcept {
 }
 
 void drop_stage(const StageMark& mark) noexcept {
-  if (still_open(mark) && mark.e0 != kNoEvent) mark.request->backend->release(mark.e0);
+  if (!still_open(mark)) return;
+  Request::StageState& st = mark.request->stages[mark.stage];
+  if (st.open > 0) --st.open;
+  st.pending_fraction = -1;
+  if (mark.e0 != kNoEvent) mark.request->backend->release(mark.e0);
+}
+
+void note_forward_fraction(StageId stage, double fraction) noexcept {
+  if (detail::Request* r = detail::current_request) r->note_fraction(stage.value, fraction);
 }
 
 void declare_request_model(std::string_view stage, const ModelInfo& info) noexcept {

@@ -8,28 +8,48 @@
 #include <vector>
 
 #include "vxperf/cost_model.h"
+#include "vxperf/peak.h"
 #include "vxperf/records.h"
 
 namespace vxperf::detail {
 
-// The per-device peak, asked only when something was priced (it may query the device).
-using PeakFn = std::function<std::optional<double>()>;
+// A per-device peak and where it came from.
+struct ResolvedPeak {
+  std::optional<double> tflops;
+  PeakSource source = PeakSource::kTable;
+};
+// The per-device peak for a dtype, asked only when something was priced (it may query the
+// device).
+using PeakFn = std::function<ResolvedPeak(Dtype)>;
+
+// The dtype a price is against: the variable's, else the model's, else bf16 (the reference's).
+Dtype priced_dtype(const std::optional<Dtype>& override_dtype, const std::optional<Dtype>& model);
+// The attention density a model is priced with: the variable's, else its own when valid, else 1.
+double priced_density(const std::optional<double>& override_density, double declared);
 
 // One declared transformer and the calls of its stage in one request.
 struct PricedStage {
   std::int64_t params = 0;
   std::optional<AttentionWidths> attention;  // usable widths (see usable_widths)
   std::int64_t text_tokens = 0;
+  double attn_density = 1.0;
+  std::optional<Dtype> dtype;
   bool called = false;      // its stage ran in this request
   std::int64_t tokens = 0;  // per sample, from its first priced call; 0: unknown
   std::int64_t batch = 1;
   std::int64_t calls = 0;
   double total_ms = 0;
+  // The full forwards its calls came to (the sum of their fractions) and the calls skipped
+  // outright; effective_calls < 0: every call was a full forward.
+  double effective_calls = -1;
+  std::int64_t skipped_calls = 0;
 };
 
 // The request's "dit" object: FLOPs over the transformer calls' time, as a job rate against the
-// peak of every device (`devices`). nullopt when no call could be priced.
+// peak of every device (`devices`). A call that computed part of a forward is priced at that part
+// (a skipped one at nothing) while its time still counts. nullopt when no call could be priced.
 std::optional<DitThroughput> price_request(const std::vector<PricedStage>& stages, int devices,
+                                           const std::optional<Dtype>& dtype_override,
                                            const PeakFn& per_device_peak);
 
 // The trained model, as the trainer knows it.
@@ -39,6 +59,8 @@ struct TrainedModel {
   bool checkpointing = false;
   std::optional<AttentionWidths> attention;  // usable widths
   std::int64_t text_tokens = 0;
+  double attn_density = 1.0;
+  std::optional<Dtype> dtype;
 };
 
 // One measured step of a window: what its forwards ran over and how long it took.
@@ -46,6 +68,12 @@ struct PricedStep {
   std::optional<std::int64_t> tokens;
   std::int64_t samples = 0;
   double total_s = 0;
+  // Samples weighted by the fraction of a forward their calls computed (== samples when every
+  // forward was full), the forward calls that came to, and those skipped outright.
+  double effective_samples = 0;
+  std::int64_t fwd_calls = 0;
+  double effective_fwd = 0;
+  std::int64_t skipped_fwd = 0;
 };
 
 // Fills the priced half of `t` (samples_per_s, wall_s and dp already set) from the steps that
@@ -53,6 +81,7 @@ struct PricedStep {
 // peak of `devices` devices. Leaves `t` unpriced when nothing could be priced.
 void price_window(const std::vector<PricedStep>& steps, const TrainedModel& model,
                   bool attention_enabled, std::optional<double> coef_override, int devices,
-                  const PeakFn& per_device_peak, TrainThroughput& t);
+                  const std::optional<Dtype>& dtype_override, const PeakFn& per_device_peak,
+                  TrainThroughput& t);
 
 }  // namespace vxperf::detail

@@ -23,7 +23,9 @@ struct DeclaredModel {
   std::int64_t params = 0;
   std::optional<AttentionWidths> attention;
   std::int64_t text_tokens = 0;
-  ModelInfo info;  // as declared, for the trace
+  double attn_density = 1.0;   // resolved (the variable over the declaration)
+  std::optional<Dtype> dtype;  // as declared
+  ModelInfo info;              // as declared, for the trace
 };
 
 struct Request {
@@ -31,12 +33,15 @@ struct Request {
     std::uint32_t stage;
     double t0, t1;
     EventId e0, e1;
+    double fraction = 1.0;  // of a full forward it computed: 0 skipped (a cache hit), 1 full
   };
   struct StageState {
     bool seen = false;
     bool priced = false;      // a transformer stage (asked once, when first seen)
     std::int64_t tokens = 0;  // first known value (transformer stages), 0: unknown
     std::int64_t batch = 1;
+    int open = 0;                  // calls open now (nested calls of one stage are possible)
+    double pending_fraction = -1;  // noted for the open call (note_forward_fraction); <0: none
   };
 
   EngineCore* engine = nullptr;
@@ -60,6 +65,8 @@ struct Request {
   void note_stage(std::uint32_t id, std::int64_t tokens, std::int64_t batch);
   // Whether `id` is a priced stage with no token count yet.
   bool needs_tokens(std::uint32_t id) const;
+  // The fraction of a full forward the call of `id` open now (else the last closed one) computed.
+  void note_fraction(std::uint32_t id, double fraction);
   void clear();
 };
 

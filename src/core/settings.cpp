@@ -181,7 +181,28 @@ Settings Settings::parse(const EnvLookup& env, std::vector<std::string>* problem
       s.log_all_ranks = false;
     }
   }
-  if (auto v = r.positive_number("VIDEOX_PERF_PEAK_TFLOPS")) s.peak_tflops = v;
+  if (auto raw = read(env, "VIDEOX_PERF_PEAK_TFLOPS"); raw && lower(strip(*raw)) == "auto") {
+    s.measure_peak = true;
+    s.peak_tflops.reset();
+  } else if (auto v = r.positive_number("VIDEOX_PERF_PEAK_TFLOPS")) {
+    s.peak_tflops = v;
+    s.measure_peak = false;
+  }
+  if (auto raw = read(env, "VIDEOX_PERF_DTYPE")) {
+    if (auto dtype = parse_dtype(*raw)) {
+      s.dtype = dtype;
+    } else {
+      r.complain("VIDEOX_PERF_DTYPE", *raw, "bf16, fp16, fp8, tf32 or fp32", "the default");
+    }
+  }
+  if (auto raw = read(env, "VIDEOX_PERF_ATTN_DENSITY")) {
+    auto value = detail::parse_float(*raw);
+    if (value && valid_density(*value)) {
+      s.attn_density = value;
+    } else {
+      r.complain("VIDEOX_PERF_ATTN_DENSITY", *raw, "a density in (0, 1]", "the default");
+    }
+  }
   std::int64_t dit_params = r.integer("VIDEOX_PERF_DIT_PARAMS", s.dit_params);
   if (dit_params < 0) {
     r.complain("VIDEOX_PERF_DIT_PARAMS", std::to_string(dit_params), "a parameter count", "0");
@@ -237,6 +258,9 @@ std::vector<std::pair<std::string, std::string>> Settings::to_env() const {
   if (warmup != 0) out.emplace_back("VIDEOX_PERF_WARMUP", std::to_string(warmup));
   if (log_all_ranks) out.emplace_back("VIDEOX_PERF_RANKS", "all");
   if (peak_tflops) out.emplace_back("VIDEOX_PERF_PEAK_TFLOPS", number(*peak_tflops));
+  if (measure_peak && !peak_tflops) out.emplace_back("VIDEOX_PERF_PEAK_TFLOPS", "auto");
+  if (dtype) out.emplace_back("VIDEOX_PERF_DTYPE", dtype_name(*dtype));
+  if (attn_density) out.emplace_back("VIDEOX_PERF_ATTN_DENSITY", number(*attn_density));
   if (dit_params != 0) out.emplace_back("VIDEOX_PERF_DIT_PARAMS", std::to_string(dit_params));
   if (!attn_flops) out.emplace_back("VIDEOX_PERF_FLOPS_ATTN", "0");
   out.emplace_back("VIDEOX_PERF_EVERY", std::to_string(every));

@@ -83,6 +83,22 @@ void Request::clear() {
   order.clear();
 }
 
+void Request::note_fraction(std::uint32_t id, double fraction) {
+  if (!(fraction >= 0.0)) return;  // NaN or negative: nothing said
+  if (fraction > 1.0) fraction = 1.0;
+  if (id < stages.size() && stages[id].open > 0) {
+    stages[id].pending_fraction = fraction;
+    return;
+  }
+  // The call has closed already (a post-forward hook outside the timed call).
+  for (auto it = pairs.rbegin(); it != pairs.rend(); ++it) {
+    if (it->stage == id) {
+      it->fraction = fraction;
+      return;
+    }
+  }
+}
+
 bool Request::needs_tokens(std::uint32_t id) const {
   if (id < stages.size() && stages[id].seen) return stages[id].priced && stages[id].tokens == 0;
   return is_transformer_stage(id);

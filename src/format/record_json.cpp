@@ -14,6 +14,21 @@ Json optional_number(const std::optional<double>& value) {
 
 std::string device_string(int index) { return "cuda:" + std::to_string(index); }
 
+// The fields beyond the reference's, each only when it says something the reference would not
+// assume, so that a run that uses none of them writes the reference's records. A peak from
+// VIDEOX_PERF_PEAK_TFLOPS is the reference's own behaviour (its records say nothing of it), so
+// only a measured one is marked.
+template <class Throughput>
+void add_efficiency(Json& j, const Throughput& t) {
+  if (t.peak_tflops && t.peak_source == PeakSource::kMeasured) {
+    j["peak_source"] = peak_source_name(t.peak_source);
+  }
+  if (t.dtype != Dtype::kBf16) j["dtype"] = dtype_name(t.dtype);
+  if (t.attn_density != 1.0) j["attn_density"] = t.attn_density;
+  if (t.skipped_fwd) j["skipped_fwd"] = *t.skipped_fwd;
+  if (t.effective_fwd) j["effective_fwd"] = *t.effective_fwd;
+}
+
 // The fields every record starts with.
 Json record_head(const char* kind, double ts, int rank, int world_size) {
   Json j;
@@ -57,6 +72,7 @@ std::string to_json_line(const RequestRecord& r) {
                 {"tflops", d.tflops},
                 {"peak_tflops", optional_number(d.peak_tflops)},
                 {"mfu", optional_number(d.mfu)}};
+    add_efficiency(j["dit"], d);
   } else {
     j["dit"] = nullptr;
   }
@@ -101,6 +117,7 @@ std::string to_json_line(const TrainWindowRecord& r) {
       tj["peak_tflops"] = optional_number(t.peak_tflops);
       tj["mfu"] = optional_number(t.mfu);
       tj["hfu"] = optional_number(t.hfu);
+      add_efficiency(tj, t);
     }
     j["throughput"] = std::move(tj);
   } else {

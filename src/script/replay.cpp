@@ -62,6 +62,25 @@ struct Event {
   std::string string(const char* field, const std::string& fallback = {}) const {
     return checked([&](const detail::JsonFields& f) { return f.string(field, fallback); });
   }
+  // A model's dtype and attention density, when the event says them.
+  void model_extras(ModelInfo& info) const {
+    if (has("dtype")) {
+      auto dtype = parse_dtype(string("dtype"));
+      if (!dtype) fail("\"dtype\" is not a known dtype");
+      info.dtype = dtype;
+    }
+    if (has("attn_density")) {
+      info.attn_density = number("attn_density");
+      if (!valid_density(info.attn_density)) fail("\"attn_density\" must be in (0, 1]");
+    }
+  }
+  // A call's fraction of a full forward ("frac", default 1).
+  double fraction() const {
+    if (!has("frac")) return 1.0;
+    double f = number("frac");
+    if (f < 0.0 || f > 1.0) fail("\"frac\" must be in [0, 1]");
+    return f;
+  }
   std::optional<AttentionWidths> widths(const char* field) const {
     if (!has(field)) return std::nullopt;
     const Json& v = json.at(field);
@@ -143,6 +162,7 @@ class Replayer {
       info.params = ev.integer("params", 0);
       info.attention = ev.widths("attn");
       info.text_tokens = ev.integer("text_tokens", 0);
+      ev.model_extras(info);
       engine_->declare_model(ev.string("stage", "transformer"), info);
     } else if (kind == "request_begin") {
       if (request_ != nullptr) {
@@ -171,6 +191,7 @@ class Replayer {
       info.checkpointing = ev.boolean("ckpt", false);
       info.attention = ev.widths("attn");
       info.text_tokens = ev.integer("text_tokens", 0);
+      ev.model_extras(info);
       trainer().set_model(info);
     } else if (kind == "micro_enter") {
       double t = ev.number("t");
@@ -193,6 +214,15 @@ class Replayer {
       clock_->set(end.host_s);
       const std::string& owner = *owners_.insert(ev.string("owner", "opt")).first;
       t.add_optimizer_step(start, end, &owner, ev.boolean("sync", true));
+    } else if (kind == "peak") {
+      auto dtype = parse_dtype(ev.string("dtype", "bf16"));
+      if (!dtype) ev.fail("\"dtype\" is not a known dtype");
+      MeasuredPeak peak;
+      peak.dtype = *dtype;
+      peak.tflops = ev.number("tflops");
+      if (!(peak.tflops > 0)) ev.fail("\"tflops\" must be positive");
+      // The live run's host stays the host; its device is the one this replay simulates.
+      engine_->set_measured_peak(ev.integer("device_index", -1) < 0 ? -1 : device_, peak);
     } else if (kind == "memory") {
       if (simulated_) update_peaks(ev);
     } else if (kind == "finish") {
@@ -218,8 +248,9 @@ class Replayer {
  private:
   void known(const Event& ev, const std::string& kind) {
     static const char* const kKinds[] = {
-        "model",      "request_begin", "stage", "request_end",    "train_model", "micro_enter",
-        "micro_exit", "phase",         "clip",  "optimizer_step", "memory",      "finish"};
+        "model",       "request_begin", "stage", "request_end", "train_model",
+        "micro_enter", "micro_exit",    "phase", "clip",        "optimizer_step",
+        "memory",      "finish",        "peak"};
     for (const char* k : kKinds) {
       if (kind == k) return;
     }
@@ -259,7 +290,7 @@ class Replayer {
       e0 = simulated_->add_event(0.0);
       e1 = simulated_->add_event(*ms);
     }
-    request_->pairs.push_back(Request::Pair{id, t0, t1, e0, e1});
+    request_->pairs.push_back(Request::Pair{id, t0, t1, e0, e1, ev.fraction()});
   }
 
   // A pair whose events complete once `ready_after` more steps have closed after its own.
@@ -296,7 +327,7 @@ class Replayer {
     t.begin_model_call(start.host_s);
     clock_->set(end.host_s);
     std::int64_t tokens = *phase == Phase::kForward ? ev.integer("tokens", 0) : 0;
-    t.end_model_call(*phase, start, end, tokens, ev.integer("samples", 1));
+    t.end_model_call(*phase, start, end, tokens, ev.integer("samples", 1), ev.fraction());
   }
 
   const LogFn& log_;

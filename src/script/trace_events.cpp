@@ -11,6 +11,12 @@ Json widths_json(const std::optional<AttentionWidths>& w) {
   return Json{{"self", w->self}, {"cross", w->cross}, {"modules", w->modules}};
 }
 
+// What a model declares beyond the reference's fields, only when it says something.
+void add_model_extras(Json& ev, const ModelInfo& info) {
+  if (info.dtype) ev["dtype"] = dtype_name(*info.dtype);
+  if (info.attn_density != 1.0) ev["attn_density"] = info.attn_density;
+}
+
 }  // namespace
 
 std::string config_event(const Settings& settings, const std::optional<std::string>& device_name,
@@ -33,6 +39,7 @@ std::string model_event(std::string_view stage, const ModelInfo& info) {
              {"params", info.params},
              {"attn", widths_json(info.attention)},
              {"text_tokens", info.text_tokens}};
+  add_model_extras(ev, info);
   return ev.dump();
 }
 
@@ -53,6 +60,7 @@ std::vector<std::string> request_events(const Request& request,
       ev["tokens"] = st.tokens;
       ev["batch"] = st.batch;
     }
+    if (p.fraction != 1.0) ev["frac"] = p.fraction;
     block.push_back(ev.dump());
   }
   Json end = {{"ev", "request_end"}, {"t", t_end}};
@@ -66,13 +74,23 @@ std::vector<std::string> request_events(const Request& request,
 
 std::string finish_event(double t) { return Json{{"ev", "finish"}, {"t", t}}.dump(); }
 
+std::string peak_event(int device, const MeasuredPeak& peak) {
+  return Json{{"ev", "peak"},
+              {"device_index", device < 0 ? -1 : device},
+              {"dtype", dtype_name(peak.dtype)},
+              {"tflops", peak.tflops}}
+      .dump();
+}
+
 Json train_model_event(const ModelInfo& info, std::int64_t trainable) {
-  return Json{{"ev", "train_model"},
-              {"params", info.params},
-              {"trainable", trainable},
-              {"ckpt", info.checkpointing},
-              {"attn", widths_json(info.attention)},
-              {"text_tokens", info.text_tokens}};
+  Json ev = {{"ev", "train_model"},
+             {"params", info.params},
+             {"trainable", trainable},
+             {"ckpt", info.checkpointing},
+             {"attn", widths_json(info.attention)},
+             {"text_tokens", info.text_tokens}};
+  add_model_extras(ev, info);
+  return ev;
 }
 
 Json micro_event(const char* kind, double t) { return Json{{"ev", kind}, {"t", t}}; }

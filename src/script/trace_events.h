@@ -11,6 +11,7 @@
 #include "format/json_fields.h"
 #include "vxperf/engine.h"
 #include "vxperf/model.h"
+#include "vxperf/peak.h"
 
 namespace vxperf::detail {
 
@@ -25,6 +26,8 @@ std::vector<std::string> request_events(const Request& request,
                                         const std::vector<double>& device_ms, double t_end,
                                         const std::optional<MemoryPeaks>& peaks);
 std::string finish_event(double t);
+// A measured peak handed to the engine (device -1: the host).
+std::string peak_event(int device, const MeasuredPeak& peak);
 
 // Training events stay JSON until their step settles: only then are device times known.
 Json train_model_event(const ModelInfo& info, std::int64_t trainable);

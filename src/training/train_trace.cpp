@@ -15,7 +15,7 @@ std::int64_t TrainTrace::push(Json event, std::int64_t step) {
 
 std::int64_t TrainTrace::add_pair(Phase phase, const Marker& start, const Marker& end,
                                   std::int64_t step, std::int64_t tokens, std::int64_t samples,
-                                  const void* optimizer, bool synced) {
+                                  const void* optimizer, bool synced, double fraction) {
   Json ev;
   if (phase == Phase::kClip) {
     ev["ev"] = "clip";
@@ -33,6 +33,7 @@ std::int64_t TrainTrace::add_pair(Phase phase, const Marker& start, const Marker
     ev["tokens"] = tokens;
     ev["samples"] = samples;
   }
+  if (fraction != 1.0) ev["frac"] = fraction;
   if (phase == Phase::kOptimizer) {
     auto it = owners_.find(optimizer);
     if (it == owners_.end()) {

@@ -25,7 +25,7 @@ class TrainTrace {
   // A timed pair of `step`: written once that step has settled.
   std::int64_t add_pair(Phase phase, const Marker& start, const Marker& end, std::int64_t step,
                         std::int64_t tokens, std::int64_t samples, const void* optimizer,
-                        bool synced);
+                        bool synced, double fraction = 1.0);
   // The pair's device time was read `ready_after` steps after its own step closed.
   void set_device_time(std::int64_t entry, double device_ms, std::int64_t ready_after);
   void mark_settled(std::int64_t entry);

@@ -70,11 +70,11 @@ TrainMark begin_model_call(Trainer* t) noexcept {
   return m;
 }
 
-void end_model_call(const TrainMark& m, Phase phase, std::int64_t tokens,
-                    std::int64_t samples) noexcept {
+void end_model_call(const TrainMark& m, Phase phase, std::int64_t tokens, std::int64_t samples,
+                    double fraction) noexcept {
   if (m.trainer == nullptr) return;
   detail::TrainerCore& c = core(m.trainer);
-  c.end_model_call(phase, marker(m), c.mark(), tokens, samples > 0 ? samples : 1);
+  c.end_model_call(phase, marker(m), c.mark(), tokens, samples > 0 ? samples : 1, fraction);
 }
 
 TrainMark begin_backward(Trainer* t) noexcept {
@@ -115,7 +115,7 @@ MicroStep::~MicroStep() { end_micro_step(mark_); }
 
 ModelCall::ModelCall(Phase phase, std::int64_t tokens, std::int64_t samples, Trainer* t) noexcept
     : mark_(begin_model_call(t)), phase_(phase), tokens_(tokens), samples_(samples) {}
-ModelCall::~ModelCall() { end_model_call(mark_, phase_, tokens_, samples_); }
+ModelCall::~ModelCall() { end_model_call(mark_, phase_, tokens_, samples_, fraction_); }
 
 Backward::Backward(Trainer* t) noexcept : mark_(begin_backward(t)) {}
 Backward::~Backward() { end_backward(mark_); }

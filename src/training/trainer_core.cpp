@@ -42,6 +42,9 @@ void TrainerCore::Step::reset() {
   tokens.reset();
   samples = 0;
   fwd_calls = 0;
+  effective_samples = 0;
+  effective_fwd = 0;
+  skipped_fwd = 0;
 }
 
 TrainerCore::TrainerCore(EngineCore& engine) : engine_(engine) {
@@ -65,6 +68,8 @@ void TrainerCore::set_model(const ModelInfo& info) {
   model_.checkpointing = info.checkpointing;
   model_.attention = usable_widths(info.attention, s.attn_flops);
   model_.text_tokens = model_.attention ? info.text_tokens : 0;
+  model_.attn_density = priced_density(s.attn_density, info.attn_density);
+  model_.dtype = info.dtype;
   if (trace_) trace_->add(train_model_event(info, model_.trainable));
 }
 
@@ -96,12 +101,13 @@ TrainerCore::Step& TrainerCore::current(double t0) {
 }
 
 TrainerCore::Pair& TrainerCore::add_pair(Phase phase, Marker start, Marker end, std::int64_t tokens,
-                                         std::int64_t samples, const void* optimizer, bool synced) {
+                                         std::int64_t samples, const void* optimizer, bool synced,
+                                         double fraction) {
   Step& step = current(end.host_s);
   Pair& pair = step.add(phase, start, end);
   if (trace_) {
-    pair.trace_entry =
-        trace_->add_pair(phase, start, end, step.index, tokens, samples, optimizer, synced);
+    pair.trace_entry = trace_->add_pair(phase, start, end, step.index, tokens, samples, optimizer,
+                                        synced, fraction);
   }
   return pair;
 }
@@ -139,14 +145,20 @@ void TrainerCore::begin_model_call(double start_s) {
 }
 
 void TrainerCore::end_model_call(Phase phase, Marker start, Marker end, std::int64_t tokens,
-                                 std::int64_t samples) {
+                                 std::int64_t samples, double fraction) {
   --depth_;
-  add_pair(phase, start, end, tokens, samples);
+  if (!(fraction >= 0.0)) fraction = 1.0;
+  if (fraction > 1.0) fraction = 1.0;
+  add_pair(phase, start, end, tokens, samples, nullptr, false, fraction);
   if (phase == Phase::kForward && tokens > 0) {
     Step& step = current(end.host_s);
     if (!step.tokens) step.tokens = tokens;
     step.samples += samples;
     ++step.fwd_calls;
+    // A skipped forward still consumed its samples; only the work it priced shrinks.
+    step.effective_samples += static_cast<double>(samples) * fraction;
+    step.effective_fwd += fraction;
+    if (fraction == 0.0) ++step.skipped_fwd;
   }
 }
 
@@ -254,6 +266,9 @@ void TrainerCore::settle(Step& step) {
   record.tokens = step.tokens;
   record.samples = step.samples;
   record.fwd_calls = step.fwd_calls;
+  record.effective_samples = step.effective_samples;
+  record.effective_fwd = step.effective_fwd;
+  record.skipped_fwd = step.skipped_fwd;
   if (!record.warmup) measured_step_s_.push_back(step.total_s);
   window_.push_back(std::move(record));
   if (static_cast<std::int64_t>(window_.size()) >= engine_.settings().every) emit_window(true);
@@ -289,8 +304,9 @@ void TrainerCore::emit_window(bool full) {
   ctx.attention_enabled = s.attn_flops;
   ctx.coef_override = s.flops_coef;
   ctx.total_steps = s.total_steps;
-  ctx.peak_tflops = [this] {
-    return engine_.peak_tflops(device_ >= 0 ? std::optional<int>(device_) : std::nullopt);
+  ctx.dtype_override = s.dtype;
+  ctx.peak_tflops = [this](Dtype dtype) {
+    return engine_.peak(device_ >= 0 ? std::optional<int>(device_) : std::nullopt, dtype);
   };
   TrainWindowRecord record = aggregate_window(detail.steps, ctx);
   std::optional<MemoryPeaks> peaks = record.peaks;

@@ -48,8 +48,9 @@ class TrainerCore {
   // Whether a model call starting now would be timed (not nested, not inside a backward).
   bool model_call_timed() const { return depth_ == 0 && !in_backward_; }
   void begin_model_call(double start_s);
+  // `fraction`: of a full forward the call computed (1 full, 0 skipped).
   void end_model_call(Phase phase, Marker start, Marker end, std::int64_t tokens,
-                      std::int64_t samples);
+                      std::int64_t samples, double fraction = 1.0);
   void begin_backward(double start_s);
   void end_backward(Marker start, Marker end);
   void add_clip(Marker start, Marker end);
@@ -71,13 +72,17 @@ class TrainerCore {
     std::optional<std::int64_t> tokens;
     std::int64_t samples = 0;
     std::int64_t fwd_calls = 0;
+    double effective_samples = 0;
+    double effective_fwd = 0;
+    std::int64_t skipped_fwd = 0;
     Pair& add(Phase phase, Marker start, Marker end);
     void reset();
   };
 
   Step& current(double t0);
   Pair& add_pair(Phase phase, Marker start, Marker end, std::int64_t tokens = 0,
-                 std::int64_t samples = 0, const void* optimizer = nullptr, bool synced = false);
+                 std::int64_t samples = 0, const void* optimizer = nullptr, bool synced = false,
+                 double fraction = 1.0);
   void close_head(double now);
   void close_step(double t_close);
   void drain(bool force);

@@ -36,7 +36,12 @@ TrainWindowRecord aggregate_window(const std::vector<StepRecord>& window,
     overrun.push_back(e->overrun_s);
     samples.push_back(static_cast<double>(e->samples));
     samples_total += e->samples;
-    priced.push_back(PricedStep{e->tokens, e->samples, e->total_s});
+    // A step whose forwards were all full prices its samples as they are, bit for bit.
+    bool partial = e->effective_fwd != static_cast<double>(e->fwd_calls);
+    double effective = partial ? e->effective_samples : static_cast<double>(e->samples);
+    priced.push_back(PricedStep{e->tokens, e->samples, e->total_s, effective, e->fwd_calls,
+                                partial ? e->effective_fwd : static_cast<double>(e->fwd_calls),
+                                e->skipped_fwd});
   }
   // The wall clock in step order, left to right (the rates' divisor), before sorting for the
   // percentiles.
@@ -72,7 +77,7 @@ TrainWindowRecord aggregate_window(const std::vector<StepRecord>& window,
     t.wall_s = wall_s;
     t.dp = ctx.dp;
     price_window(priced, ctx.model, ctx.attention_enabled, ctx.coef_override, ctx.world_size,
-                 ctx.peak_tflops, t);
+                 ctx.dtype_override, ctx.peak_tflops, t);
     r.throughput = t;
   }
   if (ctx.total_steps != 0) {

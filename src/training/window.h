@@ -23,8 +23,9 @@ struct WindowContext {
   TrainedModel model;
   bool attention_enabled = true;
   std::optional<double> coef_override;
-  std::int64_t total_steps = 0;  // VIDEOX_PERF_TOTAL_STEPS; 0: no ETA
-  PeakFn peak_tflops;            // per device
+  std::int64_t total_steps = 0;         // VIDEOX_PERF_TOTAL_STEPS; 0: no ETA
+  std::optional<Dtype> dtype_override;  // VIDEOX_PERF_DTYPE
+  PeakFn peak_tflops;                   // per device
 };
 
 // Warmup steps are kept out of the statistics, unless the window holds nothing else. `steps`
