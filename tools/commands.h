@@ -12,5 +12,7 @@ int demo_command(int argc, char** argv);
 int report_command(int argc, char** argv);
 int trace_command(int argc, char** argv);
 int flops_command(int argc, char** argv);
+// Measures a device's matmul peak with LibTorch (--list reads the cache in every build).
+int calibrate_command(int argc, char** argv);
 
 }  // namespace vxperf::cli

@@ -26,6 +26,8 @@ const Command kCommands[] = {
      "convert event scripts into a Chrome trace-event file for Perfetto"},
     {"flops", vxperf::cli::flops_command,
      "parameters, tokens, FLOPs and ideal time of a Wan2.1-style DiT"},
+    {"calibrate", vxperf::cli::calibrate_command,
+     "measure this device's matmul peak per dtype, cached for VIDEOX_PERF_PEAK_TFLOPS=auto"},
 };
 
 void usage(std::FILE* out) {
@@ -33,7 +35,7 @@ void usage(std::FILE* out) {
                "usage: vxperf COMMAND [ARGS...]\n\n"
                "Stage-level timing, FLOPs and MFU for diffusion-transformer inference and "
                "training.\n\ncommands:\n");
-  for (const auto& c : kCommands) std::fprintf(out, "  %-8s %s\n", c.name, c.summary);
+  for (const auto& c : kCommands) std::fprintf(out, "  %-9s %s\n", c.name, c.summary);
   std::fprintf(out,
                "\n'vxperf COMMAND --help' describes one command; 'vxperf --version' says which "
                "vxperf this is.\n");

@@ -114,7 +114,8 @@ void close_stage(const StageMark& mark) noexcept;
 
 // Marks the call of `stage` open on this thread (the innermost one), or, when none is open, the
 // last one closed in this request, as having computed `fraction` (clamped to [0, 1]) of a full
-// forward. Nothing happens outside a request.
+// forward. Outside a request, inside a training micro-step (MicroStep), it marks the trained
+// model's forward open now, else the step's last one. Otherwise nothing happens.
 void note_forward_fraction(StageId stage, double fraction) noexcept;
 inline void note_forward_skipped(StageId stage) noexcept { note_forward_fraction(stage, 0.0); }
 

@@ -29,6 +29,7 @@
 #include <functional>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "vxperf/cost_model.h"
 #include "vxperf/settings.h"
@@ -59,6 +60,9 @@ std::string peak_cache_path(const EnvLookup& env = process_env());
 std::optional<MeasuredPeak> load_cached_peak(const std::string& path, const std::string& device,
                                              Dtype dtype,
                                              const std::function<void(const std::string&)>& warn);
+// Every usable entry of the cache, in file order (for `vxperf calibrate --list`).
+std::vector<MeasuredPeak> load_cached_peaks(const std::string& path,
+                                            const std::function<void(const std::string&)>& warn);
 // Adds `peak` to the cache, replacing the entry of the same device and dtype (the folder is made
 // when missing; the file is replaced by a rename). False, with `error` set, when it cannot write.
 bool store_cached_peak(const std::string& path, const MeasuredPeak& peak, std::string* error);

@@ -104,6 +104,8 @@ class CallScope {
   ~CallScope();
   CallScope(const CallScope&) = delete;
   CallScope& operator=(const CallScope&) = delete;
+  // The call computed `fraction` of a full forward (0: skipped); see vxperf/inference.h.
+  void set_fraction(double fraction) noexcept;
 
  private:
   std::optional<StageScope> stage_;
@@ -148,11 +150,27 @@ class Timed {
   template <class... Args>
   decltype(auto) operator()(Args&&... args) {
     CallScope scope(role_, detail::first_tensor(args...), patch_, seq_len_);
-    if constexpr (std::is_same_v<Holder, ::torch::jit::Module>) {
-      return module_.forward(std::forward<Args>(args)...);
-    } else {
-      return module_->forward(std::forward<Args>(args)...);
-    }
+    return forward(std::forward<Args>(args)...);
+  }
+
+  // A call that computes `fraction` of the full forward (a forward that runs some blocks and
+  // reuses the rest): timed as any call, priced at that fraction. A hook inside the forward may
+  // say it instead, with vxperf::note_forward_fraction(stage, fraction).
+  template <class... Args>
+  decltype(auto) partial(double fraction, Args&&... args) {
+    CallScope scope(role_, detail::first_tensor(args...), patch_, seq_len_);
+    scope.set_fraction(fraction);
+    return forward(std::forward<Args>(args)...);
+  }
+
+  // A skipped call (a cache hit): `fn` (what the cache does instead, such as adding a stored
+  // residual) runs in the forward's place, timed as a call of this component and priced at
+  // nothing. `hidden` is the input the forward would have had (for its token count).
+  template <class Fn>
+  decltype(auto) skip(const ::torch::Tensor& hidden, Fn&& fn) {
+    CallScope scope(role_, &hidden, patch_, seq_len_);
+    scope.set_fraction(0.0);
+    return std::forward<Fn>(fn)();
   }
 
   // The padded length the blocks run on, when the program knows it (Wan's `seq_len`); 0: infer.
@@ -169,6 +187,15 @@ class Timed {
   Role role() const { return role_; }
 
  private:
+  template <class... Args>
+  decltype(auto) forward(Args&&... args) {
+    if constexpr (std::is_same_v<Holder, ::torch::jit::Module>) {
+      return module_.forward(std::forward<Args>(args)...);
+    } else {
+      return module_->forward(std::forward<Args>(args)...);
+    }
+  }
+
   Holder module_;
   Role role_;
   std::optional<PatchSize> patch_;

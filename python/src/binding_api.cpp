@@ -3,16 +3,19 @@
 #include "binding_api.h"
 
 #include <atomic>
+#include <cstdio>
 #include <cstring>
 #include <stdexcept>
 #include <string_view>
 
 #include "core/engine_core.h"
+#include "core/request.h"
 #include "training/trainer_core.h"
 #include "vxperf/config.h"
 #include "vxperf/cuda_backend.h"
 #include "vxperf/engine.h"
 #include "vxperf/markers.h"
+#include "vxperf/peak.h"
 #include "vxperf/prometheus.h"
 #include "vxperf/training.h"
 #include "vxperf/version.h"
@@ -64,6 +67,8 @@ ModelInfo to_info(const ModelDesc& d) {
         vxperf::AttentionWidths{d.attention->self, d.attention->cross, d.attention->modules};
   }
   info.text_tokens = d.text_tokens;
+  if (!d.dtype.empty()) info.dtype = parse_dtype(d.dtype);
+  info.attn_density = d.attn_density;
   return info;
 }
 
@@ -163,6 +168,61 @@ void declare_model(const std::string& stage, const ModelDesc& model) {
   }
 }
 
+// ---- measured peaks ---------------------------------------------------------------------------
+
+bool wants_measured_peak() {
+  Engine* e = eng();
+  return e != nullptr && e->wants_measured_peak();
+}
+
+std::string cpu_device_key(int threads) { return vxperf::cpu_device_key(threads); }
+
+std::string peak_cache_path() { return vxperf::peak_cache_path(); }
+
+std::optional<Peak> calibrate(const std::string& device, const std::string& dtype,
+                              const std::function<std::optional<Peak>()>& probe, bool force) {
+  auto parsed = parse_dtype(dtype);
+  if (!parsed) return std::nullopt;
+  auto warn = [](const std::string& line) {
+    if (Engine* e = configured() ? vxperf::engine() : nullptr) {
+      e->notice(line);
+    } else {
+      std::fprintf(stderr, "%s\n", line.c_str());
+    }
+  };
+  PeakProbe core_probe = [&]() -> std::optional<MeasuredPeak> {
+    if (!probe) return std::nullopt;
+    auto p = probe();
+    if (!p) return std::nullopt;
+    MeasuredPeak m;
+    m.tflops = p->tflops;
+    m.n = p->n;
+    m.gemms = p->gemms;
+    m.seconds = p->seconds;
+    m.by = p->by;
+    return m;
+  };
+  auto result = calibrate_peak(device, *parsed, core_probe, force, warn);
+  if (!result) return std::nullopt;
+  const MeasuredPeak& m = result->peak;
+  return Peak{m.tflops, m.n, m.gemms, m.seconds, m.by, result->from_cache};
+}
+
+std::string dtype_override() {
+  Engine* e = eng();
+  return e != nullptr && e->settings().dtype ? dtype_name(*e->settings().dtype) : "";
+}
+
+void set_measured_peak(int device, const std::string& dtype, double tflops) {
+  auto parsed = parse_dtype(dtype);
+  Engine* e = eng();
+  if (e == nullptr || !parsed) return;
+  MeasuredPeak peak;
+  peak.dtype = *parsed;
+  peak.tflops = tflops;
+  e->set_measured_peak(device, peak);
+}
+
 // ---- devices ----------------------------------------------------------------------------------
 
 bool use_cuda_backend(const MemoryCallbacks& memory, int /*device*/, const std::string& library) {
@@ -218,6 +278,22 @@ void end_stage(const StageMark& mark) { vxperf::end_stage(unpack<vxperf::StageMa
 
 void drop_stage(const StageMark& mark) { vxperf::drop_stage(unpack<vxperf::StageMark>(mark)); }
 
+std::int64_t closed_calls(std::uint32_t stage) {
+  const detail::Request* r = detail::current_request;
+  if (r == nullptr) return 0;
+  std::int64_t n = 0;
+  for (const auto& p : r->pairs) n += p.stage == stage ? 1 : 0;
+  return n;
+}
+
+void note_forward_fraction(std::uint32_t stage, double fraction) {
+  if (vxperf::in_request()) {
+    vxperf::note_forward_fraction(StageId{stage}, fraction);
+  } else if (detail::TrainerCore* t = existing_trainer(); t != nullptr && t->in_use()) {
+    t->note_fraction(fraction);
+  }
+}
+
 // ---- training ---------------------------------------------------------------------------------
 
 int phase_id(const std::string& name) {
@@ -260,9 +336,10 @@ bool train_call_timed() {
 
 TrainMark train_call_begin() { return pack<TrainMark>(vxperf::begin_model_call(trainer())); }
 
-void train_call_end(const TrainMark& mark, int phase, std::int64_t tokens, std::int64_t samples) {
+void train_call_end(const TrainMark& mark, int phase, std::int64_t tokens, std::int64_t samples,
+                    double fraction) {
   if (phase < 0 || phase >= kPhaseCount) return;
-  vxperf::end_model_call(train(mark), static_cast<Phase>(phase), tokens, samples);
+  vxperf::end_model_call(train(mark), static_cast<Phase>(phase), tokens, samples, fraction);
 }
 
 TrainMark train_backward_begin() { return pack<TrainMark>(vxperf::begin_backward(trainer())); }

@@ -80,11 +80,39 @@ struct ModelDesc {
   bool checkpointing = false;                // training: gradient checkpointing on
   std::optional<AttentionWidths> attention;  // nullopt: widths unreadable (priced linear-only)
   std::int64_t text_tokens = 0;              // padded text length, 0 unknown
+  std::string dtype;                         // its parameters' ("bf16", "fp32", ...); "": unknown
+  double attn_density = 1.0;                 // share of the self-attention square computed
 };
 
 // Prices the forwards of inference stage `stage` ("transformer", "transformer_2", ...): for this
 // thread's open request alone when one is open, else for every request.
 void declare_model(const std::string& stage, const ModelDesc& model);
+
+// ---- measured peaks (vxperf/peak.h)
+// --------------------------------------------------------------
+
+struct Peak {
+  double tflops = 0;
+  std::int64_t n = 0;
+  std::int64_t gemms = 0;
+  double seconds = 0;
+  std::string by;
+  bool from_cache = false;
+};
+// Whether the engine wants a measured peak (VIDEOX_PERF_PEAK_TFLOPS=auto). False when off.
+bool wants_measured_peak();
+// The cache key of the host CPU probed with `threads` threads.
+std::string cpu_device_key(int threads);
+std::string peak_cache_path();
+// The cached peak of `device` (a cache key) in `dtype`, else `probe`'s (then cached; `force`:
+// measure even when cached). nullopt when neither, or `dtype` is unknown. Problems go to stderr.
+std::optional<Peak> calibrate(const std::string& device, const std::string& dtype,
+                              const std::function<std::optional<Peak>()>& probe, bool force);
+// VIDEOX_PERF_DTYPE ("" when unset or off): the dtype the engine prices with, whatever a model
+// says, and so the one to probe.
+std::string dtype_override();
+// Hands a measured peak of `device` (-1: the host) in `dtype` to the engine.
+void set_measured_peak(int device, const std::string& dtype, double tflops);
 
 // ---- devices ----------------------------------------------------------------------------------
 
@@ -130,6 +158,12 @@ StageMark begin_stage(std::uint32_t stage, std::int64_t tokens, std::int64_t bat
 void end_stage(const StageMark& mark);
 // Forgets the call without recording it (releases its device event).
 void drop_stage(const StageMark& mark);
+// The call of `stage` open on this thread (else the last one closed) computed `fraction` of a
+// full forward (0: skipped); outside a request, the training forward open now (else the last one
+// of the current step). See vxperf/inference.h.
+void note_forward_fraction(std::uint32_t stage, double fraction);
+// Calls of `stage` closed so far in this thread's open request (0 outside one).
+std::int64_t closed_calls(std::uint32_t stage);
 
 // ---- training ---------------------------------------------------------------------------------
 
@@ -153,7 +187,8 @@ void train_micro_exit();
 // Whether a model call starting now would be timed (not nested in another, not in a backward).
 bool train_call_timed();
 TrainMark train_call_begin();
-void train_call_end(const TrainMark& mark, int phase, std::int64_t tokens, std::int64_t samples);
+void train_call_end(const TrainMark& mark, int phase, std::int64_t tokens, std::int64_t samples,
+                    double fraction = 1.0);
 TrainMark train_backward_begin();
 void train_backward_end(const TrainMark& mark);
 TrainMark train_clip_begin();

@@ -29,8 +29,11 @@ std::atomic<bool> python_closing{false};
 using Widths = std::optional<std::tuple<std::int64_t, std::int64_t, std::int64_t>>;
 
 api::ModelDesc make_desc(std::int64_t params, std::int64_t trainable, bool checkpointing,
-                         const Widths& widths, std::int64_t text_tokens) {
+                         const Widths& widths, std::int64_t text_tokens,
+                         const std::string& dtype = {}, double attn_density = 1.0) {
   api::ModelDesc d;
+  d.dtype = dtype;
+  d.attn_density = attn_density;
   d.params = params;
   d.trainable = trainable;
   d.checkpointing = checkpointing;
@@ -170,10 +173,48 @@ PYBIND11_MODULE(_ext, m) {
   m.def(
       "declare_model",
       [](const std::string& stage, std::int64_t params, const Widths& widths,
-         std::int64_t text_tokens) {
-        api::declare_model(stage, make_desc(params, -1, false, widths, text_tokens));
+         std::int64_t text_tokens, const std::string& dtype, double attn_density) {
+        api::declare_model(stage,
+                           make_desc(params, -1, false, widths, text_tokens, dtype, attn_density));
       },
-      py::arg("stage"), py::arg("params"), py::arg("widths"), py::arg("text_tokens"));
+      py::arg("stage"), py::arg("params"), py::arg("widths"), py::arg("text_tokens"),
+      py::arg("dtype") = "", py::arg("attn_density") = 1.0);
+
+  // ---- measured peaks
+  m.def("wants_measured_peak", &api::wants_measured_peak);
+  m.def("cpu_device_key", &api::cpu_device_key, py::arg("threads"));
+  m.def("peak_cache_path", &api::peak_cache_path);
+  m.def(
+      "calibrate",
+      [](const std::string& device, const std::string& dtype, py::object probe,
+         bool force) -> py::object {
+        // probe() -> (tflops, n, gemms, seconds, by) or None; errors in it mean "no rate".
+        auto call = [&probe]() -> std::optional<api::Peak> {
+          try {
+            py::object result = probe();
+            if (result.is_none()) return std::nullopt;
+            auto t =
+                result.cast<std::tuple<double, std::int64_t, std::int64_t, double, std::string>>();
+            return api::Peak{std::get<0>(t), std::get<1>(t), std::get<2>(t),
+                             std::get<3>(t), std::get<4>(t), false};
+          } catch (py::error_already_set& e) {
+            e.discard_as_unraisable("vxperf: the peak probe");
+            return std::nullopt;
+          } catch (const py::cast_error&) {
+            return std::nullopt;
+          }
+        };
+        auto peak = api::calibrate(device, dtype, call, force);
+        if (!peak) return py::none();
+        return py::make_tuple(peak->tflops, peak->n, peak->gemms, peak->seconds, peak->by,
+                              peak->from_cache);
+      },
+      py::arg("device"), py::arg("dtype"), py::arg("probe"), py::arg("force") = false,
+      "The cached peak of a device (a cache key) in a dtype, else probe()'s, then cached: "
+      "(tflops, n, gemms, seconds, by, from_cache) or None.");
+  m.def("dtype_override", &api::dtype_override);
+  m.def("set_measured_peak", &api::set_measured_peak, py::arg("device"), py::arg("dtype"),
+        py::arg("tflops"));
   m.def(
       "use_cuda_backend",
       [](py::object peaks, py::object reset, int device, const std::string& library) {
@@ -184,6 +225,10 @@ PYBIND11_MODULE(_ext, m) {
 
   // ---- inference
   m.def("stage_id", &api::stage_id, py::arg("name"));
+  m.def("closed_calls", &api::closed_calls, py::arg("stage"));
+  m.def("note_forward_fraction", &api::note_forward_fraction, py::arg("stage"), py::arg("fraction"),
+        "The open (else last) call of a stage, or the training forward, computed a fraction of a "
+        "full forward.");
   m.def("in_request", &api::in_request);
   m.def(
       "begin_request",
@@ -212,18 +257,20 @@ PYBIND11_MODULE(_ext, m) {
   m.def(
       "train_register_model",
       [](std::int64_t params, std::int64_t trainable, bool checkpointing, const Widths& widths,
-         std::int64_t text_tokens, bool replace) {
-        api::train_register_model(make_desc(params, trainable, checkpointing, widths, text_tokens),
-                                  replace);
+         std::int64_t text_tokens, bool replace, const std::string& dtype, double attn_density) {
+        api::train_register_model(
+            make_desc(params, trainable, checkpointing, widths, text_tokens, dtype, attn_density),
+            replace);
       },
       py::arg("params"), py::arg("trainable"), py::arg("checkpointing"), py::arg("widths"),
-      py::arg("text_tokens"), py::arg("replace"));
+      py::arg("text_tokens"), py::arg("replace"), py::arg("dtype") = "",
+      py::arg("attn_density") = 1.0);
   m.def("train_micro_enter", &api::train_micro_enter);
   m.def("train_micro_exit", &api::train_micro_exit);
   m.def("train_call_timed", &api::train_call_timed);
   m.def("train_call_begin", &api::train_call_begin);
   m.def("train_call_end", &api::train_call_end, py::arg("mark"), py::arg("phase"),
-        py::arg("tokens"), py::arg("samples"));
+        py::arg("tokens"), py::arg("samples"), py::arg("fraction") = 1.0);
   m.def("train_backward_begin", &api::train_backward_begin);
   m.def("train_backward_end", &api::train_backward_end, py::arg("mark"));
   m.def("train_clip_begin", &api::train_clip_begin);

@@ -18,13 +18,21 @@ and explicit scopes for code hooks cannot reach:
         with vxperf.backward(): loss.backward()
         with vxperf.optimizer_step(opt): opt.step()
 
+Honest efficiency: vxperf.calibrate() measures this device's matmul peak (what
+VIDEOX_PERF_PEAK_TFLOPS=auto prices against), vxperf.skip_forward() / forward_fraction() mark a
+cached transformer call, vxperf.track_cache(transformer) does it for diffusers' cache hooks, and
+vxperf.set_attention_density(module, 0.5) prices causal attention.
+
 Nothing is measured, wrapped or hooked unless VIDEOX_PERF is set (or a level is given); with it
 unset every call here returns after one attribute read. Records, log lines, settlement and the exit
 summaries are the C++ engine's; `vxperf report`/`replay`/`trace` read what it writes.
 """
 
 from . import _ext, _state
-from ._inference import declare_model, install, instrument_pipeline, request, timed
+from ._diffusers_cache import track_cache
+from ._inference import (declare_model, forward_fraction, install, instrument_pipeline, request,
+                         set_attention_density, skip_forward, timed)
+from ._peak import calibrate
 from ._training import (backward, clip, finish, install_training, instrument_module, micro_step,
                         model_call, optimizer_step, register_model, training_device)
 from ._training import instrument_class as instrument_model_class
@@ -47,10 +55,11 @@ def shutdown():
 
 
 __all__ = [
-    "backward", "clip", "declare_model", "enabled", "finish", "install", "install_training",
-    "instrument_model_class", "instrument_module", "instrument_pipeline", "micro_step", "model_call",
-    "optimizer_step", "register_model", "request", "shutdown", "stage", "timed",
-    "training_device",
+    "backward", "calibrate", "clip", "declare_model", "enabled", "finish", "forward_fraction",
+    "install", "install_training", "instrument_model_class", "instrument_module",
+    "instrument_pipeline", "micro_step", "model_call", "optimizer_step", "register_model",
+    "request", "set_attention_density", "shutdown", "skip_forward", "stage", "timed",
+    "track_cache", "training_device",
 ]
 
 # Metrics on from the environment: the engine is made now (it reads every VIDEOX_PERF* variable

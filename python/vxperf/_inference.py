@@ -13,7 +13,7 @@ import importlib.util
 import inspect
 import threading
 
-from . import _ext, _reading, _state
+from . import _ext, _peak, _reading, _state
 
 PRICED = _ext.FLAG_PRICED
 RECORD_ON_ERROR = _ext.FLAG_RECORD_ON_ERROR
@@ -60,14 +60,35 @@ def _hook(name, component):
 
 
 def _model_of(name, component):
-    """(params, widths, text_tokens) of a transformer component, read once and kept on it."""
+    """(params, widths, text_tokens, dtype, attn_density) of a transformer component, read once
+    and kept on it (set_attention_density() forgets it)."""
     model = getattr(component, "_vxperf_model", None)
     if model is None:
         params = _reading.count_params(component, _state.world_size())
         widths = _reading.priced_widths(component, f"component '{name}'")
-        model = (params, widths, _reading.text_tokens(component) if widths else 0)
+        model = (params, widths, _reading.text_tokens(component) if widths else 0,
+                 _peak.param_dtype(component) or "", attention_density_of(component))
         component._vxperf_model = model
     return model
+
+
+def attention_density_of(module):
+    """The attention density declared for a module (set_attention_density), 1 when none."""
+    density = getattr(module, "_vxperf_attn_density", None)
+    return float(density) if density is not None else 1.0
+
+
+def set_attention_density(module, density):
+    """Declares that `module`'s self-attention computes `density` of the full T x T square (about
+    0.5 causal, the kept share of a block-sparse mask): its core attention term is scaled by it.
+    VIDEOX_PERF_ATTN_DENSITY, when set, wins. Returns the module."""
+    density = float(density)
+    if not 0.0 < density <= 1.0:
+        raise ValueError(f"an attention density is in (0, 1], not {density}")
+    module._vxperf_attn_density = density
+    if hasattr(module, "_vxperf_model"):
+        del module._vxperf_model  # read again with the density
+    return module
 
 
 def attach(pipe):
@@ -116,6 +137,10 @@ def begin(pipe):
         _state.warn(("begin", type(pipe)),
                     f"cannot measure {type(pipe).__name__} ({error!r}); its calls run unmeasured")
         return 0
+    # A measured peak (VIDEOX_PERF_PEAK_TFLOPS=auto) is probed now, before the request's clock
+    # starts, in the transformer's dtype; once per process and device.
+    if models:
+        _peak.ensure(index, next(iter(models.values()))[3] or None)
     # Priced by this pipeline's own transformers only, as the reference prices a request by its
     # pipeline's components: two pipelines served at once never price each other's calls.
     handle = _ext.begin_request(index, stream, True)
@@ -327,9 +352,12 @@ def timed(stage):
     return decorate
 
 
-def declare_model(stage, module=None, *, params=None, widths=None, text_tokens=None):
+def declare_model(stage, module=None, *, params=None, widths=None, text_tokens=None, dtype=None,
+                  attn_density=None):
     """Prices the forwards of `stage` (a `transformer*` stage) for code that opens its own stages:
-    parameters, attention widths and text length are read from `module`, or given."""
+    parameters, attention widths, text length, dtype (which picks the peak) and attention density
+    are read from `module`, or given. With VIDEOX_PERF_PEAK_TFLOPS=auto, the peak of the module's
+    device in its dtype is measured now (once), before any request is timed."""
     if not _state.on:
         return
     if module is not None:
@@ -339,7 +367,33 @@ def declare_model(stage, module=None, *, params=None, widths=None, text_tokens=N
             widths = _reading.priced_widths(module, f"stage '{stage}'")
         if text_tokens is None:
             text_tokens = _reading.text_tokens(module) if widths else 0
+        if dtype is None:
+            dtype = _peak.param_dtype(module)
+        if attn_density is None:
+            attn_density = attention_density_of(module)
     if params is None:
         raise TypeError("declare_model() needs a module or params")
-    model = (int(params), tuple(widths) if widths else None, int(text_tokens or 0))
+    name = _peak.dtype_name(dtype) if dtype is not None else None
+    if dtype is not None and name is None:
+        raise ValueError(f"unknown dtype {dtype!r}")
+    model = (int(params), tuple(widths) if widths else None, int(text_tokens or 0), name or "",
+             float(attn_density) if attn_density is not None else 1.0)
     _ext.declare_model(stage, *model)
+    if module is not None and not _ext.in_request():
+        _peak.ensure(_peak.module_device(module), name)
+
+
+def forward_fraction(fraction, stage="transformer"):
+    """Says that the call of `stage` open on this thread (else the last one closed in its request)
+    computed `fraction` of a full forward: 0 for a skipped call (a cache hit), 0.25 for one that ran
+    a quarter of its blocks. The call stays timed; it is priced at that fraction, and the record's
+    "dit" gains skipped_fwd and effective_fwd. Outside a request, while training, it marks the
+    trained model's forward instead. A no-op while metrics are off."""
+    if not _state.on:
+        return
+    _ext.note_forward_fraction(_ext.stage_id(stage), float(fraction))
+
+
+def skip_forward(stage="transformer"):
+    """forward_fraction(0.0, stage): this call was a cache hit, timed but not priced."""
+    forward_fraction(0.0, stage)

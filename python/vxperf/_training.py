@@ -11,7 +11,7 @@ import importlib.util
 import inspect
 import sys
 
-from . import _ext, _reading, _state
+from . import _ext, _peak, _reading, _state
 
 PHASES = ("data", "prep", "vae_enc", "vae_dec", "text_encoder", "aux", "fwd", "bwd", "clip",
           "opt", "other")
@@ -54,19 +54,20 @@ def micro_step():
 
 
 class _ModelCall:
-    __slots__ = ("phase", "tokens", "samples", "mark")
+    __slots__ = ("phase", "tokens", "samples", "fraction", "mark")
 
-    def __init__(self, phase, tokens, samples):
+    def __init__(self, phase, tokens, samples, fraction):
         self.phase = phase
         self.tokens = tokens
         self.samples = samples
+        self.fraction = fraction
 
     def __enter__(self):
         self.mark = _ext.train_call_begin()
         return self
 
     def __exit__(self, kind, value, traceback):
-        _ext.train_call_end(self.mark, self.phase, self.tokens, self.samples)
+        _ext.train_call_end(self.mark, self.phase, self.tokens, self.samples, self.fraction)
         return False
 
 
@@ -78,17 +79,18 @@ def _phase(name):
     return _ext.phase_id(name)
 
 
-def model_call(phase="fwd", tokens=0, samples=1):
+def model_call(phase="fwd", tokens=0, samples=1, fraction=1.0):
     """A `with` scope around one model call of the step, in `phase` (vae_enc, vae_dec,
     text_encoder, aux or fwd). For the trained model's forward, `tokens` per sample and `samples`
-    in the call price the step. Calls nested in another, or made inside backward() (checkpoint
-    recomputation), fold into the outer one."""
+    in the call price the step; `fraction` < 1 says the forward computed only part of the model
+    (0: skipped), priced at that part with its backward. Calls nested in another, or made inside
+    backward() (checkpoint recomputation), fold into the outer one."""
     if not _state.on:
         return _ext.NULL_SCOPE
     pid = _phase(phase)
     if pid < 0:
         return _ext.NULL_SCOPE
-    return _ModelCall(pid, int(tokens or 0), int(samples or 1))
+    return _ModelCall(pid, int(tokens or 0), int(samples or 1), float(fraction))
 
 
 class _Interval:
@@ -155,22 +157,27 @@ def _read_model(module, lora=False):
         checkpointing=_reading.checkpointing(module),
         widths=widths,
         text_tokens=_reading.text_tokens(module) if widths else 0,
+        dtype=_peak.param_dtype(module) or "",
+        attn_density=float(getattr(module, "_vxperf_attn_density", None) or 1.0),
     )
 
 
 def register_model(module=None, *, params=None, trainable=None, lora=False, checkpointing=None,
-                   widths=None, text_tokens=None):
+                   widths=None, text_tokens=None, dtype=None, attn_density=None):
     """Says what model is trained; the largest one registered wins.
 
     Read from `module` (parameters unsharded under FSDP, those with requires_grad as trainable, or
     with lora=True those of the `lora_` adapters; gradient checkpointing from any submodule's
-    `gradient_checkpointing`; attention widths and `text_len`), or given as numbers. The trainable
-    share decides the FLOPs multiplier (3x full, 2x below 50%), checkpointing adds one for HFU."""
+    `gradient_checkpointing`; attention widths and `text_len`; the parameters' dtype, which picks
+    the peak; the attention density of set_attention_density()), or given. The trainable share
+    decides the FLOPs multiplier (3x full, 2x below 50%), checkpointing adds one for HFU. With
+    VIDEOX_PERF_PEAK_TFLOPS=auto the module's device is probed now (once), before any step."""
     if not _state.on:
         return
     read = _read_model(module, lora) if module is not None else {}
     given = dict(params=params, trainable=trainable, checkpointing=checkpointing, widths=widths,
-                 text_tokens=text_tokens)
+                 text_tokens=text_tokens, dtype=_peak.dtype_name(dtype) if dtype else None,
+                 attn_density=attn_density)
     for key, value in given.items():
         if value is not None:
             read[key] = value
@@ -184,7 +191,11 @@ def register_model(module=None, *, params=None, trainable=None, lora=False, chec
         tuple(read["widths"]) if read.get("widths") else None,
         int(read.get("text_tokens") or 0),
         False,
+        dtype=read.get("dtype") or "",
+        attn_density=float(read.get("attn_density") or 1.0),
     )
+    if module is not None:
+        _peak.ensure(_peak.module_device(module), read.get("dtype") or None)
 
 
 def training_device(device, stream=None):
@@ -368,7 +379,9 @@ def _register_prepared(objects):
             _trained.update(module=obj, params=params, reread=False)
             read = _read_model(obj)
             _ext.train_register_model(read["params"], read["trainable"], read["checkpointing"],
-                                      read["widths"], read["text_tokens"], False)
+                                      read["widths"], read["text_tokens"], False,
+                                      dtype=read["dtype"], attn_density=read["attn_density"])
+            _peak.ensure(_peak.module_device(obj), read["dtype"] or None)
 
 
 def _reread_trained():
@@ -378,7 +391,8 @@ def _reread_trained():
         return
     read = _read_model(module)
     _ext.train_register_model(read["params"], read["trainable"], read["checkpointing"],
-                              read["widths"], read["text_tokens"], True)
+                              read["widths"], read["text_tokens"], True, dtype=read["dtype"],
+                              attn_density=read["attn_density"])
 
 
 class _AroundMicroStep:

@@ -5,6 +5,7 @@
 
 #include "core/engine_core.h"
 #include "core/request.h"
+#include "training/trainer_core.h"
 #include "vxperf/engine.h"
 #include "vxperf/markers.h"
 
@@ -131,7 +132,12 @@ void drop_stage(const StageMark& mark) noexcept {
 }
 
 void note_forward_fraction(StageId stage, double fraction) noexcept {
-  if (detail::Request* r = detail::current_request) r->note_fraction(stage.value, fraction);
+  if (detail::Request* r = detail::current_request) {
+    r->note_fraction(stage.value, fraction);
+  } else if (Trainer* t = detail::active_trainer) {
+    // A training forward (the micro-step's trainer): the stage does not matter there.
+    detail::core_of(*t).note_fraction(fraction);
+  }
 }
 
 void declare_request_model(std::string_view stage, const ModelInfo& info) noexcept {

@@ -158,6 +158,22 @@ std::optional<MeasuredPeak> load_cached_peak(const std::string& path, const std:
   return std::nullopt;
 }
 
+std::vector<MeasuredPeak> load_cached_peaks(const std::string& path,
+                                            const std::function<void(const std::string&)>& warn) {
+  std::vector<MeasuredPeak> out;
+  if (path.empty()) return out;
+  std::string why;
+  auto entries = read_entries(path, &why);
+  if (!entries) {
+    if (warn) warn("vxperf: the peak cache " + path + " " + why + "; ignored");
+    return out;
+  }
+  for (const Json& e : *entries) {
+    if (auto peak = from_json(e)) out.push_back(std::move(*peak));
+  }
+  return out;
+}
+
 bool store_cached_peak(const std::string& path, const MeasuredPeak& peak, std::string* error) {
   std::string ignored;
   if (error == nullptr) error = &ignored;

@@ -108,15 +108,38 @@ std::int64_t scale(const ReadOptions& options) {
   return options.sharded && options.world_size > 1 ? options.world_size : 1;
 }
 
-// Total and trainable parameter counts, multiplied back when the model is one rank's shard.
+std::optional<Dtype> dtype_of(c10::ScalarType type) {
+  switch (type) {
+    case c10::ScalarType::BFloat16:
+      return Dtype::kBf16;
+    case c10::ScalarType::Half:
+      return Dtype::kFp16;
+    case c10::ScalarType::Float:
+      return Dtype::kFp32;
+    default:
+      return std::nullopt;  // integers, doubles: no peak to compare with
+  }
+}
+
+// Total and trainable parameter counts, multiplied back when the model is one rank's shard, and
+// the floating dtype most of the parameters are in (the one its matmuls run in).
 template <class Parameters>
 void count_parameters(const Parameters& parameters, const ReadOptions& options, ModelReading& r) {
+  std::map<Dtype, std::int64_t> by_dtype;
   for (const auto& p : parameters) {
     r.params += p.numel();
     if (p.requires_grad()) r.trainable += p.numel();
+    if (auto dtype = dtype_of(p.scalar_type())) by_dtype[*dtype] += p.numel();
   }
   r.params *= scale(options);
   r.trainable *= scale(options);
+  std::int64_t most = 0;
+  for (const auto& [dtype, count] : by_dtype) {
+    if (count > most) {
+      most = count;
+      r.dtype = dtype;
+    }
+  }
 }
 
 }  // namespace
@@ -128,6 +151,7 @@ ModelInfo ModelReading::info() const {
   info.checkpointing = checkpointing;
   if (attention.self > 0) info.attention = attention;
   info.text_tokens = text_tokens;
+  info.dtype = dtype;
   return info;
 }
 
@@ -340,6 +364,11 @@ CallScope::CallScope(Role role, const ::torch::Tensor* hidden,
 }
 
 CallScope::~CallScope() = default;
+
+void CallScope::set_fraction(double fraction) noexcept {
+  if (stage_) stage_->set_fraction(fraction);
+  if (call_) call_->set_fraction(fraction);
+}
 
 // ---- device hooks -------------------------------------------------------------------------------
 

@@ -52,6 +52,16 @@ void TrainTrace::set_device_time(std::int64_t entry, double device_ms, std::int6
   ev["ready_after"] = ready_after;
 }
 
+void TrainTrace::set_fraction(std::int64_t entry, double fraction) {
+  if (!holds(entry)) return;
+  Json& ev = at(entry).event;
+  if (fraction == 1.0) {
+    ev.erase("frac");
+  } else {
+    ev["frac"] = fraction;
+  }
+}
+
 void TrainTrace::mark_settled(std::int64_t entry) {
   if (holds(entry)) at(entry).settled = true;
 }

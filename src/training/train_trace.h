@@ -29,6 +29,8 @@ class TrainTrace {
   // The pair's device time was read `ready_after` steps after its own step closed.
   void set_device_time(std::int64_t entry, double device_ms, std::int64_t ready_after);
   void mark_settled(std::int64_t entry);
+  // A forward's fraction, noted after the call closed.
+  void set_fraction(std::int64_t entry, double fraction);
   // The optimizer call that will close the current step; -1: none.
   void set_closing(std::int64_t entry) { closing_ = entry; }
   // A window's peaks, placed before the call that closed it (where replay reads them).

@@ -147,11 +147,15 @@ void TrainerCore::begin_model_call(double start_s) {
 void TrainerCore::end_model_call(Phase phase, Marker start, Marker end, std::int64_t tokens,
                                  std::int64_t samples, double fraction) {
   --depth_;
+  // The scope's own word first, else what a hook inside the call noted.
+  if (fraction == 1.0 && depth_ == 0 && pending_fraction_ >= 0) fraction = pending_fraction_;
+  if (depth_ == 0) pending_fraction_ = -1;
   if (!(fraction >= 0.0)) fraction = 1.0;
   if (fraction > 1.0) fraction = 1.0;
-  add_pair(phase, start, end, tokens, samples, nullptr, false, fraction);
+  Pair& pair = add_pair(phase, start, end, tokens, samples, nullptr, false, fraction);
   if (phase == Phase::kForward && tokens > 0) {
     Step& step = current(end.host_s);
+    last_fwd_ = LastForward{step.index, samples, fraction, pair.trace_entry};
     if (!step.tokens) step.tokens = tokens;
     step.samples += samples;
     ++step.fwd_calls;
@@ -160,6 +164,25 @@ void TrainerCore::end_model_call(Phase phase, Marker start, Marker end, std::int
     step.effective_fwd += fraction;
     if (fraction == 0.0) ++step.skipped_fwd;
   }
+}
+
+void TrainerCore::note_fraction(double fraction) {
+  if (!(fraction >= 0.0)) return;
+  fraction = std::min(fraction, 1.0);
+  if (depth_ > 0) {
+    pending_fraction_ = fraction;
+    return;
+  }
+  // After the call: the current step's last forward, if it has one.
+  if (!step_ || last_fwd_.step != step_->index) return;
+  Step& step = *step_;
+  double samples = static_cast<double>(last_fwd_.samples);
+  step.effective_samples += samples * (fraction - last_fwd_.fraction);
+  step.effective_fwd += fraction - last_fwd_.fraction;
+  if (last_fwd_.fraction == 0.0) --step.skipped_fwd;
+  if (fraction == 0.0) ++step.skipped_fwd;
+  last_fwd_.fraction = fraction;
+  if (trace_) trace_->set_fraction(last_fwd_.trace_entry, fraction);
 }
 
 void TrainerCore::begin_backward(double start_s) {

@@ -51,6 +51,9 @@ class TrainerCore {
   // `fraction`: of a full forward the call computed (1 full, 0 skipped).
   void end_model_call(Phase phase, Marker start, Marker end, std::int64_t tokens,
                       std::int64_t samples, double fraction = 1.0);
+  // The forward open now (else the last one of the current step) computed `fraction` of the
+  // model; ModelCall::set_fraction says the same from the call's own scope.
+  void note_fraction(double fraction);
   void begin_backward(double start_s);
   void end_backward(Marker start, Marker end);
   void add_clip(Marker start, Marker end);
@@ -119,6 +122,14 @@ class TrainerCore {
   TrainedModel model_;
   bool finished_ = false;
   bool in_use_ = false;
+  double pending_fraction_ = -1;  // noted inside the open model call; <0: none
+  // The last forward of the current step, for a fraction noted after it closed.
+  struct LastForward {
+    std::int64_t step = -1;
+    std::int64_t samples = 0;
+    double fraction = 1.0;
+    std::int64_t trace_entry = -1;
+  } last_fwd_;
   std::unique_ptr<TrainTrace> trace_;
   enum class Xrank { kUndecided, kOn, kOff };
   Xrank xrank_ = Xrank::kUndecided;

@@ -3,6 +3,10 @@
 
 #include <gtest/gtest.h>
 
+#include <chrono>
+#include <cmath>
+#include <cstdlib>
+#include <filesystem>
 #include <fstream>
 #include <map>
 #include <nlohmann/json.hpp>
@@ -347,6 +351,120 @@ TEST(Wrappers, TrainingCallsBecomePhasesOfTheMicroStepsTrainer) {
   EXPECT_NE(w.find("\"samples\":2.0"), std::string::npos) << w;
   // Outside any micro-step and with no training loop in the process, a call is not training.
   EXPECT_EQ(vxperf::detail::active_trainer, nullptr);
+}
+
+TEST(Wrappers, PartialAndSkippedCallsArePricedAtTheirFraction) {
+  vxperf::EngineOptions parts;
+  parts.settings.level = 1;
+  auto out = std::make_shared<vxperf::testing::MemoryOutput>();
+  parts.log = out->log_fn();
+  parts.sinks.push_back(out);
+  vxperf::Engine engine(std::move(parts));
+  ::torch::manual_seed(0);
+  auto c = vxperf_demo::tiny_config();
+  vxperf_demo::MiniDiT model(c);
+  auto dit = vt::instrument(model, vt::Role::kTransformer);
+  engine.declare_model("transformer", vt::read_model(*model).info());
+  ::torch::NoGradGuard no_grad;
+  auto x = ::torch::randn({2, c.latent_channels, 3, 8, 8});
+  auto ctx = ::torch::randn({2, c.text_len, c.text_dim});
+  auto t = ::torch::full({2}, 10.0);
+  ::torch::Tensor full, cached;
+  {
+    vxperf::RequestScope request(engine);
+    full = dit(x, t, ctx);
+    (void)dit.partial(0.5, x, t, ctx);                 // half the blocks ran
+    cached = dit.skip(x, [&] { return full + 0.0; });  // a cache hit: the residual reused
+    EXPECT_TRUE(cached.equal(full));
+  }
+  auto history = out->requests();
+  ASSERT_EQ(history.size(), 1u);
+  ASSERT_TRUE(history[0].dit);
+  const auto& d = *history[0].dit;
+  EXPECT_EQ(history[0].stages[0].count, 3);  // all three timed
+  EXPECT_EQ(d.skipped_fwd, 1);
+  EXPECT_EQ(d.effective_fwd, 1.5);
+  EXPECT_EQ(d.dtype, vxperf::Dtype::kFp32);  // read off the parameters
+}
+
+TEST(Reading, DtypeIsTheParametersMostCommon) {
+  ::torch::manual_seed(0);
+  auto c = vxperf_demo::tiny_config();
+  vxperf_demo::MiniDiT model(c);
+  EXPECT_EQ(vt::read_model(*model).dtype, vxperf::Dtype::kFp32);
+  model->to(::torch::kBFloat16);
+  EXPECT_EQ(vt::read_model(*model).dtype, vxperf::Dtype::kBf16);
+  EXPECT_EQ(vt::read_model(*model).info().dtype, vxperf::Dtype::kBf16);
+  model->to(::torch::kHalf);
+  EXPECT_EQ(vt::read_model(*model).dtype, vxperf::Dtype::kFp16);
+  nn::Embedding doubles(4, 4);
+  doubles->to(::torch::kDouble);
+  EXPECT_FALSE(vt::read_model(*doubles).dtype);  // no peak for float64: no dtype said
+}
+
+// ---- the peak probe -----------------------------------------------------------------------------
+
+// The probe's promises, not its speed (that is a benchmark's business): bounded by its budget,
+// a positive finite rate, and a second calibration that reads the cache instead of measuring.
+TEST(PeakProbe, BoundedPositiveAndCached) {
+  vt::ProbeOptions options;
+  options.device = "cpu";
+  options.dtype = vxperf::Dtype::kFp32;
+  options.budget_s = 0.3;
+  options.threads = 1;
+  vt::ProbeStats stats;
+  std::string why;
+  const int threads = ::torch::get_num_threads();
+  auto t0 = std::chrono::steady_clock::now();
+  auto peak = vt::probe_peak(options, &why, &stats);
+  double wall = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  ASSERT_TRUE(peak) << why;
+  EXPECT_TRUE(std::isfinite(peak->tflops));
+  EXPECT_GT(peak->tflops, 0.0);
+  EXPECT_GE(stats.rounds, 1);
+  EXPECT_GT(peak->gemms, 0);
+  EXPECT_GE(peak->n, 256);
+  EXPECT_EQ(peak->by, "libtorch");
+  EXPECT_EQ(peak->device, vxperf::cpu_device_key(1));
+  // No GEMM starts once the budget is spent: the overrun is at most the last sizing GEMM pair and
+  // one round, plus setup.
+  EXPECT_LE(peak->seconds, options.budget_s + 3 * stats.longest_s + 0.5);
+  EXPECT_LE(peak->seconds, wall);
+  EXPECT_EQ(::torch::get_num_threads(), threads);  // the probe's thread count is undone
+
+  std::string dir = ::testing::TempDir() + "vxperf-torch-peak";
+  std::filesystem::remove_all(dir);
+  ::setenv("XDG_CACHE_HOME", dir.c_str(), 1);
+  auto first = vt::calibrate(options);
+  ASSERT_TRUE(first);
+  EXPECT_FALSE(first->from_cache);
+  auto second = vt::calibrate(options);
+  ASSERT_TRUE(second);
+  EXPECT_TRUE(second->from_cache);  // read, not measured again
+  EXPECT_EQ(second->peak.tflops, first->peak.tflops);
+  EXPECT_TRUE(std::filesystem::exists(dir + "/vxperf/peaks.json"));
+  ::unsetenv("XDG_CACHE_HOME");
+}
+
+TEST(PeakProbe, SaysWhatItCannotMeasure) {
+  std::string why;
+  vt::ProbeOptions fp8;
+  fp8.dtype = vxperf::Dtype::kFp8;
+  EXPECT_FALSE(vt::probe_peak(fp8, &why));
+  EXPECT_NE(why.find("fp8"), std::string::npos);
+  vt::ProbeOptions tf32;
+  tf32.dtype = vxperf::Dtype::kTf32;
+  EXPECT_FALSE(vt::probe_peak(tf32, &why));
+  EXPECT_NE(why.find("tf32"), std::string::npos);
+  vt::ProbeOptions bad;
+  bad.device = "tpu:0";
+  EXPECT_FALSE(vt::probe_peak(bad, &why));
+  if (!::torch::cuda::is_available()) {
+    vt::ProbeOptions gpu;
+    gpu.device = "cuda:0";
+    EXPECT_FALSE(vt::probe_peak(gpu, &why));
+    EXPECT_NE(why.find("CUDA"), std::string::npos) << why;
+  }
 }
 
 TEST(Digest, HashesBytes) {

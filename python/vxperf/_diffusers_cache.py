@@ -1,0 +1,104 @@
+"""diffusers' cache hooks (first-block cache, TeaCache, MagCache, ...) as skipped and partial
+forwards.
+
+Those caches decide inside a transformer's forward how many of its blocks really run: a first-block
+cache runs the first block and reuses the rest, TeaCache may run none. track_cache() counts the
+blocks that ran in each call and tells the engine the fraction, so that a cache hit is timed but
+not priced as a full forward. Written against diffusers' documented hook API (`diffusers.hooks`:
+`HookRegistry.check_if_exists_or_initialize`, `register_hook`, `remove_hook`, `ModelHook` with
+`pre_forward`); imported only when diffusers is."""
+
+import threading
+
+from . import _ext, _state
+
+# The children that hold a transformer's blocks, as diffusers' own caches look for them.
+BLOCK_LISTS = ("transformer_blocks", "single_transformer_blocks", "blocks", "layers",
+               "temporal_transformer_blocks")
+BLOCK_HOOK = "vxperf_block_counter"
+
+
+class _Count(threading.local):
+    """Blocks run in the transformer call open on this thread."""
+
+    def __init__(self):
+        self.ran = 0
+        self.closed = 0
+
+
+def _blocks(transformer):
+    import torch
+
+    found = []
+    for name, child in transformer.named_children():
+        if name in BLOCK_LISTS and isinstance(child, torch.nn.ModuleList):
+            found.extend(child)
+    return found
+
+
+def _innermost(registry, hook, name):
+    """Registers `hook` under every hook the block already has, so that it sees only the calls
+    that really reach the block's own forward (a cache hook that skips never calls inward)."""
+    others = [(key, registry.get_hook(key)) for key in list(registry.hooks)]
+    for key, _ in reversed(others):
+        registry.remove_hook(key, recurse=False)
+    registry.register_hook(hook, name)
+    for key, other in others:
+        registry.register_hook(other, key)
+
+
+def track_cache(transformer, stage="transformer"):
+    """Counts, in every call of `transformer` (timed as `stage`), the blocks that really ran, and
+    prices the call at that share of a full forward: a cache hit that ran no block is a skipped
+    call, one that ran the first block of forty is a fortieth. Call it before or after the cache
+    is enabled (`transformer.enable_cache(...)`, `apply_first_block_cache(...)`). Returns whether
+    it is tracking (False, said once, without diffusers or without block lists)."""
+    if not _state.on:
+        return False
+    if getattr(transformer, "_vxperf_cache_tracked", False):
+        return True
+    try:
+        from diffusers.hooks import HookRegistry, ModelHook
+    except Exception as error:
+        _state.warn(("track_cache", "import"),
+                    f"track_cache(): diffusers' hooks cannot be imported ({error!r}); "
+                    "cached calls are priced as full forwards")
+        return False
+    blocks = _blocks(transformer)
+    if not blocks:
+        _state.warn(("track_cache", id(transformer)),
+                    f"track_cache(): {type(transformer).__name__} holds no block list "
+                    f"({', '.join(BLOCK_LISTS)}); cached calls are priced as full forwards")
+        return False
+    count = _Count()
+    total = len(blocks)
+    stage_id = _ext.stage_id(stage)
+
+    class BlockCounter(ModelHook):
+        """Innermost on a block: it sees the block run, never a call a cache skipped."""
+
+        def pre_forward(self, module, *args, **kwargs):
+            count.ran += 1
+            return args, kwargs
+
+    for block in blocks:
+        _innermost(HookRegistry.check_if_exists_or_initialize(block), BlockCounter(), BLOCK_HOOK)
+
+    # The call's edges from torch's own hooks: they run in Module.__call__, outside whatever
+    # replaced `forward` (vxperf's timer, a cache's hook), so they see every call.
+    def before(module, args):
+        count.ran = 0
+        count.closed = _ext.closed_calls(stage_id)
+
+    def after(module, args, output):
+        # Only a call that vxperf timed is marked (one that a cache hook answered without reaching
+        # the timer has no record to mark).
+        if _ext.in_request() and _ext.closed_calls(stage_id) == count.closed:
+            return None
+        _ext.note_forward_fraction(stage_id, min(1.0, count.ran / total))
+        return None
+
+    transformer.register_forward_pre_hook(before)
+    transformer.register_forward_hook(after)
+    transformer._vxperf_cache_tracked = True
+    return True
