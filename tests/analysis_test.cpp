@@ -401,6 +401,81 @@ TEST(Report, HtmlIsSelfContainedWithItsCharts) {
   EXPECT_EQ(html.find("http://", 0), html.find("http://www.w3.org/2000/svg"));  // no fetches
 }
 
+TEST(Report, SmallNumbersReadInUnitsThatFit) {
+  // A CPU run: a small model, GFLOPS against a measured peak, a few seconds left, some calls
+  // cached.
+  RecordSet set;
+  set.requests = {request(0, 0, 1.0), request(0, 1, 1.0)};
+  for (auto& r : set.requests) {
+    r.dit->params = 364512;
+    r.dit->tflops = 0.0123;
+    r.dit->peak_tflops = 0.3568;
+    r.dit->mfu = 0.0123 / 0.3568;
+    r.dit->peak_source = PeakSource::kMeasured;
+    r.dit->dtype = Dtype::kFp32;
+  }
+  set.requests[1].dit->skipped_fwd = 4;
+  set.requests[1].dit->effective_fwd = 5.5;
+  set.windows = {window(0, 0, 10, 0.02)};
+  auto& t = *set.windows[0].throughput;
+  t.params = 25300000;
+  t.trainable = 1200000;
+  t.tflops = 0.0004;
+  t.peak_tflops = 1.38;
+  t.peak_source = PeakSource::kMeasured;
+  set.windows[0].eta_s = 45.0;
+  Report report = build_report(set);
+  std::string text = format_report(report);
+  EXPECT_NE(text.find("  DiT 364.5K params  12.3 GFLOPS  MFU 3.4% of 356.8 GFLOPS per device "
+                      "(measured, fp32)"),
+            std::string::npos)
+      << text;
+  // Request 0 computed its 10 calls whole, request 1 came to 5.5 of its 10.
+  EXPECT_NE(text.find("cached forwards: 4 of 20 transformer calls skipped, 15.5 full forwards"),
+            std::string::npos)
+      << text;
+  EXPECT_NE(text.find("  DiT 25.3M params  400.0 MFLOPS"), std::string::npos) << text;
+  EXPECT_NE(text.find("of 1.4 TFLOPS per device (measured)"), std::string::npos) << text;
+  EXPECT_NE(text.find("  trainable 1.2M params"), std::string::npos) << text;
+  EXPECT_NE(text.find("  ETA 45s"), std::string::npos) << text;
+  Json j = Json::parse(report_json(report));
+  EXPECT_EQ(j["requests"]["peak_source"], "measured");
+  EXPECT_EQ(j["requests"]["params"], 364512);
+  EXPECT_EQ(j["requests"]["skipped_fwd"], 4);
+  EXPECT_EQ(j["training"]["peak_tflops_per_device"], 1.38);
+
+  // Long ETAs stay in hours, mid ones read in minutes; big rates stay in TFLOPS.
+  set.windows[0].eta_s = 5400.0;
+  EXPECT_NE(format_report(build_report(set)).find("  ETA 90.0 min"), std::string::npos);
+  set.windows[0].eta_s = 36000.0;
+  EXPECT_NE(format_report(build_report(set)).find("  ETA 10.0h"), std::string::npos);
+  RecordSet gpu;
+  gpu.requests = {request(0, 0, 1.0)};
+  EXPECT_NE(format_report(build_report(gpu))
+                .find("  DiT 1.42B params  400.0 TFLOPS  MFU 40.4% of "
+                      "989.0 TFLOPS per device (table)"),
+            std::string::npos)
+      << format_report(build_report(gpu));
+}
+
+TEST(Report, HtmlStepTicksAreWholeNumbers) {
+  // Two windows of two steps: their middles are 0.5 and 2.5; ticks must not be.
+  RecordSet set;
+  set.windows = {window(0, 0, 2, 1.0), window(0, 2, 2, 1.1)};
+  std::string html = report_html(build_report(set), set);
+  // The x axis row of the line charts (320 high, 50 below the plot, labels 16 under it).
+  const std::string row = "y=\"286\" class=\"axis\" text-anchor=";
+  std::size_t ticks = 0;
+  for (std::size_t p = html.find(row); p != std::string::npos; p = html.find(row, p + 1)) {
+    std::size_t open = html.find('>', p) + 1;
+    std::string label = html.substr(open, html.find('<', open) - open);
+    if (label.find('-') != std::string::npos) continue;  // a bar chart's window label ("0-1")
+    ++ticks;
+    EXPECT_EQ(label.find('.'), std::string::npos) << label;
+  }
+  EXPECT_GE(ticks, 4u);  // 0..3 on each of two charts, at least
+}
+
 // ---- chrome trace ------------------------------------------------------------------------------
 
 Json trace_of(const std::vector<std::string>& paths) {
@@ -589,6 +664,28 @@ TEST(Flops, ForwardSplitAndRequest) {
   e = estimate_flops(*dit_preset("wan2.1-t2v-1.3b"), q);
   EXPECT_EQ(e.forwards_per_request, 100);
   EXPECT_FALSE(e.ideal_s.has_value());
+}
+
+TEST(Flops, DensityAndSkipRatioPriceExactly) {
+  FlopsQuery q;
+  q.width = 832;
+  q.height = 480;
+  q.frames = 81;
+  q.steps = 50;
+  FlopsEstimate full = estimate_flops(*dit_preset("wan2.1-t2v-1.3b"), q);
+  q.density = 0.5;
+  q.skip_ratio = 0.3;
+  FlopsEstimate e = estimate_flops(*dit_preset("wan2.1-t2v-1.3b"), q);
+  EXPECT_EQ(e.flops_linear, full.flops_linear);
+  EXPECT_EQ(e.flops_self_attn, full.flops_self_attn * 0.5);
+  EXPECT_EQ(e.flops_cross_attn, full.flops_cross_attn);  // against the text: dense
+  EXPECT_EQ(e.forwards_per_request, 100);
+  EXPECT_EQ(e.computed_forwards, 100 * (1.0 - 0.3));
+  EXPECT_EQ(e.flops_per_request, e.flops_per_forward * e.computed_forwards);
+  Json j = Json::parse(flops_json(*dit_preset("wan2.1-t2v-1.3b"), q, e));
+  EXPECT_EQ(j["attn_density"], 0.5);
+  EXPECT_EQ(j["skip_ratio"], 0.3);
+  EXPECT_EQ(j["dtype"], "bf16");
 }
 
 }  // namespace

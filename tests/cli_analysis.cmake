@@ -34,6 +34,19 @@ expect(0 "\"flops_per_forward\": 29387975" flops --preset wan2.1-t2v-1.3b --size
 expect(0 "\"params\": 1418996800" flops --dim 1536 --ffn 8960 --heads 12 --layers 30
        --size 832x480 --json)
 expect(0 "ideal" flops --preset wan2.1-t2v-1.3b --size 832x480 --device H100 --mfu 0.4)
+# The peak per dtype, density and skipped forwards.
+expect(0 "at 1979.0 TFLOPS fp8 x 1 device" flops --preset wan2.1-t2v-1.3b --size 832x480
+       --device H100 --dtype fp8)
+expect(2 "has no fp8 peak in the table" flops --preset wan2.1-t2v-1.3b --size 832x480
+       --device A100 --dtype fp8)
+expect(2 "--dtype takes" flops --preset wan2.1-t2v-1.3b --size 832x480 --dtype int4)
+expect(0 "self-attention density 0.5" flops --preset wan2.1-t2v-1.3b --size 832x480 --density 0.5)
+expect(0 "25% skipped: 75 computed" flops --preset wan2.1-t2v-1.3b --size 832x480
+       --skip-ratio 0.25)
+expect(0 "\"computed_forwards\": 75.0" flops --preset wan2.1-t2v-1.3b --size 832x480
+       --skip-ratio 0.25 --json)
+expect(2 "--skip-ratio takes" flops --preset wan2.1-t2v-1.3b --size 832x480 --skip-ratio 1)
+expect(2 "--density takes" flops --preset wan2.1-t2v-1.3b --size 832x480 --density 0)
 expect(2 "unknown preset" flops --preset nope --size 832x480)
 expect(2 "missing --size" flops --preset wan2.1-t2v-1.3b)
 expect(2 "--frames takes" flops --preset wan2.1-t2v-1.3b --size 832x480 --frames x)

@@ -13,8 +13,8 @@ namespace {
 constexpr const char* kUsage =
     "usage: vxperf flops (--preset NAME | --dim D --ffn F --heads H --layers L) --size WxH\n"
     "                    [--frames N] [--batch B] [--no-cfg] [--steps S]\n"
-    "                    [--peak TFLOPS | --device NAME] [--devices N] [--mfu FRACTION] "
-    "[--json]\n\n"
+    "                    [--peak TFLOPS | --device NAME [--dtype DTYPE]] [--devices N]\n"
+    "                    [--mfu FRACTION] [--density D] [--skip-ratio R] [--json]\n\n"
     "Parameters, tokens and FLOPs of a Wan2.1-style DiT: FLOPs per forward split into linear,\n"
     "self-attention and cross-attention, the attention share, FLOPs per request and the ideal\n"
     "time at a device's peak (and at a given MFU).\n\n"
@@ -29,6 +29,9 @@ constexpr const char* kUsage =
     "  --no-cfg             one forward per step instead of two (classifier-free guidance)\n"
     "  --steps S            denoising steps (50)\n"
     "  --peak TFLOPS        dense peak per device   --device NAME  take the peak from the table\n"
+    "  --dtype DTYPE        the table's peak for bf16 (default), fp16, fp8, tf32 or fp32\n"
+    "  --density D          share of the self-attention square computed, (0, 1] (causal ~0.5)\n"
+    "  --skip-ratio R       share of the forwards a cache skips, [0, 1): priced at nothing\n"
     "  --devices N          devices sharing the work (1)\n"
     "  --mfu FRACTION       assumed utilization, e.g. 0.4, for a realistic time\n"
     "  --json               print one JSON object\n"
@@ -129,6 +132,16 @@ int flops_command(int argc, char** argv) {
         device = next_value(i, argc, argv);
       } else if (arg == "--devices") {
         query.devices = static_cast<int>(parse_int(arg, next_value(i, argc, argv), 1, 1 << 20));
+      } else if (arg == "--dtype") {
+        std::string text = next_value(i, argc, argv);
+        auto dtype = parse_dtype(text);
+        if (!dtype)
+          throw UsageError{"--dtype takes bf16, fp16, fp8, tf32 or fp32, not '" + text + "'"};
+        query.dtype = *dtype;
+      } else if (arg == "--density") {
+        query.density = parse_double(arg, next_value(i, argc, argv), 1e-6, 1.0);
+      } else if (arg == "--skip-ratio") {
+        query.skip_ratio = parse_double(arg, next_value(i, argc, argv), 0.0, 0.999999);
       } else if (arg == "--mfu") {
         query.mfu = parse_double(arg, next_value(i, argc, argv), 1e-6, 1.0);
       } else {
@@ -141,9 +154,10 @@ int flops_command(int argc, char** argv) {
     if (!have_size) throw UsageError{"missing --size WxH"};
     if (device) {
       if (query.peak_tflops) throw UsageError{"give --peak or --device, not both"};
-      query.peak_tflops = table_peak_tflops(*device);
+      query.peak_tflops = table_peak_tflops(*device, query.dtype);
       if (!query.peak_tflops) {
-        throw UsageError{"device '" + *device + "' is not in the peak table; give --peak TFLOPS"};
+        throw UsageError{"device '" + *device + "' has no " + dtype_name(query.dtype) +
+                         " peak in the table; give --peak TFLOPS"};
       }
     }
     if (query.mfu && !query.peak_tflops) throw UsageError{"--mfu needs --peak or --device"};

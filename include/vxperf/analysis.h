@@ -65,6 +65,16 @@ struct RequestSummary {
   std::vector<StageShare> stages;  // by mean time, largest first
   std::optional<double> tflops, mfu;
   std::optional<std::uint64_t> peak_alloc_bytes, peak_reserved_bytes;
+  // What the MFU rests on, from the latest priced request: its parameters, the per-device peak,
+  // where that came from ("table", "env", "measured") and the dtype it is for.
+  std::optional<std::int64_t> params;
+  std::optional<double> peak_tflops;  // per device
+  std::string peak_source, dtype;
+  // Transformer calls skipped outright and the full forwards all calls came to, over the measured
+  // requests; present when some call was skipped or cut short.
+  std::optional<std::int64_t> skipped_fwd;
+  std::optional<double> effective_fwd;
+  std::int64_t transformer_calls = 0;
 };
 
 struct TrainSummary {
@@ -82,6 +92,12 @@ struct TrainSummary {
   std::optional<double> tflops, hw_tflops, mfu, hfu;  // weighted by priced seconds
   std::optional<std::uint64_t> peak_alloc_bytes, peak_reserved_bytes;
   std::optional<double> eta_s;  // from the latest window
+  // As RequestSummary's, from the latest priced window (trainable too).
+  std::optional<std::int64_t> params, trainable;
+  std::optional<double> peak_tflops;
+  std::string peak_source, dtype;
+  std::optional<std::int64_t> skipped_fwd;
+  std::optional<double> effective_fwd;
 };
 
 struct RankSummary {
@@ -189,6 +205,9 @@ struct FlopsQuery {
   std::optional<double> peak_tflops;  // per device
   std::optional<double> mfu;          // assumed utilization for the realistic time
   int devices = 1;
+  Dtype dtype = Dtype::kBf16;  // what the peak is for (said in the output when not bf16)
+  double density = 1.0;        // share of the self-attention square computed (causal ~0.5)
+  double skip_ratio = 0.0;     // share of the forwards a cache skips (priced at nothing)
 };
 
 struct FlopsEstimate {
@@ -198,9 +217,10 @@ struct FlopsEstimate {
   double flops_per_forward = 0;  // one sample
   double attention_share = 0;
   std::int64_t forwards_per_request = 0;  // batch x (2 with CFG) x steps
-  double flops_per_request = 0;
-  std::optional<double> ideal_s;   // at peak
-  std::optional<double> at_mfu_s;  // at the given MFU
+  double computed_forwards = 0;           // those not skipped: forwards x (1 - skip ratio)
+  double flops_per_request = 0;           // of the computed forwards
+  std::optional<double> ideal_s;          // at peak
+  std::optional<double> at_mfu_s;         // at the given MFU
 };
 
 FlopsEstimate estimate_flops(const DitDims& dims, const FlopsQuery& query);

@@ -90,13 +90,15 @@ FlopsEstimate estimate_flops(const DitDims& dims, const FlopsQuery& q) {
   AttentionWidths self_only = widths;
   self_only.cross = 0;
   e.flops_linear = linear_flops(params, tokens);
-  e.flops_self_attn = attention_flops(self_only, tokens, text);
-  e.flops_cross_attn = attention_flops(widths, tokens, text) - e.flops_self_attn;
-  e.flops_per_forward = forward_flops(params, widths, tokens, text);
+  e.flops_self_attn = attention_flops(self_only, tokens, text, q.density);
+  e.flops_cross_attn = attention_flops(widths, tokens, text, q.density) - e.flops_self_attn;
+  e.flops_per_forward = forward_flops(params, widths, tokens, text, q.density);
   e.attention_share =
       e.flops_per_forward > 0 ? (e.flops_self_attn + e.flops_cross_attn) / e.flops_per_forward : 0;
   e.forwards_per_request = q.batch * (q.cfg ? 2 : 1) * q.steps;
-  e.flops_per_request = e.flops_per_forward * static_cast<double>(e.forwards_per_request);
+  e.computed_forwards = static_cast<double>(e.forwards_per_request);
+  if (q.skip_ratio != 0.0) e.computed_forwards *= 1.0 - q.skip_ratio;
+  e.flops_per_request = e.flops_per_forward * e.computed_forwards;
   if (q.peak_tflops && *q.peak_tflops > 0) {
     double peak = *q.peak_tflops * 1e12 * std::max(q.devices, 1);
     e.ideal_s = e.flops_per_request / peak;
@@ -124,14 +126,26 @@ std::string format_flops(const DitDims& d, const FlopsQuery& q, const FlopsEstim
       static_cast<long long>(e.latent.width / d.patch_w), static_cast<long long>(e.latent.tokens));
   out += strprintf("forward    %.4e FLOPs = linear %.4e + self-attn %.4e + cross-attn %.4e\n",
                    e.flops_per_forward, e.flops_linear, e.flops_self_attn, e.flops_cross_attn);
-  out += strprintf("attention  %.1f%% of a forward\n", e.attention_share * 100.0);
-  out +=
-      strprintf("request    %lld forwards (batch %lld x %s x %lld steps) = %.4e FLOPs\n",
-                static_cast<long long>(e.forwards_per_request), static_cast<long long>(q.batch),
-                q.cfg ? "2 CFG" : "1 no CFG", static_cast<long long>(q.steps), e.flops_per_request);
+  out += strprintf("attention  %.1f%% of a forward", e.attention_share * 100.0);
+  if (q.density != 1.0) out += strprintf(" (self-attention density %g)", q.density);
+  out += "\n";
+  if (q.skip_ratio != 0.0) {
+    out += strprintf(
+        "request    %lld forwards (batch %lld x %s x %lld steps), %g%% skipped: %.4g computed = "
+        "%.4e FLOPs\n",
+        static_cast<long long>(e.forwards_per_request), static_cast<long long>(q.batch),
+        q.cfg ? "2 CFG" : "1 no CFG", static_cast<long long>(q.steps), q.skip_ratio * 100.0,
+        e.computed_forwards, e.flops_per_request);
+  } else {
+    out += strprintf("request    %lld forwards (batch %lld x %s x %lld steps) = %.4e FLOPs\n",
+                     static_cast<long long>(e.forwards_per_request),
+                     static_cast<long long>(q.batch), q.cfg ? "2 CFG" : "1 no CFG",
+                     static_cast<long long>(q.steps), e.flops_per_request);
+  }
   if (e.ideal_s) {
-    out += strprintf("ideal      %.2fs at %.1f TFLOPS x %d device%s (100%% MFU)\n", *e.ideal_s,
-                     *q.peak_tflops, q.devices, q.devices == 1 ? "" : "s");
+    std::string dtype = q.dtype == Dtype::kBf16 ? "" : std::string(" ") + dtype_name(q.dtype);
+    out += strprintf("ideal      %.2fs at %.1f TFLOPS%s x %d device%s (100%% MFU)\n", *e.ideal_s,
+                     *q.peak_tflops, dtype.c_str(), q.devices, q.devices == 1 ? "" : "s");
   }
   if (e.at_mfu_s) out += strprintf("at MFU     %.2fs at %.1f%% MFU\n", *e.at_mfu_s, *q.mfu * 100);
   return out;
@@ -170,6 +184,10 @@ std::string flops_json(const DitDims& d, const FlopsQuery& q, const FlopsEstimat
   j["ideal_s"] = opt(e.ideal_s);
   j["mfu"] = opt(q.mfu);
   j["at_mfu_s"] = opt(e.at_mfu_s);
+  j["dtype"] = dtype_name(q.dtype);
+  j["attn_density"] = q.density;
+  j["skip_ratio"] = q.skip_ratio;
+  j["computed_forwards"] = e.computed_forwards;
   return j.dump(2);
 }
 

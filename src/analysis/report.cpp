@@ -90,6 +90,7 @@ RequestSummary summarize_requests(const std::vector<const RequestRecord*>& all) 
   double e2e_sum = 0;
   OrderedSums stage_ms, stage_calls;
   WeightedMean tflops, mfu;
+  double effective = 0;  // full forwards the transformer calls came to
   for (const auto* r : measured) {
     e2e.push_back(r->e2e_s);
     e2e_sum += r->e2e_s;
@@ -97,9 +98,25 @@ RequestSummary summarize_requests(const std::vector<const RequestRecord*>& all) 
       stage_ms.add(st.name, st.total_ms);
       stage_calls.add(st.name, static_cast<double>(st.count));
     }
+    std::int64_t calls = 0;
+    for (const auto& st : r->stages) {
+      if (st.name.rfind("transformer", 0) == 0) calls += st.count;
+    }
+    s.transformer_calls += calls;
+    // A request without skips computed every call whole.
+    effective +=
+        r->dit && r->dit->effective_fwd ? *r->dit->effective_fwd : static_cast<double>(calls);
     if (r->dit) {
-      tflops.add(r->dit->tflops, 1);
-      if (r->dit->mfu) mfu.add(*r->dit->mfu, 1);
+      const DitThroughput& d = *r->dit;
+      tflops.add(d.tflops, 1);
+      if (d.mfu) mfu.add(*d.mfu, 1);
+      s.params = d.params;
+      s.dtype = dtype_name(d.dtype);
+      if (d.peak_tflops) {
+        s.peak_tflops = *d.peak_tflops / std::max(d.devices, 1);
+        s.peak_source = peak_source_name(d.peak_source);
+      }
+      if (d.effective_fwd) s.skipped_fwd = s.skipped_fwd.value_or(0) + d.skipped_fwd.value_or(0);
     }
     if (r->peaks) {
       keep_max(s.peak_alloc_bytes, r->peaks->allocated);
@@ -123,6 +140,7 @@ RequestSummary summarize_requests(const std::vector<const RequestRecord*>& all) 
                    [](const StageShare& a, const StageShare& b) { return a.mean_ms > b.mean_ms; });
   s.tflops = tflops.get();
   s.mfu = mfu.get();
+  if (s.skipped_fwd) s.effective_fwd = effective;
   return s;
 }
 
@@ -161,6 +179,15 @@ TrainSummary summarize_training(const std::vector<const TrainWindowRecord*>& win
         hw_tflops.add(t.hw_tflops, priced);
         if (t.mfu) mfu.add(*t.mfu, priced);
         if (t.hfu) hfu.add(*t.hfu, priced);
+        s.params = t.params;
+        s.trainable = t.trainable;
+        s.dtype = dtype_name(t.dtype);
+        if (t.peak_tflops) {
+          s.peak_tflops = *t.peak_tflops / std::max(t.devices, 1);
+          s.peak_source = peak_source_name(t.peak_source);
+        }
+        if (t.skipped_fwd) s.skipped_fwd = s.skipped_fwd.value_or(0) + *t.skipped_fwd;
+        if (t.effective_fwd) s.effective_fwd = s.effective_fwd.value_or(0) + *t.effective_fwd;
       }
     }
     if (w->eta_s && (latest == nullptr || w->step_last > latest->step_last ||
@@ -216,8 +243,79 @@ std::string opt_text(const std::optional<double>& v, const char* format, double 
 Json opt_json(const std::optional<double>& v) { return v ? Json(*v) : Json(nullptr); }
 Json opt_json(const std::optional<std::uint64_t>& v) { return v ? Json(*v) : Json(nullptr); }
 
+// What an MFU rests on, in the report's JSON.
+void add_basis(Json& j, const std::optional<std::int64_t>& params,
+               const std::optional<double>& peak, const std::string& source,
+               const std::string& dtype, const std::optional<std::int64_t>& skipped,
+               const std::optional<double>& effective) {
+  j["params"] = params ? Json(*params) : Json(nullptr);
+  j["peak_tflops_per_device"] = opt_json(peak);
+  j["peak_source"] = peak ? Json(source) : Json(nullptr);
+  j["dtype"] = dtype.empty() ? Json(nullptr) : Json(dtype);
+  if (skipped) j["skipped_fwd"] = *skipped;
+  if (effective) j["effective_fwd"] = *effective;
+}
+
 std::string gib(std::uint64_t bytes) {
   return strprintf("%.1f GiB", static_cast<double>(bytes) / kGiB);
+}
+
+// A rate given in TFLOPS, in the unit that keeps small ones readable (a CPU run is GFLOPS).
+std::string flops_rate(double tflops) {
+  double a = std::fabs(tflops);
+  if (a >= 1 || a == 0) return strprintf("%.1f TFLOPS", tflops);
+  if (a >= 1e-3) return strprintf("%.1f GFLOPS", tflops * 1e3);
+  return strprintf("%.1f MFLOPS", tflops * 1e6);
+}
+
+// The same, compact, for table cells.
+std::string flops_cell(const std::optional<double>& tflops) {
+  if (!tflops) return "-";
+  double a = std::fabs(*tflops);
+  if (a >= 1 || a == 0) return strprintf("%.1fT", *tflops);
+  if (a >= 1e-3) return strprintf("%.1fG", *tflops * 1e3);
+  return strprintf("%.1fM", *tflops * 1e6);
+}
+
+// A parameter count in billions, millions or thousands.
+std::string param_count(std::int64_t n) {
+  double v = static_cast<double>(n);
+  if (v >= 1e9) return strprintf("%.2fB", v / 1e9);
+  if (v >= 1e6) return strprintf("%.1fM", v / 1e6);
+  if (v >= 1e3) return strprintf("%.1fK", v / 1e3);
+  return std::to_string(n);
+}
+
+// A duration in the unit that fits: seconds, minutes, then hours.
+std::string duration(double seconds) {
+  if (seconds < 10) return strprintf("%.1fs", seconds);
+  if (seconds < 120) return strprintf("%.0fs", seconds);
+  if (seconds < 7200) return strprintf("%.1f min", seconds / 60.0);
+  return strprintf("%.1fh", seconds / 3600.0);
+}
+
+// "  DiT 1.42B params  150.3 TFLOPS  MFU 45.1% of 333 TFLOPS per device (measured, fp8)".
+std::string dit_line(const std::optional<std::int64_t>& params, const std::optional<double>& rate,
+                     const std::string& utilization, const std::optional<double>& peak,
+                     const std::string& source, const std::string& dtype) {
+  std::string text = "  DiT ";
+  if (params) text += param_count(*params) + " params  ";
+  text += rate ? flops_rate(*rate) : std::string("-");
+  text += "  " + utilization;
+  if (peak) {
+    text += " of " + flops_rate(*peak) + " per device (" + source;
+    if (dtype != "bf16") text += ", " + dtype;
+    text += ")";
+  }
+  return text;
+}
+
+// "  cached forwards: 12 of 40 transformer calls skipped, 25.5 full forwards computed".
+std::string skip_line(const std::optional<std::int64_t>& skipped,
+                      const std::optional<double>& effective, const char* calls_text) {
+  if (!skipped && !effective) return {};
+  return strprintf("  cached forwards: %lld %s skipped, %.4g full forwards computed",
+                   static_cast<long long>(skipped.value_or(0)), calls_text, effective.value_or(0));
 }
 
 }  // namespace
@@ -316,8 +414,14 @@ std::string format_report(const Report& report) {
       line(strprintf("  %-16s %10.1fms %8.1f %7.1f%%", s.name.c_str(), s.mean_ms, s.calls,
                      s.share * 100.0));
     }
-    line("  DiT " + opt_text(r->tflops, "%.1f TFLOPS") + "  MFU " +
-         opt_text(r->mfu, "%.1f%%", 100.0));
+    line(dit_line(r->params, r->tflops, "MFU " + opt_text(r->mfu, "%.1f%%", 100.0), r->peak_tflops,
+                  r->peak_source, r->dtype));
+    if (r->skipped_fwd) {
+      line(skip_line(
+          r->skipped_fwd, r->effective_fwd,
+          strprintf("of %lld transformer calls", static_cast<long long>(r->transformer_calls))
+              .c_str()));
+    }
     if (r->peak_alloc_bytes) {
       line("  peak memory " + gib(*r->peak_alloc_bytes) + " allocated, " +
            gib(r->peak_reserved_bytes.value_or(0)) + " reserved");
@@ -339,26 +443,32 @@ std::string format_report(const Report& report) {
     line("  " + opt_text(t->samples_per_s, "%.3f samples/s") +
          strprintf(" per rank, dp=%d -> ", t->dp) +
          opt_text(t->samples_per_s_global, "%.3f samples/s global"));
-    line("  DiT " + opt_text(t->tflops, "%.1f TFLOPS") + "  MFU " +
-         opt_text(t->mfu, "%.1f%%", 100.0) + "  HFU " + opt_text(t->hfu, "%.1f%%", 100.0));
+    line(dit_line(
+        t->params, t->tflops,
+        "MFU " + opt_text(t->mfu, "%.1f%%", 100.0) + "  HFU " + opt_text(t->hfu, "%.1f%%", 100.0),
+        t->peak_tflops, t->peak_source, t->dtype));
+    if (t->params && t->trainable && *t->trainable != *t->params) {
+      line("  trainable " + param_count(*t->trainable) + " params");
+    }
+    if (t->skipped_fwd) line(skip_line(t->skipped_fwd, t->effective_fwd, "forward calls"));
     if (t->peak_alloc_bytes) {
       line("  peak memory " + gib(*t->peak_alloc_bytes) + " allocated, " +
            gib(t->peak_reserved_bytes.value_or(0)) + " reserved");
     }
-    if (t->eta_s) line(strprintf("  ETA %.1fh", *t->eta_s / 3600.0));
+    if (t->eta_s) line("  ETA " + duration(*t->eta_s));
   }
   if (report.ranks.size() > 1) {
     line(strprintf("Ranks (%zu):", report.ranks.size()));
     line(strprintf("  %4s %8s %9s %6s %9s %9s %10s %8s %7s %10s %9s", "rank", "requests", "e2e p50",
-                   "steps", "step p50", "step p95", "samples/s", "TFLOPS", "MFU", "peak alloc",
+                   "steps", "step p50", "step p95", "samples/s", "FLOP/s", "MFU", "peak alloc",
                    "excess"));
     for (const auto& rs : report.ranks) {
       line(strprintf("  %4d %8lld %9s %6lld %9s %9s %10s %8s %7s %10s %9s", rs.rank,
                      static_cast<long long>(rs.requests), opt_text(rs.e2e_p50_s, "%.3fs").c_str(),
                      static_cast<long long>(rs.steps), opt_text(rs.step_p50_s, "%.3fs").c_str(),
                      opt_text(rs.step_p95_s, "%.3fs").c_str(),
-                     opt_text(rs.samples_per_s, "%.3f").c_str(),
-                     opt_text(rs.tflops, "%.1f").c_str(), opt_text(rs.mfu, "%.1f%%", 100).c_str(),
+                     opt_text(rs.samples_per_s, "%.3f").c_str(), flops_cell(rs.tflops).c_str(),
+                     opt_text(rs.mfu, "%.1f%%", 100).c_str(),
                      rs.peak_alloc_bytes ? gib(*rs.peak_alloc_bytes).c_str() : "-",
                      opt_text(rs.excess_s, "%.3fs").c_str()));
     }
@@ -404,6 +514,8 @@ std::string report_json(const Report& report) {
                      {"mfu", opt_json(r->mfu)},
                      {"peak_alloc_bytes", opt_json(r->peak_alloc_bytes)},
                      {"peak_reserved_bytes", opt_json(r->peak_reserved_bytes)}};
+    add_basis(j["requests"], r->params, r->peak_tflops, r->peak_source, r->dtype, r->skipped_fwd,
+              r->effective_fwd);
   } else {
     j["requests"] = nullptr;
   }
@@ -428,6 +540,8 @@ std::string report_json(const Report& report) {
                      {"peak_alloc_bytes", opt_json(t->peak_alloc_bytes)},
                      {"peak_reserved_bytes", opt_json(t->peak_reserved_bytes)},
                      {"eta_s", opt_json(t->eta_s)}};
+    add_basis(j["training"], t->params, t->peak_tflops, t->peak_source, t->dtype, t->skipped_fwd,
+              t->effective_fwd);
   } else {
     j["training"] = nullptr;
   }

@@ -120,14 +120,16 @@ std::string line_chart(const std::string& title, const std::string& x_label,
   auto px = [&](double x) { return kLeft + (x - x_min) / (x_max - x_min) * plot_w; };
   auto py = [&](double y) { return kHeight - kBottom - y / y_max * plot_h; };
   std::string s = svg_open(title, y_label, y_max);
-  // Whole-numbered ticks (steps) once the range allows them.
-  bool whole = x_max - x_min >= 5;
-  for (int i = 0; i <= 5; ++i) {
-    double x = x_min + (x_max - x_min) * i / 5;
-    if (whole) x = std::round(x);
-    const char* anchor = i == 0 ? "start" : i == 5 ? "end" : "middle";  // stay inside the box
+  // Steps are whole: ticks at multiples of 1, 2 or 5 times a power of ten, about five of them,
+  // never at a fraction of a step (a window's middle may be one; its tick is not).
+  double tick = std::max(1.0, nice_max((x_max - x_min) / 5.0));
+  double first = std::ceil(x_min / tick) * tick;
+  for (double x = first; x <= x_max + 1e-9; x += tick) {
+    const char* anchor = px(x) - kLeft < 12             ? "start"
+                         : kWidth - kRight - px(x) < 12 ? "end"
+                                                        : "middle";  // inside the box
     s += strprintf("<text x=\"%.1f\" y=\"%.0f\" class=\"axis\" text-anchor=\"%s\">%s</text>\n",
-                   px(x), kHeight - kBottom + 16, anchor, axis_label(x).c_str());
+                   px(x), kHeight - kBottom + 16, anchor, strprintf("%.0f", x).c_str());
   }
   s += strprintf("<text x=\"%.0f\" y=\"%.0f\" class=\"axis\" text-anchor=\"end\">%s</text>\n",
                  kWidth - kRight, kHeight - 9, escape(x_label).c_str());
