@@ -7,6 +7,7 @@
 # reference module and `import vxperf` side by side on one Wan-shaped pipeline on the GPU (same
 # records, stage times within 2%), the side-by-side test suite on torch 2.x (real kwargs hooks)
 # and the training scenarios through the installed accelerate.
+# Also the measured peaks (vxperf calibrate) against the table, and the Python probe's.
 # A few minutes in all (the build is most of it). See docs/CUDA.md.
 #
 #   bash scripts/gpu_check.sh            # OUT=out/gpu_check by default; PYTHON=python3
@@ -21,6 +22,9 @@ OUT=${OUT:-$PWD/out/gpu_check}
 BUILD=${BUILD:-build-gpu}
 DEVICE=${DEVICE:-0}
 mkdir -p "$OUT"
+# Measured peaks go to a cache of this check's own: every run measures afresh.
+export XDG_CACHE_HOME="$OUT/cache"
+rm -rf "$XDG_CACHE_HOME"
 
 "$PYTHON" - <<'PY'
 import sys, torch
@@ -72,6 +76,38 @@ if ((demo_status == 0)); then
   "$PYTHON" scripts/gpu_check.py compare --records "$OUT/demo" --direct "$OUT/direct.json" |
     tee "$OUT/compare.txt" || status=1
 fi
+
+# ---- measured peaks: LibTorch's and torch's probes against the datasheet table ---------------
+peak_check() {
+  local name rc=0
+  name=$("$PYTHON" -c 'import torch; print(torch.cuda.get_device_name(0))')
+  for dtype in bf16 fp16 tf32 fp32; do
+    local measured table
+    measured=$(CUDA_VISIBLE_DEVICES=${CUDA_VISIBLE_DEVICES:-$DEVICE} timeout 120 "$vxperf" \
+      calibrate --device cuda --dtype "$dtype" --force --json | "$PYTHON" -c \
+      'import json,sys; print(json.load(sys.stdin)["tflops"])') || { rc=1; continue; }
+    table=$("$vxperf" flops --preset wan2.1-t2v-1.3b --size 832x480 --device "$name" \
+      --dtype "$dtype" --json 2>/dev/null | "$PYTHON" -c \
+      'import json,sys; print(json.load(sys.stdin)["peak_tflops"])' || echo none)
+    echo "gpu_check: $dtype peak measured $measured TFLOPS, table $table"
+    if [[ "$table" != none ]] && ! "$PYTHON" -c \
+        "import sys; m, t = $measured, $table; sys.exit(0 if 0.3 * t <= m <= 1.1 * t else 1)"; then
+      echo "gpu_check: $dtype measured peak is not within 30%..110% of the table's"
+      rc=1
+    fi
+  done
+  if [[ -d "$BUILD/python/vxperf" ]]; then
+    PYTHONPATH="$BUILD/python${PYTHONPATH:+:$PYTHONPATH}" CUDA_VISIBLE_DEVICES=${CUDA_VISIBLE_DEVICES:-$DEVICE} \
+      timeout 120 "$PYTHON" -c '
+import torch, vxperf
+torch.cuda.init()
+for dtype in ("bf16", "fp8"):
+    r = vxperf.calibrate("cuda:0", dtype, force=True)
+    print(f"gpu_check: torch probe {dtype}:", r and round(r["tflops"], 1))' || rc=1
+  fi
+  return $rc
+}
+peak_check || status=$((status == 0 ? 1 : status))
 
 # ---- the Python package: the reference and vxperf side by side ---------------------------------
 python_check() {

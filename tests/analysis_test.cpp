@@ -435,14 +435,15 @@ TEST(Report, SmallNumbersReadInUnitsThatFit) {
             std::string::npos)
       << text;
   EXPECT_NE(text.find("  DiT 25.3M params  400.0 MFLOPS"), std::string::npos) << text;
-  EXPECT_NE(text.find("of 1.4 TFLOPS per device (measured)"), std::string::npos) << text;
+  EXPECT_NE(text.find("of 1.4 TFLOPS per device (measured)\n"), std::string::npos) << text;
   EXPECT_NE(text.find("  trainable 1.2M params"), std::string::npos) << text;
   EXPECT_NE(text.find("  ETA 45s"), std::string::npos) << text;
   Json j = Json::parse(report_json(report));
-  EXPECT_EQ(j["requests"]["peak_source"], "measured");
+  EXPECT_EQ(j["requests"]["peak_measured"], true);
   EXPECT_EQ(j["requests"]["params"], 364512);
   EXPECT_EQ(j["requests"]["skipped_fwd"], 4);
   EXPECT_EQ(j["training"]["peak_tflops_per_device"], 1.38);
+  EXPECT_EQ(j["training"]["dtype"], "bf16");
 
   // Long ETAs stay in hours, mid ones read in minutes; big rates stay in TFLOPS.
   set.windows[0].eta_s = 5400.0;
@@ -453,7 +454,7 @@ TEST(Report, SmallNumbersReadInUnitsThatFit) {
   gpu.requests = {request(0, 0, 1.0)};
   EXPECT_NE(format_report(build_report(gpu))
                 .find("  DiT 1.42B params  400.0 TFLOPS  MFU 40.4% of "
-                      "989.0 TFLOPS per device (table)"),
+                      "989.0 TFLOPS per device\n"),
             std::string::npos)
       << format_report(build_report(gpu));
 }

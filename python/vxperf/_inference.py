@@ -67,7 +67,7 @@ def _model_of(name, component):
         params = _reading.count_params(component, _state.world_size())
         widths = _reading.priced_widths(component, f"component '{name}'")
         model = (params, widths, _reading.text_tokens(component) if widths else 0,
-                 _peak.param_dtype(component) or "", attention_density_of(component))
+                 _reading.param_dtype(component) or "", attention_density_of(component))
         component._vxperf_model = model
     return model
 
@@ -368,19 +368,19 @@ def declare_model(stage, module=None, *, params=None, widths=None, text_tokens=N
         if text_tokens is None:
             text_tokens = _reading.text_tokens(module) if widths else 0
         if dtype is None:
-            dtype = _peak.param_dtype(module)
+            dtype = _reading.param_dtype(module)
         if attn_density is None:
             attn_density = attention_density_of(module)
     if params is None:
         raise TypeError("declare_model() needs a module or params")
-    name = _peak.dtype_name(dtype) if dtype is not None else None
+    name = _reading.dtype_name(dtype) if dtype is not None else None
     if dtype is not None and name is None:
         raise ValueError(f"unknown dtype {dtype!r}")
     model = (int(params), tuple(widths) if widths else None, int(text_tokens or 0), name or "",
              float(attn_density) if attn_density is not None else 1.0)
     _ext.declare_model(stage, *model)
     if module is not None and not _ext.in_request():
-        _peak.ensure(_peak.module_device(module), name)
+        _peak.ensure(_reading.module_device(module), name)
 
 
 def forward_fraction(fraction, stage="transformer"):

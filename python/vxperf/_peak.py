@@ -7,48 +7,10 @@ every front end), so a machine is probed once per device and dtype."""
 import threading
 import time
 
-from . import _ext, _state
-
-# torch dtype names -> the engine's dtype names
-_TORCH_DTYPES = {"bfloat16": "bf16", "float16": "fp16", "half": "fp16", "float32": "fp32",
-                 "float": "fp32", "float8_e4m3fn": "fp8", "float8_e5m2": "fp8",
-                 "float8_e4m3fnuz": "fp8", "float8_e5m2fnuz": "fp8"}
-_NAMES = ("bf16", "fp16", "fp8", "tf32", "fp32")
+from . import _ext, _reading, _state
 
 _lock = threading.Lock()
 _handed = {}  # (device index, dtype) -> the calibration handed to the engine, or None
-
-
-def dtype_name(dtype):
-    """The engine's name ("bf16", "fp16", "fp8", "tf32", "fp32") of a torch dtype or of one of
-    those names; None for anything else."""
-    if dtype is None:
-        return None
-    text = str(dtype).lower().replace("torch.", "")
-    if text in _NAMES:
-        return text
-    if text in ("f32",):
-        return "fp32"
-    return _TORCH_DTYPES.get(text)
-
-
-def param_dtype(module):
-    """The floating dtype most of a module's parameters are in, as the engine names it, or None."""
-    counts = {}
-    for param in module.parameters():
-        name = dtype_name(param.dtype)
-        if name is not None:
-            counts[name] = counts.get(name, 0) + param.numel()
-    return max(counts, key=counts.get) if counts else None
-
-
-def module_device(module):
-    """The CUDA index a module's parameters live on, -1 for the host."""
-    for param in module.parameters():
-        if param.device.type == "cuda":
-            return param.device.index if param.device.index is not None else 0
-        return -1
-    return -1
 
 
 def _device(device):
@@ -85,7 +47,7 @@ def probe(device=None, dtype="bf16", budget_s=2.0, rounds=5, threads=None, max_n
     import torch
 
     device = _device(device)
-    name = dtype_name(dtype)
+    name = _reading.dtype_name(dtype)
     if name is None:
         raise ValueError(f"unknown dtype {dtype!r}")
     if device.type == "cuda" and not torch.cuda.is_available():
@@ -179,7 +141,7 @@ def calibrate(device=None, dtype=None, force=False, budget_s=2.0, threads=None):
     When metrics are on with VIDEOX_PERF_PEAK_TFLOPS=auto, the engine takes it as this device's
     peak. Returns a dict (device, dtype, tflops, n, gemms, seconds, by, from_cache) or None when
     it cannot be measured (said once on stderr)."""
-    name = dtype_name(dtype) if dtype is not None else (
+    name = _reading.dtype_name(dtype) if dtype is not None else (
         (_ext.dtype_override() if _state.on else "") or "bf16")
     if name is None:
         raise ValueError(f"unknown dtype {dtype!r}")

@@ -171,6 +171,42 @@ def infer_tokens(module, args, kwargs):
     return None
 
 
+# torch dtype names -> the engine's dtype names (which pick the peak an MFU is taken against)
+_TORCH_DTYPES = {"bfloat16": "bf16", "float16": "fp16", "half": "fp16", "float32": "fp32",
+                 "float": "fp32", "f32": "fp32", "float8_e4m3fn": "fp8", "float8_e5m2": "fp8",
+                 "float8_e4m3fnuz": "fp8", "float8_e5m2fnuz": "fp8"}
+DTYPE_NAMES = ("bf16", "fp16", "fp8", "tf32", "fp32")
+
+
+def dtype_name(dtype):
+    """The engine's name ("bf16", "fp16", "fp8", "tf32", "fp32") of a torch dtype or of one of
+    those names; None for anything else (integers, float64: no peak to compare with)."""
+    if dtype is None:
+        return None
+    text = str(dtype).lower().replace("torch.", "")
+    return text if text in DTYPE_NAMES else _TORCH_DTYPES.get(text)
+
+
+def param_dtype(module):
+    """The floating dtype most of a module's parameters are in (the one its matmuls run in, unless
+    autocast says otherwise: VIDEOX_PERF_DTYPE covers that), or None."""
+    counts = {}
+    for param in module.parameters():
+        name = dtype_name(param.dtype)
+        if name is not None:
+            counts[name] = counts.get(name, 0) + param.numel()
+    return max(counts, key=counts.get) if counts else None
+
+
+def module_device(module):
+    """The CUDA index a module's parameters live on, -1 for the host."""
+    for param in module.parameters():
+        if param.device.type == "cuda":
+            return param.device.index if param.device.index is not None else 0
+        return -1
+    return -1
+
+
 def pipeline_device(pipe):
     """The CUDA device a pipeline computes on, or None to make no CUDA call at all.
 

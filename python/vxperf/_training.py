@@ -157,7 +157,7 @@ def _read_model(module, lora=False):
         checkpointing=_reading.checkpointing(module),
         widths=widths,
         text_tokens=_reading.text_tokens(module) if widths else 0,
-        dtype=_peak.param_dtype(module) or "",
+        dtype=_reading.param_dtype(module) or "",
         attn_density=float(getattr(module, "_vxperf_attn_density", None) or 1.0),
     )
 
@@ -176,7 +176,7 @@ def register_model(module=None, *, params=None, trainable=None, lora=False, chec
         return
     read = _read_model(module, lora) if module is not None else {}
     given = dict(params=params, trainable=trainable, checkpointing=checkpointing, widths=widths,
-                 text_tokens=text_tokens, dtype=_peak.dtype_name(dtype) if dtype else None,
+                 text_tokens=text_tokens, dtype=_reading.dtype_name(dtype) if dtype else None,
                  attn_density=attn_density)
     for key, value in given.items():
         if value is not None:
@@ -195,7 +195,7 @@ def register_model(module=None, *, params=None, trainable=None, lora=False, chec
         attn_density=float(read.get("attn_density") or 1.0),
     )
     if module is not None:
-        _peak.ensure(_peak.module_device(module), read.get("dtype") or None)
+        _peak.ensure(_reading.module_device(module), read.get("dtype") or None)
 
 
 def training_device(device, stream=None):
@@ -381,7 +381,7 @@ def _register_prepared(objects):
             _ext.train_register_model(read["params"], read["trainable"], read["checkpointing"],
                                       read["widths"], read["text_tokens"], False,
                                       dtype=read["dtype"], attn_density=read["attn_density"])
-            _peak.ensure(_peak.module_device(obj), read["dtype"] or None)
+            _peak.ensure(_reading.module_device(obj), read["dtype"] or None)
 
 
 def _reread_trained():

@@ -250,7 +250,8 @@ void add_basis(Json& j, const std::optional<std::int64_t>& params,
                const std::optional<double>& effective) {
   j["params"] = params ? Json(*params) : Json(nullptr);
   j["peak_tflops_per_device"] = opt_json(peak);
-  j["peak_source"] = peak ? Json(source) : Json(nullptr);
+  // Records mark only a measured peak: a table's and the variable's read alike.
+  j["peak_measured"] = peak ? Json(source == "measured") : Json(nullptr);
   j["dtype"] = dtype.empty() ? Json(nullptr) : Json(dtype);
   if (skipped) j["skipped_fwd"] = *skipped;
   if (effective) j["effective_fwd"] = *effective;
@@ -294,7 +295,9 @@ std::string duration(double seconds) {
   return strprintf("%.1fh", seconds / 3600.0);
 }
 
-// "  DiT 1.42B params  150.3 TFLOPS  MFU 45.1% of 333 TFLOPS per device (measured, fp8)".
+// "  DiT 1.42B params  150.3 TFLOPS  MFU 45.1% of 333 TFLOPS per device (measured, fp8)". The
+// records say a peak's source only when it was measured (a table or variable peak is the
+// reference's own and unmarked), and the dtype only when it is not bf16.
 std::string dit_line(const std::optional<std::int64_t>& params, const std::optional<double>& rate,
                      const std::string& utilization, const std::optional<double>& peak,
                      const std::string& source, const std::string& dtype) {
@@ -303,9 +306,10 @@ std::string dit_line(const std::optional<std::int64_t>& params, const std::optio
   text += rate ? flops_rate(*rate) : std::string("-");
   text += "  " + utilization;
   if (peak) {
-    text += " of " + flops_rate(*peak) + " per device (" + source;
-    if (dtype != "bf16") text += ", " + dtype;
-    text += ")";
+    text += " of " + flops_rate(*peak) + " per device";
+    std::string basis = source == "measured" ? source : "";
+    if (!dtype.empty() && dtype != "bf16") basis += (basis.empty() ? "" : ", ") + dtype;
+    if (!basis.empty()) text += " (" + basis + ")";
   }
   return text;
 }

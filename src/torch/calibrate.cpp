@@ -195,7 +195,8 @@ std::optional<Calibration> use_measured_peak(const std::string& device, Dtype dt
   if (engine == nullptr || !engine->wants_measured_peak()) return std::nullopt;
   ProbeOptions options;
   options.device = device;
-  options.dtype = dtype;
+  // The engine prices with VIDEOX_PERF_DTYPE when it is set, whatever the model says.
+  options.dtype = engine->settings().dtype.value_or(dtype);
   auto result = calibrate(options, /*force=*/false);
   if (!result) return std::nullopt;
   std::string why;
