@@ -192,12 +192,15 @@ TEST(Peaks, TheEngineReadsAGpusCachedPeak) {
   ::unsetenv("XDG_CACHE_HOME");
 }
 
-TEST(Peaks, EnvPeakIsTheReferencesOwnAndUnmarked) {
+TEST(Peaks, RecordsSayWhenThePeakIsNotTheTables) {
   TestEngine t({{"VIDEOX_PERF", "1"}, {"VIDEOX_PERF_PEAK_TFLOPS", "100"}});
   t.engine->declare_model("transformer", small_model());
   Json r = run(t, {-1});
   EXPECT_EQ(r["dit"]["peak_tflops"], 100.0);
-  EXPECT_FALSE(r["dit"].contains("peak_source"));
+  EXPECT_EQ(r["dit"]["peak_source"], "env");
+  TestEngine table;  // the simulated H100: the table's peak, and nothing said
+  table.engine->declare_model("transformer", small_model());
+  EXPECT_FALSE(run(table, {-1})["dit"].contains("peak_source"));
 }
 
 TEST(AttentionDensity, DeclaredOrFromTheVariable) {

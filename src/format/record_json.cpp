@@ -15,12 +15,11 @@ Json optional_number(const std::optional<double>& value) {
 std::string device_string(int index) { return "cuda:" + std::to_string(index); }
 
 // The fields beyond the reference's, each only when it says something the reference would not
-// assume, so that a run that uses none of them writes the reference's records. A peak from
-// VIDEOX_PERF_PEAK_TFLOPS is the reference's own behaviour (its records say nothing of it), so
-// only a measured one is marked.
+// assume, so that a run that uses none of them writes the reference's records: the peak's source
+// when it is not the device table ("env": VIDEOX_PERF_PEAK_TFLOPS, "measured": a probe).
 template <class Throughput>
 void add_efficiency(Json& j, const Throughput& t) {
-  if (t.peak_tflops && t.peak_source == PeakSource::kMeasured) {
+  if (t.peak_tflops && t.peak_source != PeakSource::kTable) {
     j["peak_source"] = peak_source_name(t.peak_source);
   }
   if (t.dtype != Dtype::kBf16) j["dtype"] = dtype_name(t.dtype);
