@@ -25,8 +25,14 @@ void Engine::set_sequence_parallel(int sp) { core_->set_sequence_parallel(sp); }
 int Engine::dp_degree() const { return core_->dp_degree(); }
 bool Engine::should_log() const { return core_->should_log(); }
 
+// The members below never throw into the program: measurement must not take a run down, so a
+// failure (out of memory, a program's sink or log function throwing) costs that one call only.
+
 void Engine::declare_model(std::string_view stage, const ModelInfo& info) {
-  core_->declare_model(stage, info);
+  try {
+    core_->declare_model(stage, info);
+  } catch (...) {
+  }
 }
 
 bool Engine::wants_measured_peak() const { return core_->wants_measured_peak(); }
@@ -35,13 +41,25 @@ void Engine::set_measured_peak(int device, const MeasuredPeak& peak) {
 }
 
 void Engine::set_device_backend(std::shared_ptr<DeviceBackend> device) {
-  core_->set_device_backend(std::move(device));
+  try {
+    core_->set_device_backend(std::move(device));
+  } catch (...) {
+  }
 }
 
-void Engine::add_sink(std::shared_ptr<RecordSink> sink) { core_->add_sink(std::move(sink)); }
+void Engine::add_sink(std::shared_ptr<RecordSink> sink) {
+  try {
+    core_->add_sink(std::move(sink));
+  } catch (...) {
+  }
+}
+
 void Engine::notice(std::string_view line) { core_->notice(line); }
 void Engine::set_rank_exchange(RankExchange exchange) {
-  core_->set_rank_exchange(std::move(exchange));
+  try {
+    core_->set_rank_exchange(std::move(exchange));
+  } catch (...) {
+  }
 }
 Trainer& Engine::trainer() { return core_->trainer(); }
 void Engine::shutdown() { core_->shutdown(); }

@@ -8,6 +8,7 @@
 #include "core/resolve.h"
 #include "core/stats.h"
 #include "format/log_lines.h"
+#include "format/strings.h"
 #include "script/trace_events.h"
 #include "script/trace_writer.h"
 #include "sinks/records_file.h"
@@ -27,6 +28,17 @@ double wall_clock_s() {
 // Requests are reused per thread: a serving loop allocates nothing per request once warm.
 thread_local std::unique_ptr<Request> spare_request;
 
+// The program's log function, made unable to throw into the engine: a line it fails on is lost,
+// the measurement goes on.
+LogFn never_throwing(LogFn log) {
+  return [log = std::move(log)](std::string_view line) noexcept {
+    try {
+      log(line);
+    } catch (...) {
+    }
+  };
+}
+
 }  // namespace
 
 EngineCore::EngineCore(Engine& engine, EngineOptions options)
@@ -34,7 +46,7 @@ EngineCore::EngineCore(Engine& engine, EngineOptions options)
       settings_(std::move(options.settings)),
       level_(settings_.level),
       clock_(options.clock ? std::move(options.clock) : std::make_shared<SteadyClock>()),
-      log_(options.log ? std::move(options.log) : stderr_log()),
+      log_(options.log ? never_throwing(std::move(options.log)) : stderr_log()),
       topology_(options.topology),
       rank_exchange_(std::move(options.rank_exchange)) {
   cuda_on_demand_ = options.cuda_on_demand && !options.device;
@@ -53,9 +65,22 @@ EngineCore::EngineCore(Engine& engine, EngineOptions options)
     if (sink) sinks.push_back(std::move(sink));
   }
   sinks_ = std::make_shared<const SinkList>(std::move(sinks));
+  register_engine(this);
 }
 
-EngineCore::~EngineCore() = default;
+EngineCore::~EngineCore() { unregister_engine(this); }
+
+// emit_mu_ is not among them: it is held across a program's sinks and log function, which may be
+// what forks; the child never takes it (its engines are off).
+void EngineCore::lock_for_fork() {
+  mu_.lock();
+  sinks_mu_.lock();
+}
+
+void EngineCore::unlock_after_fork() {
+  sinks_mu_.unlock();
+  mu_.unlock();
+}
 
 void EngineCore::raise_level(int level) {
   int current = level_.load(std::memory_order_relaxed);
@@ -111,7 +136,7 @@ bool EngineCore::should_log() const { return settings_.log_all_ranks || topology
 
 DeclaredModel EngineCore::priced_model(std::string_view stage, const ModelInfo& info) const {
   DeclaredModel model;
-  model.stage = std::string(stage);
+  model.stage = valid_utf8(stage);  // as stage() interns it
   model.params = settings_.dit_params != 0 ? settings_.dit_params : info.params;
   model.attention = usable_widths(info.attention, settings_.attn_flops);
   model.text_tokens = model.attention ? info.text_tokens : 0;
@@ -122,6 +147,7 @@ DeclaredModel EngineCore::priced_model(std::string_view stage, const ModelInfo& 
 }
 
 void EngineCore::declare_model(Request& request, std::string_view stage, const ModelInfo& info) {
+  if (forked()) return;
   DeclaredModel model = priced_model(stage, info);
   request.own_models = true;
   auto it = std::find_if(request.models.begin(), request.models.end(),
@@ -134,6 +160,7 @@ void EngineCore::declare_model(Request& request, std::string_view stage, const M
 }
 
 void EngineCore::declare_model(std::string_view stage, const ModelInfo& info) {
+  if (forked()) return;  // the trace is the parent's
   DeclaredModel model = priced_model(stage, info);
   {
     std::lock_guard<std::mutex> lock(mu_);
@@ -145,7 +172,7 @@ void EngineCore::declare_model(std::string_view stage, const ModelInfo& info) {
       models_.push_back(model);
     }
   }
-  if (trace_) trace_->write(model_event(stage, info));
+  if (trace_) trace_->write(model_event(model.stage, info));
 }
 
 void EngineCore::add_sink(std::shared_ptr<RecordSink> sink) {
@@ -236,6 +263,10 @@ Trainer& EngineCore::trainer() {
 // ---- requests -----------------------------------------------------------------------------------
 
 Request* EngineCore::begin_request(const RequestOptions& options) {
+  if (forked()) {
+    say_off_in_forked_child();
+    return nullptr;
+  }
   const int device = options.device;
   std::unique_ptr<Request> request = std::move(spare_request);
   if (!request) request = std::make_unique<Request>();
@@ -259,6 +290,12 @@ Request* EngineCore::begin_request(const RequestOptions& options) {
 
 void EngineCore::end_request(Request* raw, bool failed) {
   std::unique_ptr<Request> request(raw);
+  if (forked()) {
+    // Opened in the parent, ended in a forked child: dropped, no device call, no record.
+    request->clear();
+    spare_request = std::move(request);
+    return;
+  }
   // Before the clock is read: a pipeline returns once its last kernel is queued, so without it
   // the request would time submission, not work. The only synchronize of inference, on the
   // request's own device.
@@ -437,11 +474,22 @@ void EngineCore::log_line(std::string_view line) {
 // ---- exit ---------------------------------------------------------------------------------------
 
 void EngineCore::shutdown() {
-  if (Trainer* trainer = existing_trainer()) trainer->finish();
-  report_inference_summary();
-  if (trace_ && !trace_finished_.exchange(true)) {
-    ensure_trace_header(-1);
-    trace_->write(finish_event(clock_->now_s()));
+  if (forked()) return;  // the parent reports its own run
+  // Each part on its own: one that fails (out of memory) does not cost the others.
+  try {
+    if (Trainer* trainer = existing_trainer()) trainer->finish();
+  } catch (...) {
+  }
+  try {
+    report_inference_summary();
+  } catch (...) {
+  }
+  try {
+    if (trace_ && !trace_finished_.exchange(true)) {
+      ensure_trace_header(-1);
+      trace_->write(finish_event(clock_->now_s()));
+    }
+  } catch (...) {
   }
 }
 

@@ -15,6 +15,7 @@
 #include <string_view>
 #include <vector>
 
+#include "core/fork_safety.h"
 #include "core/inference_summary.h"
 #include "core/pricing.h"
 #include "core/request.h"
@@ -35,6 +36,13 @@ class EngineCore {
   EngineCore& operator=(const EngineCore&) = delete;
 
   Engine& engine() { return engine_; }
+  // Whether this engine was made before the process forked, in the child: then it is off there
+  // (see core/fork_safety.h).
+  bool forked() const noexcept { return generation_ != fork_generation(); }
+  std::uint32_t generation() const noexcept { return generation_; }
+  // The fork handlers hold the engine's short-lived locks around fork().
+  void lock_for_fork();
+  void unlock_after_fork();
   const Settings& settings() const { return settings_; }
   // The level in effect (settings().level, or higher when raised since).
   int level() const { return level_.load(std::memory_order_relaxed); }
@@ -98,6 +106,7 @@ class EngineCore {
   void report_inference_summary();
 
   Engine& engine_;
+  const std::uint32_t generation_ = fork_generation();
   Settings settings_;
   std::atomic<int> level_;
   std::shared_ptr<Clock> clock_;

@@ -59,28 +59,39 @@ StageMark open_stage(StageId stage, std::int64_t tokens, std::int64_t batch,
                      void* stream) noexcept {
   Request* r = current_request;
   StageMark m;
-  m.request = r;
-  m.request_index = r->index;
-  m.stage = stage.value;
-  m.stream = stream != nullptr ? stream : r->stream;
-  r->note_stage(m.stage, tokens, batch);
-  ++r->stages[m.stage].open;
-  m.t0 = r->clock->now_s();
-  m.e0 = r->device_events ? r->backend->record(r->device, m.stream) : kNoEvent;
+  bool opened = false;
+  try {
+    m.request = r;
+    m.request_index = r->index;
+    m.stage = stage.value;
+    m.stream = stream != nullptr ? stream : r->stream;
+    r->note_stage(m.stage, tokens, batch);
+    ++r->stages[m.stage].open;
+    opened = true;
+    m.t0 = r->clock->now_s();
+    m.e0 = r->device_events ? r->backend->record(r->device, m.stream) : kNoEvent;
+  } catch (...) {
+    // Out of memory, or a backend that threw: this call is not timed.
+    if (opened) --r->stages[stage.value].open;
+    m = StageMark{};  // one return object, no copy
+  }
   return m;
 }
 
 void close_stage(const StageMark& m) noexcept {
   Request* r = m.request;
-  EventId e1 = r->device_events ? r->backend->record(r->device, m.stream) : kNoEvent;
-  double t1 = r->clock->now_s();
-  Request::StageState& st = r->stages[m.stage];
-  // What the scope said, else what a hook inside the call noted, else a full forward.
-  double fraction = m.fraction >= 0 ? m.fraction : st.pending_fraction;
-  if (fraction < 0) fraction = 1.0;
-  st.pending_fraction = -1;
-  if (st.open > 0) --st.open;
-  r->pairs.push_back(Request::Pair{m.stage, m.t0, t1, m.e0, e1, fraction});
+  try {
+    EventId e1 = r->device_events ? r->backend->record(r->device, m.stream) : kNoEvent;
+    double t1 = r->clock->now_s();
+    Request::StageState& st = r->stages[m.stage];
+    // What the scope said, else what a hook inside the call noted, else a full forward.
+    double fraction = m.fraction >= 0 ? m.fraction : st.pending_fraction;
+    if (fraction < 0) fraction = 1.0;
+    st.pending_fraction = -1;
+    if (st.open > 0) --st.open;
+    r->pairs.push_back(Request::Pair{m.stage, m.t0, t1, m.e0, e1, fraction});
+  } catch (...) {
+  }
 }
 
 }  // namespace detail

@@ -5,6 +5,7 @@
 
 #include "core/engine_core.h"
 #include "core/env_parse.h"
+#include "core/fork_safety.h"
 #include "core/topology.h"
 #include "sinks/write_line.h"
 #include "vxperf/config.h"
@@ -29,6 +30,8 @@ Config& pending_config() {
 // disabled run pays one relaxed load per call, not a lock.
 std::atomic<Engine*> g_engine{nullptr};
 std::atomic<bool> g_decided_off{false};
+// A forked child of a process that had the engine: off for good (see core/fork_safety.h).
+std::atomic<bool> g_forked_off{false};
 
 // VIDEOX_PERF_PROMETHEUS: serves the engine's records at GET /metrics for the life of the process
 // (never stopped: the exit handler may still settle records). Ranks sharing a node each take the
@@ -105,9 +108,24 @@ Engine* build_locked() {
 
 Engine* engine() {
   Engine* e = g_engine.load(std::memory_order_acquire);
-  if (e != nullptr || g_decided_off.load(std::memory_order_relaxed)) return e;
+  if (e != nullptr) return e;
+  if (g_decided_off.load(std::memory_order_relaxed)) {
+    if (g_forked_off.load(std::memory_order_relaxed)) detail::say_off_in_forked_child();
+    return nullptr;
+  }
   std::lock_guard<std::mutex> lock(build_mu());
-  return build_locked();
+  try {
+    return build_locked();
+  } catch (const std::exception& error) {
+    // Out of memory while building, say: the program runs on without metrics, told once.
+    if (!g_decided_off.exchange(true, std::memory_order_relaxed)) {
+      detail::stderr_log()(std::string("vxperf: metrics could not be started (") + error.what() +
+                           "); off");
+    }
+  } catch (...) {
+    g_decided_off.store(true, std::memory_order_relaxed);
+  }
+  return nullptr;
 }
 
 bool enabled() { return engine() != nullptr; }
@@ -116,8 +134,11 @@ void shutdown() {
   if (Engine* e = engine()) e->shutdown();
 }
 
-bool configure(Config config) {
+namespace {
+
+bool configure_locked(Config config) {
   std::lock_guard<std::mutex> lock(build_mu());
+  if (g_forked_off.load(std::memory_order_relaxed)) return false;
   if (Engine* e = g_engine.load(std::memory_order_acquire)) {
     // On already: as the reference's repeated install, only a more verbose level is taken.
     if (config.level) detail::core_of(*e).raise_level(*config.level);
@@ -129,9 +150,38 @@ bool configure(Config config) {
   return true;
 }
 
+}  // namespace
+
+namespace detail {
+
+void process_engine_lock_for_fork() { build_mu().lock(); }
+void process_engine_unlock_after_fork() { build_mu().unlock(); }
+
+void process_engine_forked_child() {
+  if (g_engine.load(std::memory_order_relaxed) == nullptr) return;  // nothing of the parent's
+  g_forked_off.store(true, std::memory_order_relaxed);
+  g_decided_off.store(true, std::memory_order_relaxed);
+  g_engine.store(nullptr, std::memory_order_release);
+}
+
+}  // namespace detail
+
+bool configure(Config config) {
+  try {
+    return configure_locked(std::move(config));
+  } catch (...) {
+    return false;  // never into the program
+  }
+}
+
 Trainer* trainer() {
   Engine* e = engine();
-  return e != nullptr ? &detail::core_of(*e).trainer() : nullptr;
+  if (e == nullptr) return nullptr;
+  try {
+    return &detail::core_of(*e).trainer();
+  } catch (...) {
+    return nullptr;  // the scopes are then inert
+  }
 }
 
 }  // namespace vxperf

@@ -4,7 +4,9 @@
 #include <string>
 #include <unordered_map>
 
+#include "core/fork_safety.h"
 #include "core/request.h"
+#include "format/strings.h"
 #include "vxperf/inference.h"
 
 namespace vxperf {
@@ -32,18 +34,24 @@ struct StageRegistry {
 };
 
 StageRegistry& registry() {
-  static StageRegistry* instance = new StageRegistry();  // never destroyed: usable at exit
+  static StageRegistry* instance = [] {
+    detail::install_fork_handlers();  // a child must not inherit this lock held
+    return new StageRegistry();       // never destroyed: usable at exit
+  }();
   return *instance;
 }
 
 }  // namespace
 
 StageId stage(std::string_view name) {
+  // Interned as valid UTF-8: a name reaches JSON, log lines and metric labels, and one invalid
+  // byte there would make a writer throw or a reader reject the line.
+  std::string key = detail::valid_utf8(name);
   auto& r = registry();
   std::lock_guard<std::mutex> lock(r.mu);
-  auto it = r.ids.find(std::string(name));
+  auto it = r.ids.find(key);
   if (it != r.ids.end()) return StageId{it->second};
-  return StageId{r.add(name)};
+  return StageId{r.add(key)};
 }
 
 const std::string& stage_name(StageId id) {
@@ -54,6 +62,9 @@ const std::string& stage_name(StageId id) {
 }
 
 namespace detail {
+
+void stage_registry_lock_for_fork() { registry().mu.lock(); }
+void stage_registry_unlock_after_fork() { registry().mu.unlock(); }
 
 bool is_transformer_stage(std::uint32_t id) {
   auto& r = registry();

@@ -12,6 +12,10 @@ Json optional_number(const std::optional<double>& value) {
   return value ? Json(*value) : Json(nullptr);
 }
 
+// Names are valid UTF-8 by the time they reach a record (stage() interns them so); a record made
+// by the program itself may still carry a bad byte, written as U+FFFD rather than thrown on.
+std::string dump(const Json& j) { return j.dump(-1, ' ', false, Json::error_handler_t::replace); }
+
 std::string device_string(int index) { return "cuda:" + std::to_string(index); }
 
 // The fields beyond the reference's, each only when it says something the reference would not
@@ -76,7 +80,7 @@ std::string to_json_line(const RequestRecord& r) {
     j["dit"] = nullptr;
   }
   add_device(j, r.device, r.peaks);
-  return j.dump();
+  return dump(j);
 }
 
 std::string to_json_line(const TrainWindowRecord& r) {
@@ -145,7 +149,7 @@ std::string to_json_line(const TrainWindowRecord& r) {
     x["exchange_s"] = v.exchange_s;
     j["xrank"] = std::move(x);
   }
-  return j.dump();
+  return dump(j);
 }
 
 }  // namespace vxperf

@@ -17,4 +17,11 @@ std::string lower(std::string text);
 // "%g" of a number ("3", "2.5").
 std::string format_g(double value);
 
+// Length of the valid UTF-8 sequence starting at text[i], or 0 when it is not one (overlong forms,
+// surrogates and code points above U+10FFFF included).
+std::size_t utf8_sequence(std::string_view text, std::size_t i);
+// `text` with every byte that starts no valid UTF-8 sequence replaced by U+FFFD: names reach JSON,
+// log lines and metric labels, and none of them may carry invalid UTF-8.
+std::string valid_utf8(std::string_view text);
+
 }  // namespace vxperf::detail

@@ -6,6 +6,9 @@
 namespace vxperf::detail {
 namespace {
 
+// Names are interned as valid UTF-8; this only keeps a stray byte from throwing.
+std::string dump(const Json& j) { return j.dump(-1, ' ', false, Json::error_handler_t::replace); }
+
 Json widths_json(const std::optional<AttentionWidths>& w) {
   if (!w) return nullptr;
   return Json{{"self", w->self}, {"cross", w->cross}, {"modules", w->modules}};
@@ -30,7 +33,7 @@ std::string config_event(const Settings& settings, const std::optional<std::stri
                  {"rank", topology.rank},
                  {"world_size", topology.world_size},
                  {"sp", topology.sp}};
-  return config.dump();
+  return dump(config);
 }
 
 std::string model_event(std::string_view stage, const ModelInfo& info) {
@@ -40,7 +43,7 @@ std::string model_event(std::string_view stage, const ModelInfo& info) {
              {"attn", widths_json(info.attention)},
              {"text_tokens", info.text_tokens}};
   add_model_extras(ev, info);
-  return ev.dump();
+  return dump(ev);
 }
 
 std::vector<std::string> request_events(const Request& request,
@@ -61,7 +64,7 @@ std::vector<std::string> request_events(const Request& request,
       ev["batch"] = st.batch;
     }
     if (p.fraction != 1.0) ev["frac"] = p.fraction;
-    block.push_back(ev.dump());
+    block.push_back(dump(ev));
   }
   Json end = {{"ev", "request_end"}, {"t", t_end}};
   if (peaks) {

@@ -5,38 +5,12 @@
 #include <cstdint>
 #include <system_error>
 
+#include "format/strings.h"
+
 namespace vxperf::serving {
 namespace {
 
-// Length of the valid UTF-8 sequence starting at s[i], or 0 when it is not one (overlong forms,
-// surrogates and code points above U+10FFFF included).
-std::size_t utf8_sequence(std::string_view s, std::size_t i) {
-  auto byte = [&](std::size_t k) { return static_cast<unsigned char>(s[k]); };
-  unsigned char c = byte(i);
-  if (c < 0x80) return 1;
-  std::size_t n = 0;
-  unsigned char lo = 0x80;  // the second byte's range, narrower after some lead bytes
-  unsigned char hi = 0xBF;
-  if (c >= 0xC2 && c <= 0xDF) {
-    n = 2;
-  } else if (c >= 0xE0 && c <= 0xEF) {
-    n = 3;
-    if (c == 0xE0) lo = 0xA0;
-    if (c == 0xED) hi = 0x9F;
-  } else if (c >= 0xF0 && c <= 0xF4) {
-    n = 4;
-    if (c == 0xF0) lo = 0x90;
-    if (c == 0xF4) hi = 0x8F;
-  } else {
-    return 0;
-  }
-  if (i + n > s.size()) return 0;
-  if (byte(i + 1) < lo || byte(i + 1) > hi) return 0;
-  for (std::size_t k = 2; k < n; ++k) {
-    if (byte(i + k) < 0x80 || byte(i + k) > 0xBF) return 0;
-  }
-  return n;
-}
+using detail::utf8_sequence;
 
 // Copies valid UTF-8, escaping as asked; a bad byte becomes U+FFFD.
 template <class Escape>

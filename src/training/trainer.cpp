@@ -37,75 +37,124 @@ TrainerCore& core_of(Trainer& trainer) { return *trainer.core_; }
 }  // namespace detail
 
 // ---- Trainer ------------------------------------------------------------------------------------
+//
+// Nothing here throws into the training loop: a failure (out of memory, a program's sink or log
+// function throwing) costs the one measurement point, and a mark that failed to open is inert.
+
+namespace {
+
+template <class Fn>
+void guarded(Fn&& fn) noexcept {
+  try {
+    fn();
+  } catch (...) {
+  }
+}
+
+// A trainer that measures: there, and not a forked child's copy of its parent's (which is off).
+bool live(Trainer* t) noexcept {
+  if (t == nullptr) return false;
+  if (!core(t).off()) return true;
+  detail::say_off_in_forked_child();
+  return false;
+}
+
+// A mark with nothing to note at its opening (clip, optimizer step).
+TrainMark plain_mark(Trainer* t) noexcept {
+  if (!live(t)) return {};
+  try {
+    return mark_of(t);
+  } catch (...) {
+    return {};
+  }
+}
+
+}  // namespace
 
 Trainer::Trainer(detail::EngineCore& engine)
     : core_(std::make_unique<detail::TrainerCore>(engine)) {}
 Trainer::~Trainer() = default;
-void Trainer::register_model(const ModelInfo& info) { core_->register_model(info); }
-void Trainer::set_device(int device, void* stream) { core_->set_device(device, stream); }
-void Trainer::finish() { core_->finish(); }
+void Trainer::register_model(const ModelInfo& info) {
+  guarded([&] { core_->register_model(info); });
+}
+void Trainer::set_device(int device, void* stream) {
+  guarded([&] { core_->set_device(device, stream); });
+}
+void Trainer::finish() {
+  guarded([&] { core_->finish(); });
+}
 std::int64_t Trainer::steps_closed() const { return core_->steps_closed(); }
 std::size_t Trainer::pending_steps() const { return core_->pending_steps(); }
 
 // ---- split form ---------------------------------------------------------------------------------
 
 TrainMark begin_micro_step(Trainer* t) noexcept {
-  if (t == nullptr) return {};
+  if (!live(t)) return {};
   TrainMark m{t, 0, kNoEvent, detail::active_trainer};
   detail::active_trainer = t;
-  core(t).enter_micro(core(t).now());
+  guarded([&] { core(t).enter_micro(core(t).now()); });
   return m;
 }
 
 void end_micro_step(const TrainMark& m) noexcept {
   if (m.trainer == nullptr) return;
-  core(m.trainer).exit_micro(core(m.trainer).now());
+  if (live(m.trainer)) guarded([&] { core(m.trainer).exit_micro(core(m.trainer).now()); });
   detail::active_trainer = m.outer;
 }
 
 TrainMark begin_model_call(Trainer* t) noexcept {
-  if (t == nullptr || !core(t).model_call_timed()) return {};
-  TrainMark m = mark_of(t);
-  core(t).begin_model_call(m.host_s);
+  if (!live(t) || !core(t).model_call_timed()) return {};
+  TrainMark m;
+  try {
+    m = mark_of(t);
+    core(t).begin_model_call(m.host_s);
+  } catch (...) {
+    return {};
+  }
   return m;
 }
 
 void end_model_call(const TrainMark& m, Phase phase, std::int64_t tokens, std::int64_t samples,
                     double fraction) noexcept {
-  if (m.trainer == nullptr) return;
+  if (!live(m.trainer)) return;
   detail::TrainerCore& c = core(m.trainer);
-  c.end_model_call(phase, marker(m), c.mark(), tokens, samples > 0 ? samples : 1, fraction);
+  guarded([&] {
+    c.end_model_call(phase, marker(m), c.mark(), tokens, samples > 0 ? samples : 1, fraction);
+  });
 }
 
 TrainMark begin_backward(Trainer* t) noexcept {
-  if (t == nullptr) return {};
-  TrainMark m = mark_of(t);
-  core(t).begin_backward(m.host_s);
+  if (!live(t)) return {};
+  TrainMark m;
+  try {
+    m = mark_of(t);
+    core(t).begin_backward(m.host_s);
+  } catch (...) {
+    return {};
+  }
   return m;
 }
 
 void end_backward(const TrainMark& m) noexcept {
-  if (m.trainer == nullptr) return;
+  if (!live(m.trainer)) return;
   detail::TrainerCore& c = core(m.trainer);
-  c.end_backward(marker(m), c.mark());
+  guarded([&] { c.end_backward(marker(m), c.mark()); });
 }
 
-TrainMark begin_clip(Trainer* t) noexcept { return t != nullptr ? mark_of(t) : TrainMark{}; }
+TrainMark begin_clip(Trainer* t) noexcept { return plain_mark(t); }
 
 void end_clip(const TrainMark& m) noexcept {
-  if (m.trainer == nullptr) return;
+  if (!live(m.trainer)) return;
   detail::TrainerCore& c = core(m.trainer);
-  c.add_clip(marker(m), c.mark());
+  guarded([&] { c.add_clip(marker(m), c.mark()); });
 }
 
-TrainMark begin_optimizer_step(Trainer* t) noexcept {
-  return t != nullptr ? mark_of(t) : TrainMark{};
-}
+TrainMark begin_optimizer_step(Trainer* t) noexcept { return plain_mark(t); }
 
 void end_optimizer_step(const TrainMark& m, const void* optimizer, bool synced) noexcept {
-  if (m.trainer == nullptr) return;
+  if (!live(m.trainer)) return;
   detail::TrainerCore& c = core(m.trainer);
-  c.add_optimizer_step(marker(m), c.mark(), optimizer, synced);
+  guarded([&] { c.add_optimizer_step(marker(m), c.mark(), optimizer, synced); });
 }
 
 // ---- scopes -------------------------------------------------------------------------------------

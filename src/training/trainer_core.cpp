@@ -47,13 +47,14 @@ void TrainerCore::Step::reset() {
   skipped_fwd = 0;
 }
 
-TrainerCore::TrainerCore(EngineCore& engine) : engine_(engine) {
+TrainerCore::TrainerCore(EngineCore& engine) : engine_(engine), generation_(engine.generation()) {
   if (engine_.trace() != nullptr) trace_ = std::make_unique<TrainTrace>();
 }
 
 TrainerCore::~TrainerCore() = default;
 
 void TrainerCore::register_model(const ModelInfo& info) {
+  if (off()) return;
   const Settings& s = engine_.settings();
   std::int64_t params = s.dit_params != 0 ? s.dit_params : info.params;
   // The largest model is the one being trained: a discriminator or a teacher is smaller.
@@ -74,6 +75,7 @@ void TrainerCore::set_model(const ModelInfo& info) {
 }
 
 void TrainerCore::set_device(int device, void* stream) {
+  if (off()) return;
   device_ = device >= 0 && engine_.backend_for(device).available() ? device : -1;
   stream_ = stream;
 }
@@ -425,7 +427,7 @@ void TrainerCore::exchange(RankWindow& numbers, std::optional<TrainWindowRecord>
 }
 
 void TrainerCore::finish() {
-  if (finished_) return;
+  if (finished_ || off()) return;  // a forked child: the parent reports its own steps
   finished_ = true;
   if (trace_) trace_->set_closing(-1);
   drain(true);

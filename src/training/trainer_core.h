@@ -11,6 +11,7 @@
 #include <optional>
 #include <vector>
 
+#include "core/fork_safety.h"
 #include "core/pricing.h"
 #include "training/marker.h"
 #include "vxperf/sink.h"
@@ -32,6 +33,9 @@ class TrainerCore {
   void set_model(const ModelInfo& info);
   void set_device(int device, void* stream);
   void finish();
+
+  // The engine is off in a forked child (core/fork_safety.h): every measurement point is inert.
+  bool off() const noexcept { return generation_ != fork_generation(); }
 
   std::int64_t steps_closed() const { return num_steps_; }
   // Whether a training loop is using this trainer (a model was registered or a micro-step run).
@@ -105,6 +109,7 @@ class TrainerCore {
   void flush_trace(bool all);
 
   EngineCore& engine_;
+  const std::uint32_t generation_;  // the engine's
   std::int64_t num_steps_ = 0;
   std::unique_ptr<Step> step_;
   std::deque<std::unique_ptr<Step>> pending_;
