@@ -1,19 +1,12 @@
 #include "script/trace_writer.h"
 
-#include <fcntl.h>
-#include <unistd.h>
-
-#include <cerrno>
-#include <cstring>
-#include <filesystem>
-
-#include "sinks/write_line.h"
-
 namespace vxperf::detail {
 
-TraceWriter::~TraceWriter() {
-  if (fd_ >= 0) ::close(fd_);
-}
+TraceWriter::TraceWriter(std::string base_path, LogFn notice)
+    : base_(std::move(base_path)),
+      file_(std::move(notice), "the trace", "measuring on without it") {}
+
+TraceWriter::~TraceWriter() = default;
 
 bool TraceWriter::has_header() const {
   std::lock_guard<std::mutex> lock(mu_);
@@ -25,47 +18,39 @@ void TraceWriter::write_header(const std::string& config_line, int rank, int wor
   if (header_) return;
   header_ = true;
   std::string path = world_size > 1 ? base_ + ".rank" + std::to_string(rank) : base_;
-  std::error_code ignored;
-  auto parent = std::filesystem::path(path).parent_path();
-  if (!parent.empty()) std::filesystem::create_directories(parent, ignored);
   // Truncated: a trace is one run, and a second config line would make it an invalid script.
-  fd_ = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-  if (fd_ < 0) {
-    failed_ = true;
-    notice_("vxperf: cannot write the trace to " + path + ": " + std::strerror(errno) +
-            "; measuring on without it");
+  if (!file_.open(path, /*truncate=*/true)) {
     held_.clear();
     return;
   }
-  emit(config_line);
-  for (const auto& line : held_) emit(line);
+  buffer_.clear();
+  buffer_ += config_line;
+  buffer_ += '\n';
+  for (const auto& line : held_) {
+    buffer_ += line;
+    buffer_ += '\n';
+  }
   held_.clear();
   held_.shrink_to_fit();
+  // Without its config line the trace would be no script at all: nothing more goes in.
+  if (!file_.append(buffer_)) file_.close();
 }
 
-void TraceWriter::write(const std::string& line) {
-  std::lock_guard<std::mutex> lock(mu_);
-  if (!header_) {
-    held_.push_back(line);
-  } else {
-    emit(line);
-  }
-}
+void TraceWriter::write(const std::string& line) { write_block({line}); }
 
 void TraceWriter::write_block(const std::vector<std::string>& lines) {
   std::lock_guard<std::mutex> lock(mu_);
-  for (const auto& line : lines) {
-    if (!header_) {
-      held_.push_back(line);
-    } else {
-      emit(line);
-    }
+  if (!header_) {
+    held_.insert(held_.end(), lines.begin(), lines.end());
+    return;
   }
-}
-
-void TraceWriter::emit(const std::string& line) {
-  if (failed_ || fd_ < 0) return;
-  write_line(fd_, line);
+  if (!file_.is_open()) return;
+  buffer_.clear();
+  for (const auto& line : lines) {
+    buffer_ += line;
+    buffer_ += '\n';
+  }
+  file_.append(buffer_);
 }
 
 }  // namespace vxperf::detail

@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "sinks/output_file.h"
 #include "vxperf/sink.h"
 
 namespace vxperf::detail {
@@ -16,8 +17,7 @@ namespace vxperf::detail {
 class TraceWriter {
  public:
   // `notice` reports a path that cannot be written, once.
-  TraceWriter(std::string base_path, LogFn notice)
-      : base_(std::move(base_path)), notice_(std::move(notice)) {}
+  TraceWriter(std::string base_path, LogFn notice);
   ~TraceWriter();
 
   bool has_header() const;
@@ -26,18 +26,15 @@ class TraceWriter {
   void write_header(const std::string& config_line, int rank, int world_size);
   // One event line; held until the header is written.
   void write(const std::string& line);
-  // Several lines kept together (one request, one settled step).
+  // Several lines kept together (one request, one settled step): written whole or not at all.
   void write_block(const std::vector<std::string>& lines);
 
  private:
-  void emit(const std::string& line);
-
   mutable std::mutex mu_;
   std::string base_;
-  LogFn notice_;
   bool header_ = false;
-  bool failed_ = false;
-  int fd_ = -1;
+  OutputFile file_;
+  std::string buffer_;  // the lines of one write, reused
   std::vector<std::string> held_;
 };
 

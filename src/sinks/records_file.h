@@ -7,6 +7,7 @@
 #include <string>
 #include <string_view>
 
+#include "sinks/output_file.h"
 #include "vxperf/sink.h"
 
 namespace vxperf::detail {
@@ -22,7 +23,7 @@ class RecordsFile final : public RecordSink {
 
   // Appends one JSON line for `rank` of a world of `world_size`. Ranks share a filesystem, so each
   // keeps its own file (".rank{N}" when the world is larger than one); one write(2) per line; a
-  // missing directory is created.
+  // missing directory is created. A line is written whole or not at all (see OutputFile).
   void append(std::string_view json_line, int rank, int world_size);
 
   // The file records go to for `rank` in a world of `world_size` ("" when `base` is empty).
@@ -31,10 +32,9 @@ class RecordsFile final : public RecordSink {
  private:
   std::mutex mu_;
   std::string base_;
-  LogFn notice_;
   std::string open_path_;
-  int fd_ = -1;
-  bool reported_failure_ = false;
+  std::string line_;  // the line with its newline, reused
+  OutputFile file_;
 };
 
 }  // namespace vxperf::detail
