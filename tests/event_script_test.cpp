@@ -195,6 +195,40 @@ TEST(EventScript, OffProducesNothing) {
   EXPECT_TRUE(out.logs().empty());
 }
 
+// The reference never reports a call that did not return: a script that stops inside a request
+// (a live run killed mid-request) records the requests before it, and nothing of that one.
+TEST(EventScript, AScriptEndingInsideARequestRecordsNothingOfIt) {
+  std::istringstream in(R"({"ev": "config", "env": {"VIDEOX_PERF": "1"}, "device": "NVIDIA H100"}
+{"ev": "request_begin", "t": 1}
+{"ev": "stage", "name": "transformer", "t0": 1, "t1": 2, "device_ms": 5}
+{"ev": "request_end", "t": 3}
+{"ev": "request_begin", "t": 4}
+{"ev": "stage", "name": "transformer", "t0": 4, "t1": 5, "device_ms": 5}
+)");
+  testing::MemoryOutput out;
+  replay(in, out.log_fn(), out);
+  ASSERT_EQ(out.requests().size(), 1u);
+  EXPECT_EQ(out.requests()[0].req, 0);
+  int lines = 0;
+  for (const auto& l : out.logs()) lines += l.rfind("[Perf]", 0) == 0;
+  EXPECT_EQ(lines, 1);
+}
+
+// A live run on a rank at or above its world size (accepted, with a warning) replays as it ran.
+TEST(EventScript, ARankAtOrAboveTheWorldSizeReplaysAsGiven) {
+  std::istringstream in(
+      R"({"ev": "config", "env": {"VIDEOX_PERF": "1"}, "rank": 9, "world_size": 2, "sp": 1}
+{"ev": "request_begin", "t": 1}
+{"ev": "stage", "name": "transformer", "t0": 1, "t1": 2}
+{"ev": "request_end", "t": 3}
+)");
+  testing::MemoryOutput out;
+  replay(in, out.log_fn(), out);
+  ASSERT_EQ(out.requests().size(), 1u);
+  EXPECT_EQ(out.requests()[0].rank, 9);
+  EXPECT_EQ(out.requests()[0].world_size, 2);
+}
+
 TEST(EventScript, SettingsOverrides) {
   std::istringstream in(R"({"ev": "config", "env": {"VIDEOX_PERF": "0"}}
 {"ev": "request_begin", "t": 1}

@@ -201,8 +201,24 @@ TEST(Topology, FromLauncherEnvironment) {
   t = topology_from_env(env_of({{"SLURM_PROCID", "5"}, {"SLURM_NTASKS", "6"}}), &problems);
   EXPECT_EQ(t.rank, 5);
   EXPECT_TRUE(problems.empty());
+  // A rank at or above the world size is taken as given, as the reference takes it, said once.
   t = topology_from_env(env_of({{"RANK", "9"}, {"WORLD_SIZE", "2"}}), &problems);
-  EXPECT_EQ(t.rank, 0);
+  EXPECT_EQ(t.rank, 9);
+  EXPECT_EQ(t.world_size, 2);
+  ASSERT_EQ(problems.size(), 1u);
+  EXPECT_EQ(problems[0], "vxperf: RANK=9 is not below WORLD_SIZE=2; using it as given");
+}
+
+TEST(Topology, ValuesBeyondIntAreReported) {
+  for (const char* rank : {"2147483648", "99999999999999999999999", "-1"}) {
+    std::vector<std::string> problems;
+    auto t = topology_from_env(env_of({{"RANK", rank}, {"WORLD_SIZE", "4"}}), &problems);
+    EXPECT_EQ(t.rank, 0) << rank;
+    EXPECT_EQ(t.world_size, 1) << rank;
+    EXPECT_EQ(problems.size(), 1u) << rank;
+  }
+  std::vector<std::string> problems;
+  auto t = topology_from_env(env_of({{"RANK", "0"}, {"WORLD_SIZE", "4294967297"}}), &problems);
   EXPECT_EQ(t.world_size, 1);
   EXPECT_EQ(problems.size(), 1u);
 }

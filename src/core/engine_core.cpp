@@ -305,6 +305,18 @@ void EngineCore::end_request(Request* raw, bool failed) {
   spare_request = std::move(request);
 }
 
+void EngineCore::abandon_request(Request* raw) {
+  std::unique_ptr<Request> request(raw);
+  if (!forked()) {
+    for (const auto& p : request->pairs) {
+      if (p.e0 != kNoEvent) request->backend->release(p.e0);
+      if (p.e1 != kNoEvent) request->backend->release(p.e1);
+    }
+  }
+  request->clear();
+  spare_request = std::move(request);
+}
+
 void EngineCore::settle(Request& request, double t_end, bool failed) {
   DeviceBackend& backend = *request.backend;
   ensure_trace_header(request.device);

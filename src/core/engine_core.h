@@ -87,6 +87,9 @@ class EngineCore {
   Request* begin_request(const RequestOptions& options);
   // Ends and settles the request (synchronizing its device once), then recycles it.
   void end_request(Request* request, bool failed);
+  // Forgets a request that never ended (a replayed script that stops inside one): no record, no
+  // line, as the reference never reports a call that did not return; its events are released.
+  void abandon_request(Request* request);
 
   // ---- output: the line (and level-2 dump) where this rank logs, then every sink ----
   void emit(const RequestRecord& record, const RequestDetail& detail);

@@ -139,13 +139,17 @@ class Replayer {
     }
     parts.log = log_;
     parts.sinks.push_back(std::shared_ptr<RecordSink>(&records_, [](RecordSink*) {}));
-    parts.topology.rank = static_cast<int>(ev.integer("rank", 0));
-    parts.topology.world_size = static_cast<int>(ev.integer("world_size", 1));
-    parts.topology.sp = static_cast<int>(ev.integer("sp", 1));
-    if (parts.topology.world_size < 1 || parts.topology.rank < 0 ||
-        parts.topology.rank >= parts.topology.world_size || parts.topology.sp < 1) {
+    std::int64_t rank = ev.integer("rank", 0);
+    std::int64_t world = ev.integer("world_size", 1);
+    std::int64_t sp = ev.integer("sp", 1);
+    // A rank at or above the world size is replayed as the live run took it (with a warning).
+    if (world < 1 || rank < 0 || sp < 1 || rank > INT32_MAX || world > INT32_MAX ||
+        sp > INT32_MAX) {
       ev.fail("rank, world_size and sp do not describe a valid topology");
     }
+    parts.topology.rank = static_cast<int>(rank);
+    parts.topology.world_size = static_cast<int>(world);
+    parts.topology.sp = static_cast<int>(sp);
     engine_ = std::make_unique<Engine>(std::move(parts));
     core_ = &detail::core_of(*engine_);
   }
@@ -235,13 +239,11 @@ class Replayer {
 
   ~Replayer() {
     if (request_ != nullptr) {
-      // A script that ends inside a request: close it without reporting, so nothing leaks.
+      // A script that ends inside a request: the call never returned, so, as in the reference,
+      // nothing is recorded for it.
       Request* request = request_;
       request_ = nullptr;
-      try {
-        core_->end_request(request, false);
-      } catch (...) {
-      }
+      core_->abandon_request(request);
     }
   }
 
