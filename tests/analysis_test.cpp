@@ -592,7 +592,8 @@ TEST(ChromeTrace, ErrorsNameTheLine) {
   };
   std::string config = R"({"ev": "config", "env": {}})";
   EXPECT_EQ(line_of(R"({"ev": "request_begin", "t": 1})"), 1);
-  EXPECT_EQ(line_of(config + "\n\n{broken"), 3);
+  EXPECT_EQ(line_of(config + "\n\n{broken\n"), 3);  // a whole line: an error
+  EXPECT_EQ(line_of(config + "\n\n{broken"), 0);    // torn (no newline): skipped
   EXPECT_EQ(line_of(config + "\n" + R"({"ev": "stage", "name": "x", "t0": "a", "t1": 1})"), 2);
   EXPECT_EQ(line_of(config + "\n" + R"({"ev": "teleport", "t": 1})"), 2);
   EXPECT_EQ(line_of(config + "\n" + R"({"ev": "request_begin", "t": 1, "thread": -1})"), 2);

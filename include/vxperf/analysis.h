@@ -43,10 +43,11 @@ struct RecordSet {
   std::vector<std::string> warnings;  // "FILE:LINE: torn last line skipped"
 };
 
-// Appends the records of one JSON-lines stream. A last line that is not complete JSON (a writer
-// killed mid-line) is skipped with a warning; anything else malformed throws InputError.
+// Appends the records of one JSON-lines stream. A last line without its newline that is not
+// complete JSON (a writer killed mid-line) is skipped with a warning; anything else malformed,
+// and running out of memory, throws InputError.
 void read_records(std::istream& in, const std::string& name, RecordSet& into);
-// Reads every file ("-" is standard input). Throws InputError.
+// Reads every file ("-" is standard input). Throws InputError (a directory included).
 RecordSet read_record_files(const std::vector<std::string>& paths);
 
 // ---- report ------------------------------------------------------------------------------------
@@ -170,7 +171,11 @@ class TraceBuilder {
   TraceBuilder(const TraceBuilder&) = delete;
   TraceBuilder& operator=(const TraceBuilder&) = delete;
 
+  // A torn last line (no newline, not complete JSON) is skipped with a warning; an empty script
+  // is an error, as for replay.
   void add_script(std::istream& script, const std::string& name);
+  // "NAME: line N: torn last line skipped (not complete JSON)", one per script that had one.
+  const std::vector<std::string>& warnings() const;
   std::string json() const;
   std::int64_t event_count() const;
 

@@ -222,11 +222,10 @@ class Converter {
     if (!ev.has("peak_alloc_bytes") && !ev.has("peak_reserved_bytes")) return;
     Json values = Json::object();
     if (ev.has("peak_alloc_bytes")) {
-      values["peak_alloc_GiB"] = static_cast<double>(ev.integer("peak_alloc_bytes", 0)) / kGiB;
+      values["peak_alloc_GiB"] = static_cast<double>(ev.count("peak_alloc_bytes", 0)) / kGiB;
     }
     if (ev.has("peak_reserved_bytes")) {
-      values["peak_reserved_GiB"] =
-          static_cast<double>(ev.integer("peak_reserved_bytes", 0)) / kGiB;
+      values["peak_reserved_GiB"] = static_cast<double>(ev.count("peak_reserved_bytes", 0)) / kGiB;
     }
     if (args) (*args)["memory"] = values;
     push({{"name", "memory"},
@@ -260,6 +259,7 @@ struct TraceBuilder::Impl {
   Json events = Json::array();
   std::int64_t count = 0;
   std::vector<std::string> sources;
+  std::vector<std::string> warnings;
 };
 
 TraceBuilder::TraceBuilder() : impl_(std::make_unique<Impl>()) {}
@@ -270,10 +270,18 @@ void TraceBuilder::add_script(std::istream& script, const std::string& name) {
   std::string text;
   int line = 0;
   bool any = false;
+  // A line too long for memory ends the reading with std::bad_alloc, never as a quiet end.
+  detail::ThrowOnBadRead throw_on_bad_read(script);
   while (std::getline(script, text)) {
     ++line;
+    bool complete = !script.eof();  // a last line cut short has no newline
     if (text.find_first_not_of(" \t\r") == std::string::npos) continue;
     auto json = Json::parse(text, nullptr, /*allow_exceptions=*/false);
+    if (json.is_discarded() && !complete) {
+      impl_->warnings.push_back(name + ": line " + std::to_string(line) +
+                                ": torn last line skipped (not complete JSON)");
+      continue;
+    }
     if (json.is_discarded() || !json.is_object()) throw ScriptError(line, "not a JSON object");
     Event ev(json, line);
     if (!any) {
@@ -289,9 +297,12 @@ void TraceBuilder::add_script(std::istream& script, const std::string& name) {
       throw ScriptError(line, e.what());
     }
   }
+  if (!any) throw ScriptError(line, "the script is empty: it needs a config event first");
   converter.finish(converter.last_t());
   impl_->sources.push_back(name);
 }
+
+const std::vector<std::string>& TraceBuilder::warnings() const { return impl_->warnings; }
 
 std::string TraceBuilder::json() const {
   Json doc;

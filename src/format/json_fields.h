@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstdint>
+#include <istream>
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <stdexcept>
@@ -16,6 +17,28 @@ using Json = nlohmann::ordered_json;  // keeps the writer's key order (stages, p
 class FieldError : public std::runtime_error {
  public:
   using std::runtime_error::runtime_error;
+};
+
+// While alive, an error inside a read of `in` (std::getline running out of memory on a huge line)
+// is thrown (std::bad_alloc) instead of quietly ending the stream, so that a reader never mistakes
+// it for the end of its input. The stream's own exception mask is restored.
+class ThrowOnBadRead {
+ public:
+  explicit ThrowOnBadRead(std::istream& in) : in_(in), mask_(in.exceptions()) {
+    in_.exceptions(mask_ | std::ios::badbit);
+  }
+  ~ThrowOnBadRead() {
+    try {
+      in_.exceptions(mask_);  // sets the mask, then throws if the state already matches it
+    } catch (...) {
+    }
+  }
+  ThrowOnBadRead(const ThrowOnBadRead&) = delete;
+  ThrowOnBadRead& operator=(const ThrowOnBadRead&) = delete;
+
+ private:
+  std::istream& in_;
+  std::ios::iostate mask_;
 };
 
 class JsonFields {

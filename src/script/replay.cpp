@@ -354,10 +354,23 @@ void replay(std::istream& script, const LogFn& log, RecordSink& records,
   std::string text;
   int line = 0;
   bool configured = false;
+  // A line too long for memory ends the reading with std::bad_alloc, never as a quiet end.
+  detail::ThrowOnBadRead throw_on_bad_read(script);
   while (std::getline(script, text)) {
     ++line;
+    bool complete = !script.eof();  // a last line cut short has no newline
     if (text.find_first_not_of(" \t\r") == std::string::npos) continue;
     Json json = Json::parse(text, nullptr, /*allow_exceptions=*/false);
+    if (json.is_discarded() && !complete) {
+      std::string warning =
+          "line " + std::to_string(line) + ": torn last line skipped (not complete JSON)";
+      if (options.warn) {
+        options.warn(warning);
+      } else {
+        log("vxperf: warning: " + warning);
+      }
+      continue;
+    }
     if (json.is_discarded() || !json.is_object()) throw ScriptError(line, "not a JSON object");
     Event ev{json, line};
     if (!configured) {
