@@ -2,11 +2,16 @@
 // the one-line error every command prints before returning 2.
 #pragma once
 
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
 #include <cerrno>
 #include <cmath>
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <optional>
 #include <string>
 
@@ -58,6 +63,66 @@ inline std::string next_value(int& i, int argc, char** argv) {
   std::string option = argv[i];
   if (i + 1 >= argc) throw UsageError{option + " needs a value"};
   return argv[++i];
+}
+
+// Why the first write to standard output failed (0: none has).
+inline int& stdout_error() {
+  static int error = 0;
+  return error;
+}
+
+// Prints `text` on standard output, keeping the reason of a failure for the final check in main
+// (a later flush that has nothing left to write no longer knows it).
+inline void print(const std::string& text) {
+  if (std::fputs(text.c_str(), stdout) == EOF && stdout_error() == 0) stdout_error() = errno;
+}
+
+// Writes `content` to `path` under a temporary name in the same folder, renamed over `path` once
+// complete, so that a failed write (a full disk, a file size limit) leaves no partial file posing
+// as a whole one, and an older `path` as it was. A device or FIFO is written in place. Returns ""
+// or why the file could not be written.
+inline std::string write_file_atomically(const std::string& path, const std::string& content) {
+  struct stat st {};
+  bool special = ::stat(path.c_str(), &st) == 0 && !S_ISREG(st.st_mode) && !S_ISDIR(st.st_mode);
+  std::string target = special ? path : path + ".tmp-" + std::to_string(::getpid());
+  int flags = O_WRONLY | O_CREAT | O_CLOEXEC | (special ? O_TRUNC : O_EXCL);
+  int fd = ::open(target.c_str(), flags, 0666);
+  if (fd < 0) return std::strerror(errno);
+  auto fail = [&](int error) {
+    ::close(fd);
+    if (!special) ::unlink(target.c_str());
+    return std::string(std::strerror(error));
+  };
+  const char* data = content.data();
+  std::size_t left = content.size();
+  while (left > 0) {
+    ssize_t n = ::write(fd, data, left);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) return fail(n < 0 ? errno : EIO);
+    data += n;
+    left -= static_cast<std::size_t>(n);
+  }
+  if (!special && ::fsync(fd) != 0 && errno != EINVAL) return fail(errno);
+  if (::close(fd) != 0) {
+    int error = errno;
+    if (!special) ::unlink(target.c_str());
+    return std::strerror(error);
+  }
+  if (!special && ::rename(target.c_str(), path.c_str()) != 0) {
+    int error = errno;
+    ::unlink(target.c_str());
+    return std::strerror(error);
+  }
+  return {};
+}
+
+// "" when `path` can be read as an input file, else why not ("is a directory").
+inline std::string input_problem(const std::string& path) {
+  struct stat st {};
+  if (path != "-" && ::stat(path.c_str(), &st) == 0 && S_ISDIR(st.st_mode)) {
+    return "is a directory";
+  }
+  return {};
 }
 
 }  // namespace vxperf::cli

@@ -164,7 +164,7 @@ int flops_command(int argc, char** argv) {
     analysis::FlopsEstimate estimate = analysis::estimate_flops(dims, query);
     std::string out = json ? analysis::flops_json(dims, query, estimate) + "\n"
                            : analysis::format_flops(dims, query, estimate);
-    std::fputs(out.c_str(), stdout);
+    print(out);
   } catch (const UsageError& e) {
     std::fprintf(stderr, "vxperf flops: %s\n", e.message.c_str());
     return 2;

@@ -1,7 +1,11 @@
+#include <cerrno>
 #include <cstdio>
 #include <cstring>
+#include <exception>
+#include <new>
 #include <string>
 
+#include "cli_util.h"
 #include "commands.h"
 #include "vxperf/version.h"
 
@@ -41,9 +45,20 @@ void usage(std::FILE* out) {
                "vxperf this is.\n");
 }
 
-}  // namespace
+// Runs the command; what escapes it is said in one line rather than aborting.
+int run(const Command& c, int argc, char** argv) {
+  try {
+    return c.run(argc, argv);
+  } catch (const std::bad_alloc&) {
+    std::fprintf(stderr, "vxperf %s: out of memory (the input is too large to handle at once)\n",
+                 c.name);
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "vxperf %s: failed: %s\n", c.name, e.what());
+  }
+  return 2;
+}
 
-int main(int argc, char** argv) {
+int dispatch(int argc, char** argv, const char** name_out) {
   if (argc < 2) {
     usage(stderr);
     return 2;
@@ -58,8 +73,28 @@ int main(int argc, char** argv) {
     return 0;
   }
   for (const auto& c : kCommands) {
-    if (name == c.name) return c.run(argc - 1, argv + 1);
+    if (name == c.name) {
+      *name_out = c.name;
+      return run(c, argc - 1, argv + 1);
+    }
   }
   std::fprintf(stderr, "vxperf: unknown command '%s' (try 'vxperf --help')\n", name.c_str());
   return 2;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  const char* name = nullptr;
+  int rc = dispatch(argc, argv, &name);
+  // Output that could not be written (a full disk, a closed pipe) makes the run a failure: an
+  // exit status of 0 would say the report is there.
+  errno = 0;
+  if (std::fflush(stdout) != 0 || std::ferror(stdout)) {
+    int error = vxperf::cli::stdout_error() != 0 ? vxperf::cli::stdout_error() : errno;
+    std::fprintf(stderr, "vxperf%s%s: cannot write standard output%s%s\n", name ? " " : "",
+                 name ? name : "", error ? ": " : "", error ? std::strerror(error) : "");
+    if (rc == 0) rc = 2;
+  }
+  return rc;
 }

@@ -53,6 +53,10 @@ int replay_command(int argc, char** argv) {
     std::fprintf(stderr, "vxperf replay: missing SCRIPT (try --help)\n");
     return 2;
   }
+  if (std::string why = input_problem(path); !why.empty()) {
+    std::fprintf(stderr, "vxperf replay: %s %s, not an event script\n", path.c_str(), why.c_str());
+    return 2;
+  }
   std::ifstream file;
   std::istream* in = &std::cin;
   if (path != "-") {
@@ -65,12 +69,24 @@ int replay_command(int argc, char** argv) {
     in = &file;
   }
   // Records to stdout, everything else to stderr, one write per line.
-  auto records =
-      json_line_sink([](std::string_view line) { detail::write_line(STDOUT_FILENO, line); });
+  int write_error = 0;
+  auto records = json_line_sink([&write_error](std::string_view line) {
+    if (write_error == 0 && !detail::write_line(STDOUT_FILENO, line)) write_error = errno;
+  });
+  options.warn = [&path](std::string_view warning) {
+    std::string line = "vxperf replay: warning: " + path + ": " + std::string(warning);
+    detail::write_line(STDERR_FILENO, line);
+  };
   try {
     replay(*in, detail::stderr_log(), *records, options);
   } catch (const ScriptError& error) {
     std::fprintf(stderr, "vxperf replay: %s: %s\n", path.c_str(), error.what());
+    return 2;
+  }
+  if (write_error != 0) {
+    // Records that did not reach their reader: the replay did not do its job.
+    std::fprintf(stderr, "vxperf replay: cannot write standard output: %s\n",
+                 std::strerror(write_error));
     return 2;
   }
   return 0;

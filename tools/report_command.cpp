@@ -1,5 +1,4 @@
 #include <cstdio>
-#include <fstream>
 #include <string>
 #include <vector>
 
@@ -74,23 +73,22 @@ int report_command(int argc, char** argv) {
                                                analysis::build_report(b, {compare[1]}));
       std::string out = json ? analysis::comparison_json(compare[0], compare[1], changes) + "\n"
                              : analysis::format_comparison(compare[0], compare[1], changes);
-      std::fputs(out.c_str(), stdout);
+      print(out);
       return 0;
     }
     analysis::RecordSet records = analysis::read_record_files(files);
     print_warnings(records.warnings);
     analysis::Report report = analysis::build_report(records, files);
     if (!html_path.empty()) {
-      std::ofstream out(html_path, std::ios::binary | std::ios::trunc);
-      out << analysis::report_html(report, records);
-      out.close();
-      if (!out) {
-        std::fprintf(stderr, "vxperf report: cannot write %s\n", html_path.c_str());
+      std::string why = write_file_atomically(html_path, analysis::report_html(report, records));
+      if (!why.empty()) {
+        std::fprintf(stderr, "vxperf report: cannot write %s: %s\n", html_path.c_str(),
+                     why.c_str());
         return 2;
       }
     }
     std::string out = json ? analysis::report_json(report) + "\n" : analysis::format_report(report);
-    std::fputs(out.c_str(), stdout);
+    print(out);
   } catch (const analysis::InputError& e) {
     std::fprintf(stderr, "vxperf report: %s\n", e.what());
     return 2;

@@ -50,6 +50,10 @@ int trace_command(int argc, char** argv) {
   for (const auto& path : scripts) {
     std::ifstream file;
     std::istream* in = &std::cin;
+    if (std::string why = input_problem(path); !why.empty()) {
+      std::fprintf(stderr, "vxperf trace: %s %s, not an event script\n", path.c_str(), why.c_str());
+      return 2;
+    }
     if (path != "-") {
       file.open(path);
       if (!file) {
@@ -66,15 +70,16 @@ int trace_command(int argc, char** argv) {
       return 2;
     }
   }
+  for (const auto& w : builder.warnings()) {
+    std::fprintf(stderr, "vxperf trace: warning: %s\n", w.c_str());
+  }
   std::string json = builder.json() + "\n";
   if (out_path == "-") {
-    std::fputs(json.c_str(), stdout);
+    print(json);
   } else {
-    std::ofstream out(out_path, std::ios::binary | std::ios::trunc);
-    out << json;
-    out.close();
-    if (!out) {
-      std::fprintf(stderr, "vxperf trace: cannot write %s\n", out_path.c_str());
+    std::string why = write_file_atomically(out_path, json);
+    if (!why.empty()) {
+      std::fprintf(stderr, "vxperf trace: cannot write %s: %s\n", out_path.c_str(), why.c_str());
       return 2;
     }
     std::fprintf(stderr, "vxperf trace: wrote %lld events to %s\n",
