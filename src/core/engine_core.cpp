@@ -321,22 +321,23 @@ void EngineCore::settle(Request& request, double t_end, bool failed) {
   DeviceBackend& backend = *request.backend;
   ensure_trace_header(request.device);
   // Every call resolved to the larger of its host and device time, grouped by stage.
-  std::vector<std::vector<double>> values(request.stages.size());
+  std::vector<std::vector<double>> values(request.order.size());  // by slot
   std::vector<double> device_ms(request.pairs.size(), -1.0);
-  // Per stage: the full forwards its calls came to and the calls skipped outright.
-  std::vector<double> effective(request.stages.size(), 0.0);
-  std::vector<std::int64_t> skipped(request.stages.size(), 0);
-  std::vector<bool> partial(request.stages.size(), false);
+  // Per stage (by slot): the full forwards its calls came to and the calls skipped outright.
+  std::vector<double> effective(request.order.size(), 0.0);
+  std::vector<std::int64_t> skipped(request.order.size(), 0);
+  std::vector<bool> partial(request.order.size(), false);
   for (std::size_t i = 0; i < request.pairs.size(); ++i) {
     const auto& p = request.pairs[i];
     Resolved r = resolve_call(backend, p.t0, p.t1, p.e0, p.e1);
     if (r.device_ms) device_ms[i] = *r.device_ms;
     if (p.e0 != kNoEvent) backend.release(p.e0);
     if (p.e1 != kNoEvent) backend.release(p.e1);
-    values[p.stage].push_back(r.ms);
-    effective[p.stage] += p.fraction;
-    if (p.fraction == 0.0) ++skipped[p.stage];
-    if (p.fraction != 1.0) partial[p.stage] = true;
+    std::uint32_t slot = request.stages[p.stage].slot;
+    values[slot].push_back(r.ms);
+    effective[slot] += p.fraction;
+    if (p.fraction == 0.0) ++skipped[slot];
+    if (p.fraction != 1.0) partial[slot] = true;
   }
 
   RequestRecord record;
@@ -350,8 +351,9 @@ void EngineCore::settle(Request& request, double t_end, bool failed) {
   record.warmup = request.warmup;
   record.e2e_s = t_end - request.t0;
   std::vector<double> transformer_ms;
-  for (std::uint32_t id : request.order) {
-    std::vector<double>& v = values[id];
+  for (std::size_t slot = 0; slot < request.order.size(); ++slot) {
+    std::uint32_t id = request.order[slot];
+    std::vector<double>& v = values[slot];
     if (v.empty()) continue;
     StageSummary s;
     s.name = stage_name(StageId{id});
@@ -391,9 +393,10 @@ void EngineCore::settle(Request& request, double t_end, bool failed) {
         p.batch = request.stages[id].batch;
         p.calls = summary->count;
         p.total_ms = summary->total_ms;
-        if (partial[id]) {
-          p.effective_calls = effective[id];
-          p.skipped_calls = skipped[id];
+        std::uint32_t slot = request.stages[id].slot;
+        if (partial[slot]) {
+          p.effective_calls = effective[slot];
+          p.skipped_calls = skipped[slot];
         }
       }
       priced.push_back(std::move(p));

@@ -36,6 +36,8 @@ struct Request {
     double fraction = 1.0;  // of a full forward it computed: 0 skipped (a cache hit), 1 full
   };
   struct StageState {
+    std::uint32_t slot = 0;  // its place in `order`, so settling costs the stages used, not every
+                             // stage name the process knows
     bool seen = false;
     bool priced = false;      // a transformer stage (asked once, when first seen)
     std::int64_t tokens = 0;  // first known value (transformer stages), 0: unknown

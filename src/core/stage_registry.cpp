@@ -77,6 +77,7 @@ void Request::note_stage(std::uint32_t id, std::int64_t tokens, std::int64_t bat
   StageState& s = stages[id];
   if (!s.seen) {
     s.seen = true;
+    s.slot = static_cast<std::uint32_t>(order.size());
     s.priced = is_transformer_stage(id);
     order.push_back(id);
   }
