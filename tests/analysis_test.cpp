@@ -2,14 +2,19 @@
 #include "vxperf/analysis.h"
 
 #include <gtest/gtest.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <nlohmann/json.hpp>
+#include <set>
 #include <sstream>
+#include <thread>
 
 #include "vxperf/event_script.h"
+#include "vxperf/vxperf.h"
 
 namespace vxperf::analysis {
 namespace {
@@ -609,6 +614,113 @@ TEST(ChromeTrace, AcceptsEveryConformanceScript) {
     EXPECT_NO_THROW(builder.add_script(in, path)) << path;
     EXPECT_NO_THROW(Json::parse(builder.json())) << path;
   }
+}
+
+// The first two complete events of one track that overlap without one holding the other, or ""
+// when every slice nests (how Perfetto and chrome://tracing stack a track's slices).
+std::string nesting_problem(const Json& trace) {
+  struct Slice {
+    double ts, end;
+    std::string name;
+  };
+  std::map<std::pair<int, int>, std::vector<Slice>> tracks;
+  for (const auto& e : trace["traceEvents"]) {
+    if (e["ph"] != "X") continue;
+    double ts = e["ts"].get<double>();
+    tracks[{e["pid"].get<int>(), e["tid"].get<int>()}].push_back(
+        Slice{ts, ts + e["dur"].get<double>(), e["name"].get<std::string>()});
+  }
+  constexpr double kSlack = 1e-3;  // microseconds: a nanosecond of rounding
+  for (auto& [track, slices] : tracks) {
+    std::stable_sort(slices.begin(), slices.end(), [](const Slice& a, const Slice& b) {
+      return a.ts != b.ts ? a.ts < b.ts : a.end > b.end;
+    });
+    std::vector<const Slice*> open;
+    for (const Slice& s : slices) {
+      while (!open.empty() && open.back()->end <= s.ts + kSlack) open.pop_back();
+      if (!open.empty() && s.end > open.back()->end + kSlack) {
+        return "pid " + std::to_string(track.first) + " tid " + std::to_string(track.second) +
+               ": \"" + s.name + "\" [" + std::to_string(s.ts) + ", " + std::to_string(s.end) +
+               "] overlaps \"" + open.back()->name + "\" [" + std::to_string(open.back()->ts) +
+               ", " + std::to_string(open.back()->end) + "]";
+      }
+      open.push_back(&s);
+    }
+  }
+  return "";
+}
+
+Json trace_of(const std::string& path) {
+  TraceBuilder builder;
+  std::ifstream in(path);
+  builder.add_script(in, path);
+  return Json::parse(builder.json());
+}
+
+TEST(ChromeTrace, EverySliceNestsInEveryConformanceScript) {
+  int scripts = 0;
+  for (const auto& entry : std::filesystem::directory_iterator(VXPERF_CASES_DIR)) {
+    std::string path = entry.path().string();
+    if (path.find(".events.jsonl") == std::string::npos) continue;
+    ++scripts;
+    EXPECT_EQ(nesting_problem(trace_of(path)), "") << path;
+  }
+  EXPECT_GT(scripts, 60);
+}
+
+// A live run's trace: requests served by two threads at once, and a training loop whose optimizer
+// step runs inside its micro-step (so the step closes before the micro-step is left).
+TEST(ChromeTrace, EverySliceNestsInALiveTrace) {
+  std::string path = ::testing::TempDir() + "vxperf-nesting-" + std::to_string(::getpid());
+  std::filesystem::remove(path);
+  EngineOptions options;
+  options.settings.level = 1;
+  options.settings.every = 2;
+  options.settings.trace_path = path;
+  options.log = [](std::string_view) {};
+  Engine engine(std::move(options));
+  auto serve = [&engine] {
+    for (int r = 0; r < 20; ++r) {
+      RequestScope request(engine);
+      { StageScope s(kTextEncoder); }
+      for (int i = 0; i < 3; ++i) {
+        StageScope s(kTransformer, 1024, 1);
+        std::this_thread::sleep_for(std::chrono::microseconds(200));
+      }
+      { StageScope s(kVaeDecode); }
+    }
+  };
+  std::thread a(serve), b(serve);
+  Trainer& trainer = engine.trainer();
+  int optimizer = 0;
+  for (int step = 0; step < 6; ++step) {
+    for (int micro = 0; micro < 2; ++micro) {
+      MicroStep m(&trainer);
+      { ModelCall fwd(Phase::kForward, 1024, 1, &trainer); }
+      { Backward bwd(&trainer); }
+      if (micro == 1) {
+        Clip clip(&trainer);
+      }
+      OptimizerStep opt(&optimizer, micro == 1, &trainer);
+    }
+  }
+  a.join();
+  b.join();
+  engine.shutdown();
+  Json trace = trace_of(path);
+  EXPECT_EQ(nesting_problem(trace), "");
+  // Each serving thread has a track of its own.
+  std::set<std::string> threads;
+  int requests = 0, micro_steps = 0;
+  for (const auto& e : trace["traceEvents"]) {
+    if (e["name"] == "thread_name") threads.insert(e["args"]["name"].get<std::string>());
+    if (e["ph"] == "X" && e["cat"] == "request") ++requests;
+    if (e["ph"] == "X" && e["cat"] == "micro") ++micro_steps;
+  }
+  EXPECT_EQ(requests, 40);
+  EXPECT_EQ(micro_steps, 12);
+  EXPECT_EQ(threads.size(), 3u);  // two request threads and training
+  EXPECT_EQ(threads.count("training"), 1u);
 }
 
 // ---- flops -------------------------------------------------------------------------------------

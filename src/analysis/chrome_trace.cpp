@@ -2,7 +2,7 @@
 //
 // A process per rank; inference requests on a track per thread (the "thread" field a live trace
 // puts on request_begin), training on its own track. Steps and requests enclose their stages,
-// phases, clip and optimizer calls, so each track nests properly.
+// phases, clip and optimizer calls, and steps their micro-steps, so each track nests properly.
 #include <algorithm>
 #include <cmath>
 #include <map>
@@ -194,7 +194,9 @@ class Converter {
           {"cat", category},
           {"ph", "X"},
           {"ts", micros(t0)},
-          {"dur", micros(std::max(t1 - t0, 0.0))},
+          // From the two ends' own microseconds: a slice ending with its parent ends with it,
+          // not a rounding error after.
+          {"dur", std::max(micros(t1) - micros(t0), 0.0)},
           {"pid", pid_},
           {"tid", tid},
           {"args", std::move(args)}});
@@ -207,6 +209,14 @@ class Converter {
   }
   void close_step(double t, bool unfinished) {
     if (!step_t0_) return;
+    if (micro_t0_) {
+      // The optimizer call that closes a step runs inside the last micro-step, which the loop
+      // leaves a moment later: the slice ends with its step, so that steps and micro-steps nest
+      // (the rest is loop bookkeeping, counted in the next step's data wait).
+      complete("micro-step", "micro", kTrainTid, *micro_t0_, std::max(t, *micro_t0_),
+               {{"cut_at_step_end", true}});
+      micro_t0_.reset();
+    }
     std::string name = "step " + std::to_string(steps_++);
     Json args = Json::object();
     if (unfinished) {

@@ -1,5 +1,7 @@
 #include "script/trace_events.h"
 
+#include <atomic>
+
 #include "core/request.h"
 #include "vxperf/inference.h"
 
@@ -50,7 +52,11 @@ std::vector<std::string> request_events(const Request& request,
                                         const std::vector<double>& device_ms, double t_end,
                                         const std::optional<MemoryPeaks>& peaks) {
   std::vector<std::string> block;
-  block.push_back(Json{{"ev", "request_begin"}, {"t", request.t0}}.dump());
+  // The thread that ran it (settling runs on the request's own thread): `vxperf trace` gives each
+  // thread its own track, where its requests and their stages nest.
+  static std::atomic<int> next_thread{0};
+  thread_local const int thread = next_thread.fetch_add(1, std::memory_order_relaxed);
+  block.push_back(Json{{"ev", "request_begin"}, {"t", request.t0}, {"thread", thread}}.dump());
   for (std::size_t i = 0; i < request.pairs.size(); ++i) {
     const auto& p = request.pairs[i];
     Json ev = {{"ev", "stage"},
