@@ -6,6 +6,8 @@
 #include <limits>
 #include <nlohmann/json.hpp>
 
+#include "format/strings.h"
+
 namespace vxperf {
 namespace {
 
@@ -78,6 +80,28 @@ TEST(Records, LogLineOfARequestWithoutDevice) {
   EXPECT_EQ(format_log_line(r),
             "[Perf][rank0] req#3 warmup | e2e 2.35s | transformer 2.00s(2x, 1000+-10ms, min 990 "
             "max 1010) | DiT 1.50e+14 FLOPs/fwd (attn 50%) -> 150.0 TFLOPS (MFU n/a)");
+}
+
+// [Perf] lines are made with a printf that grows to fit: no number is ever cut short.
+TEST(Records, LogLinesAreNeverCutShort) {
+  RequestRecord r;
+  r.req = INT64_MAX;
+  r.e2e_s = 1e300;  // "%.2f": 301 digits and the decimals
+  StageSummary s;
+  s.name = std::string(300, 'x');
+  s.count = INT64_MAX;
+  s.total_ms = 1e300;
+  s.mean_ms = s.std_ms = s.min_ms = s.max_ms = 1e300;
+  r.stages.push_back(s);
+  std::string line = format_log_line(r);
+  std::string huge = detail::strprintf("%.2f", 1e300);
+  ASSERT_EQ(huge.size(), 304u);
+  EXPECT_NE(line.find("req#9223372036854775807 | e2e " + huge + "s | "), std::string::npos);
+  EXPECT_NE(line.find(std::string(300, 'x') + " " + detail::strprintf("%.2f", 1e297) +
+                      "s(9223372036854775807x, "),
+            std::string::npos);
+  std::string tail = "max " + detail::strprintf("%.0f", 1e300) + ")";
+  EXPECT_EQ(line.substr(line.size() - tail.size()), tail);
 }
 
 }  // namespace

@@ -6,6 +6,7 @@
 #include "core/topology.h"
 #include "test_support.h"
 #include "vxperf/engine.h"
+#include "vxperf/training.h"
 
 namespace vxperf {
 namespace {
@@ -162,6 +163,57 @@ TEST(Settings, PeakDtypeAndDensity) {
   EXPECT_TRUE(back.measure_peak);
   EXPECT_EQ(back.dtype, Dtype::kFp8);
   EXPECT_EQ(back.attn_density, 0.5);
+}
+
+TEST(Settings, LevelsAndCountsOutOfRangeAreReported) {
+  std::vector<std::string> problems;
+  EXPECT_FALSE(Settings::parse(env_of({{"VIDEOX_PERF", "-1"}}), &problems).enabled());
+  ASSERT_EQ(problems.size(), 1u);
+  EXPECT_EQ(problems[0], "vxperf: VIDEOX_PERF=\"-1\" is not 0, 1 or 2; using 0");
+  problems.clear();
+  EXPECT_EQ(Settings::parse(env_of({{"VIDEOX_PERF", "5"}}), &problems).level, 2);
+  ASSERT_EQ(problems.size(), 1u);
+  EXPECT_EQ(problems[0], "vxperf: VIDEOX_PERF=\"5\" is not 0, 1 or 2; using 2");
+  problems.clear();
+  // A negative parameter count is refused on purpose (the reference would price with it): one of
+  // the documented differences.
+  Settings s = Settings::parse(
+      env_of(
+          {{"VIDEOX_PERF", "1"}, {"VIDEOX_PERF_WARMUP", "-2"}, {"VIDEOX_PERF_DIT_PARAMS", "-5"}}),
+      &problems);
+  EXPECT_EQ(s.warmup, 0);
+  EXPECT_EQ(s.dit_params, 0);
+  ASSERT_EQ(problems.size(), 2u);
+  EXPECT_EQ(problems[0], "vxperf: VIDEOX_PERF_WARMUP=\"-2\" is not a count; using 0");
+  EXPECT_EQ(problems[1], "vxperf: VIDEOX_PERF_DIT_PARAMS=\"-5\" is not a parameter count; using 0");
+}
+
+// Python's integers have no limit: a value beyond 64 bits is as large as it gets, not a typo.
+TEST(Settings, IntegersBeyond64BitsSaturate) {
+  std::vector<std::string> problems;
+  Settings s = Settings::parse(env_of({{"VIDEOX_PERF", "1"},
+                                       {"VIDEOX_PERF_EVERY", "100000000000000000000"},
+                                       {"VIDEOX_PERF_TOTAL_STEPS", "1_000_000_000_000_000_000_000"},
+                                       {"VIDEOX_PERF_WARMUP", "99999999999999999999"}}),
+                               &problems);
+  EXPECT_TRUE(problems.empty());
+  EXPECT_EQ(s.every, INT64_MAX);
+  EXPECT_EQ(s.total_steps, INT64_MAX);
+  EXPECT_EQ(s.warmup, INT64_MAX);
+  // VIDEOX_PERF_EVERY=10**20: one window, at the end.
+  testing::TestEngine t({{"VIDEOX_PERF", "1"}, {"VIDEOX_PERF_EVERY", "100000000000000000000"}},
+                        /*with_device=*/false);
+  Trainer& trainer = t.engine->trainer();
+  int optimizer = 0;
+  for (int i = 0; i < 7; ++i) {
+    MicroStep micro(&trainer);
+    t.clock->advance(0.5);
+    OptimizerStep o(&optimizer, true, &trainer);
+  }
+  EXPECT_TRUE(t.output->windows().empty());
+  trainer.finish();
+  ASSERT_EQ(t.output->windows().size(), 1u);
+  EXPECT_EQ(t.output->windows()[0].steps, 7);
 }
 
 TEST(Settings, OffReadsNothingElse) {
