@@ -2,13 +2,15 @@
 //
 // Goals (issue "Core engine"): a stage scope with metrics off below 5% of BM_ClockPair; an
 // enabled host-only stage scope below 2.5x BM_ClockPair. BM_TrainStep: one instrumented training
-// step of one micro-step with six phases, host-only.
+// step of one micro-step with six phases, host-only; BM_TrainStepDefault the same through the
+// default arguments (the process-wide engine's trainer).
 #include <benchmark/benchmark.h>
 
 #include <chrono>
 #include <memory>
 #include <optional>
 
+#include "vxperf/config.h"
 #include "vxperf/engine.h"
 #include "vxperf/inference.h"
 #include "vxperf/training.h"
@@ -85,6 +87,39 @@ void BM_TrainStep(benchmark::State& state) {
   }
 }
 BENCHMARK(BM_TrainStep);
+
+// BM_TrainStep through the default arguments, as most programs write it: every scope asks
+// vxperf::trainer() for the process-wide engine's trainer (configured here by vxperf::configure),
+// with no lock on that path.
+void BM_TrainStepDefault(benchmark::State& state) {
+  static const bool configured = [] {
+    vxperf::Config config;
+    config.level = 1;
+    config.settings.every = 50;
+    config.log = [](std::string_view) {};
+    return vxperf::configure(std::move(config)) && vxperf::engine() != nullptr;
+  }();
+  if (!configured) {
+    state.SkipWithError("the process-wide engine was built before this benchmark");
+    return;
+  }
+  vxperf::ModelInfo model;
+  model.params = 1418996800;
+  model.attention = vxperf::AttentionWidths{46080, 46080, 60};
+  model.text_tokens = 512;
+  vxperf::trainer()->register_model(model);
+  int optimizer = 0;
+  for (auto _ : state) {
+    vxperf::MicroStep micro;
+    { vxperf::ModelCall c(vxperf::Phase::kVaeEncode); }
+    { vxperf::ModelCall c(vxperf::Phase::kTextEncoder); }
+    { vxperf::ModelCall c(vxperf::Phase::kForward, 32760, 1); }
+    { vxperf::Backward b; }
+    { vxperf::Clip c; }
+    { vxperf::OptimizerStep o(&optimizer); }
+  }
+}
+BENCHMARK(BM_TrainStepDefault);
 
 }  // namespace
 
