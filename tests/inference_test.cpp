@@ -321,5 +321,27 @@ TEST(CudaOnDemand, AbsentDriverIsSaidOnceThenHostOnly) {
   EXPECT_FALSE(Json::parse(output->records()[0]).contains("device"));
 }
 
+// No I/O under the engine lock: the notice of the driver's absence reaches a log function that
+// asks the engine for its topology (the engine lock) without deadlocking on it.
+TEST(CudaOnDemand, ItsNoticeIsSaidOutsideTheEngineLock) {
+  if (void* handle = dlopen("libcuda.so.1", RTLD_LAZY)) {
+    dlclose(handle);
+    GTEST_SKIP() << "this host has a CUDA driver";
+  }
+  Engine* engine = nullptr;
+  std::vector<std::string> lines;
+  EngineOptions parts;
+  parts.settings.level = 1;
+  parts.log = [&](std::string_view line) {
+    lines.push_back(std::to_string(engine->topology().world_size) + " " + std::string(line));
+  };
+  parts.cuda_on_demand = true;
+  Engine e(std::move(parts));
+  engine = &e;
+  { RequestScope request(e, RequestOptions{0, nullptr}); }
+  ASSERT_FALSE(lines.empty());
+  EXPECT_NE(lines[0].find("1 [Perf] CUDA backend not used"), std::string::npos) << lines[0];
+}
+
 }  // namespace
 }  // namespace vxperf

@@ -97,15 +97,35 @@ void EngineCore::set_device_backend(std::shared_ptr<DeviceBackend> device) {
 }
 
 DeviceBackend& EngineCore::backend_for(int device) {
-  std::lock_guard<std::mutex> lock(mu_);
-  if (device >= 0 && cuda_on_demand_) {
-    cuda_on_demand_ = false;  // one try: an absent driver is said once, then host-only
-    CudaOptions options;
-    options.notice = log_;
-    if (auto cuda = make_cuda_backend(options)) {
-      backends_.push_back(std::move(cuda));
-      device_.store(backends_.back().get(), std::memory_order_release);
+  // What loading the driver says is said once mu_ is released (no I/O under the engine lock);
+  // what the backend says later, it says itself.
+  struct Held {
+    std::atomic<bool> loading{true};
+    std::vector<std::string> lines;
+  };
+  std::shared_ptr<Held> held;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (device >= 0 && cuda_on_demand_) {
+      cuda_on_demand_ = false;  // one try: an absent driver is said once, then host-only
+      held = std::make_shared<Held>();
+      CudaOptions options;
+      options.notice = [held, log = log_](std::string_view line) {
+        if (held->loading.load()) {
+          held->lines.emplace_back(line);
+        } else {
+          log(line);
+        }
+      };
+      if (auto cuda = make_cuda_backend(options)) {
+        backends_.push_back(std::move(cuda));
+        device_.store(backends_.back().get(), std::memory_order_release);
+      }
+      held->loading.store(false);
     }
+  }
+  if (held) {
+    for (const auto& line : held->lines) log_(line);
   }
   return *device_.load(std::memory_order_acquire);
 }
