@@ -44,3 +44,20 @@ if(NOT EXISTS ${OUT}/cache/vxperf/peaks.json)
   message(FATAL_ERROR "the measured peak was not cached in ${OUT}/cache/vxperf")
 endif()
 message(STATUS "digest ${digest_on}, records ${size} bytes")
+
+
+# A folder that holds a run is refused, and one that cannot be written is said, both with exit 2
+# before any work: two runs' records never mix.
+file(READ ${OUT}/on/records.jsonl before)
+foreach(bad "${OUT}/on" "/proc/vxperf-no-such-dir")
+  execute_process(COMMAND ${CMAKE_COMMAND} -E env --unset=VIDEOX_PERF ${VXPERF} demo ${args}
+                          --out ${bad}
+                  RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_VARIABLE err)
+  if(NOT rc EQUAL 2 OR NOT err MATCHES "already holds a run|cannot be written")
+    message(FATAL_ERROR "vxperf demo --out ${bad}: exit ${rc}, expected 2:\n${err}")
+  endif()
+endforeach()
+file(READ ${OUT}/on/records.jsonl after)
+if(NOT before STREQUAL after)
+  message(FATAL_ERROR "a refused run wrote into ${OUT}/on/records.jsonl")
+endif()
