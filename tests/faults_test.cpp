@@ -14,6 +14,7 @@
 
 #include <atomic>
 #include <chrono>
+#include <cstdio>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
@@ -248,6 +249,7 @@ TEST(FaultsFork, AChildForkedWhileRecordingIsOffAndNeverHangs) {
   for (int i = 0; i < kChildren; ++i) {
     std::this_thread::sleep_for(std::chrono::milliseconds(5));
     std::string err_path = dir + "/child" + std::to_string(i) + ".err";
+    std::fflush(nullptr);  // or the child's exit writes the parent's buffered output again
     pid_t pid = ::fork();
     ASSERT_GE(pid, 0);
     if (pid == 0) {
