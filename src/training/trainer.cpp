@@ -109,7 +109,7 @@ TrainMark begin_model_call(Trainer* t) noexcept {
     m = mark_of(t);
     core(t).begin_model_call(m.host_s);
   } catch (...) {
-    return {};
+    m = TrainMark{};  // not timed; one return object, no copy
   }
   return m;
 }
@@ -130,7 +130,7 @@ TrainMark begin_backward(Trainer* t) noexcept {
     m = mark_of(t);
     core(t).begin_backward(m.host_s);
   } catch (...) {
-    return {};
+    m = TrainMark{};  // not timed; one return object, no copy
   }
   return m;
 }
