@@ -37,7 +37,10 @@ void Engine::declare_model(std::string_view stage, const ModelInfo& info) {
 
 bool Engine::wants_measured_peak() const { return core_->wants_measured_peak(); }
 void Engine::set_measured_peak(int device, const MeasuredPeak& peak) {
-  core_->set_measured_peak(device, peak);
+  try {
+    core_->set_measured_peak(device, peak);
+  } catch (...) {
+  }
 }
 
 void Engine::set_device_backend(std::shared_ptr<DeviceBackend> device) {

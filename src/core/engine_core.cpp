@@ -261,6 +261,7 @@ ResolvedPeak EngineCore::peak(std::optional<int> device, Dtype dtype) {
 }
 
 void EngineCore::set_measured_peak(int device, const MeasuredPeak& peak) {
+  if (forked()) return;  // the trace is the parent's
   if (!(peak.tflops > 0) || !std::isfinite(peak.tflops)) return;
   {
     std::lock_guard<std::mutex> lock(mu_);
