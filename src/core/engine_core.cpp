@@ -13,6 +13,7 @@
 #include "script/trace_writer.h"
 #include "sinks/records_file.h"
 #include "sinks/write_line.h"
+#include "training/trainer_core.h"
 #include "vxperf/cuda_backend.h"
 #include "vxperf/inference.h"
 #include "vxperf/training.h"
@@ -80,6 +81,11 @@ void EngineCore::lock_for_fork() {
 void EngineCore::unlock_after_fork() {
   sinks_mu_.unlock();
   mu_.unlock();
+}
+
+void EngineCore::mark_forked() {
+  forked_ = true;
+  if (Trainer* trainer = existing_trainer()) detail::core_of(*trainer).mark_forked();
 }
 
 void EngineCore::raise_level(int level) {

@@ -37,12 +37,14 @@ class EngineCore {
 
   Engine& engine() { return engine_; }
   // Whether this engine was made before the process forked, in the child: then it is off there
-  // (see core/fork_safety.h).
-  bool forked() const noexcept { return generation_ != fork_generation(); }
-  std::uint32_t generation() const noexcept { return generation_; }
-  // The fork handlers hold the engine's short-lived locks around fork().
+  // (see core/fork_safety.h). A plain flag: only the child's fork handler sets it, when the
+  // forking thread is the child's only one; the hot path pays one load.
+  bool forked() const noexcept { return forked_; }
+  // The fork handlers hold the engine's short-lived locks around fork(); in the child, switch it
+  // (and its trainer) off.
   void lock_for_fork();
   void unlock_after_fork();
+  void mark_forked();
   const Settings& settings() const { return settings_; }
   // The level in effect (settings().level, or higher when raised since).
   int level() const { return level_.load(std::memory_order_relaxed); }
@@ -109,7 +111,7 @@ class EngineCore {
   void report_inference_summary();
 
   Engine& engine_;
-  const std::uint32_t generation_ = fork_generation();
+  bool forked_ = false;
   Settings settings_;
   std::atomic<int> level_;
   std::shared_ptr<Clock> clock_;

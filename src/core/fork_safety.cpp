@@ -15,8 +15,6 @@
 
 namespace vxperf::detail {
 
-std::atomic<std::uint32_t> g_fork_generation{0};
-
 namespace {
 
 struct Registry {
@@ -51,8 +49,9 @@ void unlock_all() {
 void in_parent() { unlock_all(); }
 
 void in_child() {
-  g_fork_generation.fetch_add(1, std::memory_order_relaxed);
   g_said_off.store(false, std::memory_order_relaxed);
+  // Only the forking thread exists here: plain stores, read by no other thread.
+  for (EngineCore* engine : registry().engines) engine->mark_forked();
   // The forking thread is the child's only thread. A request it had open is dropped at its end
   // without a device call (the child has no device context) and without a record.
   if (Request* r = current_request) {

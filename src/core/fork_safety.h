@@ -9,19 +9,9 @@
 // that none is copied into the child locked by a thread that does not exist there.
 #pragma once
 
-#include <atomic>
-#include <cstdint>
-
 namespace vxperf::detail {
 
 class EngineCore;
-
-// How many forks lie between this process and the first one; an engine remembers the value it
-// was made under, and is off when it no longer matches.
-extern std::atomic<std::uint32_t> g_fork_generation;
-inline std::uint32_t fork_generation() noexcept {
-  return g_fork_generation.load(std::memory_order_relaxed);
-}
 
 // Every engine registers for the fork handlers' locking while it lives.
 void register_engine(EngineCore* engine);

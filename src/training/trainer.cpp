@@ -51,17 +51,9 @@ void guarded(Fn&& fn) noexcept {
   }
 }
 
-// A trainer that measures: there, and not a forked child's copy of its parent's (which is off).
-bool live(Trainer* t) noexcept {
-  if (t == nullptr) return false;
-  if (!core(t).off()) return true;
-  detail::say_off_in_forked_child();
-  return false;
-}
-
 // A mark with nothing to note at its opening (clip, optimizer step).
 TrainMark plain_mark(Trainer* t) noexcept {
-  if (!live(t)) return {};
+  if (t == nullptr) return {};
   try {
     return mark_of(t);
   } catch (...) {
@@ -89,7 +81,7 @@ std::size_t Trainer::pending_steps() const { return core_->pending_steps(); }
 // ---- split form ---------------------------------------------------------------------------------
 
 TrainMark begin_micro_step(Trainer* t) noexcept {
-  if (!live(t)) return {};
+  if (t == nullptr) return {};
   TrainMark m{t, 0, kNoEvent, detail::active_trainer};
   detail::active_trainer = t;
   guarded([&] { core(t).enter_micro(core(t).now()); });
@@ -98,12 +90,12 @@ TrainMark begin_micro_step(Trainer* t) noexcept {
 
 void end_micro_step(const TrainMark& m) noexcept {
   if (m.trainer == nullptr) return;
-  if (live(m.trainer)) guarded([&] { core(m.trainer).exit_micro(core(m.trainer).now()); });
+  guarded([&] { core(m.trainer).exit_micro(core(m.trainer).now()); });
   detail::active_trainer = m.outer;
 }
 
 TrainMark begin_model_call(Trainer* t) noexcept {
-  if (!live(t) || !core(t).model_call_timed()) return {};
+  if (t == nullptr || !core(t).model_call_timed()) return {};
   TrainMark m;
   try {
     m = mark_of(t);
@@ -116,7 +108,7 @@ TrainMark begin_model_call(Trainer* t) noexcept {
 
 void end_model_call(const TrainMark& m, Phase phase, std::int64_t tokens, std::int64_t samples,
                     double fraction) noexcept {
-  if (!live(m.trainer)) return;
+  if (m.trainer == nullptr) return;
   detail::TrainerCore& c = core(m.trainer);
   guarded([&] {
     c.end_model_call(phase, marker(m), c.mark(), tokens, samples > 0 ? samples : 1, fraction);
@@ -124,7 +116,7 @@ void end_model_call(const TrainMark& m, Phase phase, std::int64_t tokens, std::i
 }
 
 TrainMark begin_backward(Trainer* t) noexcept {
-  if (!live(t)) return {};
+  if (t == nullptr) return {};
   TrainMark m;
   try {
     m = mark_of(t);
@@ -136,7 +128,7 @@ TrainMark begin_backward(Trainer* t) noexcept {
 }
 
 void end_backward(const TrainMark& m) noexcept {
-  if (!live(m.trainer)) return;
+  if (m.trainer == nullptr) return;
   detail::TrainerCore& c = core(m.trainer);
   guarded([&] { c.end_backward(marker(m), c.mark()); });
 }
@@ -144,7 +136,7 @@ void end_backward(const TrainMark& m) noexcept {
 TrainMark begin_clip(Trainer* t) noexcept { return plain_mark(t); }
 
 void end_clip(const TrainMark& m) noexcept {
-  if (!live(m.trainer)) return;
+  if (m.trainer == nullptr) return;
   detail::TrainerCore& c = core(m.trainer);
   guarded([&] { c.add_clip(marker(m), c.mark()); });
 }
@@ -152,7 +144,7 @@ void end_clip(const TrainMark& m) noexcept {
 TrainMark begin_optimizer_step(Trainer* t) noexcept { return plain_mark(t); }
 
 void end_optimizer_step(const TrainMark& m, const void* optimizer, bool synced) noexcept {
-  if (!live(m.trainer)) return;
+  if (m.trainer == nullptr) return;
   detail::TrainerCore& c = core(m.trainer);
   guarded([&] { c.add_optimizer_step(marker(m), c.mark(), optimizer, synced); });
 }

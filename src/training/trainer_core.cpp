@@ -47,11 +47,17 @@ void TrainerCore::Step::reset() {
   skipped_fwd = 0;
 }
 
-TrainerCore::TrainerCore(EngineCore& engine) : engine_(engine), generation_(engine.generation()) {
+TrainerCore::TrainerCore(EngineCore& engine) : engine_(engine), forked_(engine.forked()) {
   if (engine_.trace() != nullptr) trace_ = std::make_unique<TrainTrace>();
 }
 
 TrainerCore::~TrainerCore() = default;
+
+void TrainerCore::mark_forked() noexcept {
+  forked_ = true;
+  device_ = -1;    // no device call in the child
+  trace_.reset();  // the trace is the parent's; nothing is held for it
+}
 
 void TrainerCore::register_model(const ModelInfo& info) {
   if (off()) return;
@@ -210,6 +216,12 @@ void TrainerCore::add_optimizer_step(Marker start, Marker end, const void* optim
 
 void TrainerCore::close_step(double t_close) {
   if (!step_) return;
+  if (forked_) {
+    say_off_in_forked_child();
+    step_->reset();  // bounded: the child's steps are never closed, never kept
+    head_open_ = false;
+    return;
+  }
   step_->total_s = t_close - step_->t0;
   ++num_steps_;
   pending_.push_back(std::move(step_));

@@ -11,7 +11,6 @@
 #include <optional>
 #include <vector>
 
-#include "core/fork_safety.h"
 #include "core/pricing.h"
 #include "training/marker.h"
 #include "vxperf/sink.h"
@@ -34,8 +33,11 @@ class TrainerCore {
   void set_device(int device, void* stream);
   void finish();
 
-  // The engine is off in a forked child (core/fork_safety.h): every measurement point is inert.
-  bool off() const noexcept { return generation_ != fork_generation(); }
+  // The engine is off in a forked child (core/fork_safety.h). The measurement points stay as cheap
+  // as ever there: no device event is recorded, no step closes (so nothing settles, is written
+  // or exchanged), the open step is kept empty.
+  bool off() const noexcept { return forked_; }
+  void mark_forked() noexcept;
 
   std::int64_t steps_closed() const { return num_steps_; }
   // Whether a training loop is using this trainer (a model was registered or a micro-step run).
@@ -109,7 +111,7 @@ class TrainerCore {
   void flush_trace(bool all);
 
   EngineCore& engine_;
-  const std::uint32_t generation_;  // the engine's
+  bool forked_;  // see off(); set in a forked child only
   std::int64_t num_steps_ = 0;
   std::unique_ptr<Step> step_;
   std::deque<std::unique_ptr<Step>> pending_;
