@@ -109,9 +109,47 @@ expect(2 "must not be negative" "${VXPERF}" trace "${WORK}/negative.events.jsonl
 # an uncaught std::bad_alloc. One line of 150 MB, and 100,000 records.
 execute_process(COMMAND sh -c "head -c 150000000 /dev/zero | tr '\\\\0' x > '${WORK}/huge-line.jsonl'")
 execute_process(COMMAND sh -c "yes \"$(head -n 1 '${records}')\" | head -n 100000 > '${WORK}/many.jsonl'")
+# The limits are counted from the least address space the command starts in (a build linked with
+# LibTorch maps far more than one without), found by halving.
+set(low 0)
+set(high 8000000)
+while(high GREATER low)
+  math(EXPR mid "(${low} + ${high}) / 2")
+  # Bounded: LibTorch can hang at start when the limit is just too tight.
+  execute_process(COMMAND sh -c "ulimit -v ${mid} && exec \"$0\" --version" "${VXPERF}"
+                  RESULT_VARIABLE ran OUTPUT_QUIET ERROR_QUIET TIMEOUT 10)
+  if(ran EQUAL 0)
+    set(high ${mid})
+  else()
+    math(EXPR low "${mid} + 1")
+  endif()
+endwhile()
+# Some room above the least, so that starting never hangs, and less than the inputs need: the
+# 150 MB line, the 100,000 records.
+# (Near the least, LibTorch's start is erratic: the margin is raised until it starts every time.)
+set(margin 0)
+foreach(try RANGE 5)
+  set(starts TRUE)
+  foreach(extra 40000 100000)
+    math(EXPR limit "${high} + ${margin} + ${extra}")
+    foreach(again 1 2 3)
+      execute_process(COMMAND sh -c "ulimit -v ${limit} && exec \"$0\" --version" "${VXPERF}"
+                      RESULT_VARIABLE ran OUTPUT_QUIET ERROR_QUIET TIMEOUT 10)
+      if(NOT ran EQUAL 0)
+        set(starts FALSE)
+      endif()
+    endforeach()
+  endforeach()
+  if(starts)
+    break()
+  endif()
+  math(EXPR margin "${margin} + 50000")
+endforeach()
+math(EXPR oom_limit "${high} + ${margin} + 100000")
+math(EXPR many_limit "${high} + ${margin} + 40000")
 function(expect_out_of_memory regex)
-  execute_process(COMMAND sh -c "ulimit -v 100000 && exec \"$@\"" sh ${ARGN}
-                  RESULT_VARIABLE got OUTPUT_QUIET ERROR_VARIABLE err)
+  execute_process(COMMAND sh -c "ulimit -v ${oom_limit} && exec \"$@\"" sh ${ARGN}
+                  RESULT_VARIABLE got OUTPUT_QUIET ERROR_VARIABLE err TIMEOUT 120)
   if(NOT got EQUAL 2 OR NOT err MATCHES "${regex}")
     message(FATAL_ERROR "${ARGN} under ulimit -v: exit ${got}, stderr:\n${err}")
   endif()
@@ -120,8 +158,8 @@ expect_out_of_memory("huge-line.jsonl:1: out of memory after 0 records" "${VXPER
                      "${WORK}/huge-line.jsonl")
 expect_out_of_memory("vxperf trace: out of memory" "${VXPERF}" trace "${WORK}/huge-line.jsonl")
 expect_out_of_memory("vxperf replay: out of memory" "${VXPERF}" replay "${WORK}/huge-line.jsonl")
-execute_process(COMMAND sh -c "ulimit -v 40000 && exec \"$@\"" sh "${VXPERF}" report
-                "${WORK}/many.jsonl" RESULT_VARIABLE got OUTPUT_QUIET ERROR_VARIABLE err)
+execute_process(COMMAND sh -c "ulimit -v ${many_limit} && exec \"$@\"" sh "${VXPERF}" report
+                "${WORK}/many.jsonl" RESULT_VARIABLE got OUTPUT_QUIET ERROR_VARIABLE err TIMEOUT 120)
 if(NOT got EQUAL 2 OR NOT err MATCHES "many.jsonl:[0-9]+: out of memory after [0-9]+ records")
   message(FATAL_ERROR "report of 100,000 records under ulimit -v: exit ${got}, stderr:\n${err}")
 endif()
