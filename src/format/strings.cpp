@@ -79,19 +79,7 @@ std::size_t utf8_sequence(std::string_view text, std::size_t i) {
 }
 
 std::string valid_utf8(std::string_view text) {
-  std::string out;
-  out.reserve(text.size());
-  for (std::size_t i = 0; i < text.size();) {
-    std::size_t n = utf8_sequence(text, i);
-    if (n == 0) {
-      out += "\xEF\xBF\xBD";
-      ++i;
-    } else {
-      out.append(text, i, n);
-      i += n;
-    }
-  }
-  return out;
+  return copy_utf8(text, [](char c, std::string* out) { out->push_back(c); });
 }
 
 }  // namespace vxperf::detail

@@ -24,4 +24,26 @@ std::size_t utf8_sequence(std::string_view text, std::size_t i);
 // log lines and metric labels, and none of them may carry invalid UTF-8.
 std::string valid_utf8(std::string_view text);
 
+// Copies the valid UTF-8 of `text`, a bad byte becoming U+FFFD; each ASCII byte goes through
+// `ascii(c, &out)`, which appends it as it is or escaped.
+template <class Ascii>
+std::string copy_utf8(std::string_view text, Ascii ascii) {
+  std::string out;
+  out.reserve(text.size());
+  for (std::size_t i = 0; i < text.size();) {
+    std::size_t n = utf8_sequence(text, i);
+    if (n == 0) {
+      out += "\xEF\xBF\xBD";
+      ++i;
+    } else if (n == 1) {
+      ascii(text[i], &out);
+      ++i;
+    } else {
+      out.append(text, i, n);
+      i += n;
+    }
+  }
+  return out;
+}
+
 }  // namespace vxperf::detail

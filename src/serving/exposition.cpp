@@ -10,28 +10,7 @@
 namespace vxperf::serving {
 namespace {
 
-using detail::utf8_sequence;
-
-// Copies valid UTF-8, escaping as asked; a bad byte becomes U+FFFD.
-template <class Escape>
-std::string escaped(std::string_view text, Escape escape) {
-  std::string out;
-  out.reserve(text.size());
-  for (std::size_t i = 0; i < text.size();) {
-    std::size_t n = utf8_sequence(text, i);
-    if (n == 0) {
-      out += "\xEF\xBF\xBD";
-      ++i;
-    } else if (n == 1) {
-      escape(text[i], &out);
-      ++i;
-    } else {
-      out.append(text, i, n);
-      i += n;
-    }
-  }
-  return out;
-}
+using detail::copy_utf8;
 
 void append_labels(const std::vector<std::string>& names, const std::vector<std::string>& values,
                    const char* le, std::string* out) {
@@ -88,7 +67,7 @@ std::string format_bucket_bound(double bound) {
 }
 
 std::string escape_label_value(std::string_view value) {
-  return escaped(value, [](char c, std::string* out) {
+  return copy_utf8(value, [](char c, std::string* out) {
     if (c == '\\') {
       *out += "\\\\";
     } else if (c == '"') {
@@ -102,7 +81,7 @@ std::string escape_label_value(std::string_view value) {
 }
 
 std::string escape_help(std::string_view help) {
-  return escaped(help, [](char c, std::string* out) {
+  return copy_utf8(help, [](char c, std::string* out) {
     if (c == '\\') {
       *out += "\\\\";
     } else if (c == '\n') {
