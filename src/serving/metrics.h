@@ -121,11 +121,11 @@ struct LabelValuesLess {
 };
 
 template <class Child>
-constexpr MetricType kMetricTypeOf = MetricType::kCounter;
+inline constexpr MetricType kMetricTypeOf = MetricType::kCounter;
 template <>
-constexpr MetricType kMetricTypeOf<Gauge> = MetricType::kGauge;
+inline constexpr MetricType kMetricTypeOf<Gauge> = MetricType::kGauge;
 template <>
-constexpr MetricType kMetricTypeOf<Histogram> = MetricType::kHistogram;
+inline constexpr MetricType kMetricTypeOf<Histogram> = MetricType::kHistogram;
 
 template <class Child>
 class Family : public FamilyBase {
