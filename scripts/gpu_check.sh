@@ -53,7 +53,7 @@ rm -rf "$OUT/demo"
 demo_status=0
 echo "gpu_check: vxperf demo on cuda:$DEVICE"
 CUDA_VISIBLE_DEVICES=${CUDA_VISIBLE_DEVICES:-$DEVICE} \
-  timeout 300 "$vxperf" demo --device cuda --preset wan2.1-1.3b --dtype bf16 --size 832x480 \
+  timeout 300 "$vxperf" demo --device cuda --preset wan2.1-t2v-1.3b --dtype bf16 --size 832x480 \
   --frames 81 --steps 3 --cfg --requests 2 --train-steps 0 --out "$OUT/demo" 2>&1 | tee "$OUT/demo.log" ||
   demo_status=$?
 if ((demo_status != 0)); then
