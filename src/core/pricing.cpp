@@ -16,6 +16,20 @@ double priced_density(const std::optional<double>& override_density, double decl
   return valid_density(declared) ? declared : 1.0;
 }
 
+namespace {
+
+// The peak of every device of the job (the rates are job rates), with where it came from;
+// nullopt when the device has no known peak in this dtype.
+std::optional<double> job_peak(const PeakFn& per_device_peak, Dtype dtype, int devices,
+                               PeakSource* source) {
+  ResolvedPeak per_device = per_device_peak(dtype);
+  if (!per_device.tflops || *per_device.tflops == 0.0) return std::nullopt;
+  *source = per_device.source;
+  return *per_device.tflops * devices;
+}
+
+}  // namespace
+
 std::optional<DitThroughput> price_request(const std::vector<PricedStage>& stages, int devices,
                                            const std::optional<Dtype>& dtype_override,
                                            const PeakFn& per_device_peak) {
@@ -74,12 +88,8 @@ std::optional<DitThroughput> price_request(const std::vector<PricedStage>& stage
     d.skipped_fwd = skipped;
     d.effective_fwd = effective_sum;
   }
-  ResolvedPeak per_device = per_device_peak(d.dtype);
-  if (per_device.tflops && *per_device.tflops != 0.0) {
-    d.peak_tflops = *per_device.tflops * d.devices;
-    d.mfu = d.tflops / *d.peak_tflops;
-    d.peak_source = per_device.source;
-  }
+  d.peak_tflops = job_peak(per_device_peak, d.dtype, d.devices, &d.peak_source);
+  if (d.peak_tflops) d.mfu = d.tflops / *d.peak_tflops;
   return d;
 }
 
@@ -146,12 +156,10 @@ void price_window(const std::vector<PricedStep>& steps, const TrainedModel& mode
     t.skipped_fwd = skipped_fwd;
     t.effective_fwd = effective_fwd;
   }
-  ResolvedPeak per_device = per_device_peak(t.dtype);
-  if (per_device.tflops && *per_device.tflops != 0.0) {
-    t.peak_tflops = *per_device.tflops * t.devices;
+  t.peak_tflops = job_peak(per_device_peak, t.dtype, t.devices, &t.peak_source);
+  if (t.peak_tflops) {
     t.mfu = t.tflops / *t.peak_tflops;
     t.hfu = t.hw_tflops / *t.peak_tflops;
-    t.peak_source = per_device.source;
   }
 }
 
