@@ -22,6 +22,7 @@
 #include <string_view>
 #include <utility>
 
+#include "vxperf/cost_model.h"
 #include "vxperf/device.h"
 
 namespace vxperf {
@@ -118,6 +119,14 @@ void close_stage(const StageMark& mark) noexcept;
 // model's forward open now, else the step's last one. Otherwise nothing happens.
 void note_forward_fraction(StageId stage, double fraction) noexcept;
 inline void note_forward_skipped(StageId stage) noexcept { note_forward_fraction(stage, 0.0); }
+
+// The dtype the matmuls of a call ran in, as a front end reads it at the call (the autocast state
+// in effect, else the parameters' dtype). Marks the call of `stage` open on this thread (else the
+// last one closed in this request): the request's calls of that stage are priced against the peak
+// of this dtype instead of the declared model's; the first one said wins. Outside a request,
+// inside a training micro-step, it says the same of the trained model's forward open now (else the
+// step's last one). VIDEOX_PERF_DTYPE still wins over both.
+void note_compute_dtype(StageId stage, Dtype dtype) noexcept;
 
 class StageScope {
  public:

@@ -61,6 +61,9 @@ struct StepRecord {
   double effective_samples = 0;
   double effective_fwd = 0;
   std::int64_t skipped_fwd = 0;
+  // The dtype its forwards' matmuls ran in, when a front end read it (autocast); nullopt: the
+  // trained model's.
+  std::optional<Dtype> dtype;
 };
 
 // What a training window record aggregates: its steps, warmup ones included, in order.

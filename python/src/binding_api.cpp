@@ -286,11 +286,27 @@ std::int64_t closed_calls(std::uint32_t stage) {
   return n;
 }
 
+std::int64_t open_calls(std::uint32_t stage) {
+  const detail::Request* r = detail::current_request;
+  if (r == nullptr || stage >= r->stages.size()) return 0;
+  return r->stages[stage].open;
+}
+
 void note_forward_fraction(std::uint32_t stage, double fraction) {
   if (vxperf::in_request()) {
     vxperf::note_forward_fraction(StageId{stage}, fraction);
   } else if (detail::TrainerCore* t = existing_trainer(); t != nullptr && t->in_use()) {
     t->note_fraction(fraction);
+  }
+}
+
+void note_compute_dtype(std::uint32_t stage, const std::string& dtype) {
+  auto parsed = parse_dtype(dtype);
+  if (!parsed) return;
+  if (vxperf::in_request()) {
+    vxperf::note_compute_dtype(StageId{stage}, *parsed);
+  } else if (detail::TrainerCore* t = existing_trainer(); t != nullptr && t->in_use()) {
+    t->note_dtype(*parsed);
   }
 }
 

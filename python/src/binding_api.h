@@ -162,8 +162,14 @@ void drop_stage(const StageMark& mark);
 // full forward (0: skipped); outside a request, the training forward open now (else the last one
 // of the current step). See vxperf/inference.h.
 void note_forward_fraction(std::uint32_t stage, double fraction);
+// The call of `stage` open on this thread (else the last one closed) ran its matmuls in `dtype`
+// ("bf16", ...; the autocast state at the call): its stage is priced at that dtype's peak (the
+// first one said wins). Outside a request, the training forward open now. Unknown names: ignored.
+void note_compute_dtype(std::uint32_t stage, const std::string& dtype);
 // Calls of `stage` closed so far in this thread's open request (0 outside one).
 std::int64_t closed_calls(std::uint32_t stage);
+// Calls of `stage` open now in this thread's request (0 outside one).
+std::int64_t open_calls(std::uint32_t stage);
 
 // ---- training ---------------------------------------------------------------------------------
 

@@ -226,6 +226,9 @@ PYBIND11_MODULE(_ext, m) {
   // ---- inference
   m.def("stage_id", &api::stage_id, py::arg("name"));
   m.def("closed_calls", &api::closed_calls, py::arg("stage"));
+  m.def("open_calls", &api::open_calls, py::arg("stage"));
+  m.def("note_compute_dtype", &api::note_compute_dtype, py::arg("stage"), py::arg("dtype"),
+        "Says the dtype the open (else last) call of a stage ran its matmuls in (autocast).");
   m.def("note_forward_fraction", &api::note_forward_fraction, py::arg("stage"), py::arg("fraction"),
         "The open (else last) call of a stage, or the training forward, computed a fraction of a "
         "full forward.");

@@ -34,6 +34,7 @@ namespace api = vxperf::binding;
 enum Flags : unsigned {
   kPriced = 1u,         // infer tokens for pricing (transformer stages, the trained forward)
   kRecordOnError = 2u,  // a call that raises still counts (VAE methods, explicit scopes)
+  kModuleCall = 4u,     // times a whole module call (its _call_impl, compiled call or forward)
 };
 
 // ---- TimedCall ---------------------------------------------------------------------------------
@@ -44,7 +45,7 @@ struct TimedCall {
   PyObject* self;   // prepended to the arguments when set (func is then the plain function)
   PyObject* owner;  // the module handed to the token inference (None for a plain function)
   PyObject* name;   // stage or phase name
-  PyObject* infer;  // infer(owner, args, kwargs) -> (tokens, batch) | None
+  PyObject* infer;  // infer(owner, args, kwargs) -> (tokens, batch[, dtype]) | None
   std::uint32_t stage;
   int phase;  // >= 0: a training phase; -1: an inference stage
   unsigned flags;
@@ -78,10 +79,18 @@ PyObject* call_wrapped(TimedCall* t, PyObject* const* args, std::size_t nargsf, 
   return result;
 }
 
-// Asks the Python inference for (tokens, batch). Any failure in there is swallowed: an
+// What the Python inference reads off a call: its token count, and the dtype its matmuls run in
+// when that is not the parameters' (autocast), else empty.
+struct CallShape {
+  std::int64_t tokens = 0;
+  std::int64_t batch = 1;
+  char dtype[8] = {};
+};
+
+// Asks the Python inference for (tokens, batch[, dtype]). Any failure in there is swallowed: an
 // unpriced call is the worst outcome of a measurement problem.
-void infer_tokens(TimedCall* t, PyObject* const* args, std::size_t nargsf, PyObject* kwnames,
-                  std::int64_t* tokens, std::int64_t* batch) {
+void infer_shape(TimedCall* t, PyObject* const* args, std::size_t nargsf, PyObject* kwnames,
+                 CallShape* shape) {
   if (t->infer == nullptr || t->infer == Py_None) return;
   Py_ssize_t nargs = PyVectorcall_NARGS(nargsf);
   PyObject* tuple = PyTuple_New(nargs);
@@ -103,12 +112,21 @@ void infer_tokens(TimedCall* t, PyObject* const* args, std::size_t nargsf, PyObj
     PyObject* owner = t->owner != nullptr ? t->owner : Py_None;
     result = PyObject_CallFunctionObjArgs(t->infer, owner, tuple, kwargs, nullptr);
   }
-  if (result != nullptr && PyTuple_Check(result) && PyTuple_GET_SIZE(result) == 2) {
+  if (result != nullptr && PyTuple_Check(result) && PyTuple_GET_SIZE(result) >= 2) {
     long long n = PyLong_AsLongLong(PyTuple_GET_ITEM(result, 0));
     long long b = PyLong_AsLongLong(PyTuple_GET_ITEM(result, 1));
     if (!PyErr_Occurred() && n > 0) {
-      *tokens = n;
-      *batch = b > 0 ? b : 1;
+      shape->tokens = n;
+      shape->batch = b > 0 ? b : 1;
+    }
+    PyErr_Clear();
+    PyObject* dtype = PyTuple_GET_SIZE(result) >= 3 ? PyTuple_GET_ITEM(result, 2) : nullptr;
+    if (dtype != nullptr && PyUnicode_Check(dtype)) {
+      Py_ssize_t size = 0;
+      const char* text = PyUnicode_AsUTF8AndSize(dtype, &size);
+      if (text != nullptr && size > 0 && size < static_cast<Py_ssize_t>(sizeof shape->dtype)) {
+        std::memcpy(shape->dtype, text, static_cast<std::size_t>(size));
+      }
     }
   }
 done:
@@ -118,15 +136,15 @@ done:
   PyErr_Clear();
 }
 
-PyObject* call_as_stage(TimedCall* t, PyObject* const* args, std::size_t nargsf,
-                        PyObject* kwnames) {
-  if (!api::in_request()) return call_wrapped(t, args, nargsf, kwnames);
-  std::int64_t tokens = 0;
-  std::int64_t batch = 1;
+// One timed call of the stage in this thread's open request.
+PyObject* time_stage(TimedCall* t, PyObject* const* args, std::size_t nargsf,
+                     PyObject* kwnames) {
+  CallShape shape;
   if ((t->flags & kPriced) != 0 && api::stage_needs_tokens(t->stage)) {
-    infer_tokens(t, args, nargsf, kwnames, &tokens, &batch);
+    infer_shape(t, args, nargsf, kwnames, &shape);
   }
-  api::StageMark mark = api::begin_stage(t->stage, tokens, batch);
+  api::StageMark mark = api::begin_stage(t->stage, shape.tokens, shape.batch);
+  if (shape.dtype[0] != '\0') api::note_compute_dtype(t->stage, shape.dtype);
   PyObject* result = call_wrapped(t, args, nargsf, kwnames);
   if (result != nullptr || (t->flags & kRecordOnError) != 0) {
     api::end_stage(mark);
@@ -137,15 +155,57 @@ PyObject* call_as_stage(TimedCall* t, PyObject* const* args, std::size_t nargsf,
   return result;
 }
 
+// The module calls being timed on this thread, innermost last: a second timer of the same module
+// (torch.compile's wrapper and its original, a module compiled after it was hooked) passes the
+// call through, so that a module is never timed twice. A timer re-entered by itself (a module
+// whose forward calls itself) nests, as two forward hooks would.
+struct ActiveCall {
+  PyObject* owner;
+  const void* timer;
+};
+constexpr int kMaxActive = 16;
+thread_local ActiveCall active_calls[kMaxActive];
+thread_local int active_depth = 0;
+
+bool timed_by_another(const TimedCall* t) {
+  for (int i = 0; i < active_depth && i < kMaxActive; ++i) {
+    if (active_calls[i].owner == t->owner && active_calls[i].timer != t) return true;
+  }
+  return false;
+}
+
+// Keeps a module call on the active list for the duration of a scope.
+class ActiveScope {
+ public:
+  explicit ActiveScope(const TimedCall* t) {
+    if (active_depth < kMaxActive) active_calls[active_depth] = ActiveCall{t->owner, t};
+    ++active_depth;
+  }
+  ~ActiveScope() { --active_depth; }
+  ActiveScope(const ActiveScope&) = delete;
+  ActiveScope& operator=(const ActiveScope&) = delete;
+};
+
+PyObject* call_as_stage(TimedCall* t, PyObject* const* args, std::size_t nargsf,
+                        PyObject* kwnames) {
+  if (!api::in_request()) return call_wrapped(t, args, nargsf, kwnames);
+  if ((t->flags & kModuleCall) != 0 && t->owner != nullptr) {
+    if (timed_by_another(t)) return call_wrapped(t, args, nargsf, kwnames);
+    ActiveScope active(t);
+    return time_stage(t, args, nargsf, kwnames);
+  }
+  return time_stage(t, args, nargsf, kwnames);
+}
+
 PyObject* call_as_phase(TimedCall* t, PyObject* const* args, std::size_t nargsf,
                         PyObject* kwnames) {
   if (!api::train_call_timed()) return call_wrapped(t, args, nargsf, kwnames);
   api::TrainMark mark = api::train_call_begin();
-  std::int64_t tokens = 0;
-  std::int64_t batch = 1;
-  if ((t->flags & kPriced) != 0) infer_tokens(t, args, nargsf, kwnames, &tokens, &batch);
+  CallShape shape;
+  if ((t->flags & kPriced) != 0) infer_shape(t, args, nargsf, kwnames, &shape);
+  if (shape.dtype[0] != '\0') api::note_compute_dtype(0, shape.dtype);
   PyObject* result = call_wrapped(t, args, nargsf, kwnames);
-  api::train_call_end(mark, t->phase, tokens, batch);
+  api::train_call_end(mark, t->phase, shape.tokens, shape.batch);
   return result;
 }
 
@@ -463,12 +523,14 @@ bool add_timed_types(PyObject* module) {
 
   PyObject* flag_priced = PyLong_FromUnsignedLong(kPriced);
   PyObject* flag_record = PyLong_FromUnsignedLong(kRecordOnError);
+  PyObject* flag_module = PyLong_FromUnsignedLong(kModuleCall);
   if (PyModule_AddObjectRef(module, "TimedCall", reinterpret_cast<PyObject*>(&timed_type)) < 0 ||
       PyModule_AddObjectRef(module, "StageContext", reinterpret_cast<PyObject*>(&context_type)) <
           0 ||
       PyModule_AddObjectRef(module, "NULL_SCOPE", null_context) < 0 ||
       PyModule_AddObject(module, "FLAG_PRICED", flag_priced) < 0 ||
-      PyModule_AddObject(module, "FLAG_RECORD_ON_ERROR", flag_record) < 0) {
+      PyModule_AddObject(module, "FLAG_RECORD_ON_ERROR", flag_record) < 0 ||
+      PyModule_AddObject(module, "FLAG_MODULE_CALL", flag_module) < 0) {
     return false;
   }
   return PyModule_AddFunctions(module, module_functions) == 0;

@@ -84,16 +84,19 @@ def track_cache(transformer, stage="transformer"):
     for block in blocks:
         _innermost(HookRegistry.check_if_exists_or_initialize(block), BlockCounter(), BLOCK_HOOK)
 
-    # The call's edges from torch's own hooks: they run in Module.__call__, outside whatever
-    # replaced `forward` (vxperf's timer, a cache's hook), so they see every call.
+    # The call's edges from torch's own hooks: they run in Module._call_impl, outside whatever
+    # replaced `forward` (a cache's hook) and, on torch 2, inside vxperf's timer, so they see every
+    # call.
     def before(module, args):
         count.ran = 0
         count.closed = _ext.closed_calls(stage_id)
 
     def after(module, args, output):
-        # Only a call that vxperf timed is marked (one that a cache hook answered without reaching
-        # the timer has no record to mark).
-        if _ext.in_request() and _ext.closed_calls(stage_id) == count.closed:
+        # Only a call that vxperf timed is marked: one open now (the timer around the hooks), or one
+        # closed since `before` (a timer set as `forward`, inside them). A call that a cache hook
+        # answered without reaching a timer has no record to mark.
+        if (_ext.in_request() and _ext.closed_calls(stage_id) == count.closed
+                and not _ext.open_calls(stage_id)):
             return None
         _ext.note_forward_fraction(stage_id, min(1.0, count.ran / total))
         return None

@@ -2,10 +2,12 @@
 
 A pipeline class's `__call__` is wrapped so that each call opens a request on the calling thread.
 At every request start the pipeline's `components` are read again: a component not hooked yet (a
-transformer swapped in after the pipeline was built, say by FSDP wrapping) gets its hook then,
-and the transformers' sizes are handed to the engine for pricing. A component's hook is a
-C-implemented callable set as the instance's `forward` (or, for a VAE, its encode/decode methods),
-so it sees keyword arguments on every torch version and costs one crossing into C++ per marker."""
+transformer swapped in after the pipeline was built, say by FSDP wrapping) gets its timer then, a
+timer that something replaced since is put back (said once), and the transformers' sizes are
+handed to the engine for pricing. A component's timer is a C-implemented callable around the whole
+module call (`_hooks`: around whatever forward accelerate, diffusers or peft give the module), or,
+for a VAE, around its encode/decode methods; it sees keyword arguments on every torch version and
+costs one crossing into C++ per marker."""
 
 import functools
 import importlib
@@ -13,10 +15,11 @@ import importlib.util
 import inspect
 import threading
 
-from . import _ext, _peak, _reading, _state
+from . import _ext, _hooks, _peak, _reading, _state
 
 PRICED = _ext.FLAG_PRICED
 RECORD_ON_ERROR = _ext.FLAG_RECORD_ON_ERROR
+MODULE_CALL = _ext.FLAG_MODULE_CALL
 
 # VAE methods and the stage suffix each is timed under; the streaming pair shares the stages of
 # the plain methods (the same work in chunks; neither calls the other).
@@ -28,31 +31,46 @@ _hook_lock = threading.Lock()
 _installed = False
 
 
-def _timed(method, module, stage, flags):
-    """A TimedCall standing in for `method` of `module`, timed as `stage`."""
-    infer = _reading.infer_tokens if flags & PRICED else None
-    if inspect.ismethod(method) and method.__self__ is module:
-        return _ext.TimedCall(method.__func__, module, module, stage, flags, -1, infer)
-    return _ext.TimedCall(method, None, module, stage, flags, -1, infer)
+def _stage_names(name, component):
+    """[(attribute, stage)] a component is timed through: a VAE's encode/decode methods (forward
+    never runs on one), any other module's whole call. A module already timed keeps the names it
+    was first seen with (one shared by two pipelines is timed once)."""
+    held = _hooks.timers(component)
+    if "vae" in name:
+        return [(method, held[method]._vxperf_stage if method in held else name + suffix)
+                for method, suffix in VAE_METHODS]
+    timer = _hooks.timer_of(component)
+    return [(None, timer._vxperf_stage if timer is not None else name)]
+
+
+def _describe(component, attribute):
+    current = component.__dict__.get(attribute, getattr(component, attribute, None))
+    owner = getattr(current, "__module__", None) or type(current).__module__
+    return f"{getattr(current, '__qualname__', type(current).__name__)} from {owner}"
 
 
 def _hook(name, component):
-    """Times `component` as stage `name` from now on (once per module: a module shared by two
-    pipelines is timed once, under the name it was first seen with)."""
-    if getattr(component, "_vxperf_hooked", False):
-        return
+    """Times `component` as stage `name` from now on, or puts back its timer where something
+    replaced it since (said once per component and attribute)."""
     try:
+        names = _stage_names(name, component)
+        had = dict(_hooks.timers(component))
         if "vae" in name:
-            # Pipelines call encode/decode; forward never runs on a VAE.
-            for method_name, suffix in VAE_METHODS:
-                method = getattr(component, method_name, None)
-                if callable(method):
-                    setattr(component, method_name,
-                            _timed(method, component, name + suffix, RECORD_ON_ERROR))
+            done = _hooks.hook_methods(component, names, RECORD_ON_ERROR)
+            stages = dict(names)
         else:
-            flags = PRICED if name.startswith("transformer") else 0
-            component.forward = _timed(component.forward, component, name, flags)
-        component._vxperf_hooked = True
+            stage = names[0][1]
+            flags = (PRICED if stage.startswith("transformer") else 0) | MODULE_CALL
+            infer = _reading.infer_tokens if flags & PRICED else None
+            done = _hooks.hook_calls(component, stage, flags, infer)
+            stages = {attribute: stage for attribute in done}
+        for attribute in done:
+            if attribute in had:
+                _state.warn(("rehook", id(component), attribute),
+                            f"component '{stages.get(attribute, name)}' "
+                            f"({type(component).__name__}): its {attribute} was replaced after "
+                            f"vxperf timed it ({_describe(component, attribute)}), so calls "
+                            "through it went unmeasured; timed again from this request")
     except Exception as error:
         _state.warn(("hook", id(component)),
                     f"cannot time component '{name}' ({type(component).__name__}: {error!r}); "
@@ -91,9 +109,17 @@ def set_attention_density(module, density):
     return module
 
 
+def _unhook_compiled_original(component):
+    """torch.compile's wrapper arrived over a module vxperf times: the wrapper is timed from now
+    on, and the original's timer is taken out of the compiled call (where dynamo would meet it)."""
+    inner = _hooks.owner_key(component)
+    if inner is not component and _hooks.timers(inner) and not _hooks.timers(component):
+        _hooks.unhook(inner)
+
+
 def attach(pipe):
-    """Hooks the pipeline's module components not hooked yet; returns the transformers' models by
-    stage name."""
+    """Hooks the pipeline's module components not hooked yet (and puts back timers replaced
+    since); returns the transformers' models by stage name."""
     import torch
 
     try:
@@ -104,14 +130,46 @@ def attach(pipe):
                     "are timed end to end, without stages")
         return {}
     models = {}
+    timed = []
     with _hook_lock:
         for name, component in components.items():
             if not isinstance(component, torch.nn.Module):
                 continue  # tokenizers, schedulers, processors
             if name.startswith("transformer"):
                 models[name] = _model_of(name, component)
+            _unhook_compiled_original(component)
             _hook(name, component)
+            timed.append(component)
+    try:
+        pipe.__dict__["_vxperf_timed"] = timed
+    except Exception:
+        pass  # a pipeline without instance attributes: nothing checked at its requests' ends
     return models
+
+
+def _check_lost(pipe):
+    """Says once when a stage timed in earlier requests of `pipe` got no call in this one while
+    its component's timer no longer sits where calls reach it (replaced during the call): those
+    calls may have run unmeasured. The timer is put back at the next request start."""
+    state = getattr(pipe, "__dict__", None)
+    if state is None:
+        return
+    seen = state.setdefault("_vxperf_seen", set())
+    for component in state.get("_vxperf_timed", ()):
+        timers = _hooks.timers(component)
+        stages = {timer._vxperf_stage for timer in timers.values()}
+        called = {stage for stage in stages if _ext.closed_calls(_ext.stage_id(stage)) > 0}
+        missing = (stages & seen) - called
+        if missing:
+            gone = _hooks.lost(component)
+            if gone:
+                _state.warn(("lost", id(component)),
+                            f"stage {', '.join(sorted(missing))} of {type(pipe).__name__} got no "
+                            f"timed call in this request, after it did in earlier ones: the "
+                            f"{', '.join(gone)} of its component ({type(component).__name__}) was "
+                            f"replaced during the call ({_describe(component, gone[0])}), so "
+                            "its calls went unmeasured; timed again from the next request")
+        seen |= called
 
 
 def _device_and_stream(device, stream=None):
@@ -140,7 +198,8 @@ def begin(pipe):
     # A measured peak (VIDEOX_PERF_PEAK_TFLOPS=auto) is probed now, before the request's clock
     # starts, in the transformer's dtype; once per process and device.
     if models:
-        _peak.ensure(index, next(iter(models.values()))[3] or None)
+        running = _reading.autocast_dtype("cuda" if index >= 0 else "cpu")
+        _peak.ensure(index, running or next(iter(models.values()))[3] or None)
     # Priced by this pipeline's own transformers only, as the reference prices a request by its
     # pipeline's components: two pipelines served at once never price each other's calls.
     handle = _ext.begin_request(index, stream, True)
@@ -148,6 +207,15 @@ def begin(pipe):
         for stage, model in models.items():
             _ext.declare_model(stage, *model)
     return handle
+
+
+def _end(pipe, handle, failed):
+    try:
+        _check_lost(pipe)
+    except Exception as error:
+        _state.warn(("check", type(pipe)), f"cannot check the stages of {type(pipe).__name__} "
+                    f"({error!r})")
+    _ext.end_request(handle, failed)
 
 
 def _measured(call):
@@ -159,9 +227,9 @@ def _measured(call):
         try:
             result = call(self, *args, **kwargs)
         except BaseException:
-            _ext.end_request(handle, True)  # reported all the same
+            _end(self, handle, True)  # reported all the same
             raise
-        _ext.end_request(handle, False)
+        _end(self, handle, False)
         return result
 
     __call__._vxperf_wrapped = True

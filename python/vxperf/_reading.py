@@ -132,12 +132,22 @@ def _warn_layout(module, message):
 
 
 def infer_tokens(module, args, kwargs):
-    """(latent tokens per sample, samples) of one transformer call, or None when its inputs do not
-    say. An explicit `seq_len` wins (Wan: the padded length its blocks run on); else a (B, T, D)
-    input gives T; else a (B, C, F, H, W) latent gives the patch grid of the model's patch size.
+    """(latent tokens per sample, samples, dtype) of one transformer call, or None when its inputs
+    do not say. An explicit `seq_len` wins (Wan: the padded length its blocks run on); else a
+    (B, T, D) input gives T; else a (B, C, F, H, W) latent gives the patch grid of the model's
+    patch size. `dtype` is what the call's matmuls run in when that is not the parameters' dtype
+    (autocast on the input's device, an fp8 recipe in effect), else None.
 
     Called by the extension with the module and the call's arguments; for a decorated function
     whose first argument is a module, that module is the one read."""
+    shape = _token_shape(module, args, kwargs)
+    if shape is None:
+        return None
+    return shape[0], shape[1], call_dtype(shape[2])
+
+
+def _token_shape(module, args, kwargs):
+    """(tokens, samples, the input tensor) of a transformer call, or None."""
     import torch
 
     if module is None and args and isinstance(args[0], torch.nn.Module):
@@ -156,16 +166,16 @@ def infer_tokens(module, args, kwargs):
     batch = int(hidden.shape[0])
     seq_len = kwargs.get("seq_len")
     if isinstance(seq_len, int) and seq_len > 0:
-        return seq_len, batch
+        return seq_len, batch, hidden
     if hidden.ndim == 3:
-        return int(hidden.shape[1]), batch
+        return int(hidden.shape[1]), batch, hidden
     if hidden.ndim == 5:
         patch = _patch_size(module)
         if patch is None:
             _warn_layout(module, "a (B, C, F, H, W) latent but no readable patch_size")
             return None
         frames, height, width = (int(s) for s in hidden.shape[2:])
-        return (frames // patch[0]) * (height // patch[1]) * (width // patch[2]), batch
+        return (frames // patch[0]) * (height // patch[1]) * (width // patch[2]), batch, hidden
     _warn_layout(module,
                  f"input of shape {tuple(hidden.shape)} is not (B, T, D) or (B, C, F, H, W)")
     return None
@@ -187,15 +197,108 @@ def dtype_name(dtype):
     return text if text in DTYPE_NAMES else _TORCH_DTYPES.get(text)
 
 
+def _cast_dtypes(module):
+    """{submodule id: compute dtype} of the submodules whose weights are stored in one dtype and
+    cast to another for the matmuls (diffusers' layerwise casting: fp8 storage, bf16 compute)."""
+    found = {}
+    for sub in module.modules():
+        registry = sub.__dict__.get("_diffusers_hook")
+        hooks = getattr(registry, "hooks", None)
+        if not isinstance(hooks, dict):
+            continue
+        for hook in hooks.values():
+            compute = getattr(hook, "compute_dtype", None)
+            if compute is not None and getattr(hook, "storage_dtype", None) is not None:
+                found[id(sub)] = compute
+    return found
+
+
 def param_dtype(module):
-    """The floating dtype most of a module's parameters are in (the one its matmuls run in, unless
-    autocast says otherwise: VIDEOX_PERF_DTYPE covers that), or None."""
+    """The floating dtype most of a module's weights compute in: their own dtype, or the compute
+    dtype of diffusers' layerwise casting where that stores them in another. Autocast, read at
+    each priced call, wins over this. None when no parameter is floating."""
+    try:
+        cast = _cast_dtypes(module)
+    except Exception as error:
+        _state.warn(("cast", type(module).__name__),
+                    f"cannot read the layerwise casting of {type(module).__name__} ({error!r}); "
+                    "priced at its parameters' dtype")
+        cast = {}
     counts = {}
-    for param in module.parameters():
-        name = dtype_name(param.dtype)
+    if cast:
+        pairs = ((cast.get(id(sub)), p) for sub in module.modules()
+                 for p in sub.parameters(recurse=False))
+    else:
+        pairs = ((None, p) for p in module.parameters())
+    for compute, param in pairs:
+        name = dtype_name(compute if compute is not None else param.dtype)
         if name is not None:
             counts[name] = counts.get(name, 0) + param.numel()
     return max(counts, key=counts.get) if counts else None
+
+
+def _autocast_reader():
+    """A function device_type -> torch dtype or None: what autocast runs matmuls in there now."""
+    import torch
+
+    if hasattr(torch, "get_autocast_dtype"):  # torch >= 2.4: one API for every device type
+        def read(device_type):
+            if not torch.is_autocast_enabled(device_type):
+                return None
+            return torch.get_autocast_dtype(device_type)
+        return read
+
+    def read_old(device_type):  # torch 1.13 to 2.3: CUDA and CPU autocast apart
+        if device_type == "cuda":
+            return torch.get_autocast_gpu_dtype() if torch.is_autocast_enabled() else None
+        if device_type == "cpu":
+            return torch.get_autocast_cpu_dtype() if torch.is_autocast_cpu_enabled() else None
+        return None
+    return read_old
+
+
+_autocast = []
+
+
+def autocast_dtype(device_type):
+    """The engine's name of the dtype autocast runs matmuls in on `device_type` now, or None when
+    autocast is off there or its state cannot be read (said once)."""
+    try:
+        if not _autocast:
+            _autocast.append(_autocast_reader())
+        return dtype_name(_autocast[0](device_type))
+    except Exception as error:
+        _state.warn(("autocast", device_type),
+                    f"cannot read the autocast state on {device_type} ({error!r}); calls are "
+                    "priced at the parameters' dtype")
+        return None
+
+
+def _fp8_recipe():
+    """'fp8' while Transformer Engine's fp8_autocast is on (only if the program imported it)."""
+    import sys
+
+    te = sys.modules.get("transformer_engine.pytorch")
+    if te is None:
+        return None
+    try:
+        manager = te.fp8.FP8GlobalStateManager
+        return "fp8" if manager.is_fp8_enabled() else None
+    except Exception as error:
+        _state.warn(("fp8", "te"), f"cannot read Transformer Engine's fp8 state ({error!r}); "
+                    "declare fp8 with VIDEOX_PERF_DTYPE=fp8")
+        return None
+
+
+def call_dtype(hidden):
+    """What a call whose main input is `hidden` runs its matmuls in, when something other than
+    the parameters decides: Transformer Engine's fp8 autocast, else torch autocast on the input's
+    device. None: the parameters' dtype."""
+    fp8 = _fp8_recipe()
+    if fp8 is not None:
+        return fp8
+    device = getattr(hidden, "device", None)
+    return autocast_dtype(device.type) if device is not None else None
 
 
 def module_device(module):

@@ -418,6 +418,8 @@ void EngineCore::settle(Request& request, double t_end, bool failed) {
         p.called = true;
         p.tokens = request.stages[id].tokens;
         p.batch = request.stages[id].batch;
+        // What autocast ran the calls in beats what the parameters are stored in.
+        if (request.stages[id].dtype) p.dtype = request.stages[id].dtype;
         p.calls = summary->count;
         p.total_ms = summary->total_ms;
         std::uint32_t slot = request.stages[id].slot;

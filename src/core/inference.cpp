@@ -151,6 +151,14 @@ void note_forward_fraction(StageId stage, double fraction) noexcept {
   }
 }
 
+void note_compute_dtype(StageId stage, Dtype dtype) noexcept {
+  if (detail::Request* r = detail::current_request) {
+    r->note_dtype(stage.value, dtype);
+  } else if (Trainer* t = detail::active_trainer) {
+    detail::core_of(*t).note_dtype(dtype);
+  }
+}
+
 void declare_request_model(std::string_view stage, const ModelInfo& info) noexcept {
   detail::Request* r = detail::current_request;
   if (r == nullptr) return;

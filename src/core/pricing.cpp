@@ -150,7 +150,15 @@ void price_window(const std::vector<PricedStep>& steps, const TrainedModel& mode
   t.devices = devices;
   t.tflops = flops_total * dp / priced_s / 1e12;
   t.hw_tflops = hw_flops_total * dp / priced_s / 1e12;
-  t.dtype = priced_dtype(dtype_override, model.dtype);
+  // What the forwards ran in (autocast, mixed precision) beats what the weights are stored in.
+  std::optional<Dtype> ran_in;
+  for (const PricedStep* s : priced) {
+    if (s->dtype) {
+      ran_in = s->dtype;
+      break;
+    }
+  }
+  t.dtype = priced_dtype(dtype_override, ran_in ? ran_in : model.dtype);
   t.attn_density = model.attention ? model.attn_density : 1.0;
   if (partial) {
     t.skipped_fwd = skipped_fwd;

@@ -74,6 +74,7 @@ struct PricedStep {
   std::int64_t fwd_calls = 0;
   double effective_fwd = 0;
   std::int64_t skipped_fwd = 0;
+  std::optional<Dtype> dtype;  // what its forwards ran in, when said
 };
 
 // Fills the priced half of `t` (samples_per_s, wall_s and dp already set) from the steps that

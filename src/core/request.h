@@ -42,6 +42,7 @@ struct Request {
     bool priced = false;      // a transformer stage (asked once, when first seen)
     std::int64_t tokens = 0;  // first known value (transformer stages), 0: unknown
     std::int64_t batch = 1;
+    std::optional<Dtype> dtype;    // the matmuls' dtype as first said at a call (autocast)
     int open = 0;                  // calls open now (nested calls of one stage are possible)
     double pending_fraction = -1;  // noted for the open call (note_forward_fraction); <0: none
   };
@@ -69,6 +70,8 @@ struct Request {
   bool needs_tokens(std::uint32_t id) const;
   // The fraction of a full forward the call of `id` open now (else the last closed one) computed.
   void note_fraction(std::uint32_t id, double fraction);
+  // The dtype a call of `id` ran its matmuls in; the first one said for the stage is kept.
+  void note_dtype(std::uint32_t id, Dtype dtype);
   void clear();
 };
 

@@ -111,6 +111,11 @@ void Request::note_fraction(std::uint32_t id, double fraction) {
   }
 }
 
+void Request::note_dtype(std::uint32_t id, Dtype dtype) {
+  if (id >= stages.size() || !stages[id].seen) return;  // no call of it in this request
+  if (!stages[id].dtype) stages[id].dtype = dtype;
+}
+
 bool Request::needs_tokens(std::uint32_t id) const {
   if (id < stages.size() && stages[id].seen) return stages[id].priced && stages[id].tokens == 0;
   return is_transformer_stage(id);

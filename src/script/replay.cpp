@@ -74,6 +74,13 @@ struct Event {
       if (!valid_density(info.attn_density)) fail("\"attn_density\" must be in (0, 1]");
     }
   }
+  // The dtype a call's matmuls ran in ("dtype"), when the event says it.
+  std::optional<Dtype> call_dtype() const {
+    if (!has("dtype")) return std::nullopt;
+    auto dtype = parse_dtype(string("dtype"));
+    if (!dtype) fail("\"dtype\" is not a known dtype");
+    return dtype;
+  }
   // A call's fraction of a full forward ("frac", default 1).
   double fraction() const {
     if (!has("frac")) return 1.0;
@@ -292,6 +299,7 @@ class Replayer {
       e0 = simulated_->add_event(0.0);
       e1 = simulated_->add_event(*ms);
     }
+    if (auto dtype = ev.call_dtype()) request_->note_dtype(id, *dtype);
     request_->pairs.push_back(Request::Pair{id, t0, t1, e0, e1, ev.fraction()});
   }
 
@@ -329,7 +337,8 @@ class Replayer {
     t.begin_model_call(start.host_s);
     clock_->set(end.host_s);
     std::int64_t tokens = *phase == Phase::kForward ? ev.integer("tokens", 0) : 0;
-    t.end_model_call(*phase, start, end, tokens, ev.integer("samples", 1), ev.fraction());
+    std::optional<Dtype> dtype = *phase == Phase::kForward ? ev.call_dtype() : std::nullopt;
+    t.end_model_call(*phase, start, end, tokens, ev.integer("samples", 1), ev.fraction(), dtype);
   }
 
   const LogFn& log_;

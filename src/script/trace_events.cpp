@@ -69,6 +69,7 @@ std::vector<std::string> request_events(const Request& request,
       ev["tokens"] = st.tokens;
       ev["batch"] = st.batch;
     }
+    if (st.dtype) ev["dtype"] = dtype_name(*st.dtype);
     if (p.fraction != 1.0) ev["frac"] = p.fraction;
     block.push_back(dump(ev));
   }

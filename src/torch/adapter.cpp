@@ -5,6 +5,9 @@
 #include <stdexcept>
 #include <string>
 
+#include <ATen/autocast_mode.h>
+#include <torch/version.h>
+
 #include "core/engine_core.h"
 #include "format/strings.h"
 #include "training/trainer_core.h"
@@ -116,6 +119,11 @@ std::optional<Dtype> dtype_of(c10::ScalarType type) {
       return Dtype::kFp16;
     case c10::ScalarType::Float:
       return Dtype::kFp32;
+#if TORCH_VERSION_MAJOR >= 2
+    case c10::ScalarType::Float8_e4m3fn:
+    case c10::ScalarType::Float8_e5m2:
+      return Dtype::kFp8;
+#endif
     default:
       return std::nullopt;  // integers, doubles: no peak to compare with
   }
@@ -344,6 +352,33 @@ Trainer* training_trainer() {
 
 }  // namespace
 
+std::optional<Dtype> autocast_dtype(const ::torch::Device& device) {
+  // LibTorch 2.4 made autocast one API over device types; before, CUDA and CPU had their own.
+#if TORCH_VERSION_MAJOR > 2 || (TORCH_VERSION_MAJOR == 2 && TORCH_VERSION_MINOR >= 4)
+  if (!at::autocast::is_autocast_enabled(device.type())) return std::nullopt;
+  return dtype_of(at::autocast::get_autocast_dtype(device.type()));
+#else
+  if (device.is_cuda()) {
+    if (!at::autocast::is_enabled()) return std::nullopt;
+    return dtype_of(at::autocast::get_autocast_gpu_dtype());
+  }
+  if (device.is_cpu()) {
+    if (!at::autocast::is_cpu_enabled()) return std::nullopt;
+    return dtype_of(at::autocast::get_autocast_cpu_dtype());
+  }
+  return std::nullopt;
+#endif
+}
+
+std::optional<Dtype> call_dtype(const ::torch::Tensor* hidden) {
+  if (hidden == nullptr || !hidden->defined()) return std::nullopt;
+  try {
+    return autocast_dtype(hidden->device());
+  } catch (...) {
+    return std::nullopt;  // unreadable: priced at the model's dtype
+  }
+}
+
 CallScope::CallScope(Role role, const ::torch::Tensor* hidden,
                      const std::optional<PatchSize>& patch, std::int64_t seq_len) noexcept {
   const bool priced = role == Role::kTransformer || role == Role::kTransformer2;
@@ -357,9 +392,16 @@ CallScope::CallScope(Role role, const ::torch::Tensor* hidden,
     void* stream =
         hidden != nullptr && hidden->defined() ? current_stream(hidden->device()) : nullptr;
     stage_.emplace(stage_of(role), s.tokens, s.batch, stream);
+    // The matmuls' dtype under autocast prices the stage (the first call that says one wins).
+    if (priced) {
+      if (auto dtype = call_dtype(hidden)) note_compute_dtype(stage_of(role), *dtype);
+    }
   } else if (Trainer* t = training_trainer(); t != nullptr) {
     auto s = shape();
     call_.emplace(phase_of(role), s.tokens, s.batch, t);
+    if (priced) {
+      if (auto dtype = call_dtype(hidden)) vxperf::detail::core_of(*t).note_dtype(*dtype);
+    }
   }
 }
 

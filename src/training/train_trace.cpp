@@ -62,6 +62,10 @@ void TrainTrace::set_fraction(std::int64_t entry, double fraction) {
   }
 }
 
+void TrainTrace::set_dtype(std::int64_t entry, Dtype dtype) {
+  if (holds(entry)) at(entry).event["dtype"] = dtype_name(dtype);
+}
+
 void TrainTrace::mark_settled(std::int64_t entry) {
   if (holds(entry)) at(entry).settled = true;
 }

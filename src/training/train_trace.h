@@ -31,6 +31,8 @@ class TrainTrace {
   void mark_settled(std::int64_t entry);
   // A forward's fraction, noted after the call closed.
   void set_fraction(std::int64_t entry, double fraction);
+  // The dtype the forward of `entry` ran its matmuls in.
+  void set_dtype(std::int64_t entry, Dtype dtype);
   // The optimizer call that will close the current step; -1: none.
   void set_closing(std::int64_t entry) { closing_ = entry; }
   // A window's peaks, placed before the call that closed it (where replay reads them).

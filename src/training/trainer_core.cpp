@@ -43,6 +43,7 @@ void TrainerCore::Step::reset() {
   samples = 0;
   fwd_calls = 0;
   effective_samples = 0;
+  dtype.reset();
   effective_fwd = 0;
   skipped_fwd = 0;
 }
@@ -153,8 +154,11 @@ void TrainerCore::begin_model_call(double start_s) {
 }
 
 void TrainerCore::end_model_call(Phase phase, Marker start, Marker end, std::int64_t tokens,
-                                 std::int64_t samples, double fraction) {
+                                 std::int64_t samples, double fraction,
+                                 std::optional<Dtype> dtype) {
   --depth_;
+  if (!dtype && depth_ == 0) dtype = pending_dtype_;
+  if (depth_ == 0) pending_dtype_.reset();
   // The scope's own word first, else what a hook inside the call noted.
   if (fraction == 1.0 && depth_ == 0 && pending_fraction_ >= 0) fraction = pending_fraction_;
   if (depth_ == 0) pending_fraction_ = -1;
@@ -171,7 +175,21 @@ void TrainerCore::end_model_call(Phase phase, Marker start, Marker end, std::int
     step.effective_samples += static_cast<double>(samples) * fraction;
     step.effective_fwd += fraction;
     if (fraction == 0.0) ++step.skipped_fwd;
+    if (dtype) {
+      if (!step.dtype) step.dtype = dtype;
+      if (trace_) trace_->set_dtype(pair.trace_entry, *dtype);
+    }
   }
+}
+
+void TrainerCore::note_dtype(Dtype dtype) {
+  if (depth_ > 0) {
+    pending_dtype_ = dtype;
+    return;
+  }
+  if (!step_ || last_fwd_.step != step_->index) return;
+  if (!step_->dtype) step_->dtype = dtype;
+  if (trace_) trace_->set_dtype(last_fwd_.trace_entry, dtype);
 }
 
 void TrainerCore::note_fraction(double fraction) {
@@ -306,6 +324,7 @@ void TrainerCore::settle(Step& step) {
   record.effective_samples = step.effective_samples;
   record.effective_fwd = step.effective_fwd;
   record.skipped_fwd = step.skipped_fwd;
+  record.dtype = step.dtype;
   if (!record.warmup) measured_step_s_.push_back(step.total_s);
   window_.push_back(std::move(record));
   if (static_cast<std::int64_t>(window_.size()) >= engine_.settings().every) emit_window(true);

@@ -55,11 +55,15 @@ class TrainerCore {
   bool model_call_timed() const { return depth_ == 0 && !in_backward_; }
   void begin_model_call(double start_s);
   // `fraction`: of a full forward the call computed (1 full, 0 skipped).
+  // `dtype`: what its matmuls ran in, when the front end read it (else what note_dtype said).
   void end_model_call(Phase phase, Marker start, Marker end, std::int64_t tokens,
-                      std::int64_t samples, double fraction = 1.0);
+                      std::int64_t samples, double fraction = 1.0,
+                      std::optional<Dtype> dtype = std::nullopt);
   // The forward open now (else the last one of the current step) computed `fraction` of the
   // model; ModelCall::set_fraction says the same from the call's own scope.
   void note_fraction(double fraction);
+  // The forward open now (else the last one of the current step) ran its matmuls in `dtype`.
+  void note_dtype(Dtype dtype);
   void begin_backward(double start_s);
   void end_backward(Marker start, Marker end);
   void add_clip(Marker start, Marker end);
@@ -84,6 +88,7 @@ class TrainerCore {
     double effective_samples = 0;
     double effective_fwd = 0;
     std::int64_t skipped_fwd = 0;
+    std::optional<Dtype> dtype;  // the first one a forward of the step said
     Pair& add(Phase phase, Marker start, Marker end);
     void reset();
   };
@@ -130,6 +135,7 @@ class TrainerCore {
   bool finished_ = false;
   bool in_use_ = false;
   double pending_fraction_ = -1;  // noted inside the open model call; <0: none
+  std::optional<Dtype> pending_dtype_;  // noted inside the open model call
   // The last forward of the current step, for a fraction noted after it closed.
   struct LastForward {
     std::int64_t step = -1;

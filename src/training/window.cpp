@@ -41,7 +41,7 @@ TrainWindowRecord aggregate_window(const std::vector<StepRecord>& window,
     double effective = partial ? e->effective_samples : static_cast<double>(e->samples);
     priced.push_back(PricedStep{e->tokens, e->samples, e->total_s, effective, e->fwd_calls,
                                 partial ? e->effective_fwd : static_cast<double>(e->fwd_calls),
-                                e->skipped_fwd});
+                                e->skipped_fwd, e->dtype});
   }
   // The wall clock in step order, left to right (the rates' divisor), before sorting for the
   // percentiles.

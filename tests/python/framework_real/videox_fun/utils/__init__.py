@@ -1,0 +1,1 @@
+"""Where the tests load the reference module (videox_fun.utils.seed_perf)."""
