@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
-# Installs every Debian package vxperf needs to build, test and run its demo. Idempotent; run as root.
-# Set VXPERF_SETUP_MINIMAL=1 to skip LibTorch and python3-torch (core library, CLI and core tests only).
+# Installs every Debian package vxperf needs to build, test and run its demo, then the torch 2 test
+# environment (build-venv/: the real diffusers, transformers, accelerate from PyPI, pinned).
+# Idempotent; run as root. VXPERF_SETUP_MINIMAL=1 skips LibTorch, python3-torch and the venv (core
+# library, CLI and core tests only); VXPERF_SETUP_VENV=0 skips the venv alone.
 set -euo pipefail
 
 packages=(
@@ -28,4 +30,24 @@ if ((${#missing[@]})); then
   apt-get install -y -qq --no-install-recommends "${missing[@]}"
 else
   echo "setup: all packages present"
+fi
+
+# The torch 2 test environment: the real diffusers, transformers, accelerate and peft, pinned
+# (python/requirements-test.txt), in build-venv/. Remade when the requirements change.
+if [[ "${VXPERF_SETUP_MINIMAL:-0}" != "1" && "${VXPERF_SETUP_VENV:-1}" != "0" ]]; then
+  cd "$(dirname "$0")/.."
+  venv=build-venv
+  requirements=python/requirements-test.txt
+  stamp="$(sha256sum "$requirements" | cut -c1-16)"
+  if [[ -x "$venv/bin/python" && "$(cat "$venv/.requirements" 2>/dev/null)" == "$stamp" ]]; then
+    echo "setup: $venv up to date"
+  else
+    # Any CPython 3.9+ with venv: the one on PATH, else Debian's.
+    python=$(command -v python3 || echo /usr/bin/python3)
+    echo "setup: making $venv with $("$python" --version) from $requirements"
+    rm -rf "$venv"
+    "$python" -m venv "$venv"
+    "$venv/bin/python" -m pip install -q --no-input -r "$requirements"
+    echo "$stamp" > "$venv/.requirements"
+  fi
 fi

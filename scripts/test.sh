@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Runs every test: unit, conformance, CLI, fault-injection, LibTorch, demo, consumer and serving
-# tests in a normal build, and the Python package's tests; then the core, CUDA-backend, analysis,
+# tests in a normal build, and the Python package's tests (Debian's torch 1.13, then torch 2 with
+# the real diffusers/transformers/accelerate); then the core, CUDA-backend, analysis,
 # serving and fault-injection tests under AddressSanitizer + UBSan; the concurrency, fork,
 # CUDA-backend and serving tests under ThreadSanitizer; and both fuzzers for a bounded time.
 set -euo pipefail
@@ -21,6 +22,9 @@ if [[ ! -d build/python/vxperf ]]; then
   exit 1
 fi
 VXPERF_BUILD="$PWD/build" /usr/bin/python3 -m pytest -q tests/python
+# The same on torch 2 with the real diffusers, transformers, accelerate and peft (build-venv/, made
+# by setup.sh), side by side with the reference, whose torch 2 hooks run natively there.
+VXPERF_BUILD="$PWD/build" build-venv/bin/python -m pytest -q tests/python
 
 # Sanitizer builds leave LibTorch out: its own code is not what they check.
 cmake -S . -B build-asan -G Ninja -DCMAKE_BUILD_TYPE=Debug -DVXPERF_SANITIZE=address,undefined \

@@ -148,7 +148,9 @@ def optimizer_step(optimizer, synced=True):
     return _OptimizerStep(id(optimizer), bool(synced))
 
 
-def _read_model(module, lora=False):
+def _read_model(module, lora=False, mixed=None):
+    """What the engine needs of the trained model; `mixed`: the dtype a mixed-precision recipe
+    runs its matmuls in (accelerate's mixed_precision), which beats the weights' own."""
     world = _state.world_size()
     widths = _reading.priced_widths(module, "the trained model")
     return dict(
@@ -157,7 +159,7 @@ def _read_model(module, lora=False):
         checkpointing=_reading.checkpointing(module),
         widths=widths,
         text_tokens=_reading.text_tokens(module) if widths else 0,
-        dtype=_reading.param_dtype(module) or "",
+        dtype=mixed or _reading.param_dtype(module) or "",
         attn_density=float(getattr(module, "_vxperf_attn_density", None) or 1.0),
     )
 
@@ -222,16 +224,26 @@ def finish():
 # ---- model classes and modules ------------------------------------------------------------------
 
 
+def _present(name):
+    """Whether package `name` can be imported (without importing it when it is not loaded yet)."""
+    if name in sys.modules:
+        return sys.modules[name] is not None
+    try:
+        return importlib.util.find_spec(name) is not None
+    except (ImportError, ValueError):
+        return False
+
+
 def _base_classes():
     bases = {}
-    if "diffusers" in sys.modules or importlib.util.find_spec("diffusers") is not None:
+    if _present("diffusers"):
         try:
             from diffusers.models.modeling_utils import ModelMixin
 
             bases["diffusers"] = ModelMixin
         except Exception:
             pass
-    if "transformers" in sys.modules or importlib.util.find_spec("transformers") is not None:
+    if _present("transformers"):
         try:
             from transformers import PreTrainedModel
 
@@ -368,16 +380,28 @@ def _note_accelerator(accelerator):
         training_device(device)
 
 
-def _register_prepared(objects):
+# accelerate's mixed_precision -> the dtype its forwards run their matmuls in ("no": the weights')
+_MIXED_PRECISION = {"bf16": "bf16", "fp16": "fp16", "fp8": "fp8"}
+
+
+def mixed_precision_dtype(accelerator):
+    """The dtype accelerate runs the prepared model's forward in, or None (full precision)."""
+    mode = getattr(accelerator, "mixed_precision", None)
+    return _MIXED_PRECISION.get(str(getattr(mode, "value", mode) or "").lower())
+
+
+def _register_prepared(objects, accelerator=None):
     import torch
 
+    running = mixed_precision_dtype(accelerator)
+    _trained["mixed"] = running
     for obj in objects:
         if not isinstance(obj, torch.nn.Module):
             continue
         params = _reading.count_params(obj, _state.world_size())
         if params > _trained["params"]:
             _trained.update(module=obj, params=params, reread=False)
-            read = _read_model(obj)
+            read = _read_model(obj, mixed=running)
             _ext.train_register_model(read["params"], read["trainable"], read["checkpointing"],
                                       read["widths"], read["text_tokens"], False,
                                       dtype=read["dtype"], attn_density=read["attn_density"])
@@ -389,7 +413,7 @@ def _reread_trained():
     module = _trained["module"]
     if module is None:
         return
-    read = _read_model(module)
+    read = _read_model(module, mixed=_trained.get("mixed"))
     _ext.train_register_model(read["params"], read["trainable"], read["checkpointing"],
                               read["widths"], read["text_tokens"], True, dtype=read["dtype"],
                               attn_density=read["attn_density"])
@@ -480,7 +504,7 @@ def _prepare(function):
         try:
             _note_accelerator(self)
             _state.refresh_topology()
-            _register_prepared(result if isinstance(result, tuple) else (result,))
+            _register_prepared(result if isinstance(result, tuple) else (result,), self)
         except Exception as error:
             _state.warn(("prepare", id(self)), f"cannot size the prepared model: {error!r}")
         return result
@@ -497,10 +521,15 @@ def _patch(cls, name, factory):
 
 
 def _patch_accelerate():
-    if "accelerate" not in sys.modules and importlib.util.find_spec("accelerate") is None:
+    if not _present("accelerate"):
         return 0
-    from accelerate import Accelerator
-    from accelerate.optimizer import AcceleratedOptimizer
+    try:
+        from accelerate import Accelerator
+        from accelerate.optimizer import AcceleratedOptimizer
+    except Exception as error:
+        _state.warn(("accelerate", "import"), f"accelerate cannot be patched ({error!r}); use "
+                    "the explicit training scopes")
+        return 0
 
     count = _patch(Accelerator, "accumulate", _accumulate)
     count += _patch(Accelerator, "backward", _backward)
@@ -531,7 +560,7 @@ def install_training(level=None, models=None):
         patched = _patch_accelerate()
         bases = _base_classes()
         targets = [] if models is None else [models]
-        if importlib.util.find_spec("videox_fun") is not None:
+        if _present("videox_fun"):
             try:
                 targets.append(importlib.import_module("videox_fun.models"))
             except Exception:

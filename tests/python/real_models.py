@@ -59,14 +59,20 @@ def wan_vae():
                             temperal_downsample=[False, True, True])
 
 
+def quiet(pipe):
+    """No progress bar on stderr (the tests read what vxperf says there)."""
+    pipe.set_progress_bar_config(disable=True)
+    return pipe
+
+
 def wan(seed=0):
     """Wan 2.1-style text-to-video: UMT5, one transformer, the 3D VAE."""
     from diffusers import FlowMatchEulerDiscreteScheduler, WanPipeline
 
     torch.manual_seed(seed)
-    return WanPipeline(tokenizer=tokenizer(), text_encoder=umt5(), vae=wan_vae(),
-                       scheduler=FlowMatchEulerDiscreteScheduler(shift=7.0),
-                       transformer=wan_transformer())
+    return quiet(WanPipeline(tokenizer=tokenizer(), text_encoder=umt5(), vae=wan_vae(),
+                             scheduler=FlowMatchEulerDiscreteScheduler(shift=7.0),
+                             transformer=wan_transformer()))
 
 
 def wan22_i2v(seed=0):
@@ -75,11 +81,11 @@ def wan22_i2v(seed=0):
     from diffusers import FlowMatchEulerDiscreteScheduler, WanImageToVideoPipeline
 
     torch.manual_seed(seed)
-    return WanImageToVideoPipeline(tokenizer=tokenizer(), text_encoder=umt5(), vae=wan_vae(),
-                                   scheduler=FlowMatchEulerDiscreteScheduler(shift=7.0),
-                                   transformer=wan_transformer(in_channels=36),
-                                   transformer_2=wan_transformer(in_channels=36),
-                                   boundary_ratio=0.5)
+    return quiet(WanImageToVideoPipeline(
+        tokenizer=tokenizer(), text_encoder=umt5(), vae=wan_vae(),
+        scheduler=FlowMatchEulerDiscreteScheduler(shift=7.0),
+        transformer=wan_transformer(in_channels=36), transformer_2=wan_transformer(in_channels=36),
+        boundary_ratio=0.5))
 
 
 def cogvideox(seed=0):
@@ -96,8 +102,8 @@ def cogvideox(seed=0):
         in_channels=3, out_channels=3, down_block_types=("CogVideoXDownBlock3D",) * 4,
         up_block_types=("CogVideoXUpBlock3D",) * 4, block_out_channels=(8, 8, 8, 8),
         latent_channels=4, layers_per_block=1, norm_num_groups=2, temporal_compression_ratio=4)
-    return CogVideoXPipeline(tokenizer=tokenizer(), text_encoder=t5(), vae=vae,
-                             transformer=transformer, scheduler=CogVideoXDDIMScheduler())
+    return quiet(CogVideoXPipeline(tokenizer=tokenizer(), text_encoder=t5(), vae=vae,
+                                   transformer=transformer, scheduler=CogVideoXDDIMScheduler()))
 
 
 # One call of each pipeline, as small as it runs: 5 frames of 16x16 (2 latent frames of 8x8, 32

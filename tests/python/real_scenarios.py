@@ -138,14 +138,16 @@ def run_offload(perf, rec):
     dispatch_model(third.transformer, device_map={"": "cpu"})
     instrument(perf, third)
     wan_call(third, rec)
-    cpu_offload(third.text_encoder, execution_device=torch.device("cpu"))
-    wan_call(third, rec)
     add_hook_to_module(third.transformer, AlignDevicesHook(execution_device="cpu",
                                                            io_same_device=True), append=True)
     attach_align_device_hook(third.transformer, execution_device=torch.device("cpu"))
     wan_call(third, rec)
     remove_hook_from_module(third.transformer, recurse=True)
     wan_call(third, rec)
+    fourth = instrument(perf, rm.wan())
+    wan_call(fourth, rec)
+    cpu_offload(fourth.transformer, execution_device=torch.device("cpu"))
+    wan_call(fourth, rec)
 
 
 def run_hooks(perf, rec):

@@ -121,6 +121,9 @@ def test_install_training_with_named_classes(tmp_path):
     their names say, on a loop that opens only the micro-step, backward and optimizer scopes."""
     records = tmp_path / "records.jsonl"
     code = """
+import sys
+for absent in ("accelerate", "diffusers", "transformers"):  # installed in the torch 2 venv
+    sys.modules[absent] = None
 import torch, vxperf
 import tiny_models as tm
 assert vxperf.install_training(models=tm)  # every torch module class tiny_models defines
