@@ -372,6 +372,53 @@ def python_run(args):
     print(f"gpu_check: {args.impl}: {1 + args.requests} requests on {device}")
 
 
+def real_run(args):
+    """One implementation instruments the real diffusers WanPipeline (a Wan2.1-1.3B-wide
+    transformer of --layers blocks, random weights kept in fp32) with model CPU offload enabled
+    after instrumenting, and runs a warmup request and --requests more under bf16 autocast; the
+    records go to --out. --device cpu rehearses it without a GPU (tiny sizes)."""
+    import torch
+
+    sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tests",
+                                    "python"))
+    import real_models as rm
+    from diffusers import (AutoencoderKLWan, FlowMatchEulerDiscreteScheduler, WanPipeline,
+                           WanTransformer3DModel)
+
+    on_gpu = args.device != "cpu"
+    if on_gpu and not torch.cuda.is_available():
+        sys.exit("gpu_check.py real-run: no CUDA device visible to PyTorch")
+    if os.path.exists(args.out):
+        os.remove(args.out)
+    for key in list(os.environ):
+        if key.startswith("VIDEOX_PERF"):
+            del os.environ[key]
+    os.environ.update(VIDEOX_PERF_JSON=args.out, VIDEOX_PERF_WARMUP="1")
+    perf = load_implementation(args.impl, args.reference)
+    torch.manual_seed(0)
+    heads, head_dim, ffn, text_dim = (12, 128, 8960, 512) if on_gpu else (2, 8, 32, 16)
+    transformer = WanTransformer3DModel(
+        patch_size=(1, 2, 2), num_attention_heads=heads, attention_head_dim=head_dim,
+        in_channels=16, out_channels=16, text_dim=text_dim, freq_dim=256 if on_gpu else 32,
+        ffn_dim=ffn, num_layers=args.layers, cross_attn_norm=True,
+        qk_norm="rms_norm_across_heads", rope_max_seq_len=1024 if on_gpu else 32)
+    vae = AutoencoderKLWan() if on_gpu else rm.wan_vae()
+    pipe = WanPipeline(tokenizer=rm.tokenizer(64), text_encoder=rm.umt5(text_dim), vae=vae,
+                       scheduler=FlowMatchEulerDiscreteScheduler(shift=5.0),
+                       transformer=transformer)
+    pipe.set_progress_bar_config(disable=True)
+    perf.instrument_pipeline(pipe)
+    pipe.enable_model_cpu_offload(device="cuda" if on_gpu else "cpu")
+    height, width, frames = (272, 480, 21) if on_gpu else (16, 16, 5)
+    for _ in range(1 + args.requests):
+        with torch.autocast("cuda" if on_gpu else "cpu", dtype=torch.bfloat16):
+            pipe(prompt="a cat runs on the beach at sunset", negative_prompt="blue snow",
+                 height=height, width=width, num_frames=frames, num_inference_steps=args.steps,
+                 max_sequence_length=64, output_type="np")
+    print(f"gpu_check: {args.impl}: {1 + args.requests} offloaded bf16-autocast requests on "
+          f"{'cuda' if on_gpu else 'cpu'}")
+
+
 def build_vae_decoder(torch):
     nn = torch.nn
 
@@ -416,7 +463,7 @@ def python_compare(args):
             va, vb = (a.get("dit") or {}).get(key), (b.get("dit") or {}).get(key)
             if va is None or vb is None or not math.isclose(va, vb, rel_tol=1e-12):
                 problems.append(f"req#{a['req']}: dit.{key} {va} != {vb}")
-        if a.get("device") != b.get("device") or "peak_alloc_bytes" not in a:
+        if a.get("device") != b.get("device") or (args.on_gpu and "peak_alloc_bytes" not in a):
             problems.append(f"req#{a['req']}: device {a.get('device')} vs {b.get('device')}, "
                             "or no peak memory")
     measured_a = [r for r in ours if not r["warmup"]]
@@ -435,6 +482,22 @@ def python_compare(args):
         print(f"{'e2e (s)':28}{va:12.3f}{vb:12.3f}{va / vb:8.3f}")
         print(f"{'FLOPs / forward':28}{measured_a[0]['dit']['flops_per_fwd']:12.4e}"
               f"{measured_b[0]['dit']['flops_per_fwd']:12.4e}")
+    if args.expect_dtype:
+        for r in measured_a:
+            dit = r.get("dit") or {}
+            dtype = dit.get("dtype", "bf16")  # bf16 is the reference's, left out of records
+            if dtype != args.expect_dtype:
+                problems.append(f"req#{r['req']}: priced at {dtype}, not {args.expect_dtype}")
+            if args.expect_peak is not None:
+                peak = dit.get("peak_tflops")
+                if peak is None or not math.isclose(peak, args.expect_peak, rel_tol=1e-9):
+                    problems.append(f"req#{r['req']}: peak {peak}, not {args.expect_peak}")
+                elif dit.get("mfu") is None or not math.isclose(dit["mfu"], dit["tflops"] / peak,
+                                                                rel_tol=1e-9):
+                    problems.append(f"req#{r['req']}: MFU {dit.get('mfu')} is not TFLOPS/peak")
+                else:
+                    print(f"req#{r['req']}: {dit['tflops']:.1f} TFLOPS, MFU "
+                          f"{dit['mfu'] * 100:.1f}% of the {dtype} peak {peak:.0f}")
     for problem in problems:
         print("  ", problem)
     print("RESULT:", "agree" if not problems else "DISAGREE",
@@ -470,6 +533,18 @@ def main():
     pp.add_argument("--vxperf", required=True)
     pp.add_argument("--reference-records", required=True)
     pp.add_argument("--time-tolerance", type=float, default=0.02)
+    pp.add_argument("--expect-dtype", help="the dtype vxperf's records must be priced in")
+    pp.add_argument("--expect-peak", type=float, help="the job peak they must be priced against")
+    pp.add_argument("--cpu", dest="on_gpu", action="store_false",
+                    help="records of a CPU rehearsal (no device, no peak memory)")
+    pw = sub.add_parser("real-run")
+    pw.add_argument("--impl", choices=("vxperf", "reference"), required=True)
+    pw.add_argument("--reference", help="the reference module (seed_perf.py)")
+    pw.add_argument("--device", default="0", help="a CUDA index, or cpu to rehearse")
+    pw.add_argument("--layers", type=int, default=8)
+    pw.add_argument("--requests", type=int, default=2)
+    pw.add_argument("--steps", type=int, default=4)
+    pw.add_argument("--out", required=True)
     args = p.parse_args()
     if args.cmd == "direct":
         direct(args)
@@ -479,6 +554,8 @@ def main():
         python_run(args)
     elif args.cmd == "python-compare":
         sys.exit(python_compare(args))
+    elif args.cmd == "real-run":
+        real_run(args)
     else:
         sys.exit(compare(args))
 

@@ -6,7 +6,9 @@
 # Then the Python package (built for $PYTHON when its headers and pybind11 are there): the
 # reference module and `import vxperf` side by side on one Wan-shaped pipeline on the GPU (same
 # records, stage times within 2%), the side-by-side test suite on torch 2.x (real kwargs hooks)
-# and the training scenarios through the installed accelerate.
+# and the training scenarios through the installed accelerate; then the real diffusers WanPipeline
+# with model CPU offload under bf16 autocast, reference and vxperf side by side (carry
+# build-wheels/ to a host without diffusers).
 # Also the measured peaks (vxperf calibrate) against the table, and the Python probe's.
 # A few minutes in all (the build is most of it). See docs/CUDA.md.
 #
@@ -141,6 +143,32 @@ python_check() {
       2>&1 | tail -n 15 || rc=1
   else
     echo "gpu_check: pytest not installed: side-by-side suite skipped"
+  fi
+  # The real diffusers with model CPU offload and bf16 autocast over fp32 weights, side by side:
+  # same stages, stage times within 2%, vxperf priced at the bf16 peak. diffusers and peft come
+  # from build-wheels/ (scripts/setup.sh) when the host has none.
+  if ! "$PYTHON" -c 'import diffusers' 2>/dev/null && ls build-wheels/*.whl >/dev/null 2>&1; then
+    "$PYTHON" -m pip install -q --no-deps --no-index --target "$OUT/site" build-wheels/*.whl &&
+      export PYTHONPATH="$PYTHONPATH:$OUT/site"
+  fi
+  if "$PYTHON" -c 'import diffusers, accelerate' 2>/dev/null; then
+    local name peak
+    name=$("$PYTHON" -c 'import torch; print(torch.cuda.get_device_name(0))')
+    peak=$("$BUILD/vxperf" flops --preset wan2.1-t2v-1.3b --size 832x480 --device "$name" \
+      --dtype bf16 --json 2>/dev/null | "$PYTHON" -c \
+      'import json,sys; print(json.load(sys.stdin)["peak_tflops"] or "")' || true)
+    for impl in reference vxperf; do
+      CUDA_VISIBLE_DEVICES=${CUDA_VISIBLE_DEVICES:-$DEVICE} timeout 300 "$PYTHON" \
+        scripts/gpu_check.py real-run --impl "$impl" --reference "$reference" \
+        --out "$OUT/real-$impl.jsonl" 2>"$OUT/real-$impl.log" ||
+        { echo "gpu_check: real-run $impl failed"; tail -n 20 "$OUT/real-$impl.log"; rc=1; }
+    done
+    echo "gpu_check: real diffusers, model CPU offload, bf16 autocast (bf16 peak ${peak:-unknown})"
+    "$PYTHON" scripts/gpu_check.py python-compare --vxperf "$OUT/real-vxperf.jsonl" \
+      --reference-records "$OUT/real-reference.jsonl" --expect-dtype bf16 \
+      ${peak:+--expect-peak "$peak"} | tee "$OUT/real-compare.txt" || rc=1
+  else
+    echo "gpu_check: diffusers not importable (run scripts/setup.sh to make build-wheels/)"
   fi
   # The training scenarios through the installed accelerate (stand-ins for the rest).
   if "$PYTHON" -c 'import accelerate' 2>/dev/null; then

@@ -32,22 +32,36 @@ else
   echo "setup: all packages present"
 fi
 
-# The torch 2 test environment: the real diffusers, transformers, accelerate and peft, pinned
-# (python/requirements-test.txt), in build-venv/. Remade when the requirements change.
-if [[ "${VXPERF_SETUP_MINIMAL:-0}" != "1" && "${VXPERF_SETUP_VENV:-1}" != "0" ]]; then
-  cd "$(dirname "$0")/.."
-  venv=build-venv
-  requirements=python/requirements-test.txt
+# The Python test environments, remade when their requirements change:
+#   build-venv/      torch 2 with the real diffusers, transformers, accelerate and peft from PyPI;
+#   build-venv-113/  Debian's python3 and torch 1.13 (system site packages) with the real
+#                    accelerate, installed with --no-deps so that nothing replaces that torch.
+make_venv() {  # DIR REQUIREMENTS PYTHON [VENV OPTION] [PIP OPTION]
+  local venv=$1 requirements=$2 python=$3 venv_option=${4:-} pip_option=${5:-}
+  local stamp
   stamp="$(sha256sum "$requirements" | cut -c1-16)"
   if [[ -x "$venv/bin/python" && "$(cat "$venv/.requirements" 2>/dev/null)" == "$stamp" ]]; then
     echo "setup: $venv up to date"
-  else
-    # Any CPython 3.9+ with venv: the one on PATH, else Debian's.
-    python=$(command -v python3 || echo /usr/bin/python3)
-    echo "setup: making $venv with $("$python" --version) from $requirements"
-    rm -rf "$venv"
-    "$python" -m venv "$venv"
-    "$venv/bin/python" -m pip install -q --no-input -r "$requirements"
-    echo "$stamp" > "$venv/.requirements"
+    return
+  fi
+  echo "setup: making $venv with $("$python" --version) from $requirements"
+  rm -rf "$venv"
+  "$python" -m venv $venv_option "$venv"
+  "$venv/bin/python" -m pip install -q --no-input $pip_option -r "$requirements"
+  echo "$stamp" > "$venv/.requirements"
+}
+
+if [[ "${VXPERF_SETUP_MINIMAL:-0}" != "1" && "${VXPERF_SETUP_VENV:-1}" != "0" ]]; then
+  cd "$(dirname "$0")/.."
+  # Any CPython 3.9+ with venv for torch 2: the one on PATH, else Debian's.
+  make_venv build-venv python/requirements-test.txt "$(command -v python3 || echo /usr/bin/python3)"
+  make_venv build-venv-113 python/requirements-torch113.txt /usr/bin/python3 \
+    --system-site-packages --no-deps
+  # The pure-Python wheels scripts/gpu_check.sh installs on a GPU host that has torch, accelerate
+  # and transformers but no package index (carried there with the working tree).
+  if [[ ! -f build-wheels/.done ]]; then
+    rm -rf build-wheels
+    build-venv/bin/python -m pip download -q --no-deps -d build-wheels diffusers==0.42.1 \
+      peft==0.21.2 ftfy==6.3.1 wcwidth==0.9.4 && touch build-wheels/.done
   fi
 fi

@@ -15,13 +15,13 @@ ctest --test-dir build --output-on-failure -j "$jobs"
 
 # The Python package (built above when python3-dev and pybind11-dev are present): side by side
 # with the reference module (its golden records when the reference is not around), the training
-# API, the examples and an install into a fresh venv. /usr/bin/python3 is the interpreter with
-# Debian's torch.
+# API, the examples and an install into a fresh venv. build-venv-113/ is Debian's python3 with its
+# torch 1.13 (system site packages) and the real accelerate; setup.sh makes it.
 if [[ ! -d build/python/vxperf ]]; then
   echo "test: the Python package was not built (python3-dev, pybind11-dev missing?)" >&2
   exit 1
 fi
-VXPERF_BUILD="$PWD/build" /usr/bin/python3 -m pytest -q tests/python
+VXPERF_BUILD="$PWD/build" build-venv-113/bin/python -m pytest -q tests/python
 # The same on torch 2 with the real diffusers, transformers, accelerate and peft (build-venv/, made
 # by setup.sh), side by side with the reference, whose torch 2 hooks run natively there.
 VXPERF_BUILD="$PWD/build" build-venv/bin/python -m pytest -q tests/python

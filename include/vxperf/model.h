@@ -16,7 +16,7 @@ struct ModelInfo {
   std::int64_t text_tokens = 0;              // padded text length of cross-attention, 0 unknown
   // The dtype its matmuls run in (its parameters'), which picks the peak; nullopt: unknown (bf16
   // unless VIDEOX_PERF_DTYPE says). Under autocast the parameters say fp32 while the matmuls run
-  // in bf16: set VIDEOX_PERF_DTYPE then.
+  // in bf16: a front end says that at the call (note_compute_dtype), which wins over this.
   std::optional<Dtype> dtype;
   // Share of the self-attention square it computes: 1 dense, about 0.5 causal, the kept share of
   // a block-sparse mask. VIDEOX_PERF_ATTN_DENSITY overrides it.

@@ -44,9 +44,15 @@ def _stage_names(name, component):
 
 
 def _describe(component, attribute):
+    """Who set `attribute` of `component` now: the function behind it (a partial's, not the name
+    functools.update_wrapper copied onto it from the function it wraps)."""
     current = component.__dict__.get(attribute, getattr(component, attribute, None))
+    while isinstance(current, functools.partial):
+        current = current.func
+    current = getattr(current, "__func__", current)
+    name = getattr(current, "__qualname__", type(current).__qualname__)
     owner = getattr(current, "__module__", None) or type(current).__module__
-    return f"{getattr(current, '__qualname__', type(current).__name__)} from {owner}"
+    return f"by {name} from {owner}"
 
 
 def _hook(name, component):

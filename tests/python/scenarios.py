@@ -51,6 +51,10 @@ SCENARIOS = {
 # Scenarios run by vxperf alone, checked against another scenario's golden file: the explicit
 # training API on a plain loop must record what the reference records through accelerate.
 VXPERF_ONLY = {"train_explicit": ("train_full", SCENARIOS["train_full"])}
+# Scenarios on the real accelerate (--real-accelerate), whose hooks run on torch 1.13 and 2. Their
+# golden files are the reference's records on torch 2, where its module hooks are native: on torch
+# 1.x the emulation of those hooks wraps `forward`, which accelerate's hook removal throws away.
+REAL_ACCELERATE = {"accelerate_hooks": {}}
 STANDINS = os.path.join(HERE, "standins")
 
 DIT_KEYS = ("params", "tokens", "batch", "devices", "flops_per_fwd", "attn_share", "peak_tflops")
@@ -380,7 +384,41 @@ def run_train_explicit(perf, notes):
     train_loop(perf, checkpointing=True, explicit=True)
 
 
-RUNNERS = {name: globals()[f"run_{name}"] for name in list(SCENARIOS) + list(VXPERF_ONLY)}
+def run_accelerate_hooks(perf, notes):
+    """accelerate's hooks on the components between requests, in both orders: the model-offload
+    cycle diffusers runs around every call (hooks removed, then added again), and a device hook
+    added to a component already timed."""
+    from accelerate import cpu_offload_with_hook
+    from accelerate.hooks import AlignDevicesHook, add_hook_to_module, remove_hook_from_module
+    import tiny_models as tm
+
+    def offload(pipe):
+        for name in ("text_encoder", "transformer"):
+            cpu_offload_with_hook(getattr(pipe, name), "cpu")
+
+    def unload(pipe):
+        for name in ("text_encoder", "transformer"):
+            remove_hook_from_module(getattr(pipe, name), recurse=True)
+
+    first = perf.instrument_pipeline(tm.wan_pipeline())
+    for _ in range(3):
+        offload(first)
+        first("a cat", steps=2)
+        unload(first)
+    second = tm.wan_pipeline()
+    offload(second)
+    perf.instrument_pipeline(second)
+    for _ in range(3):
+        second("a dog", steps=2)
+        unload(second)
+        offload(second)
+    add_hook_to_module(second.transformer_2, AlignDevicesHook(io_same_device=True))
+    second("a fox", steps=2)
+    notes.append("survived")
+
+
+RUNNERS = {name: globals()[f"run_{name}"]
+           for name in list(SCENARIOS) + list(VXPERF_ONLY) + list(REAL_ACCELERATE)}
 
 
 def main():
@@ -400,6 +438,8 @@ def main():
     os.environ["VIDEOX_PERF_JSON"] = records_path
     if args.scenario in SCENARIOS:
         settings = SCENARIOS[args.scenario]
+    elif args.scenario in REAL_ACCELERATE:
+        settings = REAL_ACCELERATE[args.scenario]
     else:
         settings = VXPERF_ONLY[args.scenario][1]
     os.environ.update(settings)
