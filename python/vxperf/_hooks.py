@@ -43,13 +43,13 @@ def instance_call():
 def owner_key(module):
     """The module whose work a call is: torch.compile's wrapper times its original module, so a
     timer on each never counts one call twice."""
-    seen = 0
-    while seen < 8:
-        inner = module.__dict__.get("_modules", {}).get("_orig_mod")
-        if inner is None or type(module).__name__ != "OptimizedModule":
+    for _ in range(8):
+        if type(module).__name__ != "OptimizedModule":
             return module
-        module = inner
-        seen += 1
+        try:
+            module = module.__dict__["_modules"]["_orig_mod"]
+        except (KeyError, TypeError):
+            return module
     return module
 
 

@@ -46,7 +46,9 @@ def _stage_names(name, component):
 def _describe(component, attribute):
     """Who set `attribute` of `component` now: the function behind it (a partial's, not the name
     functools.update_wrapper copied onto it from the function it wraps)."""
-    current = component.__dict__.get(attribute, getattr(component, attribute, None))
+    if attribute not in component.__dict__:
+        return "taken off the instance: the class's own runs"
+    current = component.__dict__[attribute]
     while isinstance(current, functools.partial):
         current = current.func
     current = getattr(current, "__func__", current)
@@ -59,6 +61,7 @@ def _hook(name, component):
     """Times `component` as stage `name` from now on, or puts back its timer where something
     replaced it since (said once per component and attribute)."""
     try:
+        _unhook_compiled_original(component)
         names = _stage_names(name, component)
         had = dict(_hooks.timers(component))
         if "vae" in name:
@@ -72,7 +75,7 @@ def _hook(name, component):
             stages = {attribute: stage for attribute in done}
         for attribute in done:
             if attribute in had:
-                _state.warn(("rehook", id(component), attribute),
+                _state.warn(("replaced", id(component)),
                             f"component '{stages.get(attribute, name)}' "
                             f"({type(component).__name__}): its {attribute} was replaced after "
                             f"vxperf timed it ({_describe(component, attribute)}), so calls "
@@ -143,7 +146,6 @@ def attach(pipe):
                 continue  # tokenizers, schedulers, processors
             if name.startswith("transformer"):
                 models[name] = _model_of(name, component)
-            _unhook_compiled_original(component)
             _hook(name, component)
             timed.append(component)
     try:
@@ -169,7 +171,7 @@ def _check_lost(pipe):
         if missing:
             gone = _hooks.lost(component)
             if gone:
-                _state.warn(("lost", id(component)),
+                _state.warn(("replaced", id(component)),
                             f"stage {', '.join(sorted(missing))} of {type(pipe).__name__} got no "
                             f"timed call in this request, after it did in earlier ones: the "
                             f"{', '.join(gone)} of its component ({type(component).__name__}) was "
