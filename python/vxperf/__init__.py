@@ -28,14 +28,17 @@ unset every call here returns after one attribute read. Records, log lines, sett
 summaries are the C++ engine's; `vxperf report`/`replay`/`trace` read what it writes.
 """
 
-from . import _ext, _state
-from ._diffusers_cache import track_cache
-from ._inference import (declare_model, forward_fraction, install, instrument_pipeline, request,
+from . import _ext, _state, integrations
+from ._inference import (declare_model, forward_fraction, instrument_pipeline, request,
                          set_attention_density, skip_forward, timed)
+from ._install import install, install_training
 from ._peak import calibrate
-from ._training import (backward, clip, finish, install_training, instrument_module, micro_step,
-                        model_call, optimizer_step, register_model, training_device)
+from ._training import (backward, clip, finish, instrument_module, micro_step, model_call,
+                        optimizer_step, register_model, training_device)
 from ._training import instrument_class as instrument_model_class
+from .integrations.diffusers import track_cache
+
+integrations.register()
 
 __version__ = _ext.version()
 

@@ -10,9 +10,6 @@ for a VAE, around its encode/decode methods; it sees keyword arguments on every 
 costs one crossing into C++ per marker."""
 
 import functools
-import importlib
-import importlib.util
-import inspect
 import threading
 
 from . import _ext, _hooks, _peak, _reading, _state
@@ -28,7 +25,6 @@ VAE_METHODS = (("encode", "_enc"), ("decode", "_dec"), ("encode_stream", "_enc")
 
 # Two threads starting requests on one pipeline must not both hook a new component.
 _hook_lock = threading.Lock()
-_installed = False
 
 
 def _stage_names(name, component):
@@ -272,104 +268,6 @@ def instrument_pipeline(pipe, level=1):
     except Exception as error:
         _state.warn(("attach", type(pipe)), f"cannot hook {type(pipe).__name__}: {error!r}")
     return pipe
-
-
-# ---- install -----------------------------------------------------------------------------------
-
-
-def _optional_import(name):
-    try:
-        if importlib.util.find_spec(name.split(".")[0]) is None:
-            return None
-        return importlib.import_module(name)
-    except Exception:
-        return None
-
-
-def _diffusion_base():
-    module = _optional_import("diffusers")
-    return getattr(module, "DiffusionPipeline", None) if module is not None else None
-
-
-def _subclasses(base):
-    seen, stack = [], [base]
-    while stack:
-        for sub in stack.pop().__subclasses__():
-            if sub not in seen:
-                seen.append(sub)
-                stack.append(sub)
-    return seen
-
-
-def _watch_subclasses(base):
-    """Wraps every pipeline class defined from now on (diffusers imports its pipelines lazily)."""
-    if base.__dict__.get("_vxperf_watching"):
-        return
-    inherited = base.__dict__.get("__init_subclass__")
-
-    def __init_subclass__(cls, **kwargs):
-        if inherited is not None:
-            inherited.__get__(None, cls)(**kwargs)
-        else:
-            super(base, cls).__init_subclass__(**kwargs)
-        instrument_class(cls)
-
-    base.__init_subclass__ = classmethod(__init_subclass__)
-    base._vxperf_watching = True
-
-
-def _pipeline_classes(target, base):
-    """The pipeline classes named by `target`: a class, a module holding them, or an iterable."""
-    if isinstance(target, type):
-        return [target]
-    if inspect.ismodule(target):
-        found = []
-        for value in list(vars(target).values()):
-            if not isinstance(value, type):
-                continue
-            if base is not None and issubclass(value, base):
-                found.append(value)
-            elif base is None and "__call__" in value.__dict__ and hasattr(value, "components"):
-                found.append(value)
-        return found
-    if isinstance(target, (list, tuple, set, frozenset)):
-        return [cls for item in target for cls in _pipeline_classes(item, base)]
-    _state.warn(("install", repr(target)), f"install(): {target!r} is neither a pipeline class nor "
-                "a module of them; ignored")
-    return []
-
-
-def install(level=None, pipelines=None):
-    """Measures every pipeline call from now on. No-op unless VIDEOX_PERF is set (or `level` > 0).
-
-    Wraps the `__call__` of: the classes in `pipelines` (a class, a module holding pipeline
-    classes, or a list of either); every `diffusers.DiffusionPipeline` subclass, present and
-    future, when diffusers is importable; and `videox_fun.pipeline`'s, when that is importable.
-    Returns whether metrics are on."""
-    global _installed
-    if not _state.switch_on(level):
-        return False
-    base = _diffusion_base()
-    classes = []
-    if pipelines is not None:
-        classes += _pipeline_classes(pipelines, base)
-    if base is not None:
-        _watch_subclasses(base)
-        classes += _subclasses(base)
-    videox = _optional_import("videox_fun.pipeline")
-    if videox is not None:
-        classes += _pipeline_classes(videox, base)
-    wrapped = 0
-    seen = set()
-    for cls in classes:
-        if id(cls) not in seen:
-            seen.add(id(cls))
-            wrapped += instrument_class(cls)
-    if not _installed:
-        _installed = True
-        _ext.perf_line(f"inference metrics enabled (level {_ext.level()}) on {wrapped} pipeline "
-                       "classes")
-    return True
 
 
 # ---- the explicit API ---------------------------------------------------------------------------

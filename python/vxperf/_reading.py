@@ -197,33 +197,27 @@ def dtype_name(dtype):
     return text if text in DTYPE_NAMES else _TORCH_DTYPES.get(text)
 
 
-def _cast_dtypes(module):
-    """{submodule id: compute dtype} of the submodules whose weights are stored in one dtype and
-    cast to another for the matmuls (diffusers' layerwise casting: fp8 storage, bf16 compute)."""
-    found = {}
-    for sub in module.modules():
-        registry = sub.__dict__.get("_diffusers_hook")
-        hooks = getattr(registry, "hooks", None)
-        if not isinstance(hooks, dict):
-            continue
-        for hook in hooks.values():
-            compute = getattr(hook, "compute_dtype", None)
-            if compute is not None and getattr(hook, "storage_dtype", None) is not None:
-                found[id(sub)] = compute
-    return found
+# Readers the integrations add (vxperf/integrations): a library that decides what a module's
+# weights compute in, or what a call's matmuls run in, says so here, the core knowing no library.
+#   WEIGHT_DTYPE_READERS: module -> {submodule id: compute torch dtype} of the submodules whose
+#                         weights are stored in another dtype (diffusers' layerwise casting)
+#   CALL_DTYPE_READERS:   a call's main input -> the engine's dtype name, or None (an fp8 recipe)
+WEIGHT_DTYPE_READERS = []
+CALL_DTYPE_READERS = []
 
 
 def param_dtype(module):
     """The floating dtype most of a module's weights compute in: their own dtype, or the compute
-    dtype of diffusers' layerwise casting where that stores them in another. Autocast, read at
-    each priced call, wins over this. None when no parameter is floating."""
-    try:
-        cast = _cast_dtypes(module)
-    except Exception as error:
-        _state.warn(("cast", type(module).__name__),
-                    f"cannot read the layerwise casting of {type(module).__name__} ({error!r}); "
-                    "priced at its parameters' dtype")
-        cast = {}
+    dtype a weight reader says (diffusers' layerwise casting stores them in another). Autocast,
+    read at each priced call, wins over this. None when no parameter is floating."""
+    cast = {}
+    for reader in WEIGHT_DTYPE_READERS:
+        try:
+            cast.update(reader(module))
+        except Exception as error:
+            _state.warn(("cast", type(module).__name__),
+                        f"cannot read the layerwise casting of {type(module).__name__} "
+                        f"({error!r}); priced at its parameters' dtype")
     counts = {}
     if cast:
         pairs = ((cast.get(id(sub)), p) for sub in module.modules()
@@ -274,29 +268,14 @@ def autocast_dtype(device_type):
         return None
 
 
-def _fp8_recipe():
-    """'fp8' while Transformer Engine's fp8_autocast is on (only if the program imported it)."""
-    import sys
-
-    te = sys.modules.get("transformer_engine.pytorch")
-    if te is None:
-        return None
-    try:
-        manager = te.fp8.FP8GlobalStateManager
-        return "fp8" if manager.is_fp8_enabled() else None
-    except Exception as error:
-        _state.warn(("fp8", "te"), f"cannot read Transformer Engine's fp8 state ({error!r}); "
-                    "declare fp8 with VIDEOX_PERF_DTYPE=fp8")
-        return None
-
-
 def call_dtype(hidden):
     """What a call whose main input is `hidden` runs its matmuls in, when something other than
-    the parameters decides: Transformer Engine's fp8 autocast, else torch autocast on the input's
-    device. None: the parameters' dtype."""
-    fp8 = _fp8_recipe()
-    if fp8 is not None:
-        return fp8
+    the parameters decides: a recipe an integration reads (Transformer Engine's fp8 autocast),
+    else torch autocast on the input's device. None: the parameters' dtype."""
+    for reader in CALL_DTYPE_READERS:
+        found = reader(hidden)
+        if found is not None:
+            return found
     device = getattr(hidden, "device", None)
     return autocast_dtype(device.type) if device is not None else None
 

@@ -1,12 +1,12 @@
 """Training: each global step split into phases, with no device synchronize at all.
 
-Two ways in. `install_training()` patches accelerate (what every training script of the reference's
-framework shares) and wraps the model classes it is given, classified into phases. Loops without
-accelerate use the explicit scopes: micro_step(), model_call(), backward(), clip(),
-optimizer_step(), plus register_model() and instrument_module(). Both end in the engine's trainer:
-steps, settling, windows, records and log lines are the C++ engine's."""
+Two ways in. `install_training()` (vxperf/_install.py) patches accelerate (integrations/
+accelerate.py: what every training script of the reference's framework shares) and wraps the model
+classes it is given, classified into phases here. Loops without accelerate use the explicit
+scopes: micro_step(), model_call(), backward(), clip(), optimizer_step(), plus register_model() and
+instrument_module(). Both end in the engine's trainer: steps, settling, windows, records and log
+lines are the C++ engine's."""
 
-import importlib
 import importlib.util
 import inspect
 import sys
@@ -19,12 +19,9 @@ MODEL_PHASES = ("vae_enc", "vae_dec", "text_encoder", "aux", "fwd")
 VAE_METHODS = (("encode", "vae_enc"), ("decode", "vae_dec"), ("encode_stream", "vae_enc"),
                ("decode_stream", "vae_dec"))
 
-_installed = False
-# The model being trained as accelerate's prepare() handed it back: re-read once, at the first
-# real optimizer step, because a script may freeze weights or turn checkpointing on after
-# preparing.
-_trained = {"module": None, "params": 0, "reread": False}
-_device = {"resolved": False}
+# The libraries' model base classes, by library: name -> a function returning the class or None
+# (the integrations fill it: diffusers' ModelMixin, transformers' PreTrainedModel).
+MODEL_BASES = {}
 
 
 # ---- the explicit scopes ------------------------------------------------------------------------
@@ -148,7 +145,7 @@ def optimizer_step(optimizer, synced=True):
     return _OptimizerStep(id(optimizer), bool(synced))
 
 
-def _read_model(module, lora=False, mixed=None):
+def read_model(module, lora=False, mixed=None):
     """What the engine needs of the trained model; `mixed`: the dtype a mixed-precision recipe
     runs its matmuls in (accelerate's mixed_precision), which beats the weights' own."""
     world = _state.world_size()
@@ -176,7 +173,7 @@ def register_model(module=None, *, params=None, trainable=None, lora=False, chec
     VIDEOX_PERF_PEAK_TFLOPS=auto the module's device is probed now (once), before any step."""
     if not _state.on:
         return
-    read = _read_model(module, lora) if module is not None else {}
+    read = read_model(module, lora) if module is not None else {}
     given = dict(params=params, trainable=trainable, checkpointing=checkpointing, widths=widths,
                  text_tokens=text_tokens, dtype=_reading.dtype_name(dtype) if dtype else None,
                  attn_density=attn_density)
@@ -224,7 +221,7 @@ def finish():
 # ---- model classes and modules ------------------------------------------------------------------
 
 
-def _present(name):
+def present(name):
     """Whether package `name` can be imported (without importing it when it is not loaded yet)."""
     if name in sys.modules:
         return sys.modules[name] is not None
@@ -234,22 +231,13 @@ def _present(name):
         return False
 
 
-def _base_classes():
+def base_classes():
+    """{library: model base class} of the libraries importable here."""
     bases = {}
-    if _present("diffusers"):
-        try:
-            from diffusers.models.modeling_utils import ModelMixin
-
-            bases["diffusers"] = ModelMixin
-        except Exception:
-            pass
-    if _present("transformers"):
-        try:
-            from transformers import PreTrainedModel
-
-            bases["transformers"] = PreTrainedModel
-        except Exception:
-            pass
+    for library, find in MODEL_BASES.items():
+        base = find()
+        if base is not None:
+            bases[library] = base
     return bases
 
 
@@ -264,7 +252,7 @@ def class_phase(cls, bases=None):
         return "aux"
     if "T5Encoder" in name or "TextEncoder" in name or "CLIPTextModel" in name:
         return "text_encoder"
-    bases = _base_classes() if bases is None else bases
+    bases = base_classes() if bases is None else bases
     mixin = bases.get("diffusers")
     pretrained = bases.get("transformers")
     if pretrained is not None and issubclass(cls, pretrained) and not (
@@ -329,7 +317,7 @@ def _bound_phase_call(module, method, phase):
     return _phase_call(method, phase, owner=module)
 
 
-def _model_classes(target, bases):
+def model_classes(target, bases):
     """(classes, skipped) named by `target`: a class, an iterable of classes, or a module whose
     model classes are taken (diffusers/transformers models when those are importable, else the
     torch modules it defines)."""
@@ -358,223 +346,7 @@ def _model_classes(target, bases):
         return found, skipped
     found, skipped = [], 0
     for item in target:
-        classes, more = _model_classes(item, bases)
+        classes, more = model_classes(item, bases)
         found += classes
         skipped += more
     return found, skipped
-
-
-# ---- accelerate ---------------------------------------------------------------------------------
-
-
-def _note_accelerator(accelerator):
-    """Times on the accelerator's CUDA device once CUDA is up (host clock until then)."""
-    if _device["resolved"]:
-        return
-    torch = sys.modules.get("torch")
-    if torch is None or not (torch.cuda.is_available() and torch.cuda.is_initialized()):
-        return
-    device = getattr(accelerator, "device", None)
-    if getattr(device, "type", None) == "cuda":
-        _device["resolved"] = True
-        training_device(device)
-
-
-# accelerate's mixed_precision -> the dtype its forwards run their matmuls in ("no": the weights')
-_MIXED_PRECISION = {"bf16": "bf16", "fp16": "fp16", "fp8": "fp8"}
-
-
-def mixed_precision_dtype(accelerator):
-    """The dtype accelerate runs the prepared model's forward in, or None (full precision)."""
-    mode = getattr(accelerator, "mixed_precision", None)
-    return _MIXED_PRECISION.get(str(getattr(mode, "value", mode) or "").lower())
-
-
-def _register_prepared(objects, accelerator=None):
-    import torch
-
-    running = mixed_precision_dtype(accelerator)
-    _trained["mixed"] = running
-    for obj in objects:
-        if not isinstance(obj, torch.nn.Module):
-            continue
-        params = _reading.count_params(obj, _state.world_size())
-        if params > _trained["params"]:
-            _trained.update(module=obj, params=params, reread=False)
-            read = _read_model(obj, mixed=running)
-            _ext.train_register_model(read["params"], read["trainable"], read["checkpointing"],
-                                      read["widths"], read["text_tokens"], False,
-                                      dtype=read["dtype"], attn_density=read["attn_density"])
-            _peak.ensure(_reading.module_device(obj), read["dtype"] or None)
-
-
-def _reread_trained():
-    _trained["reread"] = True
-    module = _trained["module"]
-    if module is None:
-        return
-    read = _read_model(module, mixed=_trained.get("mixed"))
-    _ext.train_register_model(read["params"], read["trainable"], read["checkpointing"],
-                              read["widths"], read["text_tokens"], True, dtype=read["dtype"],
-                              attn_density=read["attn_density"])
-
-
-class _AroundMicroStep:
-    """accelerate's accumulate() context, with the micro-step scope around it."""
-    __slots__ = ("inner",)
-
-    def __init__(self, inner):
-        self.inner = inner
-
-    def __enter__(self):
-        _ext.train_micro_enter()
-        try:
-            return self.inner.__enter__()
-        except BaseException:
-            _ext.train_micro_exit()
-            raise
-
-    def __exit__(self, kind, value, traceback):
-        try:
-            return self.inner.__exit__(kind, value, traceback)
-        finally:
-            _ext.train_micro_exit()
-
-
-def _patched(function, replacement):
-    replacement.__name__ = function.__name__
-    replacement.__qualname__ = getattr(function, "__qualname__", function.__name__)
-    replacement.__doc__ = function.__doc__
-    replacement.__wrapped__ = function
-    replacement._vxperf_patched = True
-    return replacement
-
-
-def _accumulate(function):
-    def accumulate(self, *models):
-        if not _state.on:
-            return function(self, *models)
-        _note_accelerator(self)
-        return _AroundMicroStep(function(self, *models))
-
-    return _patched(function, accumulate)
-
-
-def _backward(function):
-    def backward(self, *args, **kwargs):
-        _note_accelerator(self)
-        mark = _ext.train_backward_begin()
-        try:
-            return function(self, *args, **kwargs)
-        finally:
-            _ext.train_backward_end(mark)
-
-    return _patched(function, backward)
-
-
-def _clip(function):
-    def clip_grad_norm_(self, *args, **kwargs):
-        mark = _ext.train_clip_begin()
-        try:
-            return function(self, *args, **kwargs)
-        finally:
-            _ext.train_clip_end(mark)
-
-    return _patched(function, clip_grad_norm_)
-
-
-def _optimizer_step(function):
-    def step(self, *args, **kwargs):
-        mark = _ext.train_optimizer_begin()
-        try:
-            return function(self, *args, **kwargs)
-        finally:
-            # accelerate's step is a no-op on an accumulation micro-step: sync_gradients says which.
-            synced = bool(getattr(getattr(self, "gradient_state", None), "sync_gradients", True))
-            if synced and not _trained["reread"]:
-                _reread_trained()
-            _ext.train_optimizer_end(mark, id(self), synced)
-
-    return _patched(function, step)
-
-
-def _prepare(function):
-    def prepare(self, *args, **kwargs):
-        result = function(self, *args, **kwargs)
-        try:
-            _note_accelerator(self)
-            _state.refresh_topology()
-            _register_prepared(result if isinstance(result, tuple) else (result,), self)
-        except Exception as error:
-            _state.warn(("prepare", id(self)), f"cannot size the prepared model: {error!r}")
-        return result
-
-    return _patched(function, prepare)
-
-
-def _patch(cls, name, factory):
-    function = cls.__dict__.get(name)
-    if function is None or getattr(function, "_vxperf_patched", False):
-        return 0
-    setattr(cls, name, factory(function))
-    return 1
-
-
-def _patch_accelerate():
-    if not _present("accelerate"):
-        return 0
-    try:
-        from accelerate import Accelerator
-        from accelerate.optimizer import AcceleratedOptimizer
-    except Exception as error:
-        _state.warn(("accelerate", "import"), f"accelerate cannot be patched ({error!r}); use "
-                    "the explicit training scopes")
-        return 0
-
-    count = _patch(Accelerator, "accumulate", _accumulate)
-    count += _patch(Accelerator, "backward", _backward)
-    count += _patch(Accelerator, "clip_grad_norm_", _clip)
-    count += _patch(Accelerator, "prepare", _prepare)
-    count += _patch(AcceleratedOptimizer, "step", _optimizer_step)
-    try:
-        from accelerate.utils import DeepSpeedOptimizerWrapper
-    except ImportError:
-        pass
-    else:
-        # Its step is a no-op of its own (DeepSpeed steps inside backward): patched separately.
-        count += _patch(DeepSpeedOptimizerWrapper, "step", _optimizer_step)
-    return count
-
-
-def install_training(level=None, models=None):
-    """Measures the training loop from now on. No-op unless VIDEOX_PERF is set (or `level` > 0).
-
-    Patches accelerate when it is importable (accumulate, backward, clip_grad_norm_, prepare and
-    the accelerated optimizers' step), and times the model classes in `models` (a class, a list of
-    them, or a module holding them; plus videox_fun.models when importable) as the phases their
-    names say. Returns whether metrics are on."""
-    global _installed
-    if not _state.switch_on(level):
-        return False
-    try:
-        patched = _patch_accelerate()
-        bases = _base_classes()
-        targets = [] if models is None else [models]
-        if _present("videox_fun"):
-            try:
-                targets.append(importlib.import_module("videox_fun.models"))
-            except Exception:
-                pass
-        classes, skipped = _model_classes(targets, bases)
-        wrapped = 0
-        for cls in dict.fromkeys(classes):
-            wrapped += instrument_class(cls, class_phase(cls, bases))
-    except Exception as error:
-        _state.warn(("install_training",), f"training metrics not installed: {error!r}")
-        return False
-    if not _installed:
-        _installed = True
-        _ext.perf_line(f"training metrics enabled (level {_ext.level()}) on {patched} accelerate "
-                       f"methods and {wrapped} model classes ({skipped} non-model classes "
-                       f"skipped), reporting every {_ext.window_steps()} steps")
-    return True

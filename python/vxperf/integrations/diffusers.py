@@ -1,16 +1,101 @@
-"""diffusers' cache hooks (first-block cache, TeaCache, MagCache, ...) as skipped and partial
-forwards.
+"""diffusers: its pipeline classes (what install() measures), its model base class (what a
+training model class is), its cache hooks as skipped and partial forwards (track_cache), and its
+layerwise casting as the dtype a module's weights compute in.
 
-Those caches decide inside a transformer's forward how many of its blocks really run: a first-block
-cache runs the first block and reuses the rest, TeaCache may run none. track_cache() counts the
-blocks that ran in each call and tells the engine the fraction, so that a cache hit is timed but
-not priced as a full forward. Written against diffusers' documented hook API (`diffusers.hooks`:
-`HookRegistry.check_if_exists_or_initialize`, `register_hook`, `remove_hook`, `ModelHook` with
-`pre_forward`); imported only when diffusers is."""
+Cache hooks (first-block cache, TeaCache, MagCache, ...) decide inside a transformer's forward how
+many of its blocks really run: a first-block cache runs the first block and reuses the rest,
+TeaCache may run none. track_cache() counts the blocks that ran in each call and tells the engine
+the fraction, so that a cache hit is timed but not priced as a full forward. Written against
+diffusers' documented hook API (`diffusers.hooks`: `HookRegistry.check_if_exists_or_initialize`,
+`register_hook`, `remove_hook`, `ModelHook` with `pre_forward`); diffusers is imported only when
+the program has, or an entry point asks for it."""
 
+import importlib
+import importlib.util
 import threading
 
-from . import _ext, _state
+from .. import _ext, _reading, _state, _training
+
+
+def optional_import(name):
+    """The module `name`, or None when its package is not importable (or fails to import)."""
+    try:
+        if importlib.util.find_spec(name.split(".")[0]) is None:
+            return None
+        return importlib.import_module(name)
+    except Exception:
+        return None
+
+
+def pipeline_base():
+    """diffusers.DiffusionPipeline, or None when diffusers is not importable."""
+    module = optional_import("diffusers")
+    return getattr(module, "DiffusionPipeline", None) if module is not None else None
+
+
+def model_mixin():
+    """diffusers' ModelMixin (a whole model, not a building block), or None."""
+    if not _training.present("diffusers"):
+        return None
+    try:
+        from diffusers.models.modeling_utils import ModelMixin
+    except Exception:
+        return None
+    return ModelMixin
+
+
+def subclasses(base):
+    """Every class derived from `base`, depth first, each once."""
+    seen, stack = [], [base]
+    while stack:
+        for sub in stack.pop().__subclasses__():
+            if sub not in seen:
+                seen.append(sub)
+                stack.append(sub)
+    return seen
+
+
+def watch_subclasses(base, on_new_class):
+    """Calls `on_new_class(cls)` for every subclass of `base` defined from now on (diffusers
+    imports its pipelines lazily)."""
+    if base.__dict__.get("_vxperf_watching"):
+        return
+    inherited = base.__dict__.get("__init_subclass__")
+
+    def __init_subclass__(cls, **kwargs):
+        if inherited is not None:
+            inherited.__get__(None, cls)(**kwargs)
+        else:
+            super(base, cls).__init_subclass__(**kwargs)
+        on_new_class(cls)
+
+    base.__init_subclass__ = classmethod(__init_subclass__)
+    base._vxperf_watching = True
+
+
+def cast_dtypes(module):
+    """{submodule id: compute dtype} of the submodules whose weights layerwise casting stores in
+    one dtype and casts to another for the matmuls (fp8 storage, bf16 compute). A registry of a
+    shape this does not know raises, which the caller says once."""
+    found = {}
+    for sub in module.modules():
+        registry = sub.__dict__.get("_diffusers_hook")
+        if registry is None:
+            continue
+        hooks = registry.hooks
+        if not isinstance(hooks, dict):
+            raise TypeError(f"a hook registry whose hooks are a {type(hooks).__name__}")
+        for hook in hooks.values():
+            compute = getattr(hook, "compute_dtype", None)
+            if compute is not None and getattr(hook, "storage_dtype", None) is not None:
+                found[id(sub)] = compute
+    return found
+
+
+def register():
+    if cast_dtypes not in _reading.WEIGHT_DTYPE_READERS:
+        _reading.WEIGHT_DTYPE_READERS.append(cast_dtypes)
+    _training.MODEL_BASES["diffusers"] = model_mixin
 
 # The children that hold a transformer's blocks, as diffusers' own caches look for them.
 BLOCK_LISTS = ("transformer_blocks", "single_transformer_blocks", "blocks", "layers",

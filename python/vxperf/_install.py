@@ -1,0 +1,96 @@
+"""install() and install_training(): the reference module's entry points, wiring the core
+(_inference, _training) to the libraries a program uses (vxperf/integrations)."""
+
+import importlib
+import inspect
+
+from . import _ext, _inference, _state, _training
+from .integrations import accelerate, diffusers
+
+_announced = {"inference": False, "training": False}
+
+
+def _pipeline_classes(target, base):
+    """The pipeline classes named by `target`: a class, a module holding them, or an iterable."""
+    if isinstance(target, type):
+        return [target]
+    if inspect.ismodule(target):
+        found = []
+        for value in list(vars(target).values()):
+            if not isinstance(value, type):
+                continue
+            if base is not None and issubclass(value, base):
+                found.append(value)
+            elif base is None and "__call__" in value.__dict__ and hasattr(value, "components"):
+                found.append(value)
+        return found
+    if isinstance(target, (list, tuple, set, frozenset)):
+        return [cls for item in target for cls in _pipeline_classes(item, base)]
+    _state.warn(("install", repr(target)), f"install(): {target!r} is neither a pipeline class nor "
+                "a module of them; ignored")
+    return []
+
+
+def install(level=None, pipelines=None):
+    """Measures every pipeline call from now on. No-op unless VIDEOX_PERF is set (or `level` > 0).
+
+    Wraps the `__call__` of: the classes in `pipelines` (a class, a module holding pipeline
+    classes, or a list of either); every `diffusers.DiffusionPipeline` subclass, present and
+    future, when diffusers is importable; and `videox_fun.pipeline`'s, when that is importable.
+    Returns whether metrics are on."""
+    if not _state.switch_on(level):
+        return False
+    base = diffusers.pipeline_base()
+    classes = []
+    if pipelines is not None:
+        classes += _pipeline_classes(pipelines, base)
+    if base is not None:
+        diffusers.watch_subclasses(base, _inference.instrument_class)
+        classes += diffusers.subclasses(base)
+    videox = diffusers.optional_import("videox_fun.pipeline")
+    if videox is not None:
+        classes += _pipeline_classes(videox, base)
+    wrapped = 0
+    seen = set()
+    for cls in classes:
+        if id(cls) not in seen:
+            seen.add(id(cls))
+            wrapped += _inference.instrument_class(cls)
+    if not _announced["inference"]:
+        _announced["inference"] = True
+        _ext.perf_line(f"inference metrics enabled (level {_ext.level()}) on {wrapped} pipeline "
+                       "classes")
+    return True
+
+
+def install_training(level=None, models=None):
+    """Measures the training loop from now on. No-op unless VIDEOX_PERF is set (or `level` > 0).
+
+    Patches accelerate when it is importable (accumulate, backward, clip_grad_norm_, prepare and
+    the accelerated optimizers' step), and times the model classes in `models` (a class, a list of
+    them, or a module holding them; plus videox_fun.models when importable) as the phases their
+    names say. Returns whether metrics are on."""
+    if not _state.switch_on(level):
+        return False
+    try:
+        patched = accelerate.patch()
+        bases = _training.base_classes()
+        targets = [] if models is None else [models]
+        if _training.present("videox_fun"):
+            try:
+                targets.append(importlib.import_module("videox_fun.models"))
+            except Exception:
+                pass
+        classes, skipped = _training.model_classes(targets, bases)
+        wrapped = 0
+        for cls in dict.fromkeys(classes):
+            wrapped += _training.instrument_class(cls, _training.class_phase(cls, bases))
+    except Exception as error:
+        _state.warn(("install_training",), f"training metrics not installed: {error!r}")
+        return False
+    if not _announced["training"]:
+        _announced["training"] = True
+        _ext.perf_line(f"training metrics enabled (level {_ext.level()}) on {patched} accelerate "
+                       f"methods and {wrapped} model classes ({skipped} non-model classes "
+                       f"skipped), reporting every {_ext.window_steps()} steps")
+    return True

@@ -1,0 +1,20 @@
+"""What vxperf knows of the libraries around it, one module each:
+
+    accelerate          the training loop's measurement points (install_training patches it)
+    diffusers           pipeline classes for install(), cache hooks (track_cache), layerwise casting
+    transformers        its model base class, which classifies a training model as a text encoder
+    transformer_engine  its fp8 autocast, as the dtype of a priced call
+    prometheus          a prometheus_client collector over the engine's serving metrics
+
+None of them imports its library before the program has (or before an entry point asks for it).
+The core modules (_reading, _training) know no library: register() hands them these readers, and
+`import vxperf` calls it."""
+
+from . import diffusers, transformer_engine, transformers
+
+
+def register():
+    """Gives the core modules the readers of the libraries above (idempotent)."""
+    diffusers.register()
+    transformers.register()
+    transformer_engine.register()
