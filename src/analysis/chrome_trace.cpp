@@ -7,14 +7,14 @@
 #include <cmath>
 #include <map>
 
-#include "format/json_fields.h"
+#include "schema/json_fields.h"
 #include "vxperf/analysis.h"
-#include "vxperf/event_script.h"
+#include "vxperf/script_error.h"
 
 namespace vxperf::analysis {
 namespace {
 
-using detail::Json;
+using internal::Json;
 
 constexpr double kGiB = 1024.0 * 1024.0 * 1024.0;
 constexpr int kTrainTid = 0;
@@ -22,7 +22,7 @@ constexpr int kRequestTidBase = 1;  // request thread N is tid 1 + N
 
 // A script line's fields, through the shared accessor; a wrong one is a ScriptError naming the
 // line (add_script turns FieldError into it).
-struct Event : detail::JsonFields {
+struct Event : internal::JsonFields {
   Event(const Json& json, int line) : JsonFields(json), line(line) {}
   int line;
 
@@ -281,7 +281,7 @@ void TraceBuilder::add_script(std::istream& script, const std::string& name) {
   int line = 0;
   bool any = false;
   // A line too long for memory ends the reading with std::bad_alloc, never as a quiet end.
-  detail::ThrowOnBadRead throw_on_bad_read(script);
+  internal::ThrowOnBadRead throw_on_bad_read(script);
   while (std::getline(script, text)) {
     ++line;
     bool complete = !script.eof();  // a last line cut short has no newline
@@ -303,7 +303,7 @@ void TraceBuilder::add_script(std::istream& script, const std::string& name) {
     }
     try {
       converter.event(ev);
-    } catch (const detail::FieldError& e) {
+    } catch (const internal::FieldError& e) {
       throw ScriptError(line, e.what());
     }
   }

@@ -4,13 +4,13 @@
 #include <nlohmann/json.hpp>
 #include <stdexcept>
 
-#include "format/strings.h"
+#include "base/strings.h"
 #include "vxperf/analysis.h"
 #include "vxperf/cost_model.h"
 
 namespace vxperf::analysis {
 
-using detail::strprintf;
+using internal::strprintf;
 namespace {
 
 using Json = nlohmann::ordered_json;

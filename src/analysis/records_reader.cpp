@@ -6,17 +6,17 @@
 #include <iostream>
 #include <new>
 
-#include "format/json_fields.h"
+#include "schema/json_fields.h"
 #include "vxperf/analysis.h"
 
 namespace vxperf::analysis {
 namespace {
 
-using detail::Json;
+using internal::Json;
 
 // The record fields, through the shared accessor; a wrong field throws FieldError, which
 // read_records turns into an InputError naming the file and line.
-struct Fields : detail::JsonFields {
+struct Fields : internal::JsonFields {
   using JsonFields::JsonFields;
 
   int small_int(const char* field, std::int64_t fallback) const {
@@ -215,7 +215,7 @@ void read_records(std::istream& in, const std::string& name, RecordSet& into) {
   std::string text;
   int line = 0;
   try {
-    detail::ThrowOnBadRead throw_on_bad_read(in);  // a line too long for memory is said as such
+    internal::ThrowOnBadRead throw_on_bad_read(in);  // a line too long for memory is said as such
     // One line at a time: a file far larger than memory fails on its records, not its text.
     // `line` is the line being read or parsed, so that running out of memory names it.
     while (++line, std::getline(in, text)) {
@@ -245,7 +245,7 @@ void read_records(std::istream& in, const std::string& name, RecordSet& into) {
         } else {
           f.fail("unknown record kind \"" + k + "\" (expected request or train_window)");
         }
-      } catch (const detail::FieldError& e) {
+      } catch (const internal::FieldError& e) {
         throw InputError(name, line, e.what());
       }
     }

@@ -6,13 +6,13 @@
 #include <nlohmann/json.hpp>
 #include <set>
 
-#include "core/stats.h"
-#include "format/strings.h"
+#include "base/stats.h"
+#include "base/strings.h"
 #include "vxperf/analysis.h"
 
 namespace vxperf::analysis {
 
-using detail::strprintf;
+using internal::strprintf;
 namespace {
 
 using Json = nlohmann::ordered_json;
@@ -26,7 +26,7 @@ constexpr double kSameWithin = 0.005;
 double percentile(std::vector<double> values, double q) {
   if (values.empty()) return 0;
   std::sort(values.begin(), values.end());
-  return detail::percentile(values, q * 100.0);
+  return internal::percentile(values, q * 100.0);
 }
 
 // The smallest value whose cumulative weight reaches q of the total.

@@ -5,7 +5,7 @@
 
 #include "serving/exposition.h"
 #include "serving/metrics.h"
-#include "vxperf/prometheus.h"
+#include "vxperf/prometheus_sink.h"
 
 namespace vxperf {
 namespace {

@@ -2,10 +2,10 @@
 
 #include <algorithm>
 
-#include "core/stats.h"
+#include "base/stats.h"
 #include "vxperf/training.h"
 
-namespace vxperf::detail {
+namespace vxperf::internal {
 
 TrainWindowRecord aggregate_window(const std::vector<StepRecord>& window,
                                    const WindowContext& ctx) {
@@ -87,4 +87,4 @@ TrainWindowRecord aggregate_window(const std::vector<StepRecord>& window,
   return r;
 }
 
-}  // namespace vxperf::detail
+}  // namespace vxperf::internal
