@@ -7,6 +7,7 @@
 #include <string>
 
 #include "vxperf/cost_model.h"
+#include "vxperf/model.h"
 #include "vxperf/presets.h"
 
 namespace vxperf::analysis {
@@ -18,6 +19,9 @@ using vxperf::DitDims;
 
 // Exact parameter count (formula in flops.cpp).
 std::int64_t dit_params(const DitDims& dims);
+// The model description the engine would price this DiT by (vxperf/model.h): its parameters, its
+// attention widths (per block a self- and a cross-attention of query width dim) and its text length.
+ModelInfo dit_model(const DitDims& dims);
 
 struct LatentShape {
   std::int64_t frames = 0, height = 0, width = 0;  // latent grid before patching

@@ -28,6 +28,7 @@
 
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "vxperf/sink.h"
 
@@ -55,6 +56,10 @@ class PrometheusSink final : public RecordSink {
 
  private:
   struct Metrics;
+  struct Gauge;
+  template <class Record>
+  static void set_gauges(const std::vector<Gauge>& gauges, const Record& record,
+                         const std::string& rank);
   std::unique_ptr<Metrics> metrics_;
 };
 

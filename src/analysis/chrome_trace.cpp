@@ -8,7 +8,8 @@
 #include <map>
 
 #include "schema/json_fields.h"
-#include "vxperf/analysis.h"
+#include "schema/value_walk.h"
+#include "vxperf/chrome_trace.h"
 #include "vxperf/script_error.h"
 
 namespace vxperf::analysis {
@@ -228,15 +229,23 @@ class Converter {
     step_next_t0_ = t;
   }
 
+  // The device readings an event carries (request_end, memory), each field of their table
+  // (src/schema/record_fields.h) one counter: byte counts in GiB ("peak_alloc_GiB").
   void memory(const Event& ev, double t, Json* args) {
-    if (!ev.has("peak_alloc_bytes") && !ev.has("peak_reserved_bytes")) return;
     Json values = Json::object();
-    if (ev.has("peak_alloc_bytes")) {
-      values["peak_alloc_GiB"] = static_cast<double>(ev.count("peak_alloc_bytes", 0)) / kGiB;
-    }
-    if (ev.has("peak_reserved_bytes")) {
-      values["peak_reserved_GiB"] = static_cast<double>(ev.count("peak_reserved_bytes", 0)) / kGiB;
-    }
+    internal::walk_values(DeviceReadings{}, [&](const char*, const char* key, double) {
+      if (!ev.has(key)) return;
+      std::string name = key;
+      const std::string bytes = "_bytes";
+      if (name.size() > bytes.size() &&
+          name.compare(name.size() - bytes.size(), bytes.size(), bytes) == 0) {
+        name.replace(name.size() - bytes.size(), bytes.size(), "_GiB");
+        values[name] = static_cast<double>(ev.count(key, 0)) / kGiB;
+      } else {
+        values[name] = ev.number(key);
+      }
+    });
+    if (values.empty()) return;
     if (args) (*args)["memory"] = values;
     push({{"name", "memory"},
           {"ph", "C"},

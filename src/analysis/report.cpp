@@ -8,7 +8,7 @@
 
 #include "base/stats.h"
 #include "base/strings.h"
-#include "vxperf/analysis.h"
+#include "vxperf/report.h"
 
 namespace vxperf::analysis {
 

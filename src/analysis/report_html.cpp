@@ -5,7 +5,7 @@
 #include <set>
 
 #include "base/strings.h"
-#include "vxperf/analysis.h"
+#include "vxperf/report.h"
 
 namespace vxperf::analysis {
 

@@ -8,6 +8,7 @@
 #include "inference/request.h"
 #include "inference/requests.h"
 #include "schema/json_fields.h"
+#include "schema/record_reader.h"
 #include "training/trainer_core.h"
 #include "vxperf/engine.h"
 #include "vxperf/event_script.h"
@@ -63,17 +64,15 @@ struct Event {
   std::string string(const char* field, const std::string& fallback = {}) const {
     return checked([&](const internal::JsonFields& f) { return f.string(field, fallback); });
   }
-  // A model's dtype and attention density, when the event says them.
-  void model_extras(ModelInfo& info) const {
-    if (has("dtype")) {
-      auto dtype = parse_dtype(string("dtype"));
-      if (!dtype) fail("\"dtype\" is not a known dtype");
-      info.dtype = dtype;
-    }
-    if (has("attn_density")) {
-      info.attn_density = number("attn_density");
-      if (!valid_density(info.attn_density)) fail("\"attn_density\" must be in (0, 1]");
-    }
+  // What the event's fields say of `value`, through its field table (src/schema/record_fields.h):
+  // what is absent keeps its value.
+  template <class T, class... Args>
+  void read(T& value, Args... args) const {
+    checked([&](const internal::JsonFields& f) {
+      internal::Reader reader(f.json());
+      describe(reader, value, args...);
+      return 0;
+    });
   }
   // The dtype a call's matmuls ran in ("dtype"), when the event says it.
   std::optional<Dtype> call_dtype() const {
@@ -88,14 +87,6 @@ struct Event {
     double f = number("frac");
     if (f < 0.0 || f > 1.0) fail("\"frac\" must be in [0, 1]");
     return f;
-  }
-  std::optional<AttentionWidths> widths(const char* field) const {
-    if (!has(field)) return std::nullopt;
-    const Json& v = json.at(field);
-    if (!v.is_object()) fail(std::string("\"") + field + "\" must be an object or null");
-    Event inner{v, line};
-    return AttentionWidths{inner.integer("self", 0), inner.integer("cross", 0),
-                           inner.integer("modules", 0)};
   }
 };
 
@@ -171,10 +162,7 @@ class Replayer {
     }
     if (kind == "model") {
       ModelInfo info;
-      info.params = ev.integer("params", 0);
-      info.attention = ev.widths("attn");
-      info.text_tokens = ev.integer("text_tokens", 0);
-      ev.model_extras(info);
+      ev.read(info, /*training=*/false);
       engine_->declare_model(ev.string("stage", "transformer"), info);
     } else if (kind == "request_begin") {
       if (request_ != nullptr) {
@@ -198,12 +186,7 @@ class Replayer {
       core_->requests().end(request, false);
     } else if (kind == "train_model") {
       ModelInfo info;
-      info.params = ev.integer("params", 0);
-      info.trainable = ev.integer("trainable", info.params);
-      info.checkpointing = ev.boolean("ckpt", false);
-      info.attention = ev.widths("attn");
-      info.text_tokens = ev.integer("text_tokens", 0);
-      ev.model_extras(info);
+      ev.read(info, /*training=*/true);
       trainer().set_model(info);
     } else if (kind == "micro_enter") {
       double t = ev.number("t");
@@ -275,15 +258,12 @@ class Replayer {
     return *trainer_;
   }
 
+  // The device readings an event carries (request_end, memory) become the simulated device's;
+  // a reading the event does not carry stays as it was.
   void update_peaks(const Event& ev) {
-    MemoryPeaks peaks = simulated_->peak_memory(device_).value_or(MemoryPeaks{});
-    if (ev.has("peak_alloc_bytes")) {
-      peaks.allocated = static_cast<std::uint64_t>(ev.count("peak_alloc_bytes", 0));
-    }
-    if (ev.has("peak_reserved_bytes")) {
-      peaks.reserved = static_cast<std::uint64_t>(ev.count("peak_reserved_bytes", 0));
-    }
-    simulated_->set_peaks(peaks);
+    DeviceReadings readings = simulated_->peak_memory(device_).value_or(DeviceReadings{});
+    ev.read(readings);
+    simulated_->set_peaks(readings);
   }
 
   void stage(const Event& ev) {

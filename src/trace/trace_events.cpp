@@ -2,21 +2,23 @@
 
 #include <atomic>
 
+#include "schema/json_visitor.h"
+#include "schema/record_fields.h"
+#include "schema/record_writer.h"
+
 namespace vxperf::internal {
 namespace {
 
 // Names are interned as valid UTF-8; this only keeps a stray byte from throwing.
 std::string dump(const Json& j) { return j.dump(-1, ' ', false, Json::error_handler_t::replace); }
 
-Json widths_json(const std::optional<AttentionWidths>& w) {
-  if (!w) return nullptr;
-  return Json{{"self", w->self}, {"cross", w->cross}, {"modules", w->modules}};
-}
-
-// What a model declares beyond the reference's fields, only when it says something.
-void add_model_extras(Json& ev, const ModelInfo& info) {
-  if (info.dtype) ev["dtype"] = dtype_name(*info.dtype);
-  if (info.attn_density != 1.0) ev["attn_density"] = info.attn_density;
+// An event's head followed by the fields of `value`'s table (src/schema/record_fields.h).
+template <class T, class... Args>
+Json with_fields(Json head, const T& value, Args... args) {
+  JsonVisitor out(std::move(head));
+  Writer writer(out);
+  describe(writer, value, args...);
+  return std::move(out.json());
 }
 
 }  // namespace
@@ -36,13 +38,7 @@ std::string config_event(const Settings& settings, const std::optional<std::stri
 }
 
 std::string model_event(std::string_view stage, const ModelInfo& info) {
-  Json ev = {{"ev", "model"},
-             {"stage", stage},
-             {"params", info.params},
-             {"attn", widths_json(info.attention)},
-             {"text_tokens", info.text_tokens}};
-  add_model_extras(ev, info);
-  return dump(ev);
+  return dump(with_fields(Json{{"ev", "model"}, {"stage", stage}}, info, /*training=*/false));
 }
 
 std::vector<std::string> request_events(const SettledRequest& request) {
@@ -68,10 +64,7 @@ std::vector<std::string> request_events(const SettledRequest& request) {
     block.push_back(dump(ev));
   }
   Json end = {{"ev", "request_end"}, {"t", request.t1}};
-  if (request.readings) {
-    end["peak_alloc_bytes"] = request.readings->allocated;
-    end["peak_reserved_bytes"] = request.readings->reserved;
-  }
+  if (request.readings) end = with_fields(std::move(end), *request.readings);
   block.push_back(end.dump());
   return block;
 }
@@ -87,22 +80,15 @@ std::string peak_event(int device, const MeasuredPeak& peak) {
 }
 
 Json train_model_event(const ModelInfo& info, std::int64_t trainable) {
-  Json ev = {{"ev", "train_model"},
-             {"params", info.params},
-             {"trainable", trainable},
-             {"ckpt", info.checkpointing},
-             {"attn", widths_json(info.attention)},
-             {"text_tokens", info.text_tokens}};
-  add_model_extras(ev, info);
-  return ev;
+  ModelInfo trained = info;
+  trained.trainable = trainable;
+  return with_fields(Json{{"ev", "train_model"}}, trained, /*training=*/true);
 }
 
 Json micro_event(const char* kind, double t) { return Json{{"ev", kind}, {"t", t}}; }
 
 Json memory_event(const DeviceReadings& readings) {
-  return Json{{"ev", "memory"},
-              {"peak_alloc_bytes", readings.allocated},
-              {"peak_reserved_bytes", readings.reserved}};
+  return with_fields(Json{{"ev", "memory"}}, readings);
 }
 
 }  // namespace vxperf::internal
