@@ -1,13 +1,13 @@
 // The report: records summarized per run and per rank, as text, JSON and a metric comparison.
 #include <algorithm>
 #include <cmath>
-#include <iterator>
 #include <map>
 #include <nlohmann/json.hpp>
 #include <set>
 
 #include "base/stats.h"
 #include "base/strings.h"
+#include "vxperf/phases.h"
 #include "vxperf/report.h"
 
 namespace vxperf::analysis {
@@ -201,14 +201,11 @@ TrainSummary summarize_training(const std::vector<const TrainWindowRecord*>& win
   }
   s.step_p50_s = weighted_percentile(p50s, 0.5);
   s.step_p95_s = weighted_percentile(p95s, 0.95);
-  // The engine's phase order, so that runs and ranks with different phase sets line up.
-  static const char* const kPhaseOrder[] = {"data", "prep", "vae_enc", "text_encoder", "aux",
-                                            "fwd",  "bwd",  "clip",    "opt",          "other"};
+  // The engine's phase order (its phase table), so that runs and ranks with different phase sets
+  // line up; a name the table does not know goes last.
   auto order_of = [](const std::string& name) {
-    for (std::size_t i = 0; i < std::size(kPhaseOrder); ++i) {
-      if (name == kPhaseOrder[i]) return i;
-    }
-    return std::size(kPhaseOrder);
+    auto phase = phase_from_name(name);
+    return phase ? static_cast<int>(*phase) : kPhaseCount;
   };
   std::stable_sort(
       phases.order.begin(), phases.order.end(),

@@ -256,6 +256,24 @@ TEST(Report, FindsStragglersAcrossRanks) {
   EXPECT_TRUE(j["requests"].is_null());
 }
 
+// The report lists phases in the engine's order (its phase table), whatever order the windows
+// name them in: vae_dec sits between vae_enc and text_encoder, never after "other" (as it did
+// when the report kept a copy of the order that lacked it).
+TEST(Report, PhasesInTheEnginesOrderVaeDecodeIncluded) {
+  RecordSet set;
+  TrainWindowRecord w = window(0, 0, 10, 2.0);
+  w.phases_s = {{"other", 0.1}, {"vae_dec", 0.2}, {"fwd", 0.6}, {"text_encoder", 0.05},
+                {"vae_enc", 0.3}, {"data", 0.1}};
+  set.windows.push_back(w);
+  Report report = build_report(set);
+  std::vector<std::string> order;
+  for (const auto& [name, seconds] : report.training->phase_s) order.push_back(name);
+  EXPECT_EQ(order, (std::vector<std::string>{"data", "vae_enc", "vae_dec", "text_encoder", "fwd",
+                                             "other"}));
+  std::string text = format_report(report);
+  EXPECT_LT(text.find("  vae_dec"), text.find("  other"));
+}
+
 TEST(Report, NoStragglersWhenRanksAgree) {
   RecordSet set;
   for (int rank = 0; rank < 3; ++rank) set.windows.push_back(window(rank, 0, 10, 2.0));
