@@ -1,6 +1,5 @@
 #include "vxperf/inference.h"
 
-#include <dlfcn.h>
 #include <gtest/gtest.h>
 
 #include <filesystem>
@@ -8,8 +7,6 @@
 #include <nlohmann/json.hpp>
 #include <stdexcept>
 
-#include "output/records_file.h"
-#include "vxperf/markers.h"
 #include "test_support.h"
 #include "vxperf/markers.h"
 
@@ -260,87 +257,6 @@ TEST(Inference, SinksSeeFailuresAndEveryCall) {
   EXPECT_FALSE(details[1].failed);
   ASSERT_EQ(details[0].stage_calls_ms.size(), 1u);
   EXPECT_EQ(details[0].stage_calls_ms[0], (std::vector<double>{250.0, 500.0}));
-}
-
-TEST(RecordsFileTest, UnwritablePathIsReportedOnceAndMeasurementGoesOn) {
-  internal::RecordsFile out("/proc/vxperf-cannot-exist/records.jsonl", nullptr);
-  ::testing::internal::CaptureStderr();
-  out.append("{}", 0, 1);
-  out.append("{}", 0, 1);
-  std::string err = ::testing::internal::GetCapturedStderr();
-  EXPECT_NE(err.find("cannot write records to /proc/vxperf-cannot-exist/records.jsonl"),
-            std::string::npos);
-  EXPECT_EQ(err.find("cannot write", err.find("cannot write") + 1), std::string::npos);
-}
-
-TEST(RecordsFileTest, CreatesDirectoryAndSuffixesRanks) {
-  std::string dir = ::testing::TempDir() + "vxperf-out-test/nested";
-  std::filesystem::remove_all(dir);
-  internal::RecordsFile out(dir + "/records.jsonl", nullptr);
-  out.append("{\"a\":1}", 3, 4);
-  out.append("{\"a\":2}", 3, 4);
-  std::ifstream in(dir + "/records.jsonl.rank3");
-  std::string line;
-  std::vector<std::string> lines;
-  while (std::getline(in, line)) lines.push_back(line);
-  EXPECT_EQ(lines, (std::vector<std::string>{"{\"a\":1}", "{\"a\":2}"}));
-  EXPECT_EQ(internal::RecordsFile::path_for("r.jsonl", 0, 1), "r.jsonl");
-}
-
-}  // namespace
-}  // namespace vxperf
-
-namespace vxperf {
-namespace {
-
-TEST(CudaOnDemand, AbsentDriverIsSaidOnceThenHostOnly) {
-  if (void* handle = dlopen("libcuda.so.1", RTLD_LAZY | RTLD_NOLOAD)) {
-    dlclose(handle);
-    GTEST_SKIP() << "a CUDA driver is loaded in this process";
-  }
-  if (void* handle = dlopen("libcuda.so.1", RTLD_LAZY)) {
-    dlclose(handle);
-    GTEST_SKIP() << "this host has a CUDA driver";
-  }
-  auto output = std::make_shared<testing::MemoryOutput>();
-  EngineOptions parts;
-  parts.settings.level = 1;
-  parts.log = output->log_fn();
-  parts.sinks.push_back(output);
-  parts.cuda_on_demand = true;
-  Engine engine(std::move(parts));
-  for (int i = 0; i < 2; ++i) {
-    RequestScope request(engine, RequestOptions{0, nullptr});
-    StageScope s(kTransformer, 10, 1);
-  }
-  auto logs = output->logs();
-  int notices = 0;
-  for (const auto& l : logs) notices += l.rfind("[Perf][rank", 0) != 0;
-  EXPECT_EQ(notices, 1);
-  ASSERT_EQ(output->records().size(), 2u);
-  EXPECT_FALSE(Json::parse(output->records()[0]).contains("device"));
-}
-
-// No I/O under the engine lock: the notice of the driver's absence reaches a log function that
-// asks the engine for its topology (the engine lock) without deadlocking on it.
-TEST(CudaOnDemand, ItsNoticeIsSaidOutsideTheEngineLock) {
-  if (void* handle = dlopen("libcuda.so.1", RTLD_LAZY)) {
-    dlclose(handle);
-    GTEST_SKIP() << "this host has a CUDA driver";
-  }
-  Engine* engine = nullptr;
-  std::vector<std::string> lines;
-  EngineOptions parts;
-  parts.settings.level = 1;
-  parts.log = [&](std::string_view line) {
-    lines.push_back(std::to_string(engine->topology().world_size) + " " + std::string(line));
-  };
-  parts.cuda_on_demand = true;
-  Engine e(std::move(parts));
-  engine = &e;
-  { RequestScope request(e, RequestOptions{0, nullptr}); }
-  ASSERT_FALSE(lines.empty());
-  EXPECT_NE(lines[0].find("1 [Perf] CUDA backend not used"), std::string::npos) << lines[0];
 }
 
 }  // namespace
