@@ -3,29 +3,22 @@
 namespace vxperf {
 namespace {
 
+// Wan2.1-T2V's shapes; what a preset does not say is DitDims' default (text length 512, umT5's
+// 4096-wide text, patch 1x2x2, VAE stride 4x8x8).
 struct Preset {
   const char* name;
-  std::int64_t dim, ffn, heads, layers, text_len, text_dim;
+  DitDims dims;  // dim, ffn, heads, layers
 };
-constexpr Preset kPresets[] = {
-    {"wan2.1-t2v-1.3b", 1536, 8960, 12, 30, 512, 4096},
-    {"wan2.1-t2v-14b", 5120, 13824, 40, 40, 512, 4096},
+const Preset kPresets[] = {
+    {"wan2.1-t2v-1.3b", {1536, 8960, 12, 30}},
+    {"wan2.1-t2v-14b", {5120, 13824, 40, 40}},
 };
 
 }  // namespace
 
 std::optional<DitDims> dit_preset(std::string_view name) {
   for (const auto& p : kPresets) {
-    if (name == p.name) {
-      DitDims d;
-      d.dim = p.dim;
-      d.ffn = p.ffn;
-      d.heads = p.heads;
-      d.layers = p.layers;
-      d.text_len = p.text_len;
-      d.text_dim = p.text_dim;
-      return d;
-    }
+    if (name == p.name) return p.dims;
   }
   return std::nullopt;
 }

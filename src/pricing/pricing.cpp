@@ -102,19 +102,19 @@ std::optional<DitThroughput> price_request(const std::vector<PricedStage>& stage
   return d;
 }
 
-void price_window(const std::vector<PricedStep>& steps, const ModelInfo& model,
+void price_window(const std::vector<const StepRecord*>& steps, const ModelInfo& model,
                   bool attention_enabled, std::optional<double> coef_override, int devices,
                   const std::optional<Dtype>& dtype_override, const PeakFn& per_device_peak,
                   TrainThroughput& t) {
   // A step that captured no token count contributes neither work nor time.
-  std::vector<const PricedStep*> priced;
+  std::vector<const StepRecord*> priced;
   std::vector<double> priced_totals;
   std::vector<double> priced_tokens;
-  for (const PricedStep& s : steps) {
-    if (s.tokens.value_or(0) != 0 && s.samples != 0) {
-      priced.push_back(&s);
-      priced_totals.push_back(s.total_s);
-      priced_tokens.push_back(static_cast<double>(*s.tokens));
+  for (const StepRecord* s : steps) {
+    if (s->tokens.value_or(0) != 0 && s->samples != 0) {
+      priced.push_back(s);
+      priced_totals.push_back(s->total_s);
+      priced_tokens.push_back(static_cast<double>(*s->tokens));
     }
   }
   double priced_s = plain_sum(priced_totals);
@@ -128,16 +128,18 @@ void price_window(const std::vector<PricedStep>& steps, const ModelInfo& model,
   bool partial = false;
   double effective_fwd = 0.0;
   std::int64_t skipped_fwd = 0;
-  for (const PricedStep* s : priced) {
+  for (const StepRecord* s : priced) {
     double tokens = static_cast<double>(*s->tokens);
-    // A forward that computed part of the model is priced at that part, its backward with it.
-    double n = s->effective_samples;
+    // A forward that computed part of the model is priced at that part, its backward with it; a
+    // step whose forwards were all full prices its samples as they are, bit for bit.
+    bool cut_short = s->effective_fwd != static_cast<double>(s->fwd_calls);
+    double n = cut_short ? s->effective_samples : static_cast<double>(s->samples);
     linear += linear_flops(static_cast<double>(model.params), tokens) * n;
     attention += attention_flops(model.attention, tokens, static_cast<double>(model.text_tokens),
                                  model.attn_density) *
                  n;
-    partial = partial || s->effective_fwd != static_cast<double>(s->fwd_calls);
-    effective_fwd += s->effective_fwd;
+    partial = partial || cut_short;
+    effective_fwd += cut_short ? s->effective_fwd : static_cast<double>(s->fwd_calls);
     skipped_fwd += s->skipped_fwd;
   }
   double per_forward = linear + attention;
@@ -161,7 +163,7 @@ void price_window(const std::vector<PricedStep>& steps, const ModelInfo& model,
   t.hw_tflops = hw_flops_total * dp / priced_s / 1e12;
   // What the forwards ran in (autocast, mixed precision) beats what the weights are stored in.
   std::optional<Dtype> ran_in;
-  for (const PricedStep* s : priced) {
+  for (const StepRecord* s : priced) {
     if (s->dtype) {
       ran_in = s->dtype;
       break;

@@ -12,6 +12,7 @@
 #include "vxperf/peak.h"
 #include "vxperf/records.h"
 #include "vxperf/settings.h"
+#include "vxperf/sink.h"
 
 namespace vxperf::internal {
 
@@ -55,25 +56,12 @@ std::optional<DitThroughput> price_request(const std::vector<PricedStage>& stage
                                            const std::optional<Dtype>& dtype_override,
                                            const PeakFn& per_device_peak);
 
-// One measured step of a window: what its forwards ran over and how long it took.
-struct PricedStep {
-  std::optional<std::int64_t> tokens;
-  std::int64_t samples = 0;
-  double total_s = 0;
-  // Samples weighted by the fraction of a forward their calls computed (== samples when every
-  // forward was full), the forward calls that came to, and those skipped outright.
-  double effective_samples = 0;
-  std::int64_t fwd_calls = 0;
-  double effective_fwd = 0;
-  std::int64_t skipped_fwd = 0;
-  std::optional<Dtype> dtype;  // what its forwards ran in, when said
-};
-
-// Fills the priced half of `t` (samples_per_s, wall_s and dp already set) from the steps that
-// carried a token count: sums over sums, local work times `t.dp` as the job rate, against the
-// peak of `devices` devices. Leaves `t` unpriced when nothing could be priced.
-// `model` as priced (priced_model), its trainable count resolved.
-void price_window(const std::vector<PricedStep>& steps, const ModelInfo& model,
+// Fills the priced half of `t` (samples_per_s, wall_s and dp already set) from the measured steps
+// that carried a token count: sums over sums, local work times `t.dp` as the job rate, against
+// the peak of `devices` devices. A forward that computed part of the model is priced at that
+// part, its backward with it. Leaves `t` unpriced when nothing could be priced. `model` as priced
+// (priced_model), its trainable count resolved.
+void price_window(const std::vector<const StepRecord*>& steps, const ModelInfo& model,
                   bool attention_enabled, std::optional<double> coef_override, int devices,
                   const std::optional<Dtype>& dtype_override, const PeakFn& per_device_peak,
                   TrainThroughput& t);

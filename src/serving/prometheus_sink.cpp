@@ -102,6 +102,8 @@ void PrometheusSink::set_gauges(const std::vector<Gauge>& gauges, const Record& 
                                 const std::string& rank) {
   internal::walk_values(record, [&](const char* object, const char* key, double value) {
     for (const Gauge& g : gauges) {
+      // The first characters tell most fields from a row at once.
+      if (g.key[0] != key[0] || g.object[0] != object[0]) continue;
       if (std::strcmp(g.key, key) != 0 || std::strcmp(g.object, object) != 0) continue;
       if (g.kind != nullptr) {
         g.family->with({rank, g.kind}).set(value);

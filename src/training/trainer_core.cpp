@@ -36,14 +36,7 @@ void TrainerCore::Step::reset() {
   for (Phase phase : order) pairs[static_cast<std::size_t>(phase)].clear();
   order.clear();
   begun = false;
-  micro_steps = 0;
-  tokens.reset();
-  samples = 0;
-  fwd_calls = 0;
-  effective_samples = 0;
-  dtype.reset();
-  effective_fwd = 0;
-  skipped_fwd = 0;
+  static_cast<StepCounts&>(*this) = StepCounts{};
 }
 
 TrainerCore::TrainerCore(Context& engine)
@@ -88,10 +81,7 @@ Marker TrainerCore::mark() {
 }
 
 Span TrainerCore::step_span(const Step& step) const {
-  Span s;
-  s.kind = SpanKind::kStep;
-  s.name = "step";
-  s.device = device_;
+  Span s = point_span(SpanKind::kStep, "step");
   s.index = step.index;
   s.t0 = step.t0;
   return s;
@@ -109,31 +99,28 @@ TrainerCore::Step& TrainerCore::touch(double t) {
   return step;
 }
 
-void TrainerCore::phase_begins(std::string_view name) {
-  if (const ObserverList* list = observers()) {
-    // The step it belongs to begins first (when the step exists: the very first one is made by its
-    // first point, whose time starts it).
-    if (step_ && !step_->begun) touch(step_->t0);
-    Span span;
-    span.kind = SpanKind::kPhase;
-    span.name = name;
-    span.device = device_;
-    span.index = step_ ? step_->index : num_steps_;
-    notify(list, [&](Observer& o) { o.on_begin(span); });
-  }
+Span TrainerCore::point_span(SpanKind kind, std::string_view name) const {
+  Span s;
+  s.kind = kind;
+  s.name = name;
+  s.device = device_;
+  s.index = step_ ? step_->index : num_steps_;
+  return s;
 }
 
-void TrainerCore::phase_ends(std::string_view name, double t0, double t1) {
-  if (const ObserverList* list = observers()) {
-    Span span;
-    span.kind = SpanKind::kPhase;
-    span.name = name;
-    span.device = device_;
-    span.index = step_ ? step_->index : num_steps_;
-    span.t0 = t0;
-    span.t1 = t1;
-    notify(list, [&](Observer& o) { o.on_end(span); });
-  }
+void TrainerCore::tell_phase_begins(std::string_view name) {
+  // The step it belongs to begins first (when the step exists: the very first one is made by its
+  // first point, whose time starts it).
+  if (step_ && !step_->begun) touch(step_->t0);
+  Span span = point_span(SpanKind::kPhase, name);
+  notify(observers_, [&](Observer& o) { o.on_begin(span); });
+}
+
+void TrainerCore::tell_phase_ends(std::string_view name, double t0, double t1) {
+  Span span = point_span(SpanKind::kPhase, name);
+  span.t0 = t0;
+  span.t1 = t1;
+  notify(observers_, [&](Observer& o) { o.on_end(span); });
 }
 
 TrainerCore::Step& TrainerCore::current(double t0) {
@@ -195,11 +182,7 @@ void TrainerCore::enter_micro(double now) {
   head_open_ = true;
   micro_enter_ = now;
   if (const ObserverList* list = observers()) {
-    Span span;
-    span.kind = SpanKind::kMicroStep;
-    span.name = "micro_step";
-    span.device = device_;
-    span.index = step.index;
+    Span span = point_span(SpanKind::kMicroStep, "micro_step");
     span.t0 = now;
     notify(list, [&](Observer& o) { o.on_begin(span); });
   }
@@ -208,11 +191,7 @@ void TrainerCore::enter_micro(double now) {
 void TrainerCore::exit_micro(double now) {
   head_open_ = false;
   if (const ObserverList* list = observers()) {
-    Span span;
-    span.kind = SpanKind::kMicroStep;
-    span.name = "micro_step";
-    span.device = device_;
-    span.index = step_ ? step_->index : num_steps_;
+    Span span = point_span(SpanKind::kMicroStep, "micro_step");
     span.t0 = micro_enter_;
     span.t1 = now;
     notify(list, [&](Observer& o) { o.on_end(span); });
@@ -372,10 +351,10 @@ void TrainerCore::tell_progress(bool all) {
 void TrainerCore::settle(Step& step) {
   DeviceBackend& backend = engine_.device();
   StepRecord record;
+  static_cast<StepCounts&>(record) = step;
   record.step = step.index;
   record.warmup = step.index < engine_.settings().warmup;
   record.total_s = step.total_s;
-  record.micro_steps = step.micro_steps;
   // Sums run left to right, in the order calls happened, so the residual below comes out
   // bit-for-bit as the reference computes it (whether `other` is exactly zero depends on it).
   double phases_total = 0.0;
@@ -403,13 +382,6 @@ void TrainerCore::settle(Step& step) {
   record.phases.emplace_back(phase_name(Phase::kOther), std::max(0.0, residual));
   // Phases can outrun their step when device work of one drains inside the next; reported.
   record.overrun_s = std::max(0.0, -residual);
-  record.tokens = step.tokens;
-  record.samples = step.samples;
-  record.fwd_calls = step.fwd_calls;
-  record.effective_samples = step.effective_samples;
-  record.effective_fwd = step.effective_fwd;
-  record.skipped_fwd = step.skipped_fwd;
-  record.dtype = step.dtype;
   if (!record.warmup) measured_step_s_.push_back(step.total_s);
   window_.push_back(std::move(record));
   if (static_cast<std::int64_t>(window_.size()) >= engine_.settings().every) emit_window(true);

@@ -56,9 +56,14 @@ class TrainerCore {
   // Observers of the points of the step in progress (the engine's as the step began); nullptr
   // when there are none (the usual case) or in a forked child.
   const ObserverList* observers() const { return observers_; }
-  // Tells observers of a phase's begin (before its mark is read) and end (after).
-  void phase_begins(std::string_view name);
-  void phase_ends(std::string_view name, double t0, double t1);
+  // Tells observers of a phase's begin (before its mark is read) and end (after); one pointer
+  // test without observers.
+  void phase_begins(std::string_view name) {
+    if (observers_ != nullptr) tell_phase_begins(name);
+  }
+  void phase_ends(std::string_view name, double t0, double t1) {
+    if (observers_ != nullptr) tell_phase_ends(name, t0, t1);
+  }
   // `fraction`: of a full forward the call computed (1 full, 0 skipped).
   // `dtype`: what its matmuls ran in, when the front end read it (else what note_dtype said).
   void end_model_call(Phase phase, Marker start, Marker end, std::int64_t tokens,
@@ -79,22 +84,14 @@ class TrainerCore {
     Marker start, end;
     std::uint64_t id = 0;  // what observers know it by; 0: none were told of it
   };
-  struct Step {
+  struct Step : StepCounts {
     std::int64_t index = 0;
     double t0 = 0;
     double total_s = 0;
     // Pairs per phase, indexed by Phase; the vectors keep their capacity from step to step.
     std::array<std::vector<Pair>, kPhaseCount> pairs;
     std::vector<Phase> order;  // phases in order of first use
-    std::int64_t micro_steps = 0;
-    std::optional<std::int64_t> tokens;
-    std::int64_t samples = 0;
-    std::int64_t fwd_calls = 0;
-    double effective_samples = 0;
-    double effective_fwd = 0;
-    std::int64_t skipped_fwd = 0;
-    std::optional<Dtype> dtype;  // the first one a forward of the step said
-    bool begun = false;          // observers were told it began (at its first point)
+    bool begun = false;        // observers were told it began (at its first point)
     Pair& add(Phase phase, Marker start, Marker end);
     void reset();
   };
@@ -105,7 +102,11 @@ class TrainerCore {
   Pair& add_pair(Phase phase, Marker start, Marker end, std::int64_t tokens = 0,
                  std::int64_t samples = 0, const void* optimizer = nullptr, bool synced = false,
                  double fraction = 1.0, std::optional<Dtype> dtype = std::nullopt);
+  // A span of the step in progress (its index, this trainer's device).
+  Span point_span(SpanKind kind, std::string_view name) const;
   Span step_span(const Step& step) const;
+  void tell_phase_begins(std::string_view name);
+  void tell_phase_ends(std::string_view name, double t0, double t1);
   void close_head(double now);
   void close_step(double t_close);
   void drain(bool force);

@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "analysis_records.h"
 #include "schema/json_visitor.h"
 #include "schema/record_reader.h"
 #include "schema/record_writer.h"
@@ -21,95 +22,42 @@ namespace {
 
 using Json = internal::Json;
 
+// Records with every field set: the analysis tests' records (tests/support/analysis_records.h)
+// with what they leave at its default.
 RequestRecord full_request() {
-  RequestRecord r;
+  RequestRecord r = analysis::test_records::request(3, 41, 12.25, /*warmup=*/true);
   r.ts = 1712345678.5;
-  r.rank = 3;
   r.world_size = 8;
-  r.req = 41;
-  r.warmup = true;
-  r.e2e_s = 12.25;
-  StageSummary s;
-  s.name = "transformer";
-  s.count = 50;
-  s.total_ms = 9000;
-  s.mean_ms = 180;
-  s.std_ms = 2.5;
-  s.min_ms = 175;
-  s.max_ms = 190;
-  r.stages.push_back(s);
-  s.name = "vae_dec";
-  s.count = 1;
-  r.stages.push_back(s);
-  DitThroughput d;
-  d.params = 1418996800;
-  d.tokens = 32760;
+  DitThroughput& d = *r.dit;
   d.batch = 2;
   d.devices = 8;
-  d.flops_per_fwd = 1.5e14;
   d.attn_share = 0.4;
-  d.tflops = 700;
-  d.peak_tflops = 989 * 8;
-  d.mfu = 0.09;
   d.peak_source = PeakSource::kMeasured;
   d.dtype = Dtype::kFp8;
   d.attn_density = 0.5;
   d.skipped_fwd = 12;
   d.effective_fwd = 38.5;
-  r.dit = d;
   r.device = 5;
-  r.peaks = DeviceReadings{40ull << 30, 60ull << 30};
   return r;
 }
 
 TrainWindowRecord full_window() {
-  TrainWindowRecord w;
+  TrainWindowRecord w = analysis::test_records::window(1, 100, 48, 1.25);
   w.ts = 1712345678.5;
-  w.rank = 1;
-  w.world_size = 4;
-  w.step_first = 100;
-  w.step_last = 149;
-  w.steps = 48;
   w.warmup_excluded = 2;
-  w.step_s_p50 = 1.25;
-  w.step_s_p95 = 1.5;
-  w.phases_s = {{"data", 0.01}, {"fwd", 0.4}, {"other", 0.02}};
+  w.phases_s.emplace_back("other", 0.02);
   w.micro_steps = 2;
   w.overrun_s = 0.001;
-  w.device = 1;
-  w.peaks = DeviceReadings{1000, 2000};
-  TrainThroughput t;
-  t.samples_per_s = 3.5;
-  t.samples = 4;
-  t.wall_s = 60;
-  t.dp = 4;
-  t.priced = true;
-  t.params = 14288491584;
+  TrainThroughput& t = *w.throughput;
   t.trainable = 1000;
-  t.tokens = 32760;
-  t.priced_steps = 48;
-  t.priced_s = 59;
-  t.flops_coef = 2;
-  t.flops_coef_hw = 3;
   t.flops_coef_reason = "lora, ckpt on -> 2x/3x";
-  t.flops_per_step = 9e15;
-  t.attn_share = 0.3;
-  t.devices = 4;
-  t.tflops = 500;
-  t.hw_tflops = 750;
-  t.peak_tflops = 3956;
-  t.mfu = 0.126;
-  t.hfu = 0.19;
   t.peak_source = PeakSource::kEnv;
   t.skipped_fwd = 3;
   t.effective_fwd = 93.25;
-  w.throughput = t;
-  w.eta_s = 3600;
   CrossRankView v;
   v.step_s_p50 = {1.0, 1.25, 1.0, 1.1};
   v.excess_s = {0, 0.2, 0, 0.05};
   v.median_s = 1.05;
-  v.min_rank = 0;
   v.max_rank = 1;
   v.stragglers = {1};
   v.straggler_phases = {"data"};
