@@ -90,6 +90,24 @@ struct Event {
   }
 };
 
+// The phases a "phase" event may time: the model calls and the backward (the phase table's);
+// data, prep and other are the loop's, clip and the optimizer step have events of their own.
+bool scripted(Phase phase) {
+  PhaseSource source = phase_info(phase).source;
+  return source == PhaseSource::kModelCall || source == PhaseSource::kBackward;
+}
+
+// "fwd, bwd, vae_enc, vae_dec, text_encoder, aux": the forward and the backward first.
+std::string scripted_phases() {
+  std::string names = std::string(phase_name(Phase::kForward)) + ", " + phase_name(Phase::kBackward);
+  for (const PhaseInfo& info : kPhases) {
+    if (scripted(info.phase) && info.phase != Phase::kForward && info.phase != Phase::kBackward) {
+      names += std::string(", ") + info.name;
+    }
+  }
+  return names;
+}
+
 class Replayer {
  public:
   Replayer(const LogFn& log, RecordSink& records, const ReplayOptions& options)
@@ -303,9 +321,8 @@ class Replayer {
   void phase(const Event& ev) {
     std::string name = ev.string("name");
     auto phase = phase_from_name(name);
-    if (!phase || *phase == Phase::kData || *phase == Phase::kPrep || *phase == Phase::kClip ||
-        *phase == Phase::kOptimizer || *phase == Phase::kOther) {
-      ev.fail("phase \"" + name + "\" is not one of fwd, bwd, vae_enc, vae_dec, text_encoder, aux");
+    if (!phase || !scripted(*phase)) {
+      ev.fail("phase \"" + name + "\" is not one of " + scripted_phases());
     }
     internal::TrainerCore& t = trainer();
     auto [start, end] = train_pair(ev);
