@@ -5,7 +5,6 @@
 
 #include <array>
 #include <atomic>
-#include <mutex>
 #include <string>
 
 #include "output/write_line.h"
@@ -15,59 +14,53 @@ namespace {
 
 constexpr int kRanks = 4;
 
-struct Table {
-  std::mutex mu;  // held from prepare to parent/child: no registration during a fork
-  std::array<ForkHooks, kRanks> hooks{};
-  std::array<bool, kRanks> set{};
+// Lock-free: parts register while holding their own locks (the process-wide engine registers its
+// halves while holding its build lock), so a lock here would be taken in both orders around a
+// fork. A slot is claimed once, filled, then published; a fork sees the slots published by then.
+struct Slot {
+  std::atomic<bool> claimed{false};
+  std::atomic<bool> ready{false};
+  ForkHooks hooks;
 };
-
-Table& table() {
-  static auto* instance = new Table();  // never destroyed: forks may come during static dtors
-  return *instance;
-}
+std::array<Slot, kRanks> g_slots;
 
 std::atomic<bool> g_said_off{false};
 
-void prepare() {
-  Table& t = table();
-  t.mu.lock();
-  for (int r = 0; r < kRanks; ++r) {
-    if (t.set[r] && t.hooks[r].prepare) t.hooks[r].prepare();
+template <class Pick>
+void run(int from, int to, int step, Pick pick) {
+  for (int r = from; r != to; r += step) {
+    Slot& slot = g_slots[static_cast<std::size_t>(r)];
+    if (!slot.ready.load(std::memory_order_acquire)) continue;
+    if (void (*fn)() = pick(slot.hooks)) fn();
   }
 }
 
+void prepare() {
+  run(0, kRanks, 1, [](const ForkHooks& h) { return h.prepare; });
+}
+
 void in_parent() {
-  Table& t = table();
-  for (int r = kRanks - 1; r >= 0; --r) {
-    if (t.set[r] && t.hooks[r].parent) t.hooks[r].parent();
-  }
-  t.mu.unlock();
+  run(kRanks - 1, -1, -1, [](const ForkHooks& h) { return h.parent; });
 }
 
 void in_child() {
   g_said_off.store(false, std::memory_order_relaxed);
-  Table& t = table();
   // Only the forking thread exists here: each part switches off and releases its locks.
-  for (int r = kRanks - 1; r >= 0; --r) {
-    if (t.set[r] && t.hooks[r].child) t.hooks[r].child();
-  }
-  t.mu.unlock();
+  run(kRanks - 1, -1, -1, [](const ForkHooks& h) { return h.child; });
 }
+
+// Installed when the program starts, not at a first registration: a registration may come while
+// its part holds a lock, and pthread_atfork takes the C library's own.
+[[maybe_unused]] const int g_installed = pthread_atfork(prepare, in_parent, in_child);
 
 }  // namespace
 
 void add_fork_hooks(int rank, ForkHooks hooks) {
-  static const bool installed = [] {
-    pthread_atfork(prepare, in_parent, in_child);
-    return true;
-  }();
-  (void)installed;
   if (rank < 0 || rank >= kRanks) return;
-  Table& t = table();
-  std::lock_guard<std::mutex> lock(t.mu);
-  if (t.set[rank]) return;
-  t.hooks[rank] = hooks;
-  t.set[rank] = true;
+  Slot& slot = g_slots[static_cast<std::size_t>(rank)];
+  if (slot.claimed.exchange(true, std::memory_order_acq_rel)) return;
+  slot.hooks = hooks;
+  slot.ready.store(true, std::memory_order_release);
 }
 
 void say_off_in_forked_child() noexcept {

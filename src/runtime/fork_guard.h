@@ -6,7 +6,7 @@
 // here, each with its rank: prepare runs in ascending rank (the order the code nests the locks in),
 // parent and child in descending rank.
 //
-// Thread safety: add_fork_hooks may be called from any thread.
+// Thread safety: add_fork_hooks may be called from any thread, holding any lock: it takes none.
 #pragma once
 
 namespace vxperf::internal {
@@ -23,8 +23,8 @@ inline constexpr int kForkRankEngines = 1;
 inline constexpr int kForkRankStageNames = 2;
 inline constexpr int kForkRankRequests = 3;
 
-// Registers `hooks` under `rank` (once per rank: a second registration of a rank is ignored) and
-// installs the process's fork handlers the first time.
+// Registers `hooks` under `rank` (once per rank: a second registration of a rank is ignored). The
+// process's fork handlers are installed when it starts.
 void add_fork_hooks(int rank, ForkHooks hooks);
 
 // Says, once per process, that the engines of the parent are off in this child (straight to
