@@ -8,7 +8,8 @@ set(VXPERF_CMAKE_DIR ${CMAKE_INSTALL_LIBDIR}/cmake/vxperf)
 
 set(_vxperf_headers_excluded)
 if(NOT VXPERF_HAVE_TORCH)
-  set(_vxperf_headers_excluded PATTERN "torch.h" EXCLUDE PATTERN "torch_api.h" EXCLUDE)
+  set(_vxperf_headers_excluded PATTERN "torch.h" EXCLUDE PATTERN "torch_api.h" EXCLUDE
+      PATTERN "torch_probe.h" EXCLUDE PATTERN "torch_reading.h" EXCLUDE)
 endif()
 install(DIRECTORY ${PROJECT_SOURCE_DIR}/include/vxperf DESTINATION ${CMAKE_INSTALL_INCLUDEDIR}
         FILES_MATCHING PATTERN "*.h" ${_vxperf_headers_excluded})

@@ -5,7 +5,7 @@
 #include "commands.h"
 #include "vxperf/peak.h"
 #if defined(VXPERF_HAVE_TORCH)
-#include "vxperf/torch_api.h"
+#include "vxperf/torch_probe.h"
 #endif
 
 namespace vxperf::cli {

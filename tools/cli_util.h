@@ -4,6 +4,7 @@
 
 #include <fcntl.h>
 #include <sys/stat.h>
+#include <sys/uio.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -14,6 +15,7 @@
 #include <cstring>
 #include <optional>
 #include <string>
+#include <string_view>
 
 namespace vxperf::cli {
 
@@ -114,6 +116,23 @@ inline std::string write_file_atomically(const std::string& path, const std::str
     return std::strerror(error);
   }
   return {};
+}
+
+// `line` and its newline on `fd`, in one writev where the descriptor takes it whole (so lines of
+// concurrent writers never interleave). False, with errno set, on failure.
+inline bool write_line(int fd, std::string_view line) {
+  std::string whole;
+  whole.reserve(line.size() + 1);
+  whole.append(line).push_back('\n');
+  std::size_t done = 0;
+  while (done < whole.size()) {
+    iovec part{const_cast<char*>(whole.data() + done), whole.size() - done};
+    ssize_t n = ::writev(fd, &part, 1);
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) return false;
+    done += static_cast<std::size_t>(n);
+  }
+  return true;
 }
 
 // "" when `path` can be read as an input file, else why not ("is a directory").

@@ -6,7 +6,7 @@
 
 #include "cli_util.h"
 #include "commands.h"
-#if defined(VXPERF_HAVE_TORCH)
+#if defined(VXPERF_HAVE_DEMO)
 #include "demo/demo.h"
 #endif
 
@@ -46,7 +46,7 @@ constexpr const char* kUsage =
 
 int demo_command(int argc, char** argv) {
   if (print_help_if_asked(argc, argv, kUsage)) return 0;
-#if !defined(VXPERF_HAVE_TORCH)
+#if !defined(VXPERF_HAVE_DEMO)
   std::fprintf(stderr, "vxperf: built without LibTorch\n");
   return 2;
 #else

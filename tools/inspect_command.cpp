@@ -5,7 +5,7 @@
 #include "cli_util.h"
 #include "commands.h"
 #if defined(VXPERF_HAVE_TORCH)
-#include "vxperf/torch_api.h"
+#include "vxperf/torch_reading.h"
 #endif
 
 namespace vxperf::cli {

@@ -11,28 +11,8 @@
 
 namespace {
 
-struct Command {
-  const char* name;
-  int (*run)(int argc, char** argv);
-  const char* summary;
-};
-
-const Command kCommands[] = {
-    {"replay", vxperf::cli::replay_command,
-     "re-aggregate an event script (a live run's VIDEOX_PERF_TRACE) into records"},
-    {"inspect", vxperf::cli::inspect_command,
-     "read a TorchScript model: parameters, attention widths, text length, patch size"},
-    {"demo", vxperf::cli::demo_command,
-     "run the embedded text-to-video workload (inference + training) with metrics on"},
-    {"report", vxperf::cli::report_command,
-     "summarize records files: latency, stages, step times, MFU, stragglers (text/JSON/HTML)"},
-    {"trace", vxperf::cli::trace_command,
-     "convert event scripts into a Chrome trace-event file for Perfetto"},
-    {"flops", vxperf::cli::flops_command,
-     "parameters, tokens, FLOPs and ideal time of a Wan2.1-style DiT"},
-    {"calibrate", vxperf::cli::calibrate_command,
-     "measure this device's matmul peak per dtype, cached for VIDEOX_PERF_PEAK_TFLOPS=auto"},
-};
+using vxperf::cli::Command;
+using vxperf::cli::kCommands;
 
 void usage(std::FILE* out) {
   std::fprintf(out,

@@ -8,7 +8,6 @@
 
 #include "cli_util.h"
 #include "commands.h"
-#include "sinks/write_line.h"
 #include "vxperf/event_script.h"
 
 namespace vxperf::cli {
@@ -71,14 +70,15 @@ int replay_command(int argc, char** argv) {
   // Records to stdout, everything else to stderr, one write per line.
   int write_error = 0;
   auto records = json_line_sink([&write_error](std::string_view line) {
-    if (write_error == 0 && !detail::write_line(STDOUT_FILENO, line)) write_error = errno;
+    if (write_error == 0 && !write_line(STDOUT_FILENO, line)) write_error = errno;
   });
   options.warn = [&path](std::string_view warning) {
     std::string line = "vxperf replay: warning: " + path + ": " + std::string(warning);
-    detail::write_line(STDERR_FILENO, line);
+    write_line(STDERR_FILENO, line);
   };
   try {
-    replay(*in, detail::stderr_log(), *records, options);
+    replay(
+        *in, [](std::string_view line) { write_line(STDERR_FILENO, line); }, *records, options);
   } catch (const ScriptError& error) {
     std::fprintf(stderr, "vxperf replay: %s: %s\n", path.c_str(), error.what());
     return 2;

@@ -20,10 +20,16 @@ namespace vxperf {
 using EventId = std::uint32_t;
 inline constexpr EventId kNoEvent = 0;
 
-struct MemoryPeaks {
-  std::uint64_t allocated = 0;
-  std::uint64_t reserved = 0;
+// What a device says about one interval (a request, a training window), read at the interval's
+// boundaries and never on a stage's hot path: today the allocator's memory peaks. A reading added
+// here is one member and one row of its field table (src/schema/record_fields.h); the records,
+// their JSON, the report's reader, the live trace and its replay carry it from there.
+struct DeviceReadings {
+  std::uint64_t allocated = 0;  // peak bytes allocated (tensors)
+  std::uint64_t reserved = 0;   // peak bytes reserved (the allocator's cache)
 };
+// Its name from when memory peaks were all a device said; records keep them in `peaks`.
+using MemoryPeaks = DeviceReadings;
 
 class DeviceBackend {
  public:

@@ -24,27 +24,18 @@
 
 #include "vxperf/clock.h"
 #include "vxperf/device.h"
+#include "vxperf/internal/engine.h"
 #include "vxperf/model.h"
+#include "vxperf/observer.h"
 #include "vxperf/peak.h"
 #include "vxperf/settings.h"
 #include "vxperf/sink.h"
+#include "vxperf/topology.h"
 #include "vxperf/xrank.h"
 
 namespace vxperf {
 
-class Engine;
 class Trainer;
-
-namespace detail {
-class EngineCore;
-EngineCore& core_of(Engine& engine);
-}  // namespace detail
-
-struct Topology {
-  int rank = 0;
-  int world_size = 1;
-  int sp = 1;  // sequence-parallel degree: ranks sharing one sample
-};
 
 struct EngineOptions {
   Settings settings;
@@ -54,6 +45,8 @@ struct EngineOptions {
   LogFn log;                              // default: stderr
   // In-process receivers of every record, beside the records file (settings.json_path).
   std::vector<std::shared_ptr<RecordSink>> sinks;
+  // Receivers of every measurement point (vxperf/observer.h), beside the live trace.
+  std::vector<std::shared_ptr<Observer>> observers;
   // Without `device`: load the CUDA backend the first time a request or the trainer names a
   // device (the process-wide engine does; a CPU-only run never touches the driver).
   bool cuda_on_demand = false;
@@ -69,6 +62,8 @@ class Engine {
   Engine& operator=(const Engine&) = delete;
 
   const Settings& settings() const;
+  // The level in effect: settings().level, or higher once vxperf::configure raised it.
+  int level() const;
 
   Topology topology() const;
   // From the program's process group, when the launcher's environment does not say it right.
@@ -95,6 +90,9 @@ class Engine {
   void set_device_backend(std::shared_ptr<DeviceBackend> device);
   // Adds an in-process receiver of every record settled from now on.
   void add_sink(std::shared_ptr<RecordSink> sink);
+  // Adds a receiver of every measurement point from now on (requests already open, and the
+  // training step in progress, keep the observers they began with).
+  void add_observer(std::shared_ptr<Observer> observer);
   // A line of the program's own ("vxperf: ..."), printed by every rank.
   void notice(std::string_view line);
   // Gives the all-gather the live cross-rank view runs over (VIDEOX_PERF_XRANK=1; see
@@ -103,14 +101,16 @@ class Engine {
 
   // The training half, made on first use.
   Trainer& trainer();
+  // The training half if it was made, without making it; nullptr otherwise.
+  Trainer* existing_trainer();
 
   // Flushes training, then prints the exit summaries (training, then inference), once. The
   // process-wide engine does it at normal exit; call it for an explicit shutdown.
   void shutdown();
 
  private:
-  friend detail::EngineCore& detail::core_of(Engine& engine);
-  std::unique_ptr<detail::EngineCore> core_;
+  friend internal::EngineCore& internal::core_of(Engine& engine);
+  std::unique_ptr<internal::EngineCore> core_;
 };
 
 // ---- the process-wide engine --------------------------------------------------------------------

@@ -3,25 +3,14 @@
 #pragma once
 
 #include <istream>
-#include <stdexcept>
 #include <string>
 #include <utility>
 #include <vector>
 
+#include "vxperf/script_error.h"
 #include "vxperf/sink.h"
 
 namespace vxperf {
-
-// A malformed script: `line` is 1-based.
-class ScriptError : public std::runtime_error {
- public:
-  ScriptError(int line, const std::string& message)
-      : std::runtime_error("line " + std::to_string(line) + ": " + message), line_(line) {}
-  int line() const { return line_; }
-
- private:
-  int line_;
-};
 
 struct ReplayOptions {
   // Variables set over the script's own config env ("VIDEOX_PERF_EVERY", "10"); value "" unsets.

@@ -24,14 +24,11 @@
 
 #include "vxperf/cost_model.h"
 #include "vxperf/device.h"
+#include "vxperf/internal/request.h"
 
 namespace vxperf {
 
 class Engine;
-
-namespace detail {
-struct Request;
-}  // namespace detail
 
 // A stage name interned once: StageScope takes the id, so the hot path never touches a string.
 struct StageId {
@@ -49,12 +46,6 @@ inline constexpr StageId kTransformer2{1};
 inline constexpr StageId kTextEncoder{2};
 inline constexpr StageId kVaeEncode{3};  // "vae_enc"
 inline constexpr StageId kVaeDecode{4};  // "vae_dec"
-
-namespace detail {
-// The request open on this thread, or nullptr. Constant-initialized, so reading it is a plain
-// thread-local load with no guard.
-inline thread_local Request* current_request = nullptr;
-}  // namespace detail
 
 struct RequestOptions {
   int device = -1;         // device index the pipeline computes on; -1: host only, no device call
@@ -84,13 +75,14 @@ class RequestScope {
 
  private:
   void open(Engine& engine, const RequestOptions& options) noexcept;
-  detail::Request* request_ = nullptr;
+  internal::Request* request_ = nullptr;
   int exceptions_ = 0;  // in flight at the opening: more at the closing means the call failed
 };
 
-// Where one call of a stage started; empty (request == nullptr) outside any request.
+// Where one call of a stage started; empty (request == nullptr) outside any request. Opaque to its
+// holder: it is handed back, never read.
 struct StageMark {
-  detail::Request* request = nullptr;
+  internal::Request* request = nullptr;
   std::int64_t request_index = 0;  // requests are recycled: the index tells two apart
   std::uint32_t stage = 0;
   EventId e0 = kNoEvent;
@@ -98,11 +90,6 @@ struct StageMark {
   double t0 = 0;
   double fraction = -1;  // of a full forward, when the caller said (set_fraction); <0: not said
 };
-
-namespace detail {
-StageMark open_stage(StageId stage, std::int64_t tokens, std::int64_t batch, void* stream) noexcept;
-void close_stage(const StageMark& mark) noexcept;
-}  // namespace detail
 
 // ---- skipped and partial forwards ---------------------------------------------------------------
 //
@@ -135,11 +122,11 @@ class StageScope {
   // call price it; 0 tokens means unknown.
   explicit StageScope(StageId stage, std::int64_t tokens = 0, std::int64_t batch = 1,
                       void* stream = nullptr) noexcept {
-    if (detail::current_request != nullptr)
-      mark_ = detail::open_stage(stage, tokens, batch, stream);
+    if (internal::current_request != nullptr)
+      mark_ = internal::open_stage(stage, tokens, batch, stream);
   }
   ~StageScope() {
-    if (mark_.request != nullptr) detail::close_stage(mark_);
+    if (mark_.request != nullptr) internal::close_stage(mark_);
   }
 
   // This call computed `fraction` of a full forward (0: skipped, a cache hit); see above.

@@ -1,5 +1,7 @@
 // Records: what one request or one training window came to. Plain values holding exactly what
-// is serialized: the JSON line and the log line are made from them (src/format/) and nowhere else.
+// is serialized: each has one field table (src/schema/record_fields.h) from which its JSON line,
+// its reading back and its Prometheus series are made, and its log line is made in
+// src/schema/log_lines.cpp; nowhere else.
 // What a record summarizes call by call (for the level-2 dump and for sinks) is in vxperf/sink.h.
 //
 // Field names, nesting and log formats are the reference module's, so existing dashboards keep
@@ -24,13 +26,11 @@ struct StageSummary {
   double total_ms = 0, mean_ms = 0, std_ms = 0, min_ms = 0, max_ms = 0;
 };
 
-struct DitThroughput {
-  std::int64_t params = 0;
-  std::int64_t tokens = 0;
-  std::int64_t batch = 1;
-  int devices = 1;
-  double flops_per_fwd = 0;
-  double attn_share = 0;
+// How well a priced run used its devices, as request and window records both say it: the rate it
+// computed at, the peak it is measured against and what that peak rests on.
+struct Efficiency {
+  int devices = 1;          // the peak is of this many devices (a job rate over a job peak)
+  double attn_share = 0;    // of the FLOPs, the attention products'
   double tflops = 0;
   std::optional<double> peak_tflops;
   std::optional<double> mfu;
@@ -43,6 +43,14 @@ struct DitThroughput {
   std::optional<double> effective_fwd;      // the full forwards the calls came to
 };
 
+// A request's transformer calls, priced.
+struct DitThroughput : Efficiency {
+  std::int64_t params = 0;
+  std::int64_t tokens = 0;
+  std::int64_t batch = 1;
+  double flops_per_fwd = 0;
+};
+
 struct RequestRecord {
   double ts = 0;  // wall-clock seconds since the epoch at settle time
   int rank = 0;
@@ -53,15 +61,17 @@ struct RequestRecord {
   std::vector<StageSummary> stages;  // in order of first use
   std::optional<DitThroughput> dit;
   std::optional<int> device;  // device index, serialized as "cuda:N"
-  std::optional<MemoryPeaks> peaks;
+  std::optional<DeviceReadings> peaks;  // what the device said over the request (with `device`)
 };
 
-struct TrainThroughput {
+// A window's rates; the Efficiency fields (and those below `priced`) only when some step of it
+// could be priced.
+struct TrainThroughput : Efficiency {
   double samples_per_s = 0;
   double samples = 0;
   double wall_s = 0;
   int dp = 1;
-  bool priced = false;  // the fields below are present only when some step could be priced
+  bool priced = false;
   std::int64_t params = 0;
   std::int64_t trainable = 0;
   double tokens = 0;
@@ -71,19 +81,8 @@ struct TrainThroughput {
   double flops_coef_hw = 0;
   std::string flops_coef_reason;
   double flops_per_step = 0;
-  double attn_share = 0;
-  int devices = 1;
-  double tflops = 0;
   double hw_tflops = 0;
-  std::optional<double> peak_tflops;
-  std::optional<double> mfu;
   std::optional<double> hfu;
-  // As DitThroughput's: serialized only when not the reference's default.
-  PeakSource peak_source = PeakSource::kTable;
-  Dtype dtype = Dtype::kBf16;
-  double attn_density = 1.0;
-  std::optional<std::int64_t> skipped_fwd;
-  std::optional<double> effective_fwd;
 };
 
 // Every rank's view of one window, on rank 0's record with VIDEOX_PERF_XRANK=1 (vxperf/xrank.h).
@@ -114,7 +113,7 @@ struct TrainWindowRecord {
   double micro_steps = 0;
   double overrun_s = 0;
   std::optional<int> device;
-  std::optional<MemoryPeaks> peaks;
+  std::optional<DeviceReadings> peaks;  // what the device said over the window (with `device`)
   std::optional<TrainThroughput> throughput;
   std::optional<double> eta_s;
   std::optional<CrossRankView> xrank;  // rank 0 with VIDEOX_PERF_XRANK=1, full windows

@@ -43,16 +43,11 @@ struct RequestDetail {
   std::vector<std::vector<double>> stage_calls_ms;
 };
 
-// One settled training step of a window.
-struct StepRecord {
-  std::int64_t step = 0;
-  bool warmup = false;
-  double total_s = 0;
+// What the micro-steps and forwards of one training step came to: counted by the trainer as the
+// step runs, carried whole into its StepRecord.
+struct StepCounts {
   std::int64_t micro_steps = 0;
-  // Phase names (static strings) and seconds, in order of first use, then "other".
-  std::vector<std::pair<const char*, double>> phases;
-  double overrun_s = 0;
-  std::optional<std::int64_t> tokens;
+  std::optional<std::int64_t> tokens;  // per sample, of its first priced forward
   std::int64_t samples = 0;
   std::int64_t fwd_calls = 0;
   // Forwards that computed part of the model (ModelCall::set_fraction): the samples weighted by
@@ -64,6 +59,16 @@ struct StepRecord {
   // The dtype its forwards' matmuls ran in, when a front end read it (autocast); nullopt: the
   // trained model's.
   std::optional<Dtype> dtype;
+};
+
+// One settled training step of a window.
+struct StepRecord : StepCounts {
+  std::int64_t step = 0;
+  bool warmup = false;
+  double total_s = 0;
+  // Phase names (static strings) and seconds, in order of first use, then "other".
+  std::vector<std::pair<const char*, double>> phases;
+  double overrun_s = 0;
 };
 
 // What a training window record aggregates: its steps, warmup ones included, in order.

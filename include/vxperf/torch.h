@@ -26,7 +26,8 @@
 
 #include "vxperf/device.h"
 #include "vxperf/inference.h"
-#include "vxperf/torch_api.h"
+#include "vxperf/torch_probe.h"
+#include "vxperf/torch_reading.h"
 #include "vxperf/training.h"
 
 namespace vxperf::torch {
@@ -112,7 +113,7 @@ class CallScope {
   std::optional<ModelCall> call_;
 };
 
-namespace detail {
+namespace internal {
 inline const ::torch::Tensor* first_tensor() { return nullptr; }
 template <class A, class... Rest>
 const ::torch::Tensor* first_tensor(const A& a, const Rest&... rest) {
@@ -135,7 +136,7 @@ std::optional<PatchSize> patch_of(const Holder& holder) {
     return traits != nullptr ? traits->patch_size() : std::nullopt;
   }
 }
-}  // namespace detail
+}  // namespace internal
 
 // A component whose every forward is timed. `Holder` is a C++ frontend module holder
 // (torch::nn::Linear, or a TORCH_MODULE of your own) or a torch::jit::Module.
@@ -144,12 +145,12 @@ class Timed {
  public:
   Timed(Holder module, Role role) : module_(std::move(module)), role_(role) {
     if (role_ == Role::kTransformer || role_ == Role::kTransformer2)
-      patch_ = detail::patch_of(module_);
+      patch_ = internal::patch_of(module_);
   }
 
   template <class... Args>
   decltype(auto) operator()(Args&&... args) {
-    CallScope scope(role_, detail::first_tensor(args...), patch_, seq_len_);
+    CallScope scope(role_, internal::first_tensor(args...), patch_, seq_len_);
     return forward(std::forward<Args>(args)...);
   }
 
@@ -158,7 +159,7 @@ class Timed {
   // say it instead, with vxperf::note_forward_fraction(stage, fraction).
   template <class... Args>
   decltype(auto) partial(double fraction, Args&&... args) {
-    CallScope scope(role_, detail::first_tensor(args...), patch_, seq_len_);
+    CallScope scope(role_, internal::first_tensor(args...), patch_, seq_len_);
     scope.set_fraction(fraction);
     return forward(std::forward<Args>(args)...);
   }

@@ -32,35 +32,11 @@
 #include <string>
 
 #include "vxperf/device.h"
+#include "vxperf/internal/trainer.h"
 #include "vxperf/model.h"
+#include "vxperf/phases.h"
 
 namespace vxperf {
-
-class Trainer;
-
-namespace detail {
-class EngineCore;
-class TrainerCore;
-TrainerCore& core_of(Trainer& trainer);
-}  // namespace detail
-
-enum class Phase : std::uint8_t {
-  kData,
-  kPrep,
-  kVaeEncode,
-  kVaeDecode,
-  kTextEncoder,
-  kAux,
-  kForward,
-  kBackward,
-  kClip,
-  kOptimizer,
-  kOther,
-};
-inline constexpr int kPhaseCount = 11;
-// "data", "prep", "vae_enc", "vae_dec", "text_encoder", "aux", "fwd", "bwd", "clip", "opt", "other"
-const char* phase_name(Phase phase);
-std::optional<Phase> phase_from_name(const std::string& name);
 
 class Trainer {
  public:
@@ -71,6 +47,8 @@ class Trainer {
   // The model being trained (what the reference read from `prepare`): the largest one registered
   // wins. `info.trainable` (-1: all) and `info.checkpointing` decide the FLOPs multipliers.
   void register_model(const ModelInfo& info);
+  // Sets the trained model outright, whatever its size (a re-reading of the same model).
+  void set_model(const ModelInfo& info);
   // The device this rank trains on and the stream to record events on (-1: host clock only).
   void set_device(int device, void* stream = nullptr);
 
@@ -80,22 +58,20 @@ class Trainer {
   std::int64_t steps_closed() const;
   // Closed steps whose timings are still waiting for their device events.
   std::size_t pending_steps() const;
+  // Whether a training loop uses this trainer: a model was registered or a micro-step run. (The
+  // process-wide trainer exists as soon as anything asks for it; an inference program that asked
+  // does not make a wrapped module's calls training calls.)
+  bool in_use() const;
 
  private:
-  friend class detail::EngineCore;
-  friend detail::TrainerCore& detail::core_of(Trainer& trainer);
-  explicit Trainer(detail::EngineCore& engine);
-  std::unique_ptr<detail::TrainerCore> core_;
+  friend internal::TrainerCore& internal::core_of(Trainer& trainer);
+  friend std::unique_ptr<Trainer> internal::make_trainer(internal::Context& engine);
+  explicit Trainer(internal::Context& engine);
+  std::unique_ptr<internal::TrainerCore> core_;
 };
 
 // The process-wide engine's trainer, or nullptr when metrics are off.
 Trainer* trainer();
-
-namespace detail {
-// The trainer whose micro-step is open on this thread (set by MicroStep), or nullptr. Lets a
-// module wrapper attribute its calls to the right trainer without being told.
-inline thread_local Trainer* active_trainer = nullptr;
-}  // namespace detail
 
 // One measurement point of the training loop: where a scope (or a split begin/end call, see
 // vxperf/markers.h) started. `trainer` is nullptr when the point is not timed.
@@ -105,6 +81,10 @@ struct TrainMark {
   EventId event = kNoEvent;
   Trainer* outer = nullptr;  // a micro-step: the trainer that was active before it
 };
+
+// Opens a model call whose phase is known at its begin (what the scopes below and the LibTorch
+// wrappers do; vxperf/markers.h has the form that says it only at the end).
+TrainMark begin_model_call(Trainer* t, Phase phase) noexcept;
 
 // ---- RAII scopes (stack only). Each is inert when its trainer is nullptr. ----------------------
 

@@ -40,8 +40,7 @@
 #include <utility>
 #include <vector>
 
-#include "vxperf/records.h"
-#include "vxperf/training.h"
+#include "vxperf/phases.h"
 
 namespace vxperf {
 
@@ -94,9 +93,10 @@ struct RankWindow {
   std::optional<std::uint64_t> peak_alloc_bytes;
 };
 
-// A RankWindow as a fixed number of doubles, for an all-gather of plain numbers. The first one
-// tags the layout, so that ranks running different versions are told apart.
-inline constexpr std::size_t kRankWindowDoubles = 21;
+// A RankWindow as a fixed number of doubles, for an all-gather of plain numbers: a tag, six
+// numbers of the window, one per phase (indexed by Phase), three optional ones. The tag names the
+// layout (and the phase count), so that ranks running different versions are told apart.
+inline constexpr std::size_t kRankWindowDoubles = 7 + kPhaseCount + 3;
 void pack_rank_window(const RankWindow& window, double* out);
 // nullopt when `in` does not hold a packed RankWindow of this layout.
 std::optional<RankWindow> unpack_rank_window(const double* in);

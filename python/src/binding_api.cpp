@@ -1,22 +1,18 @@
-// binding_api.h over the engine's public API (vxperf/config.h, vxperf/markers.h) and, for what a
-// binding needs beyond it, the internal faces of the engine and the trainer.
+// binding_api.h over the engine's public API: vxperf/config.h, vxperf/engine.h, vxperf/markers.h
+// and the headers of what it configures (peaks, CUDA, Prometheus, the cross-rank view).
 #include "binding_api.h"
 
 #include <atomic>
 #include <cstdio>
-#include <cstring>
 #include <stdexcept>
 #include <string_view>
 
-#include "core/engine_core.h"
-#include "core/request.h"
-#include "training/trainer_core.h"
 #include "vxperf/config.h"
 #include "vxperf/cuda_backend.h"
 #include "vxperf/engine.h"
 #include "vxperf/markers.h"
 #include "vxperf/peak.h"
-#include "vxperf/prometheus.h"
+#include "vxperf/prometheus_sink.h"
 #include "vxperf/training.h"
 #include "vxperf/version.h"
 #include "vxperf/xrank.h"
@@ -33,46 +29,19 @@ Engine* eng() {
 
 Trainer* trainer() { return eng() != nullptr ? vxperf::trainer() : nullptr; }
 
-detail::TrainerCore* existing_trainer() {
+// The process-wide trainer if the extension has been configured and a trainer was made; never
+// makes either.
+Trainer* existing_trainer() {
   if (!g_configured.load(std::memory_order_relaxed)) return nullptr;
   Engine* e = vxperf::engine();
-  Trainer* t = e != nullptr ? detail::core_of(*e).existing_trainer() : nullptr;
-  return t != nullptr ? &detail::core_of(*t) : nullptr;
+  return e != nullptr ? e->existing_trainer() : nullptr;
 }
 
-static_assert(sizeof(vxperf::StageMark) <= sizeof(StageMark::opaque), "StageMark too small");
-static_assert(sizeof(vxperf::TrainMark) <= sizeof(TrainMark::opaque), "TrainMark too small");
-
-template <class Mark, class Data>
-Mark pack(const Data& data) {
-  Mark mark;
-  std::memcpy(mark.opaque, &data, sizeof data);
-  return mark;
+// The trainer a note outside any request is for: the process-wide one, once a loop uses it.
+Trainer* training_loop() {
+  Trainer* t = existing_trainer();
+  return t != nullptr && t->in_use() ? t : nullptr;
 }
-
-template <class Data, class Mark>
-Data unpack(const Mark& mark) {
-  Data data;
-  std::memcpy(&data, mark.opaque, sizeof data);
-  return data;
-}
-
-ModelInfo to_info(const ModelDesc& d) {
-  ModelInfo info;
-  info.params = d.params;
-  info.trainable = d.trainable;
-  info.checkpointing = d.checkpointing;
-  if (d.attention) {
-    info.attention =
-        vxperf::AttentionWidths{d.attention->self, d.attention->cross, d.attention->modules};
-  }
-  info.text_tokens = d.text_tokens;
-  if (!d.dtype.empty()) info.dtype = parse_dtype(d.dtype);
-  info.attn_density = d.attn_density;
-  return info;
-}
-
-vxperf::TrainMark train(const TrainMark& mark) { return unpack<vxperf::TrainMark>(mark); }
 
 }  // namespace
 
@@ -95,7 +64,7 @@ bool enabled() { return eng() != nullptr; }
 
 int level() {
   Engine* e = eng();
-  return e != nullptr ? detail::core_of(*e).level() : 0;
+  return e != nullptr ? e->level() : 0;
 }
 
 bool attention_pricing() {
@@ -140,12 +109,8 @@ std::string prometheus_text() {
 }
 
 Topology topology() {
-  Topology out;
-  if (Engine* e = eng()) {
-    vxperf::Topology t = e->topology();
-    out = Topology{t.rank, t.world_size, t.sp};
-  }
-  return out;
+  Engine* e = eng();
+  return e != nullptr ? e->topology() : Topology{};
 }
 
 void set_topology(int rank, int world_size) {
@@ -158,13 +123,13 @@ void set_sequence_parallel(int sp) {
 
 // ---- models -----------------------------------------------------------------------------------
 
-void declare_model(const std::string& stage, const ModelDesc& model) {
+void declare_model(const std::string& stage, const ModelInfo& model) {
   // Inside a request, a pipeline's own components price that request alone (two pipelines
   // served at once never price each other's calls); outside one, the engine's declaration.
   if (vxperf::in_request()) {
-    vxperf::declare_request_model(stage, to_info(model));
+    vxperf::declare_request_model(stage, model);
   } else if (Engine* e = eng()) {
-    e->declare_model(stage, to_info(model));
+    e->declare_model(stage, model);
   }
 }
 
@@ -179,8 +144,9 @@ std::string cpu_device_key(int threads) { return vxperf::cpu_device_key(threads)
 
 std::string peak_cache_path() { return vxperf::peak_cache_path(); }
 
-std::optional<Peak> calibrate(const std::string& device, const std::string& dtype,
-                              const std::function<std::optional<Peak>()>& probe, bool force) {
+std::optional<Calibration> calibrate(const std::string& device, const std::string& dtype,
+                                     const std::function<std::optional<MeasuredPeak>()>& probe,
+                                     bool force) {
   auto parsed = parse_dtype(dtype);
   if (!parsed) return std::nullopt;
   auto warn = [](const std::string& line) {
@@ -192,20 +158,9 @@ std::optional<Peak> calibrate(const std::string& device, const std::string& dtyp
   };
   PeakProbe core_probe = [&]() -> std::optional<MeasuredPeak> {
     if (!probe) return std::nullopt;
-    auto p = probe();
-    if (!p) return std::nullopt;
-    MeasuredPeak m;
-    m.tflops = p->tflops;
-    m.n = p->n;
-    m.gemms = p->gemms;
-    m.seconds = p->seconds;
-    m.by = p->by;
-    return m;
+    return probe();
   };
-  auto result = calibrate_peak(device, *parsed, core_probe, force, warn);
-  if (!result) return std::nullopt;
-  const MeasuredPeak& m = result->peak;
-  return Peak{m.tflops, m.n, m.gemms, m.seconds, m.by, result->from_cache};
+  return calibrate_peak(device, *parsed, core_probe, force, warn);
 }
 
 std::string dtype_override() {
@@ -225,21 +180,11 @@ void set_measured_peak(int device, const std::string& dtype, double tflops) {
 
 // ---- devices ----------------------------------------------------------------------------------
 
-bool use_cuda_backend(const MemoryCallbacks& memory, int /*device*/, const std::string& library) {
+bool use_cuda_backend(CudaOptions options, int /*device*/) {
   Engine* e = eng();
   if (e == nullptr) return false;
-  CudaOptions options;
-  if (!library.empty()) options.library_path = library;
+  if (options.library_path.empty()) options.library_path = CudaOptions{}.library_path;
   options.notice = [e](std::string_view line) { e->notice(line); };
-  if (memory.peaks) {
-    options.memory_peaks = [peaks = memory.peaks](int d) -> std::optional<MemoryPeaks> {
-      std::uint64_t allocated = 0;
-      std::uint64_t reserved = 0;
-      if (!peaks(d, &allocated, &reserved)) return std::nullopt;
-      return MemoryPeaks{allocated, reserved};
-    };
-  }
-  if (memory.reset) options.reset_memory_peaks = memory.reset;
   std::shared_ptr<DeviceBackend> cuda = make_cuda_backend(options);
   if (!cuda) return false;
   // Also ends the engine's own on-demand loading: this backend, with torch's counters, is used.
@@ -253,50 +198,39 @@ std::uint32_t stage_id(const std::string& name) { return vxperf::stage(name).val
 
 bool in_request() { return vxperf::in_request(); }
 
-RequestMark begin_request(int device, std::uintptr_t stream, bool own_models) {
-  RequestMark mark;
+const void* begin_request(int device, std::uintptr_t stream, bool own_models) {
   Engine* e = eng();
   if (e != nullptr &&
       vxperf::begin_request(*e,
                             RequestOptions{device, reinterpret_cast<void*>(stream), own_models})) {
-    mark.opaque = detail::current_request;
+    return vxperf::current_request_id();
   }
-  return mark;
+  return nullptr;
 }
 
-void end_request(RequestMark mark, bool failed) {
-  if (mark.opaque != nullptr && mark.opaque == detail::current_request) vxperf::end_request(failed);
+void end_request(const void* handle, bool failed) {
+  if (handle != nullptr && handle == vxperf::current_request_id()) vxperf::end_request(failed);
 }
 
 bool stage_needs_tokens(std::uint32_t stage) { return vxperf::stage_needs_tokens(StageId{stage}); }
 
 StageMark begin_stage(std::uint32_t stage, std::int64_t tokens, std::int64_t batch) {
-  return pack<StageMark>(vxperf::begin_stage(StageId{stage}, tokens, batch > 0 ? batch : 1));
+  return vxperf::begin_stage(StageId{stage}, tokens, batch > 0 ? batch : 1);
 }
 
-void end_stage(const StageMark& mark) { vxperf::end_stage(unpack<vxperf::StageMark>(mark)); }
+void end_stage(const StageMark& mark) { vxperf::end_stage(mark); }
 
-void drop_stage(const StageMark& mark) { vxperf::drop_stage(unpack<vxperf::StageMark>(mark)); }
+void drop_stage(const StageMark& mark) { vxperf::drop_stage(mark); }
 
-std::int64_t closed_calls(std::uint32_t stage) {
-  const detail::Request* r = detail::current_request;
-  if (r == nullptr) return 0;
-  std::int64_t n = 0;
-  for (const auto& p : r->pairs) n += p.stage == stage ? 1 : 0;
-  return n;
-}
+std::int64_t closed_calls(std::uint32_t stage) { return vxperf::closed_calls(StageId{stage}); }
 
-std::int64_t open_calls(std::uint32_t stage) {
-  const detail::Request* r = detail::current_request;
-  if (r == nullptr || stage >= r->stages.size()) return 0;
-  return r->stages[stage].open;
-}
+std::int64_t open_calls(std::uint32_t stage) { return vxperf::open_calls(StageId{stage}); }
 
 void note_forward_fraction(std::uint32_t stage, double fraction) {
   if (vxperf::in_request()) {
     vxperf::note_forward_fraction(StageId{stage}, fraction);
-  } else if (detail::TrainerCore* t = existing_trainer(); t != nullptr && t->in_use()) {
-    t->note_fraction(fraction);
+  } else if (Trainer* t = training_loop()) {
+    vxperf::note_forward_fraction(*t, fraction);
   }
 }
 
@@ -305,87 +239,77 @@ void note_compute_dtype(std::uint32_t stage, const std::string& dtype) {
   if (!parsed) return;
   if (vxperf::in_request()) {
     vxperf::note_compute_dtype(StageId{stage}, *parsed);
-  } else if (detail::TrainerCore* t = existing_trainer(); t != nullptr && t->in_use()) {
-    t->note_dtype(*parsed);
+  } else if (Trainer* t = training_loop()) {
+    vxperf::note_compute_dtype(*t, *parsed);
   }
 }
 
 // ---- training ---------------------------------------------------------------------------------
+
+const std::array<PhaseInfo, kPhaseCount>& phases() { return kPhases; }
 
 int phase_id(const std::string& name) {
   auto phase = phase_from_name(name);
   return phase ? static_cast<int>(*phase) : -1;
 }
 
-bool training_active() {
-  detail::TrainerCore* t = existing_trainer();
-  return t != nullptr && t->in_use();
-}
+bool training_active() { return training_loop() != nullptr; }
 
 void train_set_device(int device, std::uintptr_t stream) {
   if (Trainer* t = trainer()) t->set_device(device, reinterpret_cast<void*>(stream));
 }
 
-void train_register_model(const ModelDesc& model, bool replace) {
+void train_register_model(const ModelInfo& model, bool replace) {
   Trainer* t = trainer();
   if (t == nullptr) return;
   if (replace) {
-    detail::core_of(*t).set_model(to_info(model));
+    t->set_model(model);
   } else {
-    t->register_model(to_info(model));
+    t->register_model(model);
   }
 }
 
-void train_micro_enter() {
-  // The micro-step's mark is not kept: Python's loop, not a C++ scope, pairs enter and exit.
-  if (Trainer* t = trainer()) detail::core_of(*t).enter_micro(detail::core_of(*t).now());
-}
+// The micro-step's mark is not kept: Python's loop, not a C++ scope, pairs enter and exit.
+void train_micro_enter() { vxperf::enter_micro_step(trainer()); }
 
-void train_micro_exit() {
-  if (Trainer* t = trainer()) detail::core_of(*t).exit_micro(detail::core_of(*t).now());
-}
+void train_micro_exit() { vxperf::exit_micro_step(trainer()); }
 
-bool train_call_timed() {
-  Trainer* t = trainer();
-  return t != nullptr && detail::core_of(*t).model_call_timed();
-}
+bool train_call_timed() { return vxperf::model_call_timed(trainer()); }
 
-TrainMark train_call_begin() { return pack<TrainMark>(vxperf::begin_model_call(trainer())); }
+TrainMark train_call_begin() { return vxperf::begin_model_call(trainer()); }
 
 void train_call_end(const TrainMark& mark, int phase, std::int64_t tokens, std::int64_t samples,
                     double fraction) {
   if (phase < 0 || phase >= kPhaseCount) return;
-  vxperf::end_model_call(train(mark), static_cast<Phase>(phase), tokens, samples, fraction);
+  vxperf::end_model_call(mark, static_cast<Phase>(phase), tokens, samples, fraction);
 }
 
-TrainMark train_backward_begin() { return pack<TrainMark>(vxperf::begin_backward(trainer())); }
+TrainMark train_backward_begin() { return vxperf::begin_backward(trainer()); }
 
-void train_backward_end(const TrainMark& mark) { vxperf::end_backward(train(mark)); }
+void train_backward_end(const TrainMark& mark) { vxperf::end_backward(mark); }
 
-TrainMark train_clip_begin() { return pack<TrainMark>(vxperf::begin_clip(trainer())); }
+TrainMark train_clip_begin() { return vxperf::begin_clip(trainer()); }
 
-void train_clip_end(const TrainMark& mark) { vxperf::end_clip(train(mark)); }
+void train_clip_end(const TrainMark& mark) { vxperf::end_clip(mark); }
 
-TrainMark train_optimizer_begin() {
-  return pack<TrainMark>(vxperf::begin_optimizer_step(trainer()));
-}
+TrainMark train_optimizer_begin() { return vxperf::begin_optimizer_step(trainer()); }
 
 void train_optimizer_end(const TrainMark& mark, std::uintptr_t owner, bool synced) {
-  vxperf::end_optimizer_step(train(mark), reinterpret_cast<const void*>(owner), synced);
+  vxperf::end_optimizer_step(mark, reinterpret_cast<const void*>(owner), synced);
 }
 
 std::int64_t train_steps_closed() {
-  detail::TrainerCore* t = existing_trainer();
+  Trainer* t = existing_trainer();
   return t != nullptr ? t->steps_closed() : 0;
 }
 
 std::int64_t train_pending_steps() {
-  detail::TrainerCore* t = existing_trainer();
+  Trainer* t = existing_trainer();
   return t != nullptr ? static_cast<std::int64_t>(t->pending_steps()) : 0;
 }
 
 void train_finish() {
-  if (detail::TrainerCore* t = existing_trainer()) t->finish();
+  if (Trainer* t = existing_trainer()) t->finish();
 }
 
 // ---- the live cross-rank view -----------------------------------------------------------------

@@ -1,8 +1,9 @@
 // The Python extension's only door into the C++ engine.
 //
 // Everything the extension (the pybind11 module, the C-implemented timed callables) needs from the
-// engine is a free function here, over plain C++ types. No engine type appears in this header, so
-// when the engine's API changes only binding_api.cpp is rewritten.
+// engine is a free function here, over plain values and the engine's public types (vxperf/*.h);
+// binding_api.cpp implements them over the public API alone (vxperf/markers.h, vxperf/config.h,
+// ...): the extension is a front end like any other program.
 //
 // Conventions:
 //   * Stages are small integers interned once from their names (stage_id).
@@ -18,11 +19,21 @@
 // on the thread that made the call.
 #pragma once
 
+#include <array>
 #include <cstdint>
 #include <functional>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
+
+#include "vxperf/cuda_backend.h"
+#include "vxperf/inference.h"
+#include "vxperf/model.h"
+#include "vxperf/peak.h"
+#include "vxperf/phases.h"
+#include "vxperf/topology.h"
+#include "vxperf/training.h"
 
 namespace vxperf::binding {
 
@@ -57,48 +68,19 @@ std::string version();
 // Prometheus sink to the engine); "" while metrics are off.
 std::string prometheus_text();
 
-struct Topology {
-  int rank = 0;
-  int world_size = 1;
-  int sp = 1;
-};
 Topology topology();
 void set_topology(int rank, int world_size);
 void set_sequence_parallel(int sp);
 
 // ---- models -----------------------------------------------------------------------------------
 
-struct AttentionWidths {
-  std::int64_t self = 0;
-  std::int64_t cross = 0;
-  std::int64_t modules = 0;
-};
-
-struct ModelDesc {
-  std::int64_t params = 0;                   // unsharded parameter count
-  std::int64_t trainable = -1;               // training: parameters that get gradients; -1: all
-  bool checkpointing = false;                // training: gradient checkpointing on
-  std::optional<AttentionWidths> attention;  // nullopt: widths unreadable (priced linear-only)
-  std::int64_t text_tokens = 0;              // padded text length, 0 unknown
-  std::string dtype;                         // its parameters' ("bf16", "fp32", ...); "": unknown
-  double attn_density = 1.0;                 // share of the self-attention square computed
-};
-
 // Prices the forwards of inference stage `stage` ("transformer", "transformer_2", ...): for this
 // thread's open request alone when one is open, else for every request.
-void declare_model(const std::string& stage, const ModelDesc& model);
+void declare_model(const std::string& stage, const ModelInfo& model);
 
 // ---- measured peaks (vxperf/peak.h)
 // --------------------------------------------------------------
 
-struct Peak {
-  double tflops = 0;
-  std::int64_t n = 0;
-  std::int64_t gemms = 0;
-  double seconds = 0;
-  std::string by;
-  bool from_cache = false;
-};
 // Whether the engine wants a measured peak (VIDEOX_PERF_PEAK_TFLOPS=auto). False when off.
 bool wants_measured_peak();
 // The cache key of the host CPU probed with `threads` threads.
@@ -106,8 +88,9 @@ std::string cpu_device_key(int threads);
 std::string peak_cache_path();
 // The cached peak of `device` (a cache key) in `dtype`, else `probe`'s (then cached; `force`:
 // measure even when cached). nullopt when neither, or `dtype` is unknown. Problems go to stderr.
-std::optional<Peak> calibrate(const std::string& device, const std::string& dtype,
-                              const std::function<std::optional<Peak>()>& probe, bool force);
+std::optional<Calibration> calibrate(const std::string& device, const std::string& dtype,
+                                     const std::function<std::optional<MeasuredPeak>()>& probe,
+                                     bool force);
 // VIDEOX_PERF_DTYPE ("" when unset or off): the dtype the engine prices with, whatever a model
 // says, and so the one to probe.
 std::string dtype_override();
@@ -116,16 +99,11 @@ void set_measured_peak(int device, const std::string& dtype, double tflops);
 
 // ---- devices ----------------------------------------------------------------------------------
 
-struct MemoryCallbacks {
-  // Peak allocated and reserved bytes on a device since the last reset; false when unknown.
-  std::function<bool(int device, std::uint64_t* allocated, std::uint64_t* reserved)> peaks;
-  std::function<void(int device)> reset;
-};
-// Times devices with the CUDA driver backend (loaded with dlopen from `library`, "" = the system
-// driver), taking peak memory from `memory`. `device` is the first device about to be named.
-// False (host-only timing stays) when the driver or a device is absent; the reason is printed
-// once.
-bool use_cuda_backend(const MemoryCallbacks& memory, int device, const std::string& library = "");
+// Times devices with the CUDA driver backend made from `options` (its library, "" = the system
+// driver; its peak-memory provider; its notices go to the engine's output). `device` is the first
+// device about to be named. False (host-only timing stays) when the driver or a device is absent;
+// the reason is printed once.
+bool use_cuda_backend(CudaOptions options, int device);
 
 // ---- inference --------------------------------------------------------------------------------
 
@@ -134,20 +112,14 @@ std::uint32_t stage_id(const std::string& name);
 // Whether a request is open on this thread.
 bool in_request();
 
-struct RequestMark {
-  void* opaque = nullptr;
-};
-// Opens a request on this thread (device -1: host clock only, no device call). Returns an empty
-// mark when metrics are off or a request is already open here (the outer one owns the stages).
-// own_models: priced only by models declared inside it (a pipeline's own components).
-RequestMark begin_request(int device, std::uintptr_t stream, bool own_models);
-// Closes and reports the request (one synchronize of its device first). `failed`: the measured
-// call raised; the request is reported all the same.
-void end_request(RequestMark mark, bool failed);
+// Opens a request on this thread (device -1: host clock only, no device call). Returns its handle,
+// or nullptr when metrics are off or a request is already open here (the outer one owns the
+// stages). own_models: priced only by models declared inside it (a pipeline's own components).
+const void* begin_request(int device, std::uintptr_t stream, bool own_models);
+// Closes and reports the request `handle` names, when it is still this thread's open request (one
+// synchronize of its device first). `failed`: the measured call raised; reported all the same.
+void end_request(const void* handle, bool failed);
 
-struct StageMark {
-  alignas(8) unsigned char opaque[48] = {};
-};
 // Whether this thread's open request has no token count yet for `stage` (so a caller that can
 // infer one should). False outside a request.
 bool stage_needs_tokens(std::uint32_t stage);
@@ -173,13 +145,11 @@ std::int64_t open_calls(std::uint32_t stage);
 
 // ---- training ---------------------------------------------------------------------------------
 
-// Phase ids: "data", "prep", "vae_enc", "vae_dec", "text_encoder", "aux", "fwd", "bwd", "clip",
-// "opt", "other"; -1 for another name.
+// The phase table (vxperf/phases.h): names in order, and how each is timed.
+const std::array<PhaseInfo, kPhaseCount>& phases();
+// Phase ids: a phase's index in the phase table (vxperf/phases.h: "data", "prep", "vae_enc",
+// "vae_dec", "text_encoder", "aux", "fwd", "bwd", "clip", "opt", "other"); -1 for another name.
 int phase_id(const std::string& name);
-
-struct TrainMark {
-  alignas(8) unsigned char opaque[40] = {};
-};
 
 // Whether a training loop uses the trainer (a model registered or a micro-step run).
 bool training_active();
@@ -187,7 +157,7 @@ bool training_active();
 void train_set_device(int device, std::uintptr_t stream);
 // The trained model. replace=false: kept only if larger than the one registered (what a prepare
 // of several modules does); true: replaces it (a re-reading of the same model).
-void train_register_model(const ModelDesc& model, bool replace);
+void train_register_model(const ModelInfo& model, bool replace);
 void train_micro_enter();
 void train_micro_exit();
 // Whether a model call starting now would be timed (not nested in another, not in a backward).

@@ -28,21 +28,23 @@ std::atomic<bool> python_closing{false};
 
 using Widths = std::optional<std::tuple<std::int64_t, std::int64_t, std::int64_t>>;
 
-api::ModelDesc make_desc(std::int64_t params, std::int64_t trainable, bool checkpointing,
-                         const Widths& widths, std::int64_t text_tokens,
-                         const std::string& dtype = {}, double attn_density = 1.0) {
-  api::ModelDesc d;
-  d.dtype = dtype;
-  d.attn_density = attn_density;
-  d.params = params;
-  d.trainable = trainable;
-  d.checkpointing = checkpointing;
+// The one model description (vxperf/model.h) from what Python read off the module tree. A dtype
+// name the engine does not know leaves the dtype unknown.
+vxperf::ModelInfo make_info(std::int64_t params, std::int64_t trainable, bool checkpointing,
+                            const Widths& widths, std::int64_t text_tokens,
+                            const std::string& dtype = {}, double attn_density = 1.0) {
+  vxperf::ModelInfo info;
+  info.params = params;
+  info.trainable = trainable;
+  info.checkpointing = checkpointing;
   if (widths) {
-    d.attention =
-        api::AttentionWidths{std::get<0>(*widths), std::get<1>(*widths), std::get<2>(*widths)};
+    info.attention =
+        vxperf::AttentionWidths{std::get<0>(*widths), std::get<1>(*widths), std::get<2>(*widths)};
   }
-  d.text_tokens = text_tokens;
-  return d;
+  info.text_tokens = text_tokens;
+  if (!dtype.empty()) info.dtype = vxperf::parse_dtype(dtype);
+  info.attn_density = attn_density;
+  return info;
 }
 
 bool configure(int level) {
@@ -51,31 +53,33 @@ bool configure(int level) {
   return on;
 }
 
-// Peak-memory callbacks into Python (torch's allocator counters). Called by the engine on the
-// thread of the request or training loop, which may have released the GIL.
-api::MemoryCallbacks memory_callbacks(py::object peaks, py::object reset) {
-  api::MemoryCallbacks callbacks;
+// Peak-memory callbacks into Python (torch's allocator counters), as the CUDA backend's provider.
+// Called by the engine on the thread of the request or training loop, which may have released
+// the GIL.
+vxperf::CudaOptions cuda_options(py::object peaks, py::object reset, const std::string& library) {
+  vxperf::CudaOptions options;
+  options.library_path = library;
   auto keep_peaks = std::make_shared<py::object>(std::move(peaks));
   auto keep_reset = std::make_shared<py::object>(std::move(reset));
-  callbacks.peaks = [keep_peaks](int device, std::uint64_t* allocated,
-                                 std::uint64_t* reserved) -> bool {
-    if (python_closing.load() || !Py_IsInitialized() || keep_peaks->is_none()) return false;
+  options.memory_peaks = [keep_peaks](int device) -> std::optional<vxperf::DeviceReadings> {
+    if (python_closing.load() || !Py_IsInitialized() || keep_peaks->is_none()) return std::nullopt;
     py::gil_scoped_acquire gil;
     try {
       py::object result = (*keep_peaks)(device);
-      if (result.is_none()) return false;
+      if (result.is_none()) return std::nullopt;
       auto pair = result.cast<std::tuple<std::uint64_t, std::uint64_t>>();
-      *allocated = std::get<0>(pair);
-      *reserved = std::get<1>(pair);
-      return true;
+      vxperf::DeviceReadings readings;
+      readings.allocated = std::get<0>(pair);
+      readings.reserved = std::get<1>(pair);
+      return readings;
     } catch (py::error_already_set& e) {
       e.discard_as_unraisable("vxperf: reading peak memory");
-      return false;
+      return std::nullopt;
     } catch (...) {
-      return false;
+      return std::nullopt;
     }
   };
-  callbacks.reset = [keep_reset](int device) {
+  options.reset_memory_peaks = [keep_reset](int device) {
     if (python_closing.load() || !Py_IsInitialized() || keep_reset->is_none()) return;
     py::gil_scoped_acquire gil;
     try {
@@ -85,7 +89,7 @@ api::MemoryCallbacks memory_callbacks(py::object peaks, py::object reset) {
     } catch (...) {
     }
   };
-  return callbacks;
+  return options;
 }
 
 // The cross-rank view's all-gather, a Python callable. Called by the engine on the training
@@ -163,7 +167,7 @@ PYBIND11_MODULE(_ext, m) {
       "Prints the exit summaries now (once).");
   m.def("python_closing", [] { python_closing.store(true); });
   m.def("topology", [] {
-    api::Topology t = api::topology();
+    vxperf::Topology t = api::topology();
     return std::make_tuple(t.rank, t.world_size, t.sp);
   });
   m.def("set_topology", &api::set_topology, py::arg("rank"), py::arg("world_size"));
@@ -175,7 +179,7 @@ PYBIND11_MODULE(_ext, m) {
       [](const std::string& stage, std::int64_t params, const Widths& widths,
          std::int64_t text_tokens, const std::string& dtype, double attn_density) {
         api::declare_model(stage,
-                           make_desc(params, -1, false, widths, text_tokens, dtype, attn_density));
+                           make_info(params, -1, false, widths, text_tokens, dtype, attn_density));
       },
       py::arg("stage"), py::arg("params"), py::arg("widths"), py::arg("text_tokens"),
       py::arg("dtype") = "", py::arg("attn_density") = 1.0);
@@ -189,14 +193,19 @@ PYBIND11_MODULE(_ext, m) {
       [](const std::string& device, const std::string& dtype, py::object probe,
          bool force) -> py::object {
         // probe() -> (tflops, n, gemms, seconds, by) or None; errors in it mean "no rate".
-        auto call = [&probe]() -> std::optional<api::Peak> {
+        auto call = [&probe]() -> std::optional<vxperf::MeasuredPeak> {
           try {
             py::object result = probe();
             if (result.is_none()) return std::nullopt;
             auto t =
                 result.cast<std::tuple<double, std::int64_t, std::int64_t, double, std::string>>();
-            return api::Peak{std::get<0>(t), std::get<1>(t), std::get<2>(t),
-                             std::get<3>(t), std::get<4>(t), false};
+            vxperf::MeasuredPeak p;
+            p.tflops = std::get<0>(t);
+            p.n = std::get<1>(t);
+            p.gemms = std::get<2>(t);
+            p.seconds = std::get<3>(t);
+            p.by = std::get<4>(t);
+            return p;
           } catch (py::error_already_set& e) {
             e.discard_as_unraisable("vxperf: the peak probe");
             return std::nullopt;
@@ -204,10 +213,11 @@ PYBIND11_MODULE(_ext, m) {
             return std::nullopt;
           }
         };
-        auto peak = api::calibrate(device, dtype, call, force);
-        if (!peak) return py::none();
-        return py::make_tuple(peak->tflops, peak->n, peak->gemms, peak->seconds, peak->by,
-                              peak->from_cache);
+        auto got = api::calibrate(device, dtype, call, force);
+        if (!got) return py::none();
+        const vxperf::MeasuredPeak& peak = got->peak;
+        return py::make_tuple(peak.tflops, peak.n, peak.gemms, peak.seconds, peak.by,
+                              got->from_cache);
       },
       py::arg("device"), py::arg("dtype"), py::arg("probe"), py::arg("force") = false,
       "The cached peak of a device (a cache key) in a dtype, else probe()'s, then cached: "
@@ -218,8 +228,8 @@ PYBIND11_MODULE(_ext, m) {
   m.def(
       "use_cuda_backend",
       [](py::object peaks, py::object reset, int device, const std::string& library) {
-        api::MemoryCallbacks callbacks = memory_callbacks(std::move(peaks), std::move(reset));
-        return api::use_cuda_backend(callbacks, device, library);
+        return api::use_cuda_backend(cuda_options(std::move(peaks), std::move(reset), library),
+                                     device);
       },
       py::arg("peaks"), py::arg("reset"), py::arg("device"), py::arg("library") = "");
 
@@ -236,24 +246,39 @@ PYBIND11_MODULE(_ext, m) {
   m.def(
       "begin_request",
       [](int device, std::uintptr_t stream, bool own_models) {
-        return reinterpret_cast<std::uintptr_t>(
-            api::begin_request(device, stream, own_models).opaque);
+        return reinterpret_cast<std::uintptr_t>(api::begin_request(device, stream, own_models));
       },
       py::arg("device"), py::arg("stream"), py::arg("own_models") = false,
       "Opens a request on this thread; 0 when off or nested (the outer request owns it).");
   m.def(
       "end_request",
       [](std::uintptr_t handle, bool failed) {
-        api::RequestMark mark;
-        mark.opaque = reinterpret_cast<void*>(handle);
         // Without the GIL: the request's one device synchronize may take a while.
         py::gil_scoped_release release;
-        api::end_request(mark, failed);
+        api::end_request(reinterpret_cast<const void*>(handle), failed);
       },
       py::arg("handle"), py::arg("failed") = false);
 
   // ---- training
-  py::class_<api::TrainMark>(m, "TrainMark", "An open training interval (opaque).");
+  py::class_<vxperf::TrainMark>(m, "TrainMark", "An open training interval (opaque).");
+  m.def(
+      "phases",
+      [] {
+        py::list names;
+        for (const vxperf::PhaseInfo& info : api::phases()) names.append(info.name);
+        return py::tuple(names);
+      },
+      "The training phases' names, in the engine's order (the phase table).");
+  m.def(
+      "model_phases",
+      [] {
+        py::list names;
+        for (const vxperf::PhaseInfo& info : api::phases()) {
+          if (info.source == vxperf::PhaseSource::kModelCall) names.append(info.name);
+        }
+        return py::tuple(names);
+      },
+      "The phases a model call can be classified into, in the engine's order.");
   m.def("phase_id", &api::phase_id, py::arg("name"));
   m.def("training_active", &api::training_active);
   m.def("train_set_device", &api::train_set_device, py::arg("device"), py::arg("stream"));
@@ -262,7 +287,7 @@ PYBIND11_MODULE(_ext, m) {
       [](std::int64_t params, std::int64_t trainable, bool checkpointing, const Widths& widths,
          std::int64_t text_tokens, bool replace, const std::string& dtype, double attn_density) {
         api::train_register_model(
-            make_desc(params, trainable, checkpointing, widths, text_tokens, dtype, attn_density),
+            make_info(params, trainable, checkpointing, widths, text_tokens, dtype, attn_density),
             replace);
       },
       py::arg("params"), py::arg("trainable"), py::arg("checkpointing"), py::arg("widths"),

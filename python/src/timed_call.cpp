@@ -143,7 +143,7 @@ PyObject* time_stage(TimedCall* t, PyObject* const* args, std::size_t nargsf,
   if ((t->flags & kPriced) != 0 && api::stage_needs_tokens(t->stage)) {
     infer_shape(t, args, nargsf, kwnames, &shape);
   }
-  api::StageMark mark = api::begin_stage(t->stage, shape.tokens, shape.batch);
+  vxperf::StageMark mark = api::begin_stage(t->stage, shape.tokens, shape.batch);
   if (shape.dtype[0] != '\0') api::note_compute_dtype(t->stage, shape.dtype);
   PyObject* result = call_wrapped(t, args, nargsf, kwnames);
   if (result != nullptr || (t->flags & kRecordOnError) != 0) {
@@ -200,7 +200,7 @@ PyObject* call_as_stage(TimedCall* t, PyObject* const* args, std::size_t nargsf,
 PyObject* call_as_phase(TimedCall* t, PyObject* const* args, std::size_t nargsf,
                         PyObject* kwnames) {
   if (!api::train_call_timed()) return call_wrapped(t, args, nargsf, kwnames);
-  api::TrainMark mark = api::train_call_begin();
+  vxperf::TrainMark mark = api::train_call_begin();
   CallShape shape;
   if ((t->flags & kPriced) != 0) infer_shape(t, args, nargsf, kwnames, &shape);
   if (shape.dtype[0] != '\0') api::note_compute_dtype(0, shape.dtype);
@@ -344,7 +344,7 @@ struct StageContext {
   std::int64_t tokens;
   std::int64_t batch;
   int depth;
-  api::StageMark marks[kMaxDepth];
+  vxperf::StageMark marks[kMaxDepth];
 };
 
 PyObject* context_enter(PyObject* self, PyObject* /*unused*/) {

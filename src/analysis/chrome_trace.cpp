@@ -7,14 +7,15 @@
 #include <cmath>
 #include <map>
 
-#include "format/json_fields.h"
-#include "vxperf/analysis.h"
-#include "vxperf/event_script.h"
+#include "schema/json_fields.h"
+#include "schema/value_walk.h"
+#include "vxperf/chrome_trace.h"
+#include "vxperf/script_error.h"
 
 namespace vxperf::analysis {
 namespace {
 
-using detail::Json;
+using internal::Json;
 
 constexpr double kGiB = 1024.0 * 1024.0 * 1024.0;
 constexpr int kTrainTid = 0;
@@ -22,7 +23,7 @@ constexpr int kRequestTidBase = 1;  // request thread N is tid 1 + N
 
 // A script line's fields, through the shared accessor; a wrong one is a ScriptError naming the
 // line (add_script turns FieldError into it).
-struct Event : detail::JsonFields {
+struct Event : internal::JsonFields {
   Event(const Json& json, int line) : JsonFields(json), line(line) {}
   int line;
 
@@ -228,15 +229,23 @@ class Converter {
     step_next_t0_ = t;
   }
 
+  // The device readings an event carries (request_end, memory), each field of their table
+  // (src/schema/record_fields.h) one counter: byte counts in GiB ("peak_alloc_GiB").
   void memory(const Event& ev, double t, Json* args) {
-    if (!ev.has("peak_alloc_bytes") && !ev.has("peak_reserved_bytes")) return;
     Json values = Json::object();
-    if (ev.has("peak_alloc_bytes")) {
-      values["peak_alloc_GiB"] = static_cast<double>(ev.count("peak_alloc_bytes", 0)) / kGiB;
-    }
-    if (ev.has("peak_reserved_bytes")) {
-      values["peak_reserved_GiB"] = static_cast<double>(ev.count("peak_reserved_bytes", 0)) / kGiB;
-    }
+    internal::walk_values(DeviceReadings{}, [&](const char*, const char* key, double) {
+      if (!ev.has(key)) return;
+      std::string name = key;
+      const std::string bytes = "_bytes";
+      if (name.size() > bytes.size() &&
+          name.compare(name.size() - bytes.size(), bytes.size(), bytes) == 0) {
+        name.replace(name.size() - bytes.size(), bytes.size(), "_GiB");
+        values[name] = static_cast<double>(ev.count(key, 0)) / kGiB;
+      } else {
+        values[name] = ev.number(key);
+      }
+    });
+    if (values.empty()) return;
     if (args) (*args)["memory"] = values;
     push({{"name", "memory"},
           {"ph", "C"},
@@ -281,7 +290,7 @@ void TraceBuilder::add_script(std::istream& script, const std::string& name) {
   int line = 0;
   bool any = false;
   // A line too long for memory ends the reading with std::bad_alloc, never as a quiet end.
-  detail::ThrowOnBadRead throw_on_bad_read(script);
+  internal::ThrowOnBadRead throw_on_bad_read(script);
   while (std::getline(script, text)) {
     ++line;
     bool complete = !script.eof();  // a last line cut short has no newline
@@ -303,7 +312,7 @@ void TraceBuilder::add_script(std::istream& script, const std::string& name) {
     }
     try {
       converter.event(ev);
-    } catch (const detail::FieldError& e) {
+    } catch (const internal::FieldError& e) {
       throw ScriptError(line, e.what());
     }
   }

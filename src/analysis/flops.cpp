@@ -4,21 +4,16 @@
 #include <nlohmann/json.hpp>
 #include <stdexcept>
 
-#include "format/strings.h"
-#include "vxperf/analysis.h"
+#include "base/strings.h"
+#include "vxperf/flops.h"
 #include "vxperf/cost_model.h"
 
 namespace vxperf::analysis {
 
-using detail::strprintf;
+using internal::strprintf;
 namespace {
 
 using Json = nlohmann::ordered_json;
-
-AttentionWidths widths_of(const DitDims& d) {
-  // Every block has one self- and one cross-attention, each with query width dim.
-  return AttentionWidths{d.layers * d.dim, d.layers * d.dim, 2 * d.layers};
-}
 
 }  // namespace
 
@@ -52,6 +47,15 @@ std::int64_t dit_params(const DitDims& x) {
   return total;
 }
 
+ModelInfo dit_model(const DitDims& d) {
+  ModelInfo m;
+  m.params = dit_params(d);
+  // Every block has one self- and one cross-attention, each with query width dim.
+  m.attention = AttentionWidths{d.layers * d.dim, d.layers * d.dim, 2 * d.layers};
+  m.text_tokens = d.text_len;
+  return m;
+}
+
 LatentShape dit_tokens(const DitDims& d, std::int64_t width, std::int64_t height,
                        std::int64_t frames) {
   if (width <= 0 || height <= 0 || frames <= 0) {
@@ -81,12 +85,13 @@ LatentShape dit_tokens(const DitDims& d, std::int64_t width, std::int64_t height
 
 FlopsEstimate estimate_flops(const DitDims& dims, const FlopsQuery& q) {
   FlopsEstimate e;
-  e.params = dit_params(dims);
+  const ModelInfo model = dit_model(dims);
+  e.params = model.params;
   e.latent = dit_tokens(dims, q.width, q.height, q.frames);
   const auto params = static_cast<double>(e.params);
   const auto tokens = static_cast<double>(e.latent.tokens);
-  const auto text = static_cast<double>(dims.text_len);
-  const AttentionWidths widths = widths_of(dims);
+  const auto text = static_cast<double>(model.text_tokens);
+  const AttentionWidths widths = *model.attention;
   AttentionWidths self_only = widths;
   self_only.cross = 0;
   e.flops_linear = linear_flops(params, tokens);

@@ -1,18 +1,18 @@
 // The report: records summarized per run and per rank, as text, JSON and a metric comparison.
 #include <algorithm>
 #include <cmath>
-#include <iterator>
 #include <map>
 #include <nlohmann/json.hpp>
 #include <set>
 
-#include "core/stats.h"
-#include "format/strings.h"
-#include "vxperf/analysis.h"
+#include "base/stats.h"
+#include "base/strings.h"
+#include "vxperf/phases.h"
+#include "vxperf/report.h"
 
 namespace vxperf::analysis {
 
-using detail::strprintf;
+using internal::strprintf;
 namespace {
 
 using Json = nlohmann::ordered_json;
@@ -26,7 +26,7 @@ constexpr double kSameWithin = 0.005;
 double percentile(std::vector<double> values, double q) {
   if (values.empty()) return 0;
   std::sort(values.begin(), values.end());
-  return detail::percentile(values, q * 100.0);
+  return internal::percentile(values, q * 100.0);
 }
 
 // The smallest value whose cumulative weight reaches q of the total.
@@ -201,14 +201,11 @@ TrainSummary summarize_training(const std::vector<const TrainWindowRecord*>& win
   }
   s.step_p50_s = weighted_percentile(p50s, 0.5);
   s.step_p95_s = weighted_percentile(p95s, 0.95);
-  // The engine's phase order, so that runs and ranks with different phase sets line up.
-  static const char* const kPhaseOrder[] = {"data", "prep", "vae_enc", "text_encoder", "aux",
-                                            "fwd",  "bwd",  "clip",    "opt",          "other"};
+  // The engine's phase order (its phase table), so that runs and ranks with different phase sets
+  // line up; a name the table does not know goes last.
   auto order_of = [](const std::string& name) {
-    for (std::size_t i = 0; i < std::size(kPhaseOrder); ++i) {
-      if (name == kPhaseOrder[i]) return i;
-    }
-    return std::size(kPhaseOrder);
+    auto phase = phase_from_name(name);
+    return phase ? static_cast<int>(*phase) : kPhaseCount;
   };
   std::stable_sort(
       phases.order.begin(), phases.order.end(),

@@ -4,12 +4,12 @@
 #include <map>
 #include <set>
 
-#include "format/strings.h"
-#include "vxperf/analysis.h"
+#include "base/strings.h"
+#include "vxperf/report.h"
 
 namespace vxperf::analysis {
 
-using detail::strprintf;
+using internal::strprintf;
 namespace {
 
 constexpr double kWidth = 1000, kHeight = 320;

@@ -5,12 +5,12 @@
 #include <cstdint>
 #include <system_error>
 
-#include "format/strings.h"
+#include "base/strings.h"
 
 namespace vxperf::serving {
 namespace {
 
-using detail::copy_utf8;
+using internal::copy_utf8;
 
 void append_labels(const std::vector<std::string>& names, const std::vector<std::string>& values,
                    const char* le, std::string* out) {

@@ -15,7 +15,7 @@
 #include <utility>
 
 #include "serving/http_server.h"
-#include "vxperf/prometheus.h"
+#include "vxperf/prometheus_sink.h"
 
 namespace vxperf::serving {
 namespace {

@@ -11,7 +11,7 @@
 #include <utility>
 
 #include "serving/http_server.h"
-#include "vxperf/prometheus.h"
+#include "vxperf/prometheus_endpoint.h"
 
 namespace vxperf {
 namespace {

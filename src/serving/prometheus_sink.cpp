@@ -1,11 +1,13 @@
 // Records to metrics. The bucket layouts are part of the metrics' contract (dashboards and the
 // Python collector use the same), so they are spelled out here once.
+#include <cstring>
 #include <string>
 #include <vector>
 
+#include "schema/value_walk.h"
 #include "serving/exposition.h"
 #include "serving/metrics.h"
-#include "vxperf/prometheus.h"
+#include "vxperf/prometheus_sink.h"
 
 namespace vxperf {
 namespace {
@@ -23,6 +25,16 @@ const std::vector<double> kStepBuckets = {0.05, 0.1, 0.25, 0.5, 1,  2,  3,   5,
                                           7.5,  10,  15,   20,  30, 60, 120, 300};
 
 }  // namespace
+
+// A gauge set from a record field, by the field's place in the record's field table
+// (src/schema/record_fields.h): the object it sits in ("" at the top) and its key, and the value
+// of its `kind` label, if it has one.
+struct PrometheusSink::Gauge {
+  const char* object;
+  const char* key;
+  serving::GaugeFamily* family;
+  const char* kind;
+};
 
 struct PrometheusSink::Metrics {
   serving::MetricRegistry registry;
@@ -66,7 +78,41 @@ struct PrometheusSink::Metrics {
       "vxperf_train_peak_memory_bytes",
       "Peak device memory of the last training window: kind=allocated or reserved.",
       {"rank", "kind"});
+
+  // The gauges set from record fields: a field of a record becomes a series with one row here.
+  const std::vector<Gauge> request_gauges = {
+      {"dit", "tflops", &dit_tflops, nullptr},
+      {"dit", "mfu", &dit_mfu, nullptr},
+      {"", "peak_alloc_bytes", &peak_memory, "allocated"},
+      {"", "peak_reserved_bytes", &peak_memory, "reserved"},
+  };
+  const std::vector<Gauge> window_gauges = {
+      {"throughput", "samples_per_s", &samples_per_second, nullptr},
+      {"throughput", "mfu", &train_mfu, nullptr},
+      {"throughput", "hfu", &train_hfu, nullptr},
+      {"", "peak_alloc_bytes", &train_peak_memory, "allocated"},
+      {"", "peak_reserved_bytes", &train_peak_memory, "reserved"},
+  };
 };
+
+// Sets every gauge of `gauges` whose field `record` holds (a field it lacks leaves its gauge at
+// the last value: a series appears at its first value and then keeps the latest).
+template <class Record>
+void PrometheusSink::set_gauges(const std::vector<Gauge>& gauges, const Record& record,
+                                const std::string& rank) {
+  internal::walk_values(record, [&](const char* object, const char* key, double value) {
+    for (const Gauge& g : gauges) {
+      // The first characters tell most fields from a row at once.
+      if (g.key[0] != key[0] || g.object[0] != object[0]) continue;
+      if (std::strcmp(g.key, key) != 0 || std::strcmp(g.object, object) != 0) continue;
+      if (g.kind != nullptr) {
+        g.family->with({rank, g.kind}).set(value);
+      } else {
+        g.family->with({rank}).set(value);
+      }
+    }
+  });
+}
 
 PrometheusSink::PrometheusSink() : metrics_(std::make_unique<Metrics>()) {}
 PrometheusSink::~PrometheusSink() = default;
@@ -84,14 +130,7 @@ void PrometheusSink::on_request(const RequestRecord& record, const RequestDetail
   for (std::size_t i = 0; i < record.stages.size() && i < detail.stage_calls_ms.size(); ++i) {
     m.stage_seconds.with({rank, record.stages[i].name}).observe_all(detail.stage_calls_ms[i], 1e-3);
   }
-  if (record.dit) {
-    m.dit_tflops.with({rank}).set(record.dit->tflops);
-    if (record.dit->mfu) m.dit_mfu.with({rank}).set(*record.dit->mfu);
-  }
-  if (record.peaks) {
-    m.peak_memory.with({rank, "allocated"}).set(static_cast<double>(record.peaks->allocated));
-    m.peak_memory.with({rank, "reserved"}).set(static_cast<double>(record.peaks->reserved));
-  }
+  set_gauges(m.request_gauges, record, rank);
   m.requests.with({rank, "ok"}).inc();
 }
 
@@ -109,16 +148,7 @@ void PrometheusSink::on_train_window(const TrainWindowRecord& record, const Wind
   }
   // A window of warmup steps only is aggregated over those steps: it is all warmup.
   if (!measured) return;
-  if (record.throughput) {
-    const TrainThroughput& t = *record.throughput;
-    m.samples_per_second.with({rank}).set(t.samples_per_s);
-    if (t.mfu) m.train_mfu.with({rank}).set(*t.mfu);
-    if (t.hfu) m.train_hfu.with({rank}).set(*t.hfu);
-  }
-  if (record.peaks) {
-    m.train_peak_memory.with({rank, "allocated"}).set(static_cast<double>(record.peaks->allocated));
-    m.train_peak_memory.with({rank, "reserved"}).set(static_cast<double>(record.peaks->reserved));
-  }
+  set_gauges(m.window_gauges, record, rank);
 }
 
 std::string PrometheusSink::render() const {

@@ -8,11 +8,9 @@
 #include <ATen/autocast_mode.h>
 #include <torch/version.h>
 
-#include "core/engine_core.h"
-#include "format/strings.h"
-#include "training/trainer_core.h"
 #include "vxperf/cuda_backend.h"
 #include "vxperf/engine.h"
+#include "vxperf/markers.h"
 #include "vxperf/torch.h"
 
 #if defined(VXPERF_TORCH_CUDA)
@@ -31,7 +29,12 @@ constexpr const char* kFused[] = {"qkv", "to_qkv", "qkv_proj"};
 // because Z-Image's `noise_refiner` does run over the latents.
 constexpr const char* kTextTowers[] = {"token_refiner", "context_refiner"};
 
-using vxperf::detail::lower;
+std::string lower(std::string text) {
+  for (char& c : text) {
+    if (c >= 'A' && c <= 'Z') c = static_cast<char>(c - 'A' + 'a');
+  }
+  return text;
+}
 
 bool in_text_tower(const std::string& lowered) {
   for (const char* tower : kTextTowers)
@@ -344,10 +347,10 @@ Phase phase_of(Role role) {
 // thread, else the process-wide one once a training loop uses it. An inference program that calls
 // a wrapped module outside a request is therefore not mistaken for training.
 Trainer* training_trainer() {
-  if (Trainer* t = vxperf::detail::active_trainer) return t;
+  if (Trainer* t = vxperf::active_trainer()) return t;
   Engine* e = vxperf::engine();
-  Trainer* t = e != nullptr ? vxperf::detail::core_of(*e).existing_trainer() : nullptr;
-  return t != nullptr && vxperf::detail::core_of(*t).in_use() ? t : nullptr;
+  Trainer* t = e != nullptr ? e->existing_trainer() : nullptr;
+  return t != nullptr && t->in_use() ? t : nullptr;
 }
 
 }  // namespace
@@ -387,7 +390,7 @@ CallScope::CallScope(Role role, const ::torch::Tensor* hidden,
     auto s = infer_tokens(*hidden, patch, seq_len);
     return s ? *s : TokenShape{0, hidden->dim() > 0 ? hidden->size(0) : 1};
   };
-  if (vxperf::detail::current_request != nullptr) {
+  if (vxperf::in_request()) {
     auto s = shape();
     void* stream =
         hidden != nullptr && hidden->defined() ? current_stream(hidden->device()) : nullptr;
@@ -400,7 +403,7 @@ CallScope::CallScope(Role role, const ::torch::Tensor* hidden,
     auto s = shape();
     call_.emplace(phase_of(role), s.tokens, s.batch, t);
     if (priced) {
-      if (auto dtype = call_dtype(hidden)) vxperf::detail::core_of(*t).note_dtype(*dtype);
+      if (auto dtype = call_dtype(hidden)) vxperf::note_compute_dtype(*t, *dtype);
     }
   }
 }

@@ -11,7 +11,7 @@
 
 #include "vxperf/cuda_backend.h"
 #include "vxperf/engine.h"
-#include "vxperf/torch_api.h"
+#include "vxperf/torch_probe.h"
 
 namespace vxperf::torch {
 namespace {

@@ -3,11 +3,11 @@
 
 #include "vxperf/device.h"
 
-namespace vxperf::detail {
+namespace vxperf::internal {
 
 struct Marker {
   double host_s = 0;
   EventId event = kNoEvent;
 };
 
-}  // namespace vxperf::detail
+}  // namespace vxperf::internal

@@ -1,40 +1,29 @@
-// vxperf::Trainer (the public face of TrainerCore), the phase names, and the training scopes with
-// their split begin/end form (vxperf/markers.h).
-#include "core/engine_core.h"
+// vxperf::Trainer (the public face of TrainerCore) and the training scopes with their split
+// begin/end form (vxperf/markers.h).
 #include "training/trainer_core.h"
-#include "vxperf/markers.h"
+#include "vxperf/training_markers.h"
 #include "vxperf/training.h"
 
 namespace vxperf {
 namespace {
 
-constexpr const char* kPhaseNames[kPhaseCount] = {"data",         "prep", "vae_enc", "vae_dec",
-                                                  "text_encoder", "aux",  "fwd",     "bwd",
-                                                  "clip",         "opt",  "other"};
+internal::TrainerCore& core(Trainer* t) { return internal::core_of(*t); }
 
-detail::TrainerCore& core(Trainer* t) { return detail::core_of(*t); }
-
-detail::Marker marker(const TrainMark& m) { return detail::Marker{m.host_s, m.event}; }
+internal::Marker marker(const TrainMark& m) { return internal::Marker{m.host_s, m.event}; }
 
 TrainMark mark_of(Trainer* t) {
-  detail::Marker m = core(t).mark();
+  internal::Marker m = core(t).mark();
   return TrainMark{t, m.host_s, m.event, nullptr};
 }
 
 }  // namespace
 
-const char* phase_name(Phase phase) { return kPhaseNames[static_cast<int>(phase)]; }
-
-std::optional<Phase> phase_from_name(const std::string& name) {
-  for (int i = 0; i < kPhaseCount; ++i) {
-    if (name == kPhaseNames[i]) return static_cast<Phase>(i);
-  }
-  return std::nullopt;
-}
-
-namespace detail {
+namespace internal {
 TrainerCore& core_of(Trainer& trainer) { return *trainer.core_; }
-}  // namespace detail
+std::unique_ptr<Trainer> make_trainer(Context& engine) {
+  return std::unique_ptr<Trainer>(new Trainer(engine));
+}
+}  // namespace internal
 
 // ---- Trainer ------------------------------------------------------------------------------------
 //
@@ -51,24 +40,41 @@ void guarded(Fn&& fn) noexcept {
   }
 }
 
-// A mark with nothing to note at its opening (clip, optimizer step).
-TrainMark plain_mark(Trainer* t) noexcept {
+// A mark with nothing to note at its opening (clip, optimizer step), observers told first.
+TrainMark plain_mark(Trainer* t, Phase phase) noexcept {
   if (t == nullptr) return {};
   try {
+    core(t).phase_begins(phase_name(phase));
     return mark_of(t);
   } catch (...) {
     return {};
   }
 }
 
+// The end of a timed call: its closing mark, then what `record` does with both, then observers.
+template <class Record>
+void close_call(const TrainMark& m, Phase phase, Record&& record) noexcept {
+  internal::TrainerCore& c = core(m.trainer);
+  try {
+    internal::Marker end = c.mark();
+    record(c, end);
+    c.phase_ends(phase_name(phase), m.host_s, end.host_s);
+  } catch (...) {
+  }
+}
+
 }  // namespace
 
-Trainer::Trainer(detail::EngineCore& engine)
-    : core_(std::make_unique<detail::TrainerCore>(engine)) {}
+Trainer::Trainer(internal::Context& engine)
+    : core_(std::make_unique<internal::TrainerCore>(engine)) {}
 Trainer::~Trainer() = default;
 void Trainer::register_model(const ModelInfo& info) {
   guarded([&] { core_->register_model(info); });
 }
+void Trainer::set_model(const ModelInfo& info) {
+  guarded([&] { core_->set_model(info); });
+}
+bool Trainer::in_use() const { return core_->in_use(); }
 void Trainer::set_device(int device, void* stream) {
   guarded([&] { core_->set_device(device, stream); });
 }
@@ -82,8 +88,8 @@ std::size_t Trainer::pending_steps() const { return core_->pending_steps(); }
 
 TrainMark begin_micro_step(Trainer* t) noexcept {
   if (t == nullptr) return {};
-  TrainMark m{t, 0, kNoEvent, detail::active_trainer};
-  detail::active_trainer = t;
+  TrainMark m{t, 0, kNoEvent, internal::active_trainer};
+  internal::active_trainer = t;
   guarded([&] { core(t).enter_micro(core(t).now()); });
   return m;
 }
@@ -91,13 +97,28 @@ TrainMark begin_micro_step(Trainer* t) noexcept {
 void end_micro_step(const TrainMark& m) noexcept {
   if (m.trainer == nullptr) return;
   guarded([&] { core(m.trainer).exit_micro(core(m.trainer).now()); });
-  detail::active_trainer = m.outer;
+  internal::active_trainer = m.outer;
 }
 
-TrainMark begin_model_call(Trainer* t) noexcept {
+void enter_micro_step(Trainer* t) noexcept {
+  if (t == nullptr) return;
+  guarded([&] { core(t).enter_micro(core(t).now()); });
+}
+
+void exit_micro_step(Trainer* t) noexcept {
+  if (t == nullptr) return;
+  guarded([&] { core(t).exit_micro(core(t).now()); });
+}
+
+bool model_call_timed(Trainer* t) noexcept { return t != nullptr && core(t).model_call_timed(); }
+
+namespace {
+
+TrainMark open_model_call(Trainer* t, const char* name) noexcept {
   if (t == nullptr || !core(t).model_call_timed()) return {};
   TrainMark m;
   try {
+    core(t).phase_begins(name);
     m = mark_of(t);
     core(t).begin_model_call(m.host_s);
   } catch (...) {
@@ -106,12 +127,19 @@ TrainMark begin_model_call(Trainer* t) noexcept {
   return m;
 }
 
+}  // namespace
+
+TrainMark begin_model_call(Trainer* t) noexcept { return open_model_call(t, "model_call"); }
+
+TrainMark begin_model_call(Trainer* t, Phase phase) noexcept {
+  return open_model_call(t, phase_name(phase));
+}
+
 void end_model_call(const TrainMark& m, Phase phase, std::int64_t tokens, std::int64_t samples,
                     double fraction) noexcept {
   if (m.trainer == nullptr) return;
-  detail::TrainerCore& c = core(m.trainer);
-  guarded([&] {
-    c.end_model_call(phase, marker(m), c.mark(), tokens, samples > 0 ? samples : 1, fraction);
+  close_call(m, phase, [&](internal::TrainerCore& c, internal::Marker end) {
+    c.end_model_call(phase, marker(m), end, tokens, samples > 0 ? samples : 1, fraction);
   });
 }
 
@@ -119,6 +147,7 @@ TrainMark begin_backward(Trainer* t) noexcept {
   if (t == nullptr) return {};
   TrainMark m;
   try {
+    core(t).phase_begins(phase_name(Phase::kBackward));
     m = mark_of(t);
     core(t).begin_backward(m.host_s);
   } catch (...) {
@@ -129,24 +158,35 @@ TrainMark begin_backward(Trainer* t) noexcept {
 
 void end_backward(const TrainMark& m) noexcept {
   if (m.trainer == nullptr) return;
-  detail::TrainerCore& c = core(m.trainer);
-  guarded([&] { c.end_backward(marker(m), c.mark()); });
+  close_call(m, Phase::kBackward, [&](internal::TrainerCore& c, internal::Marker end) {
+    c.end_backward(marker(m), end);
+  });
 }
 
-TrainMark begin_clip(Trainer* t) noexcept { return plain_mark(t); }
+TrainMark begin_clip(Trainer* t) noexcept { return plain_mark(t, Phase::kClip); }
 
 void end_clip(const TrainMark& m) noexcept {
   if (m.trainer == nullptr) return;
-  detail::TrainerCore& c = core(m.trainer);
-  guarded([&] { c.add_clip(marker(m), c.mark()); });
+  close_call(m, Phase::kClip, [&](internal::TrainerCore& c, internal::Marker end) {
+    c.add_clip(marker(m), end);
+  });
 }
 
-TrainMark begin_optimizer_step(Trainer* t) noexcept { return plain_mark(t); }
+TrainMark begin_optimizer_step(Trainer* t) noexcept { return plain_mark(t, Phase::kOptimizer); }
 
 void end_optimizer_step(const TrainMark& m, const void* optimizer, bool synced) noexcept {
   if (m.trainer == nullptr) return;
-  detail::TrainerCore& c = core(m.trainer);
-  guarded([&] { c.add_optimizer_step(marker(m), c.mark(), optimizer, synced); });
+  close_call(m, Phase::kOptimizer, [&](internal::TrainerCore& c, internal::Marker end) {
+    c.add_optimizer_step(marker(m), end, optimizer, synced);
+  });
+}
+
+void note_forward_fraction(Trainer& t, double fraction) noexcept {
+  guarded([&] { internal::core_of(t).note_fraction(fraction); });
+}
+
+void note_compute_dtype(Trainer& t, Dtype dtype) noexcept {
+  guarded([&] { internal::core_of(t).note_dtype(dtype); });
 }
 
 // ---- scopes -------------------------------------------------------------------------------------
@@ -155,7 +195,7 @@ MicroStep::MicroStep(Trainer* t) noexcept : mark_(begin_micro_step(t)) {}
 MicroStep::~MicroStep() { end_micro_step(mark_); }
 
 ModelCall::ModelCall(Phase phase, std::int64_t tokens, std::int64_t samples, Trainer* t) noexcept
-    : mark_(begin_model_call(t)), phase_(phase), tokens_(tokens), samples_(samples) {}
+    : mark_(begin_model_call(t, phase)), phase_(phase), tokens_(tokens), samples_(samples) {}
 ModelCall::~ModelCall() { end_model_call(mark_, phase_, tokens_, samples_, fraction_); }
 
 Backward::Backward(Trainer* t) noexcept : mark_(begin_backward(t)) {}

@@ -3,18 +3,15 @@
 #include <algorithm>
 #include <chrono>
 
-#include "core/engine_core.h"
-#include "core/resolve.h"
-#include "core/stats.h"
-#include "format/log_lines.h"
-#include "format/strings.h"
-#include "script/trace_events.h"
-#include "script/trace_writer.h"
-#include "training/train_trace.h"
+#include "base/resolve.h"
+#include "base/stats.h"
+#include "base/strings.h"
+#include "runtime/fork_guard.h"
+#include "schema/log_lines.h"
 #include "training/window.h"
 #include "training/xrank_view.h"
 
-namespace vxperf::detail {
+namespace vxperf::internal {
 namespace {
 
 // How many later steps may close before an unsettled step is read off the host clock. The loops
@@ -38,26 +35,19 @@ TrainerCore::Pair& TrainerCore::Step::add(Phase phase, Marker start, Marker end)
 void TrainerCore::Step::reset() {
   for (Phase phase : order) pairs[static_cast<std::size_t>(phase)].clear();
   order.clear();
-  micro_steps = 0;
-  tokens.reset();
-  samples = 0;
-  fwd_calls = 0;
-  effective_samples = 0;
-  dtype.reset();
-  effective_fwd = 0;
-  skipped_fwd = 0;
+  begun = false;
+  static_cast<StepCounts&>(*this) = StepCounts{};
 }
 
-TrainerCore::TrainerCore(EngineCore& engine) : engine_(engine), forked_(engine.forked()) {
-  if (engine_.trace() != nullptr) trace_ = std::make_unique<TrainTrace>();
-}
+TrainerCore::TrainerCore(Context& engine)
+    : engine_(engine), forked_(engine.forked()), observers_(forked_ ? nullptr : engine.observers()) {}
 
 TrainerCore::~TrainerCore() = default;
 
 void TrainerCore::mark_forked() noexcept {
-  forked_ = true;
+  forked_ = true;  // observers are told nothing more: the trace is the parent's
+  observers_ = nullptr;
   device_ = -1;    // no device call in the child
-  trace_.reset();  // the trace is the parent's; nothing is held for it
 }
 
 void TrainerCore::register_model(const ModelInfo& info) {
@@ -70,15 +60,11 @@ void TrainerCore::register_model(const ModelInfo& info) {
 
 void TrainerCore::set_model(const ModelInfo& info) {
   in_use_ = true;
-  const Settings& s = engine_.settings();
-  model_.params = s.dit_params != 0 ? s.dit_params : info.params;
+  model_ = priced_model(info, engine_.settings());
   model_.trainable = info.trainable < 0 ? info.params : info.trainable;
-  model_.checkpointing = info.checkpointing;
-  model_.attention = usable_widths(info.attention, s.attn_flops);
-  model_.text_tokens = model_.attention ? info.text_tokens : 0;
-  model_.attn_density = priced_density(s.attn_density, info.attn_density);
-  model_.dtype = info.dtype;
-  if (trace_) trace_->add(train_model_event(info, model_.trainable));
+  if (!forked_) {
+    notify(engine_.observers(), [&](Observer& o) { o.on_train_model(info, model_.trainable); });
+  }
 }
 
 void TrainerCore::set_device(int device, void* stream) {
@@ -94,6 +80,49 @@ Marker TrainerCore::mark() {
   return Marker{engine_.clock().now_s(), event};
 }
 
+Span TrainerCore::step_span(const Step& step) const {
+  Span s = point_span(SpanKind::kStep, "step");
+  s.index = step.index;
+  s.t0 = step.t0;
+  return s;
+}
+
+TrainerCore::Step& TrainerCore::touch(double t) {
+  Step& step = current(t);
+  if (!step.begun) {
+    step.begun = true;
+    if (const ObserverList* list = observers()) {
+      Span span = step_span(step);
+      notify(list, [&](Observer& o) { o.on_begin(span); });
+    }
+  }
+  return step;
+}
+
+Span TrainerCore::point_span(SpanKind kind, std::string_view name) const {
+  Span s;
+  s.kind = kind;
+  s.name = name;
+  s.device = device_;
+  s.index = step_ ? step_->index : num_steps_;
+  return s;
+}
+
+void TrainerCore::tell_phase_begins(std::string_view name) {
+  // The step it belongs to begins first (when the step exists: the very first one is made by its
+  // first point, whose time starts it).
+  if (step_ && !step_->begun) touch(step_->t0);
+  Span span = point_span(SpanKind::kPhase, name);
+  notify(observers_, [&](Observer& o) { o.on_begin(span); });
+}
+
+void TrainerCore::tell_phase_ends(std::string_view name, double t0, double t1) {
+  Span span = point_span(SpanKind::kPhase, name);
+  span.t0 = t0;
+  span.t1 = t1;
+  notify(observers_, [&](Observer& o) { o.on_end(span); });
+}
+
 TrainerCore::Step& TrainerCore::current(double t0) {
   if (!step_) {
     if (!spare_.empty()) {
@@ -105,18 +134,31 @@ TrainerCore::Step& TrainerCore::current(double t0) {
     step_->index = num_steps_;
     // The previous step's close, not this step's first micro-step: the data wait belongs inside.
     step_->t0 = t0;
+    // Observers added since are told from this step on.
+    if (!forked_) observers_ = engine_.observers();
   }
   return *step_;
 }
 
 TrainerCore::Pair& TrainerCore::add_pair(Phase phase, Marker start, Marker end, std::int64_t tokens,
                                          std::int64_t samples, const void* optimizer, bool synced,
-                                         double fraction) {
-  Step& step = current(end.host_s);
+                                         double fraction, std::optional<Dtype> dtype) {
+  Step& step = touch(end.host_s);
   Pair& pair = step.add(phase, start, end);
-  if (trace_) {
-    pair.trace_entry = trace_->add_pair(phase, start, end, step.index, tokens, samples, optimizer,
-                                        synced, fraction);
+  if (const ObserverList* list = observers()) {
+    TrainCall call;
+    call.id = pair.id = next_call_id_++;
+    call.phase = phase;
+    call.step = step.index;
+    call.t0 = start.host_s;
+    call.t1 = end.host_s;
+    call.tokens = tokens;
+    call.samples = samples;
+    call.fraction = fraction;
+    call.dtype = dtype;
+    call.optimizer = optimizer;
+    call.synced = synced;
+    notify(list, [&](Observer& o) { o.on_train_call(call); });
   }
   return pair;
 }
@@ -125,13 +167,13 @@ void TrainerCore::close_head(double now) {
   // `prep` is what runs in a micro-step before any model does: host clock by definition.
   if (head_open_) {
     head_open_ = false;
-    current(now).add(Phase::kPrep, Marker{micro_enter_, kNoEvent}, Marker{now, kNoEvent});
+    touch(now).add(Phase::kPrep, Marker{micro_enter_, kNoEvent}, Marker{now, kNoEvent});
   }
 }
 
 void TrainerCore::enter_micro(double now) {
   in_use_ = true;
-  Step& step = current(now);
+  Step& step = touch(now);
   if (prev_exit_) {
     // The host's wait between two micro-steps (the data loader plus loop bookkeeping).
     step.add(Phase::kData, Marker{*prev_exit_, kNoEvent}, Marker{now, kNoEvent});
@@ -139,13 +181,22 @@ void TrainerCore::enter_micro(double now) {
   ++step.micro_steps;
   head_open_ = true;
   micro_enter_ = now;
-  if (trace_) trace_->add(micro_event("micro_enter", now));
+  if (const ObserverList* list = observers()) {
+    Span span = point_span(SpanKind::kMicroStep, "micro_step");
+    span.t0 = now;
+    notify(list, [&](Observer& o) { o.on_begin(span); });
+  }
 }
 
 void TrainerCore::exit_micro(double now) {
   head_open_ = false;
+  if (const ObserverList* list = observers()) {
+    Span span = point_span(SpanKind::kMicroStep, "micro_step");
+    span.t0 = micro_enter_;
+    span.t1 = now;
+    notify(list, [&](Observer& o) { o.on_end(span); });
+  }
   prev_exit_ = now;
-  if (trace_) trace_->add(micro_event("micro_exit", now));
 }
 
 void TrainerCore::begin_model_call(double start_s) {
@@ -164,10 +215,12 @@ void TrainerCore::end_model_call(Phase phase, Marker start, Marker end, std::int
   if (depth_ == 0) pending_fraction_ = -1;
   if (!(fraction >= 0.0)) fraction = 1.0;
   if (fraction > 1.0) fraction = 1.0;
-  Pair& pair = add_pair(phase, start, end, tokens, samples, nullptr, false, fraction);
-  if (phase == Phase::kForward && tokens > 0) {
+  const bool priced = phase == Phase::kForward && tokens > 0;
+  Pair& pair = add_pair(phase, start, end, tokens, samples, nullptr, false, fraction,
+                        priced ? dtype : std::nullopt);
+  if (priced) {
     Step& step = current(end.host_s);
-    last_fwd_ = LastForward{step.index, samples, fraction, pair.trace_entry};
+    last_fwd_ = LastForward{step.index, samples, fraction, pair.id};
     if (!step.tokens) step.tokens = tokens;
     step.samples += samples;
     ++step.fwd_calls;
@@ -175,10 +228,7 @@ void TrainerCore::end_model_call(Phase phase, Marker start, Marker end, std::int
     step.effective_samples += static_cast<double>(samples) * fraction;
     step.effective_fwd += fraction;
     if (fraction == 0.0) ++step.skipped_fwd;
-    if (dtype) {
-      if (!step.dtype) step.dtype = dtype;
-      if (trace_) trace_->set_dtype(pair.trace_entry, *dtype);
-    }
+    if (dtype && !step.dtype) step.dtype = dtype;
   }
 }
 
@@ -189,7 +239,11 @@ void TrainerCore::note_dtype(Dtype dtype) {
   }
   if (!step_ || last_fwd_.step != step_->index) return;
   if (!step_->dtype) step_->dtype = dtype;
-  if (trace_) trace_->set_dtype(last_fwd_.trace_entry, dtype);
+  if (last_fwd_.id != 0) {
+    TrainCallNote note;
+    note.dtype = dtype;
+    notify(observers(), [&](Observer& o) { o.on_train_note(last_fwd_.id, note); });
+  }
 }
 
 void TrainerCore::note_fraction(double fraction) {
@@ -208,7 +262,11 @@ void TrainerCore::note_fraction(double fraction) {
   if (last_fwd_.fraction == 0.0) --step.skipped_fwd;
   if (fraction == 0.0) ++step.skipped_fwd;
   last_fwd_.fraction = fraction;
-  if (trace_) trace_->set_fraction(last_fwd_.trace_entry, fraction);
+  if (last_fwd_.id != 0) {
+    TrainCallNote note;
+    note.fraction = fraction;
+    notify(observers(), [&](Observer& o) { o.on_train_note(last_fwd_.id, note); });
+  }
 }
 
 void TrainerCore::begin_backward(double start_s) {
@@ -225,11 +283,14 @@ void TrainerCore::add_clip(Marker start, Marker end) { add_pair(Phase::kClip, st
 
 void TrainerCore::add_optimizer_step(Marker start, Marker end, const void* optimizer, bool synced) {
   Pair& pair = add_pair(Phase::kOptimizer, start, end, 0, 0, optimizer, synced);
-  if (trace_) trace_->set_closing(pair.trace_entry);
   if (!synced) return;  // a gradient-accumulation pass-through
   // With several optimizers, the first to close a step owns the boundary from then on.
   if (step_owner_ == nullptr) step_owner_ = optimizer;
-  if (step_owner_ == optimizer) close_step(end.host_s);
+  if (step_owner_ == optimizer) {
+    closing_call_ = pair.id;
+    close_step(end.host_s);
+    closing_call_ = 0;
+  }
 }
 
 void TrainerCore::close_step(double t_close) {
@@ -241,6 +302,13 @@ void TrainerCore::close_step(double t_close) {
     return;
   }
   step_->total_s = t_close - step_->t0;
+  if (step_->begun) {
+    if (const ObserverList* list = observers()) {
+      Span span = step_span(*step_);
+      span.t1 = t_close;
+      notify(list, [&](Observer& o) { o.on_end(span); });
+    }
+  }
   ++num_steps_;
   pending_.push_back(std::move(step_));
   current(t_close);
@@ -273,23 +341,20 @@ void TrainerCore::drain(bool force) {
     step->reset();
     spare_.push_back(std::move(step));
   }
-  flush_trace(false);
+  tell_progress(false);
 }
 
-void TrainerCore::flush_trace(bool all) {
-  TraceWriter* writer = engine_.trace();
-  if (writer == nullptr || !trace_) return;
-  engine_.ensure_trace_header(device_);
-  trace_->flush(*writer, all);
+void TrainerCore::tell_progress(bool all) {
+  notify(observers(), [&](Observer& o) { o.on_train_progress(device_, all); });
 }
 
 void TrainerCore::settle(Step& step) {
   DeviceBackend& backend = engine_.device();
   StepRecord record;
+  static_cast<StepCounts&>(record) = step;
   record.step = step.index;
   record.warmup = step.index < engine_.settings().warmup;
   record.total_s = step.total_s;
-  record.micro_steps = step.micro_steps;
   // Sums run left to right, in the order calls happened, so the residual below comes out
   // bit-for-bit as the reference computes it (whether `other` is exactly zero depends on it).
   double phases_total = 0.0;
@@ -299,13 +364,12 @@ void TrainerCore::settle(Step& step) {
     for (const auto& pair : step.pairs[static_cast<std::size_t>(phase)]) {
       Resolved r = resolve_call(backend, pair.start.host_s, pair.end.host_s, pair.start.event,
                                 pair.end.event);
-      if (trace_ && pair.trace_entry >= 0) {
+      if (pair.id != 0) {
         // Complete now, `num_steps_ - index - 1` steps after its own closed: a replay makes it
         // complete at the same moment, so the step settles at the same moment.
-        if (r.device_ms) {
-          trace_->set_device_time(pair.trace_entry, *r.device_ms, num_steps_ - step.index - 1);
-        }
-        trace_->mark_settled(pair.trace_entry);
+        std::int64_t after = num_steps_ - step.index - 1;
+        notify(observers(),
+               [&](Observer& o) { o.on_train_settled(pair.id, r.device_ms, after); });
       }
       total_ms += r.ms;
     }
@@ -318,13 +382,6 @@ void TrainerCore::settle(Step& step) {
   record.phases.emplace_back(phase_name(Phase::kOther), std::max(0.0, residual));
   // Phases can outrun their step when device work of one drains inside the next; reported.
   record.overrun_s = std::max(0.0, -residual);
-  record.tokens = step.tokens;
-  record.samples = step.samples;
-  record.fwd_calls = step.fwd_calls;
-  record.effective_samples = step.effective_samples;
-  record.effective_fwd = step.effective_fwd;
-  record.skipped_fwd = step.skipped_fwd;
-  record.dtype = step.dtype;
   if (!record.warmup) measured_step_s_.push_back(step.total_s);
   window_.push_back(std::move(record));
   if (static_cast<std::int64_t>(window_.size()) >= engine_.settings().every) emit_window(true);
@@ -354,7 +411,7 @@ void TrainerCore::emit_window(bool full) {
   ctx.dp = engine_.dp_degree();
   if (device_ >= 0) {
     ctx.device = device_;
-    ctx.peaks = engine_.device().peak_memory(device_).value_or(MemoryPeaks{});
+    ctx.peaks = Context::read_readings(engine_.device(), device_);
   }
   ctx.model = model_;
   ctx.attention_enabled = s.attn_flops;
@@ -380,9 +437,13 @@ void TrainerCore::emit_window(bool full) {
     engine_.emit(record, detail);
   }
   // Replay reads the peaks from a memory event placed before the call that closed the window.
-  if (trace_ && peaks) trace_->add_memory(*peaks);
+  if (peaks) {
+    std::optional<std::uint64_t> closing =
+        closing_call_ != 0 ? std::optional<std::uint64_t>(closing_call_) : std::nullopt;
+    notify(observers(), [&](Observer& o) { o.on_window_readings(*peaks, closing); });
+  }
   // The next window's peaks start now, as a request's do.
-  if (device_ >= 0) engine_.device().reset_peak_memory(device_);
+  if (device_ >= 0) Context::start_readings(engine_.device(), device_);
 }
 
 bool TrainerCore::xrank_on() {
@@ -460,13 +521,22 @@ void TrainerCore::exchange(RankWindow& numbers, std::optional<TrainWindowRecord>
 void TrainerCore::finish() {
   if (finished_ || off()) return;  // a forked child: the parent reports its own steps
   finished_ = true;
-  if (trace_) trace_->set_closing(-1);
+  closing_call_ = 0;
   drain(true);
   // Every rank runs the exchanges still due; the partial window has none (ranks may have stopped
   // at different steps).
   run_exchanges(std::nullopt);
   emit_window(false);
-  flush_trace(true);
+  tell_progress(true);
+  // The step in progress never closes: its span ends here.
+  if (step_ && step_->begun) {
+    if (const ObserverList* list = observers()) {
+      Span span = step_span(*step_);
+      span.t1 = now();
+      notify(list, [&](Observer& o) { o.on_end(span); });
+    }
+    step_->begun = false;
+  }
   if (measured_step_s_.empty() || !engine_.should_log()) return;
   std::vector<double> totals = measured_step_s_;
   TrainingSummaryLine line;
@@ -479,4 +549,4 @@ void TrainerCore::finish() {
   engine_.log_line(format_summary(line));
 }
 
-}  // namespace vxperf::detail
+}  // namespace vxperf::internal

@@ -11,20 +11,19 @@
 #include <optional>
 #include <vector>
 
-#include "core/pricing.h"
+#include "pricing/pricing.h"
+#include "runtime/context.h"
 #include "training/marker.h"
+#include "vxperf/observer.h"
 #include "vxperf/sink.h"
 #include "vxperf/training.h"
 #include "vxperf/xrank.h"
 
-namespace vxperf::detail {
-
-class EngineCore;
-class TrainTrace;
+namespace vxperf::internal {
 
 class TrainerCore {
  public:
-  explicit TrainerCore(EngineCore& engine);
+  explicit TrainerCore(Context& engine);
   ~TrainerCore();
 
   void register_model(const ModelInfo& info);
@@ -33,7 +32,7 @@ class TrainerCore {
   void set_device(int device, void* stream);
   void finish();
 
-  // The engine is off in a forked child (core/fork_safety.h). The measurement points stay as cheap
+  // The engine is off in a forked child (runtime/fork_guard.h). The measurement points stay as cheap
   // as ever there: no device event is recorded, no step closes (so nothing settles, is written
   // or exchanged), the open step is kept empty.
   bool off() const noexcept { return forked_; }
@@ -54,6 +53,17 @@ class TrainerCore {
   // Whether a model call starting now would be timed (not nested, not inside a backward).
   bool model_call_timed() const { return depth_ == 0 && !in_backward_; }
   void begin_model_call(double start_s);
+  // Observers of the points of the step in progress (the engine's as the step began); nullptr
+  // when there are none (the usual case) or in a forked child.
+  const ObserverList* observers() const { return observers_; }
+  // Tells observers of a phase's begin (before its mark is read) and end (after); one pointer
+  // test without observers.
+  void phase_begins(std::string_view name) {
+    if (observers_ != nullptr) tell_phase_begins(name);
+  }
+  void phase_ends(std::string_view name, double t0, double t1) {
+    if (observers_ != nullptr) tell_phase_ends(name, t0, t1);
+  }
   // `fraction`: of a full forward the call computed (1 full, 0 skipped).
   // `dtype`: what its matmuls ran in, when the front end read it (else what note_dtype said).
   void end_model_call(Phase phase, Marker start, Marker end, std::int64_t tokens,
@@ -72,31 +82,31 @@ class TrainerCore {
  private:
   struct Pair {
     Marker start, end;
-    std::int64_t trace_entry = -1;  // its event in the pending trace, when tracing
+    std::uint64_t id = 0;  // what observers know it by; 0: none were told of it
   };
-  struct Step {
+  struct Step : StepCounts {
     std::int64_t index = 0;
     double t0 = 0;
     double total_s = 0;
     // Pairs per phase, indexed by Phase; the vectors keep their capacity from step to step.
     std::array<std::vector<Pair>, kPhaseCount> pairs;
     std::vector<Phase> order;  // phases in order of first use
-    std::int64_t micro_steps = 0;
-    std::optional<std::int64_t> tokens;
-    std::int64_t samples = 0;
-    std::int64_t fwd_calls = 0;
-    double effective_samples = 0;
-    double effective_fwd = 0;
-    std::int64_t skipped_fwd = 0;
-    std::optional<Dtype> dtype;  // the first one a forward of the step said
+    bool begun = false;        // observers were told it began (at its first point)
     Pair& add(Phase phase, Marker start, Marker end);
     void reset();
   };
 
   Step& current(double t0);
+  // The step in progress, as a point of it is recorded: observers are told it began.
+  Step& touch(double t);
   Pair& add_pair(Phase phase, Marker start, Marker end, std::int64_t tokens = 0,
                  std::int64_t samples = 0, const void* optimizer = nullptr, bool synced = false,
-                 double fraction = 1.0);
+                 double fraction = 1.0, std::optional<Dtype> dtype = std::nullopt);
+  // A span of the step in progress (its index, this trainer's device).
+  Span point_span(SpanKind kind, std::string_view name) const;
+  Span step_span(const Step& step) const;
+  void tell_phase_begins(std::string_view name);
+  void tell_phase_ends(std::string_view name, double t0, double t1);
   void close_head(double now);
   void close_step(double t_close);
   void drain(bool force);
@@ -113,10 +123,12 @@ class TrainerCore {
   void exchange(RankWindow& numbers, std::optional<TrainWindowRecord>& record);
   void xrank_off(const std::string& why);
   void release_events(Step& step);
-  void flush_trace(bool all);
+  // Observers may write out what has settled (`all`: everything, at finish).
+  void tell_progress(bool all);
 
-  EngineCore& engine_;
+  Context& engine_;
   bool forked_;  // see off(); set in a forked child only
+  const ObserverList* observers_ = nullptr;
   std::int64_t num_steps_ = 0;
   std::unique_ptr<Step> step_;
   std::deque<std::unique_ptr<Step>> pending_;
@@ -131,7 +143,7 @@ class TrainerCore {
   std::optional<double> prev_exit_;
   int device_ = -1;
   void* stream_ = nullptr;
-  TrainedModel model_;
+  ModelInfo model_;  // as priced (priced_model), its trainable count resolved
   bool finished_ = false;
   bool in_use_ = false;
   double pending_fraction_ = -1;  // noted inside the open model call; <0: none
@@ -141,9 +153,11 @@ class TrainerCore {
     std::int64_t step = -1;
     std::int64_t samples = 0;
     double fraction = 1.0;
-    std::int64_t trace_entry = -1;
+    std::uint64_t id = 0;
   } last_fwd_;
-  std::unique_ptr<TrainTrace> trace_;
+  std::uint64_t next_call_id_ = 1;  // ids of the calls observers are told of
+  // The optimizer step being closed now (its close settles steps and may end a window); 0: none.
+  std::uint64_t closing_call_ = 0;
   enum class Xrank { kUndecided, kOn, kOff };
   Xrank xrank_ = Xrank::kUndecided;
   struct HeldWindow {
@@ -154,4 +168,4 @@ class TrainerCore {
   std::deque<HeldWindow> held_;
 };
 
-}  // namespace vxperf::detail
+}  // namespace vxperf::internal

@@ -2,10 +2,10 @@
 
 #include <algorithm>
 
-#include "core/stats.h"
+#include "base/stats.h"
 #include "vxperf/training.h"
 
-namespace vxperf::detail {
+namespace vxperf::internal {
 
 TrainWindowRecord aggregate_window(const std::vector<StepRecord>& window,
                                    const WindowContext& ctx) {
@@ -29,19 +29,12 @@ TrainWindowRecord aggregate_window(const std::vector<StepRecord>& window,
   std::vector<double> overrun;
   std::vector<double> samples;
   std::int64_t samples_total = 0;
-  std::vector<PricedStep> priced;
   for (const StepRecord* e : measured) {
     totals.push_back(e->total_s);
     micro.push_back(static_cast<double>(e->micro_steps));
     overrun.push_back(e->overrun_s);
     samples.push_back(static_cast<double>(e->samples));
     samples_total += e->samples;
-    // A step whose forwards were all full prices its samples as they are, bit for bit.
-    bool partial = e->effective_fwd != static_cast<double>(e->fwd_calls);
-    double effective = partial ? e->effective_samples : static_cast<double>(e->samples);
-    priced.push_back(PricedStep{e->tokens, e->samples, e->total_s, effective, e->fwd_calls,
-                                partial ? e->effective_fwd : static_cast<double>(e->fwd_calls),
-                                e->skipped_fwd, e->dtype});
   }
   // The wall clock in step order, left to right (the rates' divisor), before sorting for the
   // percentiles.
@@ -76,7 +69,7 @@ TrainWindowRecord aggregate_window(const std::vector<StepRecord>& window,
     t.samples = fmean(samples);
     t.wall_s = wall_s;
     t.dp = ctx.dp;
-    price_window(priced, ctx.model, ctx.attention_enabled, ctx.coef_override, ctx.world_size,
+    price_window(measured, ctx.model, ctx.attention_enabled, ctx.coef_override, ctx.world_size,
                  ctx.dtype_override, ctx.peak_tflops, t);
     r.throughput = t;
   }
@@ -87,4 +80,4 @@ TrainWindowRecord aggregate_window(const std::vector<StepRecord>& window,
   return r;
 }
 
-}  // namespace vxperf::detail
+}  // namespace vxperf::internal

@@ -6,11 +6,11 @@
 #include <optional>
 #include <vector>
 
-#include "core/pricing.h"
+#include "pricing/pricing.h"
 #include "vxperf/records.h"
 #include "vxperf/sink.h"
 
-namespace vxperf::detail {
+namespace vxperf::internal {
 
 // What a window's record needs beyond its steps.
 struct WindowContext {
@@ -20,7 +20,7 @@ struct WindowContext {
   int dp = 1;  // data-parallel degree
   std::optional<int> device;
   std::optional<MemoryPeaks> peaks;  // with a device: the window's peak memory
-  TrainedModel model;
+  ModelInfo model;  // as priced (priced_model), its trainable count resolved
   bool attention_enabled = true;
   std::optional<double> coef_override;
   std::int64_t total_steps = 0;         // VIDEOX_PERF_TOTAL_STEPS; 0: no ETA
@@ -32,4 +32,4 @@ struct WindowContext {
 // must not be empty.
 TrainWindowRecord aggregate_window(const std::vector<StepRecord>& steps, const WindowContext& ctx);
 
-}  // namespace vxperf::detail
+}  // namespace vxperf::internal

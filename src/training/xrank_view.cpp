@@ -3,9 +3,9 @@
 #include <algorithm>
 #include <map>
 
-#include "format/strings.h"
+#include "base/strings.h"
 
-namespace vxperf::detail {
+namespace vxperf::internal {
 
 RankWindow rank_window_of(const TrainWindowRecord& r) {
   RankWindow w;
@@ -110,4 +110,4 @@ CrossRankView cross_rank_view(const std::vector<RankWindow>& answers, int sp) {
   return v;
 }
 
-}  // namespace vxperf::detail
+}  // namespace vxperf::internal

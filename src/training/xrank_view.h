@@ -8,7 +8,7 @@
 #include "vxperf/records.h"
 #include "vxperf/xrank.h"
 
-namespace vxperf::detail {
+namespace vxperf::internal {
 
 RankWindow rank_window_of(const TrainWindowRecord& record);
 
@@ -20,4 +20,4 @@ std::string check_answers(const std::vector<RankWindow>& answers, const RankWind
 // sharing one sample, so that the job's samples/s counts each sample once.
 CrossRankView cross_rank_view(const std::vector<RankWindow>& answers, int sp);
 
-}  // namespace vxperf::detail
+}  // namespace vxperf::internal

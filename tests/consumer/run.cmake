@@ -20,9 +20,10 @@ endfunction()
 
 set(env ${CMAKE_COMMAND} -E env --unset=VIDEOX_PERF --unset=VIDEOX_PERF_JSON)
 
-# 1. add_subdirectory (the LibTorch adapter left out to keep it quick).
+# 1. add_subdirectory, with vxperf's defaults: the libraries alone (no command, no LibTorch
+#    adapter, no demo), as its CMakeLists.txt checks.
 run(${CMAKE_COMMAND} -S ${SOURCE}/tests/consumer/subdirectory -B ${WORK}/subdirectory -G Ninja
-    -DVXPERF_SOURCE_DIR=${SOURCE} -DVXPERF_WITH_TORCH=OFF -DVXPERF_BUILD_CLI=OFF)
+    -DVXPERF_SOURCE_DIR=${SOURCE})
 run(${CMAKE_COMMAND} --build ${WORK}/subdirectory)
 run(${env} ${WORK}/subdirectory/app)
 expect_ran("${last_out}" "add_subdirectory")

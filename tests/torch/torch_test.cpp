@@ -350,7 +350,7 @@ TEST(Wrappers, TrainingCallsBecomePhasesOfTheMicroStepsTrainer) {
   EXPECT_NE(w.find("\"tokens\":48.0"), std::string::npos) << w;
   EXPECT_NE(w.find("\"samples\":2.0"), std::string::npos) << w;
   // Outside any micro-step and with no training loop in the process, a call is not training.
-  EXPECT_EQ(vxperf::detail::active_trainer, nullptr);
+  EXPECT_EQ(vxperf::internal::active_trainer, nullptr);
 }
 
 TEST(Wrappers, PartialAndSkippedCallsArePricedAtTheirFraction) {

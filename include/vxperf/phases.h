@@ -1,0 +1,87 @@
+// The training phases: the one table of their names and order.
+//
+// Every part of vxperf that names, orders or indexes phases reads this table: the trainer (what a
+// step is split into), window records ("phases_s", in table order), the level-2 dump, `vxperf
+// report` (its phase order), the cross-rank exchange (its wire layout indexes by Phase), replay
+// (which phases a script may time) and the Python package (through the extension's phases()).
+// A new phase is one row here, its enumerator, and the code that times it.
+//
+// Thread safety: constant data.
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+
+namespace vxperf {
+
+enum class Phase : std::uint8_t {
+  kData,
+  kPrep,
+  kVaeEncode,
+  kVaeDecode,
+  kTextEncoder,
+  kAux,
+  kForward,
+  kBackward,
+  kClip,
+  kOptimizer,
+  kOther,
+};
+
+// How a phase's time is measured.
+enum class PhaseSource : std::uint8_t {
+  kHost,       // host clock between two points of the loop (data, prep)
+  kModelCall,  // a model call classified into the phase (ModelCall, a wrapped module)
+  kBackward,   // the backward pass
+  kCall,       // a call of its own (clip, the optimizer step)
+  kResidual,   // what the other phases leave of the step (other)
+};
+
+struct PhaseInfo {
+  Phase phase;         // its key: the index of the wire layout and of per-phase arrays
+  const char* name;    // in records, lines, scripts and the Python package
+  PhaseSource source;
+};
+
+// In order: records, lines and reports list phases in this order.
+inline constexpr std::array<PhaseInfo, 11> kPhases = {{
+    {Phase::kData, "data", PhaseSource::kHost},
+    {Phase::kPrep, "prep", PhaseSource::kHost},
+    {Phase::kVaeEncode, "vae_enc", PhaseSource::kModelCall},
+    {Phase::kVaeDecode, "vae_dec", PhaseSource::kModelCall},
+    {Phase::kTextEncoder, "text_encoder", PhaseSource::kModelCall},
+    {Phase::kAux, "aux", PhaseSource::kModelCall},
+    {Phase::kForward, "fwd", PhaseSource::kModelCall},
+    {Phase::kBackward, "bwd", PhaseSource::kBackward},
+    {Phase::kClip, "clip", PhaseSource::kCall},
+    {Phase::kOptimizer, "opt", PhaseSource::kCall},
+    {Phase::kOther, "other", PhaseSource::kResidual},
+}};
+inline constexpr int kPhaseCount = static_cast<int>(kPhases.size());
+
+constexpr bool phase_table_in_order() {
+  for (int i = 0; i < kPhaseCount; ++i) {
+    if (static_cast<int>(kPhases[static_cast<std::size_t>(i)].phase) != i) return false;
+  }
+  return true;
+}
+static_assert(phase_table_in_order(), "kPhases rows must follow the Phase enumerators");
+
+inline constexpr const PhaseInfo& phase_info(Phase phase) {
+  return kPhases[static_cast<std::size_t>(phase)];
+}
+// "data", "prep", "vae_enc", "vae_dec", "text_encoder", "aux", "fwd", "bwd", "clip", "opt", "other"
+inline const char* phase_name(Phase phase) { return phase_info(phase).name; }
+std::optional<Phase> phase_from_name(std::string_view name);
+// Kept for callers holding a std::string.
+inline std::optional<Phase> phase_from_name(const std::string& name) {
+  return phase_from_name(std::string_view(name));
+}
+inline std::optional<Phase> phase_from_name(const char* name) {
+  return phase_from_name(std::string_view(name));
+}
+
+}  // namespace vxperf

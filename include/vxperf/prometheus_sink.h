@@ -1,0 +1,66 @@
+// Serving metrics for Prometheus: a record sink that keeps request and training metrics and
+// renders them in the text exposition format 0.0.4 (its HTTP endpoint: vxperf/prometheus_endpoint.h).
+//
+//   // A server with no /metrics route of its own:
+//   auto endpoint = vxperf::start_prometheus("9400", nullptr);  // 127.0.0.1:9400
+//   if (endpoint) engine->add_sink(endpoint->sink());         // nullptr: said once, go on
+//
+//   // A server that has its own route:
+//   auto metrics = std::make_shared<vxperf::PrometheusSink>();
+//   engine->add_sink(metrics);
+//   route("/metrics", [&] { return reply(metrics->render(), vxperf::kPrometheusContentType); });
+//
+// Metrics, every one labelled with the record's `rank`:
+//   vxperf_requests_total{status="ok|error"}          counter
+//   vxperf_request_seconds                            histogram, end to end, 0.05 s .. 300 s
+//   vxperf_stage_seconds{stage}                       histogram, every call of every stage
+//   vxperf_dit_tflops, vxperf_dit_mfu                 gauges, last request that ran the DiT
+//   vxperf_peak_memory_bytes{kind="allocated|reserved"}  gauge, last request with device peaks
+//   vxperf_train_step_seconds                         histogram, every training step
+//   vxperf_train_samples_per_second                   gauge, this rank, last window
+//   vxperf_train_mfu, vxperf_train_hfu                gauges, last priced window
+//   vxperf_train_peak_memory_bytes{kind}              gauge, last window with device peaks
+// MFU and HFU are fractions (0.55, not 55). Warmup requests and steps (VIDEOX_PERF_WARMUP) are
+// left out of every metric, as they are left out of the exit summaries. A failed request only
+// counts in vxperf_requests_total{status="error"}: its partial timings and FLOPs would skew the
+// latency and utilization of the requests that completed. A series appears at its first value.
+#pragma once
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "vxperf/sink.h"
+
+namespace vxperf {
+
+// The Content-Type of render()'s text.
+inline constexpr char kPrometheusContentType[] = "text/plain; version=0.0.4; charset=utf-8";
+
+// Keeps the metrics above from the records it is handed.
+//
+// Thread safety: on_request, on_train_window and render may be called from any threads at once.
+// A scrape sees each record's updates all together or not at all (so vxperf_requests_total's ok
+// count always equals vxperf_request_seconds_count). Updates happen once per settled record,
+// never per stage call: on_request costs about a microsecond (bench/prometheus_bench.cpp).
+class PrometheusSink final : public RecordSink {
+ public:
+  PrometheusSink();
+  ~PrometheusSink() override;
+
+  void on_request(const RequestRecord& record, const RequestDetail& detail) override;
+  void on_train_window(const TrainWindowRecord& record, const WindowDetail& detail) override;
+
+  // The exposition text, for kPrometheusContentType.
+  std::string render() const;
+
+ private:
+  struct Metrics;
+  struct Gauge;
+  template <class Record>
+  static void set_gauges(const std::vector<Gauge>& gauges, const Record& record,
+                         const std::string& rank);
+  std::unique_ptr<Metrics> metrics_;
+};
+
+}  // namespace vxperf

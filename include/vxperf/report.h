@@ -1,0 +1,124 @@
+// `vxperf report`: records summarized per run and per rank (latency, stages, step times, phases,
+// MFU, stragglers), as text, JSON and HTML, and two reports compared metric by metric.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "vxperf/records.h"
+#include "vxperf/records_reader.h"
+#include "vxperf/xrank.h"
+
+namespace vxperf::analysis {
+
+struct StageShare {
+  std::string name;
+  double mean_ms = 0;  // time in the stage per request
+  double calls = 0;    // calls per request
+  double share = 0;    // of end-to-end time
+};
+
+struct RequestSummary {
+  std::int64_t count = 0;   // requests summarized (warmup ones excluded unless all are warmup)
+  std::int64_t warmup = 0;  // warmup requests seen
+  double e2e_p50_s = 0, e2e_p95_s = 0, e2e_max_s = 0, e2e_mean_s = 0;
+  std::vector<StageShare> stages;  // by mean time, largest first
+  std::optional<double> tflops, mfu;
+  std::optional<std::uint64_t> peak_alloc_bytes, peak_reserved_bytes;
+  // What the MFU rests on, from the latest priced request: its parameters, the per-device peak,
+  // where that came from ("table", "env", "measured") and the dtype it is for.
+  std::optional<std::int64_t> params;
+  std::optional<double> peak_tflops;  // per device
+  std::string peak_source, dtype;
+  // Transformer calls skipped outright and the full forwards all calls came to, over the measured
+  // requests; present when some call was skipped or cut short.
+  std::optional<std::int64_t> skipped_fwd;
+  std::optional<double> effective_fwd;
+  std::int64_t transformer_calls = 0;
+};
+
+struct TrainSummary {
+  std::int64_t windows = 0;
+  std::int64_t steps = 0;  // global steps measured (the most any rank reported)
+  std::int64_t warmup_excluded = 0;
+  // From the windows' percentiles, weighted by their step counts (per-step times are not in the
+  // records): the weighted median of window medians, the weighted p95 of window p95s.
+  double step_p50_s = 0, step_p95_s = 0;
+  std::vector<std::pair<std::string, double>> phase_s;      // mean seconds per step
+  std::vector<std::pair<std::string, double>> phase_share;  // of the phases' sum
+  std::optional<double> samples_per_s;                      // local, mean over ranks
+  std::optional<double> samples_per_s_global;               // local times dp
+  int dp = 1;
+  std::optional<double> tflops, hw_tflops, mfu, hfu;  // weighted by priced seconds
+  std::optional<std::uint64_t> peak_alloc_bytes, peak_reserved_bytes;
+  std::optional<double> eta_s;  // from the latest window
+  // As RequestSummary's, from the latest priced window (trainable too).
+  std::optional<std::int64_t> params, trainable;
+  std::optional<double> peak_tflops;
+  std::string peak_source, dtype;
+  std::optional<std::int64_t> skipped_fwd;
+  std::optional<double> effective_fwd;
+};
+
+struct RankSummary {
+  int rank = 0;
+  std::int64_t requests = 0;
+  std::optional<double> e2e_p50_s;
+  std::int64_t windows = 0;
+  std::int64_t steps = 0;
+  std::optional<double> step_p50_s, step_p95_s;
+  std::optional<double> samples_per_s, tflops, mfu;
+  std::optional<std::uint64_t> peak_alloc_bytes;
+  std::vector<std::pair<std::string, double>> phase_s;  // mean seconds per step
+  // Seconds per step above the ranks' per-phase medians (the straggler rule's measure).
+  std::optional<double> excess_s;
+};
+
+struct Report {
+  std::vector<std::string> sources;
+  std::vector<std::string> warnings;
+  std::optional<RequestSummary> requests;
+  std::optional<TrainSummary> training;
+  std::vector<RankSummary> ranks;  // by rank
+  // By the core's rule (vxperf::find_stragglers in vxperf/xrank.h, the live view's too): ranks
+  // whose time per step above the ranks' per-phase medians exceeds kStragglerMargin of the median
+  // step time (the median e2e time for inference-only runs).
+  std::vector<int> stragglers;
+  std::vector<std::string> straggler_phases;  // per straggler: where most of its excess is
+  std::optional<double> rank_median_s;        // the median across ranks they were measured against
+};
+
+using vxperf::kStragglerMargin;
+
+Report build_report(const RecordSet& records, std::vector<std::string> sources = {});
+std::string format_report(const Report& report);
+std::string report_json(const Report& report);  // one JSON object, pretty-printed
+// One self-contained HTML page with inline SVG charts.
+std::string report_html(const Report& report, const RecordSet& records);
+
+// A report's headline numbers, flattened for comparison.
+struct Metric {
+  std::string name;
+  double value = 0;
+  bool lower_is_better = true;
+  std::string unit;  // "s", "ms", "%", "TFLOPS", "GiB", "1/s", ""
+};
+std::vector<Metric> report_metrics(const Report& report);
+
+struct MetricChange {
+  std::string name;
+  std::optional<double> a, b;
+  std::optional<double> change;  // (b - a) / |a|
+  std::string direction;         // "better", "worse", "same" (within 0.5%), "n/a"
+  std::string unit;
+};
+std::vector<MetricChange> compare_reports(const Report& a, const Report& b);
+std::string format_comparison(const std::string& a_name, const std::string& b_name,
+                              const std::vector<MetricChange>& changes);
+std::string comparison_json(const std::string& a_name, const std::string& b_name,
+                            const std::vector<MetricChange>& changes);
+
+}  // namespace vxperf::analysis

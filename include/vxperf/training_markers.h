@@ -1,0 +1,40 @@
+// The training scopes' measurement points as plain begin/end calls (see vxperf/markers.h).
+//
+// Thread safety: as the scopes: for the thread that runs the training loop.
+#pragma once
+
+#include <cstdint>
+
+#include "vxperf/cost_model.h"
+#include "vxperf/training.h"
+
+namespace vxperf {
+
+TrainMark begin_micro_step(Trainer* t = trainer()) noexcept;
+void end_micro_step(const TrainMark& mark) noexcept;
+// A micro-step's two boundaries for a binding whose enter and exit are not one scope: as
+// begin/end_micro_step, without making `t` this thread's active trainer.
+void enter_micro_step(Trainer* t) noexcept;
+void exit_micro_step(Trainer* t) noexcept;
+// The trainer whose micro-step (MicroStep, begin_micro_step) is open on this thread, or nullptr.
+inline Trainer* active_trainer() noexcept { return internal::active_trainer; }
+// Whether a model call starting now on `t` would be timed (not nested, not inside a backward).
+bool model_call_timed(Trainer* t) noexcept;
+// Not timed (an empty mark) when nested in another model call or made inside a backward. The
+// phase is said at the end; begin_model_call(t, phase) in vxperf/training.h says it here.
+TrainMark begin_model_call(Trainer* t = trainer()) noexcept;
+// `fraction`: of a full forward the call computed (see ModelCall::set_fraction).
+void end_model_call(const TrainMark& mark, Phase phase, std::int64_t tokens = 0,
+                    std::int64_t samples = 1, double fraction = 1.0) noexcept;
+TrainMark begin_backward(Trainer* t = trainer()) noexcept;
+void end_backward(const TrainMark& mark) noexcept;
+TrainMark begin_clip(Trainer* t = trainer()) noexcept;
+void end_clip(const TrainMark& mark) noexcept;
+TrainMark begin_optimizer_step(Trainer* t = trainer()) noexcept;
+void end_optimizer_step(const TrainMark& mark, const void* optimizer, bool synced = true) noexcept;
+// As note_forward_fraction and note_compute_dtype (vxperf/inference.h) outside a request, for a
+// given trainer: its forward open now, else its current step's last one.
+void note_forward_fraction(Trainer& t, double fraction) noexcept;
+void note_compute_dtype(Trainer& t, Dtype dtype) noexcept;
+
+}  // namespace vxperf

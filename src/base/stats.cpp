@@ -1,0 +1,96 @@
+#include "base/stats.h"
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+
+namespace vxperf::internal {
+
+void ExactSum::add(double x) {
+  // Shewchuk's algorithm with non-overlapping partials, as CPython's math.fsum.
+  if (!std::isfinite(x)) {
+    special_ = has_special_ ? special_ + x : x;
+    has_special_ = true;
+    return;
+  }
+  std::size_t i = 0;
+  for (double y : partials_) {
+    if (std::fabs(x) < std::fabs(y)) std::swap(x, y);
+    double hi = x + y;
+    double lo = y - (hi - x);
+    if (lo != 0.0) partials_[i++] = lo;
+    x = hi;
+  }
+  partials_.resize(i);
+  partials_.push_back(x);
+}
+
+double ExactSum::value() const {
+  if (has_special_) return special_;
+  if (partials_.empty()) return 0.0;
+  // Sum from the top, correcting the final rounding as CPython does.
+  std::size_t n = partials_.size();
+  double hi = partials_[--n];
+  double lo = 0.0;
+  while (n > 0) {
+    double x = hi;
+    double y = partials_[--n];
+    hi = x + y;
+    double yr = hi - x;
+    lo = y - yr;
+    if (lo != 0.0) break;
+  }
+  if (n > 0 && ((lo < 0.0 && partials_[n - 1] < 0.0) || (lo > 0.0 && partials_[n - 1] > 0.0))) {
+    double y = lo * 2.0;
+    double x = hi + y;
+    double yr = x - hi;
+    if (y == yr) hi = x;
+  }
+  return hi;
+}
+
+double fsum(const std::vector<double>& values) {
+  ExactSum sum;
+  for (double x : values) sum.add(x);
+  return sum.value();
+}
+
+double fmean(const std::vector<double>& values) {
+  if (values.empty()) return std::numeric_limits<double>::quiet_NaN();
+  return fsum(values) / static_cast<double>(values.size());
+}
+
+double stdev(const std::vector<double>& values) {
+  if (values.size() < 2) return 0.0;
+  double mean = fmean(values);
+  std::vector<double> squares;
+  squares.reserve(values.size());
+  std::vector<double> deviations;
+  deviations.reserve(values.size());
+  for (double v : values) {
+    squares.push_back((v - mean) * (v - mean));
+    deviations.push_back(v - mean);
+  }
+  // Corrects for the rounding of the mean, as the two-pass formula with compensation does.
+  double correction = fsum(deviations);
+  double ss = fsum(squares) - correction * correction / static_cast<double>(values.size());
+  if (ss < 0.0) ss = 0.0;
+  return std::sqrt(ss / static_cast<double>(values.size() - 1));
+}
+
+double plain_sum(const std::vector<double>& values) {
+  double total = 0.0;
+  for (double v : values) total += v;
+  return total;
+}
+
+double percentile(const std::vector<double>& sorted, double q) {
+  if (sorted.empty()) return std::numeric_limits<double>::quiet_NaN();
+  if (sorted.size() == 1) return sorted[0];
+  double pos = static_cast<double>(sorted.size() - 1) * q / 100.0;
+  auto low = static_cast<std::size_t>(pos);
+  std::size_t high = std::min(low + 1, sorted.size() - 1);
+  return sorted[low] + (sorted[high] - sorted[low]) * (pos - static_cast<double>(low));
+}
+
+}  // namespace vxperf::internal

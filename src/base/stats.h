@@ -1,0 +1,33 @@
+// Numeric helpers that reproduce Python's statistics exactly enough for records to agree with the
+// reference to the last bits: fsum (exactly rounded sum), fmean, stdev, and its percentile rule.
+#pragma once
+
+#include <vector>
+
+namespace vxperf::internal {
+
+// A running exactly rounded sum: value() is math.fsum of everything added so far, whatever the
+// order, in a handful of partials (bounded memory for unbounded input).
+class ExactSum {
+ public:
+  void add(double x);
+  double value() const;
+
+ private:
+  std::vector<double> partials_;
+  double special_ = 0.0;
+  bool has_special_ = false;
+};
+
+// Exactly rounded sum (Shewchuk), as math.fsum.
+double fsum(const std::vector<double>& values);
+// fsum / n, as statistics.fmean. NaN for no values.
+double fmean(const std::vector<double>& values);
+// Sample standard deviation, as statistics.stdev; 0 for fewer than two values.
+double stdev(const std::vector<double>& values);
+// Left-to-right sum, as Python's built-in sum() of floats (3.11).
+double plain_sum(const std::vector<double>& values);
+// Linear interpolation between closest ranks of sorted values; NaN when empty.
+double percentile(const std::vector<double>& sorted, double q);
+
+}  // namespace vxperf::internal

@@ -1,0 +1,307 @@
+#include "inference/requests.h"
+
+#include <algorithm>
+#include <chrono>
+#include <exception>
+#include <memory>
+
+#include "base/resolve.h"
+#include "base/stats.h"
+#include "base/strings.h"
+#include "pricing/pricing.h"
+#include "runtime/fork_guard.h"
+
+namespace vxperf::internal {
+namespace {
+
+double wall_clock_s() {
+  using namespace std::chrono;
+  return duration<double>(system_clock::now().time_since_epoch()).count();
+}
+
+// Requests are reused per thread: a serving loop allocates nothing per request once warm.
+thread_local std::unique_ptr<Request> spare_request;
+
+// In a forked child only the forking thread exists. A request it had open is dropped at its end
+// without a device call (the child has no device context) and without a record.
+void forget_request_in_child() {
+  if (Request* r = current_request) {
+    r->device_events = false;
+    current_request = nullptr;
+  }
+}
+
+Span request_span(const Request& r) {
+  Span s;
+  s.kind = SpanKind::kRequest;
+  s.name = "request";
+  s.device = r.device;
+  s.index = r.index;
+  return s;
+}
+
+}  // namespace
+
+Requests::Requests(Context& context) : ctx_(context) {
+  add_fork_hooks(kForkRankRequests, ForkHooks{nullptr, nullptr, &forget_request_in_child});
+}
+
+DeclaredModel Requests::declared(std::string_view stage, const ModelInfo& info) const {
+  DeclaredModel model;
+  model.stage = valid_utf8(stage);  // as stage() interns it
+  model.priced = priced_model(info, ctx_.settings());
+  model.declared = info;
+  return model;
+}
+
+void Requests::declare_model(Request& request, std::string_view stage, const ModelInfo& info) {
+  if (ctx_.forked()) return;
+  DeclaredModel model = declared(stage, info);
+  request.own_models = true;
+  auto it = std::find_if(request.models.begin(), request.models.end(),
+                         [&](const DeclaredModel& m) { return m.stage == model.stage; });
+  if (it != request.models.end()) {
+    *it = std::move(model);
+  } else {
+    request.models.push_back(std::move(model));
+  }
+}
+
+void Requests::declare_model(std::string_view stage, const ModelInfo& info) {
+  if (ctx_.forked()) return;  // the trace is the parent's
+  DeclaredModel model = declared(stage, info);
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    auto it = std::find_if(models_.begin(), models_.end(),
+                           [&](const DeclaredModel& m) { return m.stage == model.stage; });
+    if (it != models_.end()) {
+      *it = model;
+    } else {
+      models_.push_back(model);
+    }
+  }
+  notify(ctx_.observers(), [&](Observer& o) { o.on_model(model.stage, info); });
+}
+
+Request* Requests::begin(const RequestOptions& options) {
+  if (ctx_.forked()) {
+    say_off_in_forked_child();
+    return nullptr;
+  }
+  const int device = options.device;
+  std::unique_ptr<Request> request = std::move(spare_request);
+  if (!request) request = std::make_unique<Request>();
+  DeviceBackend& backend = ctx_.backend_for(device);
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    request->index = next_request_++;
+  }
+  request->owner = this;
+  request->clock = &ctx_.clock();
+  request->observers = ctx_.observers();
+  request->backend = &backend;
+  request->device_events = device >= 0 && backend.available();
+  request->device = request->device_events ? device : -1;
+  request->stream = options.stream;
+  request->own_models = options.own_models;
+  request->warmup = request->index < ctx_.settings().warmup;
+  notify(request->observers, [&](Observer& o) { o.on_begin(request_span(*request)); });
+  request->t0 = request->clock->now_s();
+  if (request->device_events) Context::start_readings(backend, request->device);
+  return request.release();
+}
+
+void Requests::end(Request* raw, bool failed) {
+  std::unique_ptr<Request> request(raw);
+  if (ctx_.forked()) {
+    // Opened in the parent, ended in a forked child: dropped, no device call, no record.
+    request->clear();
+    spare_request = std::move(request);
+    return;
+  }
+  // Before the clock is read: a pipeline returns once its last kernel is queued, so without it
+  // the request would time submission, not work. The only synchronize of inference, on the
+  // request's own device.
+  if (request->device_events) request->backend->synchronize(request->device);
+  double t_end = request->clock->now_s();
+  if (request->observers != nullptr) {
+    Span span = request_span(*request);
+    span.t0 = request->t0;
+    span.t1 = t_end;
+    notify(request->observers, [&](Observer& o) { o.on_end(span); });
+  }
+  settle(*request, t_end, failed);
+  request->clear();
+  spare_request = std::move(request);
+}
+
+void Requests::abandon(Request* raw) {
+  std::unique_ptr<Request> request(raw);
+  if (!ctx_.forked()) {
+    for (const auto& p : request->pairs) {
+      if (p.e0 != kNoEvent) request->backend->release(p.e0);
+      if (p.e1 != kNoEvent) request->backend->release(p.e1);
+    }
+  }
+  request->clear();
+  spare_request = std::move(request);
+}
+
+void Requests::settle(Request& request, double t_end, bool failed) {
+  DeviceBackend& backend = *request.backend;
+  // Every call resolved to the larger of its host and device time, grouped by stage.
+  std::vector<std::vector<double>> values(request.order.size());  // by slot
+  std::vector<double> device_ms(request.pairs.size(), -1.0);
+  // Per stage (by slot): the full forwards its calls came to and the calls skipped outright.
+  std::vector<double> effective(request.order.size(), 0.0);
+  std::vector<std::int64_t> skipped(request.order.size(), 0);
+  std::vector<bool> partial(request.order.size(), false);
+  for (std::size_t i = 0; i < request.pairs.size(); ++i) {
+    const auto& p = request.pairs[i];
+    Resolved r = resolve_call(backend, p.t0, p.t1, p.e0, p.e1);
+    if (r.device_ms) device_ms[i] = *r.device_ms;
+    if (p.e0 != kNoEvent) backend.release(p.e0);
+    if (p.e1 != kNoEvent) backend.release(p.e1);
+    std::uint32_t slot = request.stages[p.stage].slot;
+    values[slot].push_back(r.ms);
+    effective[slot] += p.fraction;
+    if (p.fraction == 0.0) ++skipped[slot];
+    if (p.fraction != 1.0) partial[slot] = true;
+  }
+
+  RequestRecord record;
+  RequestDetail detail;
+  detail.failed = failed;
+  record.ts = wall_clock_s();
+  Topology topo = ctx_.topology();
+  record.rank = topo.rank;
+  record.world_size = topo.world_size;
+  record.req = request.index;
+  record.warmup = request.warmup;
+  record.e2e_s = t_end - request.t0;
+  std::vector<double> transformer_ms;
+  for (std::size_t slot = 0; slot < request.order.size(); ++slot) {
+    std::uint32_t id = request.order[slot];
+    std::vector<double>& v = values[slot];
+    if (v.empty()) continue;
+    StageSummary s;
+    s.name = stage_name(StageId{id});
+    s.count = static_cast<std::int64_t>(v.size());
+    s.total_ms = plain_sum(v);
+    s.mean_ms = fmean(v);
+    s.std_ms = stdev(v);
+    s.min_ms = *std::min_element(v.begin(), v.end());
+    s.max_ms = *std::max_element(v.begin(), v.end());
+    if (is_transformer_stage(id)) transformer_ms.insert(transformer_ms.end(), v.begin(), v.end());
+    record.stages.push_back(std::move(s));
+    detail.stage_calls_ms.push_back(std::move(v));
+  }
+
+  std::vector<DeclaredModel> engine_models;
+  if (!request.own_models) {
+    std::lock_guard<std::mutex> lock(mu_);
+    engine_models = models_;
+  }
+  const std::vector<DeclaredModel>& models = request.own_models ? request.models : engine_models;
+  std::vector<PricedStage> priced;
+  priced.reserve(models.size());
+  for (const DeclaredModel& m : models) {
+    PricedStage p;
+    static_cast<ModelInfo&>(p) = m.priced;
+    std::uint32_t id = stage(m.stage).value;
+    auto summary = std::find_if(record.stages.begin(), record.stages.end(),
+                                [&](const StageSummary& s) { return s.name == m.stage; });
+    if (id < request.stages.size() && summary != record.stages.end()) {
+      p.called = true;
+      p.tokens = request.stages[id].tokens;
+      p.batch = request.stages[id].batch;
+      // What autocast ran the calls in beats what the parameters are stored in.
+      if (request.stages[id].dtype) p.dtype = request.stages[id].dtype;
+      p.calls = summary->count;
+      p.total_ms = summary->total_ms;
+      std::uint32_t slot = request.stages[id].slot;
+      if (partial[slot]) {
+        p.effective_calls = effective[slot];
+        p.skipped_calls = skipped[slot];
+      }
+    }
+    priced.push_back(std::move(p));
+  }
+  std::optional<int> device =
+      request.device_events ? std::optional<int>(request.device) : std::nullopt;
+  record.dit = price_request(priced, topo.world_size, ctx_.settings().dtype,
+                             [&](Dtype dtype) { return ctx_.peak(device, dtype); });
+  if (request.device_events) {
+    record.device = request.device;
+    record.peaks = Context::read_readings(backend, request.device);
+  }
+  if (request.observers != nullptr) {
+    SettledRequest settled;
+    settled.index = request.index;
+    settled.device = request.device;
+    settled.t0 = request.t0;
+    settled.t1 = t_end;
+    settled.failed = failed;
+    settled.readings = record.peaks;
+    // A request priced by its own models carries them, so that its replay prices it the same.
+    for (const DeclaredModel& m : request.models) settled.models.emplace_back(m.stage, m.declared);
+    settled.calls.reserve(request.pairs.size());
+    for (std::size_t i = 0; i < request.pairs.size(); ++i) {
+      const auto& p = request.pairs[i];
+      const auto& st = request.stages[p.stage];
+      SettledCall call;
+      call.stage = stage_name(StageId{p.stage});
+      call.t0 = p.t0;
+      call.t1 = p.t1;
+      if (device_ms[i] >= 0) call.device_ms = device_ms[i];
+      call.tokens = st.tokens;
+      call.batch = st.batch;
+      call.dtype = st.dtype;
+      call.fraction = p.fraction;
+      settled.calls.push_back(call);
+    }
+    notify(request.observers, [&](Observer& o) { o.on_request(settled); });
+  }
+
+  ctx_.emit(record, detail);
+  std::lock_guard<std::mutex> lock(mu_);
+  summary_.add(record.warmup, record.e2e_s, transformer_ms);
+}
+
+std::optional<InferenceSummaryLine> Requests::take_summary() {
+  // Asked before mu_ is taken: the engine's lock is never taken under it.
+  const int rank = ctx_.topology().rank;
+  const bool log = ctx_.should_log();
+  std::lock_guard<std::mutex> lock(mu_);
+  if (summary_done_) return std::nullopt;
+  std::optional<InferenceSummaryLine> line = summary_.line(rank);
+  if (!line || !log) return std::nullopt;
+  summary_done_ = true;
+  return line;
+}
+
+// ---- this thread's request ----------------------------------------------------------------------
+
+Request* open_request(Requests& requests, const RequestOptions& options) noexcept {
+  // A pipeline called from inside another (an upsampler, a refiner): the outer request owns it.
+  if (current_request != nullptr) return nullptr;
+  Request* request = nullptr;
+  try {
+    request = requests.begin(options);
+  } catch (...) {
+    request = nullptr;  // measurement never takes a run down
+  }
+  current_request = request;
+  return request;
+}
+
+void close_request(Request* request, bool failed) noexcept {
+  // Released first, so that even a failing settle cannot leave the thread inside a dead request.
+  current_request = nullptr;
+  try {
+    request->owner->end(request, failed);
+  } catch (...) {
+  }
+}
+
+}  // namespace vxperf::internal

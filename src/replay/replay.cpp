@@ -1,0 +1,393 @@
+// Event-script reader and replay: every event drives the same engine calls a live run makes.
+#include <map>
+#include <memory>
+#include <set>
+#include <sstream>
+
+#include "engine/engine_core.h"
+#include "inference/request.h"
+#include "inference/requests.h"
+#include "schema/json_fields.h"
+#include "schema/record_reader.h"
+#include "training/trainer_core.h"
+#include "vxperf/engine.h"
+#include "vxperf/event_script.h"
+#include "vxperf/inference.h"
+#include "vxperf/testing.h"
+#include "vxperf/training.h"
+
+namespace vxperf {
+namespace {
+
+using internal::Json;
+using internal::Marker;
+using internal::Request;
+using testing::ManualClock;
+using testing::SimulatedBackend;
+
+// A script line's fields; a wrong one is a ScriptError naming the line.
+struct Event {
+  const Json& json;
+  int line;
+
+  [[noreturn]] void fail(const std::string& message) const { throw ScriptError(line, message); }
+
+  template <class Fn>
+  auto checked(Fn&& read) const -> decltype(read(internal::JsonFields(json))) {
+    try {
+      return read(internal::JsonFields(json));
+    } catch (const internal::FieldError& e) {
+      fail(e.what());
+    }
+  }
+  std::string kind() const {
+    auto it = json.find("ev");
+    if (it == json.end() || !it->is_string()) fail("an event needs a string field \"ev\"");
+    return it->get<std::string>();
+  }
+  bool has(const char* field) const { return internal::JsonFields(json).has(field); }
+  double number(const char* field) const {
+    return checked([&](const internal::JsonFields& f) { return f.number(field); });
+  }
+  std::optional<double> optional_number(const char* field) const {
+    return checked([&](const internal::JsonFields& f) { return f.optional_number(field); });
+  }
+  std::int64_t integer(const char* field, std::int64_t fallback) const {
+    return checked([&](const internal::JsonFields& f) { return f.integer(field, fallback); });
+  }
+  std::int64_t count(const char* field, std::int64_t fallback) const {
+    return checked([&](const internal::JsonFields& f) { return f.count(field, fallback); });
+  }
+  bool boolean(const char* field, bool fallback) const {
+    return checked([&](const internal::JsonFields& f) { return f.boolean(field, fallback); });
+  }
+  std::string string(const char* field, const std::string& fallback = {}) const {
+    return checked([&](const internal::JsonFields& f) { return f.string(field, fallback); });
+  }
+  // What the event's fields say of `value`, through its field table (src/schema/record_fields.h):
+  // what is absent keeps its value.
+  template <class T, class... Args>
+  void read(T& value, Args... args) const {
+    checked([&](const internal::JsonFields& f) {
+      internal::Reader reader(f.json());
+      describe(reader, value, args...);
+      return 0;
+    });
+  }
+  // The dtype a call's matmuls ran in ("dtype"), when the event says it.
+  std::optional<Dtype> call_dtype() const {
+    if (!has("dtype")) return std::nullopt;
+    auto dtype = parse_dtype(string("dtype"));
+    if (!dtype) fail("\"dtype\" is not a known dtype");
+    return dtype;
+  }
+  // A call's fraction of a full forward ("frac", default 1).
+  double fraction() const {
+    if (!has("frac")) return 1.0;
+    double f = number("frac");
+    if (f < 0.0 || f > 1.0) fail("\"frac\" must be in [0, 1]");
+    return f;
+  }
+};
+
+// The phases a "phase" event may time: the model calls and the backward (the phase table's);
+// data, prep and other are the loop's, clip and the optimizer step have events of their own.
+bool scripted(Phase phase) {
+  PhaseSource source = phase_info(phase).source;
+  return source == PhaseSource::kModelCall || source == PhaseSource::kBackward;
+}
+
+// "fwd, bwd, vae_enc, vae_dec, text_encoder, aux": the forward and the backward first.
+std::string scripted_phases() {
+  std::string names = std::string(phase_name(Phase::kForward)) + ", " + phase_name(Phase::kBackward);
+  for (const PhaseInfo& info : kPhases) {
+    if (scripted(info.phase) && info.phase != Phase::kForward && info.phase != Phase::kBackward) {
+      names += std::string(", ") + info.name;
+    }
+  }
+  return names;
+}
+
+class Replayer {
+ public:
+  Replayer(const LogFn& log, RecordSink& records, const ReplayOptions& options)
+      : log_(log), records_(records), options_(options) {}
+
+  void config(const Event& ev) {
+    if (ev.kind() != "config") ev.fail("the first event must be a config event");
+    std::map<std::string, std::string> env;
+    if (ev.has("env")) {
+      const Json& e = ev.json.at("env");
+      if (!e.is_object()) ev.fail("\"env\" must be an object");
+      for (auto it = e.begin(); it != e.end(); ++it) {
+        env[it.key()] = it.value().is_string() ? it.value().get<std::string>() : it.value().dump();
+      }
+    }
+    for (const auto& [name, value] : options_.env_overrides) {
+      if (value.empty()) {
+        env.erase(name);
+      } else {
+        env[name] = value;
+      }
+    }
+    EnvLookup lookup = [env](const std::string& name) -> std::optional<std::string> {
+      auto it = env.find(name);
+      if (it == env.end()) return std::nullopt;
+      return it->second;
+    };
+    std::vector<std::string> problems;
+    Settings settings = Settings::parse(lookup, &problems);
+    for (const auto& p : problems) log_(p);
+    if (!settings.enabled()) return;  // off: nothing is measured, nothing is written
+    // Replay writes to its own output only: never to the files the live run named.
+    settings.json_path.clear();
+    settings.trace_path.clear();
+
+    std::optional<std::string> device_name;
+    if (ev.has("device")) device_name = ev.string("device");
+    EngineOptions parts;
+    parts.settings = settings;
+    clock_ = std::make_shared<ManualClock>();
+    parts.clock = clock_;
+    if (device_name) {
+      simulated_ = std::make_shared<SimulatedBackend>(*device_name);
+      parts.device = simulated_;
+      device_ = static_cast<int>(ev.integer("device_index", 0));
+    }
+    parts.log = log_;
+    parts.sinks.push_back(std::shared_ptr<RecordSink>(&records_, [](RecordSink*) {}));
+    std::int64_t rank = ev.integer("rank", 0);
+    std::int64_t world = ev.integer("world_size", 1);
+    std::int64_t sp = ev.integer("sp", 1);
+    // A rank at or above the world size is replayed as the live run took it (with a warning).
+    if (world < 1 || rank < 0 || sp < 1 || rank > INT32_MAX || world > INT32_MAX ||
+        sp > INT32_MAX) {
+      ev.fail("rank, world_size and sp do not describe a valid topology");
+    }
+    parts.topology.rank = static_cast<int>(rank);
+    parts.topology.world_size = static_cast<int>(world);
+    parts.topology.sp = static_cast<int>(sp);
+    engine_ = std::make_unique<Engine>(std::move(parts));
+    core_ = &internal::core_of(*engine_);
+  }
+
+  void event(const Event& ev) {
+    std::string kind = ev.kind();
+    if (kind == "config") ev.fail("a second config event");
+    if (!engine_) {
+      known(ev, kind);
+      return;
+    }
+    if (kind == "model") {
+      ModelInfo info;
+      ev.read(info, /*training=*/false);
+      engine_->declare_model(ev.string("stage", "transformer"), info);
+    } else if (kind == "request_begin") {
+      if (request_ != nullptr) {
+        ++nested_;  // a nested pipeline call: the outer request owns it
+        return;
+      }
+      clock_->set(ev.number("t"));
+      request_ = core_->requests().begin(RequestOptions{device_, nullptr});
+    } else if (kind == "stage") {
+      stage(ev);
+    } else if (kind == "request_end") {
+      if (nested_ > 0) {
+        --nested_;
+        return;
+      }
+      if (request_ == nullptr) return;
+      if (simulated_) update_peaks(ev);
+      clock_->set(ev.number("t"));
+      Request* request = request_;
+      request_ = nullptr;
+      core_->requests().end(request, false);
+    } else if (kind == "train_model") {
+      ModelInfo info;
+      ev.read(info, /*training=*/true);
+      trainer().set_model(info);
+    } else if (kind == "micro_enter") {
+      double t = ev.number("t");
+      clock_->set(t);
+      trainer().enter_micro(t);
+    } else if (kind == "micro_exit") {
+      double t = ev.number("t");
+      clock_->set(t);
+      trainer().exit_micro(t);
+    } else if (kind == "phase") {
+      phase(ev);
+    } else if (kind == "clip") {
+      internal::TrainerCore& t = trainer();
+      auto [start, end] = train_pair(ev);
+      clock_->set(end.host_s);
+      t.add_clip(start, end);
+    } else if (kind == "optimizer_step") {
+      internal::TrainerCore& t = trainer();
+      auto [start, end] = train_pair(ev);
+      clock_->set(end.host_s);
+      const std::string& owner = *owners_.insert(ev.string("owner", "opt")).first;
+      t.add_optimizer_step(start, end, &owner, ev.boolean("sync", true));
+    } else if (kind == "peak") {
+      auto dtype = parse_dtype(ev.string("dtype", "bf16"));
+      if (!dtype) ev.fail("\"dtype\" is not a known dtype");
+      MeasuredPeak peak;
+      peak.dtype = *dtype;
+      peak.tflops = ev.number("tflops");
+      if (!(peak.tflops > 0)) ev.fail("\"tflops\" must be positive");
+      // The live run's host stays the host; its device is the one this replay simulates.
+      engine_->set_measured_peak(ev.integer("device_index", -1) < 0 ? -1 : device_, peak);
+    } else if (kind == "memory") {
+      if (simulated_) update_peaks(ev);
+    } else if (kind == "finish") {
+      clock_->set(ev.number("t"));
+      engine_->shutdown();
+    } else {
+      ev.fail("unknown event \"" + kind + "\"");
+    }
+  }
+
+  ~Replayer() {
+    if (request_ != nullptr) {
+      // A script that ends inside a request: the call never returned, so, as in the reference,
+      // nothing is recorded for it.
+      Request* request = request_;
+      request_ = nullptr;
+      core_->requests().abandon(request);
+    }
+  }
+
+ private:
+  void known(const Event& ev, const std::string& kind) {
+    static const char* const kKinds[] = {
+        "model",       "request_begin", "stage", "request_end", "train_model",
+        "micro_enter", "micro_exit",    "phase", "clip",        "optimizer_step",
+        "memory",      "finish",        "peak"};
+    for (const char* k : kKinds) {
+      if (kind == k) return;
+    }
+    ev.fail("unknown event \"" + kind + "\"");
+  }
+
+  internal::TrainerCore& trainer() {
+    if (!trainer_) {
+      trainer_ = &internal::core_of(engine_->trainer());
+      if (device_ >= 0) trainer_->set_device(device_, nullptr);
+    }
+    return *trainer_;
+  }
+
+  // The device readings an event carries (request_end, memory) become the simulated device's;
+  // a reading the event does not carry stays as it was.
+  void update_peaks(const Event& ev) {
+    DeviceReadings readings = simulated_->peak_memory(device_).value_or(DeviceReadings{});
+    ev.read(readings);
+    simulated_->set_peaks(readings);
+  }
+
+  void stage(const Event& ev) {
+    std::string name = ev.string("name");
+    if (name.empty()) ev.fail("a stage event needs a \"name\"");
+    double t0 = ev.number("t0");
+    double t1 = ev.number("t1");
+    if (request_ == nullptr) return;  // outside any request: not measured
+    std::uint32_t id = vxperf::stage(name).value;
+    request_->note_stage(id, ev.integer("tokens", 0), ev.integer("batch", 1));
+    EventId e0 = kNoEvent;
+    EventId e1 = kNoEvent;
+    if (auto ms = ev.optional_number("device_ms"); ms && simulated_) {
+      e0 = simulated_->add_event(0.0);
+      e1 = simulated_->add_event(*ms);
+    }
+    if (auto dtype = ev.call_dtype()) request_->note_dtype(id, *dtype);
+    request_->pairs.push_back(Request::Pair{id, t0, t1, e0, e1, ev.fraction()});
+  }
+
+  // A pair whose events complete once `ready_after` more steps have closed after its own.
+  std::pair<Marker, Marker> train_pair(const Event& ev) {
+    internal::TrainerCore& t = trainer();
+    double t0 = ev.number("t0");
+    double t1 = ev.number("t1");
+    clock_->set(t0);
+    auto ms = ev.optional_number("device_ms");
+    if (!ms || !simulated_) return {Marker{t0, kNoEvent}, Marker{t1, kNoEvent}};
+    std::int64_t ready_step = t.current_step_index() + 1 + ev.integer("ready_after", 0);
+    internal::TrainerCore* trainer = &t;
+    auto ready = [trainer, ready_step] { return trainer->steps_closed() >= ready_step; };
+    EventId e0 = simulated_->add_event(0.0, ready);
+    EventId e1 = simulated_->add_event(*ms, ready);
+    return {Marker{t0, e0}, Marker{t1, e1}};
+  }
+
+  void phase(const Event& ev) {
+    std::string name = ev.string("name");
+    auto phase = phase_from_name(name);
+    if (!phase || !scripted(*phase)) {
+      ev.fail("phase \"" + name + "\" is not one of " + scripted_phases());
+    }
+    internal::TrainerCore& t = trainer();
+    auto [start, end] = train_pair(ev);
+    if (*phase == Phase::kBackward) {
+      t.begin_backward(start.host_s);
+      clock_->set(end.host_s);
+      t.end_backward(start, end);
+      return;
+    }
+    t.begin_model_call(start.host_s);
+    clock_->set(end.host_s);
+    std::int64_t tokens = *phase == Phase::kForward ? ev.integer("tokens", 0) : 0;
+    std::optional<Dtype> dtype = *phase == Phase::kForward ? ev.call_dtype() : std::nullopt;
+    t.end_model_call(*phase, start, end, tokens, ev.integer("samples", 1), ev.fraction(), dtype);
+  }
+
+  const LogFn& log_;
+  RecordSink& records_;
+  const ReplayOptions& options_;
+  std::shared_ptr<ManualClock> clock_;
+  std::shared_ptr<SimulatedBackend> simulated_;
+  std::unique_ptr<Engine> engine_;
+  internal::EngineCore* core_ = nullptr;
+  int device_ = -1;
+  Request* request_ = nullptr;
+  int nested_ = 0;
+  internal::TrainerCore* trainer_ = nullptr;
+  std::set<std::string> owners_;
+};
+
+}  // namespace
+
+void replay(std::istream& script, const LogFn& log, RecordSink& records,
+            const ReplayOptions& options) {
+  Replayer replayer(log, records, options);
+  std::string text;
+  int line = 0;
+  bool configured = false;
+  // A line too long for memory ends the reading with std::bad_alloc, never as a quiet end.
+  internal::ThrowOnBadRead throw_on_bad_read(script);
+  while (std::getline(script, text)) {
+    ++line;
+    bool complete = !script.eof();  // a last line cut short has no newline
+    if (text.find_first_not_of(" \t\r") == std::string::npos) continue;
+    Json json = Json::parse(text, nullptr, /*allow_exceptions=*/false);
+    if (json.is_discarded() && !complete) {
+      std::string warning =
+          "line " + std::to_string(line) + ": torn last line skipped (not complete JSON)";
+      if (options.warn) {
+        options.warn(warning);
+      } else {
+        log("vxperf: warning: " + warning);
+      }
+      continue;
+    }
+    if (json.is_discarded() || !json.is_object()) throw ScriptError(line, "not a JSON object");
+    Event ev{json, line};
+    if (!configured) {
+      replayer.config(ev);
+      configured = true;
+    } else {
+      replayer.event(ev);
+    }
+  }
+  if (!configured) throw ScriptError(line, "the script is empty: it needs a config event first");
+}
+
+}  // namespace vxperf

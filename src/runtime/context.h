@@ -1,0 +1,84 @@
+// What the inference and training halves share with the engine that owns them, and nothing else:
+// the halves (src/inference/, src/training/) sit beside each other under the engine
+// (src/engine/, the composition root), which makes them with itself as their Context.
+//
+// The state read on the hot path (settings, clock, device backend, observers, the fork flag) is
+// held here and read without a virtual call; what the engine does for the halves (pricing peaks,
+// writing records, the topology, the rank exchange) is virtual.
+//
+// Thread safety: every member may be called from any thread.
+#pragma once
+
+#include <atomic>
+#include <memory>
+#include <optional>
+#include <string_view>
+
+#include "pricing/pricing.h"
+#include "runtime/observers.h"
+#include "vxperf/clock.h"
+#include "vxperf/cost_model.h"
+#include "vxperf/device.h"
+#include "vxperf/records.h"
+#include "vxperf/settings.h"
+#include "vxperf/sink.h"
+#include "vxperf/topology.h"
+#include "vxperf/xrank.h"
+
+namespace vxperf::internal {
+
+class Context {
+ public:
+  virtual ~Context() = default;
+  Context(const Context&) = delete;
+  Context& operator=(const Context&) = delete;
+
+  const Settings& settings() const { return settings_; }
+  // The level in effect (settings().level, or higher when raised since).
+  int level() const { return level_.load(std::memory_order_relaxed); }
+  Clock& clock() { return *clock_; }
+  // The backend in use. Read without a lock: it is replaced only by the engine, and the one
+  // replaced stays alive.
+  DeviceBackend& device() { return *device_.load(std::memory_order_acquire); }
+  // Whether this engine was made before the process forked, in the child: then it is off there.
+  // A plain flag: only the child's fork handler sets it, when the forking thread is the child's
+  // only one; the hot path pays one load.
+  bool forked() const noexcept { return forked_; }
+  // The observers now (nullptr: none).
+  const ObserverList* observers() const { return observers_.load(std::memory_order_acquire); }
+
+  // The backend to time `device` on (the engine may load the CUDA backend on first use).
+  virtual DeviceBackend& backend_for(int device) = 0;
+  virtual Topology topology() const = 0;
+  // Ranks that hold different samples: world size / sequence-parallel degree.
+  int dp_degree() const;
+  // Whether this rank logs (rank 0, or every rank with VIDEOX_PERF_RANKS=all).
+  bool should_log() const;
+  // The per-device peak of `device` (nullopt: host only) in `dtype`.
+  virtual ResolvedPeak peak(std::optional<int> device, Dtype dtype) = 0;
+  // The line (and level-2 dump) where this rank logs, then every sink.
+  virtual void emit(const RequestRecord& record, const RequestDetail& detail) = 0;
+  virtual void emit(const TrainWindowRecord& record, const WindowDetail& detail) = 0;
+  // A line printed by every rank.
+  virtual void notice(std::string_view line) = 0;
+  // A line kept whole among concurrent records' lines (a summary).
+  virtual void log_line(std::string_view line) = 0;
+  virtual RankExchange rank_exchange() const = 0;
+
+  // The device readings of an interval (a request, a training window) on `device` of `backend`:
+  // started at its beginning, read at its end. The one place readings are taken.
+  static void start_readings(DeviceBackend& backend, int device);
+  static DeviceReadings read_readings(DeviceBackend& backend, int device);
+
+ protected:
+  Context(Settings settings, std::shared_ptr<Clock> clock);
+
+  Settings settings_;
+  std::atomic<int> level_;
+  std::shared_ptr<Clock> clock_;
+  std::atomic<DeviceBackend*> device_{nullptr};
+  bool forked_ = false;
+  std::atomic<const ObserverList*> observers_{nullptr};
+};
+
+}  // namespace vxperf::internal

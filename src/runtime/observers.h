@@ -1,0 +1,44 @@
+// The observers an engine tells of its measurement points (vxperf/observer.h), as the hot path
+// holds them: a pointer that is null when there are none, so that an engine without observers
+// pays one test per point.
+//
+// Thread safety: a list is immutable once published; the engine keeps every list it published
+// alive for its own life, so a pointer read once stays valid.
+#pragma once
+
+#include <memory>
+#include <utility>
+#include <vector>
+
+#include "vxperf/observer.h"
+
+namespace vxperf::internal {
+
+class ObserverList {
+ public:
+  explicit ObserverList(std::vector<std::shared_ptr<Observer>> observers)
+      : observers_(std::move(observers)) {}
+
+  // Calls fn(observer) on each, in the order they were added; an exception is swallowed (an
+  // observer never takes measurement down).
+  template <class Fn>
+  void each(Fn&& fn) const noexcept {
+    for (const auto& o : observers_) {
+      try {
+        fn(*o);
+      } catch (...) {
+      }
+    }
+  }
+
+ private:
+  std::vector<std::shared_ptr<Observer>> observers_;
+};
+
+// Tells every observer of `list` (a no-op for nullptr, the usual case).
+template <class Fn>
+inline void notify(const ObserverList* list, Fn&& fn) noexcept {
+  if (list != nullptr) list->each(std::forward<Fn>(fn));
+}
+
+}  // namespace vxperf::internal

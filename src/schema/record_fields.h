@@ -1,0 +1,210 @@
+// Every record field, once: the field tables of the records (vxperf/records.h), of the device
+// readings (vxperf/device.h) and of the model description (vxperf/model.h).
+//
+// A table is a function `describe(io, value)` that names each field in order with the rule it is
+// written and read by. Three kinds of `io` walk it (src/schema/record_io.h):
+//   - Writer: the JSON line (and any RecordVisitor, vxperf/record_walk.h), in this order, each
+//     field present as its rule says;
+//   - Reader: a JSON object back into the struct, with the rule's default and checks, a wrong
+//     field reported by name (what `vxperf report`, replay and `vxperf trace` read);
+//   - a value walk: each field as the struct holds it, whatever the presence rules (the
+//     Prometheus series of src/serving/prometheus_sink.cpp).
+// A field added to a record is one member in its struct and one line here.
+//
+// The rules (io.<rule>(key, member, ...)):
+//   number, integer, count, small_int, bytes, boolean, string   plain values, with the reader's
+//       default when one is given (else required); count: not negative; small_int: 0..1e6; bytes:
+//       a count of bytes, absent keeps what the member holds
+//   nullable          an optional written as null when empty
+//   optional          an optional written only when set
+//   unless            written only when it is not the given default
+//   dtype, optional_dtype, peak_source   enums by name (dtype: only when not bf16; peak_source:
+//       only when a peak is given and it is not the table's)
+//   object, nullable_object, optional_object   a nested object (always / null when empty /
+//       only when set); object's fields are those its function names on the io it is handed
+//   named_objects, named_numbers   an object keyed by each element's name (stages, phases)
+//   numbers, ranks, strings        arrays
+//   group             fields present together, and read when the marker field is there (the
+//       value walk enters it always)
+//   device            "cuda:N" and the device readings, only when measured on a device
+//   derived           written only: a value the reader recomputes
+#pragma once
+
+#include <string>
+#include <type_traits>
+
+#include "vxperf/device.h"
+#include "vxperf/model.h"
+#include "vxperf/records.h"
+
+namespace vxperf::internal {
+
+// `R` is the struct, const or not: the same table writes (const) and reads.
+template <class R, class T>
+using Same = std::enable_if_t<std::is_same_v<std::remove_const_t<R>, T>, int>;
+
+// ---- device readings (vxperf/device.h) ----------------------------------------------------------
+
+// As records carry them (with "device") and the trace's request_end and memory events.
+template <class Io, class R, Same<R, DeviceReadings> = 0>
+void describe(Io& io, R& r) {
+  io.bytes("peak_alloc_bytes", r.allocated);
+  io.bytes("peak_reserved_bytes", r.reserved);
+}
+
+// ---- request records ----------------------------------------------------------------------------
+
+template <class Io, class R, Same<R, StageSummary> = 0>
+void describe(Io& io, R& s) {
+  io.integer("count", s.count, 0);
+  io.number("total_ms", s.total_ms);
+  io.number("mean_ms", s.mean_ms, 0.0);
+  io.number("std_ms", s.std_ms, 0.0);
+  io.number("min_ms", s.min_ms, 0.0);
+  io.number("max_ms", s.max_ms, 0.0);
+}
+
+// What an MFU rests on beyond the reference's fields: each written only when it says something the
+// reference would not assume (a table peak, bf16, dense attention, every call a full forward).
+template <class Io, class E>
+void describe_efficiency_basis(Io& io, E& e) {
+  io.peak_source("peak_source", e.peak_source, e.peak_tflops.has_value());
+  io.dtype("dtype", e.dtype);
+  io.unless("attn_density", e.attn_density, 1.0);
+  io.optional_count("skipped_fwd", e.skipped_fwd);
+  io.optional("effective_fwd", e.effective_fwd);
+}
+
+template <class Io, class R, Same<R, DitThroughput> = 0>
+void describe(Io& io, R& d) {
+  io.integer("params", d.params, 0);
+  io.integer("tokens", d.tokens, 0);
+  io.integer("batch", d.batch, 1);
+  io.small_int("devices", d.devices, 1);
+  io.number("flops_per_fwd", d.flops_per_fwd, 0.0);
+  io.number("attn_share", d.attn_share, 0.0);
+  io.number("tflops", d.tflops, 0.0);
+  io.nullable("peak_tflops", d.peak_tflops);
+  io.nullable("mfu", d.mfu);
+  describe_efficiency_basis(io, d);
+}
+
+// The fields every record starts with.
+template <class Io, class R>
+void describe_head(Io& io, const char* kind, R& r) {
+  io.tag("kind", kind);
+  io.number("ts", r.ts, 0.0);
+  io.small_int("rank", r.rank, 0);
+  io.small_int("world_size", r.world_size, 1);
+}
+
+template <class Io, class R, Same<R, RequestRecord> = 0>
+void describe(Io& io, R& r) {
+  describe_head(io, "request", r);
+  io.integer("req", r.req, 0);
+  io.boolean("warmup", r.warmup, false);
+  io.number("e2e_s", r.e2e_s);
+  io.named_objects("stages", r.stages, "stage");
+  io.nullable_object("dit", r.dit);
+  io.device("device", r.device, r.peaks);
+}
+
+// ---- training window records --------------------------------------------------------------------
+
+template <class Io, class R, Same<R, TrainThroughput> = 0>
+void describe(Io& io, R& t) {
+  io.number("samples_per_s", t.samples_per_s, 0.0);
+  io.number("samples", t.samples, 0.0);
+  io.number("wall_s", t.wall_s, 0.0);
+  io.small_int("dp", t.dp, 1);
+  // Present only when some step of the window could be priced.
+  io.group(t.priced, "flops_per_step", [&](auto& io) {
+    io.integer("params", t.params, 0);
+    io.integer("trainable", t.trainable, t.params);
+    io.number("tokens", t.tokens, 0.0);
+    io.integer("priced_steps", t.priced_steps, 0);
+    io.number("priced_s", t.priced_s, 0.0);
+    io.number("flops_coef", t.flops_coef, 0.0);
+    io.number("flops_coef_hw", t.flops_coef_hw, 0.0);
+    io.string("flops_coef_reason", t.flops_coef_reason);
+    io.number("flops_per_step", t.flops_per_step);
+    io.number("attn_share", t.attn_share, 0.0);
+    io.small_int("devices", t.devices, 1);
+    io.number("tflops", t.tflops, 0.0);
+    io.number("hw_tflops", t.hw_tflops, 0.0);
+    io.nullable("peak_tflops", t.peak_tflops);
+    io.nullable("mfu", t.mfu);
+    io.nullable("hfu", t.hfu);
+    describe_efficiency_basis(io, t);
+  });
+}
+
+// A rank and its step time, as the view names its fastest and slowest ranks.
+template <class Io, class Rank, class V>
+void describe_rank_of(Io& io, const char* key, Rank& rank, const V& view, const char* what) {
+  io.object(key, what, [&](auto& io) {
+    io.small_int("rank", rank, 0);
+    auto i = static_cast<std::size_t>(rank);
+    io.derived("step_s_p50", i < view.step_s_p50.size() ? view.step_s_p50[i] : 0.0);
+  });
+}
+
+template <class Io, class R, Same<R, CrossRankView> = 0>
+void describe(Io& io, R& v) {
+  io.derived("ranks", v.step_s_p50.size());
+  io.numbers("step_s_p50", v.step_s_p50, "xrank.step_s_p50", "xrank");
+  io.number("median_s", v.median_s, 0.0);
+  describe_rank_of(io, "min", v.min_rank, v, "xrank.min");
+  describe_rank_of(io, "max", v.max_rank, v, "xrank.max");
+  io.numbers("excess_s", v.excess_s, "xrank.excess_s", "xrank");
+  io.ranks("stragglers", v.stragglers, "xrank.stragglers");
+  io.strings("straggler_phases", v.straggler_phases, "xrank.straggler_phases");
+  io.nullable("samples_per_s", v.samples_per_s);
+  io.nullable("tflops", v.tflops);
+  io.optional_pair("peak_alloc_bytes", v.peak_alloc, "xrank.peak_alloc_bytes", "rank", "bytes");
+  io.number("exchange_s", v.exchange_s, 0.0);
+}
+
+template <class Io, class R, Same<R, TrainWindowRecord> = 0>
+void describe(Io& io, R& r) {
+  describe_head(io, "train_window", r);
+  io.integer("step_first", r.step_first, 0);
+  io.integer("step_last", r.step_last, 0);
+  io.count("steps", r.steps);
+  io.integer("warmup_excluded", r.warmup_excluded, 0);
+  io.number("step_s_p50", r.step_s_p50);
+  io.number("step_s_p95", r.step_s_p95);
+  io.named_numbers("phases_s", r.phases_s);
+  io.number("micro_steps", r.micro_steps, 1.0);
+  io.number("overrun_s", r.overrun_s, 0.0);
+  io.device("device", r.device, r.peaks);
+  io.nullable_object("throughput", r.throughput);
+  io.optional("eta_s", r.eta_s);
+  io.optional_object("xrank", r.xrank);
+}
+
+// ---- the model description (vxperf/model.h), as the trace's model events carry it ---------------
+
+template <class Io, class R, Same<R, AttentionWidths> = 0>
+void describe(Io& io, R& w) {
+  io.integer("self", w.self, 0);
+  io.integer("cross", w.cross, 0);
+  io.integer("modules", w.modules, 0);
+}
+
+// The fields a model declaration is priced by; `training` adds what the trained model says.
+// Read back, "trainable" defaults to the parameter count and a density must be valid.
+template <class Io, class R, Same<R, ModelInfo> = 0>
+void describe(Io& io, R& m, bool training) {
+  io.integer("params", m.params, 0);
+  if (training) {
+    io.integer("trainable", m.trainable, m.params);
+    io.boolean("ckpt", m.checkpointing, false);
+  }
+  io.nullable_object("attn", m.attention);
+  io.integer("text_tokens", m.text_tokens, 0);
+  io.optional_dtype("dtype", m.dtype);
+  io.density("attn_density", m.attn_density);
+}
+
+}  // namespace vxperf::internal

@@ -1,0 +1,94 @@
+#include "trace/trace_events.h"
+
+#include <atomic>
+
+#include "schema/json_visitor.h"
+#include "schema/record_fields.h"
+#include "schema/record_writer.h"
+
+namespace vxperf::internal {
+namespace {
+
+// Names are interned as valid UTF-8; this only keeps a stray byte from throwing.
+std::string dump(const Json& j) { return j.dump(-1, ' ', false, Json::error_handler_t::replace); }
+
+// An event's head followed by the fields of `value`'s table (src/schema/record_fields.h).
+template <class T, class... Args>
+Json with_fields(Json head, const T& value, Args... args) {
+  JsonVisitor out(std::move(head));
+  Writer writer(out);
+  describe(writer, value, args...);
+  return std::move(out.json());
+}
+
+}  // namespace
+
+std::string config_event(const Settings& settings, const std::optional<std::string>& device_name,
+                         int device_index, const Topology& topology) {
+  Json env = Json::object();
+  for (const auto& [name, value] : settings.to_env()) env[name] = value;
+  Json config = {{"ev", "config"},
+                 {"env", env},
+                 {"device", device_name ? Json(*device_name) : Json(nullptr)},
+                 {"device_index", device_name ? device_index : 0},
+                 {"rank", topology.rank},
+                 {"world_size", topology.world_size},
+                 {"sp", topology.sp}};
+  return dump(config);
+}
+
+std::string model_event(std::string_view stage, const ModelInfo& info) {
+  return dump(with_fields(Json{{"ev", "model"}, {"stage", stage}}, info, /*training=*/false));
+}
+
+std::vector<std::string> request_events(const SettledRequest& request) {
+  std::vector<std::string> block;
+  for (const auto& [stage, info] : request.models) block.push_back(model_event(stage, info));
+  // The thread that ran it (settling runs on the request's own thread): `vxperf trace` gives each
+  // thread its own track, where its requests and their stages nest.
+  static std::atomic<int> next_thread{0};
+  thread_local const int thread = next_thread.fetch_add(1, std::memory_order_relaxed);
+  block.push_back(Json{{"ev", "request_begin"}, {"t", request.t0}, {"thread", thread}}.dump());
+  for (const SettledCall& call : request.calls) {
+    Json ev = {{"ev", "stage"},
+               {"name", call.stage},
+               {"t0", call.t0},
+               {"t1", call.t1},
+               {"device_ms", call.device_ms ? Json(*call.device_ms) : Json(nullptr)}};
+    if (call.tokens > 0) {
+      ev["tokens"] = call.tokens;
+      ev["batch"] = call.batch;
+    }
+    if (call.dtype) ev["dtype"] = dtype_name(*call.dtype);
+    if (call.fraction != 1.0) ev["frac"] = call.fraction;
+    block.push_back(dump(ev));
+  }
+  Json end = {{"ev", "request_end"}, {"t", request.t1}};
+  if (request.readings) end = with_fields(std::move(end), *request.readings);
+  block.push_back(end.dump());
+  return block;
+}
+
+std::string finish_event(double t) { return Json{{"ev", "finish"}, {"t", t}}.dump(); }
+
+std::string peak_event(int device, const MeasuredPeak& peak) {
+  return Json{{"ev", "peak"},
+              {"device_index", device < 0 ? -1 : device},
+              {"dtype", dtype_name(peak.dtype)},
+              {"tflops", peak.tflops}}
+      .dump();
+}
+
+Json train_model_event(const ModelInfo& info, std::int64_t trainable) {
+  ModelInfo trained = info;
+  trained.trainable = trainable;
+  return with_fields(Json{{"ev", "train_model"}}, trained, /*training=*/true);
+}
+
+Json micro_event(const char* kind, double t) { return Json{{"ev", kind}, {"t", t}}; }
+
+Json memory_event(const DeviceReadings& readings) {
+  return with_fields(Json{{"ev", "memory"}}, readings);
+}
+
+}  // namespace vxperf::internal

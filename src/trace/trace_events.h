@@ -1,0 +1,35 @@
+// The events of a live run's raw trace (VIDEOX_PERF_TRACE), in the event-script format that
+// replay reads (docs/EVENT_SCRIPTS.md). Made here and nowhere else.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "schema/json_fields.h"
+#include "vxperf/model.h"
+#include "vxperf/observer.h"
+#include "vxperf/peak.h"
+#include "vxperf/settings.h"
+#include "vxperf/topology.h"
+
+namespace vxperf::internal {
+
+// The first line: the settings as variables, the device, the topology.
+std::string config_event(const Settings& settings, const std::optional<std::string>& device_name,
+                         int device_index, const Topology& topology);
+std::string model_event(std::string_view stage, const ModelInfo& info);
+// One request, begin to end: its own model declarations, then its calls.
+std::vector<std::string> request_events(const SettledRequest& request);
+std::string finish_event(double t);
+// A measured peak handed to the engine (device -1: the host).
+std::string peak_event(int device, const MeasuredPeak& peak);
+
+// Training events stay JSON until their step settles: only then are device times known.
+Json train_model_event(const ModelInfo& info, std::int64_t trainable);
+Json micro_event(const char* kind, double t);  // "micro_enter" / "micro_exit"
+Json memory_event(const DeviceReadings& readings);
+
+}  // namespace vxperf::internal

@@ -1,0 +1,305 @@
+// The report: records summarized per run and per rank, its text, JSON and HTML, comparisons.
+#include "vxperf/report.h"
+
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <nlohmann/json.hpp>
+#include <set>
+#include <sstream>
+#include <thread>
+
+#include "analysis_records.h"
+#include "vxperf/event_script.h"
+#include "vxperf/vxperf.h"
+
+namespace vxperf::analysis {
+namespace {
+
+using Json = nlohmann::json;
+using namespace test_records;
+
+TEST(Report, SummarizesRequestsWithoutWarmup) {
+  RecordSet set;
+  set.requests = {request(0, 0, 30.0, true), request(0, 1, 10.0), request(0, 2, 12.0),
+                  request(0, 3, 14.0)};
+  Report report = build_report(set);
+  ASSERT_TRUE(report.requests);
+  const auto& r = *report.requests;
+  EXPECT_EQ(r.count, 3);
+  EXPECT_EQ(r.warmup, 1);
+  EXPECT_DOUBLE_EQ(r.e2e_p50_s, 12.0);
+  EXPECT_DOUBLE_EQ(r.e2e_max_s, 14.0);
+  EXPECT_NEAR(r.e2e_p95_s, 13.8, 1e-9);
+  ASSERT_EQ(r.stages.size(), 2u);
+  EXPECT_EQ(r.stages[0].name, "transformer");
+  EXPECT_NEAR(r.stages[0].mean_ms, 12.0 * 800.0, 1e-6);
+  EXPECT_NEAR(r.stages[0].share, 0.8, 1e-9);
+  EXPECT_NEAR(r.stages[1].share, 0.15, 1e-9);
+  EXPECT_DOUBLE_EQ(r.stages[0].calls, 10.0);
+  ASSERT_TRUE(r.tflops && r.mfu);
+  EXPECT_DOUBLE_EQ(*r.tflops, 400.0);
+  EXPECT_FALSE(report.training);
+  EXPECT_TRUE(report.stragglers.empty());
+  std::string text = format_report(report);
+  EXPECT_NE(text.find("Requests: 3 measured (1 warmup excluded)"), std::string::npos) << text;
+  EXPECT_NE(text.find("transformer"), std::string::npos);
+}
+
+TEST(Report, FindsStragglersAcrossRanks) {
+  RecordSet set;
+  double p50[] = {1.0, 1.01, 1.049, 1.2};
+  for (int rank = 0; rank < 4; ++rank) {
+    set.windows.push_back(window(rank, 0, 10, p50[rank]));
+    set.windows.push_back(window(rank, 10, 10, p50[rank]));
+  }
+  Report report = build_report(set);
+  ASSERT_TRUE(report.training);
+  EXPECT_EQ(report.training->steps, 20);
+  EXPECT_EQ(report.training->windows, 8);
+  ASSERT_EQ(report.ranks.size(), 4u);
+  ASSERT_TRUE(report.rank_median_s);
+  EXPECT_NEAR(*report.rank_median_s, (1.01 + 1.049) / 2, 1e-12);
+  EXPECT_EQ(report.stragglers, std::vector<int>{3});
+  // Samples/s: 2 samples per step at p50 seconds a step, per rank; global is dp times that.
+  ASSERT_TRUE(report.training->samples_per_s && report.training->samples_per_s_global);
+  EXPECT_NEAR(*report.training->samples_per_s_global, *report.training->samples_per_s * 4, 1e-9);
+  ASSERT_TRUE(report.ranks[0].samples_per_s);
+  EXPECT_NEAR(*report.ranks[0].samples_per_s, 2.0, 1e-9);
+  // Phase shares follow the windows' phases.
+  ASSERT_EQ(report.training->phase_share.size(), 3u);
+  EXPECT_EQ(report.training->phase_share[2].first, "bwd");
+  EXPECT_NEAR(report.training->phase_share[2].second, 0.6, 1e-9);
+  ASSERT_TRUE(report.training->eta_s);
+  EXPECT_NEAR(*report.training->eta_s, 3600.0 * 9.9, 1e-6);  // the latest window's
+  std::string text = format_report(report);
+  EXPECT_NE(text.find("Stragglers: rank 3"), std::string::npos) << text;
+  Json j = Json::parse(report_json(report));
+  EXPECT_EQ(j["stragglers"], Json::array({3}));
+  EXPECT_EQ(j["ranks"].size(), 4u);
+  EXPECT_EQ(j["training"]["steps"], 20);
+  EXPECT_TRUE(j["requests"].is_null());
+}
+
+// The report lists phases in the engine's order (its phase table), whatever order the windows
+// name them in: vae_dec sits between vae_enc and text_encoder, never after "other" (as it did
+// when the report kept a copy of the order that lacked it).
+TEST(Report, PhasesInTheEnginesOrderVaeDecodeIncluded) {
+  RecordSet set;
+  TrainWindowRecord w = window(0, 0, 10, 2.0);
+  w.phases_s = {{"other", 0.1}, {"vae_dec", 0.2}, {"fwd", 0.6}, {"text_encoder", 0.05},
+                {"vae_enc", 0.3}, {"data", 0.1}};
+  set.windows.push_back(w);
+  Report report = build_report(set);
+  std::vector<std::string> order;
+  for (const auto& [name, seconds] : report.training->phase_s) order.push_back(name);
+  EXPECT_EQ(order, (std::vector<std::string>{"data", "vae_enc", "vae_dec", "text_encoder", "fwd",
+                                             "other"}));
+  std::string text = format_report(report);
+  EXPECT_LT(text.find("  vae_dec"), text.find("  other"));
+}
+
+TEST(Report, NoStragglersWhenRanksAgree) {
+  RecordSet set;
+  for (int rank = 0; rank < 3; ++rank) set.windows.push_back(window(rank, 0, 10, 2.0));
+  Report report = build_report(set);
+  EXPECT_TRUE(report.stragglers.empty());
+  EXPECT_NE(format_report(report).find("Stragglers: none"), std::string::npos);
+}
+
+TEST(Report, InferenceOnlyRunsCompareRanksByLatency) {
+  RecordSet set;
+  for (int rank = 0; rank < 3; ++rank) {
+    for (int i = 0; i < 3; ++i) set.requests.push_back(request(rank, i, rank == 2 ? 12.0 : 10.0));
+  }
+  Report report = build_report(set);
+  ASSERT_EQ(report.ranks.size(), 3u);
+  EXPECT_EQ(report.ranks[2].requests, 3);
+  EXPECT_EQ(report.stragglers, std::vector<int>{2});
+  EXPECT_EQ(report.requests->count, 9);
+}
+
+// DDP: every rank's step lasts 1.5s; rank 1 loads data 0.5s longer and the others wait it out in
+// the backward's all-reduce. Step times agree, phases do not.
+RecordSet synchronized_ranks() {
+  RecordSet set;
+  for (int rank = 0; rank < 4; ++rank) {
+    for (int first : {0, 10}) {
+      TrainWindowRecord w = window(rank, first, 10, 1.5);
+      bool slow = rank == 1;
+      w.phases_s = {{"data", slow ? 0.6 : 0.1}, {"fwd", 0.3}, {"bwd", slow ? 0.6 : 1.1}};
+      set.windows.push_back(w);
+    }
+  }
+  return set;
+}
+
+TEST(Report, NamesTheRankWhosePhasesRunLongInASynchronizedJob) {
+  RecordSet set = synchronized_ranks();
+  Report report = build_report(set);
+  EXPECT_EQ(report.stragglers, std::vector<int>{1});
+  EXPECT_EQ(report.straggler_phases, std::vector<std::string>{"data"});
+  ASSERT_TRUE(report.ranks[1].excess_s && report.ranks[0].excess_s);
+  EXPECT_NEAR(*report.ranks[1].excess_s, 0.5, 1e-9);
+  EXPECT_NEAR(*report.ranks[0].excess_s, 0.0, 1e-9);
+  std::string text = format_report(report);
+  EXPECT_NE(text.find("Stragglers: rank 1 (1.500s, +0.500s above the ranks' medians, most in "
+                      "data) against the median 1.500s"),
+            std::string::npos)
+      << text;
+  Json j = Json::parse(report_json(report));
+  EXPECT_EQ(j["stragglers"], Json::array({1}));
+  EXPECT_EQ(j["straggler_phases"], Json::array({"data"}));
+  EXPECT_NEAR(j["ranks"][1]["phases_s"]["data"].get<double>(), 0.6, 1e-9);
+  EXPECT_NEAR(j["ranks"][1]["excess_s"].get<double>(), 0.5, 1e-9);
+  // The HTML draws every rank's phases side by side and marks the straggler.
+  std::string html = report_html(report, set);
+  EXPECT_NE(html.find("<title>rank 1 (straggler) data: 0.6</title>"), std::string::npos);
+  EXPECT_NE(html.find("<title>rank 0 bwd: 1.1</title>"), std::string::npos);
+  EXPECT_NE(html.find("Phase breakdown per window (rank 1, straggler, mean per step)"),
+            std::string::npos);
+  EXPECT_NE(html.find("Phase breakdown per window (rank 3, mean per step)"), std::string::npos);
+}
+
+
+TEST(Report, ComparesTwoRunsWithDirection) {
+  RecordSet a, b;
+  a.windows = {window(0, 0, 10, 2.0, 0.40)};
+  b.windows = {window(0, 0, 10, 1.5, 0.50)};
+  a.requests = {request(0, 0, 10.0)};
+  b.requests = {request(0, 0, 10.01)};
+  auto changes = compare_reports(build_report(a), build_report(b));
+  auto find = [&](const std::string& name) {
+    auto it = std::find_if(changes.begin(), changes.end(),
+                           [&](const MetricChange& c) { return c.name == name; });
+    EXPECT_NE(it, changes.end()) << name;
+    return it == changes.end() ? MetricChange{} : *it;
+  };
+  EXPECT_EQ(find("training.step_p50_s").direction, "better");
+  EXPECT_NEAR(*find("training.step_p50_s").change, -0.25, 1e-9);
+  EXPECT_EQ(find("training.mfu").direction, "better");
+  EXPECT_EQ(find("training.samples_per_s").direction, "better");
+  EXPECT_EQ(find("requests.e2e_p50_s").direction, "same");
+  std::string text = format_comparison("a.jsonl", "b.jsonl", changes);
+  EXPECT_NE(text.find("training.step_p50_s"), std::string::npos);
+  Json j = Json::parse(comparison_json("a.jsonl", "b.jsonl", changes));
+  EXPECT_EQ(j["metrics"].size(), changes.size());
+
+  // Slower the other way round.
+  auto reverse = compare_reports(build_report(b), build_report(a));
+  for (const auto& c : reverse) {
+    if (c.name == "training.step_p50_s") EXPECT_EQ(c.direction, "worse");
+  }
+}
+
+TEST(Report, HtmlIsSelfContainedWithItsCharts) {
+  RecordSet set;
+  for (int rank = 0; rank < 2; ++rank) {
+    for (int i = 0; i < 5; ++i) set.windows.push_back(window(rank, i * 10, 10, 1.0 + 0.1 * i));
+  }
+  set.requests = {request(0, 0, 10.0, true), request(0, 1, 9.0)};
+  set.requests[1].stages[0].name = "<script>";
+  Report report = build_report(set, {"a&b.jsonl"});
+  std::string html = report_html(report, set);
+  EXPECT_EQ(html.rfind("<!DOCTYPE html>", 0), 0u);
+  for (const char* title : {"Step time over steps", "Phase breakdown per window", "MFU per window",
+                            "End-to-end time per request"}) {
+    EXPECT_NE(html.find(title), std::string::npos) << title;
+  }
+  auto count = [&](const std::string& s) {
+    std::size_t n = 0;
+    for (auto p = html.find(s); p != std::string::npos; p = html.find(s, p + 1)) ++n;
+    return n;
+  };
+  // Step time, phases per rank, phases per window of each of the two ranks, MFU, requests.
+  EXPECT_EQ(count("<svg"), 6u);
+  EXPECT_EQ(count("</svg>"), 6u);
+  EXPECT_NE(html.find("Phase breakdown per rank (mean per step)"), std::string::npos);
+  EXPECT_NE(html.find("Phase breakdown per window (rank 1, mean per step)"), std::string::npos);
+  EXPECT_EQ(count("<script>"), 0u);  // names are escaped
+  EXPECT_NE(html.find("a&amp;b.jsonl"), std::string::npos);
+  EXPECT_EQ(html.find("http://", 0), html.find("http://www.w3.org/2000/svg"));  // no fetches
+}
+
+TEST(Report, SmallNumbersReadInUnitsThatFit) {
+  // A CPU run: a small model, GFLOPS against a measured peak, a few seconds left, some calls
+  // cached.
+  RecordSet set;
+  set.requests = {request(0, 0, 1.0), request(0, 1, 1.0)};
+  for (auto& r : set.requests) {
+    r.dit->params = 364512;
+    r.dit->tflops = 0.0123;
+    r.dit->peak_tflops = 0.3568;
+    r.dit->mfu = 0.0123 / 0.3568;
+    r.dit->peak_source = PeakSource::kMeasured;
+    r.dit->dtype = Dtype::kFp32;
+  }
+  set.requests[1].dit->skipped_fwd = 4;
+  set.requests[1].dit->effective_fwd = 5.5;
+  set.windows = {window(0, 0, 10, 0.02)};
+  auto& t = *set.windows[0].throughput;
+  t.params = 25300000;
+  t.trainable = 1200000;
+  t.tflops = 0.0004;
+  t.peak_tflops = 1.38;
+  t.peak_source = PeakSource::kMeasured;
+  set.windows[0].eta_s = 45.0;
+  Report report = build_report(set);
+  std::string text = format_report(report);
+  EXPECT_NE(text.find("  DiT 364.5K params  12.3 GFLOPS  MFU 3.4% of 356.8 GFLOPS per device "
+                      "(measured, fp32)"),
+            std::string::npos)
+      << text;
+  // Request 0 computed its 10 calls whole, request 1 came to 5.5 of its 10.
+  EXPECT_NE(text.find("cached forwards: 4 of 20 transformer calls skipped, 15.5 full forwards"),
+            std::string::npos)
+      << text;
+  EXPECT_NE(text.find("  DiT 25.3M params  400.0 MFLOPS"), std::string::npos) << text;
+  EXPECT_NE(text.find("of 1.4 TFLOPS per device (measured)\n"), std::string::npos) << text;
+  EXPECT_NE(text.find("  trainable 1.2M params"), std::string::npos) << text;
+  EXPECT_NE(text.find("  ETA 45s"), std::string::npos) << text;
+  Json j = Json::parse(report_json(report));
+  EXPECT_EQ(j["requests"]["peak_measured"], true);
+  EXPECT_EQ(j["requests"]["params"], 364512);
+  EXPECT_EQ(j["requests"]["skipped_fwd"], 4);
+  EXPECT_EQ(j["training"]["peak_tflops_per_device"], 1.38);
+  EXPECT_EQ(j["training"]["dtype"], "bf16");
+
+  // Long ETAs stay in hours, mid ones read in minutes; big rates stay in TFLOPS.
+  set.windows[0].eta_s = 5400.0;
+  EXPECT_NE(format_report(build_report(set)).find("  ETA 90.0 min"), std::string::npos);
+  set.windows[0].eta_s = 36000.0;
+  EXPECT_NE(format_report(build_report(set)).find("  ETA 10.0h"), std::string::npos);
+  RecordSet gpu;
+  gpu.requests = {request(0, 0, 1.0)};
+  EXPECT_NE(format_report(build_report(gpu))
+                .find("  DiT 1.42B params  400.0 TFLOPS  MFU 40.4% of "
+                      "989.0 TFLOPS per device\n"),
+            std::string::npos)
+      << format_report(build_report(gpu));
+}
+
+TEST(Report, HtmlStepTicksAreWholeNumbers) {
+  // Two windows of two steps: their middles are 0.5 and 2.5; ticks must not be.
+  RecordSet set;
+  set.windows = {window(0, 0, 2, 1.0), window(0, 2, 2, 1.1)};
+  std::string html = report_html(build_report(set), set);
+  // The x axis row of the line charts (320 high, 50 below the plot, labels 16 under it).
+  const std::string row = "y=\"286\" class=\"axis\" text-anchor=";
+  std::size_t ticks = 0;
+  for (std::size_t p = html.find(row); p != std::string::npos; p = html.find(row, p + 1)) {
+    std::size_t open = html.find('>', p) + 1;
+    std::string label = html.substr(open, html.find('<', open) - open);
+    if (label.find('-') != std::string::npos) continue;  // a bar chart's window label ("0-1")
+    ++ticks;
+    EXPECT_EQ(label.find('.'), std::string::npos) << label;
+  }
+  EXPECT_GE(ticks, 4u);  // 0..3 on each of two charts, at least
+}
+
+}  // namespace
+}  // namespace vxperf::analysis

@@ -1,0 +1,246 @@
+// The event-script reader, and the promise of VIDEOX_PERF_TRACE: replaying a live run's trace
+// reproduces the live run's records and log lines.
+#include "vxperf/event_script.h"
+
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <sstream>
+
+#include "test_support.h"
+#include "training/trainer_core.h"
+#include "vxperf/inference.h"
+#include "vxperf/training.h"
+
+namespace vxperf {
+namespace {
+
+using Json = nlohmann::json;
+using testing::TestEngine;
+
+std::string temp_path(const std::string& name) {
+  std::string path = ::testing::TempDir() + "vxperf-trace-test/" + name;
+  std::filesystem::remove(path);
+  return path;
+}
+
+void expect_same_output(const testing::MemoryOutput& live, const std::string& trace_path) {
+  std::ifstream trace(trace_path);
+  ASSERT_TRUE(trace) << trace_path;
+  testing::MemoryOutput replayed;
+  replay(trace, replayed.log_fn(), replayed);
+  auto a = live.records();
+  auto b = replayed.records();
+  ASSERT_EQ(a.size(), b.size());
+  ASSERT_FALSE(a.empty());
+  for (std::size_t i = 0; i < a.size(); ++i) {
+    Json x = Json::parse(a[i]);
+    Json y = Json::parse(b[i]);
+    x.erase("ts");
+    y.erase("ts");
+    EXPECT_EQ(x, y) << "record " << i;
+  }
+  auto metrics = [](const std::vector<std::string>& lines) {
+    std::vector<std::string> out;
+    for (const auto& l : lines) {
+      if (l.rfind("[Perf][rank", 0) == 0) out.push_back(l);
+    }
+    return out;
+  };
+  EXPECT_EQ(metrics(live.logs()), metrics(replayed.logs()));
+}
+
+TEST(LiveTrace, InferenceReplayReproducesTheRecords) {
+  std::string path = temp_path("inference.jsonl");
+  TestEngine t({{"VIDEOX_PERF", "2"}, {"VIDEOX_PERF_WARMUP", "1"}, {"VIDEOX_PERF_TRACE", path}},
+               true, Topology{0, 2, 2});
+  ModelInfo model;
+  model.params = 1418996800;
+  model.attention = AttentionWidths{46080, 46080, 60};
+  model.text_tokens = 512;
+  t.engine->declare_model("transformer", model);
+  double device_ms = 0;
+  t.device->set_auto_time([&] { return device_ms; });
+  for (int r = 0; r < 3; ++r) {
+    t.device->set_peaks(MemoryPeaks{(r + 1ull) << 30, (r + 5ull) << 30});
+    RequestScope request(*t.engine, RequestOptions{1, nullptr});
+    {
+      StageScope s(kTextEncoder);
+      t.clock->advance(0.031 * (r + 1));
+      device_ms += 12.5;
+    }
+    for (int i = 0; i < 4 + r; ++i) {
+      StageScope s(kTransformer, 32760, 2);
+      t.clock->advance(0.1 + 0.013 * i);
+      device_ms += 170.25 + i;
+    }
+    {
+      RequestScope nested(*t.engine);  // ignored: the outer request owns it
+      StageScope s(kVaeDecode);
+      t.clock->advance(0.7);
+      device_ms += 650;
+    }
+  }
+  t.engine->shutdown();
+  expect_same_output(*t.output, path + ".rank0");
+}
+
+TEST(LiveTrace, TrainingReplayReproducesTheRecords) {
+  std::string path = temp_path("training.jsonl");
+  TestEngine t({{"VIDEOX_PERF", "2"},
+                {"VIDEOX_PERF_EVERY", "3"},
+                {"VIDEOX_PERF_WARMUP", "1"},
+                {"VIDEOX_PERF_TRACE", path}});
+  Trainer& trainer = t.engine->trainer();
+  trainer.set_device(0);
+  ModelInfo model;
+  model.params = 1418996800;
+  model.trainable = 5000000;
+  model.attention = AttentionWidths{46080, 46080, 60};
+  model.text_tokens = 512;
+  trainer.register_model(model);
+  double device_ms = 0;
+  int lag_choice = 0;
+  const int lags[] = {0, 1, 2, 4, -1, 0, 1};
+  t.device->set_auto_time([&] { return device_ms; });
+  t.device->set_auto_ready([&]() -> testing::SimulatedBackend::ReadyTest {
+    int lag = lags[lag_choice % 7];
+    if (lag < 0) return [] { return false; };
+    std::int64_t at = internal::core_of(trainer).current_step_index() + 1 + lag;
+    return [&trainer, at] { return trainer.steps_closed() >= at; };
+  });
+  int opt = 0;
+  int critic = 0;
+  const std::int64_t buckets[] = {1560, 32760, 0, 8190};
+  for (int step = 0; step < 11; ++step) {
+    lag_choice = step;
+    t.device->set_peaks(MemoryPeaks{(step + 1ull) << 28, (step + 2ull) << 28});
+    for (int micro = 0; micro < 2; ++micro) {
+      bool last = micro == 1;
+      MicroStep m(&trainer);
+      t.clock->advance(0.003);
+      {
+        ModelCall vae(Phase::kVaeEncode, 0, 1, &trainer);
+        t.clock->advance(0.02);
+        device_ms += 25;
+      }
+      {
+        ModelCall fwd(Phase::kForward, buckets[step % 4], 1 + step % 3, &trainer);
+        t.clock->advance(0.3);
+        device_ms += 410.5;
+      }
+      {
+        Backward b(&trainer);
+        t.clock->advance(0.6);
+        device_ms += 820.25;
+      }
+      if (last) {
+        Clip c(&trainer);
+        t.clock->advance(0.01);
+        device_ms += 12;
+      }
+      {
+        OptimizerStep o(&opt, last, &trainer);
+        t.clock->advance(last ? 0.04 : 0.0001);
+        device_ms += 30;
+      }
+      {
+        OptimizerStep o(&critic, last, &trainer);
+        t.clock->advance(0.01);
+      }
+      t.clock->advance(0.002);
+    }
+    t.clock->advance(0.05);  // the data loader
+  }
+  t.engine->shutdown();
+  expect_same_output(*t.output, path);
+}
+
+void expect_error(const std::string& script, int line, const std::string& fragment) {
+  std::istringstream in(script);
+  testing::MemoryOutput out;
+  try {
+    replay(in, out.log_fn(), out);
+    FAIL() << "no error for: " << script;
+  } catch (const ScriptError& e) {
+    EXPECT_EQ(e.line(), line) << e.what();
+    EXPECT_NE(std::string(e.what()).find(fragment), std::string::npos) << e.what();
+  }
+}
+
+TEST(EventScript, ClearErrorsNamingTheLine) {
+  const std::string config = R"({"ev": "config", "env": {"VIDEOX_PERF": "1"}})"
+                             "\n";
+  expect_error("", 0, "empty");
+  expect_error(R"({"ev": "finish", "t": 1})", 1, "first event must be a config");
+  expect_error(config + "not json\n", 2, "not a JSON object");
+  expect_error(config + "\n" + R"({"ev": "bogus"})", 3, "unknown event \"bogus\"");
+  expect_error(config + R"({"ev": "request_begin"})", 2, "\"t\" must be a number");
+  expect_error(config + R"({"ev": "phase", "name": "opt", "t0": 1, "t1": 2})", 2,
+               "is not one of fwd");
+  expect_error(config + R"({"ev": "config"})", 2, "a second config");
+}
+
+TEST(EventScript, OffProducesNothing) {
+  std::istringstream in(R"({"ev": "config", "env": {"VIDEOX_PERF": "0"}, "device": "NVIDIA H100"}
+{"ev": "request_begin", "t": 1}
+{"ev": "stage", "name": "transformer", "t0": 1, "t1": 2, "device_ms": 5}
+{"ev": "request_end", "t": 3}
+{"ev": "finish", "t": 4})");
+  testing::MemoryOutput out;
+  replay(in, out.log_fn(), out);
+  EXPECT_TRUE(out.records().empty());
+  EXPECT_TRUE(out.logs().empty());
+}
+
+// The reference never reports a call that did not return: a script that stops inside a request
+// (a live run killed mid-request) records the requests before it, and nothing of that one.
+TEST(EventScript, AScriptEndingInsideARequestRecordsNothingOfIt) {
+  std::istringstream in(R"({"ev": "config", "env": {"VIDEOX_PERF": "1"}, "device": "NVIDIA H100"}
+{"ev": "request_begin", "t": 1}
+{"ev": "stage", "name": "transformer", "t0": 1, "t1": 2, "device_ms": 5}
+{"ev": "request_end", "t": 3}
+{"ev": "request_begin", "t": 4}
+{"ev": "stage", "name": "transformer", "t0": 4, "t1": 5, "device_ms": 5}
+)");
+  testing::MemoryOutput out;
+  replay(in, out.log_fn(), out);
+  ASSERT_EQ(out.requests().size(), 1u);
+  EXPECT_EQ(out.requests()[0].req, 0);
+  int lines = 0;
+  for (const auto& l : out.logs()) lines += l.rfind("[Perf]", 0) == 0;
+  EXPECT_EQ(lines, 1);
+}
+
+// A live run on a rank at or above its world size (accepted, with a warning) replays as it ran.
+TEST(EventScript, ARankAtOrAboveTheWorldSizeReplaysAsGiven) {
+  std::istringstream in(
+      R"({"ev": "config", "env": {"VIDEOX_PERF": "1"}, "rank": 9, "world_size": 2, "sp": 1}
+{"ev": "request_begin", "t": 1}
+{"ev": "stage", "name": "transformer", "t0": 1, "t1": 2}
+{"ev": "request_end", "t": 3}
+)");
+  testing::MemoryOutput out;
+  replay(in, out.log_fn(), out);
+  ASSERT_EQ(out.requests().size(), 1u);
+  EXPECT_EQ(out.requests()[0].rank, 9);
+  EXPECT_EQ(out.requests()[0].world_size, 2);
+}
+
+TEST(EventScript, SettingsOverrides) {
+  std::istringstream in(R"({"ev": "config", "env": {"VIDEOX_PERF": "0"}}
+{"ev": "request_begin", "t": 1}
+{"ev": "stage", "name": "transformer", "t0": 1, "t1": 2}
+{"ev": "request_end", "t": 3})");
+  testing::MemoryOutput out;
+  ReplayOptions options;
+  options.env_overrides = {{"VIDEOX_PERF", "1"}};
+  replay(in, out.log_fn(), out, options);
+  ASSERT_EQ(out.records().size(), 1u);
+  EXPECT_EQ(Json::parse(out.records()[0])["stages"]["transformer"]["total_ms"], 1000.0);
+}
+
+}  // namespace
+}  // namespace vxperf

@@ -1,0 +1,202 @@
+// The field tables (src/schema/record_fields.h): one table per record writes its JSON line, reads
+// it back and walks it for a visitor; what is written reads back to the same line.
+#include "schema/record_fields.h"
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
+
+#include "analysis_records.h"
+#include "schema/json_visitor.h"
+#include "schema/record_reader.h"
+#include "schema/record_writer.h"
+#include "schema/value_walk.h"
+#include "vxperf/record_walk.h"
+#include "vxperf/records.h"
+
+namespace vxperf {
+namespace {
+
+using Json = internal::Json;
+
+// Records with every field set: the analysis tests' records (tests/support/analysis_records.h)
+// with what they leave at its default.
+RequestRecord full_request() {
+  RequestRecord r = analysis::test_records::request(3, 41, 12.25, /*warmup=*/true);
+  r.ts = 1712345678.5;
+  r.world_size = 8;
+  DitThroughput& d = *r.dit;
+  d.batch = 2;
+  d.devices = 8;
+  d.attn_share = 0.4;
+  d.peak_source = PeakSource::kMeasured;
+  d.dtype = Dtype::kFp8;
+  d.attn_density = 0.5;
+  d.skipped_fwd = 12;
+  d.effective_fwd = 38.5;
+  r.device = 5;
+  return r;
+}
+
+TrainWindowRecord full_window() {
+  TrainWindowRecord w = analysis::test_records::window(1, 100, 48, 1.25);
+  w.ts = 1712345678.5;
+  w.warmup_excluded = 2;
+  w.phases_s.emplace_back("other", 0.02);
+  w.micro_steps = 2;
+  w.overrun_s = 0.001;
+  TrainThroughput& t = *w.throughput;
+  t.trainable = 1000;
+  t.flops_coef_reason = "lora, ckpt on -> 2x/3x";
+  t.peak_source = PeakSource::kEnv;
+  t.skipped_fwd = 3;
+  t.effective_fwd = 93.25;
+  CrossRankView v;
+  v.step_s_p50 = {1.0, 1.25, 1.0, 1.1};
+  v.excess_s = {0, 0.2, 0, 0.05};
+  v.median_s = 1.05;
+  v.max_rank = 1;
+  v.stragglers = {1};
+  v.straggler_phases = {"data"};
+  v.samples_per_s = 14;
+  v.tflops = 480;
+  v.peak_alloc = std::make_pair(2, std::uint64_t{70} << 30);
+  v.exchange_s = 0.003;
+  w.xrank = v;
+  return w;
+}
+
+TEST(RecordFields, ARequestLineReadsBackToTheSameLine) {
+  for (RequestRecord r : {full_request(), RequestRecord{}}) {
+    std::string line = to_json_line(r);
+    RequestRecord back = internal::read_request(Json::parse(line));
+    EXPECT_EQ(to_json_line(back), line);
+  }
+}
+
+TEST(RecordFields, AWindowLineReadsBackToTheSameLine) {
+  TrainWindowRecord unpriced = full_window();
+  unpriced.throughput->priced = false;
+  unpriced.xrank.reset();
+  unpriced.device.reset();
+  for (const TrainWindowRecord& w : {full_window(), unpriced, TrainWindowRecord{}}) {
+    std::string line = to_json_line(w);
+    TrainWindowRecord back = internal::read_window(Json::parse(line));
+    EXPECT_EQ(to_json_line(back), line);
+  }
+}
+
+TEST(RecordFields, TheFieldsBeyondTheReferenceAppearOnlyWhenTheySaySomething) {
+  RequestRecord r = full_request();
+  r.dit->peak_source = PeakSource::kTable;
+  r.dit->dtype = Dtype::kBf16;
+  r.dit->attn_density = 1.0;
+  r.dit->skipped_fwd.reset();
+  r.dit->effective_fwd.reset();
+  Json dit = Json::parse(to_json_line(r))["dit"];
+  for (const char* key : {"peak_source", "dtype", "attn_density", "skipped_fwd", "effective_fwd"}) {
+    EXPECT_FALSE(dit.contains(key)) << key;
+  }
+  // A measured peak is said only with a peak.
+  r.dit->peak_source = PeakSource::kMeasured;
+  r.dit->peak_tflops.reset();
+  EXPECT_FALSE(Json::parse(to_json_line(r))["dit"].contains("peak_source"));
+}
+
+// Keys as a visitor is walked over them, for the order of the walk.
+struct Keys : RecordVisitor {
+  std::vector<std::string> keys;
+  int depth = 0;
+  void begin_object(std::string_view k) override { add(k), ++depth; }
+  void end_object() override { --depth; }
+  void begin_array(std::string_view k) override { add(k), ++depth; }
+  void end_array() override { --depth; }
+  void null(std::string_view k) override { add(k); }
+  void boolean(std::string_view k, bool) override { add(k); }
+  void integer(std::string_view k, std::int64_t) override { add(k); }
+  void unsigned_integer(std::string_view k, std::uint64_t) override { add(k); }
+  void number(std::string_view k, double) override { add(k); }
+  void string(std::string_view k, std::string_view) override { add(k); }
+  void add(std::string_view k) {
+    if (depth == 1) keys.emplace_back(k);
+  }
+};
+
+TEST(RecordFields, TheWalkIsTheJsonLinesOrder) {
+  Keys walked;
+  walk_record(full_window(), walked);
+  std::vector<std::string> in_line;
+  Json line = Json::parse(to_json_line(full_window()));
+  for (const auto& item : line.items()) in_line.push_back(item.key());
+  EXPECT_EQ(walked.keys, in_line);
+  EXPECT_EQ(walked.depth, 0);
+}
+
+TEST(RecordFields, TheValueWalkSeesWhatARecordHoldsWhateverTheLineWouldSay) {
+  // Peaks without a device and an MFU of an unpriced window: not in the line, in the values.
+  TrainWindowRecord w = full_window();
+  w.device.reset();
+  w.throughput->priced = false;
+  std::vector<std::string> seen;
+  internal::walk_values(w, [&](const char* object, const char* key, double) {
+    seen.push_back(std::string(object) + "." + key);
+  });
+  auto has = [&](const std::string& k) {
+    return std::find(seen.begin(), seen.end(), k) != seen.end();
+  };
+  EXPECT_TRUE(has(".peak_alloc_bytes"));
+  EXPECT_TRUE(has("throughput.mfu"));
+  EXPECT_TRUE(has("throughput.samples_per_s"));
+}
+
+TEST(RecordFields, AWrongFieldIsNamed) {
+  Json j = Json::parse(to_json_line(full_window()));
+  j["throughput"]["dp"] = -1;
+  try {
+    internal::read_window(j);
+    FAIL() << "read a negative dp";
+  } catch (const internal::FieldError& e) {
+    EXPECT_STREQ(e.what(), "\"dp\" is out of range");
+  }
+  j = Json::parse(to_json_line(full_window()));
+  j["xrank"]["stragglers"] = Json::array({"one"});
+  try {
+    internal::read_window(j);
+    FAIL() << "read a straggler named by a string";
+  } catch (const internal::FieldError& e) {
+    EXPECT_STREQ(e.what(), "\"xrank.stragglers\" must be an integer");
+  }
+}
+
+TEST(RecordFields, TheModelDescriptionReadsBackAsDeclared) {
+  ModelInfo m;
+  m.params = 1000;
+  m.trainable = 10;
+  m.checkpointing = true;
+  m.attention = AttentionWidths{64, 32, 4};
+  m.text_tokens = 512;
+  m.dtype = Dtype::kFp16;
+  m.attn_density = 0.5;
+  internal::JsonVisitor out;
+  internal::Writer writer(out);
+  out.begin_object({});
+  describe(writer, m, /*training=*/true);
+  out.end_object();
+  ModelInfo back;
+  internal::Reader reader(out.json());
+  describe(reader, back, /*training=*/true);
+  EXPECT_EQ(back.params, 1000);
+  EXPECT_EQ(back.trainable, 10);
+  EXPECT_TRUE(back.checkpointing);
+  ASSERT_TRUE(back.attention);
+  EXPECT_EQ(back.attention->cross, 32);
+  EXPECT_EQ(back.text_tokens, 512);
+  EXPECT_EQ(back.dtype, Dtype::kFp16);
+  EXPECT_EQ(back.attn_density, 0.5);
+}
+
+}  // namespace
+}  // namespace vxperf

@@ -1,0 +1,174 @@
+// The Prometheus record sink: requests and windows into series.
+#include "vxperf/prometheus_sink.h"
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <atomic>
+#include <cmath>
+#include <cstdlib>
+#include <limits>
+#include <map>
+#include <memory>
+#include <stdexcept>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "prometheus_text.h"
+
+namespace vxperf {
+namespace {
+
+using namespace test_prometheus;
+
+TEST(PrometheusSink, RequestCountsLatencyAndEveryStageCall) {
+  PrometheusSink sink;
+  for (double e2e : {13.0, 0.04, 400.0}) {
+    Request r = make_request(0, e2e);
+    sink.on_request(r.record, r.detail);
+  }
+  auto s = scrape(sink);
+  EXPECT_EQ(value_of(s, R"(vxperf_requests_total{rank="0",status="ok"})"), 3);
+  EXPECT_FALSE(has_prefix(s, R"(vxperf_requests_total{rank="0",status="error"})"));
+  EXPECT_EQ(value_of(s, R"(vxperf_request_seconds_count{rank="0"})"), 3);
+  EXPECT_DOUBLE_EQ(value_of(s, R"(vxperf_request_seconds_sum{rank="0"})"), 413.04);
+  EXPECT_EQ(value_of(s, R"(vxperf_request_seconds_bucket{rank="0",le="0.05"})"), 1);
+  EXPECT_EQ(value_of(s, R"(vxperf_request_seconds_bucket{rank="0",le="20.0"})"), 2);
+  EXPECT_EQ(value_of(s, R"(vxperf_request_seconds_bucket{rank="0",le="300.0"})"), 2);
+  EXPECT_EQ(value_of(s, R"(vxperf_request_seconds_bucket{rank="0",le="+Inf"})"), 3);
+  // Each call of each stage, in seconds.
+  EXPECT_EQ(value_of(s, R"(vxperf_stage_seconds_count{rank="0",stage="transformer"})"), 150);
+  EXPECT_EQ(value_of(s, R"(vxperf_stage_seconds_count{rank="0",stage="scheduler"})"), 150);
+  EXPECT_EQ(value_of(s, R"(vxperf_stage_seconds_count{rank="0",stage="vae_decode"})"), 3);
+  EXPECT_NEAR(value_of(s, R"(vxperf_stage_seconds_sum{rank="0",stage="transformer"})"), 45, 1e-9);
+  EXPECT_EQ(value_of(s, R"(vxperf_stage_seconds_bucket{rank="0",stage="transformer",le="0.25"})"),
+            0);
+  EXPECT_EQ(value_of(s, R"(vxperf_stage_seconds_bucket{rank="0",stage="transformer",le="0.5"})"),
+            150);
+  EXPECT_EQ(value_of(s, R"(vxperf_stage_seconds_bucket{rank="0",stage="scheduler",le="0.0025"})"),
+            150);
+  EXPECT_EQ(value_of(s, R"(vxperf_stage_seconds_bucket{rank="0",stage="scheduler",le="0.001"})"),
+            0);
+  EXPECT_DOUBLE_EQ(value_of(s, R"(vxperf_dit_tflops{rank="0"})"), 754.7);
+  EXPECT_DOUBLE_EQ(value_of(s, R"(vxperf_dit_mfu{rank="0"})"), 0.5);
+  EXPECT_EQ(value_of(s, R"(vxperf_peak_memory_bytes{rank="0",kind="allocated"})"),
+            static_cast<double>(46ull << 30));
+  EXPECT_EQ(value_of(s, R"(vxperf_peak_memory_bytes{rank="0",kind="reserved"})"),
+            static_cast<double>(102ull << 30));
+}
+
+TEST(PrometheusSink, FailedRequestsOnlyCountAndWarmupIsLeftOut) {
+  PrometheusSink sink;
+  Request ok = make_request(0, 10);
+  sink.on_request(ok.record, ok.detail);
+  Request failed = make_request(0, 1, 3, /*failed=*/true);
+  failed.record.dit->tflops = 1;
+  failed.record.stages[0].name = "only_in_failed";
+  sink.on_request(failed.record, failed.detail);
+  Request warm = make_request(0, 99, 50, false, /*warmup=*/true);
+  warm.record.stages[0].name = "only_in_warmup";
+  warm.record.dit->tflops = 2;
+  sink.on_request(warm.record, warm.detail);
+  auto s = scrape(sink);
+  EXPECT_EQ(value_of(s, R"(vxperf_requests_total{rank="0",status="ok"})"), 1);
+  EXPECT_EQ(value_of(s, R"(vxperf_requests_total{rank="0",status="error"})"), 1);
+  EXPECT_EQ(value_of(s, R"(vxperf_request_seconds_count{rank="0"})"), 1);
+  EXPECT_EQ(value_of(s, R"(vxperf_stage_seconds_count{rank="0",stage="transformer"})"), 50);
+  EXPECT_FALSE(has_prefix(s, R"(vxperf_stage_seconds_count{rank="0",stage="only_in)"));
+  EXPECT_DOUBLE_EQ(value_of(s, R"(vxperf_dit_tflops{rank="0"})"), 754.7);
+}
+
+TEST(PrometheusSink, GaugesFollowTheLastRequestThatHasTheValue) {
+  PrometheusSink sink;
+  auto s = scrape(sink);
+  EXPECT_FALSE(has_prefix(s, "vxperf_dit_mfu"));  // no series before a value
+  Request first = make_request(1, 5);
+  first.record.dit->mfu = 0.25;
+  sink.on_request(first.record, first.detail);
+  Request unpriced = make_request(1, 5);  // the peak was unknown: MFU stays the last known
+  unpriced.record.dit->tflops = 600;
+  unpriced.record.dit->mfu.reset();
+  unpriced.record.peaks.reset();
+  sink.on_request(unpriced.record, unpriced.detail);
+  Request no_dit = make_request(1, 5, 0);  // no transformer call at all
+  no_dit.record.dit.reset();
+  sink.on_request(no_dit.record, no_dit.detail);
+  s = scrape(sink);
+  EXPECT_DOUBLE_EQ(value_of(s, R"(vxperf_dit_tflops{rank="1"})"), 600);
+  EXPECT_DOUBLE_EQ(value_of(s, R"(vxperf_dit_mfu{rank="1"})"), 0.25);
+  EXPECT_EQ(value_of(s, R"(vxperf_peak_memory_bytes{rank="1",kind="allocated"})"),
+            static_cast<double>(46ull << 30));
+  EXPECT_EQ(value_of(s, R"(vxperf_stage_seconds_count{rank="1",stage="transformer"})"), 100);
+  EXPECT_EQ(value_of(s, R"(vxperf_requests_total{rank="1",status="ok"})"), 3);
+}
+
+TEST(PrometheusSink, StageNamesAreEscapedAsLabelValues) {
+  PrometheusSink sink;
+  Request r = make_request(0, 1, 2);
+  r.record.stages[0].name = "odd \"stage\"\\\n\xE6\xA8\xA1";
+  sink.on_request(r.record, r.detail);
+  std::string text = sink.render();
+  EXPECT_NE(text.find("stage=\"odd \\\"stage\\\"\\\\\\n\xE6\xA8\xA1\""), std::string::npos) << text;
+  parse_exposition(text);
+}
+
+TrainWindowRecord make_window(int rank, std::vector<double> step_s, int warmup_steps,
+                              std::optional<double> mfu, WindowDetail* detail) {
+  TrainWindowRecord w;
+  w.rank = rank;
+  detail->steps.clear();
+  for (std::size_t i = 0; i < step_s.size(); ++i) {
+    StepRecord step;
+    step.step = static_cast<std::int64_t>(i);
+    step.warmup = static_cast<int>(i) < warmup_steps;
+    step.total_s = step_s[i];
+    detail->steps.push_back(step);
+  }
+  w.steps = static_cast<std::int64_t>(step_s.size()) - warmup_steps;
+  TrainThroughput t;
+  t.samples_per_s = 0.625;
+  t.mfu = mfu;
+  if (mfu) t.hfu = *mfu * 4 / 3;
+  w.throughput = t;
+  w.peaks = MemoryPeaks{1000, 2000};
+  return w;
+}
+
+TEST(PrometheusSink, TrainingStepsAndWindowGauges) {
+  PrometheusSink sink;
+  WindowDetail detail;
+  TrainWindowRecord w = make_window(0, {30, 1.6, 1.6, 1.7, 0.4}, 1, 0.557, &detail);
+  sink.on_train_window(w, detail);
+  auto s = scrape(sink);
+  EXPECT_EQ(value_of(s, R"(vxperf_train_step_seconds_count{rank="0"})"), 4);  // warmup left out
+  EXPECT_DOUBLE_EQ(value_of(s, R"(vxperf_train_step_seconds_sum{rank="0"})"), 5.3);
+  EXPECT_EQ(value_of(s, R"(vxperf_train_step_seconds_bucket{rank="0",le="0.5"})"), 1);
+  EXPECT_EQ(value_of(s, R"(vxperf_train_step_seconds_bucket{rank="0",le="2.0"})"), 4);
+  EXPECT_DOUBLE_EQ(value_of(s, R"(vxperf_train_samples_per_second{rank="0"})"), 0.625);
+  EXPECT_DOUBLE_EQ(value_of(s, R"(vxperf_train_mfu{rank="0"})"), 0.557);
+  EXPECT_DOUBLE_EQ(value_of(s, R"(vxperf_train_hfu{rank="0"})"), 0.557 * 4 / 3);
+  EXPECT_EQ(value_of(s, R"(vxperf_train_peak_memory_bytes{rank="0",kind="reserved"})"), 2000);
+
+  // An unpriced window keeps the last MFU; a window of warmup steps only changes nothing.
+  TrainWindowRecord unpriced = make_window(0, {2, 2}, 0, std::nullopt, &detail);
+  unpriced.throughput->samples_per_s = 0.5;
+  sink.on_train_window(unpriced, detail);
+  TrainWindowRecord warm = make_window(0, {9, 9}, 2, 0.9, &detail);
+  sink.on_train_window(warm, detail);
+  s = scrape(sink);
+  EXPECT_EQ(value_of(s, R"(vxperf_train_step_seconds_count{rank="0"})"), 6);
+  EXPECT_DOUBLE_EQ(value_of(s, R"(vxperf_train_samples_per_second{rank="0"})"), 0.5);
+  EXPECT_DOUBLE_EQ(value_of(s, R"(vxperf_train_mfu{rank="0"})"), 0.557);
+}
+
+TEST(PrometheusSink, WarmupOnlyWindowMakesNoSeries) {
+  PrometheusSink sink;
+  WindowDetail detail;
+  sink.on_train_window(make_window(3, {9, 9}, 2, 0.9, &detail), detail);
+  auto s = scrape(sink);
+  EXPECT_FALSE(has_prefix(s, "vxperf_train"));
+}
+
+}  // namespace
+}  // namespace vxperf

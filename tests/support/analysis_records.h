@@ -1,0 +1,93 @@
+// Records for the analysis tests: requests and windows as a run of several ranks writes them,
+// and the conformance cases' files.
+#pragma once
+
+#include <cstdint>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "vxperf/records.h"
+#include "vxperf/records_reader.h"
+
+namespace vxperf::analysis::test_records {
+
+inline std::string case_path(const std::string& name) {
+  return std::string(VXPERF_CASES_DIR) + "/" + name;
+}
+
+inline RecordSet read_string(const std::string& text, const std::string& name = "mem.jsonl") {
+  std::istringstream in(text);
+  RecordSet set;
+  read_records(in, name, set);
+  return set;
+}
+
+inline RequestRecord request(int rank, std::int64_t req, double e2e, bool warmup = false) {
+  RequestRecord r;
+  r.rank = rank;
+  r.req = req;
+  r.warmup = warmup;
+  r.e2e_s = e2e;
+  StageSummary dit{"transformer", 10, e2e * 800.0, e2e * 80.0, 1.0, 1.0, 1.0};
+  StageSummary vae{"vae_dec", 1, e2e * 150.0, e2e * 150.0, 0.0, 1.0, 1.0};
+  r.stages = {dit, vae};
+  DitThroughput t;
+  t.params = 1418996800;
+  t.tokens = 32760;
+  t.flops_per_fwd = 2.9388e14;
+  t.tflops = 400.0;
+  t.peak_tflops = 989.0;
+  t.mfu = 400.0 / 989.0;
+  r.dit = t;
+  r.device = 0;
+  r.peaks = MemoryPeaks{std::uint64_t{40} << 30, std::uint64_t{60} << 30};
+  return r;
+}
+
+inline TrainWindowRecord window(int rank, std::int64_t first, std::int64_t steps, double p50,
+                         double mfu = 0.4) {
+  TrainWindowRecord w;
+  w.rank = rank;
+  w.world_size = 4;
+  w.step_first = first;
+  w.step_last = first + steps - 1;
+  w.steps = steps;
+  w.step_s_p50 = p50;
+  w.step_s_p95 = p50 * 1.2;
+  w.phases_s = {{"data", 0.1 * p50}, {"fwd", 0.3 * p50}, {"bwd", 0.6 * p50}};
+  w.micro_steps = 1;
+  w.device = rank;
+  w.peaks = MemoryPeaks{std::uint64_t{50} << 30, std::uint64_t{70} << 30};
+  TrainThroughput t;
+  t.samples_per_s = 2.0 / p50;
+  t.samples = 2.0;
+  t.wall_s = p50 * static_cast<double>(steps);
+  t.dp = 4;
+  t.priced = true;
+  t.params = 1418996800;
+  t.trainable = t.params;
+  t.tokens = 32760;
+  t.priced_steps = steps;
+  t.priced_s = t.wall_s;
+  t.flops_coef = 3;
+  t.flops_coef_hw = 4;
+  t.flops_coef_reason = "full, ckpt on -> 3x/4x";
+  t.flops_per_step = 1e15;
+  t.tflops = 300;
+  t.hw_tflops = 400;
+  t.peak_tflops = 989;
+  t.mfu = mfu;
+  t.hfu = mfu * 4 / 3;
+  w.throughput = t;
+  w.eta_s = 3600.0 * (10 - static_cast<double>(first) / 100);
+  return w;
+}
+
+inline std::string lines(const std::vector<std::string>& records) {
+  std::string out;
+  for (const auto& r : records) out += r + "\n";
+  return out;
+}
+
+}  // namespace vxperf::analysis::test_records

@@ -1,0 +1,214 @@
+#include "vxperf/training.h"
+
+#include <gtest/gtest.h>
+
+#include <nlohmann/json.hpp>
+
+#include "test_support.h"
+#include "training/trainer_core.h"
+
+namespace vxperf {
+namespace {
+
+using Json = nlohmann::json;
+using testing::TestEngine;
+
+// A trainer on virtual time whose device is 1.5x slower than the host sees, with device events
+// that complete `lag` global steps after the step that recorded them (-1: never).
+struct TrainRig {
+  TestEngine t;
+  Trainer* trainer;
+  double device_clock_ms = 0;
+  int opt = 0;
+
+  TrainRig(int lag, std::map<std::string, std::string> env)
+      : t(std::move(env)), trainer(&t.engine->trainer()) {
+    trainer->set_device(0);
+    ModelInfo model;
+    model.params = 1418996800;
+    model.attention = AttentionWidths{46080, 46080, 60};
+    model.text_tokens = 512;
+    model.checkpointing = true;
+    trainer->register_model(model);
+    t.device->set_auto_time([this] { return device_clock_ms; });
+    Trainer* tr = trainer;
+    t.device->set_auto_ready([tr, lag]() -> testing::SimulatedBackend::ReadyTest {
+      if (lag < 0) return [] { return false; };
+      std::int64_t ready_at = internal::core_of(*tr).current_step_index() + 1 + lag;
+      return [tr, ready_at] { return tr->steps_closed() >= ready_at; };
+    });
+  }
+
+  // Host and device advance together; the device runs `device_factor` times longer.
+  void work(double host_s, double device_factor = 1.5) {
+    t.clock->advance(host_s);
+    device_clock_ms += host_s * 1000.0 * device_factor;
+  }
+
+  void step(std::int64_t tokens = 32760) {
+    MicroStep micro(trainer);
+    work(0.01, 1.0);  // prep
+    {
+      ModelCall fwd(Phase::kForward, tokens, 1, trainer);
+      work(0.4);
+    }
+    {
+      Backward bwd(trainer);
+      {
+        ModelCall recompute(Phase::kForward, tokens, 1, trainer);  // folded into bwd
+        work(0.2);
+      }
+      work(0.6);
+    }
+    {
+      Clip clip(trainer);
+      work(0.02);
+    }
+    {
+      OptimizerStep o(&opt, true, trainer);
+      work(0.05);
+    }
+  }
+
+  std::vector<Json> records() {
+    std::vector<Json> out;
+    for (const auto& line : t.output->records()) out.push_back(Json::parse(line));
+    return out;
+  }
+};
+
+TEST(Training, ReadyAtCloseUsesDeviceTime) {
+  TrainRig rig(0, {{"VIDEOX_PERF", "1"}, {"VIDEOX_PERF_EVERY", "1"}});
+  rig.step();
+  EXPECT_EQ(rig.trainer->pending_steps(), 0u);
+  auto r = rig.records();
+  ASSERT_EQ(r.size(), 1u);
+  EXPECT_NEAR(r[0]["phases_s"]["fwd"].get<double>(), 0.6, 1e-9);
+  EXPECT_NEAR(r[0]["phases_s"]["bwd"].get<double>(), 1.2, 1e-9);  // recompute included
+  EXPECT_NEAR(r[0]["phases_s"]["prep"].get<double>(), 0.01, 1e-9);
+  EXPECT_EQ(rig.t.device->synchronize_count(), 0);  // no synchronize, ever
+}
+
+TEST(Training, LateEventsSettleLateFromTheDevice) {
+  for (int lag : {1, 2}) {
+    TrainRig rig(lag, {{"VIDEOX_PERF", "1"}, {"VIDEOX_PERF_EVERY", "1"}});
+    rig.step();
+    EXPECT_EQ(rig.trainer->pending_steps(), 1u) << "lag " << lag;
+    for (int i = 0; i < lag; ++i) rig.step();
+    auto r = rig.records();
+    ASSERT_GE(r.size(), 1u) << "lag " << lag;
+    EXPECT_NEAR(r[0]["phases_s"]["fwd"].get<double>(), 0.6, 1e-9) << "lag " << lag;
+    EXPECT_EQ(rig.t.device->synchronize_count(), 0);
+  }
+}
+
+TEST(Training, TooLateFallsBackToTheHostClock) {
+  for (int lag : {3, 5, -1}) {
+    TrainRig rig(lag, {{"VIDEOX_PERF", "1"}, {"VIDEOX_PERF_EVERY", "1"}});
+    rig.step();
+    rig.step();
+    EXPECT_TRUE(rig.records().empty()) << "lag " << lag;
+    rig.step();  // two more steps closed after it: read off the host clock
+    auto r = rig.records();
+    ASSERT_EQ(r.size(), 1u) << "lag " << lag;
+    EXPECT_NEAR(r[0]["phases_s"]["fwd"].get<double>(), 0.4, 1e-9) << "lag " << lag;
+    EXPECT_NEAR(r[0]["phases_s"]["bwd"].get<double>(), 0.8, 1e-9) << "lag " << lag;
+  }
+}
+
+TEST(Training, FinishForcesPendingStepsOut) {
+  TrainRig rig(-1, {{"VIDEOX_PERF", "1"}, {"VIDEOX_PERF_EVERY", "10"}});
+  rig.step();
+  rig.step();
+  EXPECT_EQ(rig.trainer->pending_steps(), 2u);
+  rig.t.engine->shutdown();
+  EXPECT_EQ(rig.trainer->pending_steps(), 0u);
+  auto r = rig.records();
+  ASSERT_EQ(r.size(), 1u);
+  EXPECT_EQ(r[0]["steps"], 2);
+  EXPECT_EQ(rig.t.device->live_events(), 0);  // every event released
+  auto logs = rig.t.output->logs();
+  ASSERT_EQ(logs.size(), 2u);
+  EXPECT_EQ(logs[1], "[Perf][rank0] === 2 steps | p50 1.28s/step p95 1.28s | 0.00h in-loop ===");
+}
+
+TEST(Training, WindowRecordAndLogLine) {
+  TrainRig rig(
+      0, {{"VIDEOX_PERF", "1"}, {"VIDEOX_PERF_EVERY", "2"}, {"VIDEOX_PERF_TOTAL_STEPS", "102"}});
+  rig.step();
+  rig.step();
+  auto r = rig.records();
+  ASSERT_EQ(r.size(), 1u);
+  const Json& w = r[0];
+  EXPECT_EQ(w["kind"], "train_window");
+  EXPECT_EQ(w["step_first"], 0);
+  EXPECT_EQ(w["step_last"], 1);
+  const Json& t = w["throughput"];
+  EXPECT_EQ(t["flops_coef"], 3.0);
+  EXPECT_EQ(t["flops_coef_hw"], 4.0);
+  EXPECT_EQ(t["flops_coef_reason"], "full, ckpt on -> 3x/4x, attn from dims (60 modules)");
+  EXPECT_EQ(t["priced_steps"], 2);
+  EXPECT_NEAR(w["eta_s"].get<double>(), 100 * w["step_s_p50"].get<double>(), 1e-9);
+  std::string line = rig.t.output->logs().at(0);
+  EXPECT_EQ(line.rfind("[Perf][rank0] step 0-1 | ", 0), 0u) << line;
+  EXPECT_NE(line.find("(MFU "), std::string::npos) << line;
+  EXPECT_NE(line.find(" @989)"), std::string::npos) << line;
+  EXPECT_NE(line.find("| ETA "), std::string::npos) << line;
+}
+
+TEST(Training, GradientAccumulationAndOwnership) {
+  TrainRig rig(0, {{"VIDEOX_PERF", "1"}, {"VIDEOX_PERF_EVERY", "1"}});
+  int critic = 0;
+  for (int micro = 0; micro < 4; ++micro) {
+    bool last = micro == 3;
+    MicroStep m(rig.trainer);
+    {
+      ModelCall fwd(Phase::kForward, 1560, 4, rig.trainer);
+      rig.work(0.1);
+    }
+    {
+      OptimizerStep o(&rig.opt, last, rig.trainer);  // the first to close owns the boundary
+      rig.work(0.01);
+    }
+    {
+      OptimizerStep o(&critic, last, rig.trainer);  // its time lands in `opt`, no boundary
+      rig.work(0.01);
+    }
+  }
+  EXPECT_EQ(rig.trainer->steps_closed(), 1);
+  auto r = rig.records();
+  ASSERT_EQ(r.size(), 1u);
+  EXPECT_EQ(r[0]["micro_steps"], 4.0);
+  EXPECT_EQ(r[0]["throughput"]["samples"], 16.0);
+}
+
+TEST(Training, LargestModelWins) {
+  TestEngine t;
+  Trainer& trainer = t.engine->trainer();
+  ModelInfo big;
+  big.params = 1000;
+  ModelInfo small;
+  small.params = 10;
+  trainer.register_model(big);
+  trainer.register_model(small);
+  int opt = 0;
+  {
+    MicroStep m(&trainer);
+    ModelCall fwd(Phase::kForward, 100, 1, &trainer);
+    t.clock->advance(1.0);
+  }
+  { OptimizerStep o(&opt, true, &trainer); }
+  trainer.finish();
+  Json w = Json::parse(t.output->records().at(0));
+  EXPECT_EQ(w["throughput"]["params"], 1000);
+}
+
+TEST(Training, PhaseNames) {
+  EXPECT_STREQ(phase_name(Phase::kVaeEncode), "vae_enc");
+  EXPECT_STREQ(phase_name(Phase::kOther), "other");
+  EXPECT_EQ(phase_from_name("text_encoder"), Phase::kTextEncoder);
+  EXPECT_FALSE(phase_from_name("nope"));
+}
+
+}  // namespace
+}  // namespace vxperf
