@@ -25,6 +25,9 @@ VXPERF_BUILD="$PWD/build" build-venv-113/bin/python -m pytest -q tests/python
 # The same on torch 2 with the real diffusers, transformers, accelerate and peft (build-venv/, made
 # by setup.sh), side by side with the reference, whose torch 2 hooks run natively there.
 VXPERF_BUILD="$PWD/build" build-venv/bin/python -m pytest -q tests/python
+# The package as pip users get it: a wheel from pyproject.toml into a fresh venv, an example, the
+# console command, pip uninstall leaving nothing behind, and the same wheel under torch 2.13.
+bash scripts/wheel_check.sh
 
 # Sanitizer builds leave LibTorch out: its own code is not what they check.
 cmake -S . -B build-asan -G Ninja -DCMAKE_BUILD_TYPE=Debug -DVXPERF_SANITIZE=address,undefined \

@@ -1,5 +1,6 @@
 // Serving metrics for Prometheus: a record sink that keeps request and training metrics and
-// renders them in the text exposition format 0.0.4 (its HTTP endpoint: vxperf/prometheus_endpoint.h).
+// renders them in the text exposition format 0.0.4 (its HTTP endpoint:
+// vxperf/prometheus_endpoint.h).
 //
 //   // A server with no /metrics route of its own:
 //   auto endpoint = vxperf::start_prometheus("9400", nullptr);  // 127.0.0.1:9400
@@ -30,6 +31,7 @@
 #include <string>
 #include <vector>
 
+#include "vxperf/metric_family.h"
 #include "vxperf/sink.h"
 
 namespace vxperf {
@@ -53,6 +55,8 @@ class PrometheusSink final : public RecordSink {
 
   // The exposition text, for kPrometheusContentType.
   std::string render() const;
+  // The same metrics as structured families (one consistent snapshot, as render()'s).
+  std::vector<FamilySnapshot> collect() const;
 
  private:
   struct Metrics;

@@ -96,16 +96,31 @@ std::string version() { return vxperf::version(); }
 
 // ---- Prometheus -------------------------------------------------------------------------------
 
-std::string prometheus_text() {
+namespace {
+
+// The process's one Prometheus sink, added to the engine at the first call and kept for the life
+// of the process, as the engine is; nullptr while metrics are off.
+PrometheusSink* prometheus_sink() {
   Engine* e = eng();
-  if (e == nullptr) return {};
-  // Made once and kept for the life of the process, as the engine is.
+  if (e == nullptr) return nullptr;
   static std::shared_ptr<PrometheusSink>* sink = [e] {
     auto* made = new std::shared_ptr<PrometheusSink>(std::make_shared<PrometheusSink>());
     e->add_sink(*made);
     return made;
   }();
-  return (*sink)->render();
+  return sink->get();
+}
+
+}  // namespace
+
+std::string prometheus_text() {
+  PrometheusSink* sink = prometheus_sink();
+  return sink != nullptr ? sink->render() : std::string();
+}
+
+std::vector<FamilySnapshot> prometheus_families() {
+  PrometheusSink* sink = prometheus_sink();
+  return sink != nullptr ? sink->collect() : std::vector<FamilySnapshot>();
 }
 
 Topology topology() {
@@ -313,6 +328,12 @@ void train_finish() {
 }
 
 // ---- the live cross-rank view -----------------------------------------------------------------
+
+int trackers_setting() {
+  Engine* e = eng();
+  if (e == nullptr || !e->settings().trackers) return -1;
+  return *e->settings().trackers ? 1 : 0;
+}
 
 bool xrank_requested() {
   Engine* e = eng();

@@ -29,6 +29,7 @@
 
 #include "vxperf/cuda_backend.h"
 #include "vxperf/inference.h"
+#include "vxperf/metric_family.h"
 #include "vxperf/model.h"
 #include "vxperf/peak.h"
 #include "vxperf/phases.h"
@@ -67,6 +68,8 @@ std::string version();
 // The Prometheus exposition text of every record settled since the first call (which adds a
 // Prometheus sink to the engine); "" while metrics are off.
 std::string prometheus_text();
+// The same metrics as families (the structured path the Python collector reads); empty while off.
+std::vector<FamilySnapshot> prometheus_families();
 
 Topology topology();
 void set_topology(int rank, int world_size);
@@ -179,6 +182,9 @@ std::int64_t train_pending_steps();
 void train_finish();
 
 // ---- the live cross-rank view (VIDEOX_PERF_XRANK=1) --------------------------------------------
+
+// VIDEOX_PERF_TRACKERS: 1 or 0 as set, -1 unset (or metrics off).
+int trackers_setting();
 
 // Whether VIDEOX_PERF_XRANK asks for the view, and how long one exchange may take (seconds).
 bool xrank_requested();

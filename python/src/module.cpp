@@ -15,6 +15,7 @@
 #include <tuple>
 
 #include "binding_api.h"
+#include "record_sinks.h"
 #include "timed_call.h"
 
 namespace py = pybind11;
@@ -130,6 +131,8 @@ PYBIND11_MODULE(_ext, m) {
   m.doc() = "vxperf's C++ engine, as the vxperf package uses it (internal; see vxperf).";
 
   if (!vxperf::python::add_timed_types(m.ptr())) throw py::error_already_set();
+  vxperf::python::add_record_functions(m);
+  using vxperf::python::deliver_pending;
 
   // ---- the process-wide engine
   m.def("configure", &configure, py::arg("level"),
@@ -157,12 +160,37 @@ PYBIND11_MODULE(_ext, m) {
       },
       "Prometheus exposition text of every record settled since the first call; '' when off.");
   m.def(
+      "prometheus_families",
+      [] {
+        std::vector<vxperf::FamilySnapshot> families;
+        {
+          py::gil_scoped_release release;
+          families = api::prometheus_families();
+        }
+        py::list out;
+        for (const vxperf::FamilySnapshot& f : families) {
+          const char* type = f.type == vxperf::MetricType::kCounter ? "counter"
+                             : f.type == vxperf::MetricType::kGauge ? "gauge"
+                                                                    : "histogram";
+          py::list samples;
+          for (const vxperf::MetricSample& s : f.samples) {
+            samples.append(
+                py::make_tuple(s.label_values, s.value, s.cumulative_counts, s.sum, s.count));
+          }
+          out.append(py::make_tuple(f.name, f.help, type, f.label_names, f.upper_bounds, samples));
+        }
+        return out;
+      },
+      "The same metrics as (name, help, type, label_names, upper_bounds, samples) families, each "
+      "sample (label_values, value, cumulative_counts, sum, count); [] when off.");
+  m.def(
       "shutdown",
       [] {
         {
           py::gil_scoped_release release;
           api::shutdown();
         }
+        deliver_pending();
       },
       "Prints the exit summaries now (once).");
   m.def("python_closing", [] { python_closing.store(true); });
@@ -254,8 +282,11 @@ PYBIND11_MODULE(_ext, m) {
       "end_request",
       [](std::uintptr_t handle, bool failed) {
         // Without the GIL: the request's one device synchronize may take a while.
-        py::gil_scoped_release release;
-        api::end_request(reinterpret_cast<const void*>(handle), failed);
+        {
+          py::gil_scoped_release release;
+          api::end_request(reinterpret_cast<const void*>(handle), failed);
+        }
+        deliver_pending();  // the request's record, to add_sink()'s functions
       },
       py::arg("handle"), py::arg("failed") = false);
 
@@ -304,14 +335,24 @@ PYBIND11_MODULE(_ext, m) {
   m.def("train_clip_begin", &api::train_clip_begin);
   m.def("train_clip_end", &api::train_clip_end, py::arg("mark"));
   m.def("train_optimizer_begin", &api::train_optimizer_begin);
-  m.def("train_optimizer_end", &api::train_optimizer_end, py::arg("mark"), py::arg("owner"),
-        py::arg("synced"));
+  m.def(
+      "train_optimizer_end",
+      [](const vxperf::TrainMark& mark, std::uintptr_t owner, bool synced) {
+        api::train_optimizer_end(mark, owner, synced);
+        deliver_pending();  // windows settled as the step closed
+      },
+      py::arg("mark"), py::arg("owner"), py::arg("synced"));
   m.def("train_steps_closed", &api::train_steps_closed);
   m.def("train_pending_steps", &api::train_pending_steps);
-  m.def("train_finish", &api::train_finish);
+  m.def("train_finish", [] {
+    api::train_finish();
+    deliver_pending();
+  });
 
   // ---- the live cross-rank view
   m.def("xrank_requested", &api::xrank_requested);
+  m.def("trackers_setting", &api::trackers_setting,
+        "VIDEOX_PERF_TRACKERS: 1 or 0 as set, -1 when unset.");
   m.def("xrank_timeout", &api::xrank_timeout_s);
   m.def("xrank_width", &api::xrank_width);
   m.def(

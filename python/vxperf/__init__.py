@@ -18,6 +18,10 @@ and explicit scopes for code hooks cannot reach:
         with vxperf.backward(): loss.backward()
         with vxperf.optimizer_step(opt): opt.step()
 
+Records in process: vxperf.add_sink(fn) hands every settled record to fn as a dict, and
+vxperf.last_request() is the record of the request this thread finished last (what a server returns
+with the video); install_training(trackers=True) logs each window through accelerate's trackers.
+
 Honest efficiency: vxperf.calibrate() measures this device's matmul peak (what
 VIDEOX_PERF_PEAK_TFLOPS=auto prices against), vxperf.skip_forward() / forward_fraction() mark a
 cached transformer call, vxperf.track_cache(transformer) does it for diffusers' cache hooks, and
@@ -33,6 +37,7 @@ from ._inference import (declare_model, forward_fraction, instrument_pipeline, r
                          set_attention_density, skip_forward, timed)
 from ._install import install, install_training
 from ._peak import calibrate
+from ._records import add_sink, last_request, remove_sink
 from ._training import (backward, clip, finish, instrument_module, micro_step, model_call,
                         optimizer_step, register_model, training_device)
 from ._training import instrument_class as instrument_model_class
@@ -58,11 +63,11 @@ def shutdown():
 
 
 __all__ = [
-    "backward", "calibrate", "clip", "declare_model", "enabled", "finish", "forward_fraction",
-    "install", "install_training", "instrument_model_class", "instrument_module",
-    "instrument_pipeline", "micro_step", "model_call", "optimizer_step", "register_model",
-    "request", "set_attention_density", "shutdown", "skip_forward", "stage", "timed",
-    "track_cache", "training_device",
+    "add_sink", "backward", "calibrate", "clip", "declare_model", "enabled", "finish",
+    "forward_fraction", "install", "install_training", "instrument_model_class",
+    "instrument_module", "instrument_pipeline", "last_request", "micro_step", "model_call",
+    "optimizer_step", "register_model", "remove_sink", "request", "set_attention_density",
+    "shutdown", "skip_forward", "stage", "timed", "track_cache", "training_device",
 ]
 
 # Metrics on from the environment: the engine is made now (it reads every VIDEOX_PERF* variable

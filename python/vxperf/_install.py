@@ -63,15 +63,20 @@ def install(level=None, pipelines=None):
     return True
 
 
-def install_training(level=None, models=None):
+def install_training(level=None, models=None, trackers=False):
     """Measures the training loop from now on. No-op unless VIDEOX_PERF is set (or `level` > 0).
 
     Patches accelerate when it is importable (accumulate, backward, clip_grad_norm_, prepare and
     the accelerated optimizers' step), and times the model classes in `models` (a class, a list of
     them, or a module holding them; plus videox_fun.models when importable) as the phases their
-    names say. Returns whether metrics are on."""
+    names say. `trackers`: also log every window through accelerate's trackers
+    (Accelerator.log, names under perf/); VIDEOX_PERF_TRACKERS=0/1 overrides it. Returns whether
+    metrics are on."""
     if not _state.switch_on(level):
         return False
+    setting = _ext.trackers_setting()
+    if (setting == 1) or (setting == -1 and trackers):
+        accelerate.enable_trackers()
     try:
         patched = accelerate.patch()
         bases = _training.base_classes()

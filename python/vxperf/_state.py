@@ -64,7 +64,11 @@ def configure(level):
 
                 _ext.set_rank_exchange(_xrank.exchange)
         on = enabled
-        return enabled
+    if enabled:
+        from . import _records  # noqa: PLC0415  (a cycle at import time otherwise)
+
+        _records.activate()
+    return enabled
 
 
 def warn(key, message):

@@ -13,9 +13,10 @@ import sys
 
 from . import _ext, _peak, _reading, _state
 
-PHASES = ("data", "prep", "vae_enc", "vae_dec", "text_encoder", "aux", "fwd", "bwd", "clip",
-          "opt", "other")
-MODEL_PHASES = ("vae_enc", "vae_dec", "text_encoder", "aux", "fwd")
+# The engine's phase table (include/vxperf/phases.h), in its order: every phase of a step, and
+# those a model call can be.
+PHASES = tuple(_ext.phases())
+MODEL_PHASES = tuple(_ext.model_phases())
 VAE_METHODS = (("encode", "vae_enc"), ("decode", "vae_dec"), ("encode_stream", "vae_enc"),
                ("decode_stream", "vae_dec"))
 

@@ -231,6 +231,15 @@ Settings Settings::parse(const EnvLookup& env, std::vector<std::string>* problem
     }
   }
   if (auto v = r.positive_number("VIDEOX_PERF_XRANK_TIMEOUT")) s.xrank_timeout_s = *v;
+  if (auto raw = read(env, "VIDEOX_PERF_TRACKERS")) {
+    std::string value = strip(*raw);
+    if (value == "0" || value == "1") {
+      s.trackers = value == "1";
+    } else {
+      r.complain("VIDEOX_PERF_TRACKERS", *raw, "0 or 1", "the program's choice");
+      s.trackers = defaults.trackers;
+    }
+  }
   return s;
 }
 

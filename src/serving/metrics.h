@@ -22,28 +22,14 @@
 #include <string_view>
 #include <vector>
 
+#include "vxperf/metric_family.h"
+
 namespace vxperf::serving {
 
-enum class MetricType { kCounter, kGauge, kHistogram };
-
-// One child of a family, as collected.
-struct MetricSample {
-  std::vector<std::string> label_values;  // parallel to FamilySnapshot::label_names
-  double value = 0;                       // counter and gauge
-  // Histogram: cumulative counts per upper bound, the +Inf bucket last (so it equals `count`).
-  std::vector<std::uint64_t> cumulative_counts;
-  double sum = 0;
-  std::uint64_t count = 0;
-};
-
-struct FamilySnapshot {
-  std::string name;
-  std::string help;
-  MetricType type = MetricType::kGauge;
-  std::vector<std::string> label_names;
-  std::vector<double> upper_bounds;   // histogram only, finite, increasing; +Inf is implied
-  std::vector<MetricSample> samples;  // ordered by label values
-};
+// The collected shapes are public (vxperf/metric_family.h: the Python collector reads them too).
+using vxperf::FamilySnapshot;
+using vxperf::MetricSample;
+using vxperf::MetricType;
 
 // A monotonically increasing value.
 class Counter {

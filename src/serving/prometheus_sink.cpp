@@ -1,5 +1,7 @@
 // Records to metrics. The bucket layouts are part of the metrics' contract (dashboards and the
 // Python collector use the same), so they are spelled out here once.
+#include "vxperf/prometheus_sink.h"
+
 #include <cstring>
 #include <string>
 #include <vector>
@@ -7,7 +9,6 @@
 #include "schema/value_walk.h"
 #include "serving/exposition.h"
 #include "serving/metrics.h"
-#include "vxperf/prometheus_sink.h"
 
 namespace vxperf {
 namespace {
@@ -151,8 +152,8 @@ void PrometheusSink::on_train_window(const TrainWindowRecord& record, const Wind
   set_gauges(m.window_gauges, record, rank);
 }
 
-std::string PrometheusSink::render() const {
-  return serving::to_exposition_text(metrics_->registry.collect());
-}
+std::string PrometheusSink::render() const { return serving::to_exposition_text(collect()); }
+
+std::vector<FamilySnapshot> PrometheusSink::collect() const { return metrics_->registry.collect(); }
 
 }  // namespace vxperf

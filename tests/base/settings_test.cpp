@@ -106,6 +106,25 @@ TEST(Settings, BadValuesAreReportedOnceAndDefaulted) {
   EXPECT_EQ(problems[0], "vxperf: VIDEOX_PERF_WARMUP=\"two\" is not an integer; using 0");
 }
 
+TEST(Settings, TrackersFromTheEnvironmentOverTheProgram) {
+  std::vector<std::string> problems;
+  EXPECT_FALSE(Settings::parse(env_of({{"VIDEOX_PERF", "1"}}), &problems).trackers);
+  Settings program;
+  program.trackers = true;
+  EXPECT_EQ(Settings::parse(env_of({{"VIDEOX_PERF", "1"}}), &problems, program).trackers, true);
+  EXPECT_EQ(Settings::parse(env_of({{"VIDEOX_PERF", "1"}, {"VIDEOX_PERF_TRACKERS", "0"}}),
+                            &problems, program)
+                .trackers,
+            false);
+  EXPECT_TRUE(problems.empty());
+  Settings bad = Settings::parse(env_of({{"VIDEOX_PERF", "1"}, {"VIDEOX_PERF_TRACKERS", "yes"}}),
+                                 &problems, program);
+  EXPECT_EQ(bad.trackers, true);  // the program's word stays
+  ASSERT_EQ(problems.size(), 1u);
+  EXPECT_EQ(problems[0],
+            "vxperf: VIDEOX_PERF_TRACKERS=\"yes\" is not 0 or 1; using the program's choice");
+}
+
 TEST(Settings, PeakDtypeAndDensity) {
   Settings defaults = Settings::parse(env_of({{"VIDEOX_PERF", "1"}}), nullptr);
   EXPECT_FALSE(defaults.measure_peak);

@@ -18,7 +18,7 @@ import pytest
 prometheus_client = pytest.importorskip("prometheus_client")
 from prometheus_client.parser import text_string_to_metric_families  # noqa: E402
 
-from conftest import clean_env  # noqa: E402
+from conftest import clean_env, run_python  # noqa: E402
 
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 SERVE = os.path.join(REPO, "examples", "python", "serve.py")
@@ -58,6 +58,47 @@ def samples(text):
 
 def value(parsed, name, **labels):
     return parsed.get((name, frozenset(labels.items())))
+
+
+def normalized(parsed):
+    """samples() with every `le` as a number: the two writers may spell a bound differently."""
+    return {(name, frozenset((k, float(v) if k == "le" else v) for k, v in labels)): v2
+            for (name, labels), v2 in parsed.items()}
+
+
+def test_the_collector_publishes_the_engines_families_as_they_are(tmp_path):
+    """The collector reads the engine's structured families (no text re-parsed); what it
+    publishes equals the engine's own exposition, sample for sample, for requests and windows."""
+    proc = run_python("""
+        import json, torch, vxperf, vxperf.prometheus
+        import prometheus_client
+        import tiny_models as tm
+        registry = prometheus_client.CollectorRegistry()
+        vxperf.prometheus.register(registry)
+        pipe = vxperf.instrument_pipeline(tm.wan_pipeline())
+        pipe("a cat", steps=2)
+        pipe("a dog", steps=3)
+        dit = tm.WanTransformer3DModel()
+        vxperf.register_model(dit)
+        optimizer = torch.optim.SGD(dit.parameters(), lr=1e-3)
+        for _ in range(2):
+            with vxperf.micro_step():
+                with vxperf.model_call("fwd", 8, 1):
+                    loss = dit(x=torch.randn(1, 4, 2, 4, 4), t=torch.ones(1),
+                               context=torch.randn(1, 12, 16), seq_len=8).pow(2).mean()
+                with vxperf.backward():
+                    loss.backward()
+                with vxperf.optimizer_step(optimizer):
+                    optimizer.step()
+        from vxperf import _ext
+        print(json.dumps([prometheus_client.generate_latest(registry).decode(),
+                          _ext.prometheus_text()]))
+    """, env=clean_env(VIDEOX_PERF="1", VIDEOX_PERF_EVERY="2"))
+    published, native = (normalized(samples(t)) for t in json.loads(proc.stdout))
+    assert published == native
+    assert value(published, "vxperf_requests_total", rank="0", status="ok") == 2
+    assert value(published, "vxperf_request_seconds_bucket", rank="0", le=float("inf")) == 2
+    assert value(published, "vxperf_train_step_seconds_count", rank="0") == 2
 
 
 @pytest.fixture

@@ -2,11 +2,12 @@
 framework's scripts are. install_training() patches `Accelerator.accumulate` (a micro-step),
 `backward`, `clip_grad_norm_`, `prepare` (the trained model: the largest module it returns, priced
 in the dtype its `mixed_precision` runs in) and the accelerated optimizers' `step` (the step
-boundary, where `sync_gradients` says the step really happened)."""
+boundary, where `sync_gradients` says the step really happened). With trackers on, every window
+also goes to the experiment trackers the program configured, through `Accelerator.log()`."""
 
 import sys
 
-from .. import _ext, _peak, _reading, _state, _training
+from .. import _ext, _peak, _reading, _records, _state, _training
 
 # The model being trained as accelerate's prepare() handed it back: re-read once, at the first
 # real optimizer step, because a script may freeze weights or turn checkpointing on after
@@ -16,7 +17,9 @@ _device = {"resolved": False}
 
 
 def _note_accelerator(accelerator):
-    """Times on the accelerator's CUDA device once CUDA is up (host clock until then)."""
+    """Times on the accelerator's CUDA device once CUDA is up (host clock until then); its log()
+    is where windows go when trackers are on."""
+    _tracking["accelerator"] = accelerator
     if _device["resolved"]:
         return
     torch = sys.modules.get("torch")
@@ -196,3 +199,49 @@ def patch():
         # Its step is a no-op of its own (DeepSpeed steps inside backward): patched separately.
         count += _patch(DeepSpeedOptimizerWrapper, "step", _optimizer_step)
     return count
+
+
+# ---- experiment trackers ----------------------------------------------------------------------
+
+# The accelerator the loop uses (the last one that prepared, accumulated or stepped backward).
+_tracking = {"accelerator": None, "on": False}
+
+# Window record fields logged as they are, under perf/ (the record's own units: s, bytes, J, W).
+_LOGGED = ("peak_alloc_bytes", "peak_reserved_bytes", "eta_s", "energy_j", "power_w_mean",
+           "energy_j_per_sample")
+_THROUGHPUT = ("samples_per_s", "tflops", "hw_tflops", "mfu", "hfu")
+
+
+def tracker_values(record):
+    """A training-window record as accelerate's log() takes it: numbers under `perf/` (the
+    README lists them)."""
+    values = {"perf/step_s_p50": record["step_s_p50"], "perf/step_s_p95": record["step_s_p95"]}
+    for phase, seconds in record.get("phases_s", {}).items():
+        values[f"perf/phase/{phase}_s"] = seconds
+    throughput = record.get("throughput") or {}
+    for key in _THROUGHPUT:
+        if throughput.get(key) is not None:
+            values[f"perf/{key}"] = throughput[key]
+    for key in _LOGGED:
+        if record.get(key) is not None:
+            values[f"perf/{key}"] = record[key]
+    return values
+
+
+def _log_window(record):
+    if record.get("kind") != "train_window":
+        return
+    accelerator = _tracking["accelerator"]
+    if accelerator is None or not getattr(accelerator, "is_main_process", True):
+        return
+    accelerator.log(tracker_values(record), step=record["step_last"])
+
+
+def enable_trackers():
+    """Logs every window from now on through the loop's Accelerator.log(), at the window's last
+    global step, on its main process (accelerate logs there only); never initializes a tracker:
+    whatever the program's init_trackers() set up gets the numbers."""
+    if not _tracking["on"]:
+        _tracking["on"] = True
+        _records.add_sink(_log_window)
+

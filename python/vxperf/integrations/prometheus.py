@@ -12,11 +12,37 @@ Every record the engine settles from then on is published: the same families as 
 vxperf_stage_seconds{stage}, vxperf_dit_tflops, vxperf_dit_mfu, vxperf_peak_memory_bytes{kind},
 vxperf_train_step_seconds, vxperf_train_samples_per_second, vxperf_train_mfu, vxperf_train_hfu,
 each labelled with `rank`. The metrics are kept by the C++ engine (updated once per settled
-request or window, never per stage call); a scrape reads them as one consistent snapshot. While
-metrics are off the collector yields nothing.
+request or window, never per stage call); a scrape reads them as one consistent snapshot of
+structured families (no exposition text is written or parsed on the way). While metrics are off
+the collector yields nothing.
 """
 
 from .. import _ext, _state
+
+
+def _bound(value):
+    """A bucket's upper bound as Prometheus spells it in `le` (as prometheus_client does)."""
+    from prometheus_client.utils import floatToGoString
+
+    return floatToGoString(value)
+
+
+def _families(snapshot):
+    """prometheus_client metric families from the engine's structured snapshot."""
+    from prometheus_client.core import (CounterMetricFamily, GaugeMetricFamily,
+                                        HistogramMetricFamily)
+
+    kinds = {"counter": CounterMetricFamily, "gauge": GaugeMetricFamily,
+             "histogram": HistogramMetricFamily}
+    for name, help_text, kind, label_names, bounds, samples in snapshot:
+        family = kinds[kind](name, help_text, labels=label_names)
+        for label_values, value, cumulative, total, _count in samples:
+            if kind == "histogram":
+                les = [_bound(b) for b in bounds] + ["+Inf"]
+                family.add_metric(label_values, list(zip(les, cumulative)), total)
+            else:
+                family.add_metric(label_values, value)
+        yield family
 
 
 class Collector:
@@ -25,17 +51,12 @@ class Collector:
     def __init__(self):
         # Made now, so that records settled from here on are counted even before the first scrape.
         if _state.on:
-            _ext.prometheus_text()
+            _ext.prometheus_families()
 
     def collect(self):
         if not _state.on:
             return
-        text = _ext.prometheus_text()
-        if not text:
-            return
-        from prometheus_client.parser import text_string_to_metric_families
-
-        yield from text_string_to_metric_families(text)
+        yield from _families(_ext.prometheus_families())
 
     def describe(self):
         # Nothing to describe up front: the families appear with their first values, so
