@@ -2,6 +2,7 @@
 // structs, through their field tables: what `vxperf report` and its fuzzer start from.
 #pragma once
 
+#include <cstdint>
 #include <istream>
 #include <stdexcept>
 #include <string>
@@ -39,6 +40,9 @@ struct ReadOptions {
   // line and then counted, instead of being an error. Input that gives no record at all and had
   // such a line is still an error (the first one).
   bool skip_bad_lines = false;
+  // The number of the stream's first line, as messages name it (a follower reading a file a
+  // piece at a time).
+  std::int64_t first_line = 1;
 };
 
 // What a streaming read hands over: each record as it is read (then forgotten; a handler keeps

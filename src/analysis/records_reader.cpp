@@ -505,9 +505,10 @@ void read_fd(int fd, const std::string& name, Stream& stream) {
   stream.end_file();
 }
 
-void read_stream(std::istream& in, const std::string& name, Stream& stream) {
+void read_stream(std::istream& in, const std::string& name, Stream& stream,
+                 std::int64_t first_line) {
   std::string text;
-  std::int64_t line = 0;
+  std::int64_t line = first_line - 1;
   stream.begin_file(name);
   try {
     internal::ThrowOnBadRead throw_on_bad_read(in);  // a line too long for memory is said as such
@@ -542,7 +543,7 @@ class Collector : public RecordHandler {
 void stream_records(std::istream& in, const std::string& name, RecordHandler& handler,
                     const ReadOptions& options) {
   Stream stream(handler, options);
-  read_stream(in, name, stream);
+  read_stream(in, name, stream, options.first_line);
   if (stream.records() == 0 && stream.have_problem()) stream.throw_first_problem();
 }
 
