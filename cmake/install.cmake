@@ -31,6 +31,9 @@ endif()
 
 if(VXPERF_BUILD_CLI)
   install(TARGETS vxperf_cli RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR})
+  if(TARGET vxperf_torch_cli)  # what `vxperf demo`, `calibrate` and `inspect` exec
+    install(TARGETS vxperf_torch_cli RUNTIME DESTINATION ${CMAKE_INSTALL_LIBEXECDIR}/vxperf)
+  endif()
 endif()
 
 configure_package_config_file(${CMAKE_CURRENT_LIST_DIR}/vxperfConfig.cmake.in

@@ -8,9 +8,11 @@ set -euo pipefail
 packages=(
   build-essential cmake ninja-build ccache pkg-config git
   libgtest-dev libgmock-dev libbenchmark-dev nlohmann-json3-dev
+  libsimdjson-dev  # the records reader of `vxperf report`
   clang libclang-rt-14-dev clang-format clang-tidy
   python3 python3-dev pybind11-dev python3-pytest python3-venv  # the Python package and its tests
   libcpp-httplib-dev python3-prometheus-client  # the Prometheus endpoint and collector
+  tmux  # the test of `vxperf watch` on a terminal
   chromium  # headless render check of 'vxperf report --html' (skipped when absent)
 )
 if [[ "${VXPERF_SETUP_MINIMAL:-0}" != "1" ]]; then

@@ -102,7 +102,14 @@ int calibrate_command(int argc, char** argv) {
     for (const auto& p : load_cached_peaks(path, warn)) print_peak(p, json, "cached");
     return 0;
   }
-#if !defined(VXPERF_HAVE_TORCH)
+#if defined(VXPERF_TORCH_HELPER)
+  (void)force;
+  (void)threads;
+  (void)budget;
+  (void)device;
+  (void)dtype;
+  return exec_torch_helper(VXPERF_TORCH_HELPER, "calibrate", argc, argv);
+#elif !defined(VXPERF_HAVE_TORCH)
   (void)force;
   (void)device;
   (void)dtype;

@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <climits>
 #include <cmath>
 #include <cstdint>
 #include <cstdio>
@@ -16,6 +17,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <vector>
 
 namespace vxperf::cli {
 
@@ -142,6 +144,42 @@ inline std::string input_problem(const std::string& path) {
     return "is a directory";
   }
   return {};
+}
+
+// The commands that need LibTorch (demo, calibrate's probe, inspect) live in a helper program of
+// their own, `vxperf-torch`, so that the others start without loading it. `vxperf NAME ARGS...`
+// execs `HELPER NAME ARGS...` (the same arguments, output and exit status): the helper beside this
+// executable (a build tree), else ../libexec/vxperf/ from it (an installed tree). Returns only
+// when the helper cannot be run, saying why in one line (exit status 2).
+inline int exec_torch_helper(const char* helper, const char* command, int argc, char** argv) {
+  std::string dir;
+  char self[PATH_MAX];
+  ssize_t n = ::readlink("/proc/self/exe", self, sizeof self - 1);
+  if (n > 0) {
+    dir.assign(self, static_cast<std::size_t>(n));
+    dir.erase(dir.rfind('/') + 1);
+  }
+  std::vector<std::string> candidates = {dir + helper,
+                                         dir + "../libexec/vxperf/" + std::string(helper)};
+  std::vector<char*> args;
+  std::string name = command;
+  for (const auto& path : candidates) {
+    if (::access(path.c_str(), X_OK) != 0) continue;
+    args.clear();
+    args.push_back(const_cast<char*>(path.c_str()));
+    args.push_back(name.data());
+    for (int i = 1; i < argc; ++i) args.push_back(argv[i]);
+    args.push_back(nullptr);
+    std::fflush(stdout);
+    std::fflush(stderr);
+    ::execv(path.c_str(), args.data());
+    std::fprintf(stderr, "vxperf %s: cannot run %s: %s\n", command, path.c_str(),
+                 std::strerror(errno));
+    return 2;
+  }
+  std::fprintf(stderr, "vxperf %s: needs LibTorch, whose commands are in %s, not found beside %s\n",
+               command, helper, dir.empty() ? "this program" : dir.c_str());
+  return 2;
 }
 
 }  // namespace vxperf::cli

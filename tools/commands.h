@@ -15,6 +15,7 @@ int demo_command(int argc, char** argv);
 int report_command(int argc, char** argv);
 int trace_command(int argc, char** argv);
 int flops_command(int argc, char** argv);
+int watch_command(int argc, char** argv);
 // Measures a device's matmul peak with LibTorch (--list reads the cache in every build).
 int calibrate_command(int argc, char** argv);
 
@@ -36,6 +37,8 @@ inline constexpr Command kCommands[] = {
      "summarize records files: latency, stages, step times, MFU, stragglers (text/JSON/HTML)"},
     {"trace", trace_command, "convert event scripts into a Chrome trace-event file for Perfetto"},
     {"flops", flops_command, "parameters, tokens, FLOPs and ideal time of a Wan2.1-style DiT"},
+    {"watch", watch_command,
+     "a live view of a running job's records files: step time, MFU, ETA, stragglers, requests"},
     {"calibrate", calibrate_command,
      "measure this device's matmul peak per dtype, cached for VIDEOX_PERF_PEAK_TFLOPS=auto"},
 };

@@ -46,7 +46,9 @@ constexpr const char* kUsage =
 
 int demo_command(int argc, char** argv) {
   if (print_help_if_asked(argc, argv, kUsage)) return 0;
-#if !defined(VXPERF_HAVE_DEMO)
+#if defined(VXPERF_TORCH_HELPER)
+  return exec_torch_helper(VXPERF_TORCH_HELPER, "demo", argc, argv);
+#elif !defined(VXPERF_HAVE_DEMO)
   std::fprintf(stderr, "vxperf: built without LibTorch\n");
   return 2;
 #else

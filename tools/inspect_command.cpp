@@ -25,7 +25,9 @@ constexpr const char* kUsage =
 
 int inspect_command(int argc, char** argv) {
   if (print_help_if_asked(argc, argv, kUsage)) return 0;
-#if !defined(VXPERF_HAVE_TORCH)
+#if defined(VXPERF_TORCH_HELPER)
+  return exec_torch_helper(VXPERF_TORCH_HELPER, "inspect", argc, argv);
+#elif !defined(VXPERF_HAVE_TORCH)
   std::fprintf(stderr, "vxperf: built without LibTorch\n");
   return 2;
 #else

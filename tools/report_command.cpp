@@ -10,18 +10,23 @@ namespace vxperf::cli {
 namespace {
 
 constexpr const char* kUsage =
-    "usage: vxperf report FILE... [--json] [--html OUT.html]\n"
-    "       vxperf report --compare A B [--json]\n\n"
+    "usage: vxperf report FILE... [--json] [--html OUT.html] [--strict]\n"
+    "       vxperf report --compare A B [--json] [--strict]\n\n"
     "Summarizes records (the JSON lines of VIDEOX_PERF_JSON or 'vxperf replay', any number of\n"
     "files and ranks; '-' reads standard input). Requests: count, e2e p50/p95/max, each stage's\n"
     "mean and share of e2e, TFLOPS and MFU. Training: steps, step p50/p95, phase shares,\n"
     "samples/s, TFLOPS, MFU/HFU, peak memory, ETA. Several ranks: a per-rank table and the\n"
     "stragglers, ranks whose time per step above the ranks' per-phase medians is over 5% of the\n"
     "median step (the live view's rule; step times alone for inference).\n"
-    "A torn last line is reported and skipped; other malformed input is an error (exit 2).\n\n"
+    "Files are read in one streaming pass: memory holds per-rank sums and the numbers the\n"
+    "percentiles are over, not the records (--html keeps the records for its charts).\n"
+    "A line that is no record (torn, another tool's JSON, a wrong field) is said once per file\n"
+    "with its line, the rest read; so are timestamps going backwards. Input with no record at\n"
+    "all is an error (exit 2), as is any bad line with --strict.\n\n"
     "  --json           print the report as one JSON object (with a \"stragglers\" list)\n"
     "  --html OUT.html  also write a self-contained HTML page with SVG charts\n"
-    "  --compare A B    compare two runs metric by metric with the direction of change\n";
+    "  --compare A B    compare two runs metric by metric with the direction of change\n"
+    "  --strict         a line that is not a record is an error (exit 2), not skipped\n";
 
 void print_warnings(const std::vector<std::string>& warnings) {
   for (const auto& w : warnings) std::fprintf(stderr, "vxperf report: warning: %s\n", w.c_str());
@@ -35,11 +40,15 @@ int report_command(int argc, char** argv) {
   std::vector<std::string> compare;
   std::string html_path;
   bool json = false;
+  analysis::ReadOptions options;
+  options.skip_bad_lines = true;
   try {
     for (int i = 1; i < argc; ++i) {
       std::string arg = argv[i];
       if (arg == "--json") {
         json = true;
+      } else if (arg == "--strict") {
+        options.skip_bad_lines = false;
       } else if (arg == "--html") {
         html_path = next_value(i, argc, argv);
       } else if (arg == "--compare") {
@@ -65,21 +74,29 @@ int report_command(int argc, char** argv) {
 
   try {
     if (!compare.empty()) {
-      analysis::RecordSet a = analysis::read_record_files({compare[0]});
-      analysis::RecordSet b = analysis::read_record_files({compare[1]});
-      print_warnings(a.warnings);
-      print_warnings(b.warnings);
-      auto changes = analysis::compare_reports(analysis::build_report(a, {compare[0]}),
-                                               analysis::build_report(b, {compare[1]}));
+      analysis::ReportBuilder a, b;
+      analysis::stream_record_files({compare[0]}, a, options);
+      analysis::stream_record_files({compare[1]}, b, options);
+      analysis::Report ra = a.finish({compare[0]}), rb = b.finish({compare[1]});
+      print_warnings(ra.warnings);
+      print_warnings(rb.warnings);
+      auto changes = analysis::compare_reports(ra, rb);
       std::string out = json ? analysis::comparison_json(compare[0], compare[1], changes) + "\n"
                              : analysis::format_comparison(compare[0], compare[1], changes);
       print(out);
       return 0;
     }
-    analysis::RecordSet records = analysis::read_record_files(files);
-    print_warnings(records.warnings);
-    analysis::Report report = analysis::build_report(records, files);
-    if (!html_path.empty()) {
+    analysis::Report report;
+    if (html_path.empty()) {
+      analysis::ReportBuilder builder;
+      analysis::stream_record_files(files, builder, options);
+      report = builder.finish(files);
+      print_warnings(report.warnings);
+    } else {
+      // The charts draw every window and request: the records are kept.
+      analysis::RecordSet records = analysis::read_record_files(files, options);
+      print_warnings(records.warnings);
+      report = analysis::build_report(records, files);
       std::string why = write_file_atomically(html_path, analysis::report_html(report, records));
       if (!why.empty()) {
         std::fprintf(stderr, "vxperf report: cannot write %s: %s\n", html_path.c_str(),

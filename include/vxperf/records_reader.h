@@ -2,6 +2,7 @@
 // structs, through their field tables: what `vxperf report` and its fuzzer start from.
 #pragma once
 
+#include <cstdint>
 #include <istream>
 #include <stdexcept>
 #include <string>
@@ -33,11 +34,42 @@ struct RecordSet {
   std::vector<std::string> warnings;  // "FILE:LINE: torn last line skipped"
 };
 
+struct ReadOptions {
+  // Lines that are no record of ours (not JSON: a line torn in the middle of a file; another
+  // tool's JSON; a record with a wrong field) are skipped, said once per file with the first one's
+  // line and then counted, instead of being an error. Input that gives no record at all and had
+  // such a line is still an error (the first one).
+  bool skip_bad_lines = false;
+  // The number of the stream's first line, as messages name it (a follower reading a file a
+  // piece at a time).
+  std::int64_t first_line = 1;
+};
+
+// What a streaming read hands over: each record as it is read (then forgotten; a handler keeps
+// what it needs), and each warning ("FILE:LINE: ...").
+class RecordHandler {
+ public:
+  virtual ~RecordHandler() = default;
+  virtual void request(const RequestRecord& record) = 0;
+  virtual void window(const TrainWindowRecord& record) = 0;
+  virtual void warning(const std::string& text) = 0;
+};
+
+// One pass over each file in turn ("-" is standard input), a fixed-size buffer at a time (a line
+// longer than it grows it), parsed with simdjson: memory does not grow with the input. Besides the
+// torn last line, a file whose records' timestamps ("ts") go backwards for a rank is said once
+// (with the line) and read as it is. Throws InputError as read_record_files does.
+void stream_record_files(const std::vector<std::string>& paths, RecordHandler& handler,
+                         const ReadOptions& options = {});
+void stream_records(std::istream& in, const std::string& name, RecordHandler& handler,
+                    const ReadOptions& options = {});
+
 // Appends the records of one JSON-lines stream. A last line without its newline that is not
 // complete JSON (a writer killed mid-line) is skipped with a warning; anything else malformed,
 // and running out of memory, throws InputError.
-void read_records(std::istream& in, const std::string& name, RecordSet& into);
+void read_records(std::istream& in, const std::string& name, RecordSet& into,
+                  const ReadOptions& options = {});
 // Reads every file ("-" is standard input). Throws InputError (a directory included).
-RecordSet read_record_files(const std::vector<std::string>& paths);
+RecordSet read_record_files(const std::vector<std::string>& paths, const ReadOptions& options = {});
 
 }  // namespace vxperf::analysis

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <optional>
 #include <string>
 #include <utility>
@@ -92,6 +93,27 @@ struct Report {
 };
 
 using vxperf::kStragglerMargin;
+
+// The report built one record at a time, in one pass (what `vxperf report` does): it keeps
+// per-rank sums and, for the exact percentiles, the numbers they are taken over (each request's
+// e2e time, each window's p50 and p95 and its step count: 8 and 32 bytes), never the records.
+// The same report as build_report over the same records in the same order.
+class ReportBuilder : public RecordHandler {
+ public:
+  ReportBuilder();
+  ~ReportBuilder() override;
+  ReportBuilder(const ReportBuilder&) = delete;
+  ReportBuilder& operator=(const ReportBuilder&) = delete;
+
+  void request(const RequestRecord& record) override;
+  void window(const TrainWindowRecord& record) override;
+  void warning(const std::string& text) override;
+  Report finish(std::vector<std::string> sources = {}) const;
+
+ private:
+  struct State;
+  std::unique_ptr<State> state_;
+};
 
 Report build_report(const RecordSet& records, std::vector<std::string> sources = {});
 std::string format_report(const Report& report);

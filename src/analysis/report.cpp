@@ -1,4 +1,6 @@
 // The report: records summarized per run and per rank, as text, JSON and a metric comparison.
+#include "vxperf/report.h"
+
 #include <algorithm>
 #include <cmath>
 #include <map>
@@ -8,7 +10,6 @@
 #include "base/stats.h"
 #include "base/strings.h"
 #include "vxperf/phases.h"
-#include "vxperf/report.h"
 
 namespace vxperf::analysis {
 
@@ -67,47 +68,51 @@ void keep_max(std::optional<std::uint64_t>& into, std::uint64_t value) {
   if (!into || value > *into) into = value;
 }
 
-// Names in order of first appearance with a running sum each.
+// Names in order of first appearance with a running sum each. Records name the same stages and
+// phases in the same order, so the entry after the last one added is tried first.
 struct OrderedSums {
-  std::vector<std::string> order;
-  std::map<std::string, double> sums;
+  std::vector<std::pair<std::string, double>> entries;
+  std::size_t hint = 0;
   void add(const std::string& name, double value) {
-    auto [it, inserted] = sums.emplace(name, 0.0);
-    if (inserted) order.push_back(name);
-    it->second += value;
+    if (hint >= entries.size() || entries[hint].first != name) {
+      hint = 0;
+      while (hint < entries.size() && entries[hint].first != name) ++hint;
+      if (hint == entries.size()) entries.emplace_back(name, 0.0);
+    }
+    entries[hint++].second += value;
   }
 };
 
-RequestSummary summarize_requests(const std::vector<const RequestRecord*>& all) {
-  RequestSummary s;
-  for (const auto* r : all) s.warmup += r->warmup ? 1 : 0;
-  std::vector<const RequestRecord*> measured;
-  for (const auto* r : all) {
-    if (!r->warmup || s.warmup == static_cast<std::int64_t>(all.size())) measured.push_back(r);
-  }
-  s.count = static_cast<std::int64_t>(measured.size());
+// A request summary's sums, one request at a time (the requests it is over: see RequestSide).
+struct RequestAcc {
+  std::int64_t count = 0;
+  bool keep_values = true;  // the e2e times, for the percentiles (a rank's; the run's are theirs)
   std::vector<double> e2e;
   double e2e_sum = 0;
+  std::optional<double> e2e_max;
   OrderedSums stage_ms, stage_calls;
   WeightedMean tflops, mfu;
   double effective = 0;  // full forwards the transformer calls came to
-  for (const auto* r : measured) {
-    e2e.push_back(r->e2e_s);
-    e2e_sum += r->e2e_s;
-    for (const auto& st : r->stages) {
+  RequestSummary s;      // the fields taken as they come
+
+  void add(const RequestRecord& r) {
+    ++count;
+    if (keep_values) e2e.push_back(r.e2e_s);
+    e2e_sum += r.e2e_s;
+    if (!e2e_max || r.e2e_s > *e2e_max) e2e_max = r.e2e_s;
+    for (const auto& st : r.stages) {
       stage_ms.add(st.name, st.total_ms);
       stage_calls.add(st.name, static_cast<double>(st.count));
     }
     std::int64_t calls = 0;
-    for (const auto& st : r->stages) {
+    for (const auto& st : r.stages) {
       if (st.name.rfind("transformer", 0) == 0) calls += st.count;
     }
     s.transformer_calls += calls;
     // A request without skips computed every call whole.
-    effective +=
-        r->dit && r->dit->effective_fwd ? *r->dit->effective_fwd : static_cast<double>(calls);
-    if (r->dit) {
-      const DitThroughput& d = *r->dit;
+    effective += r.dit && r.dit->effective_fwd ? *r.dit->effective_fwd : static_cast<double>(calls);
+    if (r.dit) {
+      const DitThroughput& d = *r.dit;
       tflops.add(d.tflops, 1);
       if (d.mfu) mfu.add(*d.mfu, 1);
       s.params = d.params;
@@ -118,57 +123,91 @@ RequestSummary summarize_requests(const std::vector<const RequestRecord*>& all) 
       }
       if (d.effective_fwd) s.skipped_fwd = s.skipped_fwd.value_or(0) + d.skipped_fwd.value_or(0);
     }
-    if (r->peaks) {
-      keep_max(s.peak_alloc_bytes, r->peaks->allocated);
-      keep_max(s.peak_reserved_bytes, r->peaks->reserved);
+    if (r.peaks) {
+      keep_max(s.peak_alloc_bytes, r.peaks->allocated);
+      keep_max(s.peak_reserved_bytes, r.peaks->reserved);
     }
   }
-  double n = static_cast<double>(std::max<std::int64_t>(s.count, 1));
-  s.e2e_p50_s = percentile(e2e, 0.5);
-  s.e2e_p95_s = percentile(e2e, 0.95);
-  s.e2e_max_s = e2e.empty() ? 0 : *std::max_element(e2e.begin(), e2e.end());
-  s.e2e_mean_s = e2e_sum / n;
-  for (const auto& name : stage_ms.order) {
-    StageShare share;
-    share.name = name;
-    share.mean_ms = stage_ms.sums[name] / n;
-    share.calls = stage_calls.sums[name] / n;
-    share.share = e2e_sum > 0 ? stage_ms.sums[name] / 1000.0 / e2e_sum : 0;
-    s.stages.push_back(share);
-  }
-  std::stable_sort(s.stages.begin(), s.stages.end(),
-                   [](const StageShare& a, const StageShare& b) { return a.mean_ms > b.mean_ms; });
-  s.tflops = tflops.get();
-  s.mfu = mfu.get();
-  if (s.skipped_fwd) s.effective_fwd = effective;
-  return s;
-}
 
-TrainSummary summarize_training(const std::vector<const TrainWindowRecord*>& windows) {
-  TrainSummary s;
-  s.windows = static_cast<std::int64_t>(windows.size());
+  // `e2e_values`: the times the percentiles are over (this one's own when it keeps them).
+  RequestSummary summary(std::int64_t warmup, std::vector<double> e2e_values) const {
+    RequestSummary out = s;
+    out.warmup = warmup;
+    out.count = count;
+    double n = static_cast<double>(std::max<std::int64_t>(count, 1));
+    out.e2e_p50_s = percentile(e2e_values, 0.5);
+    out.e2e_p95_s = percentile(e2e_values, 0.95);
+    out.e2e_max_s = e2e_max.value_or(0);
+    out.e2e_mean_s = e2e_sum / n;
+    // Both sums saw the same names in the same order.
+    for (std::size_t i = 0; i < stage_ms.entries.size(); ++i) {
+      const auto& [name, ms] = stage_ms.entries[i];
+      StageShare share;
+      share.name = name;
+      share.mean_ms = ms / n;
+      share.calls = stage_calls.entries[i].second / n;
+      share.share = e2e_sum > 0 ? ms / 1000.0 / e2e_sum : 0;
+      out.stages.push_back(share);
+    }
+    std::stable_sort(
+        out.stages.begin(), out.stages.end(),
+        [](const StageShare& a, const StageShare& b) { return a.mean_ms > b.mean_ms; });
+    out.tflops = tflops.get();
+    out.mfu = mfu.get();
+    if (out.skipped_fwd) out.effective_fwd = effective;
+    return out;
+  }
+};
+
+// Requests of one rank or of the run: warmup ones are excluded unless all are warmup, so both
+// sets are summed and the choice made at the end.
+struct RequestSide {
+  RequestAcc measured, warmup;
+  explicit RequestSide(bool keep_values) {
+    measured.keep_values = keep_values;
+    warmup.keep_values = keep_values;
+  }
+  void add(const RequestRecord& r) { (r.warmup ? warmup : measured).add(r); }
+  std::int64_t total() const { return measured.count + warmup.count; }
+  bool all_warmup() const { return measured.count == 0; }
+  const RequestAcc& chosen() const { return all_warmup() ? warmup : measured; }
+  const std::vector<double>& chosen_values() const { return chosen().e2e; }
+};
+
+// A training summary's sums, one window at a time.
+struct TrainAcc {
+  std::int64_t windows = 0;
+  bool keep_values = true;  // each window's p50 and p95 with its weight (a rank's)
   std::map<int, std::int64_t> steps_by_rank, warmup_by_rank;
   std::map<int, std::pair<double, double>> samples_by_rank;  // samples, wall seconds
   std::vector<std::pair<double, double>> p50s, p95s;
   OrderedSums phases;
   double phase_steps = 0;
   WeightedMean tflops, hw_tflops, mfu, hfu;
-  const TrainWindowRecord* latest = nullptr;
-  for (const auto* w : windows) {
-    steps_by_rank[w->rank] += w->steps;
-    warmup_by_rank[w->rank] += w->warmup_excluded;
-    auto weight = static_cast<double>(std::max<std::int64_t>(w->steps, 1));
-    p50s.emplace_back(w->step_s_p50, weight);
-    p95s.emplace_back(w->step_s_p95, weight);
-    for (const auto& [name, seconds] : w->phases_s) phases.add(name, seconds * weight);
-    phase_steps += weight;
-    if (w->peaks) {
-      keep_max(s.peak_alloc_bytes, w->peaks->allocated);
-      keep_max(s.peak_reserved_bytes, w->peaks->reserved);
+  bool have_latest = false;  // the window the ETA is taken from
+  std::int64_t latest_step = 0;
+  int latest_rank = 0;
+  double latest_eta = 0;
+  TrainSummary s;
+
+  void add(const TrainWindowRecord& w) {
+    ++windows;
+    steps_by_rank[w.rank] += w.steps;
+    warmup_by_rank[w.rank] += w.warmup_excluded;
+    auto weight = static_cast<double>(std::max<std::int64_t>(w.steps, 1));
+    if (keep_values) {
+      p50s.emplace_back(w.step_s_p50, weight);
+      p95s.emplace_back(w.step_s_p95, weight);
     }
-    if (w->throughput) {
-      const auto& t = *w->throughput;
-      auto& rank_samples = samples_by_rank[w->rank];
+    for (const auto& [name, seconds] : w.phases_s) phases.add(name, seconds * weight);
+    phase_steps += weight;
+    if (w.peaks) {
+      keep_max(s.peak_alloc_bytes, w.peaks->allocated);
+      keep_max(s.peak_reserved_bytes, w.peaks->reserved);
+    }
+    if (w.throughput) {
+      const auto& t = *w.throughput;
+      auto& rank_samples = samples_by_rank[w.rank];
       // "samples" is a per-step mean; the window's total is its rate times its wall time.
       rank_samples.first += t.samples_per_s * t.wall_s;
       rank_samples.second += t.wall_s;
@@ -190,48 +229,59 @@ TrainSummary summarize_training(const std::vector<const TrainWindowRecord*>& win
         if (t.effective_fwd) s.effective_fwd = s.effective_fwd.value_or(0) + *t.effective_fwd;
       }
     }
-    if (w->eta_s && (latest == nullptr || w->step_last > latest->step_last ||
-                     (w->step_last == latest->step_last && w->rank < latest->rank))) {
-      latest = w;
+    if (w.eta_s && (!have_latest || w.step_last > latest_step ||
+                    (w.step_last == latest_step && w.rank < latest_rank))) {
+      have_latest = true;
+      latest_step = w.step_last;
+      latest_rank = w.rank;
+      latest_eta = *w.eta_s;
     }
   }
-  for (const auto& [rank, steps] : steps_by_rank) s.steps = std::max(s.steps, steps);
-  for (const auto& [rank, warmup] : warmup_by_rank) {
-    s.warmup_excluded = std::max(s.warmup_excluded, warmup);
+
+  // `p50_values`, `p95_values`: the windows' percentiles with their weights.
+  TrainSummary summary(std::vector<std::pair<double, double>> p50_values,
+                       std::vector<std::pair<double, double>> p95_values) const {
+    TrainSummary out = s;
+    out.windows = windows;
+    for (const auto& [rank, steps] : steps_by_rank) out.steps = std::max(out.steps, steps);
+    for (const auto& [rank, warmup] : warmup_by_rank) {
+      out.warmup_excluded = std::max(out.warmup_excluded, warmup);
+    }
+    out.step_p50_s = weighted_percentile(std::move(p50_values), 0.5);
+    out.step_p95_s = weighted_percentile(std::move(p95_values), 0.95);
+    // The engine's phase order (its phase table), so that runs and ranks with different phase
+    // sets line up; a name the table does not know goes last.
+    auto order_of = [](const std::string& name) {
+      auto phase = phase_from_name(name);
+      return phase ? static_cast<int>(*phase) : kPhaseCount;
+    };
+    auto order = phases.entries;
+    std::stable_sort(order.begin(), order.end(), [&](const auto& a, const auto& b) {
+      return order_of(a.first) < order_of(b.first);
+    });
+    double phase_total = 0;
+    for (const auto& [name, sum] : order) {
+      double mean = phase_steps > 0 ? sum / phase_steps : 0;
+      out.phase_s.emplace_back(name, mean);
+      phase_total += mean;
+    }
+    for (const auto& [name, mean] : out.phase_s) {
+      out.phase_share.emplace_back(name, phase_total > 0 ? mean / phase_total : 0);
+    }
+    WeightedMean samples;
+    for (const auto& [rank, sw] : samples_by_rank) {
+      if (sw.second > 0) samples.add(sw.first / sw.second, 1);
+    }
+    out.samples_per_s = samples.get();
+    if (out.samples_per_s) out.samples_per_s_global = *out.samples_per_s * out.dp;
+    out.tflops = tflops.get();
+    out.hw_tflops = hw_tflops.get();
+    out.mfu = mfu.get();
+    out.hfu = hfu.get();
+    if (have_latest) out.eta_s = latest_eta;
+    return out;
   }
-  s.step_p50_s = weighted_percentile(p50s, 0.5);
-  s.step_p95_s = weighted_percentile(p95s, 0.95);
-  // The engine's phase order (its phase table), so that runs and ranks with different phase sets
-  // line up; a name the table does not know goes last.
-  auto order_of = [](const std::string& name) {
-    auto phase = phase_from_name(name);
-    return phase ? static_cast<int>(*phase) : kPhaseCount;
-  };
-  std::stable_sort(
-      phases.order.begin(), phases.order.end(),
-      [&](const std::string& a, const std::string& b) { return order_of(a) < order_of(b); });
-  double phase_total = 0;
-  for (const auto& name : phases.order) {
-    double mean = phase_steps > 0 ? phases.sums[name] / phase_steps : 0;
-    s.phase_s.emplace_back(name, mean);
-    phase_total += mean;
-  }
-  for (const auto& [name, mean] : s.phase_s) {
-    s.phase_share.emplace_back(name, phase_total > 0 ? mean / phase_total : 0);
-  }
-  WeightedMean samples;
-  for (const auto& [rank, sw] : samples_by_rank) {
-    if (sw.second > 0) samples.add(sw.first / sw.second, 1);
-  }
-  s.samples_per_s = samples.get();
-  if (s.samples_per_s) s.samples_per_s_global = *s.samples_per_s * s.dp;
-  s.tflops = tflops.get();
-  s.hw_tflops = hw_tflops.get();
-  s.mfu = mfu.get();
-  s.hfu = hfu.get();
-  if (latest) s.eta_s = latest->eta_s;
-  return s;
-}
+};
 
 std::string opt_text(const std::optional<double>& v, const char* format, double scale = 1) {
   return v ? strprintf(format, *v * scale) : std::string("-");
@@ -321,41 +371,78 @@ std::string skip_line(const std::optional<std::int64_t>& skipped,
 
 }  // namespace
 
-Report build_report(const RecordSet& records, std::vector<std::string> sources) {
+struct ReportBuilder::State {
+  // The run's sums keep no values: its percentiles are over the ranks' (the same numbers).
+  RequestSide requests{false};
+  TrainAcc training;
+  struct Rank {
+    std::optional<RequestSide> requests;
+    std::optional<TrainAcc> training;
+  };
+  std::map<int, Rank> ranks;
+  std::vector<std::string> warnings;
+  State() { training.keep_values = false; }
+};
+
+ReportBuilder::ReportBuilder() : state_(std::make_unique<State>()) {}
+ReportBuilder::~ReportBuilder() = default;
+
+void ReportBuilder::request(const RequestRecord& record) {
+  state_->requests.add(record);
+  auto& rank = state_->ranks[record.rank];
+  if (!rank.requests) rank.requests.emplace(true);
+  rank.requests->add(record);
+}
+
+void ReportBuilder::window(const TrainWindowRecord& record) {
+  state_->training.add(record);
+  auto& rank = state_->ranks[record.rank];
+  if (!rank.training) rank.training.emplace();
+  rank.training->add(record);
+}
+
+void ReportBuilder::warning(const std::string& text) { state_->warnings.push_back(text); }
+
+Report ReportBuilder::finish(std::vector<std::string> sources) const {
+  const State& st = *state_;
   Report report;
   report.sources = std::move(sources);
-  report.warnings = records.warnings;
-  std::map<int, std::vector<const RequestRecord*>> requests_by_rank;
-  std::map<int, std::vector<const TrainWindowRecord*>> windows_by_rank;
-  std::vector<const RequestRecord*> all_requests;
-  std::vector<const TrainWindowRecord*> all_windows;
-  for (const auto& r : records.requests) {
-    requests_by_rank[r.rank].push_back(&r);
-    all_requests.push_back(&r);
+  report.warnings = st.warnings;
+  if (st.requests.total() > 0) {
+    // The run's measured requests are the non-warmup ones of every rank unless all are warmup.
+    bool all_warmup = st.requests.all_warmup();
+    std::vector<double> e2e;
+    for (const auto& [rank, r] : st.ranks) {
+      if (!r.requests) continue;
+      const auto& values = all_warmup ? r.requests->warmup.e2e : r.requests->measured.e2e;
+      e2e.insert(e2e.end(), values.begin(), values.end());
+    }
+    report.requests = st.requests.chosen().summary(st.requests.warmup.count, std::move(e2e));
   }
-  for (const auto& w : records.windows) {
-    windows_by_rank[w.rank].push_back(&w);
-    all_windows.push_back(&w);
+  if (st.training.windows > 0) {
+    std::vector<std::pair<double, double>> p50s, p95s;
+    for (const auto& [rank, r] : st.ranks) {
+      if (!r.training) continue;
+      p50s.insert(p50s.end(), r.training->p50s.begin(), r.training->p50s.end());
+      p95s.insert(p95s.end(), r.training->p95s.begin(), r.training->p95s.end());
+    }
+    report.training = st.training.summary(std::move(p50s), std::move(p95s));
   }
-  if (!all_requests.empty()) report.requests = summarize_requests(all_requests);
-  if (!all_windows.empty()) report.training = summarize_training(all_windows);
 
-  std::set<int> ranks;
-  for (const auto& [rank, v] : requests_by_rank) ranks.insert(rank);
-  for (const auto& [rank, v] : windows_by_rank) ranks.insert(rank);
-  for (int rank : ranks) {
+  for (const auto& [rank, r] : st.ranks) {
     RankSummary rs;
     rs.rank = rank;
-    if (auto it = requests_by_rank.find(rank); it != requests_by_rank.end()) {
-      RequestSummary r = summarize_requests(it->second);
-      rs.requests = r.count;
-      rs.e2e_p50_s = r.e2e_p50_s;
-      if (r.peak_alloc_bytes) keep_max(rs.peak_alloc_bytes, *r.peak_alloc_bytes);
-      rs.tflops = r.tflops;
-      rs.mfu = r.mfu;
+    if (r.requests) {
+      RequestSummary q =
+          r.requests->chosen().summary(r.requests->warmup.count, r.requests->chosen_values());
+      rs.requests = q.count;
+      rs.e2e_p50_s = q.e2e_p50_s;
+      if (q.peak_alloc_bytes) keep_max(rs.peak_alloc_bytes, *q.peak_alloc_bytes);
+      rs.tflops = q.tflops;
+      rs.mfu = q.mfu;
     }
-    if (auto it = windows_by_rank.find(rank); it != windows_by_rank.end()) {
-      TrainSummary t = summarize_training(it->second);
+    if (r.training) {
+      TrainSummary t = r.training->summary(r.training->p50s, r.training->p95s);
       rs.windows = t.windows;
       rs.steps = t.steps;
       rs.step_p50_s = t.step_p50_s;
@@ -391,6 +478,14 @@ Report build_report(const RecordSet& records, std::vector<std::string> sources) 
     for (std::size_t i = 0; i < measured.size(); ++i) measured[i]->excess_s = verdict.excess_s[i];
   }
   return report;
+}
+
+Report build_report(const RecordSet& records, std::vector<std::string> sources) {
+  ReportBuilder builder;
+  for (const auto& w : records.warnings) builder.warning(w);
+  for (const auto& r : records.requests) builder.request(r);
+  for (const auto& w : records.windows) builder.window(w);
+  return builder.finish(std::move(sources));
 }
 
 std::string format_report(const Report& report) {

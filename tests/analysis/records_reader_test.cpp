@@ -114,6 +114,93 @@ TEST(RecordsReader, MissingFileIsAnInputError) {
   EXPECT_THROW(read_record_files({"/nonexistent/records.jsonl"}), InputError);
 }
 
+TEST(RecordsReader, SkipsBadLinesWhenAskedSayingTheFirstAndTheCount) {
+  std::string full = to_json_line(request(0, 1, 5.0));
+  std::istringstream in(full + "\n{\"kind\": \"request\", \n{\"level\": \"info\"}\n" + full +
+                        "\n[3]\n" + full + "\n");
+  RecordSet set;
+  ReadOptions options;
+  options.skip_bad_lines = true;
+  read_records(in, "run.jsonl", set, options);
+  EXPECT_EQ(set.requests.size(), 3u);
+  ASSERT_EQ(set.warnings.size(), 2u);
+  EXPECT_EQ(set.warnings[0], "run.jsonl:2: not valid JSON (line skipped)");
+  EXPECT_EQ(set.warnings[1], "run.jsonl: 2 more lines skipped as not records (the last at line 5)");
+}
+
+TEST(RecordsReader, InputWithNoRecordIsAnErrorEvenWhenSkipping) {
+  std::istringstream in("{\"msg\": \"hello\"}\n{\"msg\": \"bye\"}\n");
+  RecordSet set;
+  ReadOptions options;
+  options.skip_bad_lines = true;
+  try {
+    read_records(in, "other.jsonl", set, options);
+    FAIL() << "no error";
+  } catch (const InputError& e) {
+    EXPECT_EQ(e.line(), 1);
+    EXPECT_EQ(std::string(e.what()), "other.jsonl:1: a record needs a string \"kind\"");
+  }
+}
+
+TEST(RecordsReader, SaysTimestampsGoingBackwardsOnceAndReadsThem) {
+  auto at = [](int rank, double ts) {
+    RequestRecord r = request(rank, 1, 5.0);
+    r.ts = ts;
+    return to_json_line(r);
+  };
+  // Rank 1's are in order, rank 0's go back twice.
+  RecordSet set = read_string(lines({at(0, 10), at(1, 1), at(0, 9), at(1, 2), at(0, 11), at(0, 3)}),
+                              "ts.jsonl");
+  EXPECT_EQ(set.requests.size(), 6u);
+  ASSERT_EQ(set.warnings.size(), 2u);
+  EXPECT_EQ(set.warnings[0],
+            "ts.jsonl:3: \"ts\" 9 of rank 0 is before the previous record's 10 (read as it is)");
+  EXPECT_EQ(set.warnings[1],
+            "ts.jsonl: 1 more records whose ts goes backwards (the last at line 6)");
+}
+
+// Hands records over one at a time; counts them and keeps nothing.
+struct Counter : RecordHandler {
+  std::int64_t requests = 0, windows = 0;
+  double e2e_sum = 0;
+  std::vector<std::string> warnings;
+  void request(const RequestRecord& r) override {
+    ++requests;
+    e2e_sum += r.e2e_s;
+  }
+  void window(const TrainWindowRecord&) override { ++windows; }
+  void warning(const std::string& w) override { warnings.push_back(w); }
+};
+
+TEST(RecordsReader, StreamsFilesLargerThanItsBuffer) {
+  // Lines longer than the reader's 1 MiB buffer (a stage name of 3 MB) and many short ones, so
+  // that lines cross buffer boundaries; no newline after the last.
+  std::string dir = ::testing::TempDir() + "/vxperf-stream-" + std::to_string(::getpid());
+  std::filesystem::create_directories(dir);
+  std::string path = dir + "/big.jsonl";
+  RequestRecord big = request(0, 1, 2.0);
+  big.stages[0].name = std::string(3 << 20, 'x');
+  {
+    std::ofstream out(path);
+    for (int i = 0; i < 20000; ++i) out << to_json_line(request(i % 8, i, 1.0)) << "\n";
+    out << to_json_line(big) << "\n";
+    for (int i = 0; i < 20000; ++i) out << to_json_line(window(i % 8, i * 10, 10, 1.5)) << "\n";
+    out << to_json_line(request(0, 2, 0.5));
+  }
+  Counter counter;
+  stream_record_files({path}, counter);
+  EXPECT_EQ(counter.requests, 20002);
+  EXPECT_EQ(counter.windows, 20000);
+  EXPECT_DOUBLE_EQ(counter.e2e_sum, 20000.0 + 2.0 + 0.5);
+  EXPECT_TRUE(counter.warnings.empty());
+  // The file read through a stream gives the same.
+  std::ifstream in(path);
+  Counter again;
+  stream_records(in, path, again);
+  EXPECT_EQ(again.requests, counter.requests);
+  EXPECT_EQ(again.windows, counter.windows);
+  std::filesystem::remove_all(dir);
+}
 
 TEST(RecordsReader, ReadsTheCrossRankView) {
   TrainWindowRecord w = window(0, 0, 10, 1.5);

@@ -70,7 +70,22 @@ string(SUBSTRING "${records}" 0 1500 torn)
 file(WRITE "${WORK}/torn.jsonl" "${torn}")
 expect(0 "torn last line" report "${WORK}/torn.jsonl")
 file(WRITE "${WORK}/bad.jsonl" "${torn}\n${records}")
-expect(2 "bad.jsonl:[0-9]+: not valid JSON" report "${WORK}/bad.jsonl")
+expect(2 "bad.jsonl:[0-9]+: not valid JSON" report --strict "${WORK}/bad.jsonl")
+# Without --strict a bad line in the middle is said once, with its line, and the rest is read.
+expect(0 "bad.jsonl:[0-9]+: not valid JSON \\(line skipped\\).*Requests: [0-9]+ measured" report
+       "${WORK}/bad.jsonl")
+# Another tool's JSON: said once per file with the first line and a count; alone, an error.
+file(WRITE "${WORK}/foreign.jsonl" "{\"level\": \"info\", \"msg\": \"up\"}\n[1, 2]\n{\"kind\": \"x\"}\n")
+expect(0 "foreign.jsonl:1: a record needs a string \"kind\" \\(line skipped\\).*foreign.jsonl: 2 more lines skipped as not records \\(the last at line 3\\).*Requests: 2 measured"
+       report "${WORK}/foreign.jsonl" "${CASES}/inference-1-00.expected.jsonl")
+expect(2 "foreign.jsonl:1: a record needs a string \"kind\"" report "${WORK}/foreign.jsonl")
+# Timestamps going backwards: said once, read as they are.
+file(WRITE "${WORK}/backwards.jsonl"
+     "{\"kind\": \"request\", \"ts\": 5, \"e2e_s\": 1, \"stages\": {}}\n"
+     "{\"kind\": \"request\", \"ts\": 4, \"e2e_s\": 2, \"stages\": {}}\n"
+     "{\"kind\": \"request\", \"ts\": 3, \"e2e_s\": 3, \"stages\": {}}\n")
+expect(0 "backwards.jsonl:2: \"ts\" 4 of rank 0 is before the previous record's 5.*backwards.jsonl: 1 more records whose ts goes backwards \\(the last at line 3\\).*Requests: 3 measured"
+       report "${WORK}/backwards.jsonl")
 expect(2 "cannot open" report "${WORK}/missing.jsonl")
 expect(2 "missing FILE" report)
 expect(2 "unknown option" report --frobnicate x.jsonl)

@@ -1,0 +1,201 @@
+#!/usr/bin/env python3
+"""`vxperf report` at the scale of real runs, side by side with the first thing a user would write
+instead (a Python loop of json.loads over the same files), in one run on the same files.
+
+Generates its own records: 64 ranks x 2000 windows and 1024 ranks x 200 windows (the demo's
+window shape, one file per rank), and a serving log of 1M requests (one file). For each set it
+times `cat FILES > /dev/null` (the machine's raw read speed, warm cache), the json.loads loop and
+`vxperf report`, and takes the peak RSS of each from the kernel (wait4's ru_maxrss).
+
+  python3 bench/records_bench.py --vxperf build/vxperf [--work DIR] [--scale 0.1] [--keep]
+
+--scale shrinks every set (0.1: a tenth of the windows per rank and of the requests) for a quick
+look; the figures in the README are from --scale 1. Prints one table (markdown) and, with
+--json, writes the figures as JSON.
+"""
+import argparse
+import json
+import os
+import random
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+
+PHASES = ["data", "prep", "vae_enc", "text_encoder", "aux", "fwd", "bwd", "clip", "opt"]
+
+
+def window_line(rng, rank, world, index, steps, ts):
+    """One train_window record as the demo's engine writes it, at time ts."""
+    step_first = index * steps
+    p50 = 2.8 + rng.random() * 0.4 + (0.5 if rank == 3 else 0.0)
+    phases = {name: rng.random() * 0.5 for name in PHASES}
+    wall = p50 * steps
+    record = {
+        "kind": "train_window", "ts": ts, "rank": rank, "world_size": world,
+        "step_first": step_first, "step_last": step_first + steps - 1, "steps": steps,
+        "warmup_excluded": 1 if index == 0 else 0, "step_s_p50": p50,
+        "step_s_p95": p50 * (1.2 + rng.random() * 0.3), "phases_s": phases,
+        "micro_steps": 2.0, "overrun_s": rng.random() * 0.3, "device": "cuda:%d" % (rank % 8),
+        "peak_alloc_bytes": 27917287424 + rng.randrange(1 << 30),
+        "peak_reserved_bytes": 135291469824,
+        "throughput": {
+            "samples_per_s": 4.0 / p50, "samples": 4.0, "wall_s": wall, "dp": world,
+            "params": 1418996800, "trainable": 1418996800, "tokens": 12368.57142857143,
+            "priced_steps": steps, "priced_s": wall, "flops_coef": 2.5, "flops_coef_hw": 2.5,
+            "flops_coef_reason": "full, ckpt on -> 3x/4x, attn from dims (60 modules), "
+                                 "overridden to 2.5x",
+            "flops_per_step": 633238538756571.4, "attn_share": 0.6167174735998288, "devices": 1,
+            "tflops": 633.238538756571 / p50, "hw_tflops": 633.238538756571 / p50,
+            "peak_tflops": 989.0, "mfu": 0.64 / p50, "hfu": 0.64 / p50},
+        "eta_s": (2000 - index) * wall,
+    }
+    return json.dumps(record)
+
+
+def request_line(rng, index):
+    """One request record as a serving process writes it."""
+    steps = 50
+    transformer = [rng.uniform(900.0, 1100.0) for _ in range(4)]
+    total = sum(transformer) * steps / 4
+    text, vae = rng.uniform(15, 25), rng.uniform(1700, 1900)
+    e2e = (text + total + vae) / 1000.0 + rng.random() * 0.05
+
+    def stage(count, total_ms, low, high):
+        return {"count": count, "total_ms": total_ms, "mean_ms": total_ms / count,
+                "std_ms": (high - low) / 4, "min_ms": low, "max_ms": high}
+
+    record = {
+        "kind": "request", "ts": 1000.0 + index * 0.06, "rank": 0, "world_size": 1,
+        "req": index, "warmup": index < 2, "e2e_s": e2e,
+        "stages": {"text_encoder": stage(1, text, text, text),
+                   "transformer": stage(steps, total, min(transformer), max(transformer)),
+                   "vae_dec": stage(1, vae, vae, vae)},
+        "dit": {"params": 14288491584, "tokens": 75600, "batch": 2, "devices": 1,
+                "flops_per_fwd": 94456020572160.0, "attn_share": 0.056066654681415785,
+                "tflops": 72.81209305203646, "peak_tflops": 989.0, "mfu": 0.0736},
+        "device": "cuda:0", "peak_alloc_bytes": 64425245068, "peak_reserved_bytes": 124554051584,
+    }
+    return json.dumps(record)
+
+
+def generate(work, name, ranks, windows, requests, seed):
+    folder = os.path.join(work, name)
+    os.makedirs(folder, exist_ok=True)
+    rng = random.Random(seed)
+    files = []
+    if requests:
+        path = os.path.join(folder, "requests.jsonl")
+        with open(path, "w") as f:
+            chunk = []
+            for i in range(requests):
+                chunk.append(request_line(rng, i))
+                if len(chunk) == 10000:
+                    f.write("\n".join(chunk) + "\n")
+                    chunk = []
+            if chunk:
+                f.write("\n".join(chunk) + "\n")
+        files.append(path)
+    for rank in range(ranks):
+        path = os.path.join(folder, "rank%04d.jsonl" % rank)
+        with open(path, "w") as f:
+            lines, ts = [], 1000.0
+            for i in range(windows):
+                ts += 25.0
+                lines.append(window_line(rng, rank, ranks, i, 8, ts))
+            f.write("\n".join(lines) + "\n")
+        files.append(path)
+    return files
+
+
+def run_measured(argv):
+    """Runs argv under /usr/bin/time (a small parent: the peak RSS of a child forked from this
+    Python would start at this process's own); returns (wall seconds, CPU seconds, peak RSS in
+    bytes, exit status, stderr)."""
+    with tempfile.NamedTemporaryFile("r") as times, tempfile.TemporaryFile() as err:
+        proc = subprocess.run(["/usr/bin/time", "-o", times.name, "-f", "%e %U %S %M"] + argv,
+                              stdout=subprocess.DEVNULL, stderr=err)
+        wall, user, system, rss_kb = times.read().split()[-4:]
+        err.seek(0)
+        return (float(wall), float(user) + float(system), int(rss_kb) * 1024, proc.returncode,
+                err.read().decode(errors="replace"))
+
+
+PY_LOOP = """
+import json, sys
+n = 0
+for path in sys.argv[1:]:
+    with open(path) as f:
+        for line in f:
+            json.loads(line)
+            n += 1
+print(n)
+"""
+
+
+def measure(files, vxperf, repeats):
+    size = sum(os.path.getsize(p) for p in files)
+    best = {}
+    for _ in range(repeats):
+        for name, argv in (("cat", ["cat"] + files),
+                           ("python", [sys.executable, "-c", PY_LOOP] + files),
+                           ("vxperf", [vxperf, "report"] + files)):
+            seconds, cpu, rss, rc, err = run_measured(argv)
+            if rc != 0 or err:
+                raise SystemExit("%s exited %d: %s" % (name, rc, err[:2000]))
+            if name not in best or seconds < best[name][0]:
+                best[name] = (seconds, cpu, rss)
+    return size, best
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--vxperf", required=True)
+    parser.add_argument("--work", default=None, help="folder for the data (default: a temp dir)")
+    parser.add_argument("--scale", type=float, default=1.0)
+    parser.add_argument("--repeats", type=int, default=2)
+    parser.add_argument("--json", default=None, help="also write the figures here")
+    parser.add_argument("--keep", action="store_true", help="keep the generated data")
+    args = parser.parse_args()
+    work = args.work or tempfile.mkdtemp(prefix="vxperf-records-bench-")
+    sets = [("64 ranks x %d windows" % int(2000 * args.scale), 64, int(2000 * args.scale), 0),
+            ("1024 ranks x %d windows" % int(200 * args.scale), 1024, int(200 * args.scale), 0),
+            ("%d requests" % int(1000000 * args.scale), 0, 0, int(1000000 * args.scale))]
+    rows = []
+    try:
+        for i, (label, ranks, windows, requests) in enumerate(sets):
+            files = generate(work, "set%d" % i, ranks, windows, requests, seed=i)
+            size, best = measure(files, args.vxperf, args.repeats)
+            mb = size / 1e6
+            row = {"set": label, "mb": mb}
+            for name, (seconds, cpu, rss) in best.items():
+                row[name + "_s"] = seconds
+                row[name + "_cpu_s"] = cpu
+                row[name + "_rss_mb"] = rss / 1e6
+            row["speedup"] = best["python"][0] / best["vxperf"][0]
+            row["cpu_speedup"] = best["python"][1] / max(best["vxperf"][1], 0.01)
+            print("measured: %s" % json.dumps(row), file=sys.stderr, flush=True)
+            rows.append(row)
+            shutil.rmtree(os.path.join(work, "set%d" % i), ignore_errors=True) if not args.keep \
+                else None
+    finally:
+        if not args.keep and args.work is None:
+            shutil.rmtree(work, ignore_errors=True)
+    print("| input | size | cat > /dev/null | json.loads loop | vxperf report | vs Python (wall) |"
+          " vs Python (CPU) | vxperf peak RSS | Python peak RSS |")
+    print("| --- | --- | --- | --- | --- | --- | --- | --- | --- |")
+    for r in rows:
+        print("| %s | %.0f MB | %.2f s (%.0f MB/s) | %.2f s (CPU %.2f s) | %.2f s (CPU %.2f s, "
+              "%.0f MB/s) | %.1fx | %.1fx | %.1f MB | %.1f MB |"
+              % (r["set"], r["mb"], r["cat_s"], r["mb"] / max(r["cat_s"], 0.01), r["python_s"],
+                 r["python_cpu_s"], r["vxperf_s"], r["vxperf_cpu_s"],
+                 r["mb"] / max(r["vxperf_s"], 0.01), r["speedup"], r["cpu_speedup"],
+                 r["vxperf_rss_mb"], r["python_rss_mb"]))
+    if args.json:
+        with open(args.json, "w") as f:
+            json.dump(rows, f, indent=1)
+
+
+if __name__ == "__main__":
+    main()

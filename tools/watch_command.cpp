@@ -1,0 +1,412 @@
+// `vxperf watch FILE...`: a live view of a running job from its records files. Each poll reads
+// what every file gained since the last (a torn last line waits for its end), and redraws the
+// latest window of every rank (step time, its largest phase, samples/s, MFU, ETA, stragglers by
+// the core's rule) and, for servers, requests per minute and latency. Patterns are expanded
+// again at each poll, so new ranks' files join; a file that shrinks or is replaced (truncated,
+// rotated) is read again from its start. On a terminal: one screen, redrawn, until q or Ctrl-C;
+// otherwise plain lines, one block per poll that brought records.
+#include <glob.h>
+#include <poll.h>
+#include <signal.h>
+#include <sys/stat.h>
+#include <termios.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <chrono>
+#include <cmath>
+#include <csignal>
+#include <cstdio>
+#include <cstring>
+#include <deque>
+#include <map>
+#include <optional>
+#include <set>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "cli_util.h"
+#include "commands.h"
+#include "vxperf/records_reader.h"
+#include "vxperf/xrank.h"
+
+namespace vxperf::cli {
+namespace {
+
+constexpr const char* kUsage =
+    "usage: vxperf watch FILE|PATTERN... [--interval SECONDS] [--once]\n\n"
+    "A live view of a running job from its records files (VIDEOX_PERF_JSON of every rank): the\n"
+    "latest window per rank (steps, step time, its largest phase, samples/s, MFU, ETA,\n"
+    "stragglers) and, for servers, requests per minute and e2e latency. Quote a pattern\n"
+    "('runs/x.jsonl.rank*') to have new ranks' files join as they appear; a truncated or rotated\n"
+    "file is read again from its start; a torn last line waits for its end. On a terminal the\n"
+    "view is redrawn until q or Ctrl-C; otherwise it prints plain lines for each poll that\n"
+    "brought records.\n\n"
+    "  --interval S   seconds between polls (default 1)\n"
+    "  --once         read what is there, print the view once and exit\n";
+
+volatile std::sig_atomic_t g_stop = 0;
+void on_signal(int) { g_stop = 1; }
+
+// One followed file: where it was read to, and the start of a line not yet ended.
+struct Followed {
+  std::string path;
+  dev_t dev = 0;
+  ino_t ino = 0;
+  off_t offset = 0;
+  std::int64_t lines = 0;  // whole lines read
+  std::string partial;
+};
+
+struct RankView {
+  std::optional<TrainWindowRecord> window;  // the latest
+  std::int64_t windows = 0;
+  std::int64_t requests = 0;
+  std::deque<double> e2e;         // the latest requests' e2e times
+  std::deque<double> request_ts;  // and their timestamps, for the rate
+};
+
+constexpr std::size_t kLatest = 200;
+
+class View : public analysis::RecordHandler {
+ public:
+  void request(const RequestRecord& r) override {
+    RankView& v = ranks_[r.rank];
+    ++v.requests;
+    v.e2e.push_back(r.e2e_s);
+    v.request_ts.push_back(r.ts);
+    if (v.e2e.size() > kLatest) v.e2e.pop_front();
+    if (v.request_ts.size() > kLatest) v.request_ts.pop_front();
+    ++fresh_;
+  }
+  void window(const TrainWindowRecord& w) override {
+    RankView& v = ranks_[w.rank];
+    ++v.windows;
+    if (!v.window || w.step_last >= v.window->step_last) v.window = w;
+    ++fresh_;
+  }
+  void warning(const std::string& text) override { note(text); }
+
+  void note(const std::string& text) {
+    notes_.push_back(text);
+    if (notes_.size() > 5) notes_.erase(notes_.begin());
+    new_notes_.push_back(text);
+  }
+  std::int64_t take_fresh() {
+    std::int64_t n = fresh_;
+    fresh_ = 0;
+    return n;
+  }
+  std::vector<std::string> take_new_notes() {
+    std::vector<std::string> out;
+    out.swap(new_notes_);
+    return out;
+  }
+
+  // The view as lines.
+  std::vector<std::string> lines(std::size_t files) const {
+    std::vector<std::string> out;
+    char buf[256];
+    std::snprintf(buf, sizeof buf, "vxperf watch: %zu files, %zu ranks", files, ranks_.size());
+    out.emplace_back(buf);
+    std::vector<RankTimes> times;
+    for (const auto& [rank, v] : ranks_) {
+      if (v.window) times.push_back({rank, v.window->step_s_p50, v.window->phases_s});
+    }
+    std::set<int> stragglers;
+    std::map<int, std::string> where;
+    std::optional<double> median;
+    if (times.size() >= 2) {
+      StragglerVerdict verdict = find_stragglers(times);
+      median = verdict.median_s;
+      for (std::size_t i = 0; i < verdict.stragglers.size(); ++i) {
+        stragglers.insert(verdict.stragglers[i]);
+        if (i < verdict.where.size()) where[verdict.stragglers[i]] = verdict.where[i];
+      }
+    }
+    if (!times.empty()) {
+      out.emplace_back("training (latest window per rank)");
+      std::snprintf(buf, sizeof buf, "  %-5s %-13s %9s %-20s %10s %7s %9s  %s", "rank", "steps",
+                    "step p50", "largest phase", "samples/s", "MFU", "ETA", "");
+      out.emplace_back(buf);
+      for (const auto& [rank, v] : ranks_) {
+        if (!v.window) continue;
+        const TrainWindowRecord& w = *v.window;
+        std::string phase = "-";
+        double total = 0, largest = 0;
+        for (const auto& [name, s] : w.phases_s) total += s;
+        for (const auto& [name, s] : w.phases_s) {
+          if (s > largest) {
+            largest = s;
+            phase = name;
+          }
+        }
+        if (total > 0) {
+          std::snprintf(buf, sizeof buf, "%s %.0f%%", phase.c_str(), 100.0 * largest / total);
+          phase = buf;
+        }
+        std::string samples = "-", mfu = "-", eta = "-";
+        if (w.throughput) {
+          std::snprintf(buf, sizeof buf, "%.3f", w.throughput->samples_per_s);
+          samples = buf;
+          if (w.throughput->mfu) {
+            std::snprintf(buf, sizeof buf, "%.1f%%", *w.throughput->mfu * 100.0);
+            mfu = buf;
+          }
+        }
+        if (w.eta_s) eta = duration(*w.eta_s);
+        std::string steps = std::to_string(w.step_first) + "-" + std::to_string(w.step_last);
+        std::string mark;
+        if (stragglers.count(rank)) mark = "straggler (" + where[rank] + ")";
+        std::snprintf(buf, sizeof buf, "  %-5d %-13s %8.3fs %-20s %10s %7s %9s  %s", rank,
+                      steps.c_str(), w.step_s_p50, phase.c_str(), samples.c_str(), mfu.c_str(),
+                      eta.c_str(), mark.c_str());
+        out.emplace_back(buf);
+      }
+      if (median) {
+        std::snprintf(buf, sizeof buf, "  median step %.3fs; stragglers: %zu", *median,
+                      stragglers.size());
+        out.emplace_back(buf);
+      }
+    }
+    bool serving = false;
+    for (const auto& [rank, v] : ranks_) serving = serving || v.requests > 0;
+    if (serving) {
+      out.emplace_back("serving (latest requests per rank)");
+      std::snprintf(buf, sizeof buf, "  %-5s %9s %9s %9s %9s", "rank", "requests", "req/min",
+                    "e2e p50", "e2e p95");
+      out.emplace_back(buf);
+      for (const auto& [rank, v] : ranks_) {
+        if (v.requests == 0) continue;
+        std::vector<double> e2e(v.e2e.begin(), v.e2e.end());
+        std::sort(e2e.begin(), e2e.end());
+        auto at = [&](double q) {
+          return e2e[std::min(e2e.size() - 1, static_cast<std::size_t>(q * (e2e.size() - 1)))];
+        };
+        // Requests in the minute before the latest one's timestamp.
+        double newest = v.request_ts.back();
+        std::size_t in_minute = 0;
+        for (double ts : v.request_ts) in_minute += ts > newest - 60.0 ? 1 : 0;
+        double span = std::min(60.0, newest - v.request_ts.front());
+        std::string rate = "-";
+        if (span > 0) {
+          std::snprintf(buf, sizeof buf, "%.1f",
+                        static_cast<double>(in_minute) * 60.0 / std::max(span, 1e-9));
+          rate = buf;
+        }
+        std::snprintf(buf, sizeof buf, "  %-5d %9lld %9s %8.3fs %8.3fs", rank,
+                      static_cast<long long>(v.requests), rate.c_str(), at(0.5), at(0.95));
+        out.emplace_back(buf);
+      }
+    }
+    if (ranks_.empty()) out.emplace_back("no records yet");
+    for (const auto& n : notes_) out.push_back("note: " + n);
+    return out;
+  }
+
+ private:
+  static std::string duration(double s) {
+    char buf[32];
+    if (s < 120) {
+      std::snprintf(buf, sizeof buf, "%.0fs", s);
+    } else if (s < 7200) {
+      std::snprintf(buf, sizeof buf, "%.1f min", s / 60);
+    } else {
+      std::snprintf(buf, sizeof buf, "%.1fh", s / 3600);
+    }
+    return buf;
+  }
+
+  std::map<int, RankView> ranks_;
+  std::vector<std::string> notes_, new_notes_;
+  std::int64_t fresh_ = 0;
+};
+
+// The files the arguments name now: each pattern expanded, a plain name kept even before it
+// exists.
+std::vector<std::string> expand(const std::vector<std::string>& args) {
+  std::vector<std::string> out;
+  for (const auto& a : args) {
+    glob_t g{};
+    if (a.find_first_of("*?[") != std::string::npos && ::glob(a.c_str(), 0, nullptr, &g) == 0) {
+      for (std::size_t i = 0; i < g.gl_pathc; ++i) out.emplace_back(g.gl_pathv[i]);
+    } else if (a.find_first_of("*?[") == std::string::npos) {
+      out.push_back(a);
+    }
+    ::globfree(&g);
+  }
+  std::sort(out.begin(), out.end());
+  out.erase(std::unique(out.begin(), out.end()), out.end());
+  return out;
+}
+
+// Reads what `f` gained; complete lines go to the view.
+void poll_file(Followed& f, View& view) {
+  struct stat st {};
+  if (::stat(f.path.c_str(), &st) != 0 || !S_ISREG(st.st_mode)) return;
+  if (f.ino != 0 && (st.st_ino != f.ino || st.st_dev != f.dev)) {
+    view.note(f.path + ": replaced (rotated): read again from its start");
+    f.offset = 0;
+    f.lines = 0;
+    f.partial.clear();
+  } else if (st.st_size < f.offset) {
+    view.note(f.path + ": truncated: read again from its start");
+    f.offset = 0;
+    f.lines = 0;
+    f.partial.clear();
+  }
+  f.dev = st.st_dev;
+  f.ino = st.st_ino;
+  if (st.st_size == f.offset) return;
+  FILE* in = std::fopen(f.path.c_str(), "rb");
+  if (in == nullptr) return;
+  std::string text;
+  if (::fseeko(in, f.offset, SEEK_SET) == 0) {
+    char buf[1 << 16];
+    std::size_t n;
+    while ((n = std::fread(buf, 1, sizeof buf, in)) > 0) text.append(buf, n);
+  }
+  std::fclose(in);
+  f.offset += static_cast<off_t>(text.size());
+  text = f.partial + text;
+  auto end = text.rfind('\n');
+  if (end == std::string::npos) {
+    f.partial = text;  // a line not yet ended (a writer mid-line): wait for the rest
+    return;
+  }
+  f.partial = text.substr(end + 1);
+  text.resize(end + 1);
+  std::istringstream lines(text);
+  analysis::ReadOptions options;
+  options.skip_bad_lines = true;
+  options.first_line = f.lines + 1;
+  f.lines += static_cast<std::int64_t>(std::count(text.begin(), text.end(), '\n'));
+  try {
+    analysis::stream_records(lines, f.path, view, options);
+  } catch (const analysis::InputError& e) {
+    view.note(e.what());  // nothing but bad lines this time: said, and followed on
+  }
+}
+
+// The terminal in raw-ish mode (no echo, a key at a time) while alive.
+class RawTerminal {
+ public:
+  RawTerminal() {
+    if (::isatty(STDIN_FILENO) && ::tcgetattr(STDIN_FILENO, &saved_) == 0) {
+      termios raw = saved_;
+      raw.c_lflag &= static_cast<tcflag_t>(~(ICANON | ECHO));
+      raw.c_cc[VMIN] = 0;
+      raw.c_cc[VTIME] = 0;
+      active_ = ::tcsetattr(STDIN_FILENO, TCSANOW, &raw) == 0;
+    }
+    std::fputs("\x1b[?1049h\x1b[?25l", stdout);  // the alternate screen, no cursor
+  }
+  ~RawTerminal() {
+    std::fputs("\x1b[?25h\x1b[?1049l", stdout);
+    std::fflush(stdout);
+    if (active_) ::tcsetattr(STDIN_FILENO, TCSANOW, &saved_);
+  }
+  RawTerminal(const RawTerminal&) = delete;
+  RawTerminal& operator=(const RawTerminal&) = delete;
+
+ private:
+  termios saved_{};
+  bool active_ = false;
+};
+
+// Waits up to `seconds` for a key; true when it was q. Once standard input has ended (or is
+// none), it is no longer watched: the wait is a plain sleep (a signal ends either).
+bool wait_for_quit(double seconds) {
+  static bool input_open = true;
+  auto deadline = std::chrono::steady_clock::now() + std::chrono::duration<double>(seconds);
+  for (;;) {
+    auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
+                    deadline - std::chrono::steady_clock::now())
+                    .count();
+    if (left <= 0 || g_stop) return false;
+    pollfd p{STDIN_FILENO, POLLIN, 0};
+    int n = ::poll(&p, input_open ? 1 : 0, static_cast<int>(left));
+    if (n < 0) return false;  // a signal: the caller looks at g_stop
+    if (n == 0) continue;
+    char c = 0;
+    ssize_t got = ::read(STDIN_FILENO, &c, 1);
+    if (got <= 0) {
+      input_open = false;
+      continue;
+    }
+    if (c == 'q' || c == 'Q') return true;
+  }
+}
+
+}  // namespace
+
+int watch_command(int argc, char** argv) {
+  if (print_help_if_asked(argc, argv, kUsage)) return 0;
+  std::vector<std::string> args;
+  double interval = 1.0;
+  bool once = false;
+  try {
+    for (int i = 1; i < argc; ++i) {
+      std::string arg = argv[i];
+      if (arg == "--interval") {
+        interval = parse_double(arg, next_value(i, argc, argv), 0.05, 3600);
+      } else if (arg == "--once") {
+        once = true;
+      } else if (arg.size() > 1 && arg[0] == '-') {
+        throw UsageError{"unknown option '" + arg + "'"};
+      } else {
+        args.push_back(arg);
+      }
+    }
+    if (args.empty()) throw UsageError{"missing FILE (try --help)"};
+  } catch (const UsageError& e) {
+    std::fprintf(stderr, "vxperf watch: %s\n", e.message.c_str());
+    return 2;
+  }
+  std::signal(SIGINT, on_signal);
+  std::signal(SIGTERM, on_signal);
+  bool terminal = !once && ::isatty(STDOUT_FILENO);
+  std::map<std::string, Followed> files;
+  View view;
+  auto poll_all = [&] {
+    for (const auto& path : expand(args)) {
+      auto [it, added] = files.emplace(path, Followed{});
+      if (added) it->second.path = path;
+    }
+    for (auto& [path, f] : files) poll_file(f, view);
+  };
+  if (!terminal) {
+    // Plain lines: the view after each poll that brought records or notes.
+    for (;;) {
+      poll_all();
+      std::int64_t fresh = view.take_fresh();
+      auto notes = view.take_new_notes();
+      if (fresh > 0 || !notes.empty() || once) {
+        std::string block;
+        for (const auto& line : view.lines(files.size())) block += line + "\n";
+        print(block + "\n");
+        std::fflush(stdout);
+      }
+      if (once || g_stop) break;
+      if (wait_for_quit(interval) || g_stop) break;
+    }
+    return 0;
+  }
+  RawTerminal raw;
+  while (!g_stop) {
+    poll_all();
+    view.take_fresh();
+    view.take_new_notes();
+    std::string screen = "\x1b[H\x1b[2J";
+    for (const auto& line : view.lines(files.size())) screen += line + "\n";
+    screen += "\n(q or Ctrl-C quits)\n";
+    std::fputs(screen.c_str(), stdout);
+    std::fflush(stdout);
+    if (wait_for_quit(interval)) break;
+  }
+  return 0;
+}
+
+}  // namespace vxperf::cli
