@@ -31,6 +31,12 @@ records="$out/records.jsonl"
 env -u PYTHONPATH VIDEOX_PERF=1 VIDEOX_PERF_JSON="$records" "$venv/bin/python" \
   examples/python/generate.py --requests 2 --steps 2 >/dev/null 2>"$out/example.log" ||
   { cat "$out/example.log"; exit 1; }
+# Nothing Debian-only at run time: the extension links no cpp-httplib, the command finds the
+# simdjson it carries beside itself.
+ext=$(ls "$site"/vxperf/_ext.*.so)
+if ldd "$ext" | grep -q httplib; then echo "wheel_check: the extension links cpp-httplib"; exit 1; fi
+ldd "$site/vxperf/_bin/vxperf" | grep -q "libsimdjson.so.* => $site/vxperf/_bin/" ||
+  { echo "wheel_check: the command does not use the simdjson it carries"; ldd "$site/vxperf/_bin/vxperf"; exit 1; }
 "$venv/bin/vxperf" --version
 "$venv/bin/vxperf" report "$records" >"$out/report.txt"
 grep -q "^Requests: 2 measured" "$out/report.txt" || { cat "$out/report.txt"; exit 1; }
