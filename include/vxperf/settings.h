@@ -46,6 +46,12 @@ struct Settings {
   std::string prometheus;  // VIDEOX_PERF_PROMETHEUS: "[host:]port" to serve /metrics on ("" = none)
   bool xrank = false;      // VIDEOX_PERF_XRANK: 1 exchanges window numbers across ranks (live view)
   double xrank_timeout_s = 30;  // VIDEOX_PERF_XRANK_TIMEOUT: seconds an exchange may take
+  // VIDEOX_PERF_NVML: 0 turns off the NVML readings (energy, power, clocks, temperature,
+  // throttling) of requests and windows on CUDA devices; on by default where the library loads.
+  bool nvml = true;
+  // VIDEOX_PERF_NVTX: 1 emits NVTX ranges (request, stage, step, micro-step, phase) for Nsight
+  // Systems; off by default.
+  bool nvtx = false;
 
   bool enabled() const { return level > 0; }
 
@@ -60,7 +66,8 @@ struct Settings {
   }
 
   // These settings written back as the VIDEOX_PERF* variables that reproduce them (for the
-  // config line of a trace; the file paths are left out).
+  // config line of a trace; the file paths are left out, and so are VIDEOX_PERF_NVML and
+  // VIDEOX_PERF_NVTX: a replay reads its readings from the trace and emits no ranges).
   std::vector<std::pair<std::string, std::string>> to_env() const;
 };
 

@@ -64,6 +64,16 @@ struct Reader {
     return *value;
   }
 
+  // "0" or "1"; anything else is reported and leaves `fallback`.
+  bool switch_(const char* name, bool fallback) const {
+    auto raw = read(env, name);
+    if (!raw) return fallback;
+    std::string value = strip(*raw);
+    if (value == "0" || value == "1") return value == "1";
+    complain(name, *raw, "0 or 1", fallback ? "1" : "0");
+    return fallback;
+  }
+
   // A positive finite number; anything else is reported and ignored.
   std::optional<double> positive_number(const char* name) const {
     auto raw = read(env, name);
@@ -231,6 +241,8 @@ Settings Settings::parse(const EnvLookup& env, std::vector<std::string>* problem
     }
   }
   if (auto v = r.positive_number("VIDEOX_PERF_XRANK_TIMEOUT")) s.xrank_timeout_s = *v;
+  s.nvml = r.switch_("VIDEOX_PERF_NVML", s.nvml);
+  s.nvtx = r.switch_("VIDEOX_PERF_NVTX", s.nvtx);
   return s;
 }
 
