@@ -231,8 +231,9 @@ class CudaBackend final : public DeviceBackend {
     if (failed_.load(std::memory_order_relaxed)) return std::nullopt;
     Device* d = lookup(device);
     if (d == nullptr || !d->sampled.load()) return std::nullopt;
-    std::uint64_t peak = d->mem_peak.load();
-    return MemoryPeaks{peak, peak};
+    MemoryPeaks peaks;
+    peaks.allocated = peaks.reserved = d->mem_peak.load();
+    return peaks;
   }
 
  private:
