@@ -46,12 +46,14 @@ struct Settings {
   std::string prometheus;  // VIDEOX_PERF_PROMETHEUS: "[host:]port" to serve /metrics on ("" = none)
   bool xrank = false;      // VIDEOX_PERF_XRANK: 1 exchanges window numbers across ranks (live view)
   double xrank_timeout_s = 30;  // VIDEOX_PERF_XRANK_TIMEOUT: seconds an exchange may take
+  // ---- GPU observability (#20) ----------------------------------------------------------------
   // VIDEOX_PERF_NVML: 0 turns off the NVML readings (energy, power, clocks, temperature,
   // throttling) of requests and windows on CUDA devices; on by default where the library loads.
   bool nvml = true;
   // VIDEOX_PERF_NVTX: 1 emits NVTX ranges (request, stage, step, micro-step, phase) for Nsight
   // Systems; off by default.
   bool nvtx = false;
+  // ---- end GPU observability -------------------------------------------------------------------
 
   bool enabled() const { return level > 0; }
 

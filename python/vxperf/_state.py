@@ -64,6 +64,10 @@ def configure(level):
 
                 _ext.set_rank_exchange(_xrank.exchange)
         on = enabled
+        if enabled:
+            from . import _profiler
+
+            _profiler.attach()  # torch profiler ranges, once torch is imported
         return enabled
 
 

@@ -241,8 +241,10 @@ Settings Settings::parse(const EnvLookup& env, std::vector<std::string>* problem
     }
   }
   if (auto v = r.positive_number("VIDEOX_PERF_XRANK_TIMEOUT")) s.xrank_timeout_s = *v;
+  // ---- GPU observability (#20): VIDEOX_PERF_NVML, VIDEOX_PERF_NVTX ----
   s.nvml = r.switch_("VIDEOX_PERF_NVML", s.nvml);
   s.nvtx = r.switch_("VIDEOX_PERF_NVTX", s.nvtx);
+  // ---- end GPU observability ----
   return s;
 }
 
