@@ -79,6 +79,33 @@ if ((demo_status == 0)); then
     tee "$OUT/compare.txt" || status=1
 fi
 
+# ---- energy: the demo's NVML readings (VIDEOX_PERF_NVML, on by default) -------------------------
+# Every request on the GPU carries energy_j from the energy counter, a mean power a GPU can draw,
+# and energy_j within 15% of power x e2e (the meter's interval is the request's, read just
+# outside it). Not an exit failure where NVML is absent (then said).
+energy_check() {
+  ((demo_status == 0)) || return 0
+  "$PYTHON" - "$OUT/demo/records.jsonl" <<'PY' | tee "$OUT/energy.txt"
+import json, sys
+requests = [r for r in map(json.loads, open(sys.argv[1])) if r.get("kind") == "request"]
+metered = [r for r in requests if "energy_j" in r]
+if not metered:
+    print("gpu_check: energy: no NVML readings in the records (libnvidia-ml.so.1 absent?)")
+    sys.exit(0)
+bad = 0
+for r in metered:
+    e, p, t = r["energy_j"], r.get("power_w_mean"), r["e2e_s"]
+    ok = e > 0 and p is not None and 20 <= p <= 2000 and abs(e - p * t) <= 0.15 * e
+    bad += not ok
+    print(f"gpu_check: energy req#{r['req']}: {e:.1f} J ({r.get('energy_from')}), "
+          f"{p} W mean over {t:.2f} s, SM clock min {r.get('sm_clock_mhz_min')} MHz, "
+          f"temp max {r.get('temp_c_max')} C, throttle {r.get('throttle')}"
+          + ("" if ok else "  <- implausible"))
+sys.exit(1 if bad else 0)
+PY
+}
+energy_check || status=$((status == 0 ? 1 : status))
+
 # ---- measured peaks: LibTorch's and torch's probes against the datasheet table ---------------
 peak_check() {
   local name rc=0

@@ -13,6 +13,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <vector>
 
 namespace vxperf {
 
@@ -21,12 +22,25 @@ using EventId = std::uint32_t;
 inline constexpr EventId kNoEvent = 0;
 
 // What a device says about one interval (a request, a training window), read at the interval's
-// boundaries and never on a stage's hot path: today the allocator's memory peaks. A reading added
-// here is one member and one row of its field table (src/schema/record_fields.h); the records,
-// their JSON, the report's reader, the live trace and its replay carry it from there.
+// boundaries and never on a stage's hot path: the allocator's memory peaks (the backend's), and
+// what a DeviceMeter read (NVML, vxperf/nvml.h: energy, power, clocks, temperature, throttling).
+// A reading added here is one member and one row of its field table (src/schema/record_fields.h);
+// the records, their JSON, the report's reader, the live trace and its replay carry it from there.
+// The meter's readings are each present only when read, so that a record without them is the
+// reference's.
 struct DeviceReadings {
   std::uint64_t allocated = 0;  // peak bytes allocated (tensors)
   std::uint64_t reserved = 0;   // peak bytes reserved (the allocator's cache)
+  // Joules the device used over the interval: the energy counter's difference, or power samples
+  // integrated over time where the device has no counter (then energy_from is "power").
+  std::optional<double> energy_j;
+  std::optional<std::string> energy_from;
+  std::optional<double> power_w_mean;            // watts: energy over the interval's seconds
+  std::optional<std::int64_t> sm_clock_mhz_min;  // the lowest SM clock seen
+  std::optional<std::int64_t> temp_c_max;        // the highest GPU temperature seen
+  // The clock-limiting reasons seen ("sw_power_cap", "hw_slowdown", ...; empty: none), in the
+  // order of their NVML bits.
+  std::optional<std::vector<std::string>> throttle;
 };
 // Its name from when memory peaks were all a device said; records keep them in `peaks`.
 using MemoryPeaks = DeviceReadings;
@@ -55,6 +69,29 @@ class DeviceBackend {
   virtual void reset_peak_memory(int device) = 0;
   // Peak allocated/reserved bytes since the last reset; nullopt when the backend cannot tell.
   virtual std::optional<MemoryPeaks> peak_memory(int device) = 0;
+  // The device's PCI bus id ("0000:3B:00.0"), which names it to a DeviceMeter whatever
+  // CUDA_VISIBLE_DEVICES says; "" when the backend cannot tell (then nothing is metered).
+  virtual std::string pci_bus_id(int device) {
+    (void)device;
+    return {};
+  }
+};
+
+// What a device's management library says of an interval beyond the backend's peaks: energy,
+// power, clocks, temperature and throttling (NVML: vxperf/nvml.h). The engine opens an interval
+// at a request's or window's start and closes it at its end, never on a stage's hot path.
+//
+// Thread safety: every member may be called from any thread at once.
+class DeviceMeter {
+ public:
+  virtual ~DeviceMeter() = default;
+  // Opens an interval on the device at `pci_bus_id` (the backend's `device`, for messages).
+  // Returns its handle; 0 when nothing will be read (the meter says why, once per device).
+  virtual std::uint64_t begin(const std::string& pci_bus_id, int device) = 0;
+  // Closes `interval` (not 0), adding what was read over it to `readings`.
+  virtual void end(std::uint64_t interval, DeviceReadings& readings) = 0;
+  // Closes `interval` (not 0) without reading it.
+  virtual void cancel(std::uint64_t interval) = 0;
 };
 
 // No device: every marker is host time alone.

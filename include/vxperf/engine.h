@@ -50,6 +50,10 @@ struct EngineOptions {
   // Without `device`: load the CUDA backend the first time a request or the trainer names a
   // device (the process-wide engine does; a CPU-only run never touches the driver).
   bool cuda_on_demand = false;
+  // What reads energy, power, clocks and throttling of requests and windows (vxperf/nvml.h).
+  // Empty: NVML, loaded the first time an interval opens on a device the backend names by PCI
+  // bus id (VIDEOX_PERF_NVML=0: never).
+  std::shared_ptr<DeviceMeter> meter;
   // The all-gather behind the live cross-rank view (settings.xrank; see vxperf/xrank.h).
   RankExchange rank_exchange;
 };

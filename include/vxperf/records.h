@@ -29,8 +29,8 @@ struct StageSummary {
 // How well a priced run used its devices, as request and window records both say it: the rate it
 // computed at, the peak it is measured against and what that peak rests on.
 struct Efficiency {
-  int devices = 1;          // the peak is of this many devices (a job rate over a job peak)
-  double attn_share = 0;    // of the FLOPs, the attention products'
+  int devices = 1;        // the peak is of this many devices (a job rate over a job peak)
+  double attn_share = 0;  // of the FLOPs, the attention products'
   double tflops = 0;
   std::optional<double> peak_tflops;
   std::optional<double> mfu;
@@ -60,7 +60,7 @@ struct RequestRecord {
   double e2e_s = 0;
   std::vector<StageSummary> stages;  // in order of first use
   std::optional<DitThroughput> dit;
-  std::optional<int> device;  // device index, serialized as "cuda:N"
+  std::optional<int> device;            // device index, serialized as "cuda:N"
   std::optional<DeviceReadings> peaks;  // what the device said over the request (with `device`)
 };
 
@@ -114,6 +114,8 @@ struct TrainWindowRecord {
   double overrun_s = 0;
   std::optional<int> device;
   std::optional<DeviceReadings> peaks;  // what the device said over the window (with `device`)
+  // The window's energy over the samples its measured steps took (with peaks->energy_j).
+  std::optional<double> energy_j_per_sample;
   std::optional<TrainThroughput> throughput;
   std::optional<double> eta_s;
   std::optional<CrossRankView> xrank;  // rank 0 with VIDEOX_PERF_XRANK=1, full windows

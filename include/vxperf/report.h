@@ -22,6 +22,19 @@ struct StageShare {
   double share = 0;    // of end-to-end time
 };
 
+// What a device meter (NVML: vxperf/nvml.h) said over the records that carry its readings;
+// absent when none does.
+struct EnergySummary {
+  std::int64_t records = 0;          // records with energy_j
+  double energy_j = 0;               // their sum
+  std::optional<double> per_unit_j;  // per request (one video) / per sample (windows)
+  std::optional<double> power_w_mean, power_w_max;  // over the records' means
+  std::optional<std::int64_t> sm_clock_mhz_min;
+  std::optional<std::int64_t> temp_c_max;
+  std::vector<std::string> throttle;     // reasons seen, in order of first appearance
+  std::vector<std::string> energy_from;  // "counter", "power_samples", as seen
+};
+
 struct RequestSummary {
   std::int64_t count = 0;   // requests summarized (warmup ones excluded unless all are warmup)
   std::int64_t warmup = 0;  // warmup requests seen
@@ -39,6 +52,7 @@ struct RequestSummary {
   std::optional<std::int64_t> skipped_fwd;
   std::optional<double> effective_fwd;
   std::int64_t transformer_calls = 0;
+  std::optional<EnergySummary> energy;
 };
 
 struct TrainSummary {
@@ -62,6 +76,7 @@ struct TrainSummary {
   std::string peak_source, dtype;
   std::optional<std::int64_t> skipped_fwd;
   std::optional<double> effective_fwd;
+  std::optional<EnergySummary> energy;
 };
 
 struct RankSummary {

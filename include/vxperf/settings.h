@@ -49,6 +49,14 @@ struct Settings {
   // VIDEOX_PERF_TRACKERS: 1 logs each training window through the training framework's
   // experiment trackers (accelerate's log()), 0 never; nullopt: unset, the program decides.
   std::optional<bool> trackers;
+  // ---- GPU observability (#20) ----------------------------------------------------------------
+  // VIDEOX_PERF_NVML: 0 turns off the NVML readings (energy, power, clocks, temperature,
+  // throttling) of requests and windows on CUDA devices; on by default where the library loads.
+  bool nvml = true;
+  // VIDEOX_PERF_NVTX: 1 emits NVTX ranges (request, stage, step, micro-step, phase) for Nsight
+  // Systems; off by default.
+  bool nvtx = false;
+  // ---- end GPU observability -------------------------------------------------------------------
 
   bool enabled() const { return level > 0; }
 
@@ -63,7 +71,8 @@ struct Settings {
   }
 
   // These settings written back as the VIDEOX_PERF* variables that reproduce them (for the
-  // config line of a trace; the file paths are left out).
+  // config line of a trace; the file paths are left out, and so are VIDEOX_PERF_NVML and
+  // VIDEOX_PERF_NVTX: a replay reads its readings from the trace and emits no ranges).
   std::vector<std::pair<std::string, std::string>> to_env() const;
 };
 

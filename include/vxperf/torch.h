@@ -26,6 +26,7 @@
 
 #include "vxperf/device.h"
 #include "vxperf/inference.h"
+#include "vxperf/observer.h"
 #include "vxperf/torch_probe.h"
 #include "vxperf/torch_reading.h"
 #include "vxperf/training.h"
@@ -82,6 +83,16 @@ std::function<std::optional<MemoryPeaks>(int)> memory_peaks_provider();
 // Gives the process-wide engine the CUDA driver backend with the caching allocator's peak
 // counters. False (nothing changed) when metrics are off, on a CPU build, or without a driver.
 bool use_cuda_backend();
+
+// ---- torch profiler ranges ----------------------------------------------------------------------
+
+// An observer (vxperf/observer.h) that, while a torch profiler records (at::RecordFunction has
+// callbacks and samples this range), opens a USER_SCOPE RecordFunction named after each request
+// ("request <n>"), stage, step ("step <n>"), micro-step and phase, and ends it at its close: a
+// Kineto trace shows them next to the kernels. With no profiler recording a span costs one check.
+std::shared_ptr<Observer> profiler_ranges();
+// Adds profiler_ranges() to the process-wide engine; false when metrics are off.
+bool use_profiler_ranges();
 
 // ---- wrapping -----------------------------------------------------------------------------------
 

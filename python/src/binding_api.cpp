@@ -347,6 +347,13 @@ double xrank_timeout_s() {
 
 std::size_t xrank_width() { return kRankWindowDoubles; }
 
+bool add_observer(std::shared_ptr<Observer> observer) {
+  Engine* e = eng();
+  if (e == nullptr || !observer) return false;
+  e->add_observer(std::move(observer));
+  return true;
+}
+
 void set_rank_exchange(PackedExchange exchange) {
   Engine* e = eng();
   if (e == nullptr || !exchange) return;

@@ -22,6 +22,7 @@
 #include <array>
 #include <cstdint>
 #include <functional>
+#include <memory>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -31,6 +32,7 @@
 #include "vxperf/inference.h"
 #include "vxperf/metric_family.h"
 #include "vxperf/model.h"
+#include "vxperf/observer.h"
 #include "vxperf/peak.h"
 #include "vxperf/phases.h"
 #include "vxperf/topology.h"
@@ -46,6 +48,8 @@ namespace vxperf::binding {
 bool configure(int level);
 // Whether the engine has been created (configure was called or an engine call made one).
 bool configured();
+// Adds `observer` to the process-wide engine (vxperf/observer.h); false with metrics off.
+bool add_observer(std::shared_ptr<vxperf::Observer> observer);
 // Whether metrics are on (creates the engine from the environment if needed).
 bool enabled();
 // VIDEOX_PERF level in effect (0 when off).

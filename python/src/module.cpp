@@ -10,13 +10,16 @@
 
 #include <atomic>
 #include <cstdint>
+#include <memory>
 #include <optional>
 #include <string>
 #include <tuple>
+#include <vector>
 
 #include "binding_api.h"
 #include "record_sinks.h"
 #include "timed_call.h"
+#include "vxperf/observer.h"
 
 namespace py = pybind11;
 namespace api = vxperf::binding;
@@ -26,6 +29,64 @@ namespace {
 // Set when the interpreter is shutting down (after the package's exit handler ran): the engine
 // must not call back into Python from then on.
 std::atomic<bool> python_closing{false};
+
+// Torch profiler ranges: an observer that, while a torch profiler records (`gate()` true), opens
+// a range named after each request, stage, step, micro-step and phase (`enter(name)` returns its
+// token) and closes it at the end (`leave(token)`), so that a Kineto trace shows vxperf's names
+// next to the kernels. Python's side (vxperf/_profiler.py) passes torch's own profiler functions.
+// Without a profiler recording it costs the gate's call per span; without the observer (metrics
+// off, or torch never imported) nothing.
+class TorchRanges final : public vxperf::Observer {
+ public:
+  TorchRanges(py::object gate, py::object enter, py::object leave)
+      : gate_(std::move(gate)), enter_(std::move(enter)), leave_(std::move(leave)) {}
+  // The Python objects are left to the interpreter at exit (no GIL may be held by then).
+  ~TorchRanges() override {
+    gate_.release();
+    enter_.release();
+    leave_.release();
+  }
+
+  void on_begin(const vxperf::Span& s) override {
+    if (python_closing.load(std::memory_order_relaxed)) return;
+    py::gil_scoped_acquire gil;
+    PyObject* token = nullptr;
+    try {
+      if (gate_().cast<bool>()) {
+        std::string name(s.name);
+        if (s.kind == vxperf::SpanKind::kRequest || s.kind == vxperf::SpanKind::kStep) {
+          name += ' ' + std::to_string(s.index);
+        }
+        token = enter_(name).release().ptr();
+      }
+    } catch (py::error_already_set&) {
+      token = nullptr;  // measurement goes on without this range
+    }
+    stack().push_back(token);
+  }
+
+  void on_end(const vxperf::Span&) override {
+    if (python_closing.load(std::memory_order_relaxed)) return;
+    py::gil_scoped_acquire gil;
+    auto& open = stack();
+    if (open.empty()) return;
+    PyObject* token = open.back();
+    open.pop_back();
+    if (token == nullptr) return;
+    try {
+      leave_(py::reinterpret_steal<py::object>(token));
+    } catch (py::error_already_set&) {
+    }
+  }
+
+ private:
+  // Per thread, as the spans nest: the token of each open span (nullptr: no range opened).
+  static std::vector<PyObject*>& stack() {
+    thread_local std::vector<PyObject*> open;
+    return open;
+  }
+  py::object gate_, enter_, leave_;
+};
 
 using Widths = std::optional<std::tuple<std::int64_t, std::int64_t, std::int64_t>>;
 
@@ -194,6 +255,14 @@ PYBIND11_MODULE(_ext, m) {
       },
       "Prints the exit summaries now (once).");
   m.def("python_closing", [] { python_closing.store(true); });
+  m.def(
+      "add_torch_ranges",
+      [](py::object gate, py::object enter, py::object leave) {
+        return api::add_observer(
+            std::make_shared<TorchRanges>(std::move(gate), std::move(enter), std::move(leave)));
+      },
+      py::arg("gate"), py::arg("enter"), py::arg("leave"),
+      "Opens a torch profiler range per request, stage, step and phase while gate() is true.");
   m.def("topology", [] {
     vxperf::Topology t = api::topology();
     return std::make_tuple(t.rank, t.world_size, t.sp);

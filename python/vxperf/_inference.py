@@ -12,7 +12,7 @@ costs one crossing into C++ per marker."""
 import functools
 import threading
 
-from . import _ext, _hooks, _peak, _reading, _state
+from . import _ext, _hooks, _peak, _profiler, _reading, _state
 
 PRICED = _ext.FLAG_PRICED
 RECORD_ON_ERROR = _ext.FLAG_RECORD_ON_ERROR
@@ -191,6 +191,7 @@ def begin(pipe):
     another pipeline's, or a pipeline that could not be read)."""
     if not _state.on or _ext.in_request():
         return 0
+    _profiler.attach()
     try:
         _state.refresh_topology()
         models = attach(pipe)
@@ -282,6 +283,7 @@ class _Request:
         self.handle = 0
 
     def __enter__(self):
+        _profiler.attach()
         try:
             index, stream = _device_and_stream(self.device, self.stream)
         except Exception as error:

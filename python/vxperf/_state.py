@@ -64,6 +64,10 @@ def configure(level):
 
                 _ext.set_rank_exchange(_xrank.exchange)
         on = enabled
+        if enabled:
+            from . import _profiler
+
+            _profiler.attach()  # torch profiler ranges, once torch is imported
     if enabled:
         from . import _records  # noqa: PLC0415  (a cycle at import time otherwise)
 

@@ -11,7 +11,7 @@ import importlib.util
 import inspect
 import sys
 
-from . import _ext, _peak, _reading, _state
+from . import _ext, _peak, _profiler, _reading, _state
 
 # The engine's phase table (include/vxperf/phases.h), in its order: every phase of a step, and
 # those a model call can be.
@@ -174,6 +174,7 @@ def register_model(module=None, *, params=None, trainable=None, lora=False, chec
     VIDEOX_PERF_PEAK_TFLOPS=auto the module's device is probed now (once), before any step."""
     if not _state.on:
         return
+    _profiler.attach()
     read = read_model(module, lora) if module is not None else {}
     given = dict(params=params, trainable=trainable, checkpointing=checkpointing, widths=widths,
                  text_tokens=text_tokens, dtype=_reading.dtype_name(dtype) if dtype else None,
@@ -203,6 +204,7 @@ def training_device(device, stream=None):
     stream of that device) instead of the host clock alone."""
     if not _state.on:
         return
+    _profiler.attach()
     index = _state.cuda_index(device)
     if index < 0:
         _ext.train_set_device(-1, 0)

@@ -128,6 +128,18 @@ class SimdReader {
   void optional_count(const char* key, std::optional<T>& value) {
     if (has(key)) value = static_cast<T>(count_or(key, 0));
   }
+  void optional_string(const char* key, std::optional<std::string>& value) {
+    value.reset();
+    if (has(key)) value = string_or(key, {});
+  }
+  void optional_strings(const char* key, std::optional<std::vector<std::string>>& values,
+                        const char* what) {
+    values.reset();
+    if (!has(key)) return;
+    std::vector<std::string> read;
+    strings(key, read, what);
+    values = std::move(read);
+  }
   void unless(const char* key, double& value, double fallback) { number(key, value, fallback); }
   void density(const char* key, double& value) {
     if (!has(key)) return;

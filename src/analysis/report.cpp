@@ -83,6 +83,46 @@ struct OrderedSums {
   }
 };
 
+// Adds one record's meter readings; `units` is what its energy is per (1 request, its samples).
+void add_energy(std::optional<EnergySummary>& into, const DeviceReadings& r, double units) {
+  if (!r.energy_j && !r.power_w_mean && !r.sm_clock_mhz_min && !r.temp_c_max && !r.throttle) {
+    return;
+  }
+  if (!into) into.emplace();
+  EnergySummary& e = *into;
+  if (r.energy_j) {
+    ++e.records;
+    e.energy_j += *r.energy_j;
+    // per_unit_j holds the units until finish_energy.
+    e.per_unit_j = e.per_unit_j.value_or(0) + units;
+  }
+  if (r.power_w_mean) {
+    e.power_w_mean = e.power_w_mean.value_or(0) + *r.power_w_mean;
+    if (!e.power_w_max || *r.power_w_mean > *e.power_w_max) e.power_w_max = *r.power_w_mean;
+  }
+  if (r.sm_clock_mhz_min && (!e.sm_clock_mhz_min || *r.sm_clock_mhz_min < *e.sm_clock_mhz_min)) {
+    e.sm_clock_mhz_min = r.sm_clock_mhz_min;
+  }
+  if (r.temp_c_max && (!e.temp_c_max || *r.temp_c_max > *e.temp_c_max)) e.temp_c_max = r.temp_c_max;
+  auto note = [](std::vector<std::string>& list, const std::string& v) {
+    if (std::find(list.begin(), list.end(), v) == list.end()) list.push_back(v);
+  };
+  if (r.throttle) {
+    for (const auto& reason : *r.throttle) note(e.throttle, reason);
+  }
+  if (r.energy_from) note(e.energy_from, *r.energy_from);
+}
+
+// The sums to means: `powers` records carried power_w_mean.
+void finish_energy(std::optional<EnergySummary>& e, std::int64_t powers) {
+  if (!e) return;
+  if (e->per_unit_j) {
+    e->per_unit_j =
+        *e->per_unit_j > 0 ? std::optional<double>(e->energy_j / *e->per_unit_j) : std::nullopt;
+  }
+  if (e->power_w_mean && powers > 0) *e->power_w_mean /= static_cast<double>(powers);
+}
+
 // A request summary's sums, one request at a time (the requests it is over: see RequestSide).
 struct RequestAcc {
   std::int64_t count = 0;
@@ -92,8 +132,9 @@ struct RequestAcc {
   std::optional<double> e2e_max;
   OrderedSums stage_ms, stage_calls;
   WeightedMean tflops, mfu;
-  double effective = 0;  // full forwards the transformer calls came to
-  RequestSummary s;      // the fields taken as they come
+  double effective = 0;     // full forwards the transformer calls came to
+  std::int64_t powers = 0;  // records with power_w_mean
+  RequestSummary s;         // the fields taken as they come
 
   void add(const RequestRecord& r) {
     ++count;
@@ -126,12 +167,15 @@ struct RequestAcc {
     if (r.peaks) {
       keep_max(s.peak_alloc_bytes, r.peaks->allocated);
       keep_max(s.peak_reserved_bytes, r.peaks->reserved);
+      add_energy(s.energy, *r.peaks, 1.0);
+      if (r.peaks->power_w_mean) ++powers;
     }
   }
 
   // `e2e_values`: the times the percentiles are over (this one's own when it keeps them).
   RequestSummary summary(std::int64_t warmup, std::vector<double> e2e_values) const {
     RequestSummary out = s;
+    finish_energy(out.energy, powers);
     out.warmup = warmup;
     out.count = count;
     double n = static_cast<double>(std::max<std::int64_t>(count, 1));
@@ -188,6 +232,7 @@ struct TrainAcc {
   std::int64_t latest_step = 0;
   int latest_rank = 0;
   double latest_eta = 0;
+  std::int64_t powers = 0;  // windows with power_w_mean
   TrainSummary s;
 
   void add(const TrainWindowRecord& w) {
@@ -204,6 +249,12 @@ struct TrainAcc {
     if (w.peaks) {
       keep_max(s.peak_alloc_bytes, w.peaks->allocated);
       keep_max(s.peak_reserved_bytes, w.peaks->reserved);
+      // Samples from J per sample (the engine's own division), so the mean is over samples.
+      double units = w.energy_j_per_sample && w.peaks->energy_j && *w.energy_j_per_sample > 0
+                         ? *w.peaks->energy_j / *w.energy_j_per_sample
+                         : 0.0;
+      add_energy(s.energy, *w.peaks, units);
+      if (w.peaks->power_w_mean) ++powers;
     }
     if (w.throughput) {
       const auto& t = *w.throughput;
@@ -242,6 +293,7 @@ struct TrainAcc {
   TrainSummary summary(std::vector<std::pair<double, double>> p50_values,
                        std::vector<std::pair<double, double>> p95_values) const {
     TrainSummary out = s;
+    finish_energy(out.energy, powers);
     out.windows = windows;
     for (const auto& [rank, steps] : steps_by_rank) out.steps = std::max(out.steps, steps);
     for (const auto& [rank, warmup] : warmup_by_rank) {
@@ -288,6 +340,41 @@ std::string opt_text(const std::optional<double>& v, const char* format, double 
 }
 
 Json opt_json(const std::optional<double>& v) { return v ? Json(*v) : Json(nullptr); }
+
+// The meter's lines: energy per `unit` and in all, then power, clock, temperature, throttling.
+template <class Line>
+void energy_lines(Line& line, const EnergySummary& e, const char* unit, const char* over) {
+  if (e.records > 0) {
+    std::string from;
+    for (const auto& f : e.energy_from) from += (from.empty() ? "" : ", ") + f;
+    line("  energy   " + opt_text(e.per_unit_j, "%.3f J") + "/" + unit +
+         strprintf(", %.3f J over %lld %s", e.energy_j, static_cast<long long>(e.records), over) +
+         (from.empty() ? "" : " (from " + from + ")"));
+  }
+  std::string device = "  device   power " + opt_text(e.power_w_mean, "%.1f W") + " mean, " +
+                       opt_text(e.power_w_max, "%.1f W") + " max";
+  if (e.sm_clock_mhz_min) {
+    device += strprintf("  SM clock min %lld MHz", static_cast<long long>(*e.sm_clock_mhz_min));
+  }
+  if (e.temp_c_max) device += strprintf("  temp max %lld C", static_cast<long long>(*e.temp_c_max));
+  line(device);
+  std::string reasons;
+  for (const auto& r : e.throttle) reasons += (reasons.empty() ? "" : ", ") + r;
+  line("  throttle " + (reasons.empty() ? std::string("none seen") : reasons));
+}
+
+Json energy_json(const EnergySummary& e) {
+  Json j = {{"records", e.records},
+            {"energy_j", e.energy_j},
+            {"per_unit_j", opt_json(e.per_unit_j)},
+            {"power_w_mean", opt_json(e.power_w_mean)},
+            {"power_w_max", opt_json(e.power_w_max)},
+            {"throttle", e.throttle},
+            {"energy_from", e.energy_from}};
+  j["sm_clock_mhz_min"] = e.sm_clock_mhz_min ? Json(*e.sm_clock_mhz_min) : Json(nullptr);
+  j["temp_c_max"] = e.temp_c_max ? Json(*e.temp_c_max) : Json(nullptr);
+  return j;
+}
 Json opt_json(const std::optional<std::uint64_t>& v) { return v ? Json(*v) : Json(nullptr); }
 
 // What an MFU rests on, in the report's JSON.
@@ -522,6 +609,7 @@ std::string format_report(const Report& report) {
       line("  peak memory " + gib(*r->peak_alloc_bytes) + " allocated, " +
            gib(r->peak_reserved_bytes.value_or(0)) + " reserved");
     }
+    if (r->energy) energy_lines(line, *r->energy, "request (video)", "requests");
   }
   if (const auto& t = report.training) {
     line(strprintf("Training: %lld steps in %lld windows%s", static_cast<long long>(t->steps),
@@ -551,6 +639,7 @@ std::string format_report(const Report& report) {
       line("  peak memory " + gib(*t->peak_alloc_bytes) + " allocated, " +
            gib(t->peak_reserved_bytes.value_or(0)) + " reserved");
     }
+    if (t->energy) energy_lines(line, *t->energy, "sample", "windows");
     if (t->eta_s) line("  ETA " + duration(*t->eta_s));
   }
   if (report.ranks.size() > 1) {
@@ -612,6 +701,7 @@ std::string report_json(const Report& report) {
                      {"peak_reserved_bytes", opt_json(r->peak_reserved_bytes)}};
     add_basis(j["requests"], r->params, r->peak_tflops, r->peak_source, r->dtype, r->skipped_fwd,
               r->effective_fwd);
+    if (r->energy) j["requests"]["energy"] = energy_json(*r->energy);
   } else {
     j["requests"] = nullptr;
   }
@@ -638,6 +728,7 @@ std::string report_json(const Report& report) {
                      {"eta_s", opt_json(t->eta_s)}};
     add_basis(j["training"], t->params, t->peak_tflops, t->peak_source, t->dtype, t->skipped_fwd,
               t->effective_fwd);
+    if (t->energy) j["training"]["energy"] = energy_json(*t->energy);
   } else {
     j["training"] = nullptr;
   }

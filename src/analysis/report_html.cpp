@@ -292,6 +292,24 @@ std::string training_charts(const Report& report, const RecordSet& records) {
                       by_rank.size() - charted);
   }
   html += line_chart("MFU per window", "step", "MFU %", mfu);
+  // What a device meter (NVML) read, when the windows carry it: did the clocks drop with MFU?
+  std::vector<Series> power, clock;
+  for (const auto& [rank, ws] : by_rank) {
+    Series p{rank_label(rank), {}}, c{rank_label(rank), {}};
+    for (const auto* w : ws) {
+      if (!w->peaks) continue;
+      if (w->peaks->power_w_mean) p.points.emplace_back(mid_step(*w), *w->peaks->power_w_mean);
+      if (w->peaks->sm_clock_mhz_min) {
+        c.points.emplace_back(mid_step(*w), static_cast<double>(*w->peaks->sm_clock_mhz_min));
+      }
+    }
+    if (!p.points.empty()) power.push_back(std::move(p));
+    if (!c.points.empty()) clock.push_back(std::move(c));
+  }
+  if (!power.empty()) html += line_chart("Device power per window (mean)", "step", "watts", power);
+  if (!clock.empty()) {
+    html += line_chart("SM clock per window (lowest read)", "step", "MHz", clock);
+  }
   return html;
 }
 
@@ -323,9 +341,35 @@ std::string request_charts(const RecordSet& records) {
     v.back() = std::max(r.e2e_s - timed, 0.0);
     values.push_back(std::move(v));
   }
-  return "<h2>Requests</h2>\n" +
-         stacked_bars("End-to-end time per request, stacked by stage (w = warmup)", "seconds",
-                      names, labels, values);
+  std::string html = "<h2>Requests</h2>\n" +
+                     stacked_bars("End-to-end time per request, stacked by stage (w = warmup)",
+                                  "seconds", names, labels, values);
+  // Joules per request (one generated video) and mean power, when a device meter read them.
+  std::map<int, Series> energy, power;
+  for (const auto& r : records.requests) {
+    if (!r.peaks) continue;
+    auto x = static_cast<double>(r.req);
+    if (r.peaks->energy_j) {
+      energy.try_emplace(r.rank, Series{rank_label(r.rank), {}})
+          .first->second.points.emplace_back(x, *r.peaks->energy_j);
+    }
+    if (r.peaks->power_w_mean) {
+      power.try_emplace(r.rank, Series{rank_label(r.rank), {}})
+          .first->second.points.emplace_back(x, *r.peaks->power_w_mean);
+    }
+  }
+  auto charted = [](std::map<int, Series>& by_rank) {
+    std::vector<Series> out;
+    for (auto& [rank, series] : by_rank) out.push_back(std::move(series));
+    return out;
+  };
+  if (!energy.empty()) {
+    html += line_chart("Energy per request (one video)", "request", "joules", charted(energy));
+  }
+  if (!power.empty()) {
+    html += line_chart("Device power per request (mean)", "request", "watts", charted(power));
+  }
+  return html;
 }
 
 }  // namespace

@@ -33,7 +33,8 @@ struct Driver {
   cuEventElapsedTime_t event_elapsed = nullptr;
   cuEventDestroy_v2_t event_destroy = nullptr;
   cuMemGetInfo_v2_t mem_get_info = nullptr;
-  cuGetErrorName_t get_error_name = nullptr;  // optional: only for messages
+  cuGetErrorName_t get_error_name = nullptr;              // optional: only for messages
+  cuDeviceGetPCIBusId_t device_get_pci_bus_id = nullptr;  // optional: only for NVML readings
 };
 
 // Resolves `names` in order (the first one exported wins) into `fn`; false when none is.
@@ -88,6 +89,35 @@ class CudaBackend final : public DeviceBackend {
       d->name_known = true;
     }
     return d->name;
+  }
+
+  // Asked only where a DeviceMeter is on (VIDEOX_PERF_NVML), at interval boundaries: a driver
+  // that cannot say leaves the device unmetered (said once) and its timing as it is.
+  std::string pci_bus_id(int device) override {
+    Device* d = lookup(device);
+    if (d == nullptr) return {};
+    std::lock_guard<std::mutex> lock(d->init_mu);
+    if (!d->bus_known) {
+      d->bus_known = true;
+      if (driver_.device_get_pci_bus_id == nullptr) {
+        if (!bus_reported_.exchange(true)) {
+          say("[Perf] CUDA backend: " + options_.library_path +
+              " lacks cuDeviceGetPCIBusId; no NVML readings");
+        }
+        return {};
+      }
+      if (!ensure_handle(*d, device)) return {};
+      char buf[64] = {};
+      CUresult r = driver_.device_get_pci_bus_id(buf, static_cast<int>(sizeof buf), d->handle);
+      if (r != kSuccess) {
+        say("[Perf] CUDA backend: cuDeviceGetPCIBusId failed for cuda:" + std::to_string(device) +
+            ": " + error_text(r) + "; no NVML readings for it");
+        return {};
+      }
+      buf[sizeof buf - 1] = '\0';
+      d->bus = buf;
+    }
+    return d->bus;
   }
 
   EventId record(int device, void* stream) override {
@@ -201,8 +231,9 @@ class CudaBackend final : public DeviceBackend {
     if (failed_.load(std::memory_order_relaxed)) return std::nullopt;
     Device* d = lookup(device);
     if (d == nullptr || !d->sampled.load()) return std::nullopt;
-    std::uint64_t peak = d->mem_peak.load();
-    return MemoryPeaks{peak, peak};
+    MemoryPeaks peaks;
+    peaks.allocated = peaks.reserved = d->mem_peak.load();
+    return peaks;
   }
 
  private:
@@ -216,6 +247,8 @@ class CudaBackend final : public DeviceBackend {
     CUdevice handle = 0;
     bool name_known = false;
     std::string name;
+    bool bus_known = false;  // asked once; `bus` empty when the driver could not say
+    std::string bus;
     std::atomic<CUcontext> ctx{nullptr};  // the retained primary context, once used
     std::atomic<std::uint64_t> mem_peak{0};
     std::atomic<bool> sampled{false};
@@ -360,6 +393,7 @@ class CudaBackend final : public DeviceBackend {
   std::atomic<bool> failed_{false};
   std::atomic<bool> reported_{false};
   std::atomic<bool> range_reported_{false};
+  std::atomic<bool> bus_reported_{false};
   std::mutex pool_mu_;
   std::vector<Slot> slots_;  // EventId i is slots_[i - 1]; guarded by pool_mu_
 };
@@ -410,6 +444,7 @@ std::shared_ptr<DeviceBackend> make_cuda_backend(const CudaOptions& options) {
     return nullptr;
   }
   resolve(handle, d.get_error_name, {"cuGetErrorName"}, nullptr);
+  resolve(handle, d.device_get_pci_bus_id, {"cuDeviceGetPCIBusId"}, nullptr);
 
   CUresult r = d.init(0);
   if (r != kSuccess) {

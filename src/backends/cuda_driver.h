@@ -47,5 +47,8 @@ using cuEventElapsedTime_t = CUresult (*)(float* ms, CUevent start, CUevent end)
 using cuEventDestroy_v2_t = CUresult (*)(CUevent event);
 using cuMemGetInfo_v2_t = CUresult (*)(std::size_t* free, std::size_t* total);
 using cuGetErrorName_t = CUresult (*)(CUresult error, const char** name);
+// "[domain]:[bus]:[device].[function]" in hexadecimal ("0000:3B:00.0"): what NVML finds a device
+// by.
+using cuDeviceGetPCIBusId_t = CUresult (*)(char* pci_bus_id, int len, CUdevice device);
 
 }  // namespace vxperf::cuda

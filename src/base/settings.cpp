@@ -64,6 +64,16 @@ struct Reader {
     return *value;
   }
 
+  // "0" or "1"; anything else is reported and leaves `fallback`.
+  bool switch_(const char* name, bool fallback) const {
+    auto raw = read(env, name);
+    if (!raw) return fallback;
+    std::string value = strip(*raw);
+    if (value == "0" || value == "1") return value == "1";
+    complain(name, *raw, "0 or 1", fallback ? "1" : "0");
+    return fallback;
+  }
+
   // A positive finite number; anything else is reported and ignored.
   std::optional<double> positive_number(const char* name) const {
     auto raw = read(env, name);
@@ -240,6 +250,10 @@ Settings Settings::parse(const EnvLookup& env, std::vector<std::string>* problem
       s.trackers = defaults.trackers;
     }
   }
+  // ---- GPU observability (#20): VIDEOX_PERF_NVML, VIDEOX_PERF_NVTX ----
+  s.nvml = r.switch_("VIDEOX_PERF_NVML", s.nvml);
+  s.nvtx = r.switch_("VIDEOX_PERF_NVTX", s.nvtx);
+  // ---- end GPU observability ----
   return s;
 }
 

@@ -11,6 +11,8 @@
 #include "trace/trace_events.h"
 #include "training/trainer_core.h"
 #include "vxperf/cuda_backend.h"
+#include "vxperf/nvml.h"
+#include "vxperf/nvtx.h"
 
 namespace vxperf::internal {
 namespace {
@@ -36,6 +38,11 @@ EngineCore::EngineCore(Engine& engine, EngineOptions options)
       rank_exchange_(std::move(options.rank_exchange)),
       requests_(*this) {
   cuda_on_demand_ = options.cuda_on_demand && !options.device;
+  if (options.meter) {
+    meter_ = std::move(options.meter);
+    meter_ptr_.store(meter_.get(), std::memory_order_release);
+    meter_tried_.store(true);
+  }
   backends_.push_back(options.device ? std::move(options.device)
                                      : std::make_shared<HostOnlyBackend>());
   device_.store(backends_.back().get(), std::memory_order_release);
@@ -43,14 +50,19 @@ EngineCore::EngineCore(Engine& engine, EngineOptions options)
   std::vector<std::shared_ptr<Observer>> observers;
   if (!settings_.trace_path.empty()) {
     // The live trace is one observer among others; its first line waits for the device.
-    observers.push_back(std::make_shared<LiveTrace>(
-        settings_.trace_path, log_, [this](int device) {
-          DeviceBackend& backend = this->device();
-          std::optional<std::string> name;
-          if (device >= 0 && backend.available()) name = backend.device_name(device);
-          Topology t = topology();
-          return TraceHeader{config_event(settings_, name, device, t), t.rank, t.world_size};
-        }));
+    observers.push_back(std::make_shared<LiveTrace>(settings_.trace_path, log_, [this](int device) {
+      DeviceBackend& backend = this->device();
+      std::optional<std::string> name;
+      if (device >= 0 && backend.available()) name = backend.device_name(device);
+      Topology t = topology();
+      return TraceHeader{config_event(settings_, name, device, t), t.rank, t.world_size};
+    }));
+  }
+  if (settings_.nvtx) {
+    // VIDEOX_PERF_NVTX=1: Nsight's ranges (off: nothing attached, nothing loaded).
+    NvtxOptions nvtx;
+    nvtx.notice = log_;
+    if (auto ranges = make_nvtx_ranges(nvtx)) observers.push_back(std::move(ranges));
   }
   for (auto& observer : options.observers) {
     if (observer) observers.push_back(std::move(observer));
@@ -137,6 +149,38 @@ DeviceBackend& EngineCore::backend_for(int device) {
     for (const auto& line : held->lines) log_(line);
   }
   return *device_.load(std::memory_order_acquire);
+}
+
+DeviceMeter* EngineCore::meter() {
+  if (DeviceMeter* m = meter_ptr_.load(std::memory_order_acquire)) return m;
+  if (meter_tried_.load(std::memory_order_acquire)) return nullptr;
+  // One try, on the first interval of a device whose backend names its PCI bus id: a host without
+  // NVML says so once. What loading says is said once the lock is released; later notices (a
+  // device NVML cannot see, a bad reading) go to the log as they come.
+  struct Held {
+    std::atomic<bool> loading{true};
+    std::vector<std::string> lines;
+  };
+  auto held = std::make_shared<Held>();
+  {
+    std::lock_guard<std::mutex> lock(meter_mu_);
+    if (!meter_tried_.load()) {
+      NvmlOptions options;
+      options.notice = [held, log = log_](std::string_view line) {
+        if (held->loading.load()) {
+          held->lines.emplace_back(line);
+        } else {
+          log(line);
+        }
+      };
+      meter_ = make_nvml_meter(options);
+      meter_ptr_.store(meter_.get(), std::memory_order_release);
+      meter_tried_.store(true, std::memory_order_release);
+    }
+    held->loading.store(false);
+  }
+  for (const auto& line : held->lines) log_(line);
+  return meter_ptr_.load(std::memory_order_acquire);
 }
 
 Topology EngineCore::topology() const {

@@ -52,6 +52,7 @@ struct Request {
   DeviceBackend* backend = nullptr;
   bool device_events = false;  // events are recorded on `device`
   int device = -1;
+  std::uint64_t meter = 0;  // the device meter's interval (Context::begin_metering); 0: none
   void* stream = nullptr;
   std::int64_t index = 0;
   bool warmup = false;

@@ -105,6 +105,8 @@ Request* Requests::begin(const RequestOptions& options) {
   request->stream = options.stream;
   request->own_models = options.own_models;
   request->warmup = request->index < ctx_.settings().warmup;
+  // Before the clock is read, so that the meter's reading stays outside the request.
+  if (request->device_events) request->meter = ctx_.begin_metering(backend, request->device);
   notify(request->observers, [&](Observer& o) { o.on_begin(request_span(*request)); });
   request->t0 = request->clock->now_s();
   if (request->device_events) Context::start_readings(backend, request->device);
@@ -138,6 +140,7 @@ void Requests::end(Request* raw, bool failed) {
 void Requests::abandon(Request* raw) {
   std::unique_ptr<Request> request(raw);
   if (!ctx_.forked()) {
+    ctx_.cancel_metering(request->meter);
     for (const auto& p : request->pairs) {
       if (p.e0 != kNoEvent) request->backend->release(p.e0);
       if (p.e1 != kNoEvent) request->backend->release(p.e1);
@@ -234,6 +237,8 @@ void Requests::settle(Request& request, double t_end, bool failed) {
   if (request.device_events) {
     record.device = request.device;
     record.peaks = Context::read_readings(backend, request.device);
+    ctx_.end_metering(request.meter, *record.peaks);
+    request.meter = 0;
   }
   if (request.observers != nullptr) {
     SettledRequest settled;

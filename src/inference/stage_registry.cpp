@@ -49,9 +49,9 @@ StageRegistry& registry() {
     auto* made = new StageRegistry();  // never destroyed: usable at exit
     g_registry.store(made);
     // A child must not inherit this lock held.
-    internal::add_fork_hooks(internal::kForkRankStageNames,
-                             internal::ForkHooks{&lock_for_fork, &unlock_after_fork,
-                                                 &unlock_after_fork});
+    internal::add_fork_hooks(
+        internal::kForkRankStageNames,
+        internal::ForkHooks{&lock_for_fork, &unlock_after_fork, &unlock_after_fork});
     return made;
   }();
   return *instance;
@@ -113,6 +113,7 @@ void Request::note_stage(std::uint32_t id, std::int64_t tokens, std::int64_t bat
 }
 
 void Request::clear() {
+  meter = 0;
   models.clear();
   own_models = false;
   pairs.clear();

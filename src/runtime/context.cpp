@@ -1,6 +1,7 @@
 #include "runtime/context.h"
 
 #include <algorithm>
+#include <string>
 
 namespace vxperf::internal {
 
@@ -22,6 +23,24 @@ void Context::start_readings(DeviceBackend& backend, int device) {
 
 DeviceReadings Context::read_readings(DeviceBackend& backend, int device) {
   return backend.peak_memory(device).value_or(DeviceReadings{});
+}
+
+std::uint64_t Context::begin_metering(DeviceBackend& backend, int device) {
+  if (!settings_.nvml || device < 0) return 0;
+  std::string bus = backend.pci_bus_id(device);
+  if (bus.empty()) return 0;
+  DeviceMeter* m = meter();
+  return m != nullptr ? m->begin(bus, device) : 0;
+}
+
+void Context::end_metering(std::uint64_t interval, DeviceReadings& readings) {
+  if (interval == 0) return;
+  if (DeviceMeter* m = meter()) m->end(interval, readings);
+}
+
+void Context::cancel_metering(std::uint64_t interval) {
+  if (interval == 0) return;
+  if (DeviceMeter* m = meter()) m->cancel(interval);
 }
 
 }  // namespace vxperf::internal

@@ -10,6 +10,7 @@
 #pragma once
 
 #include <atomic>
+#include <cstdint>
 #include <memory>
 #include <optional>
 #include <string_view>
@@ -64,11 +65,19 @@ class Context {
   // A line kept whole among concurrent records' lines (a summary).
   virtual void log_line(std::string_view line) = 0;
   virtual RankExchange rank_exchange() const = 0;
+  // The device meter (nullptr: none); the engine may load NVML on first use.
+  virtual DeviceMeter* meter() = 0;
 
   // The device readings of an interval (a request, a training window) on `device` of `backend`:
   // started at its beginning, read at its end. The one place readings are taken.
   static void start_readings(DeviceBackend& backend, int device);
   static DeviceReadings read_readings(DeviceBackend& backend, int device);
+  // The device meter's interval on `device` (VIDEOX_PERF_NVML: energy, power, clocks), opened at
+  // an interval's start and closed at its end, outside its timed span; 0: nothing is metered
+  // (off, no meter, or a backend that cannot name the device's PCI bus id).
+  std::uint64_t begin_metering(DeviceBackend& backend, int device);
+  void end_metering(std::uint64_t interval, DeviceReadings& readings);
+  void cancel_metering(std::uint64_t interval);
 
  protected:
   Context(Settings settings, std::shared_ptr<Clock> clock);

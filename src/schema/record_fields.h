@@ -16,7 +16,10 @@
 //       default when one is given (else required); count: not negative; small_int: 0..1e6; bytes:
 //       a count of bytes, absent keeps what the member holds
 //   nullable          an optional written as null when empty
-//   optional          an optional written only when set
+//   optional          an optional written only when set (read back: absent is empty)
+//   optional_count    an optional integer, not negative, written only when set
+//   optional_string, optional_strings   an optional string / array of strings, written only
+//       when set (an empty array is written: it says "none seen")
 //   unless            written only when it is not the given default
 //   dtype, optional_dtype, peak_source   enums by name (dtype: only when not bf16; peak_source:
 //       only when a peak is given and it is not the table's)
@@ -45,11 +48,18 @@ using Same = std::enable_if_t<std::is_same_v<std::remove_const_t<R>, T>, int>;
 
 // ---- device readings (vxperf/device.h) ----------------------------------------------------------
 
-// As records carry them (with "device") and the trace's request_end and memory events.
+// As records carry them (with "device") and the trace's request_end and memory events. The
+// meter's fields (NVML) are each present only when read.
 template <class Io, class R, Same<R, DeviceReadings> = 0>
 void describe(Io& io, R& r) {
   io.bytes("peak_alloc_bytes", r.allocated);
   io.bytes("peak_reserved_bytes", r.reserved);
+  io.optional("energy_j", r.energy_j);
+  io.optional_string("energy_from", r.energy_from);
+  io.optional("power_w_mean", r.power_w_mean);
+  io.optional_count("sm_clock_mhz_min", r.sm_clock_mhz_min);
+  io.optional_count("temp_c_max", r.temp_c_max);
+  io.optional_strings("throttle", r.throttle, "throttle");
 }
 
 // ---- request records ----------------------------------------------------------------------------
@@ -178,6 +188,7 @@ void describe(Io& io, R& r) {
   io.number("micro_steps", r.micro_steps, 1.0);
   io.number("overrun_s", r.overrun_s, 0.0);
   io.device("device", r.device, r.peaks);
+  io.optional("energy_j_per_sample", r.energy_j_per_sample);
   io.nullable_object("throughput", r.throughput);
   io.optional("eta_s", r.eta_s);
   io.optional_object("xrank", r.xrank);

@@ -24,9 +24,7 @@ class Reader {
   void tag(const char*, const char*) {}
 
   void number(const char* key, double& value) { value = f_.number(key); }
-  void number(const char* key, double& value, double fallback) {
-    value = f_.number(key, fallback);
-  }
+  void number(const char* key, double& value, double fallback) { value = f_.number(key, fallback); }
   template <class T>
   void integer(const char* key, T& value) {
     value = static_cast<T>(f_.integer(key));
@@ -53,19 +51,27 @@ class Reader {
   void boolean(const char* key, bool& value, bool fallback) { value = f_.boolean(key, fallback); }
   void string(const char* key, std::string& value) { value = f_.string(key); }
 
-  void nullable(const char* key, std::optional<double>& value) {
-    value = f_.optional_number(key);
-  }
-  void optional(const char* key, std::optional<double>& value) {
-    value = f_.optional_number(key);
-  }
+  void nullable(const char* key, std::optional<double>& value) { value = f_.optional_number(key); }
+  void optional(const char* key, std::optional<double>& value) { value = f_.optional_number(key); }
+  // Absent: empty (what a reading into a kept struct relies on: replay's device readings).
   template <class T>
   void optional_count(const char* key, std::optional<T>& value) {
+    value.reset();
     if (f_.has(key)) value = static_cast<T>(f_.count(key, 0));
   }
-  void unless(const char* key, double& value, double fallback) {
-    value = f_.number(key, fallback);
+  void optional_string(const char* key, std::optional<std::string>& value) {
+    value.reset();
+    if (f_.has(key)) value = f_.string(key);
   }
+  void optional_strings(const char* key, std::optional<std::vector<std::string>>& values,
+                        const char* what) {
+    values.reset();
+    if (!f_.has(key)) return;
+    std::vector<std::string> read;
+    strings(key, read, what);
+    values = std::move(read);
+  }
+  void unless(const char* key, double& value, double fallback) { value = f_.number(key, fallback); }
   // Absent: kept; present: a density in (0, 1].
   void density(const char* key, double& value);
   // Absent: kept; present: a known dtype's name.
@@ -135,8 +141,7 @@ class Reader {
     if (present) fields(*this);
   }
   // "cuda:N" (a malformed index reads as 0) and the readings that come with it.
-  void device(const char* key, std::optional<int>& device,
-              std::optional<DeviceReadings>& readings);
+  void device(const char* key, std::optional<int>& device, std::optional<DeviceReadings>& readings);
   template <class T>
   void derived(const char*, const T&) {}
 

@@ -67,6 +67,13 @@ class Writer {
   void optional_count(const char* key, const std::optional<T>& value) {
     if (value) whole(key, *value);
   }
+  void optional_string(const char* key, const std::optional<std::string>& value) {
+    if (value) out_.string(key, *value);
+  }
+  void optional_strings(const char* key, const std::optional<std::vector<std::string>>& values,
+                        const char* what) {
+    if (values) strings(key, *values, what);
+  }
   void unless(const char* key, double value, double fallback) {
     if (value != fallback) out_.number(key, value);
   }

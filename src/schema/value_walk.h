@@ -61,6 +61,10 @@ class ValueWalk {
   void unless(const char* key, double value, double) { fn_(object_, key, value); }
   void density(const char* key, double value) { fn_(object_, key, value); }
   template <class... Rest>
+  void optional_string(Rest&&...) {}
+  template <class... Rest>
+  void optional_strings(Rest&&...) {}
+  template <class... Rest>
   void dtype(Rest&&...) {}
   template <class... Rest>
   void optional_dtype(Rest&&...) {}

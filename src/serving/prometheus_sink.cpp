@@ -25,6 +25,20 @@ const std::vector<double> kStageBuckets = {0.001, 0.0025, 0.005, 0.01, 0.025, 0.
 const std::vector<double> kStepBuckets = {0.05, 0.1, 0.25, 0.5, 1,  2,  3,   5,
                                           7.5,  10,  15,   20,  30, 60, 120, 300};
 
+// The meter's series of one record (a request or a window) on `device`.
+template <class Metrics>
+void set_device_series(Metrics& m, const std::string& rank, const std::optional<int>& device,
+                       const std::optional<DeviceReadings>& r) {
+  if (!device || !r) return;
+  const std::string name = "cuda:" + std::to_string(*device);
+  if (r->energy_j) m.energy.with({rank, name}).inc(*r->energy_j);
+  if (r->power_w_mean) m.power.with({rank, name}).set(*r->power_w_mean);
+  if (r->sm_clock_mhz_min) {
+    m.sm_clock.with({rank, name}).set(static_cast<double>(*r->sm_clock_mhz_min));
+  }
+  if (r->temp_c_max) m.temperature.with({rank, name}).set(static_cast<double>(*r->temp_c_max));
+}
+
 }  // namespace
 
 // A gauge set from a record field, by the field's place in the record's field table
@@ -80,6 +94,25 @@ struct PrometheusSink::Metrics {
       "Peak device memory of the last training window: kind=allocated or reserved.",
       {"rank", "kind"});
 
+  // What a device meter (NVML) read, by device ("cuda:0"); requests and windows alike.
+  serving::CounterFamily& energy = registry.add_counter(
+      "vxperf_energy_joules_total",
+      "Joules the device used over measured requests and training windows (NVML).",
+      {"rank", "device"});
+  serving::GaugeFamily& power = registry.add_gauge(
+      "vxperf_power_watts", "Mean device power over the last request or training window (NVML).",
+      {"rank", "device"});
+  serving::GaugeFamily& sm_clock = registry.add_gauge(
+      "vxperf_sm_clock_mhz",
+      "Lowest SM clock read over the last request or training window (NVML).", {"rank", "device"});
+  serving::GaugeFamily& temperature = registry.add_gauge(
+      "vxperf_gpu_temperature_celsius",
+      "Highest GPU temperature read over the last request or training window (NVML).",
+      {"rank", "device"});
+  serving::GaugeFamily& energy_per_sample = registry.add_gauge(
+      "vxperf_train_energy_joules_per_sample",
+      "Joules per training sample over the last window (NVML).", {"rank", "device"});
+
   // The gauges set from record fields: a field of a record becomes a series with one row here.
   const std::vector<Gauge> request_gauges = {
       {"dit", "tflops", &dit_tflops, nullptr},
@@ -132,6 +165,7 @@ void PrometheusSink::on_request(const RequestRecord& record, const RequestDetail
     m.stage_seconds.with({rank, record.stages[i].name}).observe_all(detail.stage_calls_ms[i], 1e-3);
   }
   set_gauges(m.request_gauges, record, rank);
+  set_device_series(m, rank, record.device, record.peaks);
   m.requests.with({rank, "ok"}).inc();
 }
 
@@ -150,6 +184,11 @@ void PrometheusSink::on_train_window(const TrainWindowRecord& record, const Wind
   // A window of warmup steps only is aggregated over those steps: it is all warmup.
   if (!measured) return;
   set_gauges(m.window_gauges, record, rank);
+  set_device_series(m, rank, record.device, record.peaks);
+  if (record.device && record.energy_j_per_sample) {
+    m.energy_per_sample.with({rank, "cuda:" + std::to_string(*record.device)})
+        .set(*record.energy_j_per_sample);
+  }
 }
 
 std::string PrometheusSink::render() const { return serving::to_exposition_text(collect()); }

@@ -1,12 +1,13 @@
 // Model reading, token inference, the call scope behind the wrappers, and the CUDA hooks.
+#include <ATen/autocast_mode.h>
+#include <ATen/record_function.h>
+#include <torch/version.h>
+
 #include <cstdio>
 #include <map>
 #include <sstream>
 #include <stdexcept>
 #include <string>
-
-#include <ATen/autocast_mode.h>
-#include <torch/version.h>
 
 #include "vxperf/cuda_backend.h"
 #include "vxperf/engine.h"
@@ -470,6 +471,53 @@ bool use_cuda_backend() {
   auto backend = make_cuda_backend(options);
   if (!backend) return false;
   e->set_device_backend(std::move(backend));
+  return true;
+}
+
+namespace {
+
+// Per thread, as the spans nest: the range opened for each open span (nullptr: none, no profiler).
+class ProfilerRanges final : public Observer {
+ public:
+  void on_begin(const Span& s) override {
+    std::unique_ptr<at::RecordFunction> range;
+    if (at::hasCallbacks()) {
+      range = std::make_unique<at::RecordFunction>(at::RecordScope::USER_SCOPE);
+      if (range->isActive()) {
+        std::string name(s.name);
+        if (s.kind == SpanKind::kRequest || s.kind == SpanKind::kStep) {
+          name += ' ' + std::to_string(s.index);
+        }
+        range->before(std::move(name));
+      } else {
+        range.reset();
+      }
+    }
+    open().push_back(std::move(range));
+  }
+  void on_end(const Span&) override {
+    auto& ranges = open();
+    if (ranges.empty()) return;
+    std::unique_ptr<at::RecordFunction> range = std::move(ranges.back());
+    ranges.pop_back();
+    if (range) range->end();
+  }
+
+ private:
+  static std::vector<std::unique_ptr<at::RecordFunction>>& open() {
+    thread_local std::vector<std::unique_ptr<at::RecordFunction>> ranges;
+    return ranges;
+  }
+};
+
+}  // namespace
+
+std::shared_ptr<Observer> profiler_ranges() { return std::make_shared<ProfilerRanges>(); }
+
+bool use_profiler_ranges() {
+  Engine* e = vxperf::engine();
+  if (e == nullptr) return false;
+  e->add_observer(profiler_ranges());
   return true;
 }
 

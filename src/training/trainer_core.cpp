@@ -40,14 +40,17 @@ void TrainerCore::Step::reset() {
 }
 
 TrainerCore::TrainerCore(Context& engine)
-    : engine_(engine), forked_(engine.forked()), observers_(forked_ ? nullptr : engine.observers()) {}
+    : engine_(engine),
+      forked_(engine.forked()),
+      observers_(forked_ ? nullptr : engine.observers()) {}
 
 TrainerCore::~TrainerCore() = default;
 
 void TrainerCore::mark_forked() noexcept {
   forked_ = true;  // observers are told nothing more: the trace is the parent's
   observers_ = nullptr;
-  device_ = -1;    // no device call in the child
+  device_ = -1;  // no device call in the child
+  meter_ = 0;
 }
 
 void TrainerCore::register_model(const ModelInfo& info) {
@@ -69,8 +72,14 @@ void TrainerCore::set_model(const ModelInfo& info) {
 
 void TrainerCore::set_device(int device, void* stream) {
   if (off()) return;
+  int was = device_;
   device_ = device >= 0 && engine_.backend_for(device).available() ? device : -1;
   stream_ = stream;
+  // The window's meter interval runs from here (then from each window's end).
+  if (device_ != was || meter_ == 0) {
+    engine_.cancel_metering(meter_);
+    meter_ = device_ >= 0 ? engine_.begin_metering(engine_.device(), device_) : 0;
+  }
 }
 
 double TrainerCore::now() { return engine_.clock().now_s(); }
@@ -368,8 +377,7 @@ void TrainerCore::settle(Step& step) {
         // Complete now, `num_steps_ - index - 1` steps after its own closed: a replay makes it
         // complete at the same moment, so the step settles at the same moment.
         std::int64_t after = num_steps_ - step.index - 1;
-        notify(observers(),
-               [&](Observer& o) { o.on_train_settled(pair.id, r.device_ms, after); });
+        notify(observers(), [&](Observer& o) { o.on_train_settled(pair.id, r.device_ms, after); });
       }
       total_ms += r.ms;
     }
@@ -412,6 +420,8 @@ void TrainerCore::emit_window(bool full) {
   if (device_ >= 0) {
     ctx.device = device_;
     ctx.peaks = Context::read_readings(engine_.device(), device_);
+    engine_.end_metering(meter_, *ctx.peaks);
+    meter_ = 0;
   }
   ctx.model = model_;
   ctx.attention_enabled = s.attn_flops;
@@ -422,6 +432,13 @@ void TrainerCore::emit_window(bool full) {
     return engine_.peak(device_ >= 0 ? std::optional<int>(device_) : std::nullopt, dtype);
   };
   TrainWindowRecord record = aggregate_window(detail.steps, ctx);
+  if (record.peaks && record.peaks->energy_j) {
+    // The meter's interval spans every step of the window, warmup ones too.
+    std::int64_t samples = 0;
+    for (const StepRecord& step : detail.steps) samples += step.samples;
+    if (samples > 0)
+      record.energy_j_per_sample = *record.peaks->energy_j / static_cast<double>(samples);
+  }
   std::optional<MemoryPeaks> peaks = record.peaks;
   if (full && xrank_on()) {
     HeldWindow held;
@@ -443,7 +460,10 @@ void TrainerCore::emit_window(bool full) {
     notify(observers(), [&](Observer& o) { o.on_window_readings(*peaks, closing); });
   }
   // The next window's peaks start now, as a request's do.
-  if (device_ >= 0) Context::start_readings(engine_.device(), device_);
+  if (device_ >= 0) {
+    Context::start_readings(engine_.device(), device_);
+    if (!finished_) meter_ = engine_.begin_metering(engine_.device(), device_);
+  }
 }
 
 bool TrainerCore::xrank_on() {

@@ -32,9 +32,9 @@ class TrainerCore {
   void set_device(int device, void* stream);
   void finish();
 
-  // The engine is off in a forked child (runtime/fork_guard.h). The measurement points stay as cheap
-  // as ever there: no device event is recorded, no step closes (so nothing settles, is written
-  // or exchanged), the open step is kept empty.
+  // The engine is off in a forked child (runtime/fork_guard.h). The measurement points stay as
+  // cheap as ever there: no device event is recorded, no step closes (so nothing settles, is
+  // written or exchanged), the open step is kept empty.
   bool off() const noexcept { return forked_; }
   void mark_forked() noexcept;
 
@@ -142,11 +142,12 @@ class TrainerCore {
   double micro_enter_ = 0;
   std::optional<double> prev_exit_;
   int device_ = -1;
+  std::uint64_t meter_ = 0;  // the window's device meter interval (Context::begin_metering)
   void* stream_ = nullptr;
   ModelInfo model_;  // as priced (priced_model), its trainable count resolved
   bool finished_ = false;
   bool in_use_ = false;
-  double pending_fraction_ = -1;  // noted inside the open model call; <0: none
+  double pending_fraction_ = -1;        // noted inside the open model call; <0: none
   std::optional<Dtype> pending_dtype_;  // noted inside the open model call
   // The last forward of the current step, for a fraction noted after it closed.
   struct LastForward {

@@ -335,3 +335,84 @@ TEST(Report, HtmlStepTicksAreWholeNumbers) {
 
 }  // namespace
 }  // namespace vxperf::analysis
+
+namespace vxperf::analysis {
+namespace {
+
+using namespace test_records;
+
+// NVML's fields through the records file and back: energy per video and per sample, power, clock,
+// temperature and throttling in the report's text and JSON.
+TEST(Report, EnergyPerVideoAndPerSampleFromTheMetersFields) {
+  std::vector<std::string> out;
+  for (int i = 0; i < 3; ++i) {
+    RequestRecord r = request(0, i, 10.0);
+    r.peaks->energy_j = 1000.0 + 500.0 * i;
+    r.peaks->energy_from = "counter";
+    r.peaks->power_w_mean = 100.0 + 50.0 * i;
+    r.peaks->sm_clock_mhz_min = 1980 - 100 * i;
+    r.peaks->temp_c_max = 60 + i;
+    r.peaks->throttle = i == 2 ? std::vector<std::string>{"sw_power_cap", "hw_slowdown"}
+                               : std::vector<std::string>{};
+    out.push_back(to_json_line(r));
+  }
+  for (int i = 0; i < 2; ++i) {
+    TrainWindowRecord w = window(0, 10 * i, 10, 1.0);
+    w.peaks->energy_j = 30.0 * (i + 1);
+    w.peaks->energy_from = "power_samples";
+    w.peaks->power_w_mean = 300.0;
+    w.energy_j_per_sample = 5.0 * (i + 1);  // 6 samples each
+    out.push_back(to_json_line(w));
+  }
+  RecordSet set = read_string(lines(out));
+  Report report = build_report(set);
+  ASSERT_TRUE(report.requests && report.requests->energy);
+  const EnergySummary& e = *report.requests->energy;
+  EXPECT_EQ(e.records, 3);
+  EXPECT_DOUBLE_EQ(e.energy_j, 4500.0);
+  EXPECT_DOUBLE_EQ(*e.per_unit_j, 1500.0);
+  EXPECT_DOUBLE_EQ(*e.power_w_mean, 150.0);
+  EXPECT_DOUBLE_EQ(*e.power_w_max, 200.0);
+  EXPECT_EQ(e.sm_clock_mhz_min, 1780);
+  EXPECT_EQ(e.temp_c_max, 62);
+  EXPECT_EQ(e.throttle, (std::vector<std::string>{"sw_power_cap", "hw_slowdown"}));
+  ASSERT_TRUE(report.training && report.training->energy);
+  const EnergySummary& t = *report.training->energy;
+  EXPECT_DOUBLE_EQ(t.energy_j, 90.0);
+  EXPECT_DOUBLE_EQ(*t.per_unit_j, 90.0 / 12);
+  std::string text = format_report(report);
+  EXPECT_NE(text.find("  energy   1500.000 J/request (video), 4500.000 J over 3 requests (from "
+                      "counter)\n"),
+            std::string::npos)
+      << text;
+  EXPECT_NE(text.find("  device   power 150.0 W mean, 200.0 W max  SM clock min 1780 MHz  temp max "
+                      "62 C\n"),
+            std::string::npos)
+      << text;
+  EXPECT_NE(text.find("  throttle sw_power_cap, hw_slowdown\n"), std::string::npos) << text;
+  EXPECT_NE(text.find("  energy   7.500 J/sample, 90.000 J over 2 windows (from power_samples)\n"),
+            std::string::npos)
+      << text;
+  Json j = Json::parse(report_json(report));
+  EXPECT_DOUBLE_EQ(j["requests"]["energy"]["per_unit_j"].get<double>(), 1500.0);
+  EXPECT_DOUBLE_EQ(j["training"]["energy"]["per_unit_j"].get<double>(), 7.5);
+  std::string html = report_html(report, set);
+  EXPECT_NE(html.find("Energy per request (one video)"), std::string::npos);
+  EXPECT_NE(html.find("Device power per request (mean)"), std::string::npos);
+  EXPECT_NE(html.find("Device power per window (mean)"), std::string::npos);
+  EXPECT_EQ(html.find("SM clock per window"), std::string::npos);  // the windows carry none
+  EXPECT_NE(html.find("J/request (video)"), std::string::npos);    // the summary's lines
+}
+
+TEST(Report, NoMeterFieldsNoEnergyLines) {
+  RecordSet set;
+  set.requests = {request(0, 0, 10.0)};
+  Report report = build_report(set);
+  ASSERT_TRUE(report.requests);
+  EXPECT_FALSE(report.requests->energy);
+  EXPECT_EQ(format_report(report).find("energy"), std::string::npos);
+  EXPECT_EQ(report_html(report, set).find("Energy per request"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace vxperf::analysis

@@ -125,6 +125,28 @@ TEST(Settings, TrackersFromTheEnvironmentOverTheProgram) {
             "vxperf: VIDEOX_PERF_TRACKERS=\"yes\" is not 0 or 1; using the program's choice");
 }
 
+// ---- GPU observability (#20): VIDEOX_PERF_NVML, VIDEOX_PERF_NVTX --------------------------------
+TEST(Settings, NvmlOnAndNvtxOffByDefaultBadValuesReported) {
+  Settings d = Settings::parse(env_of({{"VIDEOX_PERF", "1"}}), nullptr);
+  EXPECT_TRUE(d.nvml);
+  EXPECT_FALSE(d.nvtx);
+  Settings s = Settings::parse(
+      env_of({{"VIDEOX_PERF", "1"}, {"VIDEOX_PERF_NVML", "0"}, {"VIDEOX_PERF_NVTX", " 1 "}}),
+      nullptr);
+  EXPECT_FALSE(s.nvml);
+  EXPECT_TRUE(s.nvtx);
+  std::vector<std::string> problems;
+  Settings bad = Settings::parse(
+      env_of({{"VIDEOX_PERF", "1"}, {"VIDEOX_PERF_NVML", "off"}, {"VIDEOX_PERF_NVTX", "yes"}}),
+      &problems);
+  EXPECT_TRUE(bad.nvml);
+  EXPECT_FALSE(bad.nvtx);
+  ASSERT_EQ(problems.size(), 2u);
+  EXPECT_EQ(problems[0].rfind("vxperf: VIDEOX_PERF_NVML=\"off\"", 0), 0u) << problems[0];
+  EXPECT_NE(problems[0].find("using 1"), std::string::npos) << problems[0];
+  EXPECT_NE(problems[1].find("using 0"), std::string::npos) << problems[1];
+}
+
 TEST(Settings, PeakDtypeAndDensity) {
   Settings defaults = Settings::parse(env_of({{"VIDEOX_PERF", "1"}}), nullptr);
   EXPECT_FALSE(defaults.measure_peak);

@@ -17,7 +17,7 @@ REPO = os.path.dirname(os.path.dirname(HERE))
 BUILD = os.environ.get("VXPERF_BUILD", os.path.join(REPO, "build"))
 PACKAGE_DIR = os.path.join(BUILD, "python")
 CLI = os.path.join(BUILD, "vxperf")
-FAKE_CUDA = os.path.join(BUILD, "tests", "fake_cuda", "libfake_cuda.so")
+FAKE_CUDA = os.path.join(BUILD, "tests", "support", "fake_cuda", "libfake_cuda.so")
 STANDINS = os.path.join(HERE, "standins")
 
 if not os.path.isdir(os.path.join(PACKAGE_DIR, "vxperf")):

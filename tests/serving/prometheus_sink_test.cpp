@@ -170,5 +170,39 @@ TEST(PrometheusSink, WarmupOnlyWindowMakesNoSeries) {
   EXPECT_FALSE(has_prefix(s, "vxperf_train"));
 }
 
+// NVML's readings: energy summed over requests and windows, power, clock, temperature and J per
+// sample as gauges, each by device; nothing of them without the readings.
+TEST(PrometheusSink, EnergyCounterAndDeviceGaugesByDevice) {
+  PrometheusSink sink;
+  Request plain = make_request(0, 10.0);
+  plain.record.device = 0;
+  sink.on_request(plain.record, plain.detail);
+  EXPECT_FALSE(has_prefix(scrape(sink), "vxperf_energy_joules_total"));
+  for (double joules : {1200.5, 800.25}) {
+    Request r = make_request(0, 10.0);
+    r.record.device = 1;
+    r.record.peaks->energy_j = joules;
+    r.record.peaks->power_w_mean = joules / 10;
+    r.record.peaks->sm_clock_mhz_min = 1410;
+    r.record.peaks->temp_c_max = 77;
+    sink.on_request(r.record, r.detail);
+  }
+  WindowDetail detail;
+  TrainWindowRecord w = make_window(0, {30, 1.6, 1.6}, 1, 0.5, &detail);
+  w.device = 1;
+  w.peaks->energy_j = 99.25;
+  w.energy_j_per_sample = 12.5;
+  sink.on_train_window(w, detail);
+  auto s = scrape(sink);
+  EXPECT_DOUBLE_EQ(value_of(s, R"(vxperf_energy_joules_total{rank="0",device="cuda:1"})"),
+                   1200.5 + 800.25 + 99.25);
+  EXPECT_DOUBLE_EQ(value_of(s, R"(vxperf_power_watts{rank="0",device="cuda:1"})"), 80.025);
+  EXPECT_EQ(value_of(s, R"(vxperf_sm_clock_mhz{rank="0",device="cuda:1"})"), 1410);
+  EXPECT_EQ(value_of(s, R"(vxperf_gpu_temperature_celsius{rank="0",device="cuda:1"})"), 77);
+  EXPECT_DOUBLE_EQ(
+      value_of(s, R"(vxperf_train_energy_joules_per_sample{rank="0",device="cuda:1"})"), 12.5);
+  EXPECT_FALSE(has_prefix(s, R"(vxperf_energy_joules_total{rank="0",device="cuda:0"})"));
+}
+
 }  // namespace
 }  // namespace vxperf

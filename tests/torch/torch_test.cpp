@@ -1,6 +1,7 @@
 // The LibTorch adapter: model reading, token inference, wrappers, and the embedded workload.
 #include "vxperf/torch.h"
 
+#include <ATen/record_function.h>
 #include <gtest/gtest.h>
 
 #include <chrono>
@@ -478,3 +479,46 @@ TEST(Digest, HashesBytes) {
 }
 
 }  // namespace
+
+// ---- torch profiler ranges ----------------------------------------------------------------------
+
+static std::vector<std::string>* g_ranges = nullptr;
+
+static std::unique_ptr<at::ObserverContext> range_began(const at::RecordFunction& fn) {
+  if (g_ranges != nullptr) g_ranges->push_back(std::string("begin ") + fn.name());
+  return nullptr;
+}
+static void range_ended(const at::RecordFunction& fn, at::ObserverContext*) {
+  if (g_ranges != nullptr) g_ranges->push_back(std::string("end ") + fn.name());
+}
+
+TEST(ProfilerRanges, RequestsAndStagesAreUserScopeRangesWhileAProfilerRecords) {
+  vxperf::EngineOptions parts;
+  parts.settings.level = 1;
+  auto out = std::make_shared<vxperf::testing::MemoryOutput>();
+  parts.log = out->log_fn();
+  parts.sinks.push_back(out);
+  parts.observers.push_back(vt::profiler_ranges());
+  vxperf::Engine engine(std::move(parts));
+  std::vector<std::string> got;
+  g_ranges = &got;
+  {  // no profiler: nothing opened
+    vxperf::RequestScope request(engine);
+    vxperf::StageScope s(vxperf::kTextEncoder);
+  }
+  EXPECT_TRUE(got.empty());
+  // What a profiler does: a callback on USER_SCOPE ranges (record_function's scope).
+  auto handle = at::addThreadLocalCallback(
+      at::RecordFunctionCallback(&range_began, &range_ended).scopes({at::RecordScope::USER_SCOPE}));
+  {
+    vxperf::RequestScope request(engine);
+    { vxperf::StageScope s(vxperf::kTextEncoder); }
+    { vxperf::StageScope s(vxperf::kTransformer, 16, 1); }
+  }
+  at::removeCallback(handle);
+  g_ranges = nullptr;
+  EXPECT_EQ(got,
+            (std::vector<std::string>{"begin request 1", "begin text_encoder", "end text_encoder",
+                                      "begin transformer", "end transformer", "end request 1"}));
+  EXPECT_EQ(out->requests().size(), 2u);
+}

@@ -10,6 +10,7 @@
 // the driver.
 #include <algorithm>
 #include <cstdint>
+#include <cstdio>
 #include <cstring>
 #include <deque>
 #include <mutex>
@@ -47,6 +48,7 @@ enum Call {
   kEventDestroyV2,
   kMemGetInfoV2,
   kGetErrorName,
+  kDeviceGetPciBusId,
   kCallCount
 };
 const char* const kCallNames[kCallCount] = {"cuInit",
@@ -67,7 +69,8 @@ const char* const kCallNames[kCallCount] = {"cuInit",
                                             "cuEventElapsedTime",
                                             "cuEventDestroy_v2",
                                             "cuMemGetInfo_v2",
-                                            "cuGetErrorName"};
+                                            "cuGetErrorName",
+                                            "cuDeviceGetPCIBusId"};
 
 struct Event {
   int device = 0;
@@ -84,6 +87,7 @@ struct State {
   CUresult init_error = kSuccess;
   bool initialized = false;
   std::string names[kMaxDevices];
+  std::string bus_ids[kMaxDevices];
   std::uint64_t mem_used[kMaxDevices] = {};
   std::uint64_t mem_total[kMaxDevices] = {};
   std::vector<Event> events;  // CUevent h is events[h - 1]
@@ -113,6 +117,9 @@ struct State {
     initialized = false;
     for (int i = 0; i < kMaxDevices; ++i) {
       names[i] = "NVIDIA H100 80GB HBM3";
+      char bus[32];
+      std::snprintf(bus, sizeof bus, "0000:%02X:00.0", 0x1B + 0x10 * i);
+      bus_ids[i] = bus;
       mem_used[i] = 0;
       mem_total[i] = std::uint64_t{80} << 30;
       syncs[i] = records[i] = retains[i] = touched[i] = 0;
@@ -225,6 +232,15 @@ FAKE_EXPORT CUresult cuDeviceGetName(char* name, int len, CUdevice device) {
   if (len <= 0) return 1;
   std::strncpy(name, s.names[device].c_str(), static_cast<std::size_t>(len) - 1);
   name[len - 1] = '\0';
+  return kSuccess;
+}
+
+FAKE_EXPORT CUresult cuDeviceGetPCIBusId(char* bus, int len, CUdevice device) {
+  FAKE_ENTER(kDeviceGetPciBusId);
+  if (!valid_device(s, device)) return kErrorInvalidDevice;
+  if (len <= 0) return 1;
+  std::strncpy(bus, s.bus_ids[device].c_str(), static_cast<std::size_t>(len) - 1);
+  bus[len - 1] = '\0';
   return kSuccess;
 }
 
@@ -435,7 +451,8 @@ FAKE_EXPORT CUresult cuGetErrorName(CUresult error, const char** name) {
   State& s = state();  \
   std::lock_guard<std::mutex> lock(s.mu)
 
-// Back to the defaults: 2 devices named "NVIDIA H100 80GB HBM3" with 80 GiB, nothing in use,
+// Back to the defaults: 2 devices named "NVIDIA H100 80GB HBM3" with 80 GiB (PCI bus ids
+// 0000:1B:00.0, 0000:2B:00.0, ...), nothing in use,
 // events complete at once, elapsed = difference of record times (1 ms apart), no failures, all
 // counters zero, not initialized, every thread's context stack emptied.
 FAKE_EXPORT void fake_cuda_reset() {
@@ -453,6 +470,11 @@ FAKE_EXPORT void fake_cuda_set_init_error(int code) {
 FAKE_EXPORT void fake_cuda_set_device_name(int device, const char* name) {
   FAKE_CONTROL();
   if (device >= 0 && device < kMaxDevices) s.names[device] = name;
+}
+// What cuDeviceGetPCIBusId says of `device` (default "0000:1B:00.0", "0000:2B:00.0", ...).
+FAKE_EXPORT void fake_cuda_set_pci_bus_id(int device, const char* bus) {
+  FAKE_CONTROL();
+  if (device >= 0 && device < kMaxDevices) s.bus_ids[device] = bus;
 }
 FAKE_EXPORT void fake_cuda_set_memory(int device, std::uint64_t used, std::uint64_t total) {
   FAKE_CONTROL();

@@ -1,0 +1,64 @@
+// NVTX ranges (vxperf/nvtx.h): libnvToolsExt.so.1 through dlopen, its two range calls declared
+// here from NVTX's documented C API.
+#include <dlfcn.h>
+
+#include <cstdio>
+#include <string>
+
+#include "vxperf/nvtx.h"
+
+namespace vxperf {
+namespace {
+
+using nvtxRangePushA_t = int (*)(const char* message);
+using nvtxRangePop_t = int (*)();
+
+class NvtxRanges final : public Observer {
+ public:
+  NvtxRanges(nvtxRangePushA_t push, nvtxRangePop_t pop) : push_(push), pop_(pop) {}
+
+  void on_begin(const Span& s) override {
+    std::string name(s.name);
+    if (s.kind == SpanKind::kRequest || s.kind == SpanKind::kStep) {
+      name += ' ';
+      name += std::to_string(s.index);
+    }
+    push_(name.c_str());
+  }
+  void on_end(const Span&) override { pop_(); }
+
+ private:
+  nvtxRangePushA_t push_;
+  nvtxRangePop_t pop_;
+};
+
+void not_used(const NvtxOptions& options, const std::string& what) {
+  std::string line = "[Perf] NVTX not used: " + what + "; no Nsight ranges";
+  if (options.notice) {
+    options.notice(line);
+  } else {
+    std::fprintf(stderr, "%s\n", line.c_str());
+  }
+}
+
+}  // namespace
+
+std::shared_ptr<Observer> make_nvtx_ranges(const NvtxOptions& options) {
+  void* handle = dlopen(options.library_path.c_str(), RTLD_NOW | RTLD_LOCAL);
+  if (handle == nullptr) {
+    const char* why = dlerror();
+    not_used(options, "cannot load " + options.library_path + " (" +
+                          (why != nullptr ? why : "unknown") + ")");
+    return nullptr;
+  }
+  auto push = reinterpret_cast<nvtxRangePushA_t>(dlsym(handle, "nvtxRangePushA"));
+  auto pop = reinterpret_cast<nvtxRangePop_t>(dlsym(handle, "nvtxRangePop"));
+  if (push == nullptr || pop == nullptr) {
+    not_used(options, options.library_path + " lacks " +
+                          (push == nullptr ? "nvtxRangePushA" : "nvtxRangePop"));
+    return nullptr;
+  }
+  return std::make_shared<NvtxRanges>(push, pop);
+}
+
+}  // namespace vxperf

@@ -1,0 +1,85 @@
+"""Torch profiler ranges: while a torch profiler records, vxperf's requests, stages, steps and
+phases are named ranges in its trace, next to the ops they ran; outside it, nothing is added and
+the records are as before."""
+from conftest import clean_env, read_records, run_python
+
+INFERENCE = """
+import torch, vxperf
+with vxperf.request():  # before the profiler: no range, same record
+    with vxperf.stage("transformer", tokens=8, batch=1):
+        torch.ones(4) + 1
+with torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CPU]) as prof:
+    with vxperf.request():
+        with vxperf.stage("text_encoder"):
+            torch.ones(4) * 2
+        for _ in range(2):
+            with vxperf.stage("transformer", tokens=8, batch=1):
+                torch.mm(torch.ones(8, 8), torch.ones(8, 8))
+with vxperf.request():  # after it: no range either
+    with vxperf.stage("vae_dec"):
+        pass
+events = [(e.name, e.time_range.start, e.time_range.end) for e in prof.events()]
+names = [name for name, _, _ in events]
+print("names", sorted(set(n for n in names if not n.startswith("aten::"))))
+print("transformer", names.count("transformer"))
+req = next(e for e in events if e[0] == "request 1")
+mm = [e for e in events if e[0] == "aten::mm"]
+print("mm_inside", all(req[1] <= s and e <= req[2] for _, s, e in mm) and len(mm) == 2)
+"""
+
+
+def test_stages_are_ranges_in_a_torch_profiler_trace(tmp_path):
+    records = tmp_path / "records.jsonl"
+    proc = run_python(INFERENCE, env=clean_env(VIDEOX_PERF=1, VIDEOX_PERF_JSON=records))
+    lines = dict(line.split(" ", 1) for line in proc.stdout.strip().splitlines())
+    assert "'request 1'" in lines["names"] and "'text_encoder'" in lines["names"], proc.stdout
+    assert "'vae_dec'" not in lines["names"] and "'request 0'" not in lines["names"]
+    assert "'request 2'" not in lines["names"]
+    assert lines["transformer"] == "2"
+    assert lines["mm_inside"] == "True"
+    got = read_records(records)
+    assert [r["req"] for r in got] == [0, 1, 2]
+    assert got[1]["stages"]["transformer"]["count"] == 2
+
+
+TRAINING = """
+import torch, vxperf
+opt_owner = object()
+model = torch.nn.Linear(8, 8)
+vxperf.register_model(model)
+with torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CPU]) as prof:
+    for _ in range(2):
+        with vxperf.micro_step():
+            with vxperf.model_call("fwd", tokens=4, samples=1):
+                loss = model(torch.ones(2, 8)).sum()
+            with vxperf.backward():
+                loss.backward()
+            with vxperf.optimizer_step(opt_owner):
+                pass
+vxperf.finish()
+names = set(e.name for e in prof.events())
+print(sorted(n for n in names if not n.startswith("aten::") and "autograd" not in n.lower()
+             and not n.startswith("Optimizer")))
+"""
+
+
+def test_steps_and_phases_are_ranges_in_a_torch_profiler_trace(tmp_path):
+    records = tmp_path / "records.jsonl"
+    proc = run_python(TRAINING, env=clean_env(VIDEOX_PERF=1, VIDEOX_PERF_JSON=records))
+    names = proc.stdout.strip()
+    # A model call says its phase only at its end: its range is "model_call".
+    for expected in ("'step 0'", "'step 1'", "'micro_step'", "'model_call'", "'bwd'", "'opt'"):
+        assert expected in names, names
+    assert read_records(records)  # the window is recorded as without the profiler
+
+
+def test_off_adds_no_ranges():
+    proc = run_python("""
+import torch, vxperf
+with torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CPU]) as prof:
+    with vxperf.request():
+        with vxperf.stage("transformer"):
+            torch.ones(2) + 1
+print(sorted(set(e.name for e in prof.events() if not e.name.startswith("aten::"))))
+""", env=clean_env())
+    assert "transformer" not in proc.stdout and "request" not in proc.stdout, proc.stdout
