@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "backends/cuda_driver.h"
+#include "backends/shared_library.h"
 
 namespace vxperf {
 namespace {
@@ -36,19 +37,6 @@ struct Driver {
   cuGetErrorName_t get_error_name = nullptr;              // optional: only for messages
   cuDeviceGetPCIBusId_t device_get_pci_bus_id = nullptr;  // optional: only for NVML readings
 };
-
-// Resolves `names` in order (the first one exported wins) into `fn`; false when none is.
-template <class Fn>
-bool resolve(void* handle, Fn& fn, std::initializer_list<const char*> names, std::string* missing) {
-  for (const char* name : names) {
-    if (void* sym = dlsym(handle, name)) {
-      fn = reinterpret_cast<Fn>(sym);
-      return true;
-    }
-  }
-  if (missing != nullptr) *missing = *names.begin();
-  return false;
-}
 
 class CudaBackend final : public DeviceBackend {
  public:
@@ -399,22 +387,16 @@ class CudaBackend final : public DeviceBackend {
 };
 
 void not_used(const CudaOptions& options, const std::string& what) {
-  std::string line = "[Perf] CUDA backend not used: " + what + "; host-only timing";
-  if (options.notice) {
-    options.notice(line);
-  } else {
-    std::fprintf(stderr, "%s\n", line.c_str());
-  }
+  say(options.notice, "[Perf] CUDA backend not used: " + what + "; host-only timing");
 }
 
 }  // namespace
 
 std::shared_ptr<DeviceBackend> make_cuda_backend(const CudaOptions& options) {
-  void* handle = dlopen(options.library_path.c_str(), RTLD_NOW | RTLD_LOCAL);
+  std::string error;
+  void* handle = open_library(options.library_path, &error);
   if (handle == nullptr) {
-    const char* why = dlerror();
-    not_used(options, "cannot load " + options.library_path + " (" +
-                          (why != nullptr ? why : "unknown") + ")");
+    not_used(options, error);
     return nullptr;
   }
   Driver d;

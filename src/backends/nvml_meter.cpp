@@ -14,6 +14,7 @@
 #include <utility>
 #include <vector>
 
+#include "backends/shared_library.h"
 #include "vxperf/nvml.h"
 
 namespace vxperf {
@@ -68,24 +69,7 @@ struct Library {
   nvmlErrorString_t error_string = nullptr;
 };
 
-template <class Fn>
-bool resolve(void* handle, Fn& fn, std::initializer_list<const char*> names) {
-  for (const char* name : names) {
-    if (void* sym = dlsym(handle, name)) {
-      fn = reinterpret_cast<Fn>(sym);
-      return true;
-    }
-  }
-  return false;
-}
-
-void say_to(const NvmlOptions& options, const std::string& line) {
-  if (options.notice) {
-    options.notice(line);
-  } else {
-    std::fprintf(stderr, "%s\n", line.c_str());
-  }
-}
+void say_to(const NvmlOptions& options, const std::string& line) { say(options.notice, line); }
 
 // What one reading of a device came to (each absent when it could not be read).
 struct Sample {
@@ -340,11 +324,10 @@ void not_used(const NvmlOptions& options, const std::string& what) {
 }  // namespace
 
 std::shared_ptr<DeviceMeter> make_nvml_meter(const NvmlOptions& options) {
-  void* handle = dlopen(options.library_path.c_str(), RTLD_NOW | RTLD_LOCAL);
+  std::string error;
+  void* handle = open_library(options.library_path, &error);
   if (handle == nullptr) {
-    const char* why = dlerror();
-    not_used(options, "cannot load " + options.library_path + " (" +
-                          (why != nullptr ? why : "unknown") + ")");
+    not_used(options, error);
     return nullptr;
   }
   Library lib;

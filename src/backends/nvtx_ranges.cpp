@@ -5,6 +5,7 @@
 #include <cstdio>
 #include <string>
 
+#include "backends/shared_library.h"
 #include "vxperf/nvtx.h"
 
 namespace vxperf {
@@ -33,22 +34,16 @@ class NvtxRanges final : public Observer {
 };
 
 void not_used(const NvtxOptions& options, const std::string& what) {
-  std::string line = "[Perf] NVTX not used: " + what + "; no Nsight ranges";
-  if (options.notice) {
-    options.notice(line);
-  } else {
-    std::fprintf(stderr, "%s\n", line.c_str());
-  }
+  say(options.notice, "[Perf] NVTX not used: " + what + "; no Nsight ranges");
 }
 
 }  // namespace
 
 std::shared_ptr<Observer> make_nvtx_ranges(const NvtxOptions& options) {
-  void* handle = dlopen(options.library_path.c_str(), RTLD_NOW | RTLD_LOCAL);
+  std::string error;
+  void* handle = open_library(options.library_path, &error);
   if (handle == nullptr) {
-    const char* why = dlerror();
-    not_used(options, "cannot load " + options.library_path + " (" +
-                          (why != nullptr ? why : "unknown") + ")");
+    not_used(options, error);
     return nullptr;
   }
   auto push = reinterpret_cast<nvtxRangePushA_t>(dlsym(handle, "nvtxRangePushA"));
