@@ -21,7 +21,8 @@ venv="$out/venv"
 /usr/bin/python3 -m venv --system-site-packages "$venv"
 site=$("$venv/bin/python" -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])')
 "$venv/bin/python" -m pip install -q --no-input --no-index --no-deps "$wheel"
-"$venv/bin/python" -m pip show vxperf | grep -qx "Version: $version"
+"$venv/bin/python" -m pip show vxperf >"$out/show.txt"  # whole, not into grep -q: pip errors on a closed pipe
+grep -qx "Version: $version" "$out/show.txt" || { cat "$out/show.txt"; exit 1; }
 env -u PYTHONPATH "$venv/bin/python" -c "
 import importlib.metadata as metadata, vxperf, torch
 assert metadata.version('vxperf') == vxperf.__version__ == '$version', metadata.version('vxperf')
@@ -34,9 +35,11 @@ env -u PYTHONPATH VIDEOX_PERF=1 VIDEOX_PERF_JSON="$records" "$venv/bin/python" \
 # Nothing Debian-only at run time: the extension links no cpp-httplib, the command finds the
 # simdjson it carries beside itself.
 ext=$(ls "$site"/vxperf/_ext.*.so)
-if ldd "$ext" | grep -q httplib; then echo "wheel_check: the extension links cpp-httplib"; exit 1; fi
-ldd "$site/vxperf/_bin/vxperf" | grep -q "libsimdjson.so.* => $site/vxperf/_bin/" ||
-  { echo "wheel_check: the command does not use the simdjson it carries"; ldd "$site/vxperf/_bin/vxperf"; exit 1; }
+ext_libs=$(ldd "$ext")
+cli_libs=$(ldd "$site/vxperf/_bin/vxperf")
+if grep -q httplib <<<"$ext_libs"; then echo "wheel_check: the extension links cpp-httplib"; exit 1; fi
+grep -q "libsimdjson.so.* => $site/vxperf/_bin/" <<<"$cli_libs" ||
+  { echo "wheel_check: the command does not use the simdjson it carries"; echo "$cli_libs"; exit 1; }
 "$venv/bin/vxperf" --version
 "$venv/bin/vxperf" report "$records" >"$out/report.txt"
 grep -q "^Requests: 2 measured" "$out/report.txt" || { cat "$out/report.txt"; exit 1; }
