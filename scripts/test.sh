@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
 # Runs every test: unit, conformance, CLI, fault-injection, LibTorch, demo, consumer and serving
 # tests in a normal build, and the Python package's tests (Debian's torch 1.13, then torch 2 with
-# the real diffusers/transformers/accelerate); then the core, CUDA-backend, analysis,
-# serving and fault-injection tests under AddressSanitizer + UBSan; the concurrency, fork,
-# CUDA-backend and serving tests under ThreadSanitizer; and both fuzzers for a bounded time.
+# the real diffusers/transformers/accelerate) and the wheel; then the core, CUDA-backend, NVML,
+# analysis, serving and fault-injection tests under AddressSanitizer + UBSan; the concurrency,
+# fork, CUDA-backend, NVML and serving tests under ThreadSanitizer; and both fuzzers for a bounded
+# time.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/setup.sh
@@ -33,7 +34,7 @@ bash scripts/wheel_check.sh
 cmake -S . -B build-asan -G Ninja -DCMAKE_BUILD_TYPE=Debug -DVXPERF_SANITIZE=address,undefined \
   -DVXPERF_WITH_TORCH=OFF -DVXPERF_BUILD_BENCH=OFF -DVXPERF_BUILD_PYTHON=OFF >/dev/null
 cmake --build build-asan -j "$jobs" --target vxperf_tests vxperf_cuda_tests vxperf_analysis_tests \
-  vxperf_prometheus_tests vxperf_faults_tests
+  vxperf_prometheus_tests vxperf_faults_tests vxperf_nvml_tests
 # The CLI's fault tests stay in the normal build: they limit address space (ulimit -v), which the
 # sanitizers' shadow memory cannot live with.
 ctest --test-dir build-asan --output-on-failure -j "$jobs" -L 'core|cuda|analysis|serving|faults' \
@@ -42,11 +43,12 @@ ctest --test-dir build-asan --output-on-failure -j "$jobs" -L 'core|cuda|analysi
 cmake -S . -B build-tsan -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DVXPERF_SANITIZE=thread \
   -DVXPERF_WITH_TORCH=OFF -DVXPERF_BUILD_BENCH=OFF -DVXPERF_BUILD_PYTHON=OFF >/dev/null
 cmake --build build-tsan -j "$jobs" --target vxperf_tests vxperf_cuda_tests vxperf_prometheus_tests \
-  vxperf_faults_tests
+  vxperf_faults_tests vxperf_nvml_tests
 export TSAN_OPTIONS=halt_on_error=1
 ./build-tsan/tests/vxperf_tests --gtest_filter='Concurrency*:Inference*:LiveTrace*'
 ./build-tsan/tests/vxperf_faults_tests --gtest_filter='FaultsFork*:FaultsNames*:FaultsWrite*'
 ./build-tsan/tests/vxperf_cuda_tests
+./build-tsan/tests/vxperf_nvml_tests  # the power sampler's thread
 ./build-tsan/tests/vxperf_prometheus_tests
 
 bash scripts/fuzz.sh 30
