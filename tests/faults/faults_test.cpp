@@ -18,11 +18,11 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <new>
 #include <nlohmann/json.hpp>
 #include <set>
 #include <sstream>
 #include <stdexcept>
-#include <new>
 #include <thread>
 
 #include "test_support.h"
