@@ -81,6 +81,20 @@ inline void print(const std::string& text) {
   if (std::fputs(text.c_str(), stdout) == EOF && stdout_error() == 0) stdout_error() = errno;
 }
 
+// The exit status once standard output is flushed: output that could not be written (a full disk,
+// a closed pipe) makes the run a failure, since a status of 0 would say the output is there.
+// `command`: the subcommand's name for the message, or nullptr.
+inline int finish_output(int rc, const char* command) {
+  errno = 0;
+  if (std::fflush(stdout) != 0 || std::ferror(stdout)) {
+    int error = stdout_error() != 0 ? stdout_error() : errno;
+    std::fprintf(stderr, "vxperf%s%s: cannot write standard output%s%s\n", command ? " " : "",
+                 command ? command : "", error ? ": " : "", error ? std::strerror(error) : "");
+    if (rc == 0) rc = 2;
+  }
+  return rc;
+}
+
 // Writes `content` to `path` under a temporary name in the same folder, renamed over `path` once
 // complete, so that a failed write (a full disk, a file size limit) leaves no partial file posing
 // as a whole one, and an older `path` as it was. A device or FIFO is written in place. Returns ""

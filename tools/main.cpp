@@ -67,14 +67,5 @@ int dispatch(int argc, char** argv, const char** name_out) {
 int main(int argc, char** argv) {
   const char* name = nullptr;
   int rc = dispatch(argc, argv, &name);
-  // Output that could not be written (a full disk, a closed pipe) makes the run a failure: an
-  // exit status of 0 would say the report is there.
-  errno = 0;
-  if (std::fflush(stdout) != 0 || std::ferror(stdout)) {
-    int error = vxperf::cli::stdout_error() != 0 ? vxperf::cli::stdout_error() : errno;
-    std::fprintf(stderr, "vxperf%s%s: cannot write standard output%s%s\n", name ? " " : "",
-                 name ? name : "", error ? ": " : "", error ? std::strerror(error) : "");
-    if (rc == 0) rc = 2;
-  }
-  return rc;
+  return vxperf::cli::finish_output(rc, name);
 }

@@ -27,18 +27,7 @@ def test_a_sink_gets_every_record_as_its_json_line(tmp_path):
         pipe = vxperf.instrument_pipeline(tm.wan_pipeline())
         pipe("a cat", steps=2)
         pipe("a dog", steps=3)
-        dit = tm.WanTransformer3DModel()
-        vxperf.register_model(dit)
-        optimizer = torch.optim.SGD(dit.parameters(), lr=1e-3)
-        for _ in range(3):
-            with vxperf.micro_step():
-                with vxperf.model_call("fwd", 8, 1):
-                    loss = dit(x=torch.randn(1, 4, 2, 4, 4), t=torch.ones(1),
-                               context=torch.randn(1, 12, 16), seq_len=8).pow(2).mean()
-                with vxperf.backward():
-                    loss.backward()
-                with vxperf.optimizer_step(optimizer):
-                    optimizer.step()
+        tm.train_dit(steps=3)
         vxperf.finish()
         assert all(ident == threading.get_ident() for ident, _ in got)
         print(json.dumps([r for _, r in got]))

@@ -78,18 +78,7 @@ def test_the_collector_publishes_the_engines_families_as_they_are(tmp_path):
         pipe = vxperf.instrument_pipeline(tm.wan_pipeline())
         pipe("a cat", steps=2)
         pipe("a dog", steps=3)
-        dit = tm.WanTransformer3DModel()
-        vxperf.register_model(dit)
-        optimizer = torch.optim.SGD(dit.parameters(), lr=1e-3)
-        for _ in range(2):
-            with vxperf.micro_step():
-                with vxperf.model_call("fwd", 8, 1):
-                    loss = dit(x=torch.randn(1, 4, 2, 4, 4), t=torch.ones(1),
-                               context=torch.randn(1, 12, 16), seq_len=8).pow(2).mean()
-                with vxperf.backward():
-                    loss.backward()
-                with vxperf.optimizer_step(optimizer):
-                    optimizer.step()
+        tm.train_dit(steps=2)
         from vxperf import _ext
         print(json.dumps([prometheus_client.generate_latest(registry).decode(),
                           _ext.prometheus_text()]))

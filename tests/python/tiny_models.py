@@ -444,3 +444,22 @@ def packed_pipeline():
 
 def make_barrier(parties):
     return threading.Barrier(parties)
+
+
+def train_dit(steps):
+    """`steps` measured training steps of a tiny WanTransformer3DModel (registered), one micro-step
+    each: fwd (8 tokens, 1 sample), backward, SGD step. Needs vxperf imported with metrics on."""
+    import vxperf
+
+    dit = WanTransformer3DModel()
+    vxperf.register_model(dit)
+    optimizer = torch.optim.SGD(dit.parameters(), lr=1e-3)
+    for _ in range(steps):
+        with vxperf.micro_step():
+            with vxperf.model_call("fwd", 8, 1):
+                loss = dit(x=torch.randn(1, 4, 2, 4, 4), t=torch.ones(1),
+                           context=torch.randn(1, 12, 16), seq_len=8).pow(2).mean()
+            with vxperf.backward():
+                loss.backward()
+            with vxperf.optimizer_step(optimizer):
+                optimizer.step()
