@@ -10,8 +10,8 @@ namespace vxperf::cli {
 namespace {
 
 constexpr const char* kUsage =
-    "usage: vxperf report FILE... [--json] [--html OUT.html] [--strict]\n"
-    "       vxperf report --compare A B [--json] [--strict]\n\n"
+    "usage: vxperf report FILE... [--json] [--html OUT.html [--steps LOG|TRACE]...] [--strict]\n"
+    "       vxperf report --compare A B [--json] [--html OUT.html] [--strict]\n\n"
     "Summarizes records (the JSON lines of VIDEOX_PERF_JSON or 'vxperf replay', any number of\n"
     "files and ranks; '-' reads standard input). Requests: count, e2e p50/p95/max, each stage's\n"
     "mean and share of e2e, TFLOPS and MFU. Training: steps, step p50/p95, phase shares,\n"
@@ -19,17 +19,43 @@ constexpr const char* kUsage =
     "stragglers, ranks whose time per step above the ranks' per-phase medians is over 5% of the\n"
     "median step (the live view's rule; step times alone for inference).\n"
     "Files are read in one streaming pass: memory holds per-rank sums and the numbers the\n"
-    "percentiles are over, not the records (--html keeps the records for its charts).\n"
+    "percentiles are over, not the records (--html keeps ~140 bytes a window, ~40 a request).\n"
     "A line that is no record (torn, another tool's JSON, a wrong field) is said once per file\n"
     "with its line, the rest read; so are timestamps going backwards. Input with no record at\n"
     "all is an error (exit 2), as is any bad line with --strict.\n\n"
     "  --json           print the report as one JSON object (with a \"stragglers\" list)\n"
-    "  --html OUT.html  also write a self-contained HTML page with SVG charts\n"
+    "  --html OUT.html  also write one self-contained HTML page: the summary as tables, charts\n"
+    "                   with values on hover, rank x window heatmaps (step time, straggler\n"
+    "                   excess); with --compare, the comparison as a page\n"
+    "  --steps FILE     per-denoising-step times for the page, from a VIDEOX_PERF=2 log or a\n"
+    "                   VIDEOX_PERF_TRACE event script (repeatable)\n"
     "  --compare A B    compare two runs metric by metric with the direction of change\n"
     "  --strict         a line that is not a record is an error (exit 2), not skipped\n";
 
 void print_warnings(const std::vector<std::string>& warnings) {
   for (const auto& w : warnings) std::fprintf(stderr, "vxperf report: warning: %s\n", w.c_str());
+}
+
+// Each record to the report and to the page's charts, in one pass.
+struct BothHandlers : analysis::RecordHandler {
+  analysis::ReportBuilder report;
+  analysis::ChartData charts;
+  void request(const RequestRecord& r) override {
+    report.request(r);
+    charts.request(r);
+  }
+  void window(const TrainWindowRecord& w) override {
+    report.window(w);
+    charts.window(w);
+  }
+  void warning(const std::string& text) override { report.warning(text); }
+};
+
+bool write_page(const std::string& path, const std::string& html) {
+  std::string why = write_file_atomically(path, html);
+  if (why.empty()) return true;
+  std::fprintf(stderr, "vxperf report: cannot write %s: %s\n", path.c_str(), why.c_str());
+  return false;
 }
 
 }  // namespace
@@ -38,6 +64,7 @@ int report_command(int argc, char** argv) {
   if (print_help_if_asked(argc, argv, kUsage)) return 0;
   std::vector<std::string> files;
   std::vector<std::string> compare;
+  std::vector<std::string> step_files;
   std::string html_path;
   bool json = false;
   analysis::ReadOptions options;
@@ -51,6 +78,8 @@ int report_command(int argc, char** argv) {
         options.skip_bad_lines = false;
       } else if (arg == "--html") {
         html_path = next_value(i, argc, argv);
+      } else if (arg == "--steps") {
+        step_files.push_back(next_value(i, argc, argv));
       } else if (arg == "--compare") {
         if (i + 2 >= argc) throw UsageError{"--compare needs two files A B"};
         compare = {argv[i + 1], argv[i + 2]};
@@ -64,8 +93,9 @@ int report_command(int argc, char** argv) {
     if (!compare.empty() && !files.empty()) {
       throw UsageError{"--compare takes exactly two files; unexpected '" + files[0] + "'"};
     }
-    if (!compare.empty() && !html_path.empty())
-      throw UsageError{"--html does not go with --compare"};
+    if (!step_files.empty() && (html_path.empty() || !compare.empty())) {
+      throw UsageError{"--steps goes with --html, for one run"};
+    }
     if (compare.empty() && files.empty()) throw UsageError{"missing FILE (try --help)"};
   } catch (const UsageError& e) {
     std::fprintf(stderr, "vxperf report: %s\n", e.message.c_str());
@@ -74,13 +104,18 @@ int report_command(int argc, char** argv) {
 
   try {
     if (!compare.empty()) {
-      analysis::ReportBuilder a, b;
+      BothHandlers a, b;
       analysis::stream_record_files({compare[0]}, a, options);
       analysis::stream_record_files({compare[1]}, b, options);
-      analysis::Report ra = a.finish({compare[0]}), rb = b.finish({compare[1]});
+      analysis::Report ra = a.report.finish({compare[0]}), rb = b.report.finish({compare[1]});
       print_warnings(ra.warnings);
       print_warnings(rb.warnings);
       auto changes = analysis::compare_reports(ra, rb);
+      if (!html_path.empty() &&
+          !write_page(html_path, analysis::comparison_html(compare[0], compare[1], changes,
+                                                           a.charts, b.charts))) {
+        return 2;
+      }
       std::string out = json ? analysis::comparison_json(compare[0], compare[1], changes) + "\n"
                              : analysis::format_comparison(compare[0], compare[1], changes);
       print(out);
@@ -93,14 +128,14 @@ int report_command(int argc, char** argv) {
       report = builder.finish(files);
       print_warnings(report.warnings);
     } else {
-      // The charts draw every window and request: the records are kept.
-      analysis::RecordSet records = analysis::read_record_files(files, options);
-      print_warnings(records.warnings);
-      report = analysis::build_report(records, files);
-      std::string why = write_file_atomically(html_path, analysis::report_html(report, records));
-      if (!why.empty()) {
-        std::fprintf(stderr, "vxperf report: cannot write %s: %s\n", html_path.c_str(),
-                     why.c_str());
+      BothHandlers both;
+      analysis::stream_record_files(files, both, options);
+      report = both.report.finish(files);
+      print_warnings(report.warnings);
+      analysis::DenoisingSteps steps = analysis::read_denoising_steps(step_files);
+      print_warnings(steps.warnings);
+      if (!write_page(html_path, analysis::report_html(report, both.charts,
+                                                       step_files.empty() ? nullptr : &steps))) {
         return 2;
       }
     }

@@ -133,7 +133,52 @@ class ReportBuilder : public RecordHandler {
 Report build_report(const RecordSet& records, std::vector<std::string> sources = {});
 std::string format_report(const Report& report);
 std::string report_json(const Report& report);  // one JSON object, pretty-printed
-// One self-contained HTML page with inline SVG charts.
+
+// What the HTML page draws, kept one record at a time: a few numbers per window (about 140
+// bytes: step times, phases, MFU, memory, power) and per request (about 40), and the stages of
+// the last requests the bar chart shows; never the records.
+class ChartData : public RecordHandler {
+ public:
+  ChartData();
+  ~ChartData() override;
+  ChartData(const ChartData&) = delete;
+  ChartData& operator=(const ChartData&) = delete;
+
+  void request(const RequestRecord& record) override;
+  void window(const TrainWindowRecord& record) override;
+  void warning(const std::string&) override {}
+
+  struct Impl;
+  const Impl& impl() const { return *impl_; }
+
+ private:
+  std::unique_ptr<Impl> impl_;
+};
+
+// The denoising steps of requests: each call of a transformer stage ("transformer",
+// "transformer_2"), in call order, in milliseconds.
+struct DenoisingRequest {
+  int rank = 0;
+  std::int64_t req = 0;
+  bool warmup = false;
+  std::vector<double> ms;
+};
+struct DenoisingSteps {
+  std::vector<DenoisingRequest> requests;
+  std::vector<std::string> warnings;  // "FILE: ..." for a file that held none
+};
+// Read from level-2 logs (VIDEOX_PERF=2: the "<stage> steps(ms): ..." lines after each request's
+// line) or event scripts (VIDEOX_PERF_TRACE: each stage call, the larger of its host and device
+// times, as the engine resolves it), told apart line by line. Throws InputError for a file that
+// cannot be read.
+DenoisingSteps read_denoising_steps(const std::vector<std::string>& paths);
+
+// One self-contained HTML page (inline CSS, SVG and one script, nothing fetched): the summary as
+// tables, charts with their values on hover, rank x window heatmaps of step time and of the
+// straggler rule's excess, the denoising steps when given.
+std::string report_html(const Report& report, const ChartData& charts,
+                        const DenoisingSteps* steps = nullptr);
+// The same from records in memory.
 std::string report_html(const Report& report, const RecordSet& records);
 
 // A report's headline numbers, flattened for comparison.
@@ -157,5 +202,10 @@ std::string format_comparison(const std::string& a_name, const std::string& b_na
                               const std::vector<MetricChange>& changes);
 std::string comparison_json(const std::string& a_name, const std::string& b_name,
                             const std::vector<MetricChange>& changes);
+// The comparison as an HTML page: the metrics as a table and as bars of their change, and A's and
+// B's step times, request times and MFU drawn over each other.
+std::string comparison_html(const std::string& a_name, const std::string& b_name,
+                            const std::vector<MetricChange>& changes, const ChartData& a,
+                            const ChartData& b);
 
 }  // namespace vxperf::analysis

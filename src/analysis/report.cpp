@@ -7,6 +7,7 @@
 #include <nlohmann/json.hpp>
 #include <set>
 
+#include "analysis/units.h"
 #include "base/stats.h"
 #include "base/strings.h"
 #include "vxperf/phases.h"
@@ -18,7 +19,7 @@ namespace {
 
 using Json = nlohmann::ordered_json;
 
-constexpr double kGiB = 1024.0 * 1024.0 * 1024.0;
+using units::kGiB;
 // Relative changes smaller than this read as "same" in a comparison.
 constexpr double kSameWithin = 0.005;
 
@@ -391,42 +392,13 @@ void add_basis(Json& j, const std::optional<std::int64_t>& params,
   if (effective) j["effective_fwd"] = *effective;
 }
 
-std::string gib(std::uint64_t bytes) {
-  return strprintf("%.1f GiB", static_cast<double>(bytes) / kGiB);
-}
+using units::duration;
+using units::flops_rate;
+using units::gib;
+using units::param_count;
 
-// A rate given in TFLOPS, in the unit that keeps small ones readable (a CPU run is GFLOPS).
-std::string flops_rate(double tflops) {
-  double a = std::fabs(tflops);
-  if (a >= 1 || a == 0) return strprintf("%.1f TFLOPS", tflops);
-  if (a >= 1e-3) return strprintf("%.1f GFLOPS", tflops * 1e3);
-  return strprintf("%.1f MFLOPS", tflops * 1e6);
-}
-
-// The same, compact, for table cells.
 std::string flops_cell(const std::optional<double>& tflops) {
-  if (!tflops) return "-";
-  double a = std::fabs(*tflops);
-  if (a >= 1 || a == 0) return strprintf("%.1fT", *tflops);
-  if (a >= 1e-3) return strprintf("%.1fG", *tflops * 1e3);
-  return strprintf("%.1fM", *tflops * 1e6);
-}
-
-// A parameter count in billions, millions or thousands.
-std::string param_count(std::int64_t n) {
-  double v = static_cast<double>(n);
-  if (v >= 1e9) return strprintf("%.2fB", v / 1e9);
-  if (v >= 1e6) return strprintf("%.1fM", v / 1e6);
-  if (v >= 1e3) return strprintf("%.1fK", v / 1e3);
-  return std::to_string(n);
-}
-
-// A duration in the unit that fits: seconds, minutes, then hours.
-std::string duration(double seconds) {
-  if (seconds < 10) return strprintf("%.1fs", seconds);
-  if (seconds < 120) return strprintf("%.0fs", seconds);
-  if (seconds < 7200) return strprintf("%.1f min", seconds / 60.0);
-  return strprintf("%.1fh", seconds / 3600.0);
+  return tflops ? units::flops_cell(*tflops) : std::string("-");
 }
 
 // "  DiT 1.42B params  150.3 TFLOPS  MFU 45.1% of 333 TFLOPS per device (measured, fp8)". The

@@ -158,8 +158,8 @@ TEST(Report, NamesTheRankWhosePhasesRunLongInASynchronizedJob) {
   EXPECT_NEAR(j["ranks"][1]["excess_s"].get<double>(), 0.5, 1e-9);
   // The HTML draws every rank's phases side by side and marks the straggler.
   std::string html = report_html(report, set);
-  EXPECT_NE(html.find("<title>rank 1 (straggler) data: 0.6</title>"), std::string::npos);
-  EXPECT_NE(html.find("<title>rank 0 bwd: 1.1</title>"), std::string::npos);
+  EXPECT_NE(html.find("<title>rank 1 (straggler) data: 0.6 s</title>"), std::string::npos);
+  EXPECT_NE(html.find("<title>rank 0 bwd: 1.10 s</title>"), std::string::npos);
   EXPECT_NE(html.find("Phase breakdown per window (rank 1, straggler, mean per step)"),
             std::string::npos);
   EXPECT_NE(html.find("Phase breakdown per window (rank 3, mean per step)"), std::string::npos);
@@ -247,12 +247,17 @@ TEST(Report, HtmlIsSelfContainedWithItsCharts) {
     for (auto p = html.find(s); p != std::string::npos; p = html.find(s, p + 1)) ++n;
     return n;
   };
-  // Step time, phases per rank, phases per window of each of the two ranks, MFU, requests.
-  EXPECT_EQ(count("<svg"), 6u);
-  EXPECT_EQ(count("</svg>"), 6u);
+  // Step time, phases per rank, phases per window of each of the two ranks, MFU, peak memory
+  // allocated and reserved per window; requests: their times, their stages, their memory
+  // (allocated, reserved).
+  EXPECT_EQ(count("<svg"), 11u);
+  EXPECT_EQ(count("</svg>"), 11u);
   EXPECT_NE(html.find("Phase breakdown per rank (mean per step)"), std::string::npos);
   EXPECT_NE(html.find("Phase breakdown per window (rank 1, mean per step)"), std::string::npos);
-  EXPECT_EQ(count("<script>"), 0u);  // names are escaped
+  // Two ranks: the rank x window heatmaps, drawn by the page's one script.
+  EXPECT_EQ(count("<canvas class=\"heatmap\""), 2u);
+  EXPECT_EQ(count("<script>"), 1u);  // the page's own: names are escaped
+  EXPECT_NE(html.find("&lt;script&gt;"), std::string::npos);
   EXPECT_NE(html.find("a&amp;b.jsonl"), std::string::npos);
   EXPECT_EQ(html.find("http://", 0), html.find("http://www.w3.org/2000/svg"));  // no fetches
 }

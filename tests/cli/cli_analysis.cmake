@@ -96,6 +96,26 @@ file(READ "${WORK}/report.html" html)
 if(NOT html MATCHES "<svg")
   message(FATAL_ERROR "report.html has no chart")
 endif()
+# The page with the denoising steps of a level-2 log, and the comparison as a page.
+expect(0 "Requests" report --html "${WORK}/steps.html" "${CASES}/inference-2-01.expected.jsonl"
+       --steps "${CASES}/inference-2-01.expected.log" --steps "${CASES}/inference-2-01.events.jsonl")
+file(READ "${WORK}/steps.html" html)
+if(NOT html MATCHES "Denoising steps: time of each transformer call")
+  message(FATAL_ERROR "steps.html has no denoising-step chart")
+endif()
+expect(0 "warning: .*inference-1-00.expected.jsonl: no denoising steps" report --html
+       "${WORK}/nosteps.html" "${CASES}/inference-2-01.expected.jsonl"
+       --steps "${CASES}/inference-1-00.expected.jsonl")
+expect(2 "--steps goes with --html" report "${CASES}/inference-2-01.expected.jsonl"
+       --steps "${CASES}/inference-2-01.expected.log")
+expect(0 "training.step_p50_s" report --compare "${CASES}/training-2-02.expected.jsonl"
+       "${CASES}/training-2-03.expected.jsonl" --html "${WORK}/compare.html")
+file(READ "${WORK}/compare.html" html)
+if(NOT html MATCHES "Change from A to B" OR NOT html MATCHES "<td>training.step_p50_s</td>")
+  message(FATAL_ERROR "compare.html has no comparison")
+endif()
+expect(2 "cannot write" report --compare "${CASES}/training-2-02.expected.jsonl"
+       "${CASES}/training-2-03.expected.jsonl" --html "${WORK}/no/such/dir/compare.html")
 
 # trace
 expect(0 "wrote [0-9]+ events" trace "${CASES}/training-2-02.events.jsonl" -o "${WORK}/trace.json")

@@ -167,11 +167,16 @@ execute_process(COMMAND sh -c "ulimit -v ${many_limit} && exec \"$@\"" sh "${VXP
 if(NOT got EQUAL 0 OR NOT out MATCHES "(Requests|Training): ")
   message(FATAL_ERROR "report of 100,000 records under ulimit -v: exit ${got}, stderr:\n${err}")
 endif()
-# --html keeps the records for its charts, so it still runs out, and says so.
+# --html streams too: its charts keep a few numbers a record, not the records, so the page of
+# 100,000 records is written in the same room.
 execute_process(COMMAND sh -c "ulimit -v ${many_limit} && exec \"$@\"" sh "${VXPERF}" report
                 --html "${WORK}/many.html" "${WORK}/many.jsonl" RESULT_VARIABLE got OUTPUT_QUIET
                 ERROR_VARIABLE err TIMEOUT 120)
-if(NOT got EQUAL 2 OR NOT err MATCHES "many.jsonl:[0-9]+: out of memory after [0-9]+ records")
+if(NOT got EQUAL 0 OR NOT EXISTS "${WORK}/many.html")
   message(FATAL_ERROR "report --html of 100,000 records under ulimit -v: exit ${got}, stderr:\n${err}")
 endif()
-file(REMOVE "${WORK}/huge-line.jsonl" "${WORK}/many.jsonl")
+file(READ "${WORK}/many.html" many_html LIMIT 100000)
+if(NOT many_html MATCHES "<h2>Summary</h2>")
+  message(FATAL_ERROR "report --html of 100,000 records wrote no page")
+endif()
+file(REMOVE "${WORK}/huge-line.jsonl" "${WORK}/many.jsonl" "${WORK}/many.html")

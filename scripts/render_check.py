@@ -1,0 +1,221 @@
+#!/usr/bin/env python3
+"""Renders `vxperf report --html` pages in headless Chromium and checks what came out.
+
+Three pages: a small report (conformance cases, denoising steps from a level-2 log), the
+comparison of two runs, and a large one (1024 ranks x 40 windows with one straggler, and 20000
+requests). For each: the page's script ran without an error (the DOM Chromium dumps carries
+data-drawn, the number of heatmaps drawn, and no data-errors), Chromium logged no console error,
+and a screenshot of the requested size whose pixels hold the charts: enough ink, enough colors,
+and for the heatmaps their palette (the straggler's cell in the excess palette's dark end).
+
+  python3 scripts/render_check.py VXPERF [WORKDIR]
+
+Exits 77 (skipped) when Chromium is not installed; scripts/setup.sh installs it.
+"""
+import json
+import os
+import random
+import shutil
+import struct
+import subprocess
+import sys
+import tempfile
+import zlib
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+CASES = os.path.join(ROOT, "tests", "conformance", "cases")
+
+
+def fail(message):
+    print("render_check: FAIL: " + message)
+    sys.exit(1)
+
+
+def read_png(path):
+    """(width, height, rows of RGB tuples) of an 8-bit RGB or RGBA, non-interlaced PNG."""
+    data = open(path, "rb").read()
+    if data[:8] != b"\x89PNG\r\n\x1a\n":
+        fail(path + " is not a PNG")
+    pos, idat, header = 8, b"", None
+    while pos < len(data):
+        length, kind = struct.unpack(">I4s", data[pos:pos + 8])
+        body = data[pos + 8:pos + 8 + length]
+        if kind == b"IHDR":
+            header = struct.unpack(">IIBBBBB", body)
+        elif kind == b"IDAT":
+            idat += body
+        pos += 12 + length
+    width, height, depth, color, _, _, interlace = header
+    if depth != 8 or color not in (2, 6) or interlace:
+        fail(f"{path}: unexpected PNG format (depth {depth}, color {color})")
+    bpp = 3 if color == 2 else 4
+    raw = zlib.decompress(idat)
+    stride = width * bpp
+    rows, prev = [], bytearray(stride)
+    for y in range(height):
+        kind = raw[y * (stride + 1)]
+        line = bytearray(raw[y * (stride + 1) + 1:(y + 1) * (stride + 1)])
+        for i in range(stride):
+            a = line[i - bpp] if i >= bpp else 0
+            b = prev[i]
+            c = prev[i - bpp] if i >= bpp else 0
+            if kind == 1:
+                line[i] = (line[i] + a) & 255
+            elif kind == 2:
+                line[i] = (line[i] + b) & 255
+            elif kind == 3:
+                line[i] = (line[i] + (a + b) // 2) & 255
+            elif kind == 4:
+                p = a + b - c
+                pa, pb, pc = abs(p - a), abs(p - b), abs(p - c)
+                line[i] = (line[i] + (a if pa <= pb and pa <= pc else b if pb <= pc else c)) & 255
+        rows.append(bytes(line))
+        prev = line
+    pixels = [[tuple(row[x * bpp:x * bpp + 3]) for x in range(width)] for row in rows]
+    return width, height, pixels
+
+
+def near(pixel, target, within=30):
+    return sum((p - t) ** 2 for p, t in zip(pixel, target)) <= within * within
+
+
+class Browser:
+    def __init__(self, work):
+        self.exe = shutil.which("chromium") or shutil.which("chromium-browser")
+        self.work = work
+
+    def run(self, page, *args):
+        profile = tempfile.mkdtemp(prefix="chromium-")
+        try:
+            out = subprocess.run(
+                [self.exe, "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic",
+                 "--no-first-run", "--disable-background-networking",
+                 "--disable-component-update", "--disable-sync", "--enable-logging=stderr",
+                 "--v=0", "--user-data-dir=" + profile, *args, "file://" + page],
+                capture_output=True, text=True, timeout=180)
+        finally:
+            shutil.rmtree(profile, ignore_errors=True)
+        if out.returncode != 0:
+            fail(f"chromium exited {out.returncode} on {page}: {out.stderr[-800:]}")
+        console = [line for line in out.stderr.splitlines() if ":CONSOLE" in line]
+        if console:
+            fail(f"{page}: console messages: {console[:3]}")
+        return out.stdout
+
+    def check(self, page, heatmaps, size, palettes=()):
+        """The page's script drew `heatmaps` canvases without an error; a screenshot of `size`
+        holds charts, and pixels of each (color, at least) in `palettes`."""
+        dom = self.run(page, "--dump-dom")
+        if 'data-errors="' in dom:
+            start = dom.index('data-errors="')
+            fail(f"{page}: script errors: {dom[start:start + 300]}")
+        if f'data-drawn="{heatmaps}"' not in dom:
+            fail(f"{page}: expected data-drawn=\"{heatmaps}\" (the script did not finish?)")
+        shot = os.path.join(self.work, os.path.basename(page) + ".png")
+        if os.path.exists(shot):
+            os.remove(shot)
+        self.run(page, f"--screenshot={shot}", f"--window-size={size[0]},{size[1]}",
+                 "--hide-scrollbars")
+        width, height, pixels = read_png(shot)
+        if (width, height) != size:
+            fail(f"{shot}: {width}x{height}, expected {size[0]}x{size[1]}")
+        flat = [p for row in pixels for p in row]
+        ink = sum(1 for p in flat if min(p) < 200) / len(flat)
+        colors = len(set(flat))
+        if ink < 0.015 or colors < 100:
+            fail(f"{shot}: looks blank ({ink:.1%} ink, {colors} colors)")
+        found = []
+        for color, least in palettes:
+            n = sum(1 for p in flat if near(p, color))
+            if n < least:
+                fail(f"{shot}: {n} pixels near {color}, expected at least {least}")
+            found.append(n)
+        print(f"render_check: {os.path.basename(page)}: {width}x{height}, "
+              f"{os.path.getsize(shot)} bytes, {ink:.1%} ink, {colors} colors, "
+              f"palette pixels {found}, {heatmaps} heatmaps, no script or console error")
+
+
+def window_line(rank, index, slow):
+    steps = 10
+    phases = {"data": 0.05, "fwd": 0.9, "bwd": 1.6, "opt": 0.05}
+    if slow:
+        phases["data"] += 1.0
+    p50 = sum(phases.values()) + random.random() * 0.05
+    return json.dumps({
+        "kind": "train_window", "ts": 1000.0 + index, "rank": rank, "world_size": 1024,
+        "step_first": index * steps, "step_last": index * steps + steps - 1, "steps": steps,
+        "warmup_excluded": 0, "step_s_p50": p50, "step_s_p95": p50 * 1.1, "phases_s": phases,
+        "micro_steps": 1.0, "overrun_s": 0.0, "device": "cuda:%d" % (rank % 8),
+        "peak_alloc_bytes": (50 << 30) + random.randrange(1 << 30),
+        "peak_reserved_bytes": 70 << 30})
+
+
+def request_line(index):
+    e2e = 10.0 + random.random() * 2
+    return json.dumps({
+        "kind": "request", "ts": 1000.0 + index, "rank": 0, "world_size": 1, "req": index,
+        "warmup": index == 0, "e2e_s": e2e,
+        "stages": {"transformer": {"count": 50, "total_ms": e2e * 850, "mean_ms": e2e * 17,
+                                   "std_ms": 1.0, "min_ms": 15.0, "max_ms": 30.0},
+                   "vae_dec": {"count": 1, "total_ms": e2e * 120, "mean_ms": e2e * 120,
+                               "std_ms": 0.0, "min_ms": 1.0, "max_ms": 1.0}}})
+
+
+def vxperf_report(vxperf, *args):
+    out = subprocess.run([vxperf, "report", *args], capture_output=True, text=True)
+    if out.returncode != 0:
+        fail(f"vxperf report {' '.join(args)}: exit {out.returncode}: {out.stderr[-500:]}")
+
+
+def main():
+    if len(sys.argv) < 2:
+        print(__doc__)
+        return 2
+    vxperf = os.path.abspath(sys.argv[1])
+    work = os.path.abspath(sys.argv[2]) if len(sys.argv) > 2 else tempfile.mkdtemp()
+    browser = Browser(work)
+    if not browser.exe:
+        print("render_check: chromium not installed (scripts/setup.sh installs it); skipping")
+        return 77
+    os.makedirs(work, exist_ok=True)
+    case = lambda name: os.path.join(CASES, name)
+    viridis_dark, excess_dark = (68, 1, 84), (215, 48, 31)
+
+    small = os.path.join(work, "small.html")
+    vxperf_report(vxperf, case("training-2-02.expected.jsonl"), case("inference-2-01.expected.jsonl"),
+                  "--html", small, "--steps", case("inference-2-01.expected.log"))
+    browser.check(small, 0, (1200, 2400))
+
+    compare = os.path.join(work, "compare.html")
+    vxperf_report(vxperf, "--compare", case("training-2-02.expected.jsonl"),
+                  case("training-2-03.expected.jsonl"), "--html", compare)
+    browser.check(compare, 0, (1200, 1400), [((89, 161, 79), 200)])  # a "better" bar at least
+
+    random.seed(7)
+    big = os.path.join(work, "large")
+    os.makedirs(big, exist_ok=True)
+    files = []
+    for rank in range(1024):
+        path = os.path.join(big, "rank%04d.jsonl" % rank)
+        with open(path, "w") as f:
+            for index in range(40):
+                f.write(window_line(rank, index, rank == 700 and 10 <= index < 20) + "\n")
+        files.append(path)
+    serving = os.path.join(big, "serving.jsonl")
+    with open(serving, "w") as f:
+        for index in range(20000):
+            f.write(request_line(index) + "\n")
+    large = os.path.join(work, "large.html")
+    vxperf_report(vxperf, *files, serving, "--html", large)
+    size = os.path.getsize(large)
+    if size > 8 << 20:
+        fail(f"{large} is {size} bytes: too big to open")
+    # Both heatmaps drawn: the step-time one in its palette, the straggler's band in the excess
+    # palette's dark end (one band of 4 ranks x 10 windows, 2 px a row).
+    browser.check(large, 2, (1200, 4200), [(viridis_dark, 2000), (excess_dark, 100)])
+    print(f"render_check: ok ({large}: {size} bytes)")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,58 @@
+// What ChartData keeps of each record for the report page (vxperf/report.h).
+#pragma once
+
+#include <array>
+#include <cmath>
+#include <cstdint>
+#include <deque>
+#include <string>
+#include <vector>
+
+#include "vxperf/report.h"
+
+namespace vxperf::analysis {
+
+struct ChartData::Impl {
+  // Phases beyond this many names are not charted (the engine has fewer).
+  static constexpr std::size_t kMaxPhases = 16;
+  static constexpr float kNone = NAN;  // a number the record did not carry
+
+  struct Window {
+    int rank = 0;
+    std::int64_t step_first = 0, step_last = 0;
+    float p50 = 0, p95 = 0;
+    float mfu = kNone;  // a fraction
+    float power_w = kNone, sm_clock_mhz = kNone;
+    double alloc_bytes = kNone, reserved_bytes = kNone;
+    std::array<float, kMaxPhases> phase_s{};  // mean seconds per step, by phase_names' index
+    double mid_step() const {
+      return (static_cast<double>(step_first) + static_cast<double>(step_last)) / 2.0;
+    }
+  };
+  struct Request {
+    int rank = 0;
+    bool warmup = false;
+    std::int64_t req = 0;
+    float e2e_s = 0;
+    float energy_j = kNone, power_w = kNone;
+    double alloc_bytes = kNone, reserved_bytes = kNone;
+  };
+  // One bar of the per-request chart: seconds by stage_names' index, then the untimed rest.
+  struct Bar {
+    int rank = 0;
+    bool warmup = false;
+    std::int64_t req = 0;
+    std::vector<float> stage_s;
+    float untimed_s = 0;
+  };
+
+  std::vector<std::string> phase_names;  // in order of first use
+  std::vector<Window> windows;           // in input order
+  std::vector<std::string> stage_names;  // in order of first use
+  std::vector<Request> requests;         // in input order
+  std::deque<Bar> last_bars;             // the last svg::kMaxBars requests
+  std::size_t phase_index(const std::string& name);
+  std::size_t stage_index(const std::string& name);
+};
+
+}  // namespace vxperf::analysis
