@@ -356,8 +356,7 @@ std::string per_rank_chart(const std::string& title, const svg::YAxis& y, const 
   return svg::line_chart(title, "step", y, std::move(series), bands);
 }
 
-// ---- heatmaps
-// -------------------------------------------------------------------------------------
+// ---- heatmaps -----------------------------------------------------------------------------------
 
 struct Heat {
   std::string id, title, unit;
@@ -484,8 +483,7 @@ std::string heatmaps(const Report& report, const ChartData::Impl& d, const Colum
   return s;
 }
 
-// ---- sections
-// -------------------------------------------------------------------------------------
+// ---- sections -----------------------------------------------------------------------------------
 
 std::vector<double> phase_values(const std::vector<std::string>& names,
                                  const std::vector<std::pair<std::string, double>>& phases) {
@@ -745,8 +743,7 @@ std::string request_section(const ChartData::Impl& d, const DenoisingSteps* step
   return html;
 }
 
-// ---- the page
-// -------------------------------------------------------------------------------------
+// ---- the page -----------------------------------------------------------------------------------
 
 constexpr const char* kStyle =
     R"(body{font-family:sans-serif;margin:24px;color:#222;background:#fff}
@@ -923,8 +920,7 @@ std::string report_html(const Report& report, const RecordSet& records) {
   return report_html(report, charts);
 }
 
-// ---- the comparison
-// -------------------------------------------------------------------------------
+// ---- the comparison -----------------------------------------------------------------------------
 
 namespace {
 
@@ -938,30 +934,14 @@ std::string metric_value(const std::optional<double>& v, const std::string& unit
   return strprintf("%.3g %s", *v, unit.c_str());
 }
 
-// The median across ranks of each window's step time, by step, or each request's time, by its
-// place in the input.
-svg::Series median_steps(const std::string& name, const ChartData::Impl& d) {
+// The median across ranks of a number of each window, by step.
+svg::Series median_over_ranks(const std::string& name, const ChartData::Impl& d, Getter get) {
   Columns c = columns_of(d);
   svg::Series s{name, {}, false, {}};
   for (std::size_t k = 0; k < c.spans.size(); ++k) {
     std::vector<double> v;
     for (const Window* w : c.cells[k]) {
-      if (w) v.push_back(w->p50);
-    }
-    std::sort(v.begin(), v.end());
-    s.points.emplace_back(mid(c.spans[k]), v[v.size() / 2]);
-    s.tips.push_back(span_text(c.spans[k]));
-  }
-  return s;
-}
-
-svg::Series median_mfu(const std::string& name, const ChartData::Impl& d) {
-  Columns c = columns_of(d);
-  svg::Series s{name, {}, false, {}};
-  for (std::size_t k = 0; k < c.spans.size(); ++k) {
-    std::vector<double> v;
-    for (const Window* w : c.cells[k]) {
-      if (w && !none(w->mfu)) v.push_back(w->mfu);
+      if (w && !none(get(*w))) v.push_back(get(*w));
     }
     if (v.empty()) continue;
     std::sort(v.begin(), v.end());
@@ -970,6 +950,9 @@ svg::Series median_mfu(const std::string& name, const ChartData::Impl& d) {
   }
   return s;
 }
+
+double p50_of(const Window& w) { return w.p50; }
+double mfu_of(const Window& w) { return w.mfu; }
 
 svg::Series request_times(const std::string& name, const ChartData::Impl& d) {
   svg::Series s{name, {}, false, {}};
@@ -1020,13 +1003,13 @@ std::string comparison_html(const std::string& a_name, const std::string& b_name
   const auto &da = a.impl(), &db = b.impl();
   if (!da.windows.empty() || !db.windows.empty()) {
     std::vector<svg::Series> steps, mfu;
-    if (!da.windows.empty()) steps.push_back(median_steps("A", da));
-    if (!db.windows.empty()) steps.push_back(median_steps("B", db));
+    if (!da.windows.empty()) steps.push_back(median_over_ranks("A", da, p50_of));
+    if (!db.windows.empty()) steps.push_back(median_over_ranks("B", db, p50_of));
     html += "<h2>Training</h2>\n";
     html += svg::line_chart("Step time over steps (p50, median across ranks)", "step",
                             time_axis("time per step", top_of(steps)), steps);
     for (const auto* d : {&da, &db}) {
-      auto s = median_mfu(d == &da ? "A" : "B", *d);
+      auto s = median_over_ranks(d == &da ? "A" : "B", *d, mfu_of);
       if (!s.points.empty()) mfu.push_back(std::move(s));
     }
     if (!mfu.empty()) {
