@@ -15,6 +15,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <optional>
+#include <streambuf>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -86,7 +87,7 @@ inline void print(const std::string& text) {
 // `command`: the subcommand's name for the message, or nullptr.
 inline int finish_output(int rc, const char* command) {
   errno = 0;
-  if (std::fflush(stdout) != 0 || std::ferror(stdout)) {
+  if (std::fflush(stdout) != 0 || std::ferror(stdout) || stdout_error() != 0) {
     int error = stdout_error() != 0 ? stdout_error() : errno;
     std::fprintf(stderr, "vxperf%s%s: cannot write standard output%s%s\n", command ? " " : "",
                  command ? command : "", error ? ": " : "", error ? std::strerror(error) : "");
@@ -95,44 +96,116 @@ inline int finish_output(int rc, const char* command) {
   return rc;
 }
 
-// Writes `content` to `path` under a temporary name in the same folder, renamed over `path` once
-// complete, so that a failed write (a full disk, a file size limit) leaves no partial file posing
-// as a whole one, and an older `path` as it was. A device or FIFO is written in place. Returns ""
-// or why the file could not be written.
-inline std::string write_file_atomically(const std::string& path, const std::string& content) {
-  struct stat st {};
-  bool special = ::stat(path.c_str(), &st) == 0 && !S_ISREG(st.st_mode) && !S_ISDIR(st.st_mode);
-  std::string target = special ? path : path + ".tmp-" + std::to_string(::getpid());
-  int flags = O_WRONLY | O_CREAT | O_CLOEXEC | (special ? O_TRUNC : O_EXCL);
-  int fd = ::open(target.c_str(), flags, 0666);
-  if (fd < 0) return std::strerror(errno);
-  auto fail = [&](int error) {
-    ::close(fd);
-    if (!special) ::unlink(target.c_str());
-    return std::string(std::strerror(error));
-  };
-  const char* data = content.data();
-  std::size_t left = content.size();
-  while (left > 0) {
-    ssize_t n = ::write(fd, data, left);
+// A file written under a temporary name in the same folder and renamed over `path` by commit()
+// once complete, so that a failed write (a full disk, a file size limit, an error in the middle of
+// a streamed output) leaves no partial file posing as a whole one, and an older `path` as it was:
+// a file never committed is removed. A device or FIFO is written in place.
+class AtomicFile {
+ public:
+  AtomicFile() = default;
+  AtomicFile(const AtomicFile&) = delete;
+  AtomicFile& operator=(const AtomicFile&) = delete;
+  ~AtomicFile() { discard(); }
+
+  // "" or why `path` cannot be written.
+  std::string open(const std::string& path) {
+    path_ = path;
+    struct stat st {};
+    special_ = ::stat(path.c_str(), &st) == 0 && !S_ISREG(st.st_mode) && !S_ISDIR(st.st_mode);
+    target_ = special_ ? path : path + ".tmp-" + std::to_string(::getpid());
+    int flags = O_WRONLY | O_CREAT | O_CLOEXEC | (special_ ? O_TRUNC : O_EXCL);
+    fd_ = ::open(target_.c_str(), flags, 0666);
+    return fd_ < 0 ? std::strerror(errno) : std::string();
+  }
+  int fd() const { return fd_; }
+
+  // Flushes the file to disk and renames it into place: "" or why not (the file is then removed).
+  std::string commit() {
+    if (!special_ && ::fsync(fd_) != 0 && errno != EINVAL) return fail(errno);
+    int closed = ::close(fd_);
+    fd_ = -1;
+    if (closed != 0) return fail(errno);
+    if (!special_ && ::rename(target_.c_str(), path_.c_str()) != 0) return fail(errno);
+    committed_ = true;
+    return {};
+  }
+  // Removes the temporary file (what a destructor does when commit() was never called);
+  // `error`'s text.
+  std::string fail(int error) {
+    discard();
+    return std::strerror(error);
+  }
+
+ private:
+  void discard() {
+    if (fd_ >= 0) ::close(fd_);
+    fd_ = -1;
+    if (!committed_ && !special_ && !target_.empty()) ::unlink(target_.c_str());
+    target_.clear();
+  }
+
+  std::string path_, target_;
+  bool special_ = false, committed_ = false;
+  int fd_ = -1;
+};
+
+// Writes all of `size` bytes at `data` to `fd`; 0 or the errno of the failure.
+inline int write_all(int fd, const char* data, std::size_t size) {
+  while (size > 0) {
+    ssize_t n = ::write(fd, data, size);
     if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) return fail(n < 0 ? errno : EIO);
+    if (n <= 0) return n < 0 ? errno : EIO;
     data += n;
-    left -= static_cast<std::size_t>(n);
+    size -= static_cast<std::size_t>(n);
   }
-  if (!special && ::fsync(fd) != 0 && errno != EINVAL) return fail(errno);
-  if (::close(fd) != 0) {
-    int error = errno;
-    if (!special) ::unlink(target.c_str());
-    return std::strerror(error);
-  }
-  if (!special && ::rename(target.c_str(), path.c_str()) != 0) {
-    int error = errno;
-    ::unlink(target.c_str());
-    return std::strerror(error);
-  }
-  return {};
+  return 0;
 }
+
+// Writes `content` to `path` through an AtomicFile. Returns "" or why the file could not be
+// written.
+inline std::string write_file_atomically(const std::string& path, const std::string& content) {
+  AtomicFile file;
+  if (std::string why = file.open(path); !why.empty()) return why;
+  if (int error = write_all(file.fd(), content.data(), content.size())) return file.fail(error);
+  return file.commit();
+}
+
+// An output stream buffer onto a descriptor (64 KiB at a time), for output streamed as it is made.
+// The first write error is kept (error()) and later output dropped.
+class FdStreamBuf : public std::streambuf {
+ public:
+  explicit FdStreamBuf(int fd) : fd_(fd), buf_(1 << 16) { drop(); }
+  ~FdStreamBuf() override { sync(); }
+  FdStreamBuf(const FdStreamBuf&) = delete;
+  FdStreamBuf& operator=(const FdStreamBuf&) = delete;
+  // 0 or the errno of the first failed write.
+  int error() const { return error_; }
+  // Forgets what is buffered and not yet written (a failed run's last part).
+  void drop() { setp(buf_.data(), buf_.data() + buf_.size()); }
+
+ protected:
+  int overflow(int c) override {
+    if (flush_buffer() != 0) return traits_type::eof();
+    if (c != traits_type::eof()) {
+      *pptr() = static_cast<char>(c);
+      pbump(1);
+    }
+    return c == traits_type::eof() ? traits_type::not_eof(c) : c;
+  }
+  int sync() override { return flush_buffer(); }
+
+ private:
+  int flush_buffer() {
+    std::size_t n = static_cast<std::size_t>(pptr() - pbase());
+    if (n > 0 && error_ == 0) error_ = write_all(fd_, pbase(), n);
+    setp(buf_.data(), buf_.data() + buf_.size());
+    return error_ == 0 ? 0 : -1;
+  }
+
+  int fd_;
+  std::vector<char> buf_;
+  int error_ = 0;
+};
 
 // `line` and its newline on `fd`, in one writev where the descriptor takes it whole (so lines of
 // concurrent writers never interleave). False, with errno set, on failure.

@@ -3,6 +3,7 @@
 #include <cstring>
 #include <fstream>
 #include <iostream>
+#include <ostream>
 #include <string>
 #include <vector>
 
@@ -46,44 +47,75 @@ int trace_command(int argc, char** argv) {
     return 2;
   }
 
-  analysis::TraceBuilder builder;
+  // The document is streamed as the scripts are read: into a temporary file renamed over OUT only
+  // once complete (an error leaves no half-written OUT, an older one as it was), or onto
+  // standard output, where a failed run stops short of the document's end (what was still
+  // buffered, all of a small document, is dropped).
+  AtomicFile file;
+  int fd = STDOUT_FILENO;
+  if (out_path != "-") {
+    if (std::string why = file.open(out_path); !why.empty()) {
+      std::fprintf(stderr, "vxperf trace: cannot write %s: %s\n", out_path.c_str(), why.c_str());
+      return 2;
+    }
+    fd = file.fd();
+  }
+  std::fflush(stdout);
+  FdStreamBuf buffer(fd);
+  std::ostream out(&buffer);
+  auto stop = [&] {
+    buffer.drop();
+    return 2;
+  };
+  auto write_failed = [&] {
+    if (buffer.error() == 0) return false;
+    if (out_path == "-") {
+      if (stdout_error() == 0) stdout_error() = buffer.error();  // said by finish_output
+    } else {
+      std::fprintf(stderr, "vxperf trace: cannot write %s: %s\n", out_path.c_str(),
+                   std::strerror(buffer.error()));
+    }
+    return true;
+  };
+  analysis::TraceWriter writer(out);
   for (const auto& path : scripts) {
-    std::ifstream file;
+    std::ifstream script;
     std::istream* in = &std::cin;
     if (std::string why = input_problem(path); !why.empty()) {
       std::fprintf(stderr, "vxperf trace: %s %s, not an event script\n", path.c_str(), why.c_str());
-      return 2;
+      return stop();
     }
     if (path != "-") {
-      file.open(path);
-      if (!file) {
+      script.open(path);
+      if (!script) {
         std::fprintf(stderr, "vxperf trace: cannot open %s: %s\n", path.c_str(),
                      std::strerror(errno));
-        return 2;
+        return stop();
       }
-      in = &file;
+      in = &script;
     }
     try {
-      builder.add_script(*in, path);
+      writer.add_script(*in, path);
     } catch (const ScriptError& error) {
       std::fprintf(stderr, "vxperf trace: %s: %s\n", path.c_str(), error.what());
-      return 2;
+      return stop();
     }
+    if (write_failed()) return stop();  // no use reading on
   }
-  for (const auto& w : builder.warnings()) {
+  for (const auto& w : writer.warnings()) {
     std::fprintf(stderr, "vxperf trace: warning: %s\n", w.c_str());
   }
-  std::string json = builder.json() + "\n";
-  if (out_path == "-") {
-    print(json);
-  } else {
-    std::string why = write_file_atomically(out_path, json);
-    if (!why.empty()) {
+  writer.finish();
+  out << '\n';
+  out.flush();
+  if (write_failed()) return 2;
+  if (out_path != "-") {
+    if (std::string why = file.commit(); !why.empty()) {
       std::fprintf(stderr, "vxperf trace: cannot write %s: %s\n", out_path.c_str(), why.c_str());
       return 2;
     }
     std::fprintf(stderr, "vxperf trace: wrote %lld events to %s\n",
-                 static_cast<long long>(builder.event_count()), out_path.c_str());
+                 static_cast<long long>(writer.event_count()), out_path.c_str());
   }
   return 0;
 }

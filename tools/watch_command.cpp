@@ -3,8 +3,10 @@
 // latest window of every rank (step time, its largest phase, samples/s, MFU, ETA, stragglers by
 // the core's rule) and, for servers, requests per minute and latency. Patterns are expanded
 // again at each poll, so new ranks' files join; a file that shrinks or is replaced (truncated,
-// rotated) is read again from its start. On a terminal: one screen, redrawn, until q or Ctrl-C;
-// otherwise plain lines, one block per poll that brought records.
+// rotated) is read again from its start. A training rank whose windows stop coming while the
+// job's clock goes on is marked stalled (StallRule below). On a terminal: one screen, redrawn,
+// until q or Ctrl-C; otherwise plain lines, one block per poll that brought records or changed
+// which ranks are stalled.
 #include <glob.h>
 #include <poll.h>
 #include <signal.h>
@@ -43,7 +45,14 @@ constexpr const char* kUsage =
     "('runs/x.jsonl.rank*') to have new ranks' files join as they appear; a truncated or rotated\n"
     "file is read again from its start; a torn last line waits for its end. On a terminal the\n"
     "view is redrawn until q or Ctrl-C; otherwise it prints plain lines for each poll that\n"
-    "brought records.\n\n"
+    "brought records or changed which ranks are stalled.\n\n"
+    "A training rank is marked \"stalled (no window for T)\" when its last window is older than\n"
+    "3x its usual interval between windows (the median of its last 16), and at least 30 s and\n"
+    "3 --intervals, on the job's own clock: the records' ts, the newest across ranks, plus the\n"
+    "time this watch has seen no newer window. So a rank far behind the others is stalled even\n"
+    "with --once, and while following, ranks whose files stop growing become stalled (every rank,\n"
+    "when the whole job stops). A rank with one window yet uses the other ranks' usual interval;\n"
+    "serving ranks are never marked (an idle server writes nothing).\n\n"
     "  --interval S   seconds between polls (default 1)\n"
     "  --once         read what is there, print the view once and exit\n";
 
@@ -60,15 +69,39 @@ struct Followed {
   std::string partial;
 };
 
+using Clock = std::chrono::steady_clock;
+
 struct RankView {
   std::optional<TrainWindowRecord> window;  // the latest
   std::int64_t windows = 0;
+  std::deque<double> window_ts;  // the latest windows' timestamps, in the order read
+  double last_ts = 0;            // the newest of them
+  Clock::time_point seen;        // when this watch read the newest
   std::int64_t requests = 0;
   std::deque<double> e2e;         // the latest requests' e2e times
   std::deque<double> request_ts;  // and their timestamps, for the rate
 };
 
 constexpr std::size_t kLatest = 200;
+
+// When a training rank is stalled: its last window is older than kFactor x its usual interval
+// between windows (the median of the intervals between its last kIntervals + 1 windows), and
+// than kFloorS and kFloorPolls --intervals, measured on the job's clock: the newest window's ts
+// across ranks, plus how long this watch has read no newer window of that rank. The records' own
+// times (not this machine's clock, nor file mtimes) keep it testable and independent of when the
+// watch started; the watch's own time lets a job whose ranks all stop show it.
+struct StallRule {
+  static constexpr double kFactor = 3.0;
+  static constexpr double kFloorS = 30.0;
+  static constexpr double kFloorPolls = 3.0;
+  static constexpr std::size_t kIntervals = 16;
+};
+
+double median(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  std::size_t n = v.size();
+  return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
+}
 
 class View : public analysis::RecordHandler {
  public:
@@ -84,6 +117,12 @@ class View : public analysis::RecordHandler {
   void window(const TrainWindowRecord& w) override {
     RankView& v = ranks_[w.rank];
     ++v.windows;
+    v.window_ts.push_back(w.ts);
+    if (v.window_ts.size() > StallRule::kIntervals + 1) v.window_ts.pop_front();
+    if (v.windows == 1 || w.ts >= v.last_ts) {
+      v.last_ts = w.ts;
+      v.seen = Clock::now();
+    }
     if (!v.window || w.step_last >= v.window->step_last) v.window = w;
     ++fresh_;
   }
@@ -105,10 +144,43 @@ class View : public analysis::RecordHandler {
     return out;
   }
 
-  // The view as lines.
-  std::vector<std::string> lines(std::size_t files) const {
+  // The stalled training ranks at `now` (StallRule) with how long each has had no window, with
+  // polls `interval` seconds apart.
+  std::map<int, double> stalled(Clock::time_point now, double interval) const {
+    std::map<int, double> usual;
+    std::optional<double> job_now;
+    for (const auto& [rank, v] : ranks_) {
+      if (v.windows == 0) continue;
+      double since = std::chrono::duration<double>(now - v.seen).count();
+      job_now = std::max(job_now.value_or(v.last_ts), v.last_ts + std::max(since, 0.0));
+      std::vector<double> ts(v.window_ts.begin(), v.window_ts.end());
+      std::sort(ts.begin(), ts.end());
+      std::vector<double> gaps;
+      for (std::size_t i = 1; i < ts.size(); ++i) gaps.push_back(ts[i] - ts[i - 1]);
+      if (!gaps.empty()) usual[rank] = median(gaps);
+    }
+    std::map<int, double> out;
+    if (!job_now) return out;
+    std::vector<double> known;
+    for (const auto& [rank, gap] : usual) known.push_back(gap);
+    for (const auto& [rank, v] : ranks_) {
+      if (v.windows == 0) continue;
+      auto it = usual.find(rank);
+      if (it == usual.end() && known.empty()) continue;  // no interval known yet
+      double gap = it != usual.end() ? it->second : median(known);
+      double limit = std::max(
+          {StallRule::kFactor * gap, StallRule::kFloorS, StallRule::kFloorPolls * interval});
+      double silence = *job_now - v.last_ts;
+      if (silence > limit) out[rank] = silence;
+    }
+    return out;
+  }
+
+  // The view as lines at `now`, polls `interval` seconds apart.
+  std::vector<std::string> lines(std::size_t files, Clock::time_point now, double interval) const {
     std::vector<std::string> out;
     char buf[256];
+    std::map<int, double> stalled_ranks = stalled(now, interval);
     std::snprintf(buf, sizeof buf, "vxperf watch: %zu files, %zu ranks", files, ranks_.size());
     out.emplace_back(buf);
     std::vector<RankTimes> times;
@@ -159,7 +231,12 @@ class View : public analysis::RecordHandler {
         if (w.eta_s) eta = duration(*w.eta_s);
         std::string steps = std::to_string(w.step_first) + "-" + std::to_string(w.step_last);
         std::string mark;
-        if (stragglers.count(rank)) mark = "straggler (" + where[rank] + ")";
+        if (auto it = stalled_ranks.find(rank); it != stalled_ranks.end()) {
+          mark = "stalled (no window for " + duration(it->second) + ")";
+        }
+        if (stragglers.count(rank)) {
+          mark += (mark.empty() ? "" : ", ") + std::string("straggler (") + where[rank] + ")";
+        }
         std::snprintf(buf, sizeof buf, "  %-5d %-13s %8.3fs %-20s %10s %7s %9s  %s", rank,
                       steps.c_str(), w.step_s_p50, phase.c_str(), samples.c_str(), mfu.c_str(),
                       eta.c_str(), mark.c_str());
@@ -169,6 +246,14 @@ class View : public analysis::RecordHandler {
         std::snprintf(buf, sizeof buf, "  median step %.3fs; stragglers: %zu", *median,
                       stragglers.size());
         out.emplace_back(buf);
+      }
+      if (!stalled_ranks.empty()) {
+        std::string names;
+        for (const auto& [rank, silence] : stalled_ranks) {
+          names += (names.empty() ? "" : ", ") + std::to_string(rank);
+        }
+        out.emplace_back("  stalled: rank" + std::string(stalled_ranks.size() > 1 ? "s " : " ") +
+                         names + " (no window for over 3x the usual interval, 30 s at least)");
       }
     }
     bool serving = false;
@@ -378,14 +463,21 @@ int watch_command(int argc, char** argv) {
     for (auto& [path, f] : files) poll_file(f, view);
   };
   if (!terminal) {
-    // Plain lines: the view after each poll that brought records or notes.
+    // Plain lines: the view after each poll that brought records or notes, or changed which ranks
+    // are stalled.
+    std::set<int> last_stalled;
     for (;;) {
       poll_all();
       std::int64_t fresh = view.take_fresh();
       auto notes = view.take_new_notes();
-      if (fresh > 0 || !notes.empty() || once) {
+      auto now = Clock::now();
+      std::set<int> stalled;
+      for (const auto& [rank, silence] : view.stalled(now, interval)) stalled.insert(rank);
+      bool stalls_changed = stalled != last_stalled;
+      last_stalled = stalled;
+      if (fresh > 0 || !notes.empty() || stalls_changed || once) {
         std::string block;
-        for (const auto& line : view.lines(files.size())) block += line + "\n";
+        for (const auto& line : view.lines(files.size(), now, interval)) block += line + "\n";
         print(block + "\n");
         std::fflush(stdout);
       }
@@ -400,7 +492,9 @@ int watch_command(int argc, char** argv) {
     view.take_fresh();
     view.take_new_notes();
     std::string screen = "\x1b[H\x1b[2J";
-    for (const auto& line : view.lines(files.size())) screen += line + "\n";
+    for (const auto& line : view.lines(files.size(), Clock::now(), interval)) {
+      screen += line + "\n";
+    }
     screen += "\n(q or Ctrl-C quits)\n";
     std::fputs(screen.c_str(), stdout);
     std::fflush(stdout);

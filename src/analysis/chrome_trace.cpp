@@ -3,9 +3,16 @@
 // A process per rank; inference requests on a track per thread (the "thread" field a live trace
 // puts on request_begin), training on its own track. Steps and requests enclose their stages,
 // phases, clip and optimizer calls, and steps their micro-steps, so each track nests properly.
+//
+// The document is written as it is read: its head, then each event as it is made (dumped and
+// forgotten), then its tail. What is kept is one script line and each script's open request, step
+// and micro-step, never the events, so memory does not grow with the input.
 #include <algorithm>
 #include <cmath>
 #include <map>
+#include <ostream>
+#include <sstream>
+#include <stdexcept>
 
 #include "schema/json_fields.h"
 #include "schema/value_walk.h"
@@ -39,11 +46,27 @@ struct Event : internal::JsonFields {
   }
 };
 
+// Where events go: each is dumped onto the stream as it is made, after a comma but for the first.
+class EventStream {
+ public:
+  explicit EventStream(std::ostream& out) : out_(out) {}
+  void write(const Json& e) {
+    if (count_ > 0) out_.put(',');
+    // Invalid UTF-8 in names is replaced rather than thrown on.
+    out_ << e.dump(-1, ' ', false, Json::error_handler_t::replace);
+    ++count_;
+  }
+  std::int64_t count() const { return count_; }
+
+ private:
+  std::ostream& out_;
+  std::int64_t count_ = 0;
+};
+
 // One script's conversion state.
 class Converter {
  public:
-  Converter(Json& events, std::int64_t& count, const std::string& name)
-      : events_(events), count_(count), name_(name) {}
+  Converter(EventStream& events, const std::string& name) : events_(events), name_(name) {}
 
   void event(const Event& ev) {
     auto kind_it = ev.json().find("ev");
@@ -169,10 +192,7 @@ class Converter {
 
   static double micros(double seconds) { return seconds * 1e6; }
 
-  void push(Json e) {
-    events_.push_back(std::move(e));
-    ++count_;
-  }
+  void push(const Json& e) { events_.write(e); }
 
   void name_thread(int tid, const std::string& name) {
     if (named_.count(tid)) return;
@@ -254,8 +274,7 @@ class Converter {
           {"args", std::move(values)}});
   }
 
-  Json& events_;
-  std::int64_t& count_;
+  EventStream& events_;
   std::string name_;
   bool configured_ = false;
   int pid_ = 0;
@@ -272,20 +291,19 @@ class Converter {
   std::string owner_;
 };
 
-}  // namespace
+// The document around the events: the head before the first, the tail after the last (keys in the
+// order the whole document was once dumped in: traceEvents, displayTimeUnit, otherData).
+constexpr const char* kHead = "{\"traceEvents\":[";
+std::string tail(const std::vector<std::string>& sources) {
+  Json other = {{"generator", "vxperf trace"}, {"sources", sources}};
+  return "],\"displayTimeUnit\":\"ms\",\"otherData\":" +
+         other.dump(-1, ' ', false, Json::error_handler_t::replace) + "}";
+}
 
-struct TraceBuilder::Impl {
-  Json events = Json::array();
-  std::int64_t count = 0;
-  std::vector<std::string> sources;
-  std::vector<std::string> warnings;
-};
-
-TraceBuilder::TraceBuilder() : impl_(std::make_unique<Impl>()) {}
-TraceBuilder::~TraceBuilder() = default;
-
-void TraceBuilder::add_script(std::istream& script, const std::string& name) {
-  Converter converter(impl_->events, impl_->count, name);
+// One script read line by line into `events`; a warning for a torn last line.
+void convert(std::istream& script, const std::string& name, EventStream& events,
+             std::vector<std::string>& warnings) {
+  Converter converter(events, name);
   std::string text;
   int line = 0;
   bool any = false;
@@ -297,8 +315,8 @@ void TraceBuilder::add_script(std::istream& script, const std::string& name) {
     if (text.find_first_not_of(" \t\r") == std::string::npos) continue;
     auto json = Json::parse(text, nullptr, /*allow_exceptions=*/false);
     if (json.is_discarded() && !complete) {
-      impl_->warnings.push_back(name + ": line " + std::to_string(line) +
-                                ": torn last line skipped (not complete JSON)");
+      warnings.push_back(name + ": line " + std::to_string(line) +
+                         ": torn last line skipped (not complete JSON)");
       continue;
     }
     if (json.is_discarded() || !json.is_object()) throw ScriptError(line, "not a JSON object");
@@ -318,20 +336,65 @@ void TraceBuilder::add_script(std::istream& script, const std::string& name) {
   }
   if (!any) throw ScriptError(line, "the script is empty: it needs a config event first");
   converter.finish(converter.last_t());
+}
+
+}  // namespace
+
+struct TraceWriter::Impl {
+  explicit Impl(std::ostream& out) : out(out), events(out) {}
+  std::ostream& out;
+  EventStream events;
+  bool started = false, finished = false;
+  std::vector<std::string> sources;
+  std::vector<std::string> warnings;
+
+  void start() {
+    if (finished) throw std::logic_error("vxperf trace: a script added after finish()");
+    if (!started) out << kHead;
+    started = true;
+  }
+};
+
+TraceWriter::TraceWriter(std::ostream& out) : impl_(std::make_unique<Impl>(out)) {}
+TraceWriter::~TraceWriter() = default;
+
+void TraceWriter::add_script(std::istream& script, const std::string& name) {
+  impl_->start();
+  convert(script, name, impl_->events, impl_->warnings);
+  impl_->sources.push_back(name);
+}
+
+void TraceWriter::finish() {
+  impl_->start();
+  impl_->out << tail(impl_->sources);
+  impl_->finished = true;
+}
+
+const std::vector<std::string>& TraceWriter::warnings() const { return impl_->warnings; }
+std::int64_t TraceWriter::event_count() const { return impl_->events.count(); }
+
+// The whole document in memory: the events streamed into a string, the tail added on asking.
+struct TraceBuilder::Impl {
+  std::ostringstream events;
+  EventStream stream{events};
+  std::vector<std::string> sources;
+  std::vector<std::string> warnings;
+};
+
+TraceBuilder::TraceBuilder() : impl_(std::make_unique<Impl>()) {}
+TraceBuilder::~TraceBuilder() = default;
+
+void TraceBuilder::add_script(std::istream& script, const std::string& name) {
+  convert(script, name, impl_->stream, impl_->warnings);
   impl_->sources.push_back(name);
 }
 
 const std::vector<std::string>& TraceBuilder::warnings() const { return impl_->warnings; }
 
 std::string TraceBuilder::json() const {
-  Json doc;
-  doc["traceEvents"] = impl_->events;
-  doc["displayTimeUnit"] = "ms";
-  doc["otherData"] = {{"generator", "vxperf trace"}, {"sources", impl_->sources}};
-  // Invalid UTF-8 in names is replaced rather than thrown on.
-  return doc.dump(-1, ' ', false, Json::error_handler_t::replace);
+  return kHead + impl_->events.str() + tail(impl_->sources);
 }
 
-std::int64_t TraceBuilder::event_count() const { return impl_->count; }
+std::int64_t TraceBuilder::event_count() const { return impl_->stream.count(); }
 
 }  // namespace vxperf::analysis

@@ -155,6 +155,46 @@ TEST(ChromeTrace, AcceptsEveryConformanceScript) {
   }
 }
 
+// TraceWriter streams the very bytes TraceBuilder holds, for one script and for all together.
+TEST(ChromeTrace, TheWriterStreamsTheBuildersDocument) {
+  std::vector<std::string> paths;
+  for (const auto& entry : std::filesystem::directory_iterator(VXPERF_CASES_DIR)) {
+    std::string path = entry.path().string();
+    if (path.find(".events.jsonl") != std::string::npos) paths.push_back(path);
+  }
+  std::sort(paths.begin(), paths.end());
+  ASSERT_GT(paths.size(), 60u);
+  auto both = [](const std::vector<std::string>& scripts) {
+    TraceBuilder builder;
+    std::ostringstream streamed;
+    TraceWriter writer(streamed);
+    for (const auto& path : scripts) {
+      std::ifstream a(path), b(path);
+      builder.add_script(a, path);
+      writer.add_script(b, path);
+    }
+    writer.finish();
+    EXPECT_EQ(writer.event_count(), builder.event_count());
+    EXPECT_EQ(writer.warnings(), builder.warnings());
+    return std::make_pair(builder.json(), streamed.str());
+  };
+  for (const auto& path : {paths.front(), paths.back()}) {
+    auto [held, streamed] = both({path});
+    EXPECT_EQ(held, streamed) << path;
+  }
+  auto [held, streamed] = both(paths);
+  EXPECT_EQ(held, streamed);
+  Json doc = Json::parse(streamed);
+  EXPECT_EQ(doc["otherData"]["sources"].size(), paths.size());
+  EXPECT_EQ(streamed.rfind("{\"traceEvents\":[", 0), 0u);
+  // With no script, an empty document.
+  std::ostringstream empty;
+  TraceWriter none(empty);
+  none.finish();
+  EXPECT_EQ(empty.str(), TraceBuilder().json());
+  EXPECT_NO_THROW((void)Json::parse(empty.str()));
+}
+
 // The first two complete events of one track that overlap without one holding the other, or ""
 // when every slice nests (how Perfetto and chrome://tracing stack a track's slices).
 std::string nesting_problem(const Json& trace) {

@@ -191,6 +191,46 @@ TEST(FaultsMemory, ManyStageNamesCostNothingPerRequest) {
   EXPECT_LT(per_request, 64 * 1024) << "bytes allocated to settle one request of 4 stages";
 }
 
+// `vxperf trace` streams: the bytes live while it converts (sampled at each write of its output)
+// do not grow with the events. The old builder held every event until the end.
+TEST(FaultsMemory, TheTraceWriterKeepsNoEvents) {
+  struct Sampling : std::streambuf {
+    long long base = 0, peak = 0, bytes = 0;
+    int overflow(int c) override {
+      sample(1);
+      return c == traits_type::eof() ? traits_type::not_eof(c) : c;
+    }
+    std::streamsize xsputn(const char*, std::streamsize n) override {
+      sample(n);
+      return n;
+    }
+    void sample(std::streamsize n) {
+      bytes += n;
+      peak = std::max(peak, g_live_bytes.load() - base);
+    }
+  };
+  std::string script = std::string(R"({"ev": "config", "env": {}, "rank": 0})") + "\n";
+  double t = 1.0;
+  for (int step = 0; step < 20000; ++step, t += 1.0) {
+    script += "{\"ev\": \"micro_enter\", \"t\": " + std::to_string(t) + "}\n";
+    script += "{\"ev\": \"phase\", \"name\": \"fwd\", \"t0\": " + std::to_string(t + 0.1) +
+              ", \"t1\": " + std::to_string(t + 0.4) + ", \"device_ms\": 290.0}\n";
+    script += "{\"ev\": \"optimizer_step\", \"t0\": " + std::to_string(t + 0.5) +
+              ", \"t1\": " + std::to_string(t + 0.6) + ", \"owner\": \"adam\", \"sync\": true}\n";
+    script += "{\"ev\": \"micro_exit\", \"t\": " + std::to_string(t + 0.7) + "}\n";
+  }
+  std::istringstream in(script);
+  Sampling sink;
+  std::ostream out(&sink);
+  sink.base = g_live_bytes.load();
+  analysis::TraceWriter writer(out);
+  writer.add_script(in, "long.trace");
+  writer.finish();
+  EXPECT_EQ(writer.event_count(), 4 + 20000 * 4);  // 4 names; micro, fwd, opt, step each
+  EXPECT_GT(sink.bytes, 5'000'000);
+  EXPECT_LT(sink.peak, 64 * 1024) << "bytes live while writing " << sink.bytes << " bytes";
+}
+
 // ---- 2. fork() is safe -----------------------------------------------------------------------
 
 // Waits for `pid` at most `seconds`; kills it and returns -1 when it hangs.
