@@ -26,7 +26,13 @@ constexpr double kSameWithin = 0.005;
 // 0 for no values.
 double percentile(std::vector<double> values, double q) {
   if (values.empty()) return 0;
-  std::sort(values.begin(), values.end());
+  // The rule reads only the two closest ranks: each put in its place by selection, not a full
+  // sort (a million requests' sort, twice, was a tenth of the time). Their position as the rule
+  // computes it.
+  double pos = static_cast<double>(values.size() - 1) * (q * 100.0) / 100.0;
+  auto low = values.begin() + static_cast<std::ptrdiff_t>(pos);
+  std::nth_element(values.begin(), low, values.end());
+  if (low + 1 != values.end()) std::iter_swap(low + 1, std::min_element(low + 1, values.end()));
   return internal::percentile(values, q * 100.0);
 }
 
