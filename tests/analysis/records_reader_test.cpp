@@ -173,7 +173,7 @@ struct Counter : RecordHandler {
 };
 
 TEST(RecordsReader, StreamsFilesLargerThanItsBuffer) {
-  // Lines longer than the reader's 1 MiB buffer (a stage name of 3 MB) and many short ones, so
+  // Lines longer than the reader's 256 KiB buffer (a stage name of 3 MB) and many short ones, so
   // that lines cross buffer boundaries; no newline after the last.
   std::string dir = ::testing::TempDir() + "/vxperf-stream-" + std::to_string(::getpid());
   std::filesystem::create_directories(dir);
