@@ -304,6 +304,16 @@ std::string span_text(const std::pair<std::int64_t, std::int64_t>& span) {
 // A number of a window, NaN when it has none.
 using Getter = double (*)(const Window&);
 
+// The ranks' values of window column k, ascending (those that have one).
+std::vector<double> column_values(const Columns& c, std::size_t k, Getter get) {
+  std::vector<double> values;
+  for (const Window* w : c.cells[k]) {
+    if (w && !none(get(*w))) values.push_back(get(*w));
+  }
+  std::sort(values.begin(), values.end());
+  return values;
+}
+
 // One line per rank (up to kMaxRankLines ranks), or the median across ranks with a band from the
 // lowest to the highest and the stragglers' own lines.
 std::string per_rank_chart(const std::string& title, const svg::YAxis& y, const Columns& c,
@@ -330,12 +340,8 @@ std::string per_rank_chart(const std::string& title, const svg::YAxis& y, const 
     svg::Band band{"lowest to highest rank", {}};
     svg::Series median{"median across ranks", {}, false, {}};
     for (std::size_t k = 0; k < c.spans.size(); ++k) {
-      std::vector<double> values;
-      for (const Window* w : c.cells[k]) {
-        if (w && !none(get(*w))) values.push_back(get(*w));
-      }
+      std::vector<double> values = column_values(c, k, get);
       if (values.empty()) continue;
-      std::sort(values.begin(), values.end());
       double x = mid(c.spans[k]);
       band.points.push_back({x, {values.front(), values.back()}});
       median.points.emplace_back(x, values[values.size() / 2]);
@@ -939,12 +945,8 @@ svg::Series median_over_ranks(const std::string& name, const ChartData::Impl& d,
   Columns c = columns_of(d);
   svg::Series s{name, {}, false, {}};
   for (std::size_t k = 0; k < c.spans.size(); ++k) {
-    std::vector<double> v;
-    for (const Window* w : c.cells[k]) {
-      if (w && !none(get(*w))) v.push_back(get(*w));
-    }
+    std::vector<double> v = column_values(c, k, get);
     if (v.empty()) continue;
-    std::sort(v.begin(), v.end());
     s.points.emplace_back(mid(c.spans[k]), v[v.size() / 2]);
     s.tips.push_back(span_text(c.spans[k]));
   }
