@@ -4,7 +4,6 @@
 
 #include <fcntl.h>
 #include <sys/stat.h>
-#include <sys/uio.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -207,19 +206,15 @@ class FdStreamBuf : public std::streambuf {
   int error_ = 0;
 };
 
-// `line` and its newline on `fd`, in one writev where the descriptor takes it whole (so lines of
+// `line` and its newline on `fd`, in one write where the descriptor takes it whole (so lines of
 // concurrent writers never interleave). False, with errno set, on failure.
 inline bool write_line(int fd, std::string_view line) {
   std::string whole;
   whole.reserve(line.size() + 1);
   whole.append(line).push_back('\n');
-  std::size_t done = 0;
-  while (done < whole.size()) {
-    iovec part{const_cast<char*>(whole.data() + done), whole.size() - done};
-    ssize_t n = ::writev(fd, &part, 1);
-    if (n < 0 && errno == EINTR) continue;
-    if (n < 0) return false;
-    done += static_cast<std::size_t>(n);
+  if (int error = write_all(fd, whole.data(), whole.size())) {
+    errno = error;
+    return false;
   }
   return true;
 }

@@ -76,7 +76,6 @@ class LogSteps {
       if (!open.ms.empty()) out.push_back(std::move(open));
       open =
           DenoisingRequest{rank_of(tag), std::stoll(text.substr(digits, end - digits)), warmup, {}};
-      started_[tag] = true;
       return;
     }
     auto at = text.find(" steps(ms): ");
@@ -84,7 +83,8 @@ class LogSteps {
     auto space = text.rfind(' ', at - 1);
     if (space == std::string::npos) return;
     std::string tag = text.substr(0, space);
-    if (!started_[tag] ||
+    auto open = open_.find(tag);  // steps before any request line of the tag: not ours
+    if (open == open_.end() ||
         !is_transformer(std::string_view(text).substr(space + 1, at - space - 1))) {
       return;
     }
@@ -93,7 +93,7 @@ class LogSteps {
       char* end = nullptr;
       double ms = std::strtod(p, &end);
       if (end == p) break;
-      open_[tag].ms.push_back(ms);
+      open->second.ms.push_back(ms);
       p = end;
       while (*p == ',' || *p == ' ') ++p;
     }
@@ -111,7 +111,6 @@ class LogSteps {
     return at == std::string::npos ? 0 : std::atoi(tag.c_str() + at + 5);
   }
   std::map<std::string, DenoisingRequest> open_;  // by tag: one per rank in a merged log
-  std::map<std::string, bool> started_;
 };
 
 }  // namespace

@@ -225,6 +225,35 @@ struct RequestSide {
   const std::vector<double>& chosen_values() const { return chosen().e2e; }
 };
 
+// Per-rank entries, looked up by rank. Records come a rank's file at a time, so the last rank's
+// entry is kept at hand rather than looked up for each record (a map's references stay valid as
+// it grows; a copy looks its own up again).
+template <typename Entry>
+class ByRank {
+ public:
+  ByRank() = default;
+  ByRank(const ByRank& other) : map_(other.map_) {}
+  ByRank& operator=(const ByRank& other) {
+    map_ = other.map_;
+    last_ = nullptr;
+    return *this;
+  }
+  Entry& operator[](int rank) {
+    if (last_ == nullptr || last_rank_ != rank) {
+      last_ = &map_[rank];
+      last_rank_ = rank;
+    }
+    return *last_;
+  }
+  auto begin() const { return map_.begin(); }
+  auto end() const { return map_.end(); }
+
+ private:
+  std::map<int, Entry> map_;
+  int last_rank_ = 0;
+  Entry* last_ = nullptr;
+};
+
 // A training summary's sums, one window at a time.
 struct TrainAcc {
   std::int64_t windows = 0;
@@ -233,14 +262,7 @@ struct TrainAcc {
     std::int64_t steps = 0, warmup = 0;
     double samples = 0, wall_s = 0;
   };
-  std::map<int, RankSums> by_rank;
-  // Windows come a rank's file at a time: the last rank's sums at hand, not a map lookup per
-  // window (a map's references stay valid as it grows).
-  int last_rank = 0;
-  RankSums* last_sums = nullptr;  // into by_rank: not copied with it
-  TrainAcc() = default;
-  TrainAcc(const TrainAcc&) = delete;
-  TrainAcc& operator=(const TrainAcc&) = delete;
+  ByRank<RankSums> by_rank;
   std::vector<std::pair<double, double>> p50s, p95s;
   OrderedSums phases;
   double phase_steps = 0;
@@ -254,11 +276,7 @@ struct TrainAcc {
 
   void add(const TrainWindowRecord& w) {
     ++windows;
-    if (last_sums == nullptr || last_rank != w.rank) {
-      last_sums = &by_rank[w.rank];
-      last_rank = w.rank;
-    }
-    RankSums& rank = *last_sums;
+    RankSums& rank = by_rank[w.rank];
     rank.steps += w.steps;
     rank.warmup += w.warmup_excluded;
     auto weight = static_cast<double>(std::max<std::int64_t>(w.steps, 1));
@@ -458,17 +476,7 @@ struct ReportBuilder::State {
     std::optional<RequestSide> requests;
     std::optional<TrainAcc> training;
   };
-  std::map<int, Rank> ranks;
-  // Records come a rank's file at a time: the last rank's entry at hand, not a lookup each.
-  int last_rank = 0;
-  Rank* last = nullptr;
-  Rank& rank(int r) {
-    if (last == nullptr || last_rank != r) {
-      last = &ranks[r];
-      last_rank = r;
-    }
-    return *last;
-  }
+  ByRank<Rank> ranks;
   std::vector<std::string> warnings;
   State() { training.keep_values = false; }
 };
@@ -478,14 +486,14 @@ ReportBuilder::~ReportBuilder() = default;
 
 void ReportBuilder::request(const RequestRecord& record) {
   state_->requests.add(record);
-  auto& rank = state_->rank(record.rank);
+  auto& rank = state_->ranks[record.rank];
   if (!rank.requests) rank.requests.emplace(true);
   rank.requests->add(record);
 }
 
 void ReportBuilder::window(const TrainWindowRecord& record) {
   state_->training.add(record);
-  auto& rank = state_->rank(record.rank);
+  auto& rank = state_->ranks[record.rank];
   if (!rank.training) rank.training.emplace();
   rank.training->add(record);
 }

@@ -127,22 +127,6 @@ std::string escape(const std::string& text) {
   return out;
 }
 
-units::Unit time_unit_of(const std::vector<Series>& series) {
-  double top = 0;
-  for (const auto& s : series) {
-    for (const auto& p : s.points) top = std::max(top, p.second);
-  }
-  return units::time_unit(top);
-}
-
-units::Unit bytes_unit_of(const std::vector<Series>& series) {
-  double top = 0;
-  for (const auto& s : series) {
-    for (const auto& p : s.points) top = std::max(top, p.second);
-  }
-  return units::bytes_unit(top);
-}
-
 std::string line_chart(const std::string& title, const std::string& x_label, const YAxis& y,
                        std::vector<Series> series, const std::vector<Band>& bands) {
   double x_min = INFINITY, x_max = -INFINITY, y_top = 0;

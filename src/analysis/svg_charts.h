@@ -54,8 +54,4 @@ std::string diverging_bars(const std::string& title, const std::string& x_label,
                            const std::vector<double>& values, const std::vector<bool>& better,
                            const std::vector<std::string>& tips);
 
-// The unit fitting the largest value of the series (time or bytes).
-units::Unit time_unit_of(const std::vector<Series>& series);
-units::Unit bytes_unit_of(const std::vector<Series>& series);
-
 }  // namespace vxperf::analysis::svg
