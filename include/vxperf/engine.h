@@ -72,8 +72,12 @@ class Engine {
   Topology topology() const;
   // From the program's process group, when the launcher's environment does not say it right.
   void set_topology(int rank, int world_size);
+  // How the job's ranks split its work, as the program reads it (vxperf/topology.h); replaces what
+  // was said before. VIDEOX_PERF_SP, VIDEOX_PERF_TP and VIDEOX_PERF_DP_SHARD win over it.
+  void set_parallel(const ParallelSpec& spec);
+  // The sequence-parallel degree alone (the rest of the layout kept).
   void set_sequence_parallel(int sp);
-  // Ranks that hold different samples: world size / sequence-parallel degree.
+  // Ranks that hold different samples: world size / (sequence- x tensor-parallel degree).
   int dp_degree() const;
   // Whether this rank logs (rank 0, or every rank with VIDEOX_PERF_RANKS=all).
   bool should_log() const;

@@ -35,6 +35,7 @@
 #include "vxperf/model.h"
 #include "vxperf/peak.h"
 #include "vxperf/phases.h"
+#include "vxperf/topology.h"
 
 namespace vxperf {
 
@@ -148,6 +149,8 @@ class Observer {
     (void)info;
     (void)trainable;
   }
+  // The job's rank, world size or parallel layout changed (Engine::set_topology, set_parallel).
+  virtual void on_topology(const Topology& topology) { (void)topology; }
   // A measured peak handed to the engine (device -1: the host).
   virtual void on_peak(int device, const MeasuredPeak& peak) {
     (void)device;

@@ -17,6 +17,7 @@
 #include "vxperf/cost_model.h"
 #include "vxperf/device.h"
 #include "vxperf/peak.h"
+#include "vxperf/topology.h"
 
 namespace vxperf {
 
@@ -62,6 +63,7 @@ struct RequestRecord {
   std::optional<DitThroughput> dit;
   std::optional<int> device;            // device index, serialized as "cuda:N"
   std::optional<DeviceReadings> peaks;  // what the device said over the request (with `device`)
+  std::optional<ParallelLayout> parallel;  // what it was priced with, on a multi-rank run
 };
 
 // A window's rates; the Efficiency fields (and those below `priced`) only when some step of it
@@ -119,6 +121,7 @@ struct TrainWindowRecord {
   std::optional<TrainThroughput> throughput;
   std::optional<double> eta_s;
   std::optional<CrossRankView> xrank;  // rank 0 with VIDEOX_PERF_XRANK=1, full windows
+  std::optional<ParallelLayout> parallel;  // what it was priced with, on a multi-rank run
 };
 
 // One JSON object on one line, without the trailing newline.

@@ -53,6 +53,12 @@ struct RequestSummary {
   std::optional<double> effective_fwd;
   std::int64_t transformer_calls = 0;
   std::optional<EnergySummary> energy;
+  // Requests over the span from the first one's start to the last one's end; a request computed
+  // by a group of ranks (context or tensor parallel) counts once, its latency the slowest rank's,
+  // its energy summed over the group.
+  std::optional<double> requests_per_hour;
+  std::int64_t shared_records = 0;  // records folded into a request of another rank's
+  std::optional<ParallelLayout> layout;  // of the latest record that says it
 };
 
 struct TrainSummary {
@@ -77,6 +83,7 @@ struct TrainSummary {
   std::optional<std::int64_t> skipped_fwd;
   std::optional<double> effective_fwd;
   std::optional<EnergySummary> energy;
+  std::optional<ParallelLayout> layout;  // of the latest window that says it
 };
 
 struct RankSummary {

@@ -42,7 +42,9 @@ struct Settings {
   std::optional<double>
       flops_coef;          // VIDEOX_PERF_FLOPS_COEF: overrides both MFU and HFU multipliers
   std::string trace_path;  // VIDEOX_PERF_TRACE: raw event script of the live run ("" = none)
-  int sp = 0;              // VIDEOX_PERF_SP: sequence-parallel degree (0 = not given)
+  int sp = 0;              // VIDEOX_PERF_SP: sequence/context-parallel degree (0 = not given)
+  int tp = 0;              // VIDEOX_PERF_TP: tensor-parallel degree (0 = not given)
+  int dp_shard = 0;        // VIDEOX_PERF_DP_SHARD: data-parallel ranks one model is sharded over
   std::string prometheus;  // VIDEOX_PERF_PROMETHEUS: "[host:]port" to serve /metrics on ("" = none)
   bool xrank = false;      // VIDEOX_PERF_XRANK: 1 exchanges window numbers across ranks (live view)
   double xrank_timeout_s = 30;  // VIDEOX_PERF_XRANK_TIMEOUT: seconds an exchange may take

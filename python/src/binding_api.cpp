@@ -132,8 +132,8 @@ void set_topology(int rank, int world_size) {
   if (Engine* e = eng()) e->set_topology(rank, world_size);
 }
 
-void set_sequence_parallel(int sp) {
-  if (Engine* e = eng()) e->set_sequence_parallel(sp);
+void set_parallel(const ParallelSpec& spec) {
+  if (Engine* e = eng()) e->set_parallel(spec);
 }
 
 // ---- models -----------------------------------------------------------------------------------

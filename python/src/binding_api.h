@@ -77,7 +77,7 @@ std::vector<FamilySnapshot> prometheus_families();
 
 Topology topology();
 void set_topology(int rank, int world_size);
-void set_sequence_parallel(int sp);
+void set_parallel(const ParallelSpec& spec);
 
 // ---- models -----------------------------------------------------------------------------------
 

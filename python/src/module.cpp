@@ -268,7 +268,16 @@ PYBIND11_MODULE(_ext, m) {
     return std::make_tuple(t.rank, t.world_size, t.sp);
   });
   m.def("set_topology", &api::set_topology, py::arg("rank"), py::arg("world_size"));
-  m.def("set_sequence_parallel", &api::set_sequence_parallel, py::arg("sp"));
+  m.def(
+      "set_parallel",
+      [](int sp, int tp, int dp_shard, int dp_replicate, int group, int dp_rank,
+         std::vector<std::pair<std::string, std::string>> from) {
+        api::set_parallel(
+            vxperf::ParallelSpec{sp, tp, dp_shard, dp_replicate, group, dp_rank, std::move(from)});
+      },
+      py::arg("sp"), py::arg("tp"), py::arg("dp_shard"), py::arg("dp_replicate"),
+      py::arg("group"), py::arg("dp_rank"), py::arg("sources"),
+      "The parallel layout as read (0, dp_rank -1: not read) and where each dimension was read.");
 
   // ---- models and devices
   m.def(

@@ -3,15 +3,10 @@
 accelerate (cpu_offload, enable_model_cpu_offload, dispatch_model), diffusers' hook registry
 (caches, group offloading, layerwise casting) and peft all replace a module's `forward`, and some
 put the old one back later: a timer set as the instance's `forward` is thrown away by the first
-hook removal. So, where torch allows it (torch >= 2.1, whose Module.__call__ goes through
-`self._call_impl`), the timer replaces the instance's `_call_impl` instead, or its
-`_compiled_call_impl` after `module.compile()`. Nothing else touches those, and the timer then runs
-around whatever `forward` the instance has at call time, as a torch module hook does.
-
-On older torch (1.13, 2.0) Module.__call__ is `_call_impl` itself and an instance attribute of
-that name is never looked at, so the timer is the instance's `forward`, and every request start
-checks that it can still be reached from the forward the module has now, and wraps it again if not
-(said once).
+hook removal. So the timer replaces the instance's `_call_impl` instead (torch >= 2.1, whose
+Module.__call__ goes through `self._call_impl`), or its `_compiled_call_impl` after
+`module.compile()`. Nothing else touches those, and the timer then runs around whatever `forward`
+the instance has at call time, as a torch module hook does.
 
 The timer of a module is kept in its `__dict__` (never through a wrapper's attribute forwarding,
 as torch.compile's OptimizedModule does), so a module is timed once whatever pipelines share it."""
@@ -38,6 +33,15 @@ def instance_call():
         wrapped = getattr(module, "_wrapped_call_impl", None)
         _INSTANCE_CALL = wrapped is not None and module.__call__ is wrapped
     return _INSTANCE_CALL
+
+
+def require_instance_call():
+    """Raises, naming the torch found, where a component's calls cannot be timed (torch < 2.1)."""
+    if not instance_call():
+        import torch
+
+        raise RuntimeError(f"vxperf times module calls on torch >= 2.1; this is torch "
+                           f"{torch.__version__}")
 
 
 def owner_key(module):
@@ -76,10 +80,10 @@ def timers(module):
 
 
 def timer_of(module):
-    """The timer of a module's calls (its `_call_impl`, `_compiled_call_impl` or `forward` one),
-    None when it has none."""
+    """The timer of a module's calls (its `_call_impl` or `_compiled_call_impl` one), None when
+    it has none."""
     held = timers(module)
-    for attribute in ("_compiled_call_impl", "_call_impl", "forward"):
+    for attribute in ("_compiled_call_impl", "_call_impl"):
         if attribute in held:
             return held[attribute]
     return None
@@ -144,27 +148,21 @@ def in_place(module, attribute, timer):
 
 def hook_calls(module, stage, flags, infer):
     """Times every call of `module` as `stage`. Returns the attributes newly timed."""
+    require_instance_call()
     held = dict(timers(module))
     done = []
-    if instance_call():
-        compiled = module.__dict__.get("_compiled_call_impl")
-        call_timer = held.get("_call_impl")
-        if call_timer is None or module.__dict__.get("_call_impl") is not call_timer:
-            held["_call_impl"] = _wrap(module, "_call_impl", stage, flags, infer)
-            call_timer = held["_call_impl"]
-            done.append("_call_impl")
-        # module.compile() before vxperf hooked: __call__ goes to the compiled implementation,
-        # which holds the class's _call_impl, not the timer.
-        if compiled is not None and not _compiled_over(compiled, call_timer):
-            if held.get("_compiled_call_impl") is not compiled:
-                held["_compiled_call_impl"] = _wrap(module, "_compiled_call_impl", stage, flags,
-                                                    infer)
-                done.append("_compiled_call_impl")
-    else:
-        timer = held.get("forward")
-        if timer is None or not in_place(module, "forward", timer):
-            held["forward"] = _wrap(module, "forward", stage, flags, infer)
-            done.append("forward")
+    compiled = module.__dict__.get("_compiled_call_impl")
+    call_timer = held.get("_call_impl")
+    if call_timer is None or module.__dict__.get("_call_impl") is not call_timer:
+        held["_call_impl"] = _wrap(module, "_call_impl", stage, flags, infer)
+        call_timer = held["_call_impl"]
+        done.append("_call_impl")
+    # module.compile() before vxperf hooked: __call__ goes to the compiled implementation, which
+    # holds the class's _call_impl, not the timer.
+    if compiled is not None and not _compiled_over(compiled, call_timer):
+        if held.get("_compiled_call_impl") is not compiled:
+            held["_compiled_call_impl"] = _wrap(module, "_compiled_call_impl", stage, flags, infer)
+            done.append("_compiled_call_impl")
     object.__setattr__(module, TIMER, held)
     return done
 
@@ -199,7 +197,7 @@ def lost(module):
                 gone.append(attribute)
         elif not in_place(module, attribute, timer):
             gone.append(attribute)
-    if instance_call() and "_call_impl" in held:
+    if "_call_impl" in held:
         compiled = module.__dict__.get("_compiled_call_impl")
         # Compiled after vxperf hooked, around the class's implementation: calls bypass it.
         if compiled is not None and "_compiled_call_impl" not in held and not _compiled_over(

@@ -12,7 +12,7 @@ costs one crossing into C++ per marker."""
 import functools
 import threading
 
-from . import _ext, _hooks, _peak, _profiler, _reading, _state
+from . import _ext, _hooks, _layout, _params, _peak, _profiler, _reading, _state
 
 PRICED = _ext.FLAG_PRICED
 RECORD_ON_ERROR = _ext.FLAG_RECORD_ON_ERROR
@@ -87,7 +87,7 @@ def _model_of(name, component):
     and kept on it (set_attention_density() forgets it)."""
     model = getattr(component, "_vxperf_model", None)
     if model is None:
-        params = _reading.count_params(component, _state.world_size())
+        params = _params.count_params(component)
         widths = _reading.priced_widths(component, f"component '{name}'")
         model = (params, widths, _reading.text_tokens(component) if widths else 0,
                  _reading.param_dtype(component) or "", attention_density_of(component))
@@ -136,14 +136,20 @@ def attach(pipe):
         return {}
     models = {}
     timed = []
+    priced = None
     with _hook_lock:
         for name, component in components.items():
             if not isinstance(component, torch.nn.Module):
                 continue  # tokenizers, schedulers, processors
             if name.startswith("transformer"):
                 models[name] = _model_of(name, component)
+                priced = priced or (name, component)
             _hook(name, component)
             timed.append(component)
+    # The layout its transformer runs in (mesh, wrappers, diffusers' context parallel), with
+    # accelerate's and xfuser's state.
+    _layout.apply(priced[1] if priced else None, label=f"component '{priced[0]}'" if priced else
+                  type(pipe).__name__)
     try:
         pipe.__dict__["_vxperf_timed"] = timed
     except Exception:
@@ -338,7 +344,7 @@ def declare_model(stage, module=None, *, params=None, widths=None, text_tokens=N
         return
     if module is not None:
         if params is None:
-            params = _reading.count_params(module, _state.world_size())
+            params = _params.count_params(module)
         if widths is None:
             widths = _reading.priced_widths(module, f"stage '{stage}'")
         if text_tokens is None:
@@ -355,6 +361,8 @@ def declare_model(stage, module=None, *, params=None, widths=None, text_tokens=N
     model = (int(params), tuple(widths) if widths else None, int(text_tokens or 0), name or "",
              float(attn_density) if attn_density is not None else 1.0)
     _ext.declare_model(stage, *model)
+    if module is not None:
+        _layout.apply(module, label=f"stage '{stage}'")
     if module is not None and not _ext.in_request():
         _peak.ensure(_reading.module_device(module), name)
 

@@ -1,7 +1,7 @@
 """What the cost model needs, read off torch modules and call arguments.
 
-Parameter counts (unsharded), attention widths, text length, gradient checkpointing and the token
-count of a transformer call. The rules are the reference module's, so that the two price a model
+Attention widths, text length, gradient checkpointing and the token count of a transformer call
+(parameter counts are `_params`'s). The rules are the reference module's, so that the two price a model
 identically; the words and the code are ours."""
 
 from . import _ext, _state
@@ -67,33 +67,6 @@ def text_tokens(module):
     return value if isinstance(value, int) and value > 0 else 0
 
 
-def is_sharded(module):
-    """Whether FSDP holds the module's parameters as shards."""
-    for sub in module.modules():
-        if hasattr(sub, "_fsdp_wrapped_module") or type(sub).__name__ == "FullyShardedDataParallel":
-            return True
-    return any(type(p).__name__ in ("FlatParameter", "DTensor") for p in module.parameters())
-
-
-def _shard_factor(module, world):
-    return world if world > 1 and is_sharded(module) else 1
-
-
-def count_params(module, world):
-    """All parameters of the model, shards multiplied back (flat, even FSDP sharding)."""
-    return sum(p.numel() for p in module.parameters()) * _shard_factor(module, world)
-
-
-def count_trainable(module, world, lora=False):
-    """Parameters that get gradients; with lora=True, those of the adapters (names holding
-    `lora_`), whatever requires_grad says."""
-    if lora:
-        total = sum(p.numel() for n, p in module.named_parameters() if "lora_" in n)
-    else:
-        total = sum(p.numel() for p in module.parameters() if p.requires_grad)
-    return total * _shard_factor(module, world)
-
-
 def checkpointing(module):
     return any(bool(getattr(sub, "gradient_checkpointing", False)) for sub in module.modules())
 
@@ -131,6 +104,11 @@ def _warn_layout(module, message):
     _state.warn(("layout", id(module)), f"{name}: {message}; its calls are timed but not priced")
 
 
+# The context-parallel degrees of the sequence-sharding contexts open now (accelerate's
+# maybe_context_parallel): a forward inside sees 1/cp of its sample's sequence.
+SEQUENCE_SHARDS = []
+
+
 def infer_tokens(module, args, kwargs):
     """(latent tokens per sample, samples, dtype) of one transformer call, or None when its inputs
     do not say. An explicit `seq_len` wins (Wan: the padded length its blocks run on); else a
@@ -143,7 +121,10 @@ def infer_tokens(module, args, kwargs):
     shape = _token_shape(module, args, kwargs)
     if shape is None:
         return None
-    return shape[0], shape[1], call_dtype(shape[2])
+    tokens = shape[0]
+    for degree in SEQUENCE_SHARDS:
+        tokens *= degree  # a shard of the sequence: the sample's is cp times longer
+    return tokens, shape[1], call_dtype(shape[2])
 
 
 def _token_shape(module, args, kwargs):
@@ -242,13 +223,13 @@ def _autocast_reader():
             return torch.get_autocast_dtype(device_type)
         return read
 
-    def read_old(device_type):  # torch 1.13 to 2.3: CUDA and CPU autocast apart
+    def read_apart(device_type):  # torch 2.1 to 2.3: CUDA and CPU autocast apart
         if device_type == "cuda":
             return torch.get_autocast_gpu_dtype() if torch.is_autocast_enabled() else None
         if device_type == "cpu":
             return torch.get_autocast_cpu_dtype() if torch.is_autocast_cpu_enabled() else None
         return None
-    return read_old
+    return read_apart
 
 
 _autocast = []

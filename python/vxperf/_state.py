@@ -95,8 +95,8 @@ def world_size():
 
 def refresh_topology():
     """Takes rank and world size from torch.distributed once its process group is up (the launcher's
-    environment, which the engine read at start, is all there is before), and the
-    sequence-parallel degree from xfuser when the program uses it."""
+    environment, which the engine read at start, is all there is before). How the world splits its
+    work is `_layout`'s."""
     global _topology_final
     if not on:
         return
@@ -107,12 +107,6 @@ def refresh_topology():
             if dist is not None and dist.is_available() and dist.is_initialized():
                 _ext.set_topology(dist.get_rank(), dist.get_world_size())
                 _topology_final = True
-        except Exception:
-            pass
-    state = sys.modules.get("xfuser.core.distributed.parallel_state")
-    if state is not None:
-        try:
-            _ext.set_sequence_parallel(max(1, int(state.get_sequence_parallel_world_size())))
         except Exception:
             pass
 

@@ -11,7 +11,7 @@ import importlib.util
 import inspect
 import sys
 
-from . import _ext, _peak, _profiler, _reading, _state
+from . import _ext, _layout, _params, _peak, _profiler, _reading, _state
 
 # The engine's phase table (include/vxperf/phases.h), in its order: every phase of a step, and
 # those a model call can be.
@@ -149,11 +149,11 @@ def optimizer_step(optimizer, synced=True):
 def read_model(module, lora=False, mixed=None):
     """What the engine needs of the trained model; `mixed`: the dtype a mixed-precision recipe
     runs its matmuls in (accelerate's mixed_precision), which beats the weights' own."""
-    world = _state.world_size()
     widths = _reading.priced_widths(module, "the trained model")
+    counted = _params.count(module)
     return dict(
-        params=_reading.count_params(module, world),
-        trainable=_reading.count_trainable(module, world, lora),
+        params=counted.params,
+        trainable=counted.lora if lora else counted.trainable,
         checkpointing=_reading.checkpointing(module),
         widths=widths,
         text_tokens=_reading.text_tokens(module) if widths else 0,
@@ -196,6 +196,7 @@ def register_model(module=None, *, params=None, trainable=None, lora=False, chec
         attn_density=float(read.get("attn_density") or 1.0),
     )
     if module is not None:
+        _layout.apply(module, label="the trained model")
         _peak.ensure(_reading.module_device(module), read.get("dtype") or None)
 
 

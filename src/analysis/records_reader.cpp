@@ -312,6 +312,15 @@ class SimdReader {
       values.emplace_back(std::string(field.key), as_number(field.value, field.key));
     }
   }
+  void named_strings(const char* key, std::vector<std::pair<std::string, std::string>>& values) {
+    dom::element e;
+    if (!find(key, e)) return;
+    if (!e.is_object()) fail(quoted(key) + " must be an object");
+    for (auto field : dom::object(e)) {
+      if (!field.value.is_string()) fail(quoted(key) + " must hold strings");
+      values.emplace_back(std::string(field.key), std::string(std::string_view(field.value)));
+    }
+  }
   void numbers(const char* key, std::vector<double>& values, const char* array,
                const char* element) {
     dom::element a;

@@ -10,6 +10,8 @@
 #include "analysis/units.h"
 #include "base/stats.h"
 #include "base/strings.h"
+#include "schema/json_visitor.h"
+#include "schema/record_writer.h"
 #include "vxperf/phases.h"
 
 namespace vxperf::analysis {
@@ -90,7 +92,8 @@ struct OrderedSums {
   }
 };
 
-// Adds one record's meter readings; `units` is what its energy is per (1 request, its samples).
+// Adds one record's meter readings; `units` is what its energy is per (1 request, its samples; 0
+// for another rank's share of a request already counted).
 void add_energy(std::optional<EnergySummary>& into, const DeviceReadings& r, double units) {
   if (!r.energy_j && !r.power_w_mean && !r.sm_clock_mhz_min && !r.temp_c_max && !r.throttle) {
     return;
@@ -98,7 +101,7 @@ void add_energy(std::optional<EnergySummary>& into, const DeviceReadings& r, dou
   if (!into) into.emplace();
   EnergySummary& e = *into;
   if (r.energy_j) {
-    ++e.records;
+    if (units > 0) ++e.records;
     e.energy_j += *r.energy_j;
     // per_unit_j holds the units until finish_energy.
     e.per_unit_j = e.per_unit_j.value_or(0) + units;
@@ -133,19 +136,54 @@ void finish_energy(std::optional<EnergySummary>& e, std::int64_t powers) {
 // A request summary's sums, one request at a time (the requests it is over: see RequestSide).
 struct RequestAcc {
   std::int64_t count = 0;
-  bool keep_values = true;  // the e2e times, for the percentiles (a rank's; the run's are theirs)
-  std::vector<double> e2e;
+  std::vector<double> e2e;  // each request's, for the percentiles
   double e2e_sum = 0;
   std::optional<double> e2e_max;
+  std::optional<double> first_start, last_end;  // wall-clock seconds
   OrderedSums stage_ms, stage_calls;
   WeightedMean tflops, mfu;
   double effective = 0;     // full forwards the transformer calls came to
   std::int64_t powers = 0;  // records with power_w_mean
-  RequestSummary s;         // the fields taken as they come
+  // A request computed by a group of ranks: (its data-parallel index, its number) -> its place
+  // in e2e. The run's sums count it once; a rank's, each of its records.
+  bool fold_groups = false;
+  std::map<std::pair<int, std::int64_t>, std::size_t> group_requests;
+  RequestSummary s;  // the fields taken as they come
+
+  void add_span(const RequestRecord& r) {
+    if (r.ts <= 0) return;  // a record without its settle time (a replay's)
+    double start = r.ts - r.e2e_s;
+    if (!first_start || start < *first_start) first_start = start;
+    if (!last_end || r.ts > *last_end) last_end = r.ts;
+  }
+
+  // Another rank's record of a request already counted: the request took as long as its slowest
+  // rank, and its energy is the group's.
+  void fold(const RequestRecord& r, std::size_t index) {
+    ++s.shared_records;
+    add_span(r);
+    double& e2e_s = e2e[index];
+    if (r.e2e_s > e2e_s) {
+      e2e_sum += r.e2e_s - e2e_s;
+      e2e_s = r.e2e_s;
+      if (!e2e_max || e2e_s > *e2e_max) e2e_max = e2e_s;
+    }
+    if (r.peaks) {
+      add_energy(s.energy, *r.peaks, 0.0);
+      if (r.peaks->power_w_mean) ++powers;
+    }
+  }
 
   void add(const RequestRecord& r) {
+    if (fold_groups && r.parallel && r.parallel->group > 1) {
+      auto [it, fresh] = group_requests.emplace(std::make_pair(r.parallel->dp_rank, r.req),
+                                                e2e.size());
+      if (!fresh) return fold(r, it->second);
+    }
     ++count;
-    if (keep_values) e2e.push_back(r.e2e_s);
+    e2e.push_back(r.e2e_s);
+    add_span(r);
+    if (r.parallel) s.layout = r.parallel;
     e2e_sum += r.e2e_s;
     if (!e2e_max || r.e2e_s > *e2e_max) e2e_max = r.e2e_s;
     for (const auto& st : r.stages) {
@@ -179,15 +217,17 @@ struct RequestAcc {
     }
   }
 
-  // `e2e_values`: the times the percentiles are over (this one's own when it keeps them).
-  RequestSummary summary(std::int64_t warmup, std::vector<double> e2e_values) const {
+  RequestSummary summary(std::int64_t warmup) const {
     RequestSummary out = s;
     finish_energy(out.energy, powers);
     out.warmup = warmup;
     out.count = count;
     double n = static_cast<double>(std::max<std::int64_t>(count, 1));
-    out.e2e_p50_s = percentile(e2e_values, 0.5);
-    out.e2e_p95_s = percentile(e2e_values, 0.95);
+    out.e2e_p50_s = percentile(e2e, 0.5);
+    out.e2e_p95_s = percentile(e2e, 0.95);
+    if (first_start && *last_end > *first_start) {
+      out.requests_per_hour = static_cast<double>(count) * 3600.0 / (*last_end - *first_start);
+    }
     out.e2e_max_s = e2e_max.value_or(0);
     out.e2e_mean_s = e2e_sum / n;
     // Both sums saw the same names in the same order.
@@ -210,19 +250,19 @@ struct RequestAcc {
   }
 };
 
-// Requests of one rank or of the run: warmup ones are excluded unless all are warmup, so both
-// sets are summed and the choice made at the end.
+// Requests of one rank or of the run (`fold_groups`: a request of several ranks once): warmup
+// ones are excluded unless all are warmup, so both sets are summed and the choice made at the end.
 struct RequestSide {
   RequestAcc measured, warmup;
-  explicit RequestSide(bool keep_values) {
-    measured.keep_values = keep_values;
-    warmup.keep_values = keep_values;
+  explicit RequestSide(bool fold_groups) {
+    measured.fold_groups = fold_groups;
+    warmup.fold_groups = fold_groups;
   }
   void add(const RequestRecord& r) { (r.warmup ? warmup : measured).add(r); }
   std::int64_t total() const { return measured.count + warmup.count; }
   bool all_warmup() const { return measured.count == 0; }
   const RequestAcc& chosen() const { return all_warmup() ? warmup : measured; }
-  const std::vector<double>& chosen_values() const { return chosen().e2e; }
+  RequestSummary summary() const { return chosen().summary(warmup.count); }
 };
 
 // Per-rank entries, looked up by rank. Records come a rank's file at a time, so the last rank's
@@ -286,6 +326,7 @@ struct TrainAcc {
     }
     for (const auto& [name, seconds] : w.phases_s) phases.add(name, seconds * weight);
     phase_steps += weight;
+    if (w.parallel) s.layout = w.parallel;
     if (w.peaks) {
       keep_max(s.peak_alloc_bytes, w.peaks->allocated);
       keep_max(s.peak_reserved_bytes, w.peaks->reserved);
@@ -430,6 +471,28 @@ void add_basis(Json& j, const std::optional<std::int64_t>& params,
   if (effective) j["effective_fwd"] = *effective;
 }
 
+// A layout as its record carries it (the field table's object), or null.
+Json layout_json(const std::optional<ParallelLayout>& layout) {
+  if (!layout) return nullptr;
+  internal::JsonVisitor out(Json::object());
+  internal::Writer writer(out);
+  internal::describe(writer, *layout);
+  return std::move(out.json());
+}
+
+// "  layout   dp=4 (2 replicas x 2 shards)  cp=2  tp=1, 2 ranks a request (cp: diffusers, ...)".
+std::string layout_line(const ParallelLayout& p, bool requests) {
+  std::string text = strprintf("  layout   dp=%d", p.dp);
+  if (p.dp_shard > 1) text += strprintf(" (%d x %d sharded)", p.dp_replicate, p.dp_shard);
+  text += strprintf("  cp=%d  tp=%d", p.cp, p.tp);
+  if (requests) text += strprintf(", %d rank%s a request", p.group, p.group == 1 ? "" : "s");
+  std::string from;
+  for (const auto& [dim, source] : p.from) {
+    from += (from.empty() ? "" : ", ") + dim + ": " + source;
+  }
+  return text + (from.empty() ? " (the world's)" : " (" + from + ")");
+}
+
 using units::duration;
 using units::flops_rate;
 using units::gib;
@@ -469,8 +532,7 @@ std::string skip_line(const std::optional<std::int64_t>& skipped,
 }  // namespace
 
 struct ReportBuilder::State {
-  // The run's sums keep no values: its percentiles are over the ranks' (the same numbers).
-  RequestSide requests{false};
+  RequestSide requests{true};
   TrainAcc training;
   struct Rank {
     std::optional<RequestSide> requests;
@@ -487,7 +549,7 @@ ReportBuilder::~ReportBuilder() = default;
 void ReportBuilder::request(const RequestRecord& record) {
   state_->requests.add(record);
   auto& rank = state_->ranks[record.rank];
-  if (!rank.requests) rank.requests.emplace(true);
+  if (!rank.requests) rank.requests.emplace(false);
   rank.requests->add(record);
 }
 
@@ -505,17 +567,8 @@ Report ReportBuilder::finish(std::vector<std::string> sources) const {
   Report report;
   report.sources = std::move(sources);
   report.warnings = st.warnings;
-  if (st.requests.total() > 0) {
-    // The run's measured requests are the non-warmup ones of every rank unless all are warmup.
-    bool all_warmup = st.requests.all_warmup();
-    std::vector<double> e2e;
-    for (const auto& [rank, r] : st.ranks) {
-      if (!r.requests) continue;
-      const auto& values = all_warmup ? r.requests->warmup.e2e : r.requests->measured.e2e;
-      e2e.insert(e2e.end(), values.begin(), values.end());
-    }
-    report.requests = st.requests.chosen().summary(st.requests.warmup.count, std::move(e2e));
-  }
+  // The run's measured requests are the non-warmup ones of every rank unless all are warmup.
+  if (st.requests.total() > 0) report.requests = st.requests.summary();
   if (st.training.windows > 0) {
     std::vector<std::pair<double, double>> p50s, p95s;
     for (const auto& [rank, r] : st.ranks) {
@@ -530,8 +583,7 @@ Report ReportBuilder::finish(std::vector<std::string> sources) const {
     RankSummary rs;
     rs.rank = rank;
     if (r.requests) {
-      RequestSummary q =
-          r.requests->chosen().summary(r.requests->warmup.count, r.requests->chosen_values());
+      RequestSummary q = r.requests->summary();
       rs.requests = q.count;
       rs.e2e_p50_s = q.e2e_p50_s;
       if (q.peak_alloc_bytes) keep_max(rs.peak_alloc_bytes, *q.peak_alloc_bytes);
@@ -602,6 +654,14 @@ std::string format_report(const Report& report) {
                        : ""));
     line(strprintf("  e2e      p50 %.3fs  p95 %.3fs  max %.3fs  mean %.3fs", r->e2e_p50_s,
                    r->e2e_p95_s, r->e2e_max_s, r->e2e_mean_s));
+    if (r->requests_per_hour) line(strprintf("  rate     %.1f requests/hour", *r->requests_per_hour));
+    if (r->layout) {
+      line(layout_line(*r->layout, true) +
+           (r->shared_records > 0
+                ? strprintf("; %lld records of the same requests on other ranks counted with them",
+                            static_cast<long long>(r->shared_records))
+                : std::string()));
+    }
     line(strprintf("  %-16s %12s %8s %8s", "stage", "mean/request", "calls", "share"));
     for (const auto& s : r->stages) {
       line(strprintf("  %-16s %10.1fms %8.1f %7.1f%%", s.name.c_str(), s.mean_ms, s.calls,
@@ -629,6 +689,7 @@ std::string format_report(const Report& report) {
                                             .c_str()
                                       : ""));
     line(strprintf("  step     p50 %.3fs  p95 %.3fs", t->step_p50_s, t->step_p95_s));
+    if (t->layout) line(layout_line(*t->layout, false));
     line(strprintf("  %-16s %12s %8s", "phase", "mean/step", "share"));
     for (std::size_t i = 0; i < t->phase_s.size(); ++i) {
       line(strprintf("  %-16s %11.3fs %7.1f%%", t->phase_s[i].first.c_str(), t->phase_s[i].second,
@@ -708,7 +769,10 @@ std::string report_json(const Report& report) {
                      {"tflops", opt_json(r->tflops)},
                      {"mfu", opt_json(r->mfu)},
                      {"peak_alloc_bytes", opt_json(r->peak_alloc_bytes)},
-                     {"peak_reserved_bytes", opt_json(r->peak_reserved_bytes)}};
+                     {"peak_reserved_bytes", opt_json(r->peak_reserved_bytes)},
+                     {"requests_per_hour", opt_json(r->requests_per_hour)},
+                     {"shared_records", r->shared_records},
+                     {"layout", layout_json(r->layout)}};
     add_basis(j["requests"], r->params, r->peak_tflops, r->peak_source, r->dtype, r->skipped_fwd,
               r->effective_fwd);
     if (r->energy) j["requests"]["energy"] = energy_json(*r->energy);
@@ -735,7 +799,8 @@ std::string report_json(const Report& report) {
                      {"hfu", opt_json(t->hfu)},
                      {"peak_alloc_bytes", opt_json(t->peak_alloc_bytes)},
                      {"peak_reserved_bytes", opt_json(t->peak_reserved_bytes)},
-                     {"eta_s", opt_json(t->eta_s)}};
+                     {"eta_s", opt_json(t->eta_s)},
+                     {"layout", layout_json(t->layout)}};
     add_basis(j["training"], t->params, t->peak_tflops, t->peak_source, t->dtype, t->skipped_fwd,
               t->effective_fwd);
     if (t->energy) j["training"]["energy"] = energy_json(*t->energy);
@@ -779,6 +844,7 @@ std::vector<Metric> report_metrics(const Report& report) {
     add("requests.e2e_p50_s", r->e2e_p50_s, true, "s");
     add("requests.e2e_p95_s", r->e2e_p95_s, true, "s");
     add("requests.e2e_max_s", r->e2e_max_s, true, "s");
+    add("requests.per_hour", r->requests_per_hour, false, "1/h");
     for (const auto& s : r->stages) add("requests.stage." + s.name + "_ms", s.mean_ms, true, "ms");
     add("requests.tflops", r->tflops, false, "TFLOPS");
     add("requests.mfu", r->mfu, false, "");

@@ -216,12 +216,18 @@ Settings Settings::parse(const EnvLookup& env, std::vector<std::string>* problem
   s.total_steps = r.integer("VIDEOX_PERF_TOTAL_STEPS", s.total_steps);
   if (auto v = r.positive_number("VIDEOX_PERF_FLOPS_COEF")) s.flops_coef = v;
   if (auto v = env("VIDEOX_PERF_TRACE"); v && !v->empty()) s.trace_path = *v;
-  std::int64_t sp = r.integer("VIDEOX_PERF_SP", s.sp);
-  if (sp < 0 || sp > 1 << 20) {
-    r.complain("VIDEOX_PERF_SP", std::to_string(sp), "a sequence-parallel degree", "1");
-    sp = 0;
-  }
-  s.sp = static_cast<int>(sp);
+  // The parallel layout's dimensions a home-made setup cannot be read for (vxperf/topology.h).
+  auto degree = [&](const char* name, int fallback, const char* what) {
+    std::int64_t value = r.integer(name, fallback);
+    if (value < 0 || value > 1 << 20) {
+      r.complain(name, std::to_string(value), what, "what the program's layout says");
+      return 0;
+    }
+    return static_cast<int>(value);
+  };
+  s.sp = degree("VIDEOX_PERF_SP", s.sp, "a sequence-parallel degree");
+  s.tp = degree("VIDEOX_PERF_TP", s.tp, "a tensor-parallel degree");
+  s.dp_shard = degree("VIDEOX_PERF_DP_SHARD", s.dp_shard, "a count of ranks sharding the model");
   if (auto raw = read(env, "VIDEOX_PERF_PROMETHEUS")) {
     std::string why;
     if (parse_listen_address(strip(*raw), &why)) {
@@ -277,6 +283,8 @@ std::vector<std::pair<std::string, std::string>> Settings::to_env() const {
   if (total_steps != 0) out.emplace_back("VIDEOX_PERF_TOTAL_STEPS", std::to_string(total_steps));
   if (flops_coef) out.emplace_back("VIDEOX_PERF_FLOPS_COEF", number(*flops_coef));
   if (sp != 0) out.emplace_back("VIDEOX_PERF_SP", std::to_string(sp));
+  if (tp != 0) out.emplace_back("VIDEOX_PERF_TP", std::to_string(tp));
+  if (dp_shard != 0) out.emplace_back("VIDEOX_PERF_DP_SHARD", std::to_string(dp_shard));
   // VIDEOX_PERF_XRANK is left out too: a replay has no other ranks to exchange with.
   return out;
 }

@@ -19,6 +19,7 @@ const Settings& Engine::settings() const { return core_->settings(); }
 int Engine::level() const { return core_->level(); }
 Topology Engine::topology() const { return core_->topology(); }
 void Engine::set_topology(int rank, int world_size) { core_->set_topology(rank, world_size); }
+void Engine::set_parallel(const ParallelSpec& spec) { core_->set_parallel(spec); }
 void Engine::set_sequence_parallel(int sp) { core_->set_sequence_parallel(sp); }
 int Engine::dp_degree() const { return core_->dp_degree(); }
 bool Engine::should_log() const { return core_->should_log(); }

@@ -28,6 +28,52 @@ LogFn never_throwing(LogFn log) {
   };
 }
 
+void set_source(LayoutSources& from, const std::string& dim, const std::string& source) {
+  for (auto& entry : from) {
+    if (entry.first == dim) {
+      entry.second = source;
+      return;
+    }
+  }
+  from.emplace_back(dim, source);
+}
+
+void drop_source(LayoutSources& from, const std::string& dim) {
+  from.erase(std::remove_if(from.begin(), from.end(), [&](const auto& e) { return e.first == dim; }),
+             from.end());
+}
+
+// The topology with what the environment says of the layout in its place (VIDEOX_PERF_SP,
+// VIDEOX_PERF_TP, VIDEOX_PERF_DP_SHARD): a home-made setup no front end can read.
+Topology with_settings(const Settings& s, Topology t) {
+  if (s.sp > 0) {
+    t.sp = s.sp;
+    set_source(t.from, "cp", "env");
+  }
+  if (s.tp > 0) {
+    t.tp = s.tp;
+    set_source(t.from, "tp", "env");
+  }
+  if (s.sp > 0 || s.tp > 0) {  // a request's group and this rank's place in it follow from them
+    t.group = 0;
+    t.dp_rank = -1;
+    drop_source(t.from, "group");
+  }
+  if (s.dp_shard > 0) {
+    t.dp_shard = s.dp_shard;
+    t.dp_replicate = 0;
+    set_source(t.from, "dp_shard", "env");
+    drop_source(t.from, "dp_replicate");
+  }
+  return t;
+}
+
+bool same_topology(const Topology& a, const Topology& b) {
+  return a.rank == b.rank && a.world_size == b.world_size && a.sp == b.sp && a.tp == b.tp &&
+         a.dp_shard == b.dp_shard && a.dp_replicate == b.dp_replicate && a.group == b.group &&
+         a.dp_rank == b.dp_rank && a.from == b.from && a.v1 == b.v1;
+}
+
 }  // namespace
 
 EngineCore::EngineCore(Engine& engine, EngineOptions options)
@@ -46,7 +92,7 @@ EngineCore::EngineCore(Engine& engine, EngineOptions options)
   backends_.push_back(options.device ? std::move(options.device)
                                      : std::make_shared<HostOnlyBackend>());
   device_.store(backends_.back().get(), std::memory_order_release);
-  if (settings_.sp > 0) topology_.sp = settings_.sp;
+  topology_ = with_settings(settings_, topology_);
   std::vector<std::shared_ptr<Observer>> observers;
   if (!settings_.trace_path.empty()) {
     // The live trace is one observer among others; its first line waits for the device.
@@ -188,16 +234,36 @@ Topology EngineCore::topology() const {
   return topology_;
 }
 
+void EngineCore::change_topology(Topology t) {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    t = with_settings(settings_, t);
+    if (same_topology(t, topology_)) return;
+    topology_ = t;
+  }
+  notify(observers(), [&](Observer& o) { o.on_topology(t); });
+}
+
 void EngineCore::set_topology(int rank, int world_size) {
-  std::lock_guard<std::mutex> lock(mu_);
   if (world_size < 1 || rank < 0 || rank >= world_size) return;
-  topology_.rank = rank;
-  topology_.world_size = world_size;
+  Topology t = topology();
+  t.rank = rank;
+  t.world_size = world_size;
+  change_topology(std::move(t));
+}
+
+void EngineCore::set_parallel(const ParallelSpec& spec) {
+  Topology t = topology();
+  set_parallel_spec(t, spec);
+  change_topology(std::move(t));
 }
 
 void EngineCore::set_sequence_parallel(int sp) {
-  std::lock_guard<std::mutex> lock(mu_);
-  if (sp >= 1) topology_.sp = sp;
+  if (sp < 1) return;
+  Topology t = topology();
+  t.sp = sp;
+  set_source(t.from, "cp", "program");
+  change_topology(std::move(t));
 }
 
 void EngineCore::add_sink(std::shared_ptr<RecordSink> sink) {

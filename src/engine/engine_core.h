@@ -44,6 +44,7 @@ class EngineCore final : public Context {
   void set_device_backend(std::shared_ptr<DeviceBackend> device);
 
   void set_topology(int rank, int world_size);
+  void set_parallel(const ParallelSpec& spec);
   void set_sequence_parallel(int sp);
 
   void declare_model(std::string_view stage, const ModelInfo& info) {
@@ -76,6 +77,8 @@ class EngineCore final : public Context {
 
   template <class Record, class Detail>
   void deliver(const Record& record, const Detail& detail);
+  // `t` made the topology, observers told when it changed.
+  void change_topology(Topology t);
   // Publishes `observers` as the list the hot path reads (under mu_).
   void publish_observers_locked(std::vector<std::shared_ptr<Observer>> observers);
 

@@ -232,7 +232,9 @@ void Requests::settle(Request& request, double t_end, bool failed) {
   }
   std::optional<int> device =
       request.device_events ? std::optional<int>(request.device) : std::nullopt;
-  record.dit = price_request(priced, topo.world_size, ctx_.settings().dtype,
+  // The ranks that computed this request together: their peak is its peak.
+  ParallelLayout layout = parallel_layout(topo);
+  record.dit = price_request(priced, layout.group, ctx_.settings().dtype,
                              [&](Dtype dtype) { return ctx_.peak(device, dtype); });
   if (request.device_events) {
     record.device = request.device;
@@ -240,6 +242,7 @@ void Requests::settle(Request& request, double t_end, bool failed) {
     ctx_.end_metering(request.meter, *record.peaks);
     request.meter = 0;
   }
+  record.parallel = Context::record_layout(topo);
   if (request.observers != nullptr) {
     SettledRequest settled;
     settled.index = request.index;

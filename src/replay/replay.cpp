@@ -108,6 +108,24 @@ std::string scripted_phases() {
   return names;
 }
 
+// The layout an event's "parallel" object says (format v2), its sequence-parallel degree
+// defaulting to `sp`.
+ParallelSpec layout_of(const Event& ev, int sp) {
+  const Json& p = ev.json.at("parallel");
+  if (!p.is_object()) ev.fail("\"parallel\" must be an object");
+  ParallelSpec spec;
+  spec.sp = sp;
+  ev.checked([&](const internal::JsonFields&) {
+    internal::Reader reader(p);
+    describe(reader, spec);
+    return 0;
+  });
+  if (spec.sp < 0 || spec.tp < 0 || spec.group < 0 || spec.dp_rank < -1) {
+    ev.fail("\"parallel\" does not describe a valid layout");
+  }
+  return spec;
+}
+
 class Replayer {
  public:
   Replayer(const LogFn& log, RecordSink& records, const ReplayOptions& options)
@@ -167,6 +185,11 @@ class Replayer {
     parts.topology.rank = static_cast<int>(rank);
     parts.topology.world_size = static_cast<int>(world);
     parts.topology.sp = static_cast<int>(sp);
+    if (ev.has("parallel")) {
+      set_parallel_spec(parts.topology, layout_of(ev, static_cast<int>(sp)));
+    } else {
+      parts.topology.v1 = true;  // priced as the reference prices it
+    }
     engine_ = std::make_unique<Engine>(std::move(parts));
     core_ = &internal::core_of(*engine_);
   }
@@ -236,6 +259,14 @@ class Replayer {
       if (!(peak.tflops > 0)) ev.fail("\"tflops\" must be positive");
       // The live run's host stays the host; its device is the one this replay simulates.
       engine_->set_measured_peak(ev.integer("device_index", -1) < 0 ? -1 : device_, peak);
+    } else if (kind == "topology") {
+      std::int64_t rank = ev.integer("rank", 0);
+      std::int64_t world = ev.integer("world_size", 1);
+      if (world < 1 || rank < 0 || rank >= world || world > INT32_MAX) {
+        ev.fail("rank and world_size do not describe a valid topology");
+      }
+      engine_->set_topology(static_cast<int>(rank), static_cast<int>(world));
+      engine_->set_parallel(layout_of(ev, 1));
     } else if (kind == "memory") {
       if (simulated_) update_peaks(ev);
     } else if (kind == "finish") {
@@ -261,7 +292,7 @@ class Replayer {
     static const char* const kKinds[] = {
         "model",       "request_begin", "stage", "request_end", "train_model",
         "micro_enter", "micro_exit",    "phase", "clip",        "optimizer_step",
-        "memory",      "finish",        "peak"};
+        "memory",      "finish",        "peak",  "topology"};
     for (const char* k : kKinds) {
       if (kind == k) return;
     }

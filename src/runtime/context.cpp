@@ -10,9 +10,11 @@ Context::Context(Settings settings, std::shared_ptr<Clock> clock)
       level_(settings_.level),
       clock_(clock ? std::move(clock) : std::make_shared<SteadyClock>()) {}
 
-int Context::dp_degree() const {
-  Topology t = topology();
-  return std::max(1, t.world_size / std::max(1, t.sp));
+int Context::dp_degree() const { return parallel_layout(topology()).dp; }
+
+std::optional<ParallelLayout> Context::record_layout(const Topology& t) {
+  if (t.world_size < 2 || t.v1) return std::nullopt;
+  return parallel_layout(t);
 }
 
 bool Context::should_log() const { return settings_.log_all_ranks || topology().rank == 0; }

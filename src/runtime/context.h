@@ -51,8 +51,11 @@ class Context {
   // The backend to time `device` on (the engine may load the CUDA backend on first use).
   virtual DeviceBackend& backend_for(int device) = 0;
   virtual Topology topology() const = 0;
-  // Ranks that hold different samples: world size / sequence-parallel degree.
+  // Ranks that hold different samples: world size / (sequence- x tensor-parallel degree).
   int dp_degree() const;
+  // A record's "parallel" object: the layout, on a multi-rank run whose layout is known (not a
+  // v1 event script).
+  static std::optional<ParallelLayout> record_layout(const Topology& t);
   // Whether this rank logs (rank 0, or every rank with VIDEOX_PERF_RANKS=all).
   bool should_log() const;
   // The per-device peak of `device` (nullopt: host only) in `dtype`.

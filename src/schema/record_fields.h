@@ -25,7 +25,8 @@
 //       only when a peak is given and it is not the table's)
 //   object, nullable_object, optional_object   a nested object (always / null when empty /
 //       only when set); object's fields are those its function names on the io it is handed
-//   named_objects, named_numbers   an object keyed by each element's name (stages, phases)
+//   named_objects, named_numbers, named_strings   an object keyed by each element's name
+//       (stages, phases, a layout's sources)
 //   numbers, ranks, strings        arrays
 //   group             fields present together, and read when the marker field is there (the
 //       value walk enters it always)
@@ -99,6 +100,35 @@ void describe(Io& io, R& d) {
   describe_efficiency_basis(io, d);
 }
 
+// ---- the parallel layout (vxperf/topology.h) ---------------------------------------------------
+
+// A record's "parallel" object: what its rates and peak were taken with, and where each
+// dimension was read ("from": only those some source said).
+template <class Io, class R, Same<R, ParallelLayout> = 0>
+void describe(Io& io, R& p) {
+  io.small_int("dp", p.dp, 1);
+  io.small_int("dp_replicate", p.dp_replicate, 1);
+  io.small_int("dp_shard", p.dp_shard, 1);
+  io.small_int("cp", p.cp, 1);
+  io.small_int("tp", p.tp, 1);
+  io.small_int("group", p.group, 1);
+  io.small_int("dp_rank", p.dp_rank, 0);
+  io.named_strings("from", p.from);
+}
+
+// What a front end said of the layout, as the trace's config and topology events carry it (0
+// where nothing said).
+template <class Io, class R, Same<R, ParallelSpec> = 0>
+void describe(Io& io, R& p) {
+  io.small_int("sp", p.sp, 0);
+  io.small_int("tp", p.tp, 0);
+  io.small_int("dp_shard", p.dp_shard, 0);
+  io.small_int("dp_replicate", p.dp_replicate, 0);
+  io.small_int("group", p.group, 0);
+  io.integer("dp_rank", p.dp_rank, -1);
+  io.named_strings("from", p.from);
+}
+
 // The fields every record starts with.
 template <class Io, class R>
 void describe_head(Io& io, const char* kind, R& r) {
@@ -117,6 +147,7 @@ void describe(Io& io, R& r) {
   io.named_objects("stages", r.stages, "stage");
   io.nullable_object("dit", r.dit);
   io.device("device", r.device, r.peaks);
+  io.optional_object("parallel", r.parallel);
 }
 
 // ---- training window records --------------------------------------------------------------------
@@ -192,6 +223,7 @@ void describe(Io& io, R& r) {
   io.nullable_object("throughput", r.throughput);
   io.optional("eta_s", r.eta_s);
   io.optional_object("xrank", r.xrank);
+  io.optional_object("parallel", r.parallel);
 }
 
 // ---- the model description (vxperf/model.h), as the trace's model events carry it ---------------

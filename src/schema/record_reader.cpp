@@ -47,6 +47,17 @@ void Reader::named_numbers(const char* key, std::vector<std::pair<std::string, d
   }
 }
 
+void Reader::named_strings(const char* key,
+                           std::vector<std::pair<std::string, std::string>>& values) {
+  const Json* o = f_.find(key);
+  if (o == nullptr) return;
+  if (!o->is_object()) fail(quoted(key) + " must be an object");
+  for (auto it = o->begin(); it != o->end(); ++it) {
+    if (!it.value().is_string()) fail(quoted(key) + " must hold strings");
+    values.emplace_back(it.key(), it.value().get<std::string>());
+  }
+}
+
 namespace {
 
 const Json* array_of(const JsonFields& f, const char* key, const char* name) {

@@ -118,6 +118,8 @@ class Reader {
     }
   }
   void named_numbers(const char* key, std::vector<std::pair<std::string, double>>& values);
+  // Absent: empty.
+  void named_strings(const char* key, std::vector<std::pair<std::string, std::string>>& values);
   // Absent: empty. `array`: the array's name in errors; `element`: its elements'.
   void numbers(const char* key, std::vector<double>& values, const char* array,
                const char* element);

@@ -117,6 +117,12 @@ class Writer {
     for (const auto& [name, value] : values) out_.number(name, value);
     out_.end_object();
   }
+  void named_strings(const char* key,
+                     const std::vector<std::pair<std::string, std::string>>& values) {
+    out_.begin_object(key);
+    for (const auto& [name, value] : values) out_.string(name, value);
+    out_.end_object();
+  }
   void numbers(const char* key, const std::vector<double>& values, const char*, const char*) {
     out_.begin_array(key);
     for (double value : values) out_.number({}, value);

@@ -94,6 +94,8 @@ class ValueWalk {
   template <class... Rest>
   void named_numbers(Rest&&...) {}
   template <class... Rest>
+  void named_strings(Rest&&...) {}
+  template <class... Rest>
   void numbers(Rest&&...) {}
   template <class... Rest>
   void ranks(Rest&&...) {}

@@ -55,6 +55,11 @@ void LiveTrace::on_train_model(const ModelInfo& info, std::int64_t trainable) {
   train_.add(train_model_event(info, trainable));
 }
 
+void LiveTrace::on_topology(const Topology& topology) {
+  // Before the first line, that line will say it.
+  if (writer_.has_header()) writer_.write(topology_event(topology));
+}
+
 void LiveTrace::on_peak(int device, const MeasuredPeak& peak) {
   // So that a replay prices against the same peak.
   writer_.write(peak_event(device, peak));

@@ -41,6 +41,7 @@ class LiveTrace final : public Observer {
                           std::optional<std::uint64_t> closing_call) override;
   void on_model(std::string_view stage, const ModelInfo& info) override;
   void on_train_model(const ModelInfo& info, std::int64_t trainable) override;
+  void on_topology(const Topology& topology) override;
   void on_peak(int device, const MeasuredPeak& peak) override;
   void on_finish(double t) override;
 

@@ -34,7 +34,15 @@ std::string config_event(const Settings& settings, const std::optional<std::stri
                  {"rank", topology.rank},
                  {"world_size", topology.world_size},
                  {"sp", topology.sp}};
+  // Beyond format v1: the layout the front end read, so that a replay prices as the run did.
+  config["parallel"] = with_fields(Json::object(), parallel_spec(topology));
   return dump(config);
+}
+
+std::string topology_event(const Topology& topology) {
+  Json ev = {{"ev", "topology"}, {"rank", topology.rank}, {"world_size", topology.world_size}};
+  ev["parallel"] = with_fields(Json::object(), parallel_spec(topology));
+  return dump(ev);
 }
 
 std::string model_event(std::string_view stage, const ModelInfo& info) {

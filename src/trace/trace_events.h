@@ -20,6 +20,8 @@ namespace vxperf::internal {
 // The first line: the settings as variables, the device, the topology.
 std::string config_event(const Settings& settings, const std::optional<std::string>& device_name,
                          int device_index, const Topology& topology);
+// A change of rank, world size or layout after the first line.
+std::string topology_event(const Topology& topology);
 std::string model_event(std::string_view stage, const ModelInfo& info);
 // One request, begin to end: its own model declarations, then its calls.
 std::vector<std::string> request_events(const SettledRequest& request);

@@ -416,7 +416,8 @@ void TrainerCore::emit_window(bool full) {
   ctx.ts = wall_clock_s();
   ctx.rank = topo.rank;
   ctx.world_size = topo.world_size;
-  ctx.dp = engine_.dp_degree();
+  ctx.dp = parallel_layout(topo).dp;
+  ctx.parallel = Context::record_layout(topo);
   if (device_ >= 0) {
     ctx.device = device_;
     ctx.peaks = Context::read_readings(engine_.device(), device_);
@@ -533,7 +534,8 @@ void TrainerCore::exchange(RankWindow& numbers, std::optional<TrainWindowRecord>
     return;
   }
   if (record) {
-    record->xrank = cross_rank_view(*answers, engine_.topology().sp);
+    ParallelLayout layout = parallel_layout(engine_.topology());
+    record->xrank = cross_rank_view(*answers, layout.cp * layout.tp);
     record->xrank->exchange_s = took;
   }
 }

@@ -20,6 +20,7 @@ TrainWindowRecord aggregate_window(const std::vector<StepRecord>& window,
   r.ts = ctx.ts;
   r.rank = ctx.rank;
   r.world_size = ctx.world_size;
+  r.parallel = ctx.parallel;
   r.step_first = window.front().step;
   r.step_last = window.back().step;
   r.steps = static_cast<std::int64_t>(measured.size());

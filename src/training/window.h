@@ -18,6 +18,7 @@ struct WindowContext {
   int rank = 0;
   int world_size = 1;
   int dp = 1;  // data-parallel degree
+  std::optional<ParallelLayout> parallel;  // the record's layout (multi-rank runs)
   std::optional<int> device;
   std::optional<MemoryPeaks> peaks;  // with a device: the window's peak memory
   ModelInfo model;  // as priced (priced_model), its trainable count resolved

@@ -59,7 +59,7 @@ std::string check_answers(const std::vector<RankWindow>& answers, const RankWind
   return {};
 }
 
-CrossRankView cross_rank_view(const std::vector<RankWindow>& answers, int sp) {
+CrossRankView cross_rank_view(const std::vector<RankWindow>& answers, int sharing) {
   std::vector<const RankWindow*> by_rank;
   for (const auto& a : answers) by_rank.push_back(&a);
   std::sort(by_rank.begin(), by_rank.end(),
@@ -105,7 +105,7 @@ CrossRankView cross_rank_view(const std::vector<RankWindow>& answers, int sp) {
   v.excess_s = verdict.excess_s;
   v.stragglers = verdict.stragglers;
   v.straggler_phases = verdict.where;
-  if (all_samples && !by_rank.empty()) v.samples_per_s = samples / std::max(1, sp);
+  if (all_samples && !by_rank.empty()) v.samples_per_s = samples / std::max(1, sharing);
   if (priced > 0) v.tflops = tflops / priced;
   return v;
 }

@@ -16,8 +16,8 @@ RankWindow rank_window_of(const TrainWindowRecord& record);
 // rank claimed twice or missing, windows ending at different steps, this rank's numbers absent.
 std::string check_answers(const std::vector<RankWindow>& answers, const RankWindow& mine);
 
-// Every rank's numbers (checked: one per rank of the world) into rank 0's view. `sp`: ranks
-// sharing one sample, so that the job's samples/s counts each sample once.
-CrossRankView cross_rank_view(const std::vector<RankWindow>& answers, int sp);
+// Every rank's numbers (checked: one per rank of the world) into rank 0's view. `sharing`: ranks
+// sharing one sample (cp x tp), so that the job's samples/s counts each sample once.
+CrossRankView cross_rank_view(const std::vector<RankWindow>& answers, int sharing);
 
 }  // namespace vxperf::internal

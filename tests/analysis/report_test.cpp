@@ -50,6 +50,65 @@ TEST(Report, SummarizesRequestsWithoutWarmup) {
   EXPECT_NE(text.find("transformer"), std::string::npos);
 }
 
+// Two context-parallel groups of two ranks (dp_rank 0: ranks 0 and 1; dp_rank 1: ranks 2 and 3),
+// three requests each: six requests, each as long as its slower rank, its energy the group's.
+TEST(Report, AContextParallelRequestCountsOnceWithItsGroupsEnergy) {
+  RecordSet set;
+  for (int rank = 0; rank < 4; ++rank) {
+    for (std::int64_t req = 0; req < 3; ++req) {
+      double e2e = 10.0 + static_cast<double>(req) + (rank % 2 == 1 ? 0.5 : 0.0);
+      RequestRecord r = request(rank, req, e2e);
+      r.world_size = 4;
+      r.ts = 1000.0 + 20.0 * static_cast<double>(req + 1) + (rank / 2) * 5.0;
+      r.peaks->energy_j = 100.0 * (rank + 1);
+      ParallelLayout p;
+      p.dp = 2;
+      p.dp_replicate = 2;
+      p.cp = 2;
+      p.group = 2;
+      p.dp_rank = rank / 2;
+      p.from = {{"cp", "diffusers"}};
+      r.parallel = p;
+      set.requests.push_back(r);
+    }
+  }
+  Report report = build_report(set);
+  ASSERT_TRUE(report.requests);
+  const auto& r = *report.requests;
+  EXPECT_EQ(r.count, 6);
+  EXPECT_EQ(r.shared_records, 6);
+  EXPECT_DOUBLE_EQ(r.e2e_max_s, 12.5);
+  EXPECT_DOUBLE_EQ(r.e2e_mean_s, 11.5);  // each request the slower rank's
+  ASSERT_TRUE(r.energy && r.energy->per_unit_j);
+  EXPECT_EQ(r.energy->records, 6);
+  EXPECT_DOUBLE_EQ(r.energy->energy_j, 3 * (100.0 + 200.0 + 300.0 + 400.0));
+  EXPECT_DOUBLE_EQ(*r.energy->per_unit_j, 3 * 1000.0 / 6);
+  // First start 1020 - 10.5 (rank 1's first), last end 1065: six requests in 55.5 s.
+  ASSERT_TRUE(r.requests_per_hour);
+  EXPECT_NEAR(*r.requests_per_hour, 6 * 3600.0 / 55.5, 1e-9);
+  ASSERT_TRUE(r.layout);
+  EXPECT_EQ(r.layout->group, 2);
+  // Each rank's own summary keeps its own records.
+  ASSERT_EQ(report.ranks.size(), 4u);
+  EXPECT_EQ(report.ranks[1].requests, 3);
+  std::string text = format_report(report);
+  EXPECT_NE(text.find("Requests: 6 measured"), std::string::npos) << text;
+  EXPECT_NE(text.find("  layout   dp=2  cp=2  tp=1, 2 ranks a request (cp: diffusers); 6 records "
+                      "of the same requests on other ranks counted with them"),
+            std::string::npos)
+      << text;
+  Json j = Json::parse(report_json(report));
+  EXPECT_EQ(j["requests"]["layout"]["group"], 2);
+  EXPECT_EQ(j["requests"]["shared_records"], 6);
+  // The same through the records reader, as `vxperf report` reads the files.
+  std::string lines;
+  for (const auto& q : set.requests) lines += to_json_line(q) + "\n";
+  Report again = build_report(read_string(lines));
+  ASSERT_TRUE(again.requests);
+  EXPECT_EQ(again.requests->count, 6);
+  EXPECT_EQ(again.requests->layout->from, (LayoutSources{{"cp", "diffusers"}}));
+}
+
 TEST(Report, FindsStragglersAcrossRanks) {
   RecordSet set;
   double p50[] = {1.0, 1.01, 1.049, 1.2};

@@ -1,24 +1,28 @@
 """accelerate: the measurement points of a training loop built on it, as the reference's
 framework's scripts are. install_training() patches `Accelerator.accumulate` (a micro-step),
-`backward`, `clip_grad_norm_`, `prepare` (the trained model: the largest module it returns, priced
-in the dtype its `mixed_precision` runs in) and the accelerated optimizers' `step` (the step
-boundary, where `sync_gradients` says the step really happened). With trackers on, every window
-also goes to the experiment trackers the program configured, through `Accelerator.log()`."""
+`backward`, `clip_grad_norm_`, `prepare` (the trained model: the largest module it returns, in
+whatever shape it returns them, priced in the dtype its `mixed_precision` runs in, in the
+parallel layout of its ParallelismConfig and the model's mesh), `maybe_context_parallel` (the
+forwards inside it see a sequence shard: their token count is scaled back to the sample's),
+`end_training` (pending windows are flushed to the trackers before they close) and the
+accelerated optimizers' `step` (the step boundary, where `sync_gradients` says the step really
+happened). With trackers on, every window also goes to the experiment trackers the program
+configured."""
 
 import sys
 
-from .. import _ext, _peak, _reading, _records, _state, _training
+from .. import _ext, _layout, _params, _peak, _reading, _records, _state, _training
 
 # The model being trained as accelerate's prepare() handed it back: re-read once, at the first
-# real optimizer step, because a script may freeze weights or turn checkpointing on after
-# preparing.
-_trained = {"module": None, "params": 0, "reread": False, "mixed": None}
+# real optimizer step, because a script may freeze weights, turn checkpointing on or wrap it again
+# after preparing.
+_trained = {"module": None, "params": 0, "reread": False, "mixed": None, "accelerator": None}
 _device = {"resolved": False}
 
 
 def _note_accelerator(accelerator):
-    """Times on the accelerator's CUDA device once CUDA is up (host clock until then); its log()
-    is where windows go when trackers are on."""
+    """Times on the accelerator's CUDA device once CUDA is up (host clock until then); its
+    trackers are where windows go when trackers are on."""
     _tracking["accelerator"] = accelerator
     if _device["resolved"]:
         return
@@ -41,35 +45,44 @@ def mixed_precision_dtype(accelerator):
     return _MIXED_PRECISION.get(str(getattr(mode, "value", mode) or "").lower())
 
 
+def prepared_objects(result):
+    """What prepare() handed back as a tuple: accelerate returns a tuple for several objects, one
+    object for one, and a list under FSDP2."""
+    if isinstance(result, (tuple, list)):
+        return tuple(result)
+    return (result,)
+
+
+def _register(module, accelerator, again):
+    read = _training.read_model(module, mixed=_trained.get("mixed"))
+    _ext.train_register_model(read["params"], read["trainable"], read["checkpointing"],
+                              read["widths"], read["text_tokens"], again, dtype=read["dtype"],
+                              attn_density=read["attn_density"])
+    _layout.apply(module, accelerator, label="the trained model")
+    return read
+
+
 def _register_prepared(objects, accelerator=None):
-    """The largest module prepare() handed back is the trained model, priced in the dtype the
-    accelerator's mixed precision runs it in."""
+    """The largest module prepare() handed back (in this call or an earlier one) is the trained
+    model, priced in the dtype the accelerator's mixed precision runs it in."""
     import torch
 
-    running = mixed_precision_dtype(accelerator)
-    _trained["mixed"] = running
+    _trained["mixed"] = mixed_precision_dtype(accelerator)
+    _trained["accelerator"] = accelerator
     for obj in objects:
         if not isinstance(obj, torch.nn.Module):
             continue
-        params = _reading.count_params(obj, _state.world_size())
+        params = _params.count_params(obj)
         if params > _trained["params"]:
             _trained.update(module=obj, params=params, reread=False)
-            read = _training.read_model(obj, mixed=running)
-            _ext.train_register_model(read["params"], read["trainable"], read["checkpointing"],
-                                      read["widths"], read["text_tokens"], False,
-                                      dtype=read["dtype"], attn_density=read["attn_density"])
+            read = _register(obj, accelerator, False)
             _peak.ensure(_reading.module_device(obj), read["dtype"] or None)
 
 
 def _reread_trained():
     _trained["reread"] = True
-    module = _trained["module"]
-    if module is None:
-        return
-    read = _training.read_model(module, mixed=_trained.get("mixed"))
-    _ext.train_register_model(read["params"], read["trainable"], read["checkpointing"],
-                              read["widths"], read["text_tokens"], True, dtype=read["dtype"],
-                              attn_density=read["attn_density"])
+    if _trained["module"] is not None:
+        _register(_trained["module"], _trained["accelerator"], True)
 
 
 class _AroundMicroStep:
@@ -157,12 +170,72 @@ def _prepare(function):
         try:
             _note_accelerator(self)
             _state.refresh_topology()
-            _register_prepared(result if isinstance(result, tuple) else (result,), self)
+            _register_prepared(prepared_objects(result), self)
         except Exception as error:
             _state.warn(("prepare", id(self)), f"cannot size the prepared model: {error!r}")
         return result
 
     return _patched(function, prepare)
+
+
+class _SequenceShards:
+    """accelerate's context-parallel context, with the forwards inside it priced at the whole
+    sequence: each rank's inputs are a 1/cp shard of it."""
+    __slots__ = ("inner", "factor")
+
+    def __init__(self, inner, factor):
+        self.inner = inner
+        self.factor = factor
+
+    def __enter__(self):
+        value = self.inner.__enter__()
+        _reading.SEQUENCE_SHARDS.append(self.factor)
+        return value
+
+    def __exit__(self, kind, value, traceback):
+        _reading.SEQUENCE_SHARDS.pop()
+        return self.inner.__exit__(kind, value, traceback)
+
+
+def context_parallel_degree(accelerator):
+    """The cp degree whose shards accelerate's maybe_context_parallel hands the forwards, or 1
+    (it does nothing without torch context parallel)."""
+    config = getattr(accelerator, "parallelism_config", None)
+    if config is None or not getattr(config, "cp_enabled", False):
+        return 1
+    if getattr(config, "cp_backend", "torch") != "torch":
+        return 1
+    return max(1, int(config.cp_size))
+
+
+def _maybe_context_parallel(function):
+    def maybe_context_parallel(self, *args, **kwargs):
+        inner = function(self, *args, **kwargs)
+        if not _state.on:
+            return inner
+        try:
+            factor = context_parallel_degree(self)
+        except Exception:
+            factor = 1
+        return _SequenceShards(inner, factor) if factor > 1 else inner
+
+    return _patched(function, maybe_context_parallel)
+
+
+def _end_training(function):
+    def end_training(self, *args, **kwargs):
+        # The windows still pending (held for the cross-rank exchange, or waiting on device
+        # events) settle now, while the trackers and the process group are still open.
+        if _state.on:
+            try:
+                _training.finish()
+            except Exception as error:
+                _state.warn(("end_training", id(self)), f"cannot flush the training windows at "
+                            f"end_training(): {error!r}")
+        _tracking["closed"].add(id(self))
+        return function(self, *args, **kwargs)
+
+    return _patched(function, end_training)
 
 
 def _patch(cls, name, factory):
@@ -190,6 +263,8 @@ def patch():
     count += _patch(Accelerator, "backward", _backward)
     count += _patch(Accelerator, "clip_grad_norm_", _clip)
     count += _patch(Accelerator, "prepare", _prepare)
+    count += _patch(Accelerator, "maybe_context_parallel", _maybe_context_parallel)
+    count += _patch(Accelerator, "end_training", _end_training)
     count += _patch(AcceleratedOptimizer, "step", _optimizer_step)
     try:
         from accelerate.utils import DeepSpeedOptimizerWrapper
@@ -203,19 +278,26 @@ def patch():
 
 # ---- experiment trackers ----------------------------------------------------------------------
 
-# The accelerator the loop uses (the last one that prepared, accumulated or stepped backward).
-_tracking = {"accelerator": None, "on": False}
+# The accelerator the loop uses (the last one that prepared, accumulated or stepped backward), and
+# the accelerators whose end_training() ran (their trackers are closed).
+_tracking = {"accelerator": None, "on": False, "closed": set()}
 
 # Window record fields logged as they are, under perf/ (the record's own units: s, bytes, J, W).
 _LOGGED = ("peak_alloc_bytes", "peak_reserved_bytes", "eta_s", "energy_j", "power_w_mean",
            "energy_j_per_sample")
 _THROUGHPUT = ("samples_per_s", "tflops", "hw_tflops", "mfu", "hfu")
 
+# Trackers that drop a step lower than one already logged (wandb: "Steps must be monotonically
+# increasing"): a window that settles after later steps were logged joins the tracker's current
+# step there, its perf/step_first and perf/step_last saying which steps it covers.
+MONOTONIC = ("wandb", "swanlab", "trackio")
+
 
 def tracker_values(record):
-    """A training-window record as accelerate's log() takes it: numbers under `perf/` (the
-    README lists them)."""
-    values = {"perf/step_s_p50": record["step_s_p50"], "perf/step_s_p95": record["step_s_p95"]}
+    """A training-window record as a tracker's log() takes it: numbers under `perf/` (the
+    README lists them), with the steps the window covers."""
+    values = {"perf/step_s_p50": record["step_s_p50"], "perf/step_s_p95": record["step_s_p95"],
+              "perf/step_first": record["step_first"], "perf/step_last": record["step_last"]}
     for phase, seconds in record.get("phases_s", {}).items():
         values[f"perf/phase/{phase}_s"] = seconds
     throughput = record.get("throughput") or {}
@@ -228,20 +310,66 @@ def tracker_values(record):
     return values
 
 
+def _current_step(tracker):
+    """The step a monotonic tracker is at (wandb's run.step), or None when it does not say."""
+    run = getattr(tracker, "run", None)
+    step = getattr(run, "step", None)
+    return step if isinstance(step, int) else None
+
+
+def _define_perf_axis(tracker):
+    """wandb: the perf/ charts plotted against the steps each window covers, wherever the row
+    it joined is."""
+    run = getattr(tracker, "run", None)
+    if run is None or getattr(run, "_vxperf_axis", False):
+        return
+    try:
+        run.define_metric("perf/step_last")
+        run.define_metric("perf/*", step_metric="perf/step_last")
+        run._vxperf_axis = True
+    except Exception:
+        pass
+
+
+def log_to_tracker(tracker, values, step):
+    """One window into one tracker: at its last step, or, on a tracker that accepts only
+    increasing steps and has gone past it, at the step the tracker is at (uncommitted, so that
+    the program's own next log keeps its step)."""
+    name = getattr(tracker, "name", "")
+    if name in MONOTONIC:
+        if name == "wandb":
+            _define_perf_axis(tracker)
+        current = _current_step(tracker)
+        if current is not None and step < current:
+            kwargs = {"commit": False} if name == "wandb" else {}
+            tracker.log(values, step=None, **kwargs)
+            return
+    tracker.log(values, step=step)
+
+
 def _log_window(record):
     if record.get("kind") != "train_window":
         return
     accelerator = _tracking["accelerator"]
     if accelerator is None or not getattr(accelerator, "is_main_process", True):
         return
-    accelerator.log(tracker_values(record), step=record["step_last"])
+    if id(accelerator) in _tracking["closed"]:
+        return  # end_training() closed its trackers; this window went to the records only
+    values = tracker_values(record)
+    step = record["step_last"]
+    for tracker in getattr(accelerator, "trackers", ()) or ():
+        try:
+            log_to_tracker(tracker, values, step)
+        except Exception as error:
+            _state.warn(("tracker", getattr(tracker, "name", type(tracker).__name__)),
+                        f"tracker {getattr(tracker, 'name', type(tracker).__name__)} refused a "
+                        f"training window ({error!r}, said once); the records keep it")
 
 
 def enable_trackers():
-    """Logs every window from now on through the loop's Accelerator.log(), at the window's last
-    global step, on its main process (accelerate logs there only); never initializes a tracker:
-    whatever the program's init_trackers() set up gets the numbers."""
+    """Logs every window from now on through the loop's accelerator's trackers, at the window's
+    last global step, on its main process (accelerate logs there only); never initializes a
+    tracker: whatever the program's init_trackers() set up gets the numbers."""
     if not _tracking["on"]:
         _tracking["on"] = True
         _records.add_sink(_log_window)
-
