@@ -4,14 +4,14 @@ trainable counts) taken before wrapping, then what vxperf reads of it. Each rank
 saw to OUT.rank{N}.json; tests/python/test_sharding.py checks the ranks against the truth and
 against each other.
 
-    torchrun --nproc_per_node 2 sharding_worker.py --out OUT [--set counts|fsdp1_train|...]
+    torchrun --nproc_per_node 2 sharding_worker.py --out OUT [--counts] [--train 1|2]
+        [--trackers wandb,tensorboard,mlflow]
 
-Sets (one engine per process, so each end-to-end run has its own):
-  counts      every layout this world size allows, counted and read (no training); with 2 ranks
-              also a real diffusers pipeline whose transformer is sharded with FSDP2 after it
-              was built, one request per rank
-  accelerate  accelerate with its FSDP plugin (--fsdp-version 1 or 2) training a real
-              WanTransformer3DModel, its windows going to the trackers named in --trackers
+--counts: every layout this world size allows, counted and read (nothing registered); with 2
+ranks also a real diffusers pipeline whose transformer is sharded with FSDP2 after it was built,
+one request per rank. --train: then accelerate with its FSDP plugin of that version trains a
+real WanTransformer3DModel (the one trained model of the process), its windows going to the
+trackers named.
 """
 import argparse
 import json
@@ -318,8 +318,9 @@ def accelerate_training(results, version, trackers, steps):
 def main():
     parser = argparse.ArgumentParser()
     parser.add_argument("--out", required=True)
-    parser.add_argument("--set", default="counts", choices=("counts", "accelerate"))
-    parser.add_argument("--fsdp-version", type=int, default=2)
+    parser.add_argument("--counts", action="store_true", help="the counting and layout cases")
+    parser.add_argument("--train", type=int, default=0, choices=(0, 1, 2),
+                        help="then train through accelerate's FSDP plugin of this version")
     parser.add_argument("--trackers", default="")
     parser.add_argument("--steps", type=int, default=24)
     args = parser.parse_args()
@@ -329,18 +330,18 @@ def main():
 
     vxperf.install()  # metrics on as VIDEOX_PERF says, as a framework's scripts do
     results = {"rank": dist.get_rank(), "world": dist.get_world_size()}
-    if args.set == "counts":
+    if args.counts:
         if dist.get_world_size() == 2:
             counts_world2(results)
             sharded_pipeline(results)
         else:
             counts_world4(results)
-    else:
+    if args.train:
         trackers = [t for t in args.trackers.split(",") if t]
-        accelerate_training(results, args.fsdp_version, trackers, args.steps)
+        accelerate_training(results, args.train, trackers, args.steps)
     with open(f"{args.out}.rank{results['rank']}.json", "w") as handle:
         json.dump(results, handle, default=repr)
-    if dist.is_initialized():
+    if dist.is_initialized():  # end_training() destroys it
         dist.barrier()
         dist.destroy_process_group()
 

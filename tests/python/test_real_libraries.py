@@ -6,12 +6,11 @@ every record must agree with the reference's, and outputs and trained weights mu
 to an unmeasured run. Skipped where those libraries are not installed (Debian's torch 1.13)."""
 import json
 import os
-import subprocess
 import sys
 
 import pytest
 
-from conftest import HERE, clean_env
+from conftest import HERE, run_child
 
 sys.path.insert(0, HERE)
 import scenarios  # noqa: E402
@@ -42,9 +41,9 @@ NAMES = sorted(real_scenarios.SCENARIOS)
 
 def run(impl, name, tmp_path):
     out = tmp_path / f"{impl}-{name}.json"
-    proc = subprocess.run([sys.executable, os.path.join(HERE, "real_scenarios.py"), "--impl", impl,
-                           "--scenario", name, "--out", str(out), "--reference", REFERENCE],
-                          env=clean_env(), capture_output=True, text=True, timeout=600)
+    proc = run_child([os.path.join(HERE, "real_scenarios.py"), "--impl", impl, "--scenario",
+                      name, "--out", str(out), "--reference", REFERENCE], check=False,
+                     timeout=600)
     assert proc.returncode == 0, f"{impl} {name} failed:\n{proc.stderr[-4000:]}"
     return json.loads(out.read_text()), proc.stderr
 

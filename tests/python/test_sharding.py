@@ -53,14 +53,27 @@ def launch(tmp, ranks, *args, **settings):
     return results, [read_records(f"{records}.rank{r}") for r in range(ranks)], proc.stderr
 
 
+# One launch per world size and FSDP version: 2 ranks count and read every layout, serve a request
+# and train with FSDP2 into three trackers (with the live cross-rank view, which holds windows);
+# 2 ranks train with FSDP1; 4 ranks count and read the 2-D layouts.
+TWO = ("--counts", "--train", "2", "--trackers", "wandb,tensorboard,mlflow")
+
+
 @pytest.fixture(scope="module")
 def two(tmp_path_factory):
-    return launch(tmp_path_factory.mktemp("two"), 2)
+    tmp = tmp_path_factory.mktemp("two")
+    return (2, tmp, *launch(tmp, 2, *TWO, VIDEOX_PERF_EVERY=4, VIDEOX_PERF_XRANK=1))
 
 
 @pytest.fixture(scope="module")
 def four(tmp_path_factory):
-    return launch(tmp_path_factory.mktemp("four"), 4)
+    tmp = tmp_path_factory.mktemp("four")
+    return launch(tmp, 4, "--counts")
+
+
+def counted(run):
+    """(results, records, stderr) of a launch."""
+    return run[-3:]
 
 
 def seen(results, name):
@@ -78,7 +91,7 @@ EXACT = ["fsdp1_plain_odd", "fsdp1_orig_odd", "fsdp1_plain_even", "fsdp1_orig_ev
 
 @pytest.mark.parametrize("name", EXACT)
 def test_two_ranks_count_every_sharding_exactly(two, name):
-    results, _, _ = two
+    results, _, _ = counted(two)
     for case in seen(results, name):
         assert case["params"] == case["truth"]["params"], case
         assert case["trainable"] == case["truth"]["trainable"], case
@@ -86,7 +99,7 @@ def test_two_ranks_count_every_sharding_exactly(two, name):
 
 def test_odd_sizes_are_padded_shards_yet_counted_exactly(two):
     """12,084 / 12,088 vs 12,076 in the issue: local x world disagreed between the ranks."""
-    results, _, _ = two
+    results, _, _ = counted(two)
     for name in ("fsdp1_plain_odd", "fsdp1_orig_odd"):
         cases = seen(results, name)
         assert cases[0]["params"] == cases[1]["params"] == cases[0]["truth"]["params"]
@@ -96,7 +109,7 @@ def test_odd_sizes_are_padded_shards_yet_counted_exactly(two):
 
 @pytest.mark.parametrize("name", ["fsdp1_lora", "fsdp2_lora"])
 def test_lora_adapters_on_a_sharded_base(two, name):
-    results, _, _ = two
+    results, _, _ = counted(two)
     for case in seen(results, name):
         assert case["params"] == case["truth"]["params"]
         assert case["trainable"] == case["truth"]["trainable"] == case["truth"]["lora"]
@@ -108,7 +121,7 @@ def dims(case):
 
 
 def test_two_ranks_layouts_read_from_what_ran(two):
-    results, _, stderr = two
+    results, _, stderr = counted(two)
     expect = {
         "fsdp1_plain_odd": {"dp_shard": 2}, "fsdp1_grad_op": {"dp_shard": 2},
         "fsdp2_whole": {"dp_shard": 2}, "fsdp2_partly": {"dp_shard": 2},
@@ -135,7 +148,7 @@ def test_two_ranks_layouts_read_from_what_ran(two):
 
 
 def test_sharded_pipeline_request_is_priced_at_the_unsharded_count(two):
-    results, records, _ = two
+    results, records, _ = counted(two)
     for rank, (r, own) in enumerate(zip(results, records)):
         request = r["pipeline_request"]
         assert request["dit"]["params"] == r["pipeline_truth"]["params"]
@@ -170,15 +183,16 @@ def test_four_ranks_hsdp_tp_and_accelerate_cp(four, name):
 # ---- accelerate's FSDP plugin ---------------------------------------------------------------
 
 
-@pytest.fixture(scope="module", params=[1, 2], ids=["fsdp1", "fsdp2"])
-def trained(request, tmp_path_factory):
-    tmp = tmp_path_factory.mktemp(f"accelerate{request.param}")
-    trackers = "tensorboard" if request.param == 1 else "wandb,tensorboard,mlflow"
-    extra = {"VIDEOX_PERF_XRANK": 1} if request.param == 2 else {}
-    results, records, stderr = launch(tmp, 2, "--set", "accelerate", "--fsdp-version",
-                                      str(request.param), "--trackers", trackers,
-                                      VIDEOX_PERF_EVERY=4, **extra)
-    return request.param, tmp, results, records, stderr
+@pytest.fixture(scope="module")
+def fsdp1_trained(tmp_path_factory):
+    tmp = tmp_path_factory.mktemp("fsdp1")
+    return (1, tmp, *launch(tmp, 2, "--train", "1", "--trackers", "tensorboard",
+                            VIDEOX_PERF_EVERY=4))
+
+
+@pytest.fixture(params=["fsdp1", "fsdp2"])
+def trained(request):
+    return request.getfixturevalue("fsdp1_trained" if request.param == "fsdp1" else "two")
 
 
 def test_accelerate_fsdp_windows_are_priced_at_the_unsharded_count(trained):

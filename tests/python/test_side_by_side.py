@@ -9,12 +9,11 @@ against the reference itself, run live, when it is present ($VXPERF_REFERENCE or
 import json
 import math
 import os
-import subprocess
 import sys
 
 import pytest
 
-from conftest import HERE, clean_env
+from conftest import HERE, TORCH, run_child
 
 sys.path.insert(0, HERE)
 import scenarios  # noqa: E402
@@ -26,9 +25,10 @@ NAMES = sorted(scenarios.SCENARIOS)
 
 def run_scenario(impl, name, tmp_path):
     out = tmp_path / f"{impl}-{name}.json"
-    proc = subprocess.run([sys.executable, os.path.join(HERE, "scenarios.py"), "--impl", impl,
-                           "--scenario", name, "--out", str(out), "--reference", REFERENCE],
-                          env=clean_env(), capture_output=True, text=True, timeout=180)
+    # scenarios.py puts the stand-ins on sys.path: the real diffusers cannot be preloaded
+    proc = run_child([os.path.join(HERE, "scenarios.py"), "--impl", impl, "--scenario", name,
+                      "--out", str(out), "--reference", REFERENCE], check=False, timeout=180,
+                     preload=TORCH)
     assert proc.returncode == 0, f"{impl} {name} failed:\n{proc.stderr}"
     return json.loads(out.read_text()), proc.stderr
 
