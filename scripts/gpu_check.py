@@ -505,6 +505,55 @@ def python_compare(args):
     return 0 if not problems else 1
 
 
+def context_parallel(args):
+    """One rank of a real diffusers Wan pipeline whose transformer runs ulysses context parallel
+    over the two ranks (enable_parallelism), one request; writes its record and the truth."""
+    import torch
+    import torch.distributed as dist
+
+    dist.init_process_group("nccl")
+    rank = dist.get_rank()
+    torch.cuda.set_device(rank)
+    import real_models
+    import vxperf
+    from diffusers import ContextParallelConfig
+
+    pipe = real_models.wan(seed=0).to(f"cuda:{rank}")
+    truth = sum(p.numel() for p in pipe.transformer.parameters())
+    pipe.transformer.set_attention_backend("native")
+    pipe.transformer.enable_parallelism(config=ContextParallelConfig(ulysses_degree=2))
+    vxperf.instrument_pipeline(pipe)
+    generator = torch.Generator("cuda").manual_seed(0)
+    pipe(prompt="a cat runs", num_inference_steps=2, height=32, width=32, num_frames=5,
+         generator=generator, output_type="latent")
+    with open(os.environ["VIDEOX_PERF_JSON"] + f".truth{rank}", "w") as handle:
+        json.dump({"truth": truth}, handle)
+    dist.destroy_process_group()
+
+
+def context_parallel_compare(args):
+    """Both ranks' request: priced against the 2 devices of the group, the layout read from
+    diffusers' config, the unsharded count; the report counts it once."""
+    problems = []
+    for rank in (0, 1):
+        records = [json.loads(line) for line in open(f"{args.records}.rank{rank}")]
+        truth = json.load(open(f"{args.records}.truth{rank}"))["truth"]
+        request = [r for r in records if r["kind"] == "request"][0]
+        layout = request.get("parallel") or {}
+        print(f"gpu_check: context parallel rank {rank}: devices {request['dit']['devices']}, "
+              f"params {request['dit']['params']} (truth {truth}), layout {layout}")
+        if request["dit"]["devices"] != 2 or layout.get("cp") != 2 or layout.get("group") != 2:
+            problems.append(f"rank {rank}: not priced as a request of 2 devices")
+        if layout.get("from", {}).get("cp") != "diffusers":
+            problems.append(f"rank {rank}: cp not read from diffusers' config")
+        if request["dit"]["params"] != truth:
+            problems.append(f"rank {rank}: params {request['dit']['params']} != {truth}")
+    for problem in problems:
+        print("  ", problem)
+    print("RESULT:", "agree" if not problems else "DISAGREE", "(context parallel)")
+    return 0 if not problems else 1
+
+
 def main():
     p = argparse.ArgumentParser(description=__doc__,
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -545,8 +594,15 @@ def main():
     pw.add_argument("--requests", type=int, default=2)
     pw.add_argument("--steps", type=int, default=4)
     pw.add_argument("--out", required=True)
+    sub.add_parser("context-parallel")
+    pcc = sub.add_parser("context-parallel-compare")
+    pcc.add_argument("--records", required=True)
     args = p.parse_args()
-    if args.cmd == "direct":
+    if args.cmd == "context-parallel":
+        context_parallel(args)
+    elif args.cmd == "context-parallel-compare":
+        sys.exit(context_parallel_compare(args))
+    elif args.cmd == "direct":
         direct(args)
     elif args.cmd == "batch":
         batch_of(args)

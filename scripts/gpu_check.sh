@@ -14,6 +14,9 @@
 #
 #   bash scripts/gpu_check.sh            # OUT=out/gpu_check by default; PYTHON=python3
 #   VXPERF_REFERENCE=path/seed_perf.py   # the reference (default ../shared/reference/, shared/...)
+#   GPU_CHECK_REHEARSE=1 PYTHON=build-venv/bin/python bash scripts/gpu_check.sh
+#                                        # on a machine without a GPU: the same build against the
+#                                        # CPU wheel's LibTorch, and the demo on the CPU
 #
 # Exit status: 0 agree, 1 disagree, 2 the demo could not run (the direct numbers still print),
 # 3 the Python check could not run (package not built or no reference).
@@ -23,33 +26,47 @@ PYTHON=${PYTHON:-python3}
 OUT=${OUT:-$PWD/out/gpu_check}
 BUILD=${BUILD:-build-gpu}
 DEVICE=${DEVICE:-0}
+REHEARSE=${GPU_CHECK_REHEARSE:-0}
 mkdir -p "$OUT"
 # Measured peaks go to a cache of this check's own: every run measures afresh.
 export XDG_CACHE_HOME="$OUT/cache"
 rm -rf "$XDG_CACHE_HOME"
 
-"$PYTHON" - <<'PY'
+"$PYTHON" - "$REHEARSE" <<'PY'
 import sys, torch
 if not torch.cuda.is_available():
+    if sys.argv[1] == "1":
+        print(f"gpu_check: rehearsal on torch {torch.__version__} without a GPU")
+        sys.exit(0)
     sys.exit("gpu_check: PyTorch sees no CUDA device")
 print(f"gpu_check: torch {torch.__version__} (CUDA {torch.version.cuda}) on "
       f"{torch.cuda.get_device_name()}")
 PY
-prefix=$("$PYTHON" -c 'import torch;print(torch.utils.cmake_prefix_path)')
 
-# pybind11 from pip when the system has none (its CMake files ship inside the wheel)
-pybind11_dir=$("$PYTHON" -c 'import pybind11; print(pybind11.get_cmake_dir())' 2>/dev/null || true)
-
-echo "gpu_check: building vxperf against $prefix"
-cmake -S . -B "$BUILD" -G Ninja -DCMAKE_BUILD_TYPE=Release -DCMAKE_PREFIX_PATH="$prefix" \
+# The recipe of the project's own build: LibTorch from the torch wheel of $PYTHON
+# (torch.utils.cmake_prefix_path), the extension for $PYTHON with its own pybind11.
+echo "gpu_check: building vxperf against the LibTorch of $("$PYTHON" -c 'import torch; print(torch.__file__)')"
+cmake -S . -B "$BUILD" -G Ninja -DCMAKE_BUILD_TYPE=Release -DVXPERF_PYTHON="$(command -v "$PYTHON")" \
   -DVXPERF_WITH_TORCH=ON -DVXPERF_BUILD_TESTS=OFF -DVXPERF_BUILD_BENCH=OFF \
-  -DPython3_EXECUTABLE="$(command -v "$PYTHON")" ${pybind11_dir:+-Dpybind11_DIR="$pybind11_dir"} \
   >"$OUT/cmake.log" 2>&1 || { tail -n 40 "$OUT/cmake.log"; exit 1; }
+grep "vxperf 0\|vxperf: Python" "$OUT/cmake.log" | sed 's/^-- /gpu_check: /'
 targets=(vxperf_cli)
 if grep -q "vxperf: Python package ON" "$OUT/cmake.log"; then targets+=(vxperf_python); fi
 cmake --build "$BUILD" -j "$(nproc)" --target "${targets[@]}" >"$OUT/build.log" 2>&1 ||
   { tail -n 40 "$OUT/build.log"; exit 1; }
 vxperf="$BUILD/vxperf"
+
+if [[ "$REHEARSE" == "1" ]]; then
+  # The demo as the GPU run makes it, at a size the CPU finishes: records, one request line each.
+  rm -rf "$OUT/demo"
+  timeout 300 "$vxperf" demo --device cpu --steps 2 --requests 1 --train-steps 2 --out "$OUT/demo" \
+    >"$OUT/demo.log" 2>&1 || { tail -n 20 "$OUT/demo.log"; exit 2; }
+  grep -c '"kind": "request"' "$OUT"/demo/run-*/records.jsonl >/dev/null ||
+    { echo "gpu_check: the rehearsal's demo wrote no request record"; exit 2; }
+  grep "^\[Perf\]\[rank0\] req#\|output digest" "$OUT/demo.log" | sed 's/^/gpu_check: /'
+  echo "gpu_check: rehearsal passed (build against the wheel's LibTorch, demo on the CPU)"
+  exit 0
+fi
 
 rm -rf "$OUT/demo"
 demo_status=0
@@ -221,4 +238,25 @@ python_check() {
 python_status=0
 python_check || python_status=$?
 if ((status == 0 && python_status != 0)); then status=$python_status; fi
+
+# ---- diffusers' context parallel on two devices (it does not start without CUDA) ---------------
+# A request computed by ulysses over 2 GPUs: each rank's record is priced against 2 devices, its
+# layout read from the config diffusers leaves on the transformer, its parameters the unsharded
+# count. Skipped on a host with one device.
+cp_check() {
+  local devices
+  devices=$("$PYTHON" -c 'import torch; print(torch.cuda.device_count())')
+  if ((devices < 2)); then
+    echo "gpu_check: context parallel: $devices device(s), needs 2: skipped"
+    return 0
+  fi
+  rm -rf "$OUT/cp"
+  mkdir -p "$OUT/cp"
+  PYTHONPATH="$(cd "$BUILD" && pwd)/python:$PWD/tests/python${PYTHONPATH:+:$PYTHONPATH}" \
+    VIDEOX_PERF=1 VIDEOX_PERF_JSON="$OUT/cp/records.jsonl" timeout 300 "$PYTHON" -m \
+    torch.distributed.run --standalone --nproc_per_node 2 scripts/gpu_check.py context-parallel \
+    >"$OUT/cp/log.txt" 2>&1 || { echo "gpu_check: context parallel run failed"; tail -n 20 "$OUT/cp/log.txt"; return 1; }
+  "$PYTHON" scripts/gpu_check.py context-parallel-compare --records "$OUT/cp/records.jsonl"
+}
+cp_check || status=$((status == 0 ? 1 : status))
 exit "$status"

@@ -1,7 +1,7 @@
-#!/usr/bin/python3
+#!/usr/bin/env python3
 """What measuring adds to one module call inside a request: vxperf against the reference module.
 
-    PYTHONPATH=build/python /usr/bin/python3 bench/python/hook_overhead.py [--rounds 21]
+    PYTHONPATH=build/python build-venv/bin/python bench/python/hook_overhead.py [--rounds 21]
         [--calls 2000] [--reference PATH/seed_perf.py] [--json OUT]
 
 For each implementation a pipeline is instrumented with its own `instrument_pipeline`; inside one
@@ -10,9 +10,6 @@ alternating blocks, a never-instrumented module of the same class N times. The a
 call is the difference of the two per-call times; the figure is the median over the rounds (one
 request each). The module is called as diffusers calls a transformer, with a keyword argument.
 Host only (CPU tensors, no device). Both implementations run in the same process.
-
-On torch 1.x the reference's kwargs forward hooks are emulated by wrapping the instance's forward
-(tests/python/kwargs_hooks.py), as in the side-by-side tests.
 """
 import argparse
 import json
@@ -23,11 +20,8 @@ import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 REPO = os.path.dirname(os.path.dirname(HERE))
-sys.path.insert(0, os.path.join(REPO, "tests", "python"))
 
 import torch  # noqa: E402
-
-import kwargs_hooks  # noqa: E402
 
 
 class Tower(torch.nn.Module):
@@ -77,7 +71,6 @@ def make_pipeline_class(label):
 def load_reference(path):
     import importlib.util
 
-    kwargs_hooks.emulate()
     spec = importlib.util.spec_from_file_location("seed_perf", path)
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)

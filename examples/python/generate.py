@@ -1,7 +1,7 @@
-#!/usr/bin/python3
+#!/usr/bin/env python3
 """Text-to-video generation with a tiny Wan-shaped pipeline, measured by vxperf.
 
-    VIDEOX_PERF=1 PYTHONPATH=build/python /usr/bin/python3 examples/python/generate.py
+    VIDEOX_PERF=1 PYTHONPATH=build/python build-venv/bin/python examples/python/generate.py
 
 With VIDEOX_PERF set, each pipeline call is a request: text encoder, every transformer step (two
 per step under classifier-free guidance) and the VAE decode are timed stages, the transformer is

@@ -1,7 +1,7 @@
-#!/usr/bin/python3
+#!/usr/bin/env python3
 """A tiny text-to-video HTTP server on loopback, measured by vxperf and scraped by Prometheus.
 
-    VIDEOX_PERF=1 PYTHONPATH=build/python /usr/bin/python3 examples/python/serve.py --port 8000
+    VIDEOX_PERF=1 PYTHONPATH=build/python build-venv/bin/python examples/python/serve.py --port 8000
     curl -s -X POST localhost:8000/generate -d '{"prompt": "a paper boat", "steps": 2}'
     curl -s localhost:8000/metrics | grep vxperf_
 

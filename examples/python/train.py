@@ -1,8 +1,8 @@
-#!/usr/bin/python3
+#!/usr/bin/env python3
 """Fine-tuning a tiny Wan-shaped DiT with a plain PyTorch loop, measured by vxperf.
 
     VIDEOX_PERF=1 VIDEOX_PERF_EVERY=4 PYTHONPATH=build/python \
-        /usr/bin/python3 examples/python/train.py [--lora] [--checkpointing]
+        build-venv/bin/python examples/python/train.py [--lora] [--checkpointing]
 
 Each optimizer step is split into phases (data wait, prep, VAE encode, text encoder, forward,
 backward, clip, optimizer, other) and priced in FLOPs (3x a forward for full fine-tuning, 2x with

@@ -1,8 +1,8 @@
-#!/usr/bin/python3
+#!/usr/bin/env python3
 """Data-parallel training of a tiny Wan-shaped DiT, measured by vxperf on every rank.
 
     VIDEOX_PERF=1 VIDEOX_PERF_EVERY=10 VIDEOX_PERF_JSON=runs/ddp.jsonl VIDEOX_PERF_XRANK=1 \\
-    PYTHONPATH=build/python OMP_NUM_THREADS=1 /usr/bin/python3 -m torch.distributed.run \\
+    PYTHONPATH=build/python OMP_NUM_THREADS=1 build-venv/bin/python -m torch.distributed.run \\
         --standalone --nproc_per_node 4 examples/python/train_ddp.py --steps 40 --slow-rank 2
     build/vxperf report runs/ddp.jsonl.rank*
 

@@ -1,15 +1,15 @@
-#!/usr/bin/python3
+#!/usr/bin/env python3
 """Writes the golden files of the side-by-side tests: what the reference module recorded (the
 non-timing fields) and observed, per scenario.
 
 Usage: make_golden.py [--reference PATH/seed_perf.py] [--set classic|torch2] [SCENARIO...]
 
-  classic (default)  scenarios.py's SCENARIOS over the stand-ins: run with /usr/bin/python3
-                     (Debian's torch).
-  torch2             scenarios.py's REAL_ACCELERATE and every real_scenarios.py scenario, where the
-                     reference's module hooks are native: run with build-venv/bin/python (torch 2,
-                     the real diffusers, transformers, accelerate). Written as golden/NAME.json and
+  classic (default)  scenarios.py's SCENARIOS over the stand-ins.
+  torch2             scenarios.py's REAL_ACCELERATE and every real_scenarios.py scenario, over the
+                     real diffusers, transformers and accelerate. Written as golden/NAME.json and
                      golden/real/NAME.json.
+
+Run both with build-venv/bin/python (torch 2, the pinned libraries).
 
 Default reference: $VXPERF_REFERENCE, else <repo>/../shared/reference/seed_perf.py. The tests
 compare vxperf with these files on every run, and with the reference itself when it is present.

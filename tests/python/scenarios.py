@@ -26,7 +26,6 @@ import threading
 HERE = os.path.dirname(os.path.abspath(__file__))
 REPO = os.path.dirname(os.path.dirname(HERE))
 sys.path.insert(0, HERE)
-import kwargs_hooks  # noqa: E402
 
 # name -> VIDEOX_PERF* settings of the scenario (besides VIDEOX_PERF_JSON)
 SCENARIOS = {
@@ -96,7 +95,6 @@ def load(impl, reference_path):
         import vxperf
 
         return vxperf
-    kwargs_hooks.emulate()
     # Loaded where it lives in its framework (videox_fun.utils), so that install() and
     # install_training() find `..pipeline` and `..models` (the stand-ins).
     import videox_fun.utils  # noqa: F401

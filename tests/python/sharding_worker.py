@@ -84,15 +84,37 @@ def with_lora(model):
 # ---- what vxperf reads ----------------------------------------------------------------------
 
 
+_REFERENCE = {}
+
+
+def reference():
+    """The reference module ($VXPERF_REFERENCE) when it is around, else None."""
+    path = os.environ.get("VXPERF_REFERENCE", "")
+    if "module" not in _REFERENCE:
+        _REFERENCE["module"] = None
+        if os.path.exists(path):
+            import importlib.util
+
+            spec = importlib.util.spec_from_file_location("seed_perf", path)
+            module = importlib.util.module_from_spec(spec)
+            spec.loader.exec_module(module)
+            _REFERENCE["module"] = module
+    return _REFERENCE["module"]
+
+
 def read(model, accelerator=None):
     from vxperf import _layout, _params
 
     counted = _params.count(model)
     layout = _layout.read(model, accelerator)
-    return {"params": counted.params, "trainable": counted.trainable, "lora": counted.lora,
+    seen = {"params": counted.params, "trainable": counted.trainable, "lora": counted.lora,
             "kinds": sorted(counted.kinds),
             "dims": {d: list(v) for d, v in layout.dims.items()},
             "dp_rank": layout.dp_rank}
+    ref = reference()
+    if ref is not None:  # what the reference counts of the same model, side by side
+        seen["reference_params"] = int(ref._count_params(model, dist.get_world_size()))
+    return seen
 
 
 def fsdp1(model, **kwargs):

@@ -33,7 +33,7 @@ def test_a_timer_replaced_during_a_call_is_said_once_and_put_back(tmp_path):
                     module = self.transformer
                     for attribute in list(_hooks.timers(module)):
                         module.__dict__.pop(attribute, None)
-                    if "forward" in module.__dict__ or not _hooks.instance_call():
+                    if "forward" in module.__dict__:
                         plain = type(module).forward.__get__(module)
                         module.__dict__["forward"] = lambda *a, **k: plain(*a, **k)
                 return super().__call__(*args, **kwargs)

@@ -20,6 +20,9 @@ import pytest
 
 from conftest import HERE, clean_env, read_records
 
+sys.path.insert(0, HERE)
+import scenarios  # noqa: E402
+
 WORKER = os.path.join(HERE, "sharding_worker.py")
 pytestmark = pytest.mark.skipif(importlib.util.find_spec("diffusers") is None,
                                 reason="needs the torch 2 environment (scripts/setup.sh)")
@@ -37,6 +40,7 @@ def launch(tmp, ranks, *args, **settings):
     out = tmp / "out"
     records = tmp / "records.jsonl"
     env = clean_env(VIDEOX_PERF=1, VIDEOX_PERF_JSON=records, OMP_NUM_THREADS=1,
+                    VXPERF_REFERENCE=scenarios.default_reference(),
                     HF_HUB_OFFLINE=1, WANDB_MODE="offline", WANDB_DIR=tmp,
                     WANDB_SILENT="true", SHARDING_TRACKERS_DIR=tmp / "trackers",
                     MLFLOW_TRACKING_URI=f"file://{tmp}/mlruns", MLFLOW_ALLOW_FILE_STORE="true",
@@ -95,6 +99,27 @@ def test_two_ranks_count_every_sharding_exactly(two, name):
     for case in seen(results, name):
         assert case["params"] == case["truth"]["params"], case
         assert case["trainable"] == case["truth"]["trainable"], case
+
+
+def test_the_reference_side_by_side(two):
+    """Where the reference is right (FSDP1 with even sizes, DDP, tensor parallel by luck of
+    neither) it agrees with vxperf; where it is wrong, by the amounts the README gives: FSDP2
+    counts world-size times, FSDP1 with odd sizes counts its padding and its ranks disagree."""
+    results, _, _ = counted(two)
+    if "reference_params" not in results[0]["fsdp1_plain_even"]:
+        pytest.skip("the reference module is not here")
+    for name in ("fsdp1_plain_even", "fsdp1_orig_even", "ddp"):
+        for case in seen(results, name):
+            assert case["reference_params"] == case["truth"]["params"] == case["params"], name
+    for case in seen(results, "fsdp2_whole"):
+        assert case["reference_params"] == 2 * case["truth"]["params"]
+    plain = [c["reference_params"] for c in seen(results, "fsdp1_plain_odd")]
+    orig = [c["reference_params"] for c in seen(results, "fsdp1_orig_odd")]
+    truth = seen(results, "fsdp1_plain_odd")[0]["truth"]["params"]
+    assert plain[0] == plain[1] != truth  # the last shard's padding, counted
+    assert orig[0] != orig[1]  # the ranks hold different amounts
+    print(f"reference: FSDP1 odd {truth} -> {plain} (use_orig_params=False), {orig} (True); "
+          f"FSDP2 {truth} -> {seen(results, 'fsdp2_whole')[0]['reference_params']}")
 
 
 def test_odd_sizes_are_padded_shards_yet_counted_exactly(two):
