@@ -31,16 +31,25 @@ inline constexpr EventId kNoEvent = 0;
 struct DeviceReadings {
   std::uint64_t allocated = 0;  // peak bytes allocated (tensors)
   std::uint64_t reserved = 0;   // peak bytes reserved (the allocator's cache)
-  // Joules the device used over the interval: the energy counter's difference, or power samples
-  // integrated over time where the device has no counter (then energy_from is "power").
+  // Joules the device used over the interval: the energy counter's difference ("counter"), power
+  // samples integrated over time where the device has no counter ("power_samples"), or, over an
+  // interval shorter than the counter's update period during which it did not move, the power read
+  // times the time ("power_x_time"); energy_from says which.
   std::optional<double> energy_j;
   std::optional<std::string> energy_from;
+  // Another interval was open on the device for some of this one's time (two requests served at
+  // once, an eval request during training): each moment's energy was split equally among the
+  // intervals open then, so that they add up to the device's (the time share, vxperf/nvml.h).
+  bool energy_shared = false;
   std::optional<double> power_w_mean;            // watts: energy over the interval's seconds
   std::optional<std::int64_t> sm_clock_mhz_min;  // the lowest SM clock seen
   std::optional<std::int64_t> temp_c_max;        // the highest GPU temperature seen
   // The clock-limiting reasons seen ("sw_power_cap", "hw_slowdown", ...; empty: none), in the
   // order of their NVML bits.
   std::optional<std::vector<std::string>> throttle;
+  // Joules the host's CPU packages and DRAM used over the interval, from the kernel's powercap
+  // counters (vxperf/powercap.h), time-shared as energy_j is.
+  std::optional<double> cpu_energy_j;
 };
 // Its name from when memory peaks were all a device said; records keep them in `peaks`.
 using MemoryPeaks = DeviceReadings;
@@ -75,11 +84,24 @@ class DeviceBackend {
     (void)device;
     return {};
   }
+  // Starts / stops the profiler's capture on `device` (the CUDA driver's cuProfilerStart and
+  // cuProfilerStop: what `nsys profile --capture-range=cudaProfilerApi` records between);
+  // false when the backend cannot (VIDEOX_PERF_PROFILE, vxperf/settings.h).
+  virtual bool profiler_start(int device) {
+    (void)device;
+    return false;
+  }
+  virtual bool profiler_stop(int device) {
+    (void)device;
+    return false;
+  }
 };
 
 // What a device's management library says of an interval beyond the backend's peaks: energy,
-// power, clocks, temperature and throttling (NVML: vxperf/nvml.h). The engine opens an interval
-// at a request's or window's start and closes it at its end, never on a stage's hot path.
+// power, clocks, temperature and throttling (NVML: vxperf/nvml.h), or what the host says of it
+// (the powercap counters: cpu_energy_j, vxperf/powercap.h). The engine opens an interval at a
+// request's start and closes it at its end; a training window's opens at its first step's start
+// and closes at its last step's close. Never on a stage's hot path.
 //
 // Thread safety: every member may be called from any thread at once.
 class DeviceMeter {
@@ -92,6 +114,27 @@ class DeviceMeter {
   virtual void end(std::uint64_t interval, DeviceReadings& readings) = 0;
   // Closes `interval` (not 0) without reading it.
   virtual void cancel(std::uint64_t interval) = 0;
+
+  // A training window's boundaries: it ends at its last step's close, which is known to be the
+  // last only once no more steps come (the partial window at the end of training), and the next
+  // window begins where it ends. The defaults serve a meter that implements only the above.
+  //
+  // Notes where `interval` (not 0) would end if end_at_mark closed it: its readings as they
+  // stand now (a step's close).
+  virtual void mark(std::uint64_t interval) { (void)interval; }
+  // Closes `interval` (not 0) as of its last mark (none: now), adding its readings to
+  // `readings`.
+  virtual void end_at_mark(std::uint64_t interval, DeviceReadings& readings) {
+    end(interval, readings);
+  }
+  // Closes `interval` (not 0) now and opens the next on the same device at the same reading,
+  // so that consecutive windows add up to the device's counter; returns the new interval (0:
+  // none). `pci_bus_id` and `device` are the interval's, as begin was given them.
+  virtual std::uint64_t roll(std::uint64_t interval, DeviceReadings& readings,
+                             const std::string& pci_bus_id, int device) {
+    end(interval, readings);
+    return begin(pci_bus_id, device);
+  }
 };
 
 // No device: every marker is host time alone.

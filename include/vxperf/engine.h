@@ -54,6 +54,10 @@ struct EngineOptions {
   // Empty: NVML, loaded the first time an interval opens on a device the backend names by PCI
   // bus id (VIDEOX_PERF_NVML=0: never).
   std::shared_ptr<DeviceMeter> meter;
+  // What reads the host's energy over the same intervals (cpu_energy_j, vxperf/powercap.h).
+  // Empty: the powercap counters, read the first time an interval opens on such a device
+  // (VIDEOX_PERF_POWERCAP=0: never).
+  std::shared_ptr<DeviceMeter> host_meter;
   // The all-gather behind the live cross-rank view (settings.xrank; see vxperf/xrank.h).
   RankExchange rank_exchange;
 };

@@ -53,6 +53,9 @@ struct RequestOptions {
   // Price the request only by transformers declared for it (declare_request_model in
   // vxperf/markers.h: a pipeline's own components), never by the engine's declarations.
   bool own_models = false;
+  // Videos (or images) the call generates: a batch of prompts, or several per prompt. The record
+  // says it and its energy per video (`videos`, `energy_j_per_video`) when it is more than 1.
+  std::int64_t videos = 1;
 };
 
 class RequestScope {

@@ -19,19 +19,28 @@
 // missing or says NOT_SUPPORTED leaves its reading out, said once per device; nvmlErrorString
 // is used for messages when present.
 //
-// What an interval gets (vxperf/device.h, DeviceReadings), read at its two boundaries and never
-// on a stage's hot path:
+// What an interval gets (vxperf/device.h, DeviceReadings), read at its boundaries (a window's
+// step closes too: mark) and never on a stage's hot path:
 //   energy_j        the energy counter's difference (energy_from "counter"); on a device without
 //                   the counter, power samples integrated over time by the trapezoid rule
-//                   (energy_from "power_samples"): the boundaries' two, and the sampler's between
+//                   (energy_from "power_samples"): the boundaries' two, and the sampler's between;
+//                   over an interval during which the counter did not move and no longer than
+//                   max(1 s, twice its update period as seen: the longest it was read holding one
+//                   value before moving), the power read times the time (energy_from
+//                   "power_x_time"); longer, the counter stalled (left out, said once)
+//   energy_shared   the time share: what the device used between two consecutive readings (any
+//                   interval's boundary) is split equally among the intervals open on it then, so
+//                   that overlapping intervals add up to the counter over their union; true when
+//                   another interval was open for part of this one
 //   power_w_mean    energy_j over the interval's seconds (without energy: the samples' mean)
 //   sm_clock_mhz_min, temp_c_max   the lowest SM clock and the highest temperature read
 //   throttle        the clock-limiting reasons read, by name in the order of their NVML bits
 //                   ("applications_clocks_setting", "sw_power_cap", "hw_slowdown", "sync_boost",
 //                   "sw_thermal_slowdown", "hw_thermal_slowdown", "hw_power_brake_slowdown",
 //                   "display_clock_setting"; "gpu_idle" is left out: an idle GPU is not slowed)
-// The sampler is one thread per meter at `sample_period_s`, started only once an interval is
-// open on a device without an energy counter, reading the open intervals' devices.
+// The sampler is one thread per meter at `sample_period_s`, started before the first reading of
+// the first interval on a device without an energy counter (outside that interval), reading the
+// open intervals' devices.
 //
 // Bad readings: a counter that went backwards (a driver reload, a wrap), a power reading above
 // 100 kW: that interval's energy is left out, with one notice per device and reason. Nothing is

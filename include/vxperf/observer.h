@@ -74,6 +74,7 @@ struct SettledRequest {
   int device = -1;
   double t0 = 0, t1 = 0;
   bool failed = false;
+  std::int64_t videos = 1;                // generated (RequestOptions::videos)
   std::vector<SettledCall> calls;         // in closing order
   std::optional<DeviceReadings> readings;  // with a device
   // Transformers declared for this request alone (declare_request_model), as declared.
@@ -158,6 +159,13 @@ class Observer {
   }
   // The engine shut down (its summaries printed), at host time `t`.
   virtual void on_finish(double t) { (void)t; }
+
+  // ---- capture ranges ----
+  // VIDEOX_PERF_PROFILE's range starts (`start`: as its first step or request begins, before
+  // that one's clock is read) or stops (after its last one closed; at exit for one that never
+  // did), on the thread at that boundary, after the CUDA profiler was told. A torch profiler
+  // handed to vxperf.profile_range() is started and stopped here.
+  virtual void on_capture(bool start) { (void)start; }
 };
 
 }  // namespace vxperf

@@ -63,6 +63,10 @@ struct RequestRecord {
   std::optional<DitThroughput> dit;
   std::optional<int> device;            // device index, serialized as "cuda:N"
   std::optional<DeviceReadings> peaks;  // what the device said over the request (with `device`)
+  // Videos the request generated, when more than one (RequestOptions::videos), and its energy
+  // over them (with peaks->energy_j).
+  std::optional<std::int64_t> videos;
+  std::optional<double> energy_j_per_video;
   std::optional<ParallelLayout> parallel;  // what it was priced with, on a multi-rank run
 };
 

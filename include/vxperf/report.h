@@ -58,6 +58,7 @@ struct RequestSummary {
   // its energy summed over the group.
   std::optional<double> requests_per_hour;
   std::int64_t shared_records = 0;  // records folded into a request of another rank's
+  std::int64_t videos = 0;  // the requests generated (RequestOptions::videos; 1 each unless said)
   std::optional<ParallelLayout> layout;  // of the latest record that says it
 };
 
@@ -86,6 +87,35 @@ struct TrainSummary {
   std::optional<ParallelLayout> layout;  // of the latest window that says it
 };
 
+// What one device used over the job: its records' energy, over the union of their intervals.
+struct DeviceEnergy {
+  int rank = 0;
+  int device = 0;            // its index on that rank ("cuda:N")
+  std::int64_t records = 0;  // records with energy_j
+  double energy_j = 0;
+  double seconds = 0;                  // the union of the records' intervals
+  std::optional<double> power_w_mean;  // energy_j over seconds
+};
+
+// The job's energy (#28): every record, warmup ones too, present when some record carries
+// energy_j. A request computed by several ranks (parallel.group > 1) is one request: its energy
+// is its ranks' sum, its videos counted once.
+struct JobEnergy {
+  double energy_j = 0;                 // every record's device energy
+  std::optional<double> cpu_energy_j;  // every record's host energy (powercap), when read
+  std::int64_t videos = 0;             // made by the requests that carry energy_j
+  double request_energy_j = 0;         // those requests' energy
+  std::optional<double> j_per_video;
+  double samples = 0;  // the job's samples over the windows that carry energy_j (cp x tp once)
+  double window_energy_j = 0;  // those windows' energy, every rank's
+  std::optional<double> j_per_sample;
+  std::vector<DeviceEnergy> devices;      // by rank, then device
+  std::int64_t records = 0;               // records in all
+  std::int64_t shared = 0;                // of them, energy_shared
+  std::int64_t unread = 0;                // of them, without energy_j
+  std::vector<std::string> unread_first;  // the first few of those: "rank 0 req 3"
+};
+
 struct RankSummary {
   int rank = 0;
   std::int64_t requests = 0;
@@ -112,6 +142,7 @@ struct Report {
   std::vector<int> stragglers;
   std::vector<std::string> straggler_phases;  // per straggler: where most of its excess is
   std::optional<double> rank_median_s;        // the median across ranks they were measured against
+  std::optional<JobEnergy> energy;            // the job's totals, when records carry energy
 };
 
 using vxperf::kStragglerMargin;

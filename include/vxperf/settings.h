@@ -59,6 +59,21 @@ struct Settings {
   // Systems; off by default.
   bool nvtx = false;
   // ---- end GPU observability -------------------------------------------------------------------
+  // ---- energy and capture ranges (#28) ---------------------------------------------------------
+  // VIDEOX_PERF_POWERCAP: 0 turns off the host's CPU package and DRAM energy (cpu_energy_j, from
+  // /sys/class/powercap) of requests and windows on CUDA devices; on by default where readable.
+  bool powercap = true;
+  // VIDEOX_PERF_PROFILE: "steps:A-B" (training) or "requests:A-B" (inference), numbered as the
+  // records number them from 0, both ends included ("steps:7": one step). The CUDA profiler
+  // (cuProfilerStart / cuProfilerStop) captures exactly those, and a torch profiler handed to
+  // vxperf.profile_range() is started and stopped with it. kNone: no range.
+  struct CaptureRange {
+    enum class Kind : std::uint8_t { kNone, kSteps, kRequests };
+    Kind kind = Kind::kNone;
+    std::int64_t first = 0, last = 0;
+  };
+  CaptureRange profile;
+  // ---- end energy and capture ranges -----------------------------------------------------------
 
   bool enabled() const { return level > 0; }
 
@@ -73,8 +88,9 @@ struct Settings {
   }
 
   // These settings written back as the VIDEOX_PERF* variables that reproduce them (for the
-  // config line of a trace; the file paths are left out, and so are VIDEOX_PERF_NVML and
-  // VIDEOX_PERF_NVTX: a replay reads its readings from the trace and emits no ranges).
+  // config line of a trace; the file paths are left out, and so are VIDEOX_PERF_NVML,
+  // VIDEOX_PERF_NVTX, VIDEOX_PERF_POWERCAP and VIDEOX_PERF_PROFILE: a replay reads its readings
+  // from the trace and emits no ranges).
   std::vector<std::pair<std::string, std::string>> to_env() const;
 };
 

@@ -213,13 +213,11 @@ std::uint32_t stage_id(const std::string& name) { return vxperf::stage(name).val
 
 bool in_request() { return vxperf::in_request(); }
 
-const void* begin_request(int device, std::uintptr_t stream, bool own_models) {
+const void* begin_request(int device, std::uintptr_t stream, bool own_models, std::int64_t videos) {
   Engine* e = eng();
-  if (e != nullptr &&
-      vxperf::begin_request(*e,
-                            RequestOptions{device, reinterpret_cast<void*>(stream), own_models})) {
-    return vxperf::current_request_id();
-  }
+  RequestOptions options{device, reinterpret_cast<void*>(stream), own_models};
+  options.videos = videos > 0 ? videos : 1;
+  if (e != nullptr && vxperf::begin_request(*e, options)) return vxperf::current_request_id();
   return nullptr;
 }
 
@@ -352,6 +350,16 @@ bool add_observer(std::shared_ptr<Observer> observer) {
   if (e == nullptr || !observer) return false;
   e->add_observer(std::move(observer));
   return true;
+}
+
+std::optional<std::tuple<std::string, std::int64_t, std::int64_t>> capture_range() {
+  Engine* e = eng();
+  if (e == nullptr) return std::nullopt;
+  const Settings::CaptureRange& r = e->settings().profile;
+  if (r.kind == Settings::CaptureRange::Kind::kNone) return std::nullopt;
+  return std::make_tuple(
+      std::string(r.kind == Settings::CaptureRange::Kind::kSteps ? "steps" : "requests"), r.first,
+      r.last);
 }
 
 void set_rank_exchange(PackedExchange exchange) {

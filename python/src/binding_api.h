@@ -26,6 +26,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <tuple>
 #include <vector>
 
 #include "vxperf/cuda_backend.h"
@@ -50,6 +51,9 @@ bool configure(int level);
 bool configured();
 // Adds `observer` to the process-wide engine (vxperf/observer.h); false with metrics off.
 bool add_observer(std::shared_ptr<vxperf::Observer> observer);
+// VIDEOX_PERF_PROFILE's range: ("steps" or "requests", first, last), nullopt when none is set or
+// metrics are off.
+std::optional<std::tuple<std::string, std::int64_t, std::int64_t>> capture_range();
 // Whether metrics are on (creates the engine from the environment if needed).
 bool enabled();
 // VIDEOX_PERF level in effect (0 when off).
@@ -122,7 +126,9 @@ bool in_request();
 // Opens a request on this thread (device -1: host clock only, no device call). Returns its handle,
 // or nullptr when metrics are off or a request is already open here (the outer one owns the
 // stages). own_models: priced only by models declared inside it (a pipeline's own components).
-const void* begin_request(int device, std::uintptr_t stream, bool own_models);
+// videos: what the call generates (a batch of prompts, several per prompt), at least 1.
+const void* begin_request(int device, std::uintptr_t stream, bool own_models,
+                          std::int64_t videos = 1);
 // Closes and reports the request `handle` names, when it is still this thread's open request (one
 // synchronize of its device first). `failed`: the measured call raised; reported all the same.
 void end_request(const void* handle, bool failed);

@@ -88,6 +88,33 @@ class TorchRanges final : public vxperf::Observer {
   py::object gate_, enter_, leave_;
 };
 
+// VIDEOX_PERF_PROFILE's range driving a profiler the program handed over (vxperf.profile_range):
+// start() as the range starts, stop() as it stops. What they raise is reported, never re-raised
+// into the training loop or request.
+class CaptureHook final : public vxperf::Observer {
+ public:
+  CaptureHook(py::object start, py::object stop)
+      : start_(std::move(start)), stop_(std::move(stop)) {}
+  ~CaptureHook() override {
+    start_.release();
+    stop_.release();
+  }
+
+  void on_capture(bool start) override {
+    if (python_closing.load(std::memory_order_relaxed)) return;
+    py::gil_scoped_acquire gil;
+    try {
+      (start ? start_ : stop_)();
+    } catch (py::error_already_set& e) {
+      e.discard_as_unraisable(start ? "vxperf: starting the profiler handed to profile_range()"
+                                    : "vxperf: stopping the profiler handed to profile_range()");
+    }
+  }
+
+ private:
+  py::object start_, stop_;
+};
+
 using Widths = std::optional<std::tuple<std::int64_t, std::int64_t, std::int64_t>>;
 
 // The one model description (vxperf/model.h) from what Python read off the module tree. A dtype
@@ -263,6 +290,15 @@ PYBIND11_MODULE(_ext, m) {
       },
       py::arg("gate"), py::arg("enter"), py::arg("leave"),
       "Opens a torch profiler range per request, stage, step and phase while gate() is true.");
+  m.def(
+      "add_capture_hook",
+      [](py::object start, py::object stop) {
+        return api::add_observer(std::make_shared<CaptureHook>(std::move(start), std::move(stop)));
+      },
+      py::arg("start"), py::arg("stop"),
+      "Calls start() and stop() as VIDEOX_PERF_PROFILE's range starts and stops.");
+  m.def("capture_range", &api::capture_range,
+        "VIDEOX_PERF_PROFILE's range as (kind, first, last), None when unset or off.");
   m.def("topology", [] {
     vxperf::Topology t = api::topology();
     return std::make_tuple(t.rank, t.world_size, t.sp);
@@ -351,10 +387,11 @@ PYBIND11_MODULE(_ext, m) {
   m.def("in_request", &api::in_request);
   m.def(
       "begin_request",
-      [](int device, std::uintptr_t stream, bool own_models) {
-        return reinterpret_cast<std::uintptr_t>(api::begin_request(device, stream, own_models));
+      [](int device, std::uintptr_t stream, bool own_models, std::int64_t videos) {
+        return reinterpret_cast<std::uintptr_t>(
+            api::begin_request(device, stream, own_models, videos));
       },
-      py::arg("device"), py::arg("stream"), py::arg("own_models") = false,
+      py::arg("device"), py::arg("stream"), py::arg("own_models") = false, py::arg("videos") = 1,
       "Opens a request on this thread; 0 when off or nested (the outer request owns it).");
   m.def(
       "end_request",

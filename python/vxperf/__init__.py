@@ -27,6 +27,10 @@ VIDEOX_PERF_PEAK_TFLOPS=auto prices against), vxperf.skip_forward() / forward_fr
 cached transformer call, vxperf.track_cache(transformer) does it for diffusers' cache hooks, and
 vxperf.set_attention_density(module, 0.5) prices causal attention.
 
+Capture ranges: VIDEOX_PERF_PROFILE=steps:3-5 (or requests:0-1) calls the CUDA profiler's
+start/stop around exactly those steps or requests (nsys --capture-range=cudaProfilerApi), and
+vxperf.profile_range(torch.profiler.profile(...)) starts and stops that profiler with it.
+
 Nothing is measured, wrapped or hooked unless VIDEOX_PERF is set (or a level is given); with it
 unset every call here returns after one attribute read. Records, log lines, settlement and the exit
 summaries are the C++ engine's; `vxperf report`/`replay`/`trace` read what it writes.
@@ -37,6 +41,7 @@ from ._inference import (declare_model, forward_fraction, instrument_pipeline, r
                          set_attention_density, skip_forward, timed)
 from ._install import install, install_training
 from ._peak import calibrate
+from ._profiler import profile_range
 from ._records import add_sink, last_request, remove_sink
 from ._training import (backward, clip, finish, instrument_module, micro_step, model_call,
                         optimizer_step, register_model, training_device)
@@ -66,8 +71,9 @@ __all__ = [
     "add_sink", "backward", "calibrate", "clip", "declare_model", "enabled", "finish",
     "forward_fraction", "install", "install_training", "instrument_model_class",
     "instrument_module", "instrument_pipeline", "last_request", "micro_step", "model_call",
-    "optimizer_step", "register_model", "remove_sink", "request", "set_attention_density",
-    "shutdown", "skip_forward", "stage", "timed", "track_cache", "training_device",
+    "optimizer_step", "profile_range", "register_model", "remove_sink", "request",
+    "set_attention_density", "shutdown", "skip_forward", "stage", "timed", "track_cache",
+    "training_device",
 ]
 
 # Metrics on from the environment: the engine is made now (it reads every VIDEOX_PERF* variable

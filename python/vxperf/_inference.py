@@ -192,9 +192,31 @@ def _device_and_stream(device, stream=None):
     return index, int(getattr(stream, "cuda_stream", stream))
 
 
-def begin(pipe):
+def videos_of(args, kwargs):
+    """The videos (or images) one pipeline call generates, from its arguments as diffusers names
+    them: num_videos_per_prompt (else num_images_per_prompt) times the prompts (a list of them,
+    else the rows of prompt_embeds); 1 when they do not say."""
+    try:
+        per = kwargs.get("num_videos_per_prompt", kwargs.get("num_images_per_prompt"))
+        per = 1 if per is None else int(per)
+        prompt = kwargs.get("prompt")
+        if prompt is None and args and isinstance(args[0], (str, list, tuple)):
+            prompt = args[0]
+        if isinstance(prompt, (list, tuple)):
+            prompts = len(prompt)
+        elif prompt is None and getattr(kwargs.get("prompt_embeds"), "shape", None) is not None:
+            prompts = int(kwargs["prompt_embeds"].shape[0])
+        else:
+            prompts = 1
+        return max(per * prompts, 1)
+    except Exception:
+        return 1
+
+
+def begin(pipe, args=(), kwargs=None):
     """Opens the request of one pipeline call; 0 when not measured (metrics off, a call nested in
-    another pipeline's, or a pipeline that could not be read)."""
+    another pipeline's, or a pipeline that could not be read). `args`, `kwargs`: the call's, for
+    the videos it generates."""
     if not _state.on or _ext.in_request():
         return 0
     _profiler.attach()
@@ -213,7 +235,7 @@ def begin(pipe):
         _peak.ensure(index, running or next(iter(models.values()))[3] or None)
     # Priced by this pipeline's own transformers only, as the reference prices a request by its
     # pipeline's components: two pipelines served at once never price each other's calls.
-    handle = _ext.begin_request(index, stream, True)
+    handle = _ext.begin_request(index, stream, True, videos_of(args, kwargs or {}))
     if handle:
         for stage, model in models.items():
             _ext.declare_model(stage, *model)
@@ -232,7 +254,7 @@ def _end(pipe, handle, failed):
 def _measured(call):
     @functools.wraps(call)
     def __call__(self, *args, **kwargs):
-        handle = begin(self)
+        handle = begin(self, args, kwargs)
         if not handle:
             return call(self, *args, **kwargs)
         try:
@@ -281,11 +303,12 @@ def instrument_pipeline(pipe, level=1):
 
 
 class _Request:
-    __slots__ = ("device", "stream", "handle")
+    __slots__ = ("device", "stream", "videos", "handle")
 
-    def __init__(self, device, stream):
+    def __init__(self, device, stream, videos):
         self.device = device
         self.stream = stream
+        self.videos = videos
         self.handle = 0
 
     def __enter__(self):
@@ -296,7 +319,7 @@ class _Request:
             _state.warn(("request-device", repr(self.device)),
                         f"request(device={self.device!r}): {error!r}; timed on the host clock")
             index, stream = -1, 0
-        self.handle = _ext.begin_request(index, stream)
+        self.handle = _ext.begin_request(index, stream, False, self.videos)
         return self
 
     def __exit__(self, kind, value, traceback):
@@ -306,17 +329,24 @@ class _Request:
         return False
 
 
-def request(device=None, stream=None):
+def request(device=None, stream=None, videos=1):
     """A `with` scope measuring one request on this thread: what a pipeline call is.
 
     device: the CUDA device the work runs on (torch.device, "cuda:N" or an index); None times on
     the host clock only. stream: the stream to record on (a torch stream or its integer handle;
-    default: torch's current stream of that device). A request opened inside another on the same
-    thread is ignored: its stages belong to the outer one. An exception inside is reported with the
-    request and propagates unchanged."""
+    default: torch's current stream of that device). videos: what the request generates (a batch
+    of prompts); above 1 the record says it, with its energy per video. A request opened inside
+    another on the same thread is ignored: its stages belong to the outer one. An exception inside
+    is reported with the request and propagates unchanged."""
     if not _state.on:
         return _ext.NULL_SCOPE
-    return _Request(device, stream)
+    try:
+        videos = max(int(videos), 1)
+    except (TypeError, ValueError):
+        _state.warn(("request-videos", repr(videos)),
+                    f"request(videos={videos!r}) is not a count; 1 video")
+        videos = 1
+    return _Request(device, stream, videos)
 
 
 def timed(stage):

@@ -241,6 +241,7 @@ class SimdReader {
     values = std::move(read);
   }
   void unless(const char* key, double& value, double fallback) { number(key, value, fallback); }
+  void flag(const char* key, bool& value) { boolean(key, value, false); }
   void density(const char* key, double& value) {
     if (!has(key)) return;
     number(key, value);

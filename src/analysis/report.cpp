@@ -181,6 +181,7 @@ struct RequestAcc {
       if (!fresh) return fold(r, it->second);
     }
     ++count;
+    s.videos += r.videos.value_or(1);
     e2e.push_back(r.e2e_s);
     add_span(r);
     if (r.parallel) s.layout = r.parallel;
@@ -415,6 +416,116 @@ struct TrainAcc {
   }
 };
 
+// The job's energy, one record at a time (JobEnergy): sums, the union of each device's intervals
+// (disjoint spans in time order, a few per idle gap), the first records without readings.
+struct JobAcc {
+  static constexpr std::size_t kUnreadListed = 8;
+  struct Device {
+    std::int64_t records = 0;
+    double energy_j = 0;
+    double union_s = 0;
+    std::vector<std::pair<double, double>> spans;  // disjoint, in time order
+    double loose_s = 0;  // intervals without a settle time (a replay's records): summed
+
+    void add(double start, double end) {
+      // Records come nearly in the order they ended: most land at the back.
+      auto first = std::lower_bound(spans.begin(), spans.end(), start,
+                                    [](const auto& span, double t) { return span.second < t; });
+      auto last = first;
+      while (last != spans.end() && last->first <= end) {
+        start = std::min(start, last->first);
+        end = std::max(end, last->second);
+        union_s -= last->second - last->first;
+        ++last;
+      }
+      first = spans.erase(first, last);
+      spans.insert(first, {start, end});
+      union_s += end - start;
+    }
+  };
+
+  JobEnergy s;
+  bool any = false;                                       // some record carries energy_j
+  std::map<std::pair<int, int>, Device> devices;          // by (rank, device)
+  std::set<std::pair<int, std::int64_t>> group_requests;  // (dp_rank, req) of several ranks
+  double cpu_j = 0;
+  bool any_cpu = false;
+
+  // `seconds`: the record's interval; `label`: it, for the list of records without readings.
+  void add(int rank, const std::optional<int>& device, const std::optional<DeviceReadings>& r,
+           double ts, double seconds, const std::string& label) {
+    ++s.records;
+    if (r && r->cpu_energy_j) {
+      cpu_j += *r->cpu_energy_j;
+      any_cpu = true;
+    }
+    if (!r || !r->energy_j) {
+      ++s.unread;
+      if (s.unread_first.size() < kUnreadListed) s.unread_first.push_back(label);
+      return;
+    }
+    any = true;
+    if (r->energy_shared) ++s.shared;
+    s.energy_j += *r->energy_j;
+    Device& d = devices[{rank, device.value_or(0)}];
+    ++d.records;
+    d.energy_j += *r->energy_j;
+    // The meter's own seconds where it said them, else the record's.
+    if (r->power_w_mean && *r->power_w_mean > 0) seconds = *r->energy_j / *r->power_w_mean;
+    if (ts > 0 && seconds > 0) {
+      d.add(ts - seconds, ts);
+    } else if (seconds > 0) {
+      d.loose_s += seconds;
+    }
+  }
+
+  void request(const RequestRecord& r) {
+    add(r.rank, r.device, r.peaks, r.ts, r.e2e_s,
+        strprintf("rank %d req %lld", r.rank, static_cast<long long>(r.req)));
+    if (!r.peaks || !r.peaks->energy_j) return;
+    s.request_energy_j += *r.peaks->energy_j;
+    // A request of several ranks is counted once, its energy the sum of theirs.
+    if (r.parallel && r.parallel->group > 1 &&
+        !group_requests.emplace(r.parallel->dp_rank, r.req).second) {
+      return;
+    }
+    s.videos += r.videos.value_or(1);
+  }
+
+  void window(const TrainWindowRecord& w) {
+    double wall = w.throughput ? w.throughput->wall_s : 0.0;
+    add(w.rank, w.device, w.peaks, w.ts, wall,
+        strprintf("rank %d steps %lld-%lld", w.rank, static_cast<long long>(w.step_first),
+                  static_cast<long long>(w.step_last)));
+    if (!w.peaks || !w.peaks->energy_j) return;
+    s.window_energy_j += *w.peaks->energy_j;
+    if (w.energy_j_per_sample && *w.energy_j_per_sample > 0) {
+      // The ranks of one context- or tensor-parallel group took the same samples.
+      int sharing = w.parallel ? std::max(w.parallel->cp, 1) * std::max(w.parallel->tp, 1) : 1;
+      s.samples += *w.peaks->energy_j / *w.energy_j_per_sample / sharing;
+    }
+  }
+
+  std::optional<JobEnergy> summary() const {
+    if (!any) return std::nullopt;
+    JobEnergy out = s;
+    if (any_cpu) out.cpu_energy_j = cpu_j;
+    if (out.videos > 0) out.j_per_video = out.request_energy_j / static_cast<double>(out.videos);
+    if (out.samples > 0) out.j_per_sample = out.window_energy_j / out.samples;
+    for (const auto& [key, d] : devices) {
+      DeviceEnergy e;
+      e.rank = key.first;
+      e.device = key.second;
+      e.records = d.records;
+      e.energy_j = d.energy_j;
+      e.seconds = d.union_s + d.loose_s;
+      if (e.seconds > 0) e.power_w_mean = e.energy_j / e.seconds;
+      out.devices.push_back(e);
+    }
+    return out;
+  }
+};
+
 std::string opt_text(const std::optional<double>& v, const char* format, double scale = 1) {
   return v ? strprintf(format, *v * scale) : std::string("-");
 }
@@ -441,6 +552,79 @@ void energy_lines(Line& line, const EnergySummary& e, const char* unit, const ch
   std::string reasons;
   for (const auto& r : e.throttle) reasons += (reasons.empty() ? "" : ", ") + r;
   line("  throttle " + (reasons.empty() ? std::string("none seen") : reasons));
+}
+
+constexpr double kJoulesPerKwh = 3.6e6;
+
+// "cuda:0 rank 1".
+std::string device_label(const DeviceEnergy& d) {
+  return strprintf("cuda:%d rank %d", d.device, d.rank);
+}
+
+// The job's totals: energy in all, per video and per sample, each device, what went unread.
+template <class Line>
+void job_energy_lines(Line& line, const JobEnergy& e) {
+  std::string head =
+      strprintf("Energy (job): %.6f kWh (%.3f J) on %zu device%s", e.energy_j / kJoulesPerKwh,
+                e.energy_j, e.devices.size(), e.devices.size() == 1 ? "" : "s");
+  if (e.cpu_energy_j) head += strprintf("; host CPU and DRAM %.3f J", *e.cpu_energy_j);
+  line(head);
+  if (e.j_per_video) {
+    line(strprintf("  per video   %.3f J over %lld videos (%.3f J of their requests)",
+                   *e.j_per_video, static_cast<long long>(e.videos), e.request_energy_j));
+  }
+  if (e.j_per_sample) {
+    line(strprintf("  per sample  %.4f J over %.6g samples (every rank's %.3f J)", *e.j_per_sample,
+                   e.samples, e.window_energy_j));
+  }
+  for (const auto& d : e.devices) {
+    line(strprintf("  %-14s %.6f kWh  %.3f J  ", device_label(d).c_str(),
+                   d.energy_j / kJoulesPerKwh, d.energy_j) +
+         opt_text(d.power_w_mean, "%.1f W") +
+         strprintf(" mean over %.3f s (%lld records)", d.seconds,
+                   static_cast<long long>(d.records)));
+  }
+  if (e.shared > 0) {
+    line(
+        strprintf("  shared      %lld records split their device's energy with others open at the "
+                  "same time",
+                  static_cast<long long>(e.shared)));
+  }
+  if (e.unread > 0) {
+    std::string which;
+    for (const auto& label : e.unread_first) which += (which.empty() ? "" : ", ") + label;
+    if (e.unread > static_cast<std::int64_t>(e.unread_first.size())) which += ", ...";
+    line(strprintf("  no readings %lld of %lld records: ", static_cast<long long>(e.unread),
+                   static_cast<long long>(e.records)) +
+         which);
+  }
+}
+
+Json job_energy_json(const JobEnergy& e) {
+  Json devices = Json::array();
+  for (const auto& d : e.devices) {
+    devices.push_back({{"rank", d.rank},
+                       {"device", "cuda:" + std::to_string(d.device)},
+                       {"records", d.records},
+                       {"energy_j", d.energy_j},
+                       {"kwh", d.energy_j / kJoulesPerKwh},
+                       {"seconds", d.seconds},
+                       {"power_w_mean", opt_json(d.power_w_mean)}});
+  }
+  return {{"energy_j", e.energy_j},
+          {"kwh", e.energy_j / kJoulesPerKwh},
+          {"cpu_energy_j", opt_json(e.cpu_energy_j)},
+          {"j_per_video", opt_json(e.j_per_video)},
+          {"videos", e.videos},
+          {"request_energy_j", e.request_energy_j},
+          {"j_per_sample", opt_json(e.j_per_sample)},
+          {"samples", e.samples},
+          {"window_energy_j", e.window_energy_j},
+          {"devices", devices},
+          {"records", e.records},
+          {"shared", e.shared},
+          {"unread", e.unread},
+          {"unread_first", e.unread_first}};
 }
 
 Json energy_json(const EnergySummary& e) {
@@ -534,6 +718,7 @@ std::string skip_line(const std::optional<std::int64_t>& skipped,
 struct ReportBuilder::State {
   RequestSide requests{true};
   TrainAcc training;
+  JobAcc job;
   struct Rank {
     std::optional<RequestSide> requests;
     std::optional<TrainAcc> training;
@@ -548,6 +733,7 @@ ReportBuilder::~ReportBuilder() = default;
 
 void ReportBuilder::request(const RequestRecord& record) {
   state_->requests.add(record);
+  state_->job.request(record);
   auto& rank = state_->ranks[record.rank];
   if (!rank.requests) rank.requests.emplace(false);
   rank.requests->add(record);
@@ -555,6 +741,7 @@ void ReportBuilder::request(const RequestRecord& record) {
 
 void ReportBuilder::window(const TrainWindowRecord& record) {
   state_->training.add(record);
+  state_->job.window(record);
   auto& rank = state_->ranks[record.rank];
   if (!rank.training) rank.training.emplace();
   rank.training->add(record);
@@ -604,6 +791,8 @@ Report ReportBuilder::finish(std::vector<std::string> sources) const {
     }
     report.ranks.push_back(rs);
   }
+
+  report.energy = st.job.summary();
 
   // Stragglers, by the core's rule: by step time and phases when there is training, else by
   // request latency.
@@ -679,7 +868,11 @@ std::string format_report(const Report& report) {
       line("  peak memory " + gib(*r->peak_alloc_bytes) + " allocated, " +
            gib(r->peak_reserved_bytes.value_or(0)) + " reserved");
     }
-    if (r->energy) energy_lines(line, *r->energy, "request (video)", "requests");
+    // A request is one video unless some request said it made more (then see the job's lines).
+    if (r->energy) {
+      energy_lines(line, *r->energy, r->videos == r->count ? "request (video)" : "request",
+                   "requests");
+    }
   }
   if (const auto& t = report.training) {
     line(strprintf("Training: %lld steps in %lld windows%s", static_cast<long long>(t->steps),
@@ -713,6 +906,7 @@ std::string format_report(const Report& report) {
     if (t->energy) energy_lines(line, *t->energy, "sample", "windows");
     if (t->eta_s) line("  ETA " + duration(*t->eta_s));
   }
+  if (report.energy) job_energy_lines(line, *report.energy);
   if (report.ranks.size() > 1) {
     line(strprintf("Ranks (%zu):", report.ranks.size()));
     line(strprintf("  %4s %8s %9s %6s %9s %9s %10s %8s %7s %10s %9s", "rank", "requests", "e2e p50",
@@ -826,6 +1020,7 @@ std::string report_json(const Report& report) {
                      {"excess_s", opt_json(rs.excess_s)}});
   }
   j["ranks"] = ranks;
+  if (report.energy) j["energy"] = job_energy_json(*report.energy);
   j["stragglers"] = report.stragglers;
   j["straggler_phases"] = report.straggler_phases;
   j["rank_median_s"] = opt_json(report.rank_median_s);
@@ -863,6 +1058,11 @@ std::vector<Metric> report_metrics(const Report& report) {
     add("training.peak_alloc_gib", bytes(t->peak_alloc_bytes), true, "GiB");
     add("training.eta_h", t->eta_s ? std::optional<double>(*t->eta_s / 3600.0) : std::nullopt, true,
         "h");
+  }
+  if (const auto& e = report.energy) {
+    add("energy.j_per_video", e->j_per_video, true, "J");
+    add("energy.j_per_sample", e->j_per_sample, true, "J");
+    add("energy.kwh", e->energy_j / kJoulesPerKwh, true, "kWh");
   }
   return m;
 }

@@ -144,7 +144,7 @@ std::string requests_summary(const RequestSummary& r) {
                     static_cast<long long>(r.transformer_calls), r.effective_fwd.value_or(0)));
   }
   f.add("peak memory", memory_text(r.peak_alloc_bytes, r.peak_reserved_bytes));
-  energy_facts(f, r.energy, "request (video)", "requests");
+  energy_facts(f, r.energy, r.videos == r.count ? "request (video)" : "request", "requests");
   Table stages{{"stage", "mean per request", "calls per request", "share of end to end"}, {}, {}};
   double top = 0;
   for (const auto& s : r.stages) top = std::max(top, s.mean_ms / 1000.0);
@@ -254,11 +254,49 @@ std::string ranks_summary(const Report& report) {
          "</p>\n";
 }
 
+// The job's energy (#28): totals, per video and per sample, a row per device.
+std::string energy_summary(const JobEnergy& e) {
+  Facts f;
+  std::string total = strprintf("%.6f kWh (%.3f J) on %zu device%s", e.energy_j / 3.6e6, e.energy_j,
+                                e.devices.size(), e.devices.size() == 1 ? "" : "s");
+  f.add("device energy", total);
+  if (e.cpu_energy_j) f.add("host CPU and DRAM", strprintf("%.3f J", *e.cpu_energy_j));
+  if (e.j_per_video) {
+    f.add("per video",
+          strprintf("%.3f J over %lld videos", *e.j_per_video, static_cast<long long>(e.videos)));
+  }
+  if (e.j_per_sample) {
+    f.add("per sample",
+          strprintf("%.4f J over %.6g samples (every rank's energy)", *e.j_per_sample, e.samples));
+  }
+  if (e.shared > 0) {
+    f.add("shared", strprintf("%lld records split their device's energy with others open then",
+                              static_cast<long long>(e.shared)));
+  }
+  if (e.unread > 0) {
+    std::string which = internal::join(e.unread_first, ", ");
+    if (e.unread > static_cast<std::int64_t>(e.unread_first.size())) which += ", ...";
+    f.add("no readings", strprintf("%lld of %lld records: ", static_cast<long long>(e.unread),
+                                   static_cast<long long>(e.records)) +
+                             which);
+  }
+  Table devices{{"device", "kWh", "energy", "mean power", "over", "records"}, {}, {}};
+  for (const auto& d : e.devices) {
+    devices.rows.push_back(
+        {escape(strprintf("cuda:%d rank %d", d.device, d.rank)),
+         strprintf("%.6f", d.energy_j / 3.6e6), strprintf("%.3f J", d.energy_j),
+         d.power_w_mean ? strprintf("%.1f W", *d.power_w_mean) : std::string("-"),
+         escape(time_text(d.seconds)), std::to_string(d.records)});
+  }
+  return "<h3>Energy (job)</h3>\n" + f.html() + table_html(devices);
+}
+
 std::string summary(const Report& report) {
   std::string s = "<h2>Summary</h2>\n";
   if (!report.requests && !report.training) return s + "<p class=\"empty\">no records</p>\n";
   if (report.requests) s += requests_summary(*report.requests);
   if (report.training) s += training_summary(*report.training);
+  if (report.energy) s += energy_summary(*report.energy);
   if (report.ranks.size() > 1) s += ranks_summary(report);
   return s;
 }

@@ -36,6 +36,8 @@ struct Driver {
   cuMemGetInfo_v2_t mem_get_info = nullptr;
   cuGetErrorName_t get_error_name = nullptr;              // optional: only for messages
   cuDeviceGetPCIBusId_t device_get_pci_bus_id = nullptr;  // optional: only for NVML readings
+  cuProfilerStart_t profiler_start = nullptr;             // optional: only for VIDEOX_PERF_PROFILE
+  cuProfilerStop_t profiler_stop = nullptr;
 };
 
 class CudaBackend final : public DeviceBackend {
@@ -79,8 +81,9 @@ class CudaBackend final : public DeviceBackend {
     return d->name;
   }
 
-  // Asked only where a DeviceMeter is on (VIDEOX_PERF_NVML), at interval boundaries: a driver
-  // that cannot say leaves the device unmetered (said once) and its timing as it is.
+  // Asked only where a meter is on (VIDEOX_PERF_NVML, VIDEOX_PERF_POWERCAP), at interval
+  // boundaries: a driver that cannot say leaves the device unmetered (said once) and its timing
+  // as it is.
   std::string pci_bus_id(int device) override {
     Device* d = lookup(device);
     if (d == nullptr) return {};
@@ -106,6 +109,15 @@ class CudaBackend final : public DeviceBackend {
       d->bus = buf;
     }
     return d->bus;
+  }
+
+  // VIDEOX_PERF_PROFILE's range, with the device's context current. A failure is said once and
+  // leaves timing as it is: the capture is not the measurement.
+  bool profiler_start(int device) override {
+    return profiler_call(device, driver_.profiler_start, "cuProfilerStart");
+  }
+  bool profiler_stop(int device) override {
+    return profiler_call(device, driver_.profiler_stop, "cuProfilerStop");
   }
 
   EventId record(int device, void* stream) override {
@@ -321,6 +333,32 @@ class CudaBackend final : public DeviceBackend {
     return ctx;
   }
 
+  bool profiler_call(int device, CUresult (*call)(), const char* name) {
+    if (call == nullptr) {
+      if (!profiler_reported_.exchange(true)) {
+        say("[Perf] CUDA backend: " + options_.library_path + " lacks " + name +
+            "; no profiler capture range");
+      }
+      return false;
+    }
+    if (failed_.load(std::memory_order_relaxed)) return false;
+    Device* d = lookup(device);
+    if (d == nullptr) return false;
+    CUcontext ctx = context(*d, device);
+    if (ctx == nullptr) return false;
+    ContextScope scope(*this, ctx);
+    if (!scope.ok()) return false;
+    CUresult r = call();
+    if (r != kSuccess) {
+      if (!profiler_reported_.exchange(true)) {
+        say(std::string("[Perf] CUDA backend: ") + name + " failed: " + error_text(r) +
+            "; no profiler capture range");
+      }
+      return false;
+    }
+    return true;
+  }
+
   CUevent event_of(EventId id) {
     std::lock_guard<std::mutex> lock(pool_mu_);
     if (id == kNoEvent || id > slots_.size()) return nullptr;
@@ -382,6 +420,7 @@ class CudaBackend final : public DeviceBackend {
   std::atomic<bool> reported_{false};
   std::atomic<bool> range_reported_{false};
   std::atomic<bool> bus_reported_{false};
+  std::atomic<bool> profiler_reported_{false};
   std::mutex pool_mu_;
   std::vector<Slot> slots_;  // EventId i is slots_[i - 1]; guarded by pool_mu_
 };
@@ -427,6 +466,8 @@ std::shared_ptr<DeviceBackend> make_cuda_backend(const CudaOptions& options) {
   }
   resolve(handle, d.get_error_name, {"cuGetErrorName"}, nullptr);
   resolve(handle, d.device_get_pci_bus_id, {"cuDeviceGetPCIBusId"}, nullptr);
+  resolve(handle, d.profiler_start, {"cuProfilerStart"}, nullptr);
+  resolve(handle, d.profiler_stop, {"cuProfilerStop"}, nullptr);
 
   CUresult r = d.init(0);
   if (r != kSuccess) {

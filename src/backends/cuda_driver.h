@@ -50,5 +50,9 @@ using cuGetErrorName_t = CUresult (*)(CUresult error, const char** name);
 // "[domain]:[bus]:[device].[function]" in hexadecimal ("0000:3B:00.0"): what NVML finds a device
 // by.
 using cuDeviceGetPCIBusId_t = CUresult (*)(char* pci_bus_id, int len, CUdevice device);
+// Profiler capture of the current context (cudaProfiler.h): what `nsys profile
+// --capture-range=cudaProfilerApi` records between.
+using cuProfilerStart_t = CUresult (*)();
+using cuProfilerStop_t = CUresult (*)();
 
 }  // namespace vxperf::cuda

@@ -2,25 +2,30 @@
 // declared here from NVML's documented C API (no NVIDIA header).
 #include <dlfcn.h>
 
+#include <algorithm>
 #include <chrono>
 #include <condition_variable>
 #include <cstdint>
 #include <cstdio>
 #include <map>
 #include <mutex>
+#include <optional>
 #include <set>
 #include <string>
 #include <thread>
 #include <utility>
 #include <vector>
 
+#include "backends/energy_shares.h"
 #include "backends/shared_library.h"
+#include "base/strings.h"
 #include "vxperf/nvml.h"
 
 namespace vxperf {
 namespace {
 
 // ---- NVML's C API, as documented ------------------------------------------------------------
+using internal::strprintf;
 using nvmlReturn_t = int;
 using nvmlDevice_t = void*;
 constexpr nvmlReturn_t kNvmlSuccess = 0;
@@ -56,6 +61,9 @@ constexpr Reason kReasons[] = {
 
 constexpr const char* kLeftOut = "left out";
 constexpr double kMaxPowerW = 100000;  // a reading above it makes no sense for one device
+// An NVML counter holding one value longer than this (and than twice the longest hold seen before
+// it moved) has stalled; shorter, the interval was shorter than its update period.
+constexpr double kStillS = 1.0;
 
 struct Library {
   nvmlInit_v2_t init = nullptr;
@@ -107,30 +115,66 @@ class NvmlMeter final : public DeviceMeter {
     std::lock_guard<std::mutex> lock(mu_);
     Device* d = device_for(pci_bus_id, device);
     if (d == nullptr) return 0;
-    Interval interval;
-    interval.device = d;
-    interval.samples.push_back(read(*d));
-    std::uint64_t id = next_++;
-    open_.emplace(id, std::move(interval));
-    if (!d->counter && options_.sample_period_s > 0 && !sampler_.joinable()) {
-      sampler_ = std::thread([this] { sample_loop(); });
+    // Before the first reading: starting the thread is not the interval's.
+    start_sampler(*d);
+    Sample s = take(*d);
+    if (start_sampler(*d)) {
+      // The counter failed just now (NOT_SUPPORTED is only learned by asking): the interval
+      // starts once the sampler runs.
+      s.t = options_.clock();
+      d->last->t = s.t;
     }
-    return id;
+    return open_at(*d, s);
   }
 
   void end(std::uint64_t id, DeviceReadings& readings) override {
     std::lock_guard<std::mutex> lock(mu_);
     auto it = open_.find(id);
     if (it == open_.end()) return;
-    Interval interval = std::move(it->second);
-    open_.erase(it);
-    interval.samples.push_back(read(*interval.device));
-    summarize(interval, readings);
+    close(it, take(*it->second.device), readings);
   }
 
   void cancel(std::uint64_t id) override {
     std::lock_guard<std::mutex> lock(mu_);
-    open_.erase(id);
+    auto it = open_.find(id);
+    if (it == open_.end()) return;
+    it->second.device->shares.close(id);
+    open_.erase(it);
+  }
+
+  void mark(std::uint64_t id) override {
+    std::lock_guard<std::mutex> lock(mu_);
+    auto it = open_.find(id);
+    if (it == open_.end()) return;
+    Interval& interval = it->second;
+    interval.samples.push_back(take(*interval.device));
+    interval.mark = Mark{interval.samples.size(), *interval.device->shares.peek(id)};
+  }
+
+  void end_at_mark(std::uint64_t id, DeviceReadings& readings) override {
+    std::lock_guard<std::mutex> lock(mu_);
+    auto it = open_.find(id);
+    if (it == open_.end()) return;
+    Interval& interval = it->second;
+    if (!interval.mark) {
+      close(it, take(*interval.device), readings);
+      return;
+    }
+    // What its time since the mark was given goes to no one (the others' shares are kept).
+    interval.device->shares.close(id);
+    interval.samples.resize(interval.mark->samples);
+    summarize(interval, interval.mark->share, readings);
+    open_.erase(it);
+  }
+
+  std::uint64_t roll(std::uint64_t id, DeviceReadings& readings, const std::string&, int) override {
+    std::lock_guard<std::mutex> lock(mu_);
+    auto it = open_.find(id);
+    if (it == open_.end()) return 0;
+    Device& d = *it->second.device;
+    Sample s = take(d);
+    close(it, s, readings);
+    return open_at(d, s);
   }
 
  private:
@@ -139,10 +183,22 @@ class NvmlMeter final : public DeviceMeter {
     std::string name;     // "cuda:0 (0000:1B:00.0)", for messages
     bool counter = true;  // the energy counter is read (false: power samples stand in)
     bool power = true, clock = true, temperature = true, throttle = true;
+    // The time share of what the device used among its open intervals, from its latest reading.
+    internal::EnergyShares shares;
+    std::optional<Sample> last;
+    // The counter's update period as seen: the longest it was read holding one value before it
+    // moved (`held_since`: when the value now held was first read).
+    double update_s = 0;
+    double held_since = 0;
+  };
+  struct Mark {
+    std::size_t samples = 0;  // the interval's samples up to the mark
+    internal::EnergyShares::Share share;
   };
   struct Interval {
     Device* device = nullptr;
-    std::vector<Sample> samples;  // in time order: the begin, the sampler's, the end
+    std::vector<Sample> samples;  // in time order: the begin, the sampler's, marks', the end
+    std::optional<Mark> mark;
   };
 
   // Once per device and reason (`key`, else the text itself).
@@ -184,6 +240,34 @@ class NvmlMeter final : public DeviceMeter {
     return &d;
   }
 
+  // Whether it started the sampler now.
+  bool start_sampler(const Device& d) {
+    if (d.counter || options_.sample_period_s <= 0 || sampler_.joinable()) return false;
+    sampler_ = std::thread([this] { sample_loop(); });
+    return true;
+  }
+
+  // A new interval on `d` from its reading `s`.
+  std::uint64_t open_at(Device& d, const Sample& s) {
+    std::uint64_t id = next_++;
+    Interval interval;
+    interval.device = &d;
+    interval.samples.push_back(s);
+    d.shares.open(id);
+    open_.emplace(id, std::move(interval));
+    return id;
+  }
+
+  // Closes the interval at `it` with its last reading `s`.
+  void close(std::map<std::uint64_t, Interval>::iterator it, const Sample& s,
+             DeviceReadings& readings) {
+    Interval& interval = it->second;
+    interval.samples.push_back(s);
+    std::optional<internal::EnergyShares::Share> share = interval.device->shares.close(it->first);
+    if (share) summarize(interval, *share, readings);
+    open_.erase(it);
+  }
+
   // One reading of every quantity still read on `d`; a call that fails turns its reading off for
   // the device (said once), except that the counter then hands over to power samples.
   template <class T, class Fn, class... Args>
@@ -219,51 +303,101 @@ class NvmlMeter final : public DeviceMeter {
     return s;
   }
 
-  void summarize(const Interval& interval, DeviceReadings& out) {
+  // A reading of `d`, its gain since the previous one shared among the intervals open on it.
+  Sample take(Device& d) {
+    Sample s = read(d);
+    if (d.last) {
+      const Sample& p = *d.last;
+      double dt = std::max(0.0, s.t - p.t);
+      std::optional<double> gain;
+      auto source = internal::EnergyShares::Source::kCounter;
+      if (p.energy_mj && s.energy_mj) {
+        if (*s.energy_mj < *p.energy_mj) {
+          if (d.shares.open_count() > 0) {
+            say_once(d,
+                     "the energy counter went backwards (" + std::to_string(*p.energy_mj) + " to " +
+                         std::to_string(*s.energy_mj) + " mJ); energy left out of that interval",
+                     "backwards");
+          }
+        } else {
+          gain = static_cast<double>(*s.energy_mj - *p.energy_mj) / 1000.0;
+        }
+        if (*s.energy_mj != *p.energy_mj) {
+          // A hold past the stall limit was a stall, not the update period.
+          double held = p.t - d.held_since;
+          if (held <= std::max(kStillS, 2 * d.update_s)) d.update_s = std::max(d.update_s, held);
+          d.held_since = s.t;
+        }
+      } else {
+        // Power samples, by the trapezoid rule.
+        source = internal::EnergyShares::Source::kPower;
+        auto usable = [](const std::optional<double>& w) { return w && *w <= kMaxPowerW; };
+        if (usable(p.power_w) && usable(s.power_w)) gain = dt * (*p.power_w + *s.power_w) / 2;
+      }
+      d.shares.advance(dt, gain, source);
+    } else {
+      d.held_since = s.t;
+    }
+    d.last = s;
+    return s;
+  }
+
+  void summarize(const Interval& interval, const internal::EnergyShares::Share& share,
+                 DeviceReadings& out) {
     Device& d = *interval.device;
     const std::vector<Sample>& ss = interval.samples;
     const Sample& first = ss.front();
     const Sample& last = ss.back();
     double seconds = last.t - first.t;
     bool bad_power = false;
-    std::vector<std::pair<double, double>> power;  // (t, W)
+    std::vector<double> power;  // W
     for (const Sample& s : ss) {
       if (!s.power_w) continue;
       if (*s.power_w > kMaxPowerW) {
         bad_power = true;
         continue;
       }
-      power.emplace_back(s.t, *s.power_w);
+      power.push_back(*s.power_w);
     }
     if (bad_power) {
       say_once(d, "a power reading above 100 kW; power left out of that interval");
       power.clear();
     }
-    if (first.energy_mj && last.energy_mj) {
-      if (*last.energy_mj < *first.energy_mj) {
-        say_once(d,
-                 "the energy counter went backwards (" + std::to_string(*first.energy_mj) + " to " +
-                     std::to_string(*last.energy_mj) + " mJ); energy left out of that interval",
-                 "backwards");
+    double power_mean = 0;
+    for (double w : power) power_mean += w / static_cast<double>(power.size());
+    // One source throughout: an interval over which the counter failed has no energy.
+    if (!share.spoiled && share.counter != share.power) {
+      if (share.power) {
+        out.energy_j = share.energy_j;
+        out.energy_from = "power_samples";
+      } else if (first.energy_mj && last.energy_mj && *first.energy_mj == *last.energy_mj) {
+        // The counter did not move: an interval shorter than its update period, or a stall.
+        double limit = std::max(kStillS, 2 * d.update_s);
+        if (seconds > limit) {
+          say_once(d,
+                   strprintf("the energy counter did not move over %.3f s (its update period "
+                             "seen: %.3f s); energy left out of that interval",
+                             seconds, d.update_s),
+                   "stalled");
+        } else if (!power.empty()) {
+          out.energy_j = power_mean * share.share_s;
+          out.energy_from = "power_x_time";
+        } else {
+          say_once(d,
+                   "an interval shorter than the energy counter's update period and no power "
+                   "reading to estimate it; energy left out of that interval",
+                   "short");
+        }
       } else {
-        out.energy_j = static_cast<double>(*last.energy_mj - *first.energy_mj) / 1000.0;
+        out.energy_j = share.energy_j;
         out.energy_from = "counter";
       }
-    } else if (!first.energy_mj && !last.energy_mj && power.size() >= 2) {
-      double joules = 0;
-      for (std::size_t i = 1; i < power.size(); ++i) {
-        joules +=
-            (power[i].first - power[i - 1].first) * (power[i].second + power[i - 1].second) / 2;
-      }
-      out.energy_j = joules;
-      out.energy_from = "power_samples";
     }
+    if (out.energy_j) out.energy_shared = share.shared;
     if (out.energy_j && seconds > 0) {
       out.power_w_mean = *out.energy_j / seconds;
     } else if (!power.empty()) {
-      double sum = 0;
-      for (const auto& p : power) sum += p.second;
-      out.power_w_mean = sum / static_cast<double>(power.size());
+      out.power_w_mean = power_mean;
     }
     bool any_reasons = false;
     unsigned long long reasons = 0;
@@ -286,8 +420,8 @@ class NvmlMeter final : public DeviceMeter {
     }
   }
 
-  // The sampler: every period, one reading of each device an open interval without a counter is
-  // on, added to each such interval.
+  // The sampler: every period, one reading of each device without a counter that an interval is
+  // open on, added to each such interval.
   void sample_loop() {
     std::unique_lock<std::mutex> lock(mu_);
     auto period = std::chrono::duration<double>(options_.sample_period_s);
@@ -299,7 +433,7 @@ class NvmlMeter final : public DeviceMeter {
         Device* d = interval.device;
         if (d->counter) continue;
         auto it = taken.find(d);
-        if (it == taken.end()) it = taken.emplace(d, read(*d)).first;
+        if (it == taken.end()) it = taken.emplace(d, take(*d)).first;
         interval.samples.push_back(it->second);
       }
     }

@@ -148,6 +148,31 @@ std::optional<double> parse_float(const std::string& text) {
   return value;
 }
 
+std::optional<Settings::CaptureRange> parse_capture_range(const std::string& text) {
+  std::string value = lower(strip(text));
+  auto colon = value.find(':');
+  if (colon == std::string::npos) return std::nullopt;
+  std::string kind = strip(value.substr(0, colon));
+  std::string span = strip(value.substr(colon + 1));
+  Settings::CaptureRange range;
+  if (kind == "steps") {
+    range.kind = Settings::CaptureRange::Kind::kSteps;
+  } else if (kind == "requests") {
+    range.kind = Settings::CaptureRange::Kind::kRequests;
+  } else {
+    return std::nullopt;
+  }
+  // "A-B" or "A"; a leading '-' would be a negative index, not a range.
+  auto dash = span.find('-', 1);
+  std::optional<std::int64_t> first = parse_int(span.substr(0, dash));
+  std::optional<std::int64_t> last =
+      dash == std::string::npos ? first : parse_int(span.substr(dash + 1));
+  if (!first || !last || *first < 0 || *last < *first) return std::nullopt;
+  range.first = *first;
+  range.last = *last;
+  return range;
+}
+
 }  // namespace internal
 
 Settings Settings::parse(const EnvLookup& env, std::vector<std::string>* problems,
@@ -260,6 +285,18 @@ Settings Settings::parse(const EnvLookup& env, std::vector<std::string>* problem
   s.nvml = r.switch_("VIDEOX_PERF_NVML", s.nvml);
   s.nvtx = r.switch_("VIDEOX_PERF_NVTX", s.nvtx);
   // ---- end GPU observability ----
+  // ---- energy and capture ranges (#28): VIDEOX_PERF_POWERCAP, VIDEOX_PERF_PROFILE ----
+  s.powercap = r.switch_("VIDEOX_PERF_POWERCAP", s.powercap);
+  if (auto raw = read(env, "VIDEOX_PERF_PROFILE")) {
+    if (auto range = internal::parse_capture_range(*raw)) {
+      s.profile = *range;
+    } else {
+      r.complain("VIDEOX_PERF_PROFILE", *raw, "steps:A-B or requests:A-B (counted from 0, A <= B)",
+                 "no capture range");
+      s.profile = Settings::CaptureRange{};
+    }
+  }
+  // ---- end energy and capture ranges ----
   return s;
 }
 

@@ -13,6 +13,7 @@
 #include "vxperf/cuda_backend.h"
 #include "vxperf/nvml.h"
 #include "vxperf/nvtx.h"
+#include "vxperf/powercap.h"
 
 namespace vxperf::internal {
 namespace {
@@ -84,10 +85,12 @@ EngineCore::EngineCore(Engine& engine, EngineOptions options)
       rank_exchange_(std::move(options.rank_exchange)),
       requests_(*this) {
   cuda_on_demand_ = options.cuda_on_demand && !options.device;
-  if (options.meter) {
-    meter_ = std::move(options.meter);
-    meter_ptr_.store(meter_.get(), std::memory_order_release);
-    meter_tried_.store(true);
+  for (auto [given, lazy] : {std::make_pair(&options.meter, &meter_),
+                             std::make_pair(&options.host_meter, &host_meter_)}) {
+    if (!*given) continue;
+    lazy->meter = std::move(*given);
+    lazy->ptr.store(lazy->meter.get(), std::memory_order_release);
+    lazy->tried.store(true);
   }
   backends_.push_back(options.device ? std::move(options.device)
                                      : std::make_shared<HostOnlyBackend>());
@@ -197,36 +200,52 @@ DeviceBackend& EngineCore::backend_for(int device) {
   return *device_.load(std::memory_order_acquire);
 }
 
-DeviceMeter* EngineCore::meter() {
-  if (DeviceMeter* m = meter_ptr_.load(std::memory_order_acquire)) return m;
-  if (meter_tried_.load(std::memory_order_acquire)) return nullptr;
+template <class Make>
+DeviceMeter* EngineCore::lazy_meter(LazyMeter& lazy, Make&& make) {
+  if (DeviceMeter* m = lazy.ptr.load(std::memory_order_acquire)) return m;
+  if (lazy.tried.load(std::memory_order_acquire)) return nullptr;
   // One try, on the first interval of a device whose backend names its PCI bus id: a host without
-  // NVML says so once. What loading says is said once the lock is released; later notices (a
-  // device NVML cannot see, a bad reading) go to the log as they come.
+  // the library or the counters says so once. What loading says is said once the lock is
+  // released; later notices (a device NVML cannot see, a bad reading) go to the log as they come.
   struct Held {
     std::atomic<bool> loading{true};
     std::vector<std::string> lines;
   };
   auto held = std::make_shared<Held>();
   {
-    std::lock_guard<std::mutex> lock(meter_mu_);
-    if (!meter_tried_.load()) {
-      NvmlOptions options;
-      options.notice = [held, log = log_](std::string_view line) {
+    std::lock_guard<std::mutex> lock(lazy.mu);
+    if (!lazy.tried.load()) {
+      auto notice = [held, log = log_](std::string_view line) {
         if (held->loading.load()) {
           held->lines.emplace_back(line);
         } else {
           log(line);
         }
       };
-      meter_ = make_nvml_meter(options);
-      meter_ptr_.store(meter_.get(), std::memory_order_release);
-      meter_tried_.store(true, std::memory_order_release);
+      lazy.meter = make(notice);
+      lazy.ptr.store(lazy.meter.get(), std::memory_order_release);
+      lazy.tried.store(true, std::memory_order_release);
     }
     held->loading.store(false);
   }
   for (const auto& line : held->lines) log_(line);
-  return meter_ptr_.load(std::memory_order_acquire);
+  return lazy.ptr.load(std::memory_order_acquire);
+}
+
+DeviceMeter* EngineCore::meter() {
+  return lazy_meter(meter_, [](std::function<void(std::string_view)> notice) {
+    NvmlOptions options;
+    options.notice = std::move(notice);
+    return make_nvml_meter(options);
+  });
+}
+
+DeviceMeter* EngineCore::host_meter() {
+  return lazy_meter(host_meter_, [](std::function<void(std::string_view)> notice) {
+    PowercapOptions options;
+    options.notice = std::move(notice);
+    return make_powercap_meter(options);
+  });
 }
 
 Topology EngineCore::topology() const {
@@ -428,6 +447,10 @@ void EngineCore::shutdown() {
   }
   try {
     if (auto line = requests_.take_summary()) log_line(format_summary(*line));
+  } catch (...) {
+  }
+  try {
+    finish_capture();
   } catch (...) {
   }
   try {

@@ -64,6 +64,7 @@ class EngineCore final : public Context {
   // ---- Context ----
   DeviceBackend& backend_for(int device) override;
   DeviceMeter* meter() override;
+  DeviceMeter* host_meter() override;
   Topology topology() const override;
   ResolvedPeak peak(std::optional<int> device, Dtype dtype) override;
   void emit(const RequestRecord& record, const RequestDetail& detail) override;
@@ -86,11 +87,18 @@ class EngineCore final : public Context {
   LogFn log_;
   std::vector<std::shared_ptr<DeviceBackend>> backends_;  // every backend used; never shrinks
   bool cuda_on_demand_ = false;
-  // The device meter: the program's (EngineOptions::meter), else NVML loaded on first use.
-  std::shared_ptr<DeviceMeter> meter_;
-  std::atomic<DeviceMeter*> meter_ptr_{nullptr};
-  std::atomic<bool> meter_tried_{false};
-  std::mutex meter_mu_;
+  // A meter the program gave (EngineOptions::meter, host_meter), else one made on first use.
+  struct LazyMeter {
+    std::shared_ptr<DeviceMeter> meter;
+    std::atomic<DeviceMeter*> ptr{nullptr};
+    std::atomic<bool> tried{false};
+    std::mutex mu;
+  };
+  // The meter of `lazy`, made by `make(notice)` on the first call.
+  template <class Make>
+  DeviceMeter* lazy_meter(LazyMeter& lazy, Make&& make);
+  LazyMeter meter_;                    // NVML
+  LazyMeter host_meter_;               // the powercap counters
   std::atomic<bool> finished_{false};  // observers were told of the finish
 
   mutable std::mutex mu_;  // see the file comment

@@ -104,8 +104,12 @@ Request* Requests::begin(const RequestOptions& options) {
   request->device = request->device_events ? device : -1;
   request->stream = options.stream;
   request->own_models = options.own_models;
+  request->videos = std::max<std::int64_t>(options.videos, 1);
   request->warmup = request->index < ctx_.settings().warmup;
-  // Before the clock is read, so that the meter's reading stays outside the request.
+  // Before the clock is read, so that the profiler's start and the meters' readings stay outside
+  // the request.
+  ctx_.capture_begins(Settings::CaptureRange::Kind::kRequests, request->index, backend,
+                      request->device);
   if (request->device_events) request->meter = ctx_.begin_metering(backend, request->device);
   notify(request->observers, [&](Observer& o) { o.on_begin(request_span(*request)); });
   request->t0 = request->clock->now_s();
@@ -126,21 +130,29 @@ void Requests::end(Request* raw, bool failed) {
   // request's own device.
   if (request->device_events) request->backend->synchronize(request->device);
   double t_end = request->clock->now_s();
+  // The meters read at once: the request's interval is its own, whatever settling costs.
+  ctx_.end_metering(request->meter, request->metered);
   if (request->observers != nullptr) {
     Span span = request_span(*request);
     span.t0 = request->t0;
     span.t1 = t_end;
     notify(request->observers, [&](Observer& o) { o.on_end(span); });
   }
+  std::int64_t index = request->index;
+  DeviceBackend& backend = *request->backend;
+  int device = request->device;
   settle(*request, t_end, failed);
   request->clear();
   spare_request = std::move(request);
+  ctx_.capture_ends(Settings::CaptureRange::Kind::kRequests, index, backend, device);
 }
 
 void Requests::abandon(Request* raw) {
   std::unique_ptr<Request> request(raw);
   if (!ctx_.forked()) {
     ctx_.cancel_metering(request->meter);
+    ctx_.capture_ends(Settings::CaptureRange::Kind::kRequests, request->index, *request->backend,
+                      request->device);
     for (const auto& p : request->pairs) {
       if (p.e0 != kNoEvent) request->backend->release(p.e0);
       if (p.e1 != kNoEvent) request->backend->release(p.e1);
@@ -239,8 +251,13 @@ void Requests::settle(Request& request, double t_end, bool failed) {
   if (request.device_events) {
     record.device = request.device;
     record.peaks = Context::read_readings(backend, request.device);
-    ctx_.end_metering(request.meter, *record.peaks);
-    request.meter = 0;
+    Context::add_meter_readings(*record.peaks, request.metered);
+  }
+  if (request.videos != 1) {
+    record.videos = request.videos;
+    if (record.peaks && record.peaks->energy_j) {
+      record.energy_j_per_video = *record.peaks->energy_j / static_cast<double>(request.videos);
+    }
   }
   record.parallel = Context::record_layout(topo);
   if (request.observers != nullptr) {
@@ -250,6 +267,7 @@ void Requests::settle(Request& request, double t_end, bool failed) {
     settled.t0 = request.t0;
     settled.t1 = t_end;
     settled.failed = failed;
+    settled.videos = request.videos;
     settled.readings = record.peaks;
     // A request priced by its own models carries them, so that its replay prices it the same.
     for (const DeclaredModel& m : request.models) settled.models.emplace_back(m.stage, m.declared);

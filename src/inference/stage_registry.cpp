@@ -113,7 +113,9 @@ void Request::note_stage(std::uint32_t id, std::int64_t tokens, std::int64_t bat
 }
 
 void Request::clear() {
-  meter = 0;
+  meter = Context::Metering{};
+  metered = DeviceReadings{};
+  videos = 1;
   models.clear();
   own_models = false;
   pairs.clear();

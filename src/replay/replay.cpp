@@ -211,7 +211,10 @@ class Replayer {
         return;
       }
       clock_->set(ev.number("t"));
-      request_ = core_->requests().begin(RequestOptions{device_, nullptr});
+      RequestOptions options{device_, nullptr};
+      options.videos = ev.count("videos", 1);
+      if (options.videos < 1) ev.fail("\"videos\" must be at least 1");
+      request_ = core_->requests().begin(options);
     } else if (kind == "stage") {
       stage(ev);
     } else if (kind == "request_end") {

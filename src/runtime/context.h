@@ -12,6 +12,7 @@
 #include <atomic>
 #include <cstdint>
 #include <memory>
+#include <mutex>
 #include <optional>
 #include <string_view>
 
@@ -70,17 +71,47 @@ class Context {
   virtual RankExchange rank_exchange() const = 0;
   // The device meter (nullptr: none); the engine may load NVML on first use.
   virtual DeviceMeter* meter() = 0;
+  // The host's meter (cpu_energy_j; nullptr: none); the engine may open the powercap counters on
+  // first use.
+  virtual DeviceMeter* host_meter() = 0;
 
   // The device readings of an interval (a request, a training window) on `device` of `backend`:
   // started at its beginning, read at its end. The one place readings are taken.
   static void start_readings(DeviceBackend& backend, int device);
   static DeviceReadings read_readings(DeviceBackend& backend, int device);
-  // The device meter's interval on `device` (VIDEOX_PERF_NVML: energy, power, clocks), opened at
-  // an interval's start and closed at its end, outside its timed span; 0: nothing is metered
-  // (off, no meter, or a backend that cannot name the device's PCI bus id).
-  std::uint64_t begin_metering(DeviceBackend& backend, int device);
-  void end_metering(std::uint64_t interval, DeviceReadings& readings);
-  void cancel_metering(std::uint64_t interval);
+  // The meters' intervals on `device` (VIDEOX_PERF_NVML: energy, power, clocks;
+  // VIDEOX_PERF_POWERCAP: the host's energy), opened just before an interval's clock is read and
+  // closed just after its end is, outside its timed span. Empty: nothing is metered (off, no
+  // meter, or a backend that cannot name the device's PCI bus id).
+  struct Metering {
+    std::uint64_t device = 0;  // the device meter's interval; 0: none
+    std::uint64_t host = 0;    // the host meter's
+    bool open() const { return device != 0 || host != 0; }
+  };
+  Metering begin_metering(DeviceBackend& backend, int device);
+  // Each closes `m` (then empty), its readings added to `readings`.
+  void end_metering(Metering& m, DeviceReadings& readings);
+  void end_metering_at_mark(Metering& m, DeviceReadings& readings);  // DeviceMeter::end_at_mark
+  void cancel_metering(Metering& m);
+  // DeviceMeter::mark and roll: a training window's step closes (roll: `m` is the next window's).
+  void mark_metering(const Metering& m);
+  void roll_metering(Metering& m, DeviceReadings& readings, DeviceBackend& backend, int device);
+  // A meter's readings over what the backend said (its peaks), field by field.
+  static void add_meter_readings(DeviceReadings& into, const DeviceReadings& metered);
+
+  // VIDEOX_PERF_PROFILE's range (cuProfilerStart / cuProfilerStop on `device` of `backend`, and
+  // observers' on_capture): a training step or a request begins, closes or ends. One test of the
+  // setting when no range is set.
+  void capture_begins(Settings::CaptureRange::Kind kind, std::int64_t index, DeviceBackend& backend,
+                      int device) {
+    if (settings_.profile.kind == kind) capture_point(kind, index, true, backend, device);
+  }
+  void capture_ends(Settings::CaptureRange::Kind kind, std::int64_t index, DeviceBackend& backend,
+                    int device) {
+    if (settings_.profile.kind == kind) capture_point(kind, index, false, backend, device);
+  }
+  // At exit: a range that never started or never ended is said (one that started is stopped).
+  void finish_capture();
 
  protected:
   Context(Settings settings, std::shared_ptr<Clock> clock);
@@ -91,6 +122,23 @@ class Context {
   std::atomic<DeviceBackend*> device_{nullptr};
   bool forked_ = false;
   std::atomic<const ObserverList*> observers_{nullptr};
+
+ private:
+  void capture_point(Settings::CaptureRange::Kind kind, std::int64_t index, bool begins,
+                     DeviceBackend& backend, int device);
+  // Starts or stops the capture (capture_mu_ held): the profiler, then the observers.
+  void capture_switch(bool start);
+
+  // VIDEOX_PERF_PROFILE's progress (requests begin and end on many threads).
+  struct Capture {
+    bool started = false, stopped = false;
+    std::int64_t ended = 0;            // requests of the range ended
+    std::int64_t reached = -1;         // the last step or request begun
+    DeviceBackend* backend = nullptr;  // what it started on (nullptr: no device)
+    int device = -1;
+  };
+  std::mutex capture_mu_;
+  Capture capture_;
 };
 
 }  // namespace vxperf::internal

@@ -21,6 +21,7 @@
 //   optional_string, optional_strings   an optional string / array of strings, written only
 //       when set (an empty array is written: it says "none seen")
 //   unless            written only when it is not the given default
+//   flag              a bool written only when true (read back: absent is false)
 //   dtype, optional_dtype, peak_source   enums by name (dtype: only when not bf16; peak_source:
 //       only when a peak is given and it is not the table's)
 //   object, nullable_object, optional_object   a nested object (always / null when empty /
@@ -57,10 +58,12 @@ void describe(Io& io, R& r) {
   io.bytes("peak_reserved_bytes", r.reserved);
   io.optional("energy_j", r.energy_j);
   io.optional_string("energy_from", r.energy_from);
+  io.flag("energy_shared", r.energy_shared);
   io.optional("power_w_mean", r.power_w_mean);
   io.optional_count("sm_clock_mhz_min", r.sm_clock_mhz_min);
   io.optional_count("temp_c_max", r.temp_c_max);
   io.optional_strings("throttle", r.throttle, "throttle");
+  io.optional("cpu_energy_j", r.cpu_energy_j);
 }
 
 // ---- request records ----------------------------------------------------------------------------
@@ -147,6 +150,8 @@ void describe(Io& io, R& r) {
   io.named_objects("stages", r.stages, "stage");
   io.nullable_object("dit", r.dit);
   io.device("device", r.device, r.peaks);
+  io.optional_count("videos", r.videos);
+  io.optional("energy_j_per_video", r.energy_j_per_video);
   io.optional_object("parallel", r.parallel);
 }
 

@@ -72,6 +72,7 @@ class Reader {
     values = std::move(read);
   }
   void unless(const char* key, double& value, double fallback) { value = f_.number(key, fallback); }
+  void flag(const char* key, bool& value) { value = f_.boolean(key, false); }
   // Absent: kept; present: a density in (0, 1].
   void density(const char* key, double& value);
   // Absent: kept; present: a known dtype's name.

@@ -77,6 +77,9 @@ class Writer {
   void unless(const char* key, double value, double fallback) {
     if (value != fallback) out_.number(key, value);
   }
+  void flag(const char* key, bool value) {
+    if (value) out_.boolean(key, true);
+  }
   void density(const char* key, double value) { unless(key, value, 1.0); }
   void dtype(const char* key, Dtype value) {
     if (value != Dtype::kBf16) out_.string(key, dtype_name(value));

@@ -45,6 +45,8 @@ class ValueWalk {
   template <class... Rest>
   void boolean(Rest&&...) {}
   template <class... Rest>
+  void flag(Rest&&...) {}
+  template <class... Rest>
   void string(Rest&&...) {}
   template <class T>
   void nullable(const char* key, const std::optional<T>& value) {

@@ -56,7 +56,9 @@ std::vector<std::string> request_events(const SettledRequest& request) {
   // thread its own track, where its requests and their stages nest.
   static std::atomic<int> next_thread{0};
   thread_local const int thread = next_thread.fetch_add(1, std::memory_order_relaxed);
-  block.push_back(Json{{"ev", "request_begin"}, {"t", request.t0}, {"thread", thread}}.dump());
+  Json begin = {{"ev", "request_begin"}, {"t", request.t0}, {"thread", thread}};
+  if (request.videos != 1) begin["videos"] = request.videos;
+  block.push_back(begin.dump());
   for (const SettledCall& call : request.calls) {
     Json ev = {{"ev", "stage"},
                {"name", call.stage},

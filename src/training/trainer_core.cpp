@@ -50,7 +50,8 @@ void TrainerCore::mark_forked() noexcept {
   forked_ = true;  // observers are told nothing more: the trace is the parent's
   observers_ = nullptr;
   device_ = -1;  // no device call in the child
-  meter_ = 0;
+  meter_ = Context::Metering{};
+  meter_step_ = -1;
 }
 
 void TrainerCore::register_model(const ModelInfo& info) {
@@ -75,11 +76,34 @@ void TrainerCore::set_device(int device, void* stream) {
   int was = device_;
   device_ = device >= 0 && engine_.backend_for(device).available() ? device : -1;
   stream_ = stream;
-  // The window's meter interval runs from here (then from each window's end).
-  if (device_ != was || meter_ == 0) {
-    engine_.cancel_metering(meter_);
-    meter_ = device_ >= 0 ? engine_.begin_metering(engine_.device(), device_) : 0;
+  if (device_ == was) return;
+  // Not from here: the setup after set_device (loading, wrapping, the optimizer) is no window's.
+  // The interval opens as a step begins; a device set inside a step (a front end that learns it
+  // at the first forward) opens it now, and only the window it is that step's is kept.
+  engine_.cancel_metering(meter_);
+  meter_step_ = -1;
+  if (step_) open_meter(step_->index);
+}
+
+void TrainerCore::open_meter(std::int64_t index) {
+  if (device_ < 0 || meter_.open() || finished_ || forked_) return;
+  meter_ = engine_.begin_metering(engine_.device(), device_);
+  meter_step_ = meter_.open() ? index : -1;
+}
+
+void TrainerCore::meter_step_close(std::int64_t index) {
+  if (!meter_.open()) return;
+  const std::int64_t every = engine_.settings().every;
+  if ((index + 1) % every != 0) {
+    engine_.mark_metering(meter_);
+    return;
   }
+  DeviceReadings readings;
+  engine_.roll_metering(meter_, readings, engine_.device(), device_);
+  // A window whose interval opened after its first step began (a device set late) is left out.
+  std::int64_t first = index + 1 - every;
+  if (meter_step_ == first) metered_.emplace_back(first, std::move(readings));
+  meter_step_ = meter_.open() ? index + 1 : -1;
 }
 
 double TrainerCore::now() { return engine_.clock().now_s(); }
@@ -144,7 +168,12 @@ TrainerCore::Step& TrainerCore::current(double t0) {
     // The previous step's close, not this step's first micro-step: the data wait belongs inside.
     step_->t0 = t0;
     // Observers added since are told from this step on.
-    if (!forked_) observers_ = engine_.observers();
+    if (!forked_) {
+      observers_ = engine_.observers();
+      engine_.capture_begins(Settings::CaptureRange::Kind::kSteps, step_->index, engine_.device(),
+                             device_);
+      open_meter(step_->index);
+    }
   }
   return *step_;
 }
@@ -319,6 +348,10 @@ void TrainerCore::close_step(double t_close) {
     }
   }
   ++num_steps_;
+  // Before anything settles: the window this step ends may settle now.
+  meter_step_close(num_steps_ - 1);
+  engine_.capture_ends(Settings::CaptureRange::Kind::kSteps, num_steps_ - 1, engine_.device(),
+                       device_);
   pending_.push_back(std::move(step_));
   current(t_close);
   head_open_ = false;
@@ -421,8 +454,13 @@ void TrainerCore::emit_window(bool full) {
   if (device_ >= 0) {
     ctx.device = device_;
     ctx.peaks = Context::read_readings(engine_.device(), device_);
-    engine_.end_metering(meter_, *ctx.peaks);
-    meter_ = 0;
+    // The meters' readings of this window, taken as its last step closed.
+    const std::int64_t first = detail.steps.front().step;
+    while (!metered_.empty() && metered_.front().first < first) metered_.pop_front();
+    if (!metered_.empty() && metered_.front().first == first) {
+      Context::add_meter_readings(*ctx.peaks, metered_.front().second);
+      metered_.pop_front();
+    }
   }
   ctx.model = model_;
   ctx.attention_enabled = s.attn_flops;
@@ -461,10 +499,7 @@ void TrainerCore::emit_window(bool full) {
     notify(observers(), [&](Observer& o) { o.on_window_readings(*peaks, closing); });
   }
   // The next window's peaks start now, as a request's do.
-  if (device_ >= 0) {
-    Context::start_readings(engine_.device(), device_);
-    if (!finished_) meter_ = engine_.begin_metering(engine_.device(), device_);
-  }
+  if (device_ >= 0) Context::start_readings(engine_.device(), device_);
 }
 
 bool TrainerCore::xrank_on() {
@@ -544,6 +579,19 @@ void TrainerCore::finish() {
   if (finished_ || off()) return;  // a forked child: the parent reports its own steps
   finished_ = true;
   closing_call_ = 0;
+  // The partial window ends at its last step's close (its interval's last mark), not now.
+  if (meter_.open()) {
+    const std::int64_t every = engine_.settings().every;
+    const std::int64_t first = num_steps_ - num_steps_ % every;
+    if (num_steps_ > meter_step_ && meter_step_ == first) {
+      DeviceReadings readings;
+      engine_.end_metering_at_mark(meter_, readings);
+      metered_.emplace_back(first, std::move(readings));
+    } else {
+      engine_.cancel_metering(meter_);
+    }
+    meter_step_ = -1;
+  }
   drain(true);
   // Every rank runs the exchanges still due; the partial window has none (ranks may have stopped
   // at different steps).

@@ -109,6 +109,11 @@ class TrainerCore {
   void tell_phase_ends(std::string_view name, double t0, double t1);
   void close_head(double now);
   void close_step(double t_close);
+  // The meters at a step's close: a window's last step ends its interval (the next one's opens
+  // at the same reading), any other step marks it.
+  void meter_step_close(std::int64_t index);
+  // Opens the window's interval at `index`'s start when a device is set and none is open.
+  void open_meter(std::int64_t index);
   void drain(bool force);
   bool ready(const Step& step);
   // A window's steps have settled: its record goes out (a full window's is held on rank 0 while
@@ -142,7 +147,14 @@ class TrainerCore {
   double micro_enter_ = 0;
   std::optional<double> prev_exit_;
   int device_ = -1;
-  std::uint64_t meter_ = 0;  // the window's device meter interval (Context::begin_metering)
+  // The meters' interval of the window in progress: opened as its first step begins (the first
+  // window's at its first point), marked at each step's close, rolled into the next window's at
+  // its last step's close. `meter_step_`: the step it opened with (-1: none open).
+  Context::Metering meter_;
+  std::int64_t meter_step_ = -1;
+  // What the meters read over each window whose last step closed, by its first step, until the
+  // window settles.
+  std::deque<std::pair<std::int64_t, DeviceReadings>> metered_;
   void* stream_ = nullptr;
   ModelInfo model_;  // as priced (priced_model), its trainable count resolved
   bool finished_ = false;

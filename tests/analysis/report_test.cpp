@@ -480,3 +480,123 @@ TEST(Report, NoMeterFieldsNoEnergyLines) {
 
 }  // namespace
 }  // namespace vxperf::analysis
+
+namespace vxperf::analysis {
+namespace {
+
+using namespace test_records;
+
+// #28: the job's totals. A context-parallel request of two ranks is one request (its energy the
+// ranks' sum, its videos once); two requests served at once on one device count its time once;
+// every rank's window energy over the job's samples; what had no readings is named.
+TEST(Report, JobEnergyTotalsPerVideoPerSampleAndPerDevice) {
+  RecordSet set;
+  for (int rank = 0; rank < 2; ++rank) {
+    RequestRecord r = request(rank, 0, 10.0);
+    r.world_size = 2;
+    r.ts = 1010.0;
+    r.peaks->energy_j = 1000.0 * (rank + 1);
+    r.peaks->power_w_mean = 100.0 * (rank + 1);  // 10 s each
+    r.videos = 4;
+    r.energy_j_per_video = *r.peaks->energy_j / 4;
+    ParallelLayout p;
+    p.cp = 2;
+    p.group = 2;
+    r.parallel = p;
+    set.requests.push_back(r);
+  }
+  // Rank 0, cuda:0: two requests served at once ([1010, 1020] and [1015, 1025]), then one alone.
+  for (auto [start, end, joules] :
+       {std::tuple{1010.0, 1020.0, 500.0}, std::tuple{1015.0, 1025.0, 500.0}}) {
+    RequestRecord r = request(0, set.requests.size(), end - start);
+    r.ts = end;
+    r.peaks->energy_j = joules;
+    r.peaks->power_w_mean = joules / (end - start);
+    r.peaks->energy_shared = true;
+    set.requests.push_back(r);
+  }
+  RequestRecord unread = request(1, 7, 3.0);  // a device NVML could not see
+  set.requests.push_back(unread);
+  // Training on four ranks, two context-parallel pairs: each window took 20 samples per rank,
+  // 40 for the job.
+  for (int rank = 0; rank < 4; ++rank) {
+    TrainWindowRecord w = window(rank, 0, 10, 1.0);
+    w.device = 0;  // each rank's cuda:0
+    w.peaks->energy_j = 400.0;
+    w.peaks->power_w_mean = 40.0;
+    w.energy_j_per_sample = 20.0;
+    ParallelLayout p;
+    p.dp = 2;
+    p.cp = 2;
+    w.parallel = p;
+    w.peaks->cpu_energy_j = 10.0;
+    set.windows.push_back(w);
+  }
+  Report report = build_report(set);
+  ASSERT_TRUE(report.energy);
+  const JobEnergy& e = *report.energy;
+  EXPECT_EQ(e.records, 9);
+  EXPECT_DOUBLE_EQ(e.energy_j, 3000.0 + 1000.0 + 1600.0);
+  EXPECT_EQ(e.videos, 4 + 1 + 1);  // the group's request once
+  EXPECT_DOUBLE_EQ(e.request_energy_j, 4000.0);
+  EXPECT_DOUBLE_EQ(*e.j_per_video, 4000.0 / 6);
+  EXPECT_DOUBLE_EQ(e.samples, 40.0);
+  EXPECT_DOUBLE_EQ(*e.j_per_sample, 1600.0 / 40);
+  EXPECT_DOUBLE_EQ(*e.cpu_energy_j, 40.0);
+  EXPECT_EQ(e.shared, 2);
+  EXPECT_EQ(e.unread, 1);
+  EXPECT_EQ(e.unread_first, std::vector<std::string>{"rank 1 req 7"});
+  // Rank 0's device: the group request [1000, 1010], the two shared ones [1010, 1025]: 25 s, not
+  // 30; and its window.
+  const DeviceEnergy* d0 = nullptr;
+  for (const auto& d : e.devices) {
+    if (d.rank == 0 && d.device == 0) d0 = &d;
+  }
+  ASSERT_NE(d0, nullptr);
+  EXPECT_EQ(d0->records, 4);
+  EXPECT_DOUBLE_EQ(d0->energy_j, 1000.0 + 1000.0 + 400.0);
+  ASSERT_EQ(e.devices.size(), 4u);
+  std::string text = format_report(report);
+  EXPECT_NE(text.find("Energy (job): 0.001556 kWh (5600.000 J) on 4 devices; host CPU and DRAM "
+                      "40.000 J\n"),
+            std::string::npos)
+      << text;
+  EXPECT_NE(text.find("  per video   666.667 J over 6 videos"), std::string::npos) << text;
+  EXPECT_NE(text.find("  per sample  40.0000 J over 40 samples"), std::string::npos) << text;
+  EXPECT_NE(text.find("  no readings 1 of 9 records: rank 1 req 7\n"), std::string::npos) << text;
+  // The requests' own line: not one video each, so per request.
+  EXPECT_NE(text.find("J/request, "), std::string::npos) << text;
+  Json j = Json::parse(report_json(report));
+  EXPECT_DOUBLE_EQ(j["energy"]["j_per_video"].get<double>(), 4000.0 / 6);
+  EXPECT_DOUBLE_EQ(j["energy"]["j_per_sample"].get<double>(), 40.0);
+  EXPECT_EQ(j["energy"]["unread_first"][0], "rank 1 req 7");
+  EXPECT_EQ(j["energy"]["devices"].size(), 4u);
+  std::string html = report_html(report, set);
+  EXPECT_NE(html.find("Energy (job)"), std::string::npos);
+  EXPECT_NE(html.find("666.667 J over 6 videos"), std::string::npos);
+  // Comparisons see the totals.
+  bool found = false;
+  for (const auto& m : report_metrics(report)) found = found || m.name == "energy.j_per_video";
+  EXPECT_TRUE(found);
+}
+
+TEST(Report, TheUnionOfADevicesIntervalsCountsOverlapsOnce) {
+  RecordSet set;
+  // [0, 10], [5, 8] (settled first), [20, 30], then [9, 21] joining them all: [0, 30].
+  for (auto [start, end] :
+       {std::pair{5.0, 8.0}, std::pair{0.0, 10.0}, std::pair{20.0, 30.0}, std::pair{9.0, 21.0}}) {
+    RequestRecord r = request(0, set.requests.size(), end - start);
+    r.ts = 1000.0 + end;
+    r.peaks->energy_j = 100.0 * (end - start);
+    r.peaks->power_w_mean = 100.0;
+    set.requests.push_back(r);
+  }
+  Report report = build_report(set);
+  ASSERT_TRUE(report.energy);
+  ASSERT_EQ(report.energy->devices.size(), 1u);
+  EXPECT_DOUBLE_EQ(report.energy->devices[0].seconds, 30.0);
+  EXPECT_DOUBLE_EQ(*report.energy->devices[0].power_w_mean, 100.0 * (10 + 3 + 10 + 12) / 30.0);
+}
+
+}  // namespace
+}  // namespace vxperf::analysis

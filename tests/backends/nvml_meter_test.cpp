@@ -3,9 +3,13 @@
 // window boundaries over the fake CUDA driver, which names devices by PCI bus id.
 #include <dlfcn.h>
 #include <gtest/gtest.h>
+#include <unistd.h>
 
 #include <chrono>
 #include <cstdint>
+#include <filesystem>
+#include <fstream>
+#include <future>
 #include <map>
 #include <memory>
 #include <nlohmann/json.hpp>
@@ -16,6 +20,7 @@
 #include "test_support.h"
 #include "vxperf/cuda_backend.h"
 #include "vxperf/engine.h"
+#include "vxperf/event_script.h"
 #include "vxperf/inference.h"
 #include "vxperf/nvml.h"
 #include "vxperf/testing.h"
@@ -43,6 +48,8 @@ struct FakeNvml {
   void (*set_result)(const char*, int) = nullptr;
   long (*calls)(const char*) = nullptr;
   int (*open)() = nullptr;
+  void (*draw)(int, double, double, double) = nullptr;
+  void (*set_time)(double) = nullptr;
 
   explicit FakeNvml(const char* path) {
     handle = dlopen(path, RTLD_NOW | RTLD_LOCAL);
@@ -60,6 +67,8 @@ struct FakeNvml {
     get(set_result, "fake_nvml_set_result");
     get(calls, "fake_nvml_calls");
     get(open, "fake_nvml_open");
+    get(draw, "fake_nvml_draw");
+    get(set_time, "fake_nvml_set_time");
   }
   ~FakeNvml() {
     if (handle != nullptr) dlclose(handle);
@@ -121,8 +130,20 @@ class NvmlMeterTest : public ::testing::Test {
     return r;
   }
 
+  // The meter's clock and the fake's time, moved together (drawing devices).
+  void at(double t) {
+    now = t;
+    fake.set_time(t);
+  }
+  NvmlOptions drawn_options() {
+    NvmlOptions o = options();
+    o.clock = [this] { return now; };
+    return o;
+  }
+
   FakeNvml fake{VXPERF_FAKE_NVML_PATH};
   std::vector<std::string> notices;
+  double now = 0;
 };
 
 TEST_F(NvmlMeterTest, EnergyIsTheCounterDifferenceExactly) {
@@ -221,7 +242,8 @@ TEST_F(NvmlMeterTest, TheSamplerAddsReadingsBetweenTheBoundaries) {
 }
 
 TEST_F(NvmlMeterTest, NoSamplerWhileTheCounterIsRead) {
-  fake.add_device("0000:1B:00.0");
+  int d = fake.add_device("0000:1B:00.0");
+  fake.energy(d, {0, 500});  // a counter that moves (one that does not is power x time)
   NvmlOptions o = options();
   o.sample_period_s = 0.002;
   auto meter = make_nvml_meter(o);
@@ -267,7 +289,8 @@ TEST_F(NvmlMeterTest, APowerReadingThatMakesNoSenseIsLeftOut) {
 }
 
 TEST_F(NvmlMeterTest, ADeviceWithNoPciMatchIsNotMeteredAndSaidOnce) {
-  fake.add_device("0000:1B:00.0");
+  int d = fake.add_device("0000:1B:00.0");
+  fake.energy(d, {0, 500});
   auto meter = make_nvml_meter(options());
   ASSERT_NE(meter, nullptr);
   EXPECT_EQ(meter->begin("0000:99:00.0", 3), 0u);
@@ -328,6 +351,224 @@ TEST_F(NvmlMeterTest, ALibraryWithoutARequiredEntryPointIsNotNvml) {
       << notices[0];
 }
 
+// ---- #28: the time share, short intervals, a stalled counter, the sampler
+// ------------------------
+
+// A server running two requests at once on one device: each moment's energy is split between the
+// intervals open then, so that they add up to the counter over their union.
+TEST_F(NvmlMeterTest, OverlappingIntervalsOnOneDeviceShareEachMomentAndAddUpToTheCounter) {
+  int d = fake.add_device("0000:1B:00.0");
+  fake.draw(d, 250.0, 0.0, 1e6);
+  auto meter = make_nvml_meter(drawn_options());
+  ASSERT_NE(meter, nullptr);
+  at(10.0);
+  std::uint64_t a = meter->begin("0000:1B:00.0", 0);
+  at(11.0);
+  std::uint64_t b = meter->begin("0000:1B:00.0", 0);
+  at(12.0);
+  DeviceReadings rb;
+  meter->end(b, rb);
+  at(14.0);
+  DeviceReadings ra;
+  meter->end(a, ra);
+  // A alone for 1 s (250 J), both for 1 s (250 J, half each), A alone for 2 s (500 J).
+  ASSERT_TRUE(ra.energy_j && rb.energy_j);
+  EXPECT_DOUBLE_EQ(*ra.energy_j, 250.0 + 125.0 + 500.0);
+  EXPECT_DOUBLE_EQ(*rb.energy_j, 125.0);
+  EXPECT_DOUBLE_EQ(*ra.energy_j + *rb.energy_j, 250.0 * 4);  // the counter over [10, 14]
+  EXPECT_TRUE(ra.energy_shared);
+  EXPECT_TRUE(rb.energy_shared);
+  EXPECT_EQ(ra.energy_from, "counter");
+  EXPECT_DOUBLE_EQ(*ra.power_w_mean, 875.0 / 4);  // its share over its own seconds
+  EXPECT_DOUBLE_EQ(*rb.power_w_mean, 125.0);
+  // Alone again: the whole counter, not shared.
+  at(20.0);
+  std::uint64_t c = meter->begin("0000:1B:00.0", 0);
+  at(21.0);
+  DeviceReadings rc;
+  meter->end(c, rc);
+  EXPECT_DOUBLE_EQ(*rc.energy_j, 250.0);
+  EXPECT_FALSE(rc.energy_shared);
+  EXPECT_TRUE(notices.empty());
+}
+
+TEST_F(NvmlMeterTest, OverlappingIntervalsOnTwoDevicesEachGetTheirOwnDevice) {
+  int d0 = fake.add_device("0000:1B:00.0");
+  int d1 = fake.add_device("0000:2B:00.0");
+  fake.draw(d0, 250.0, 0.0, 0);
+  fake.draw(d1, 300.0, 0.0, 0);
+  auto meter = make_nvml_meter(drawn_options());
+  ASSERT_NE(meter, nullptr);
+  at(0.0);
+  std::uint64_t a = meter->begin("0000:1B:00.0", 0);
+  at(1.0);
+  std::uint64_t b = meter->begin("0000:2B:00.0", 1);
+  at(2.0);
+  DeviceReadings ra;
+  meter->end(a, ra);
+  at(3.0);
+  DeviceReadings rb;
+  meter->end(b, rb);
+  EXPECT_DOUBLE_EQ(*ra.energy_j, 500.0);
+  EXPECT_DOUBLE_EQ(*rb.energy_j, 600.0);
+  EXPECT_FALSE(ra.energy_shared);
+  EXPECT_FALSE(rb.energy_shared);
+}
+
+// An energy counter that moves every 100 ms, read over 30 ms intervals: one over which it did not
+// move gets the power read times its time, said by energy_from, never zero.
+TEST_F(NvmlMeterTest, ACounterThatMovesEvery100msGivesPowerTimesTimeOverShorterIntervals) {
+  int d = fake.add_device("0000:1B:00.0");
+  fake.draw(d, 250.0, 0.1, 0);
+  auto meter = make_nvml_meter(drawn_options());
+  ASSERT_NE(meter, nullptr);
+  int still = 0, moved = 0;
+  for (int i = 0; i < 25; ++i) {
+    at(0.005 + 0.04 * i);
+    std::uint64_t id = meter->begin("0000:1B:00.0", 0);
+    at(0.035 + 0.04 * i);
+    DeviceReadings r;
+    meter->end(id, r);
+    ASSERT_TRUE(r.energy_j) << i;
+    EXPECT_GT(*r.energy_j, 0.0) << i;
+    if (r.energy_from == "power_x_time") {
+      ++still;
+      EXPECT_NEAR(*r.energy_j, 250.0 * 0.03, 1e-9) << i;
+      EXPECT_NEAR(*r.power_w_mean, 250.0, 1e-9) << i;
+    } else {
+      ++moved;
+      EXPECT_EQ(r.energy_from, "counter") << i;
+      EXPECT_NEAR(*r.energy_j, 25.0, 1e-9) << i;  // one update of the counter: 250 W x 100 ms
+    }
+  }
+  EXPECT_GT(still, 0);
+  EXPECT_GT(moved, 0);
+  // Over a second it moved ten times: the counter's difference.
+  at(2.0);
+  std::uint64_t id = meter->begin("0000:1B:00.0", 0);
+  at(3.0);
+  DeviceReadings r;
+  meter->end(id, r);
+  EXPECT_EQ(r.energy_from, "counter");
+  EXPECT_NEAR(*r.energy_j, 250.0, 1e-9);
+  EXPECT_TRUE(notices.empty());
+}
+
+TEST_F(NvmlMeterTest, ACounterThatStallsIsSaidOnceAndItsIntervalsLeftOut) {
+  int d = fake.add_device("0000:1B:00.0");
+  fake.energy(d, {0, 250000, 250000, 500000, 500000, 500000, 500000, 500000, 500000, 750000});
+  fake.power(d, {250000});
+  NvmlOptions o = options();
+  o.clock = scripted_clock({0, 1, 1, 2, 2, 3.5, 3.5, 5, 5, 6});
+  auto meter = make_nvml_meter(o);
+  ASSERT_NE(meter, nullptr);
+  std::vector<DeviceReadings> r;
+  for (int i = 0; i < 5; ++i) r.push_back(interval(*meter));
+  EXPECT_DOUBLE_EQ(*r[0].energy_j, 250.0);
+  EXPECT_DOUBLE_EQ(*r[1].energy_j, 250.0);
+  // 1.5 s without moving, on a counter that moved every second before: stalled.
+  EXPECT_FALSE(r[2].energy_j);
+  EXPECT_FALSE(r[2].energy_from);
+  EXPECT_DOUBLE_EQ(*r[2].power_w_mean, 250.0);  // the power readings stand
+  EXPECT_FALSE(r[3].energy_j);
+  EXPECT_DOUBLE_EQ(*r[4].energy_j, 250.0);  // and on again once it moves
+  EXPECT_EQ(r[4].energy_from, "counter");
+  ASSERT_EQ(notices.size(), 1u);
+  EXPECT_NE(notices[0].find("did not move over 1.500 s"), std::string::npos) << notices[0];
+  EXPECT_NE(notices[0].find("0000:1B:00.0"), std::string::npos) << notices[0];
+}
+
+// Threads of this process (Linux: /proc/self/task).
+int threads_now() {
+  int n = 0;
+  std::error_code ec;
+  for (auto it = std::filesystem::directory_iterator("/proc/self/task", ec);
+       !ec && it != std::filesystem::directory_iterator(); it.increment(ec)) {
+    ++n;
+  }
+  return n;
+}
+
+// A device without the counter: the sampler thread is running before the first interval's first
+// reading, so that starting it is not in the interval.
+TEST_F(NvmlMeterTest, TheSamplerRunsBeforeTheFirstIntervalOpens) {
+  FakeNvml old(VXPERF_FAKE_NVML_NO_ENERGY_PATH);  // known at once: the library has no counter
+  ASSERT_TRUE(old.ok);
+  old.reset();
+  int d = old.add_device("0000:1B:00.0");
+  old.power(d, {250000});
+  NvmlOptions o = options(VXPERF_FAKE_NVML_NO_ENERGY_PATH);
+  o.sample_period_s = 10;  // never wakes within the test
+  int before = threads_now();
+  std::vector<int> at_readings;
+  o.clock = [&] {
+    at_readings.push_back(threads_now());
+    return static_cast<double>(at_readings.size());
+  };
+  auto meter = make_nvml_meter(o);
+  ASSERT_NE(meter, nullptr);
+  DeviceReadings r = interval(*meter);
+  ASSERT_EQ(at_readings.size(), 2u);
+  EXPECT_EQ(at_readings.front(), before + 1);  // the sampler was there at the first reading
+  EXPECT_EQ(r.energy_from, "power_samples");
+  EXPECT_DOUBLE_EQ(*r.energy_j, 250.0);
+}
+
+// NOT_SUPPORTED is learned at the first reading: the interval then starts once the sampler runs.
+TEST_F(NvmlMeterTest, AnIntervalStartsAfterTheSamplerItsFirstReadingStarted) {
+  int d = fake.add_device("0000:1B:00.0");
+  fake.set_result("nvmlDeviceGetTotalEnergyConsumption", kNotSupported);
+  fake.power(d, {250000});
+  NvmlOptions o = options();
+  o.sample_period_s = 10;
+  int before = threads_now();
+  std::vector<int> at_readings;
+  o.clock = [&] {
+    at_readings.push_back(threads_now());
+    return static_cast<double>(at_readings.size());
+  };
+  auto meter = make_nvml_meter(o);
+  ASSERT_NE(meter, nullptr);
+  DeviceReadings r = interval(*meter);
+  ASSERT_EQ(at_readings.size(), 3u);  // the first reading, its time again, the end
+  EXPECT_EQ(at_readings[0], before);
+  EXPECT_EQ(at_readings[1], before + 1);
+  EXPECT_DOUBLE_EQ(*r.energy_j, 250.0);  // from t=2, not t=1, to t=3
+}
+
+// A window closes at its last step's close: a partial window ended by finish() is read as of the
+// close of its last step, not at finish.
+TEST_F(NvmlMeterTest, EndAtMarkReadsAsOfTheLastMark) {
+  int d = fake.add_device("0000:1B:00.0");
+  fake.draw(d, 250.0, 0.0, 0);
+  auto meter = make_nvml_meter(drawn_options());
+  ASSERT_NE(meter, nullptr);
+  at(0.0);
+  std::uint64_t id = meter->begin("0000:1B:00.0", 0);
+  at(1.0);
+  meter->mark(id);
+  at(2.0);
+  meter->mark(id);
+  at(7.0);  // after training: saving a checkpoint, evaluation
+  DeviceReadings r;
+  meter->end_at_mark(id, r);
+  EXPECT_DOUBLE_EQ(*r.energy_j, 500.0);
+  EXPECT_DOUBLE_EQ(*r.power_w_mean, 250.0);
+  // Rolled: the next window opens at the same reading as the last one closes.
+  at(8.0);
+  std::uint64_t w0 = meter->begin("0000:1B:00.0", 0);
+  at(9.0);
+  DeviceReadings r0;
+  std::uint64_t w1 = meter->roll(w0, r0, "0000:1B:00.0", 0);
+  ASSERT_NE(w1, 0u);
+  at(11.0);
+  DeviceReadings r1;
+  meter->end(w1, r1);
+  EXPECT_DOUBLE_EQ(*r0.energy_j, 250.0);
+  EXPECT_DOUBLE_EQ(*r1.energy_j, 500.0);
+  EXPECT_FALSE(r1.energy_shared);
+}
+
 // ---- the engine: requests and windows over the fake CUDA driver ---------------------------------
 
 class NvmlEngineTest : public NvmlMeterTest {
@@ -344,8 +585,11 @@ class NvmlEngineTest : public NvmlMeterTest {
     if (cuda != nullptr) dlclose(cuda);
   }
 
+  // Without `host_meter`, the host's energy is off (VIDEOX_PERF_POWERCAP=0): these are NVML's.
   std::unique_ptr<Engine> engine(std::shared_ptr<DeviceMeter> meter,
-                                 std::map<std::string, std::string> env = {{"VIDEOX_PERF", "1"}}) {
+                                 std::map<std::string, std::string> env = {{"VIDEOX_PERF", "1"}},
+                                 std::shared_ptr<DeviceMeter> host_meter = nullptr) {
+    if (!host_meter) env.emplace("VIDEOX_PERF_POWERCAP", "0");
     CudaOptions c;
     c.library_path = VXPERF_FAKE_CUDA_PATH;
     c.notice = [this](std::string_view line) { notices.emplace_back(line); };
@@ -354,6 +598,7 @@ class NvmlEngineTest : public NvmlMeterTest {
     parts.clock = clock;
     parts.device = make_cuda_backend(c);
     parts.meter = std::move(meter);
+    parts.host_meter = std::move(host_meter);
     parts.log = output->log_fn();
     parts.sinks.push_back(output);
     return std::make_unique<Engine>(std::move(parts));
@@ -363,6 +608,35 @@ class NvmlEngineTest : public NvmlMeterTest {
     RequestScope r(e, RequestOptions{device, nullptr});
     StageScope s(kTransformer, 1024, 1);
     clock->advance(0.5);
+  }
+
+  // The engine's clock, the meter's and the fake's time move together.
+  void advance(double seconds) {
+    clock->advance(seconds);
+    fake.set_time(clock->now_s());
+  }
+  NvmlOptions timed_options() {
+    NvmlOptions o = options();
+    o.clock = [c = clock] { return c->now_s(); };
+    return o;
+  }
+  // `steps` training steps of `step_s` seconds (2 samples each), after `setup_s` seconds of setup
+  // between set_device and the first step.
+  void train(Engine& e, double setup_s, int steps, double step_s) {
+    Trainer& trainer = e.trainer();
+    trainer.set_device(0);
+    advance(setup_s);
+    int optimizer = 0;
+    for (int i = 0; i < steps; ++i) {
+      MicroStep micro(&trainer);
+      {
+        ModelCall fwd(Phase::kForward, 1024, 2, &trainer);
+        advance(step_s * 0.9);
+      }
+      OptimizerStep opt(&optimizer, true, &trainer);
+      advance(step_s * 0.1);
+    }
+    trainer.finish();
   }
 
   void* cuda = nullptr;
@@ -453,7 +727,139 @@ TEST_F(NvmlEngineTest, AWindowGainsEnergyAndJoulesPerSample) {
   for (const auto& line : output->records()) j = Json::parse(line);
   EXPECT_DOUBLE_EQ(j["energy_j"].get<double>(), 30.0);
   EXPECT_DOUBLE_EQ(j["energy_j_per_sample"].get<double>(), 5.0);
-  EXPECT_EQ(fake.calls("nvmlDeviceGetTotalEnergyConsumption"), 2);
+  // The first step's start, then each step's close: the last close is this partial window's end
+  // (#28; it was read at finish before).
+  EXPECT_EQ(fake.calls("nvmlDeviceGetTotalEnergyConsumption"), 4);
+}
+
+// Issue #28: the setup between set_device and the first step (loading the model, wrapping it,
+// building the optimizer) is no window's: a window's interval is its steps'.
+TEST_F(NvmlEngineTest, TheSetupBeforeTheFirstStepIsNotInTheFirstWindow) {
+  int d = fake.add_device("0000:1B:00.0");
+  fake.draw(d, 250.0, 0.0, 5e6);
+  auto e =
+      engine(make_nvml_meter(timed_options()), {{"VIDEOX_PERF", "1"}, {"VIDEOX_PERF_EVERY", "3"}});
+  train(*e, 0.4, 6, 0.1);
+  auto windows = output->windows();
+  ASSERT_EQ(windows.size(), 2u);
+  for (const auto& w : windows) {
+    ASSERT_TRUE(w.peaks && w.peaks->energy_j && w.energy_j_per_sample && w.throughput);
+    double wall = w.throughput->wall_s;
+    std::printf("window %lld-%lld: %.3f J, %.1f W mean, %.1f W over its wall time, %.4f J/sample\n",
+                static_cast<long long>(w.step_first), static_cast<long long>(w.step_last),
+                *w.peaks->energy_j, *w.peaks->power_w_mean, *w.peaks->energy_j / wall,
+                *w.energy_j_per_sample);
+    EXPECT_NEAR(*w.peaks->energy_j, 250.0 * 0.3, 1e-6);
+    EXPECT_NEAR(*w.peaks->power_w_mean, 250.0, 1e-6);
+    EXPECT_NEAR(*w.peaks->energy_j / wall, 250.0, 1e-6);
+    EXPECT_NEAR(*w.energy_j_per_sample, 250.0 * 0.3 / 6, 1e-6);
+  }
+}
+
+// Two requests served at once on one device (two threads): each moment's energy is split between
+// them, their records say energy_shared and add up to the counter; a replay of the live trace
+// gives the same readings, and the same energy per video.
+TEST_F(NvmlEngineTest, TwoRequestsServedAtOnceShareTheDeviceAndReplayTheSame) {
+  int d = fake.add_device("0000:1B:00.0");
+  fake.draw(d, 250.0, 0.0, 0);
+  std::string trace = (std::filesystem::temp_directory_path() /
+                       ("vxperf-shared-" + std::to_string(::getpid()) + ".events.jsonl"))
+                          .string();
+  auto e = engine(make_nvml_meter(timed_options()),
+                  {{"VIDEOX_PERF", "1"}, {"VIDEOX_PERF_TRACE", trace}});
+  std::promise<void> a_open, a_close, b_open, b_close;
+  std::thread a([&, close = a_close.get_future()] {
+    RequestScope r(*e, RequestOptions{0, nullptr});
+    a_open.set_value();
+    close.wait();
+  });
+  a_open.get_future().wait();
+  advance(1.0);
+  std::thread b([&, close = b_close.get_future()] {
+    RequestOptions o{0, nullptr};
+    o.videos = 4;  // a batch of four prompts
+    RequestScope r(*e, o);
+    b_open.set_value();
+    close.wait();
+  });
+  b_open.get_future().wait();
+  advance(1.0);
+  b_close.set_value();
+  b.join();
+  advance(2.0);
+  a_close.set_value();
+  a.join();
+  auto live = output->requests();
+  ASSERT_EQ(live.size(), 2u);
+  const RequestRecord& rb = live[0];  // settled first
+  const RequestRecord& ra = live[1];
+  ASSERT_TRUE(ra.peaks && ra.peaks->energy_j && rb.peaks && rb.peaks->energy_j);
+  EXPECT_DOUBLE_EQ(*ra.peaks->energy_j, 875.0);
+  EXPECT_DOUBLE_EQ(*rb.peaks->energy_j, 125.0);
+  EXPECT_DOUBLE_EQ(*ra.peaks->energy_j + *rb.peaks->energy_j, 250.0 * 4);
+  EXPECT_TRUE(ra.peaks->energy_shared && rb.peaks->energy_shared);
+  EXPECT_FALSE(ra.videos);
+  EXPECT_EQ(rb.videos, 4);
+  EXPECT_DOUBLE_EQ(*rb.energy_j_per_video, 125.0 / 4);
+  Json jb = Json::parse(output->records().at(0));
+  EXPECT_EQ(jb["energy_shared"], true);
+  EXPECT_EQ(jb["videos"], 4);
+  EXPECT_DOUBLE_EQ(jb["energy_j_per_video"].get<double>(), 31.25);
+  e->shutdown();
+  e.reset();
+
+  std::ifstream in(trace);
+  ASSERT_TRUE(in.good());
+  auto replayed = std::make_shared<testing::MemoryOutput>();
+  replay(
+      in, [](std::string_view) {}, *replayed);
+  auto again = replayed->requests();
+  ASSERT_EQ(again.size(), 2u);
+  for (std::size_t i = 0; i < 2; ++i) {
+    ASSERT_TRUE(again[i].peaks && again[i].peaks->energy_j) << i;
+    EXPECT_DOUBLE_EQ(*again[i].peaks->energy_j, *live[i].peaks->energy_j) << i;
+    EXPECT_EQ(again[i].peaks->energy_shared, live[i].peaks->energy_shared) << i;
+    EXPECT_EQ(again[i].videos, live[i].videos) << i;
+    EXPECT_EQ(again[i].energy_j_per_video, live[i].energy_j_per_video) << i;
+  }
+  std::filesystem::remove(trace);
+}
+
+// An evaluation request during training shares the device with the window it runs in: the two
+// add up to the counter over the window.
+TEST_F(NvmlEngineTest, AnEvalRequestDuringTrainingSharesTheWindowsDevice) {
+  int d = fake.add_device("0000:1B:00.0");
+  fake.draw(d, 250.0, 0.0, 0);
+  auto e =
+      engine(make_nvml_meter(timed_options()), {{"VIDEOX_PERF", "1"}, {"VIDEOX_PERF_EVERY", "2"}});
+  Trainer& trainer = e->trainer();
+  trainer.set_device(0);
+  int optimizer = 0;
+  for (int i = 0; i < 2; ++i) {
+    if (i == 1) {
+      RequestScope eval(*e, RequestOptions{0, nullptr});
+      advance(0.2);
+    }
+    MicroStep micro(&trainer);
+    {
+      ModelCall fwd(Phase::kForward, 1024, 2, &trainer);
+      advance(0.45);
+    }
+    OptimizerStep opt(&optimizer, true, &trainer);
+    advance(0.05);
+  }
+  trainer.finish();
+  auto windows = output->windows();
+  auto requests = output->requests();
+  ASSERT_EQ(windows.size(), 1u);
+  ASSERT_EQ(requests.size(), 1u);
+  double window_j = *windows[0].peaks->energy_j;
+  double request_j = *requests[0].peaks->energy_j;
+  EXPECT_DOUBLE_EQ(request_j, 250.0 * 0.2 / 2);
+  EXPECT_DOUBLE_EQ(window_j, 250.0 * 1.2 - request_j);
+  EXPECT_TRUE(windows[0].peaks->energy_shared);
+  EXPECT_TRUE(requests[0].peaks->energy_shared);
+  EXPECT_DOUBLE_EQ(*windows[0].energy_j_per_sample, window_j / 4);
 }
 
 }  // namespace

@@ -147,6 +147,46 @@ TEST(Settings, NvmlOnAndNvtxOffByDefaultBadValuesReported) {
   EXPECT_NE(problems[1].find("using 0"), std::string::npos) << problems[1];
 }
 
+TEST(Settings, PowercapOnByDefaultAndAProfileRangeParsed) {
+  Settings d = Settings::parse(env_of({{"VIDEOX_PERF", "1"}}), nullptr);
+  EXPECT_TRUE(d.powercap);
+  EXPECT_EQ(d.profile.kind, Settings::CaptureRange::Kind::kNone);
+  Settings s = Settings::parse(env_of({{"VIDEOX_PERF", "1"},
+                                       {"VIDEOX_PERF_POWERCAP", "0"},
+                                       {"VIDEOX_PERF_PROFILE", " Steps:3-5 "}}),
+                               nullptr);
+  EXPECT_FALSE(s.powercap);
+  EXPECT_EQ(s.profile.kind, Settings::CaptureRange::Kind::kSteps);
+  EXPECT_EQ(s.profile.first, 3);
+  EXPECT_EQ(s.profile.last, 5);
+  Settings one = Settings::parse(
+      env_of({{"VIDEOX_PERF", "1"}, {"VIDEOX_PERF_PROFILE", "requests:7"}}), nullptr);
+  EXPECT_EQ(one.profile.kind, Settings::CaptureRange::Kind::kRequests);
+  EXPECT_EQ(one.profile.first, 7);
+  EXPECT_EQ(one.profile.last, 7);
+  // Not ranges: each said once, no range used.
+  for (const char* bad : {"steps", "steps:5-3", "steps:-1", "epochs:1-2", "steps:a-b", "steps:3-",
+                          "requests:1-2-3"}) {
+    std::vector<std::string> problems;
+    Settings r =
+        Settings::parse(env_of({{"VIDEOX_PERF", "1"}, {"VIDEOX_PERF_PROFILE", bad}}), &problems);
+    EXPECT_EQ(r.profile.kind, Settings::CaptureRange::Kind::kNone) << bad;
+    ASSERT_EQ(problems.size(), 1u) << bad;
+    EXPECT_NE(problems[0].find("steps:A-B or requests:A-B"), std::string::npos) << problems[0];
+    EXPECT_NE(problems[0].find("using no capture range"), std::string::npos) << problems[0];
+  }
+  std::vector<std::string> problems;
+  Settings p =
+      Settings::parse(env_of({{"VIDEOX_PERF", "1"}, {"VIDEOX_PERF_POWERCAP", "no"}}), &problems);
+  EXPECT_TRUE(p.powercap);
+  ASSERT_EQ(problems.size(), 1u);
+  // Neither goes into a trace's config: a replay reads its readings and starts no profiler.
+  for (const auto& [name, value] : s.to_env()) {
+    EXPECT_NE(name, "VIDEOX_PERF_PROFILE");
+    EXPECT_NE(name, "VIDEOX_PERF_POWERCAP");
+  }
+}
+
 TEST(Settings, PeakDtypeAndDensity) {
   Settings defaults = Settings::parse(env_of({{"VIDEOX_PERF", "1"}}), nullptr);
   EXPECT_FALSE(defaults.measure_peak);

@@ -290,3 +290,40 @@ def test_cpu_run_makes_no_cuda_call(tmp_path):
     assert proc.stdout.strip() == "host only" and "CUDA" not in proc.stderr
     (record,) = read_records(records)
     assert "device" not in record and "peak_alloc_bytes" not in record
+
+
+def test_videos_a_call_generates_are_recorded(tmp_path):
+    """A pipeline call's videos, from its kwargs as diffusers names them (num_videos_per_prompt
+    times the prompts), or the explicit request's; present in the record only above one."""
+    records = tmp_path / "records.jsonl"
+    code = """
+        import vxperf, torch
+        from vxperf._inference import videos_of
+        import tiny_models as tm
+        assert videos_of(("a cat",), {}) == 1
+        assert videos_of((["a", "b", "c"],), {"num_videos_per_prompt": 2}) == 6
+        assert videos_of((), {"prompt": ["a", "b"]}) == 2
+        assert videos_of((), {"num_images_per_prompt": 3}) == 3
+        assert videos_of((), {"prompt_embeds": torch.ones(5, 7, 3)}) == 5
+        assert videos_of((torch.ones(2),), {"num_videos_per_prompt": None}) == 1
+        assert videos_of((), {"num_videos_per_prompt": "many"}) == 1  # unreadable: 1
+
+        class Batched(tm.WanPipeline):
+            def __call__(self, prompt, num_videos_per_prompt=1, steps=1):
+                return tm.WanPipeline.__call__(self, "x", steps=steps)
+
+        pipe = vxperf.instrument_pipeline(Batched(**tm.wan_pipeline().components))
+        pipe(["a", "b"], num_videos_per_prompt=2)
+        pipe("a")
+        with vxperf.request(videos=3):
+            pass
+        with vxperf.request(videos="three"):  # said once, one video
+            pass
+        print("ok")
+    """
+    proc = run_python(code, env=clean_env(VIDEOX_PERF=1, VIDEOX_PERF_JSON=records))
+    assert proc.stdout.strip() == "ok", proc.stderr
+    got = read_records(records)
+    assert [r.get("videos") for r in got] == [4, None, 3, None]
+    assert "energy_j_per_video" not in got[0]  # no device meter on the CPU
+    assert proc.stderr.count("request(videos='three') is not a count") == 1

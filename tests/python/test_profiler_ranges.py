@@ -83,3 +83,90 @@ with torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CPU]) as
 print(sorted(set(e.name for e in prof.events() if not e.name.startswith("aten::"))))
 """, env=clean_env())
     assert "transformer" not in proc.stdout and "request" not in proc.stdout, proc.stdout
+
+
+CAPTURE = """
+import torch, vxperf
+opt_owner = object()
+model = torch.nn.Linear(8, 8)
+vxperf.register_model(model)
+prof = vxperf.profile_range(torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CPU]))
+for _ in range(8):
+    with vxperf.micro_step():
+        with vxperf.model_call("fwd", tokens=4, samples=1):
+            loss = model(torch.ones(2, 8)).sum()
+        with vxperf.backward():
+            loss.backward()
+        with vxperf.optimizer_step(opt_owner):
+            pass
+vxperf.finish()
+names = set(e.name for e in prof.events())
+print(sorted(n for n in names if n.startswith("step ")))
+"""
+
+
+def test_a_torch_profiler_handed_over_records_steps_3_to_5_alone(tmp_path):
+    """VIDEOX_PERF_PROFILE=steps:3-5: the profiler handed to profile_range() is started as step 3
+    begins and stopped as step 5 closes (where cuProfilerStart/Stop go on a GPU)."""
+    records = tmp_path / "records.jsonl"
+    proc = run_python(CAPTURE, env=clean_env(VIDEOX_PERF=1, VIDEOX_PERF_JSON=records,
+                                             VIDEOX_PERF_PROFILE="steps:3-5"))
+    assert proc.stdout.strip() == "['step 3', 'step 4', 'step 5']", proc.stdout + proc.stderr
+    assert "VIDEOX_PERF_PROFILE" not in proc.stderr, proc.stderr
+    assert read_records(records)  # the window is recorded as without the range
+
+
+RECORDER = """
+import vxperf
+class Recorder:
+    def start(self):
+        print("start", vxperf.last_request() and vxperf.last_request()["req"])
+    def stop(self):
+        print("stop", vxperf.last_request() and vxperf.last_request()["req"])
+vxperf.profile_range(Recorder())
+for _ in range(REQUESTS):
+    with vxperf.request():
+        with vxperf.stage("transformer"):
+            pass
+print("done")
+"""
+
+
+def test_a_request_range_starts_and_stops_the_profiler_around_those_requests():
+    proc = run_python(RECORDER.replace("REQUESTS", "4"),
+                      env=clean_env(VIDEOX_PERF=1, VIDEOX_PERF_PROFILE="requests:1-2"))
+    # Started before request 1 began (request 0 the last one done), stopped after request 2.
+    assert proc.stdout.split("\n")[:3] == ["start 0", "stop 2", "done"], proc.stdout
+
+
+def test_a_range_that_never_ends_is_stopped_and_said_at_exit():
+    proc = run_python(RECORDER.replace("REQUESTS", "2"),
+                      env=clean_env(VIDEOX_PERF=1, VIDEOX_PERF_PROFILE="requests:1-5"))
+    assert proc.stdout.split() == ["start", "0", "done", "stop", "1"], proc.stdout
+    assert "VIDEOX_PERF_PROFILE=requests:1-5: the run ended before request 5 ended" in proc.stderr
+
+
+def test_a_profiler_without_the_setting_is_never_started_and_that_is_said():
+    proc = run_python(RECORDER.replace("REQUESTS", "2"), env=clean_env(VIDEOX_PERF=1))
+    assert proc.stdout.split() == ["done"], proc.stdout
+    assert proc.stderr.count("VIDEOX_PERF_PROFILE is not set") == 1, proc.stderr
+
+
+def test_a_profiler_that_raises_is_reported_and_the_requests_go_on(tmp_path):
+    records = tmp_path / "records.jsonl"
+    proc = run_python("""
+import vxperf
+class Broken:
+    def start(self):
+        raise RuntimeError("no profiler today")
+    def stop(self):
+        pass
+vxperf.profile_range(Broken())
+for _ in range(3):
+    with vxperf.request():
+        pass
+print("done")
+""", env=clean_env(VIDEOX_PERF=1, VIDEOX_PERF_JSON=records, VIDEOX_PERF_PROFILE="requests:0-1"))
+    assert proc.stdout.strip() == "done"
+    assert "no profiler today" in proc.stderr, proc.stderr
+    assert len(read_records(records)) == 3

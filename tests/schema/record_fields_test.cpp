@@ -38,6 +38,17 @@ RequestRecord full_request() {
   d.skipped_fwd = 12;
   d.effective_fwd = 38.5;
   r.device = 5;
+  DeviceReadings& m = *r.peaks;
+  m.energy_j = 875.5;
+  m.energy_from = "power_x_time";
+  m.energy_shared = true;
+  m.power_w_mean = 218.875;
+  m.sm_clock_mhz_min = 1410;
+  m.temp_c_max = 71;
+  m.throttle = std::vector<std::string>{"sw_power_cap"};
+  m.cpu_energy_j = 40.25;
+  r.videos = 4;
+  r.energy_j_per_video = 875.5 / 4;
   return r;
 }
 
@@ -104,6 +115,28 @@ TEST(RecordFields, TheFieldsBeyondTheReferenceAppearOnlyWhenTheySaySomething) {
   r.dit->peak_source = PeakSource::kMeasured;
   r.dit->peak_tflops.reset();
   EXPECT_FALSE(Json::parse(to_json_line(r))["dit"].contains("peak_source"));
+}
+
+// #28's fields: a shared interval, the host's energy, the videos and energy per video, each only
+// when it says something; read back as written.
+TEST(RecordFields, EnergySharedVideosAndHostEnergyOnlyWhenTheySaySomething) {
+  RequestRecord r = full_request();
+  Json j = Json::parse(to_json_line(r));
+  EXPECT_EQ(j["energy_shared"], true);
+  EXPECT_EQ(j["energy_from"], "power_x_time");
+  EXPECT_DOUBLE_EQ(j["cpu_energy_j"].get<double>(), 40.25);
+  EXPECT_EQ(j["videos"], 4);
+  EXPECT_DOUBLE_EQ(j["energy_j_per_video"].get<double>(), 875.5 / 4);
+  RequestRecord back = internal::read_request(j);
+  EXPECT_TRUE(back.peaks->energy_shared);
+  EXPECT_EQ(back.videos, 4);
+  EXPECT_DOUBLE_EQ(*back.peaks->cpu_energy_j, 40.25);
+  RequestRecord plain = analysis::test_records::request(0, 1, 2.0);
+  Json p = Json::parse(to_json_line(plain));
+  for (const char* key : {"energy_shared", "cpu_energy_j", "videos", "energy_j_per_video"}) {
+    EXPECT_FALSE(p.contains(key)) << key;
+  }
+  EXPECT_FALSE(internal::read_request(p).peaks->energy_shared);
 }
 
 // Keys as a visitor is walked over them, for the order of the walk.

@@ -204,5 +204,23 @@ TEST(PrometheusSink, EnergyCounterAndDeviceGaugesByDevice) {
   EXPECT_FALSE(has_prefix(s, R"(vxperf_energy_joules_total{rank="0",device="cuda:0"})"));
 }
 
+// #28: the host's energy and the videos made, beside the device's energy (joules per video is
+// one rate over the other).
+TEST(PrometheusSink, HostEnergyAndVideosAreCounters) {
+  PrometheusSink sink;
+  for (std::int64_t videos : {1, 4}) {
+    Request r = make_request(0, 10.0);
+    r.record.device = 0;
+    r.record.peaks->energy_j = 100.0;
+    r.record.peaks->cpu_energy_j = 12.5;
+    if (videos != 1) r.record.videos = videos;
+    sink.on_request(r.record, r.detail);
+  }
+  auto s = scrape(sink);
+  EXPECT_DOUBLE_EQ(value_of(s, R"(vxperf_cpu_energy_joules_total{rank="0"})"), 25.0);
+  EXPECT_DOUBLE_EQ(value_of(s, R"(vxperf_videos_total{rank="0"})"), 5.0);
+  EXPECT_DOUBLE_EQ(value_of(s, R"(vxperf_energy_joules_total{rank="0",device="cuda:0"})"), 200.0);
+}
+
 }  // namespace
 }  // namespace vxperf

@@ -284,7 +284,7 @@ _tracking = {"accelerator": None, "on": False, "closed": set()}
 
 # Window record fields logged as they are, under perf/ (the record's own units: s, bytes, J, W).
 _LOGGED = ("peak_alloc_bytes", "peak_reserved_bytes", "eta_s", "energy_j", "power_w_mean",
-           "energy_j_per_sample")
+           "energy_j_per_sample", "cpu_energy_j")
 _THROUGHPUT = ("samples_per_s", "tflops", "hw_tflops", "mfu", "hfu")
 
 # Trackers that drop a step lower than one already logged (wandb: "Steps must be monotonically

@@ -49,6 +49,8 @@ enum Call {
   kMemGetInfoV2,
   kGetErrorName,
   kDeviceGetPciBusId,
+  kProfilerStart,
+  kProfilerStop,
   kCallCount
 };
 const char* const kCallNames[kCallCount] = {"cuInit",
@@ -70,7 +72,9 @@ const char* const kCallNames[kCallCount] = {"cuInit",
                                             "cuEventDestroy_v2",
                                             "cuMemGetInfo_v2",
                                             "cuGetErrorName",
-                                            "cuDeviceGetPCIBusId"};
+                                            "cuDeviceGetPCIBusId",
+                                            "cuProfilerStart",
+                                            "cuProfilerStop"};
 
 struct Event {
   int device = 0;
@@ -109,6 +113,8 @@ struct State {
   int fail_times = 0;  // -1: every call from now on
   std::uintptr_t last_stream = 0;
   unsigned last_event_flags = 0;
+  int profiling = -1;  // the device whose context cuProfilerStart made current; -1: off
+  int captured_records[kMaxDevices] = {};  // events recorded while profiling
   std::uint64_t generation = 0;  // bumped by reset: stale per-thread context stacks are dropped
 
   void reset() {
@@ -138,6 +144,8 @@ struct State {
     fail_times = 0;
     last_stream = 0;
     last_event_flags = 0;
+    profiling = -1;
+    std::fill(std::begin(captured_records), std::end(captured_records), 0);
     ++generation;
   }
   State() { reset(); }
@@ -342,6 +350,7 @@ FAKE_EXPORT CUresult cuEventRecord(CUevent event, CUstream stream) {
   }
   s.last_stream = sv;
   ++s.records[e->device];
+  if (s.profiling >= 0) ++s.captured_records[e->device];
   s.clock_ms += s.record_step_ms;
   e->ts_ms = s.clock_ms;
   e->recorded = true;
@@ -405,6 +414,22 @@ FAKE_EXPORT CUresult cuMemGetInfo_v2(std::size_t* free_bytes, std::size_t* total
   if (d < 0) return kErrorInvalidContext;
   *total_bytes = s.mem_total[d];
   *free_bytes = s.mem_total[d] - std::min(s.mem_used[d], s.mem_total[d]);
+  return kSuccess;
+}
+
+// The profiler's capture of the current context: on from cuProfilerStart to cuProfilerStop.
+FAKE_EXPORT CUresult cuProfilerStart() {
+  FAKE_ENTER(kProfilerStart);
+  int d = current_device(s);
+  if (d < 0) return kErrorInvalidContext;
+  s.profiling = d;
+  return kSuccess;
+}
+
+FAKE_EXPORT CUresult cuProfilerStop() {
+  FAKE_ENTER(kProfilerStop);
+  if (current_device(s) < 0) return kErrorInvalidContext;
+  s.profiling = -1;
   return kSuccess;
 }
 
@@ -525,6 +550,16 @@ FAKE_EXPORT long fake_cuda_calls(const char* name) {
     if (std::strcmp(name, "*") == 0 || std::strcmp(kCallNames[i], name) == 0) total += s.calls[i];
   }
   return total;
+}
+// The device the profiler captures now (-1: not capturing).
+FAKE_EXPORT int fake_cuda_profiling() {
+  FAKE_CONTROL();
+  return s.profiling;
+}
+// Events recorded on `device` while the profiler captured.
+FAKE_EXPORT int fake_cuda_captured_records(int device) {
+  FAKE_CONTROL();
+  return device >= 0 && device < kMaxDevices ? s.captured_records[device] : 0;
 }
 FAKE_EXPORT long fake_cuda_events_created() {
   FAKE_CONTROL();

@@ -5,6 +5,7 @@
 // to return a given code (NOT_SUPPORTED, ...). Devices are found by PCI bus id only
 // (case-insensitive), as NVML finds them for the meter.
 #include <cctype>
+#include <cmath>
 #include <cstdint>
 #include <deque>
 #include <mutex>
@@ -48,6 +49,11 @@ struct Device {
   std::deque<unsigned> sm_mhz{0};
   std::deque<unsigned> temp_c{0};
   std::deque<unsigned long long> reasons{0};
+  // A device drawing `watts` (fake_nvml_draw): its counter and power follow the fake's time
+  // instead of the scripts; the counter moves every `period_s` (0: at every reading).
+  double watts = -1;
+  double period_s = 0;
+  double base_mj = 0;  // the counter at time 0
 };
 
 struct State {
@@ -56,6 +62,7 @@ struct State {
   Return results[kCallCount] = {};
   long calls[kCallCount] = {};
   std::vector<Device> devices;  // nvmlDevice_t is the index + 1
+  double time_s = 0;            // the fake's time (fake_nvml_set_time), for drawing devices
 };
 
 State& state() {
@@ -128,6 +135,11 @@ FAKE_EXPORT Return nvmlDeviceGetHandleByPciBusId_v2(const char* bus, void** devi
 #ifndef FAKE_NVML_NO_ENERGY
 FAKE_EXPORT Return nvmlDeviceGetTotalEnergyConsumption(void* device, unsigned long long* out) {
   FAKE_DEVICE(kEnergy);
+  if (d->watts >= 0) {
+    double t = d->period_s > 0 ? std::floor(s.time_s / d->period_s + 1e-9) * d->period_s : s.time_s;
+    *out = static_cast<unsigned long long>(std::llround(d->base_mj + t * d->watts * 1000.0));
+    return kSuccess;
+  }
   *out = take(d->energy_mj);
   return kSuccess;
 }
@@ -135,6 +147,10 @@ FAKE_EXPORT Return nvmlDeviceGetTotalEnergyConsumption(void* device, unsigned lo
 
 FAKE_EXPORT Return nvmlDeviceGetPowerUsage(void* device, unsigned* out) {
   FAKE_DEVICE(kPower);
+  if (d->watts >= 0) {
+    *out = static_cast<unsigned>(std::llround(d->watts * 1000.0));
+    return kSuccess;
+  }
   *out = take(d->power_mw);
   return kSuccess;
 }
@@ -190,6 +206,7 @@ FAKE_EXPORT void fake_nvml_reset() {
   FAKE_CONTROL();
   s.inits = 0;
   s.devices.clear();
+  s.time_s = 0;
   for (int i = 0; i < kCallCount; ++i) s.results[i] = kSuccess, s.calls[i] = 0;
 }
 // Adds a device found by `bus`; returns its index for the setters below. Its readings start at 0.
@@ -213,6 +230,22 @@ FAKE_SCRIPT(fake_nvml_script_power_mw, power_mw, unsigned)
 FAKE_SCRIPT(fake_nvml_script_sm_mhz, sm_mhz, unsigned)
 FAKE_SCRIPT(fake_nvml_script_temp_c, temp_c, unsigned)
 FAKE_SCRIPT(fake_nvml_script_reasons, reasons, unsigned long long)
+// Makes `device` draw `watts` from now on: its power reads `watts` and its energy counter reads
+// `base_mj` plus what it drew up to the fake's time, moving every `period_s` seconds (0: always).
+FAKE_EXPORT void fake_nvml_draw(int device, double watts, double period_s, double base_mj) {
+  FAKE_CONTROL();
+  if (device < 0 || device >= static_cast<int>(s.devices.size())) return;
+  Device& d = s.devices[device];
+  d.watts = watts;
+  d.period_s = period_s;
+  d.base_mj = base_mj;
+}
+// The fake's time in seconds (what drawing devices have drawn up to); tests keep it at their
+// clock's.
+FAKE_EXPORT void fake_nvml_set_time(double seconds) {
+  FAKE_CONTROL();
+  s.time_s = seconds;
+}
 // Makes the entry point `name` return `code` (0: success again).
 FAKE_EXPORT void fake_nvml_set_result(const char* name, int code) {
   FAKE_CONTROL();
