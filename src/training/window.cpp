@@ -1,6 +1,7 @@
 #include "training/window.h"
 
 #include <algorithm>
+#include <cstring>
 
 #include "base/stats.h"
 #include "vxperf/training.h"
@@ -49,9 +50,10 @@ TrainWindowRecord aggregate_window(const std::vector<StepRecord>& window,
     bool any = false;
     for (const StepRecord* e : measured) {
       double v = 0.0;
-      // Step records name phases with phase_name()'s own strings: comparing pointers suffices.
+      // By the name's characters: the compiler may fold phase_name() into a string literal of
+      // the calling file, so the same name can live at two addresses.
       for (const auto& [phase, seconds] : e->phases) {
-        if (phase == name) v = seconds;
+        if (std::strcmp(phase, name) == 0) v = seconds;
       }
       any = any || v != 0.0;
       values.push_back(v);
