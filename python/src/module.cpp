@@ -262,6 +262,19 @@ PYBIND11_MODULE(_ext, m) {
       },
       py::arg("gate"), py::arg("enter"), py::arg("leave"),
       "Opens a torch profiler range per request, stage, step and phase while gate() is true.");
+  m.def("dtype_names", [] {
+    std::vector<std::string> names;
+    for (const auto& row : vxperf::kDtypes) names.emplace_back(row.name);
+    return names;
+  }, "The engine's dtype names, in its table's order.");
+  m.def(
+      "parse_dtype",
+      [](const std::string& text) -> std::optional<std::string> {
+        auto dtype = vxperf::parse_dtype(text);
+        if (!dtype) return std::nullopt;
+        return std::string(vxperf::dtype_name(*dtype));
+      },
+      py::arg("text"), "The engine's name of a dtype spelling (torch's among them), or None.");
   m.def("topology", [] {
     vxperf::Topology t = api::topology();
     return std::make_tuple(t.rank, t.world_size, t.sp);
