@@ -25,7 +25,7 @@ run() {
   cp "$@" "$corpus/"
   echo "fuzz: $fuzzer for ${seconds}s"
   # New inputs go to the first corpus dir; crashes and reports land in the build and fail the run.
-  UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 ASAN_OPTIONS=detect_leaks=1 \
+  UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 ASAN_OPTIONS="detect_leaks=1${ASAN_OPTIONS:+:$ASAN_OPTIONS}" \
     "$build/$fuzzer" -max_total_time="$seconds" -rss_limit_mb=2048 -timeout=10 \
     -max_len=65536 -artifact_prefix="$build/$fuzzer-" -print_final_stats=1 "$corpus" \
     2>&1 | tail -n 25

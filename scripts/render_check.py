@@ -8,19 +8,18 @@ data-drawn, the number of heatmaps drawn, and no data-errors), Chromium logged n
 and a screenshot of the requested size whose pixels hold the charts: enough ink, enough colors,
 and for the heatmaps their palette (the straggler's cell in the excess palette's dark end).
 
-  python3 scripts/render_check.py VXPERF [WORKDIR]
+  build-venv/bin/python scripts/render_check.py VXPERF [WORKDIR]
 
-Exits 77 (skipped) when Chromium is not installed; scripts/setup.sh installs it.
+Exits 77 (skipped) when Chromium, numpy or Pillow is not installed; scripts/setup.sh installs
+them.
 """
 import json
 import os
 import random
 import shutil
-import struct
 import subprocess
 import sys
 import tempfile
-import zlib
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 CASES = os.path.join(ROOT, "tests", "conformance", "cases")
@@ -31,52 +30,14 @@ def fail(message):
     sys.exit(1)
 
 
-def read_png(path):
-    """(width, height, rows of RGB tuples) of an 8-bit RGB or RGBA, non-interlaced PNG."""
-    data = open(path, "rb").read()
-    if data[:8] != b"\x89PNG\r\n\x1a\n":
-        fail(path + " is not a PNG")
-    pos, idat, header = 8, b"", None
-    while pos < len(data):
-        length, kind = struct.unpack(">I4s", data[pos:pos + 8])
-        body = data[pos + 8:pos + 8 + length]
-        if kind == b"IHDR":
-            header = struct.unpack(">IIBBBBB", body)
-        elif kind == b"IDAT":
-            idat += body
-        pos += 12 + length
-    width, height, depth, color, _, _, interlace = header
-    if depth != 8 or color not in (2, 6) or interlace:
-        fail(f"{path}: unexpected PNG format (depth {depth}, color {color})")
-    bpp = 3 if color == 2 else 4
-    raw = zlib.decompress(idat)
-    stride = width * bpp
-    rows, prev = [], bytearray(stride)
-    for y in range(height):
-        kind = raw[y * (stride + 1)]
-        line = bytearray(raw[y * (stride + 1) + 1:(y + 1) * (stride + 1)])
-        for i in range(stride):
-            a = line[i - bpp] if i >= bpp else 0
-            b = prev[i]
-            c = prev[i - bpp] if i >= bpp else 0
-            if kind == 1:
-                line[i] = (line[i] + a) & 255
-            elif kind == 2:
-                line[i] = (line[i] + b) & 255
-            elif kind == 3:
-                line[i] = (line[i] + (a + b) // 2) & 255
-            elif kind == 4:
-                p = a + b - c
-                pa, pb, pc = abs(p - a), abs(p - b), abs(p - c)
-                line[i] = (line[i] + (a if pa <= pb and pa <= pc else b if pb <= pc else c)) & 255
-        rows.append(bytes(line))
-        prev = line
-    pixels = [[tuple(row[x * bpp:x * bpp + 3]) for x in range(width)] for row in rows]
-    return width, height, pixels
+def read_pixels(path):
+    """(width, height, the pixels as an int array of height x width x RGB)."""
+    import numpy
+    from PIL import Image
 
-
-def near(pixel, target, within=30):
-    return sum((p - t) ** 2 for p, t in zip(pixel, target)) <= within * within
+    with Image.open(path) as image:
+        pixels = numpy.asarray(image.convert("RGB"), dtype=numpy.int32)
+    return pixels.shape[1], pixels.shape[0], pixels
 
 
 class Browser:
@@ -105,28 +66,29 @@ class Browser:
     def check(self, page, heatmaps, size, palettes=()):
         """The page's script drew `heatmaps` canvases without an error; a screenshot of `size`
         holds charts, and pixels of each (color, at least) in `palettes`."""
-        dom = self.run(page, "--dump-dom")
+        shot = os.path.join(self.work, os.path.basename(page) + ".png")
+        if os.path.exists(shot):
+            os.remove(shot)
+        # One load: the DOM once the page's script ran, and the screenshot.
+        dom = self.run(page, "--dump-dom", f"--screenshot={shot}",
+                       f"--window-size={size[0]},{size[1]}", "--hide-scrollbars")
         if 'data-errors="' in dom:
             start = dom.index('data-errors="')
             fail(f"{page}: script errors: {dom[start:start + 300]}")
         if f'data-drawn="{heatmaps}"' not in dom:
             fail(f"{page}: expected data-drawn=\"{heatmaps}\" (the script did not finish?)")
-        shot = os.path.join(self.work, os.path.basename(page) + ".png")
-        if os.path.exists(shot):
-            os.remove(shot)
-        self.run(page, f"--screenshot={shot}", f"--window-size={size[0]},{size[1]}",
-                 "--hide-scrollbars")
-        width, height, pixels = read_png(shot)
+        width, height, pixels = read_pixels(shot)
         if (width, height) != size:
             fail(f"{shot}: {width}x{height}, expected {size[0]}x{size[1]}")
-        flat = [p for row in pixels for p in row]
-        ink = sum(1 for p in flat if min(p) < 200) / len(flat)
-        colors = len(set(flat))
+        ink = float((pixels.min(axis=2) < 200).mean())
+        packed = (pixels[:, :, 0] << 16) | (pixels[:, :, 1] << 8) | pixels[:, :, 2]
+        colors = len(set(packed.ravel().tolist()))
         if ink < 0.015 or colors < 100:
             fail(f"{shot}: looks blank ({ink:.1%} ink, {colors} colors)")
         found = []
         for color, least in palettes:
-            n = sum(1 for p in flat if near(p, color))
+            # within 30 of the color (Euclidean, RGB)
+            n = int((((pixels - color) ** 2).sum(axis=2) <= 30 * 30).sum())
             if n < least:
                 fail(f"{shot}: {n} pixels near {color}, expected at least {least}")
             found.append(n)
@@ -176,6 +138,12 @@ def main():
     browser = Browser(work)
     if not browser.exe:
         print("render_check: chromium not installed (scripts/setup.sh installs it); skipping")
+        return 77
+    try:
+        import numpy  # noqa: F401  (the screenshots' pixels)
+        import PIL  # noqa: F401
+    except ImportError:
+        print("render_check: numpy and Pillow are needed (build-venv has them); skipping")
         return 77
     os.makedirs(work, exist_ok=True)
     case = lambda name: os.path.join(CASES, name)

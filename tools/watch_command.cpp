@@ -41,9 +41,10 @@ constexpr const char* kUsage =
     "usage: vxperf watch FILE|PATTERN... [--interval SECONDS] [--once]\n\n"
     "A live view of a running job from its records files (VIDEOX_PERF_JSON of every rank): the\n"
     "latest window per rank (steps, step time, its largest phase, samples/s, MFU, ETA,\n"
-    "stragglers) and, for servers, requests per minute and e2e latency. Quote a pattern\n"
-    "('runs/x.jsonl.rank*') to have new ranks' files join as they appear; a truncated or rotated\n"
-    "file is read again from its start; a torn last line waits for its end. On a terminal the\n"
+    "stragglers) and, for servers, requests per minute and e2e latency. New ranks' files join as\n"
+    "they appear, for a quoted pattern ('runs/x.jsonl.rank*') and for the X.rankN names a shell\n"
+    "expands it to; a truncated or rotated file is read again from its start; a torn last line\n"
+    "waits for its end. On a terminal the\n"
     "view is redrawn until q or Ctrl-C; otherwise it prints plain lines for each poll that\n"
     "brought records or changed which ranks are stalled.\n\n"
     "A training rank is marked \"stalled (no window for T)\" when its last window is older than\n"
@@ -309,18 +310,37 @@ class View : public analysis::RecordHandler {
   std::int64_t fresh_ = 0;
 };
 
+// The pattern of a rank file's siblings: "X.rank[0-9]*" for a name "X.rankN", else "". A shell
+// expands 'X.rank*' to the files there now; this lets a rank whose file appears later join too.
+std::string siblings_of(const std::string& path) {
+  std::size_t at = path.rfind(".rank");
+  if (at == std::string::npos || at + 5 == path.size()) return {};
+  for (std::size_t i = at + 5; i < path.size(); ++i) {
+    if (path[i] < '0' || path[i] > '9') return {};
+  }
+  return path.substr(0, at) + ".rank[0-9]*";
+}
+
+void add_matches(const std::string& pattern, std::vector<std::string>& out) {
+  glob_t g{};
+  if (::glob(pattern.c_str(), 0, nullptr, &g) == 0) {
+    for (std::size_t i = 0; i < g.gl_pathc; ++i) out.emplace_back(g.gl_pathv[i]);
+  }
+  ::globfree(&g);
+}
+
 // The files the arguments name now: each pattern expanded, a plain name kept even before it
-// exists.
+// exists, with its rank siblings when it is a rank file.
 std::vector<std::string> expand(const std::vector<std::string>& args) {
   std::vector<std::string> out;
   for (const auto& a : args) {
-    glob_t g{};
-    if (a.find_first_of("*?[") != std::string::npos && ::glob(a.c_str(), 0, nullptr, &g) == 0) {
-      for (std::size_t i = 0; i < g.gl_pathc; ++i) out.emplace_back(g.gl_pathv[i]);
-    } else if (a.find_first_of("*?[") == std::string::npos) {
-      out.push_back(a);
+    if (a.find_first_of("*?[") != std::string::npos) {
+      add_matches(a, out);
+      continue;
     }
-    ::globfree(&g);
+    out.push_back(a);
+    std::string siblings = siblings_of(a);
+    if (!siblings.empty()) add_matches(siblings, out);
   }
   std::sort(out.begin(), out.end());
   out.erase(std::unique(out.begin(), out.end()), out.end());

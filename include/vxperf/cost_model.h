@@ -6,6 +6,7 @@
 #pragma once
 
 #include <cstdint>
+#include <array>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -39,10 +40,28 @@ bool valid_density(double density);
 
 // The number format a run's matmuls use, which decides the peak they are compared with.
 enum class Dtype { kBf16, kFp16, kFp8, kTf32, kFp32 };
+
+// The dtype table, one row per Dtype in its order: the name records and settings use, the other
+// spellings read (torch's among them; one ending in '*' is a prefix), and the column of the peak
+// table its rate is read from (fp16 runs at bf16's).
+struct DtypeInfo {
+  Dtype dtype;
+  const char* name;
+  std::array<const char*, 3> aliases;  // nullptr where there are fewer
+  int peak_column;                     // 0 bf16, 1 fp8, 2 tf32, 3 fp32
+};
+inline constexpr std::array<DtypeInfo, 5> kDtypes = {{
+    {Dtype::kBf16, "bf16", {"bfloat16", nullptr, nullptr}, 0},
+    {Dtype::kFp16, "fp16", {"float16", "half", "f16"}, 0},
+    {Dtype::kFp8, "fp8", {"float8*", "e4m3", "e5m2"}, 1},
+    {Dtype::kTf32, "tf32", {nullptr, nullptr, nullptr}, 2},
+    {Dtype::kFp32, "fp32", {"float32", "float", "f32"}, 3},
+}};
+
 // "bf16", "fp16", "fp8", "tf32", "fp32".
 const char* dtype_name(Dtype dtype);
-// Accepts those names and torch's spellings (bfloat16, float16/half, float8_e4m3fn/e5m2,
-// float32/float/f32), case-insensitively; nullopt for anything else.
+// Accepts those names and the other spellings of the table (a "torch." prefix and case
+// ignored); nullopt for anything else.
 std::optional<Dtype> parse_dtype(std::string_view text);
 
 // Dense (no 2:4 sparsity) peak in TFLOPS of a device for a dtype, matched by substring in a fixed

@@ -117,22 +117,21 @@ class CaptureHook final : public vxperf::Observer {
 
 using Widths = std::optional<std::tuple<std::int64_t, std::int64_t, std::int64_t>>;
 
-// The one model description (vxperf/model.h) from what Python read off the module tree. A dtype
-// name the engine does not know leaves the dtype unknown.
-vxperf::ModelInfo make_info(std::int64_t params, std::int64_t trainable, bool checkpointing,
-                            const Widths& widths, std::int64_t text_tokens,
-                            const std::string& dtype = {}, double attn_density = 1.0) {
+// The one model description (vxperf/model.h) from a vxperf._model.Model, read by its fields'
+// names. A dtype name the engine does not know leaves the dtype unknown.
+vxperf::ModelInfo model_of(const py::handle& model) {
   vxperf::ModelInfo info;
-  info.params = params;
-  info.trainable = trainable;
-  info.checkpointing = checkpointing;
-  if (widths) {
+  info.params = model.attr("params").cast<std::int64_t>();
+  info.trainable = model.attr("trainable").cast<std::int64_t>();
+  info.checkpointing = model.attr("checkpointing").cast<bool>();
+  if (auto widths = model.attr("widths").cast<Widths>()) {
     info.attention =
         vxperf::AttentionWidths{std::get<0>(*widths), std::get<1>(*widths), std::get<2>(*widths)};
   }
-  info.text_tokens = text_tokens;
+  info.text_tokens = model.attr("text_tokens").cast<std::int64_t>();
+  auto dtype = model.attr("dtype").cast<std::string>();
   if (!dtype.empty()) info.dtype = vxperf::parse_dtype(dtype);
-  info.attn_density = attn_density;
+  info.attn_density = model.attr("attn_density").cast<double>();
   return info;
 }
 
@@ -299,6 +298,19 @@ PYBIND11_MODULE(_ext, m) {
       "Calls start() and stop() as VIDEOX_PERF_PROFILE's range starts and stops.");
   m.def("capture_range", &api::capture_range,
         "VIDEOX_PERF_PROFILE's range as (kind, first, last), None when unset or off.");
+  m.def("dtype_names", [] {
+    std::vector<std::string> names;
+    for (const auto& row : vxperf::kDtypes) names.emplace_back(row.name);
+    return names;
+  }, "The engine's dtype names, in its table's order.");
+  m.def(
+      "parse_dtype",
+      [](const std::string& text) -> std::optional<std::string> {
+        auto dtype = vxperf::parse_dtype(text);
+        if (!dtype) return std::nullopt;
+        return std::string(vxperf::dtype_name(*dtype));
+      },
+      py::arg("text"), "The engine's name of a dtype spelling (torch's among them), or None.");
   m.def("topology", [] {
     vxperf::Topology t = api::topology();
     return std::make_tuple(t.rank, t.world_size, t.sp);
@@ -318,13 +330,10 @@ PYBIND11_MODULE(_ext, m) {
   // ---- models and devices
   m.def(
       "declare_model",
-      [](const std::string& stage, std::int64_t params, const Widths& widths,
-         std::int64_t text_tokens, const std::string& dtype, double attn_density) {
-        api::declare_model(stage,
-                           make_info(params, -1, false, widths, text_tokens, dtype, attn_density));
+      [](const std::string& stage, const py::object& model) {
+        api::declare_model(stage, model_of(model));
       },
-      py::arg("stage"), py::arg("params"), py::arg("widths"), py::arg("text_tokens"),
-      py::arg("dtype") = "", py::arg("attn_density") = 1.0);
+      py::arg("stage"), py::arg("model"), "Prices the forwards of `stage` by `model` (a Model).");
 
   // ---- measured peaks
   m.def("wants_measured_peak", &api::wants_measured_peak);
@@ -430,15 +439,11 @@ PYBIND11_MODULE(_ext, m) {
   m.def("train_set_device", &api::train_set_device, py::arg("device"), py::arg("stream"));
   m.def(
       "train_register_model",
-      [](std::int64_t params, std::int64_t trainable, bool checkpointing, const Widths& widths,
-         std::int64_t text_tokens, bool replace, const std::string& dtype, double attn_density) {
-        api::train_register_model(
-            make_info(params, trainable, checkpointing, widths, text_tokens, dtype, attn_density),
-            replace);
+      [](const py::object& model, bool replace) {
+        api::train_register_model(model_of(model), replace);
       },
-      py::arg("params"), py::arg("trainable"), py::arg("checkpointing"), py::arg("widths"),
-      py::arg("text_tokens"), py::arg("replace"), py::arg("dtype") = "",
-      py::arg("attn_density") = 1.0);
+      py::arg("model"), py::arg("replace"),
+      "The trained model (a Model); the largest wins unless `replace`.");
   m.def("train_micro_enter", &api::train_micro_enter);
   m.def("train_micro_exit", &api::train_micro_exit);
   m.def("train_call_timed", &api::train_call_timed);

@@ -12,7 +12,7 @@ costs one crossing into C++ per marker."""
 import functools
 import threading
 
-from . import _ext, _hooks, _layout, _params, _peak, _profiler, _reading, _state
+from . import _ext, _hooks, _layout, _model, _params, _peak, _profiler, _reading, _state
 
 PRICED = _ext.FLAG_PRICED
 RECORD_ON_ERROR = _ext.FLAG_RECORD_ON_ERROR
@@ -83,14 +83,15 @@ def _hook(name, component):
 
 
 def _model_of(name, component):
-    """(params, widths, text_tokens, dtype, attn_density) of a transformer component, read once
-    and kept on it (set_attention_density() forgets it)."""
+    """The Model of a transformer component, read once and kept on it (set_attention_density()
+    forgets it)."""
     model = getattr(component, "_vxperf_model", None)
     if model is None:
-        params = _params.count_params(component)
         widths = _reading.priced_widths(component, f"component '{name}'")
-        model = (params, widths, _reading.text_tokens(component) if widths else 0,
-                 _reading.param_dtype(component) or "", attention_density_of(component))
+        model = _model.Model(params=_params.count_params(component), widths=widths,
+                             text_tokens=_reading.text_tokens(component) if widths else 0,
+                             dtype=_reading.param_dtype(component) or "",
+                             attn_density=attention_density_of(component))
         component._vxperf_model = model
     return model
 
@@ -232,13 +233,13 @@ def begin(pipe, args=(), kwargs=None):
     # starts, in the transformer's dtype; once per process and device.
     if models:
         running = _reading.autocast_dtype("cuda" if index >= 0 else "cpu")
-        _peak.ensure(index, running or next(iter(models.values()))[3] or None)
+        _peak.ensure(index, running or next(iter(models.values())).dtype or None)
     # Priced by this pipeline's own transformers only, as the reference prices a request by its
     # pipeline's components: two pipelines served at once never price each other's calls.
     handle = _ext.begin_request(index, stream, True, videos_of(args, kwargs or {}))
     if handle:
         for stage, model in models.items():
-            _ext.declare_model(stage, *model)
+            _ext.declare_model(stage, model)
     return handle
 
 
@@ -388,9 +389,10 @@ def declare_model(stage, module=None, *, params=None, widths=None, text_tokens=N
     name = _reading.dtype_name(dtype) if dtype is not None else None
     if dtype is not None and name is None:
         raise ValueError(f"unknown dtype {dtype!r}")
-    model = (int(params), tuple(widths) if widths else None, int(text_tokens or 0), name or "",
-             float(attn_density) if attn_density is not None else 1.0)
-    _ext.declare_model(stage, *model)
+    model = _model.Model(params=int(params), widths=tuple(widths) if widths else None,
+                         text_tokens=int(text_tokens or 0), dtype=name or "",
+                         attn_density=float(attn_density) if attn_density is not None else 1.0)
+    _ext.declare_model(stage, model)
     if module is not None:
         _layout.apply(module, label=f"stage '{stage}'")
     if module is not None and not _ext.in_request():

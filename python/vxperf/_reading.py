@@ -162,20 +162,22 @@ def _token_shape(module, args, kwargs):
     return None
 
 
-# torch dtype names -> the engine's dtype names (which pick the peak an MFU is taken against)
-_TORCH_DTYPES = {"bfloat16": "bf16", "float16": "fp16", "half": "fp16", "float32": "fp32",
-                 "float": "fp32", "f32": "fp32", "float8_e4m3fn": "fp8", "float8_e5m2": "fp8",
-                 "float8_e4m3fnuz": "fp8", "float8_e5m2fnuz": "fp8"}
-DTYPE_NAMES = ("bf16", "fp16", "fp8", "tf32", "fp32")
+# The engine's dtype table (include/vxperf/cost_model.h): its names, which pick the peak an MFU is
+# taken against.
+DTYPE_NAMES = tuple(_ext.dtype_names())
+_dtype_names = {}  # a spelling -> the engine's name or None, as read by the engine once
 
 
 def dtype_name(dtype):
     """The engine's name ("bf16", "fp16", "fp8", "tf32", "fp32") of a torch dtype or of one of
-    those names; None for anything else (integers, float64: no peak to compare with)."""
+    those names and spellings (its table's); None for anything else (integers, float64: no peak
+    to compare with)."""
     if dtype is None:
         return None
-    text = str(dtype).lower().replace("torch.", "")
-    return text if text in DTYPE_NAMES else _TORCH_DTYPES.get(text)
+    text = str(dtype)
+    if text not in _dtype_names:
+        _dtype_names[text] = _ext.parse_dtype(text)
+    return _dtype_names[text]
 
 
 # Readers the integrations add (vxperf/integrations): a library that decides what a module's

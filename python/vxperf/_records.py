@@ -25,6 +25,7 @@ def _handle(record):
                         "it keeps receiving records")
 
 
+@_state.when_on
 def activate():
     """Makes the engine keep records for Python once metrics are on (_state.configure calls it)."""
     global _installed

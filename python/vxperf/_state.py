@@ -15,6 +15,9 @@ on = False
 
 _lock = threading.RLock()
 _warned = set()
+# What turns on with the engine, registered by the modules above this one (records in process):
+# called once metrics are on, outside the lock.
+_when_on = []
 _exit_registered = False
 _topology_final = False
 _cuda = {"tried": False, "ok": False}
@@ -69,10 +72,15 @@ def configure(level):
 
             _profiler.attach()  # torch profiler ranges, once torch is imported
     if enabled:
-        from . import _records  # noqa: PLC0415  (a cycle at import time otherwise)
-
-        _records.activate()
+        for activate in tuple(_when_on):
+            activate()
     return enabled
+
+
+def when_on(fn):
+    """Calls `fn()` each time configure() finds metrics on (it must be idempotent)."""
+    _when_on.append(fn)
+    return fn
 
 
 def warn(key, message):

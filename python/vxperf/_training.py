@@ -11,7 +11,7 @@ import importlib.util
 import inspect
 import sys
 
-from . import _ext, _layout, _params, _peak, _profiler, _reading, _state
+from . import _ext, _layout, _model, _params, _peak, _profiler, _reading, _state
 
 # The engine's phase table (include/vxperf/phases.h), in its order: every phase of a step, and
 # those a model call can be.
@@ -147,11 +147,11 @@ def optimizer_step(optimizer, synced=True):
 
 
 def read_model(module, lora=False, mixed=None):
-    """What the engine needs of the trained model; `mixed`: the dtype a mixed-precision recipe
-    runs its matmuls in (accelerate's mixed_precision), which beats the weights' own."""
+    """The Model of the trained model; `mixed`: the dtype a mixed-precision recipe runs its
+    matmuls in (accelerate's mixed_precision), which beats the weights' own."""
     widths = _reading.priced_widths(module, "the trained model")
     counted = _params.count(module)
-    return dict(
+    return _model.Model(
         params=counted.params,
         trainable=counted.lora if lora else counted.trainable,
         checkpointing=_reading.checkpointing(module),
@@ -175,29 +175,21 @@ def register_model(module=None, *, params=None, trainable=None, lora=False, chec
     if not _state.on:
         return
     _profiler.attach()
-    read = read_model(module, lora) if module is not None else {}
-    given = dict(params=params, trainable=trainable, checkpointing=checkpointing, widths=widths,
-                 text_tokens=text_tokens, dtype=_reading.dtype_name(dtype) if dtype else None,
-                 attn_density=attn_density)
-    for key, value in given.items():
-        if value is not None:
-            read[key] = value
-    if read.get("params") is None:
+    if module is None and params is None:
         raise TypeError("register_model() needs a module or params")
-    trainable_count = read.get("trainable")
-    _ext.train_register_model(
-        int(read["params"]),
-        -1 if trainable_count is None else int(trainable_count),
-        bool(read.get("checkpointing") or False),
-        tuple(read["widths"]) if read.get("widths") else None,
-        int(read.get("text_tokens") or 0),
-        False,
-        dtype=read.get("dtype") or "",
-        attn_density=float(read.get("attn_density") or 1.0),
-    )
+    read = read_model(module, lora) if module is not None else _model.Model(params=int(params))
+    model = read.but(params=None if params is None else int(params),
+                     trainable=None if trainable is None else int(trainable),
+                     checkpointing=None if checkpointing is None else bool(checkpointing),
+                     text_tokens=None if text_tokens is None else int(text_tokens),
+                     dtype=_reading.dtype_name(dtype) if dtype else None,
+                     attn_density=None if attn_density is None else float(attn_density))
+    if widths is not None:  # () says: no attention to price
+        model = _model.dataclasses.replace(model, widths=tuple(widths) or None)
+    _ext.train_register_model(model, False)
     if module is not None:
         _layout.apply(module, label="the trained model")
-        _peak.ensure(_reading.module_device(module), read.get("dtype") or None)
+        _peak.ensure(_reading.module_device(module), model.dtype or None)
 
 
 def training_device(device, stream=None):

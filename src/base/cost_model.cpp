@@ -19,29 +19,34 @@ constexpr double kCoreAttentionFactor = 4.0;
 // module's table; fp16 equals bf16 on all of them.
 struct PeakEntry {
   const char* key;
-  double bf16, fp8, tf32, fp32;  // TFLOPS; 0: none
+  std::array<double, 4> tflops;  // by kDtypes' peak_column: bf16, fp8, tf32, fp32; 0: none
 };
 constexpr PeakEntry kPeakTable[] = {
-    {"A100", 312.0, 0.0, 156.0, 19.5},      {"A800", 312.0, 0.0, 156.0, 19.5},
-    {"H100", 989.0, 1979.0, 494.5, 67.0},   {"H800", 989.0, 1979.0, 494.5, 67.0},
-    {"H200", 989.0, 1979.0, 494.5, 67.0},   {"H20", 148.0, 296.0, 74.0, 44.0},
-    {"L40S", 362.0, 733.0, 183.0, 91.6},    {"L20", 119.5, 239.0, 59.8, 59.8},
-    {"RTX 4090", 165.2, 330.3, 82.6, 82.6},
+    {"A100", {312.0, 0.0, 156.0, 19.5}},      {"A800", {312.0, 0.0, 156.0, 19.5}},
+    {"H100", {989.0, 1979.0, 494.5, 67.0}},   {"H800", {989.0, 1979.0, 494.5, 67.0}},
+    {"H200", {989.0, 1979.0, 494.5, 67.0}},   {"H20", {148.0, 296.0, 74.0, 44.0}},
+    {"L40S", {362.0, 733.0, 183.0, 91.6}},    {"L20", {119.5, 239.0, 59.8, 59.8}},
+    {"RTX 4090", {165.2, 330.3, 82.6, 82.6}},
 };
 
-double entry_peak(const PeakEntry& e, Dtype dtype) {
-  switch (dtype) {
-    case Dtype::kBf16:
-    case Dtype::kFp16:
-      return e.bf16;
-    case Dtype::kFp8:
-      return e.fp8;
-    case Dtype::kTf32:
-      return e.tf32;
-    case Dtype::kFp32:
-      return e.fp32;
+const DtypeInfo& info_of(Dtype dtype) { return kDtypes[static_cast<std::size_t>(dtype)]; }
+
+constexpr bool dtype_table_in_order() {
+  for (std::size_t i = 0; i < kDtypes.size(); ++i) {
+    if (static_cast<std::size_t>(kDtypes[i].dtype) != i) return false;
   }
-  return 0.0;
+  return true;
+}
+static_assert(dtype_table_in_order(), "kDtypes rows must follow the Dtype enumerators");
+
+double entry_peak(const PeakEntry& e, Dtype dtype) {
+  return e.tflops[static_cast<std::size_t>(info_of(dtype).peak_column)];
+}
+
+bool spelled(std::string_view text, const char* spelling) {
+  std::string_view s(spelling);
+  if (!s.empty() && s.back() == '*') return text.substr(0, s.size() - 1) == s.substr(0, s.size() - 1);
+  return text == s;
 }
 
 std::string format_g(double value) {
@@ -80,21 +85,7 @@ bool valid_density(double density) {
   return std::isfinite(density) && density > 0.0 && density <= 1.0;
 }
 
-const char* dtype_name(Dtype dtype) {
-  switch (dtype) {
-    case Dtype::kBf16:
-      return "bf16";
-    case Dtype::kFp16:
-      return "fp16";
-    case Dtype::kFp8:
-      return "fp8";
-    case Dtype::kTf32:
-      return "tf32";
-    case Dtype::kFp32:
-      return "fp32";
-  }
-  return "bf16";
-}
+const char* dtype_name(Dtype dtype) { return info_of(dtype).name; }
 
 std::optional<Dtype> parse_dtype(std::string_view text) {
   std::string s;
@@ -104,11 +95,12 @@ std::optional<Dtype> parse_dtype(std::string_view text) {
     }
   }
   if (s.rfind("torch.", 0) == 0) s = s.substr(6);
-  if (s == "bf16" || s == "bfloat16") return Dtype::kBf16;
-  if (s == "fp16" || s == "f16" || s == "float16" || s == "half") return Dtype::kFp16;
-  if (s == "fp8" || s.rfind("float8", 0) == 0 || s == "e4m3" || s == "e5m2") return Dtype::kFp8;
-  if (s == "tf32") return Dtype::kTf32;
-  if (s == "fp32" || s == "f32" || s == "float32" || s == "float") return Dtype::kFp32;
+  for (const DtypeInfo& row : kDtypes) {
+    if (s == row.name) return row.dtype;
+    for (const char* alias : row.aliases) {
+      if (alias != nullptr && spelled(s, alias)) return row.dtype;
+    }
+  }
   return std::nullopt;
 }
 

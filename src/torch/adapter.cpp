@@ -115,23 +115,9 @@ std::int64_t scale(const ReadOptions& options) {
   return options.sharded && options.world_size > 1 ? options.world_size : 1;
 }
 
-std::optional<Dtype> dtype_of(c10::ScalarType type) {
-  switch (type) {
-    case c10::ScalarType::BFloat16:
-      return Dtype::kBf16;
-    case c10::ScalarType::Half:
-      return Dtype::kFp16;
-    case c10::ScalarType::Float:
-      return Dtype::kFp32;
-#if TORCH_VERSION_MAJOR >= 2
-    case c10::ScalarType::Float8_e4m3fn:
-    case c10::ScalarType::Float8_e5m2:
-      return Dtype::kFp8;
-#endif
-    default:
-      return std::nullopt;  // integers, doubles: no peak to compare with
-  }
-}
+// By torch's own name of the type ("BFloat16", "Half", "Float", "Float8_e4m3fn"), which the dtype
+// table spells; integers and doubles have no peak to compare with.
+std::optional<Dtype> dtype_of(c10::ScalarType type) { return parse_dtype(c10::toString(type)); }
 
 // Total and trainable parameter counts, multiplied back when the model is one rank's shard, and
 // the floating dtype most of the parameters are in (the one its matmuls run in).

@@ -76,4 +76,19 @@ tac "$WORK/plain.out" | sed '/^vxperf watch:/q' | tac > "$WORK/out"  # the last 
 row 1 | grep -qF "stalled (no window for 3.0 min)" || fail "following: rank 1 is not stalled"
 row 0 | grep -q "stalled" && fail "following: rank 0 is said to be stalled"
 grep -q "^  stalled: rank 1 " "$WORK/out" || fail "following: no stalled summary line"
+# Following files named X.rankN, as a shell expands 'X.rank*': a rank whose file appears later
+# joins the view, as it does for the quoted pattern.
+windows 0 0 3 20 "$WORK/job.jsonl.rank0"
+windows 1 0 3 20 "$WORK/job.jsonl.rank1"
+"$VXPERF" watch --interval 0.1 "$WORK/job.jsonl.rank0" "$WORK/job.jsonl.rank1" \
+  > "$WORK/siblings.out" < /dev/null &
+pid=$!
+sleep 0.5
+windows 2 0 3 20 "$WORK/job.jsonl.rank2"
+sleep 0.6
+kill -INT "$pid"
+wait "$pid"
+tac "$WORK/siblings.out" | sed '/^vxperf watch:/q' | tac > "$WORK/out"
+grep -qE "^  2 +[0-9]+-[0-9]+ " "$WORK/out" || fail "siblings: rank 2's later file did not join"
+grep -q "3 files" "$WORK/out" || fail "siblings: the view does not count 3 files"
 echo "watch_stalled: ok"

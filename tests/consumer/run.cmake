@@ -24,7 +24,8 @@ set(env ${CMAKE_COMMAND} -E env --unset=VIDEOX_PERF --unset=VIDEOX_PERF_JSON)
 #    adapter, no demo), as its CMakeLists.txt checks.
 run(${CMAKE_COMMAND} -S ${SOURCE}/tests/consumer/subdirectory -B ${WORK}/subdirectory -G Ninja
     -DVXPERF_SOURCE_DIR=${SOURCE})
-run(${CMAKE_COMMAND} --build ${WORK}/subdirectory)
+# The consumer's program and what it links (vxperf alone): what a consumer's build of it runs.
+run(${CMAKE_COMMAND} --build ${WORK}/subdirectory --target app)
 run(${env} ${WORK}/subdirectory/app)
 expect_ran("${last_out}" "add_subdirectory")
 

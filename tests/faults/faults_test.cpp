@@ -33,6 +33,18 @@
 #include "vxperf/prometheus.h"
 #include "vxperf/vxperf.h"
 
+// gcc says __SANITIZE_ADDRESS__, clang __has_feature(address_sanitizer).
+#if defined(__SANITIZE_ADDRESS__)
+#define VXPERF_TEST_UNDER_ASAN 1
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define VXPERF_TEST_UNDER_ASAN 1
+#endif
+#endif
+#ifndef VXPERF_TEST_UNDER_ASAN
+#define VXPERF_TEST_UNDER_ASAN 0
+#endif
+
 // ---- every byte allocated through operator new, live: what the memory tests count ---------------
 
 namespace {
@@ -325,7 +337,7 @@ TEST(FaultsFork, AChildForkedWhileRecordingIsOffAndNeverHangs) {
       if (measured) ::_exit(4);
       if (enabled() || trainer() != nullptr) ::_exit(5);  // off for good in the child
       if (configure(config)) ::_exit(6);                  // and cannot be switched back on
-#if defined(__SANITIZE_ADDRESS__)
+#if VXPERF_TEST_UNDER_ASAN
       // LeakSanitizer would report what the parent's threads hold, which the child cannot free.
       ::_exit(0);
 #else

@@ -4,11 +4,12 @@
 The build writes the layers it declares (folder, dependencies, the public headers each owns) into
 a manifest; this script reads it and the sources, and fails on:
 
-- a file of a layer including a header (internal, or public and owned by a layer) of a layer it
-  does not depend on, directly or through its dependencies;
+- a file of a layer including a header (internal, or public and owned by a layer: quoted or in
+  angle brackets) of a layer it does not depend on, directly or through its dependencies;
 - a public header including a public header of a layer its owner does not depend on;
 - a front end (the LibTorch adapter, the command, the Python extension, fuzzers, benchmarks)
-  including anything of src/, or vxperf/internal/ headers, instead of the public API;
+  including anything of src/ (by its layer's name or by a relative path out of its own folder),
+  or vxperf/internal/ headers, instead of the public API;
 - a source file under src/ that no layer or front end holds, or a public header no layer owns.
 
 usage: check_includes.py --manifest build/vxperf_layers.json --root .
@@ -21,7 +22,8 @@ import re
 import sys
 import tempfile
 
-INCLUDE = re.compile(r'^\s*#\s*include\s+"([^"]+)"')
+# Quoted includes, and angle-bracket ones of vxperf's own headers (system headers are no layer's).
+INCLUDE = re.compile(r'^\s*#\s*include\s+(?:"([^"]+)"|<(vxperf/[^>]+)>)')
 
 
 def includes(path):
@@ -29,7 +31,7 @@ def includes(path):
         for number, line in enumerate(f, 1):
             m = INCLUDE.match(line)
             if m:
-                yield number, m.group(1)
+                yield number, m.group(1) or m.group(2)
 
 
 def closure(layers):
@@ -128,9 +130,20 @@ def check(manifest, root):
                 elif kind == "public?":
                     problems.append(f"{where}: includes {include}, a public header no layer owns")
                 elif kind is None:
-                    here = os.path.join(os.path.dirname(path), include)
-                    top = os.path.join(root, fe, include)
-                    if not (os.path.exists(here) or os.path.exists(top)):
+                    # Its own header, found beside it or at its root, and inside its own folder:
+                    # a relative path out of it ("../../src/engine/engine_core.h") is no header
+                    # of its own.
+                    own = os.path.join(root, fe)
+                    found = [os.path.normpath(p) for p in (os.path.join(os.path.dirname(path),
+                                                                        include),
+                                                           os.path.join(own, include))
+                             if os.path.exists(p)]
+                    inside = [p for p in found if p.startswith(own.rstrip("/") + "/")]
+                    if found and not inside:
+                        problems.append(f"{where}: the front end {fe} includes \"{include}\", "
+                                        f"which is {rel(found[0])}, outside it: front ends use "
+                                        "the public API only (include/vxperf/)")
+                    elif not found:
                         problems.append(f"{where}: includes \"{include}\", which is neither public "
                                         f"nor {fe}'s own")
 
@@ -152,11 +165,14 @@ def self_test():
     """A tree with one violation of each kind: each must be reported."""
     tree = {
         "src/low/a.cpp": '#include "low/a.h"\n#include "high/b.h"\n',
+        "src/low/e.cpp": '#include <vector>\n#include <vxperf/high.h>\n',
         "src/low/a.h": "",
         "src/high/b.h": '#include "low/a.h"\n',
         "src/stray/c.cpp": "",
         "src/front/d.cpp": '#include "low/a.h"\n#include "vxperf/high.h"\n'
-                           '#include "vxperf/internal/x.h"\n',
+                           '#include "vxperf/internal/x.h"\n#include "own.h"\n'
+                           '#include "../low/a.h"\n',
+        "src/front/own.h": "",
         "include/vxperf/low.h": '#include "vxperf/high.h"\n',
         "include/vxperf/high.h": '#include "vxperf/low.h"\n',
         "include/vxperf/internal/x.h": "",
@@ -172,7 +188,9 @@ def self_test():
     }
     expected = [
         "src/low/a.cpp:2: low includes high/b.h of high",
+        "src/low/e.cpp:2: low includes vxperf/high.h of high",
         "src/front/d.cpp:1: the front end src/front includes low/a.h",
+        "src/front/d.cpp:5: the front end src/front includes \"../low/a.h\", which is src/low/a.h",
         "src/front/d.cpp:3: the front end src/front includes vxperf/internal/x.h",
         "include/vxperf/low.h:1: low includes vxperf/high.h of high",
         "src/stray/c.cpp: in no layer",

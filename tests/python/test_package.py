@@ -30,3 +30,47 @@ def test_the_stubs_declare_the_extension():
     """, env=clean_env())
     defined = set(proc.stdout.split())
     assert declared == defined, (sorted(declared - defined), sorted(defined - declared))
+
+
+def package_imports():
+    """{module: modules of the package it imports} from the sources, imports inside functions
+    included (relative imports: the package's own)."""
+    root = os.path.join(PACKAGE_DIR, "vxperf")
+    graph = {}
+    for folder, _, files in os.walk(root):
+        for name in files:
+            if not name.endswith(".py"):
+                continue
+            path = os.path.join(folder, name)
+            parts = os.path.relpath(path, root)[:-3].split(os.sep)
+            package = parts[:-1] if parts[-1] != "__init__" else parts[:-1]
+            module = ".".join(parts if parts[-1] != "__init__" else parts[:-1]) or "vxperf"
+            deps = graph.setdefault(module, set())
+            for node in ast.walk(ast.parse(open(path).read())):
+                if isinstance(node, ast.ImportFrom) and node.level:
+                    base = package[:len(package) - node.level + 1]
+                    if node.module:
+                        deps.add(".".join(base + [node.module]))
+                    else:
+                        deps.update(".".join(base + [a.name]) for a in node.names)
+    return graph
+
+
+def test_the_package_has_no_import_cycle():
+    graph = package_imports()
+    assert "_state" in graph and "_records" in graph["integrations.accelerate"]
+
+    def cycle_from(start, path, seen):
+        for dep in sorted(graph.get(path[-1], ())):
+            if dep == start:
+                return path + [dep]
+            if dep in graph and dep not in seen:
+                seen.add(dep)
+                found = cycle_from(start, path + [dep], seen)
+                if found:
+                    return found
+        return None
+
+    for module in sorted(graph):
+        cycle = cycle_from(module, [module], set())
+        assert cycle is None, " -> ".join(cycle)

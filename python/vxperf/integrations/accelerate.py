@@ -54,12 +54,10 @@ def prepared_objects(result):
 
 
 def _register(module, accelerator, again):
-    read = _training.read_model(module, mixed=_trained.get("mixed"))
-    _ext.train_register_model(read["params"], read["trainable"], read["checkpointing"],
-                              read["widths"], read["text_tokens"], again, dtype=read["dtype"],
-                              attn_density=read["attn_density"])
+    model = _training.read_model(module, mixed=_trained.get("mixed"))
+    _ext.train_register_model(model, again)
     _layout.apply(module, accelerator, label="the trained model")
-    return read
+    return model
 
 
 def _register_prepared(objects, accelerator=None):
@@ -75,8 +73,8 @@ def _register_prepared(objects, accelerator=None):
         params = _params.count_params(obj)
         if params > _trained["params"]:
             _trained.update(module=obj, params=params, reread=False)
-            read = _register(obj, accelerator, False)
-            _peak.ensure(_reading.module_device(obj), read["dtype"] or None)
+            model = _register(obj, accelerator, False)
+            _peak.ensure(_reading.module_device(obj), model.dtype or None)
 
 
 def _reread_trained():
