@@ -114,6 +114,14 @@ class DeviceMeter {
   virtual void end(std::uint64_t interval, DeviceReadings& readings) = 0;
   // Closes `interval` (not 0) without reading it.
   virtual void cancel(std::uint64_t interval) = 0;
+  // Gets ready to open intervals on the device at `pci_bus_id` later (a training device set before
+  // its first step): finds it and starts what its intervals need (NVML: the power sampler of a
+  // device without the counter), so that none of that lands in the first interval's time. Reads
+  // nothing into any interval. The default does nothing.
+  virtual void prepare(const std::string& pci_bus_id, int device) {
+    (void)pci_bus_id;
+    (void)device;
+  }
 
   // A training window's boundaries: it ends at its last step's close, which is known to be the
   // last only once no more steps come (the partial window at the end of training), and the next

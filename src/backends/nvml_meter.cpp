@@ -127,6 +127,16 @@ class NvmlMeter final : public DeviceMeter {
     return open_at(*d, s);
   }
 
+  void prepare(const std::string& pci_bus_id, int device) override {
+    std::lock_guard<std::mutex> lock(mu_);
+    Device* d = device_for(pci_bus_id, device);
+    if (d == nullptr) return;
+    // One reading, charged to no interval (none is open on it, or it gets its share as any
+    // reading's): it learns whether the counter is supported, so that the sampler starts now.
+    take(*d);
+    start_sampler(*d);
+  }
+
   void end(std::uint64_t id, DeviceReadings& readings) override {
     std::lock_guard<std::mutex> lock(mu_);
     auto it = open_.find(id);

@@ -42,6 +42,18 @@ Context::Metering Context::begin_metering(DeviceBackend& backend, int device) {
   return m;
 }
 
+void Context::prepare_metering(DeviceBackend& backend, int device) {
+  if (device < 0 || (!settings_.nvml && !settings_.powercap)) return;
+  std::string bus = backend.pci_bus_id(device);
+  if (bus.empty()) return;
+  if (settings_.nvml) {
+    if (DeviceMeter* d = meter()) d->prepare(bus, device);
+  }
+  if (settings_.powercap) {
+    if (DeviceMeter* h = host_meter()) h->prepare(bus, device);
+  }
+}
+
 void Context::end_metering(Metering& m, DeviceReadings& readings) {
   if (m.device != 0) {
     if (DeviceMeter* d = meter()) d->end(m.device, readings);

@@ -89,6 +89,10 @@ class Context {
     bool open() const { return device != 0 || host != 0; }
   };
   Metering begin_metering(DeviceBackend& backend, int device);
+  // Loads the meters and has them get ready for `device` (DeviceMeter::prepare) ahead of its first
+  // interval: a training device set before the first step, so that loading NVML and starting its
+  // sampler are the setup's, not the first step's.
+  void prepare_metering(DeviceBackend& backend, int device);
   // Each closes `m` (then empty), its readings added to `readings`.
   void end_metering(Metering& m, DeviceReadings& readings);
   void end_metering_at_mark(Metering& m, DeviceReadings& readings);  // DeviceMeter::end_at_mark

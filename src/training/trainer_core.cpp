@@ -82,7 +82,12 @@ void TrainerCore::set_device(int device, void* stream) {
   // at the first forward) opens it now, and only the window it is that step's is kept.
   engine_.cancel_metering(meter_);
   meter_step_ = -1;
-  if (step_) open_meter(step_->index);
+  if (step_) {
+    open_meter(step_->index);
+  } else if (device_ >= 0 && !finished_ && !forked_) {
+    // Loading the meters and starting NVML's sampler belong to the setup too, not to step 0.
+    engine_.prepare_metering(engine_.device(), device_);
+  }
 }
 
 void TrainerCore::open_meter(std::int64_t index) {

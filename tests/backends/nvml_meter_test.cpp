@@ -699,9 +699,10 @@ TEST_F(NvmlEngineTest, ADeviceNvmlCannotSeeKeepsItsRecordWithoutTheFields) {
 
 TEST_F(NvmlEngineTest, AWindowGainsEnergyAndJoulesPerSample) {
   int d = fake.add_device("0000:1B:00.0");
-  fake.energy(d, {10000, 40000});
+  // set_device's reading (charged to nothing), the first step's start, the steps' closes.
+  fake.energy(d, {10000, 10000, 40000});
   NvmlOptions o = options();
-  o.clock = scripted_clock({0.0, 3.0});
+  o.clock = scripted_clock({0.0, 0.0, 3.0});
   auto e = engine(make_nvml_meter(o), {{"VIDEOX_PERF", "1"}, {"VIDEOX_PERF_EVERY", "100"}});
   Trainer& trainer = e->trainer();
   trainer.set_device(0);
@@ -727,9 +728,9 @@ TEST_F(NvmlEngineTest, AWindowGainsEnergyAndJoulesPerSample) {
   for (const auto& line : output->records()) j = Json::parse(line);
   EXPECT_DOUBLE_EQ(j["energy_j"].get<double>(), 30.0);
   EXPECT_DOUBLE_EQ(j["energy_j_per_sample"].get<double>(), 5.0);
-  // The first step's start, then each step's close: the last close is this partial window's end
-  // (#28; it was read at finish before).
-  EXPECT_EQ(fake.calls("nvmlDeviceGetTotalEnergyConsumption"), 4);
+  // set_device's reading (DeviceMeter::prepare), the first step's start, then each step's close:
+  // the last close is this partial window's end (#28; it was read at finish before).
+  EXPECT_EQ(fake.calls("nvmlDeviceGetTotalEnergyConsumption"), 5);
 }
 
 // Issue #28: the setup between set_device and the first step (loading the model, wrapping it,
@@ -754,6 +755,30 @@ TEST_F(NvmlEngineTest, TheSetupBeforeTheFirstStepIsNotInTheFirstWindow) {
     EXPECT_NEAR(*w.peaks->energy_j / wall, 250.0, 1e-6);
     EXPECT_NEAR(*w.energy_j_per_sample, 250.0 * 0.3 / 6, 1e-6);
   }
+}
+
+// A device without the counter (NOT_SUPPORTED, learned by asking): set_device finds it and starts
+// the power sampler, so that neither is in step 0 or in the first window's interval.
+TEST_F(NvmlEngineTest, APowerOnlyDevicesSamplerStartsAtSetDeviceNotInTheFirstStep) {
+  int d = fake.add_device("0000:1B:00.0");
+  fake.set_result("nvmlDeviceGetTotalEnergyConsumption", kNotSupported);
+  fake.draw(d, 250.0, 0.0, 0);
+  NvmlOptions o = timed_options();
+  o.sample_period_s = 10;  // never wakes within the test: the boundaries' readings alone
+  auto e =
+      engine(make_nvml_meter(o), {{"VIDEOX_PERF", "1"}, {"VIDEOX_PERF_EVERY", "3"}});
+  int before = threads_now();
+  e->trainer().set_device(0);
+  EXPECT_EQ(threads_now(), before + 1);  // the sampler, before any step
+  EXPECT_EQ(fake.calls("nvmlDeviceGetTotalEnergyConsumption"), 1);
+  train(*e, 0.4, 3, 0.1);  // its set_device(0) changes nothing
+  auto windows = output->windows();
+  ASSERT_EQ(windows.size(), 1u);
+  ASSERT_TRUE(windows[0].peaks && windows[0].peaks->energy_j && windows[0].throughput);
+  EXPECT_EQ(windows[0].peaks->energy_from, "power_samples");
+  EXPECT_NEAR(*windows[0].peaks->energy_j, 250.0 * 0.3, 1e-6);
+  EXPECT_NEAR(*windows[0].peaks->energy_j / windows[0].throughput->wall_s, 250.0, 1e-6);
+  EXPECT_EQ(fake.calls("nvmlDeviceGetTotalEnergyConsumption"), 1);  // never asked again
 }
 
 // Two requests served at once on one device (two threads): each moment's energy is split between
