@@ -39,9 +39,9 @@ summaries are the C++ engine's; `vxperf report`/`replay`/`trace` read what it wr
 from . import _ext, _state, integrations
 from ._inference import (declare_model, forward_fraction, instrument_pipeline, request,
                          set_attention_density, skip_forward, timed)
+from ._capture import profile_range
 from ._install import install, install_training
 from ._peak import calibrate
-from ._profiler import profile_range
 from ._records import add_sink, last_request, remove_sink
 from ._training import (backward, clip, finish, instrument_module, micro_step, model_call,
                         optimizer_step, register_model, training_device)

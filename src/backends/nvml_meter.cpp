@@ -133,7 +133,7 @@ class NvmlMeter final : public DeviceMeter {
     if (d == nullptr) return;
     // One reading, charged to no interval (none is open on it, or it gets its share as any
     // reading's): it learns whether the counter is supported, so that the sampler starts now.
-    take(*d);
+    take(*d, true);
     start_sampler(*d);
   }
 
@@ -157,7 +157,9 @@ class NvmlMeter final : public DeviceMeter {
     auto it = open_.find(id);
     if (it == open_.end()) return;
     Interval& interval = it->second;
-    interval.samples.push_back(take(*interval.device));
+    // A step's close: the energy (and power) alone, one or two calls; the clocks, temperature and
+    // throttle reasons are read at the window's boundaries.
+    interval.samples.push_back(take(*interval.device, true));
     interval.mark = Mark{interval.samples.size(), *interval.device->shares.peek(id)};
   }
 
@@ -294,7 +296,8 @@ class NvmlMeter final : public DeviceMeter {
     return std::nullopt;
   }
 
-  Sample read(Device& d) {
+  // `light`: the energy counter and the power alone.
+  Sample read(Device& d, bool light) {
     Sample s;
     s.t = options_.clock();
     if (d.counter) {
@@ -304,6 +307,7 @@ class NvmlMeter final : public DeviceMeter {
     if (auto mw = ask<unsigned>(d, d.power, "nvmlDeviceGetPowerUsage", kLeftOut, lib_.power)) {
       s.power_w = *mw / 1000.0;
     }
+    if (light) return s;
     s.sm_mhz =
         ask<unsigned>(d, d.clock, "nvmlDeviceGetClockInfo(SM)", kLeftOut, lib_.clock, kNvmlClockSm);
     s.temp_c = ask<unsigned>(d, d.temperature, "nvmlDeviceGetTemperature(GPU)", kLeftOut,
@@ -314,8 +318,8 @@ class NvmlMeter final : public DeviceMeter {
   }
 
   // A reading of `d`, its gain since the previous one shared among the intervals open on it.
-  Sample take(Device& d) {
-    Sample s = read(d);
+  Sample take(Device& d, bool light = false) {
+    Sample s = read(d, light);
     if (d.last) {
       const Sample& p = *d.last;
       double dt = std::max(0.0, s.t - p.t);

@@ -755,6 +755,10 @@ TEST_F(NvmlEngineTest, TheSetupBeforeTheFirstStepIsNotInTheFirstWindow) {
     EXPECT_NEAR(*w.peaks->energy_j / wall, 250.0, 1e-6);
     EXPECT_NEAR(*w.energy_j_per_sample, 250.0 * 0.3 / 6, 1e-6);
   }
+  // The counter at set_device, at the first step's start and at every step's close; the clocks
+  // only at the windows' boundaries (the first step's start, each window's last close).
+  EXPECT_EQ(fake.calls("nvmlDeviceGetTotalEnergyConsumption"), 1 + 1 + 6);
+  EXPECT_EQ(fake.calls("nvmlDeviceGetClockInfo"), 1 + 2);
 }
 
 // A device without the counter (NOT_SUPPORTED, learned by asking): set_device finds it and starts

@@ -1,0 +1,25 @@
+"""Capture ranges: profile_range(profiler) hands a profiler to VIDEOX_PERF_PROFILE's range
+(steps:A-B, requests:A-B): vxperf starts it as the range's first step or request begins and stops it
+as the last one closes, the same points at which it calls the CUDA driver's cuProfilerStart /
+cuProfilerStop. Not in _profiler.py (torch profiler ranges): the package's state imports that one,
+and this one reads the state."""
+
+from . import _ext, _state
+
+
+def profile_range(profiler):
+    """Starts `profiler` as VIDEOX_PERF_PROFILE's range begins and stops it as the range ends
+    (steps:A-B: from step A's start to step B's close; requests:A-B: from request A's start to
+    the end of the last of A..B), where the CUDA profiler's capture starts and stops. `profiler`:
+    a torch.profiler.profile not started yet (no schedule needed), or anything with start() and
+    stop(). Returns it. An exception either raises is reported, never raised into the loop. With
+    metrics off it is handed back untouched; without VIDEOX_PERF_PROFILE it is never started
+    (said once)."""
+    if not _state.on:
+        return profiler
+    if _ext.capture_range() is None:
+        _state.warn(("profile_range",), "profile_range(): VIDEOX_PERF_PROFILE is not set "
+                    "(steps:A-B or requests:A-B): the profiler handed over is never started")
+        return profiler
+    _ext.add_capture_hook(profiler.start, profiler.stop)
+    return profiler
