@@ -13,7 +13,7 @@
 #include "vxperf/engine.h"
 #include "vxperf/event_script.h"
 #include "vxperf/inference.h"
-#include "vxperf/testing.h"
+#include "vxperf/simulation.h"
 #include "vxperf/training.h"
 
 namespace vxperf {
@@ -22,8 +22,6 @@ namespace {
 using internal::Json;
 using internal::Marker;
 using internal::Request;
-using testing::ManualClock;
-using testing::SimulatedBackend;
 
 // A script line's fields; a wrong one is a ScriptError naming the line.
 struct Event {
