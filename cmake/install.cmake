@@ -14,7 +14,7 @@ endif()
 install(DIRECTORY ${PROJECT_SOURCE_DIR}/include/vxperf DESTINATION ${CMAKE_INSTALL_INCLUDEDIR}
         FILES_MATCHING PATTERN "*.h" ${_vxperf_headers_excluded})
 
-install(TARGETS vxperf vxperf_analysis EXPORT vxperfTargets
+install(TARGETS vxperf vxperf_analysis vxperf_testing EXPORT vxperfTargets
         ARCHIVE DESTINATION ${CMAKE_INSTALL_LIBDIR}
         LIBRARY DESTINATION ${CMAKE_INSTALL_LIBDIR}
         RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR}

@@ -65,8 +65,8 @@ sanitizer_build() {  # DIR C-COMPILER C++-COMPILER DEBUG-FLAG SANITIZER-OPTION T
   cmake --build "$dir" -j "$jobs" --target "$@"
 }
 stage "build asan+ubsan and fuzzers" sanitizer_build build-asan clang clang++ -gline-tables-only \
-  -DVXPERF_FUZZ=ON vxperf_tests vxperf_cuda_tests vxperf_analysis_tests vxperf_prometheus_tests \
-  vxperf_faults_tests vxperf_nvml_tests records_fuzzer script_fuzzer
+  -DVXPERF_FUZZ=ON vxperf_tests vxperf_live_tests vxperf_cuda_tests vxperf_analysis_tests \
+  vxperf_prometheus_tests vxperf_faults_tests vxperf_nvml_tests records_fuzzer script_fuzzer
 # The CLI's fault tests stay in the normal build: they limit address space (ulimit -v), which the
 # sanitizers' shadow memory cannot live with. intercept_tls_get_addr=0: clang 14's LeakSanitizer
 # otherwise crashes now and then in its own exit-time tracer ("Tracer caught signal 11", LLVM
@@ -77,11 +77,11 @@ stage "asan+ubsan tests" env ASAN_OPTIONS=intercept_tls_get_addr=0 \
 stage "fuzz (30s each)" env VXPERF_FUZZ_BUILD=build-asan ASAN_OPTIONS=intercept_tls_get_addr=0 \
   bash scripts/fuzz.sh 30
 
-stage "build tsan" sanitizer_build build-tsan gcc g++ -g1 -DVXPERF_SANITIZE=thread vxperf_tests \
+stage "build tsan" sanitizer_build build-tsan gcc g++ -g1 -DVXPERF_SANITIZE=thread vxperf_live_tests \
   vxperf_cuda_tests vxperf_prometheus_tests vxperf_faults_tests vxperf_nvml_tests
 tsan() {
   export TSAN_OPTIONS=halt_on_error=1
-  ./build-tsan/tests/vxperf_tests --gtest_filter='Concurrency*:Inference*:LiveTrace*'
+  ./build-tsan/tests/vxperf_live_tests --gtest_filter='Concurrency*:Inference*:LiveTrace*'
   ./build-tsan/tests/vxperf_faults_tests --gtest_filter='FaultsFork*:FaultsNames*:FaultsWrite*'
   ./build-tsan/tests/vxperf_cuda_tests
   ./build-tsan/tests/vxperf_nvml_tests  # the power sampler's thread

@@ -16,6 +16,7 @@ int report_command(int argc, char** argv);
 int trace_command(int argc, char** argv);
 int flops_command(int argc, char** argv);
 int watch_command(int argc, char** argv);
+int env_command(int argc, char** argv);
 // Measures a device's matmul peak with LibTorch (--list reads the cache in every build).
 int calibrate_command(int argc, char** argv);
 
@@ -41,6 +42,7 @@ inline constexpr Command kCommands[] = {
      "a live view of a running job's records files: step time, MFU, ETA, stragglers, requests"},
     {"calibrate", calibrate_command,
      "measure this device's matmul peak per dtype, cached for VIDEOX_PERF_PEAK_TFLOPS=auto"},
+    {"env", env_command, "every VIDEOX_PERF* variable: its default and its value here"},
 };
 
 }  // namespace vxperf::cli

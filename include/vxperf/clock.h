@@ -1,5 +1,5 @@
 // Host clocks. The engine never reads a clock of its own: it is handed one, so that tests and
-// replay can run it on virtual time (vxperf/testing.h has a manual clock).
+// replay can run it on virtual time (vxperf/simulation.h has a manual clock).
 //
 // Thread safety: now_s() may be called from any thread concurrently.
 #pragma once

@@ -3,7 +3,7 @@
 // A marker is a host time plus, when a device is in use, an event recorded on a stream. Events are
 // handed out by the backend (from a pool, in the CUDA backend), queried without blocking, read only
 // once complete and then released back. Backends: host-only (here), CUDA (vxperf/cuda_backend.h)
-// and simulated (vxperf/testing.h; tests and replay). A new backend implements this interface and
+// and simulated (vxperf/simulation.h; tests and replay). A new backend implements this interface and
 // is handed to Engine::set_device_backend.
 //
 // Thread safety: every backend here may be called from several threads at once.

@@ -4,7 +4,8 @@
 // step is split into), window records ("phases_s", in table order), the level-2 dump, `vxperf
 // report` (its phase order), the cross-rank exchange (its wire layout indexes by Phase), replay
 // (which phases a script may time) and the Python package (through the extension's phases()).
-// A new phase is one row here, its enumerator, and the code that times it.
+// A new phase is one row here, its enumerator, and the code that times it (a call phase: the
+// scope or hook that makes its call).
 //
 // Thread safety: constant data.
 #pragma once
@@ -44,6 +45,12 @@ struct PhaseInfo {
   Phase phase;         // its key: the index of the wire layout and of per-phase arrays
   const char* name;    // in records, lines, scripts and the Python package
   PhaseSource source;
+  // A call phase (kCall) only: the event-script kind its calls are written as, and whether its
+  // call bounds the step (the optimizer step: an owner, synced or a gradient-accumulation pass,
+  // the first owner to step closing the step). Every other call phase is timed, traced, replayed
+  // and drawn by one generic path.
+  const char* event = nullptr;
+  bool bounds_step = false;
 };
 
 // In order: records, lines and reports list phases in this order.
@@ -56,8 +63,8 @@ inline constexpr std::array<PhaseInfo, 11> kPhases = {{
     {Phase::kAux, "aux", PhaseSource::kModelCall},
     {Phase::kForward, "fwd", PhaseSource::kModelCall},
     {Phase::kBackward, "bwd", PhaseSource::kBackward},
-    {Phase::kClip, "clip", PhaseSource::kCall},
-    {Phase::kOptimizer, "opt", PhaseSource::kCall},
+    {Phase::kClip, "clip", PhaseSource::kCall, "clip"},
+    {Phase::kOptimizer, "opt", PhaseSource::kCall, "optimizer_step", /*bounds_step=*/true},
     {Phase::kOther, "other", PhaseSource::kResidual},
 }};
 inline constexpr int kPhaseCount = static_cast<int>(kPhases.size());
@@ -69,6 +76,15 @@ constexpr bool phase_table_in_order() {
   return true;
 }
 static_assert(phase_table_in_order(), "kPhases rows must follow the Phase enumerators");
+
+constexpr bool call_phases_have_events() {
+  for (const PhaseInfo& p : kPhases) {
+    if ((p.source == PhaseSource::kCall) != (p.event != nullptr)) return false;
+    if (p.bounds_step && p.source != PhaseSource::kCall) return false;
+  }
+  return true;
+}
+static_assert(call_phases_have_events(), "a call phase, and only a call phase, names its event");
 
 inline constexpr const PhaseInfo& phase_info(Phase phase) {
   return kPhases[static_cast<std::size_t>(phase)];

@@ -14,6 +14,7 @@
 #include <sstream>
 #include <stdexcept>
 
+#include "schema/event_kinds.h"
 #include "schema/json_fields.h"
 #include "schema/value_walk.h"
 #include "vxperf/chrome_trace.h"
@@ -23,6 +24,7 @@ namespace vxperf::analysis {
 namespace {
 
 using internal::Json;
+using internal::EventKind;
 
 constexpr double kGiB = 1024.0 * 1024.0 * 1024.0;
 constexpr int kTrainTid = 0;
@@ -74,82 +76,122 @@ class Converter {
       ev.fail("an event needs a string field \"ev\"");
     }
     const std::string kind = kind_it->get<std::string>();
-    if (kind == "config") {
-      config(ev);
-    } else if (kind == "model" || kind == "train_model") {
-      // Sizes only: no time on them.
-      ev.integer("params", 0);
-    } else if (kind == "request_begin") {
-      double t = time(ev, "t");
-      if (depth_++ > 0) return;  // a nested pipeline call belongs to the outer request
-      std::int64_t thread = ev.integer("thread", 0);
-      if (thread < 0 || thread > 1000000) ev.fail("\"thread\" is out of range");
-      request_tid_ = kRequestTidBase + static_cast<int>(thread);
-      name_thread(request_tid_,
-                  ev.has("thread") ? "thread " + std::to_string(thread) : std::string("requests"));
-      request_t0_ = t;
-      request_stages_ = 0;
-    } else if (kind == "stage") {
-      std::string name = ev.string("name");
-      if (name.empty()) ev.fail("a stage event needs a \"name\"");
-      double t0 = time(ev, "t0"), t1 = time(ev, "t1");
-      Json args = ev.pair_args();
-      int tid = request_tid_;
-      if (depth_ == 0) {
-        args["outside_request"] = true;  // not measured by the engine
-        tid = kRequestTidBase;
-        name_thread(tid, "requests");
-      } else {
-        ++request_stages_;
+    auto parsed = internal::parse_event_kind(kind);
+    if (!parsed) ev.fail("unknown event \"" + kind + "\"");
+    switch (parsed->kind) {
+      case EventKind::kConfig:
+        config(ev);
+        break;
+      case EventKind::kModel:
+      case EventKind::kTrainModel:
+        ev.integer("params", 0);  // sizes only: no time on them
+        break;
+      case EventKind::kPeak:
+      case EventKind::kTopology:
+        break;  // what the run was priced with: no time on them
+      case EventKind::kRequestBegin:
+        request_begin(ev);
+        break;
+      case EventKind::kStage:
+        stage(ev);
+        break;
+      case EventKind::kRequestEnd:
+        request_end(ev);
+        break;
+      case EventKind::kMicroEnter: {
+        double t = time(ev, "t");
+        open_step(t);
+        micro_t0_ = t;
+        break;
       }
-      complete(name, "stage", tid, t0, t1, std::move(args));
-    } else if (kind == "request_end") {
-      double t = time(ev, "t");
-      if (depth_ == 0) return;
-      if (--depth_ > 0) return;
-      Json args = {{"stages", request_stages_}};
-      memory(ev, t, &args);
-      complete("request #" + std::to_string(requests_++), "request", request_tid_, request_t0_, t,
-               std::move(args));
-    } else if (kind == "micro_enter") {
-      double t = time(ev, "t");
-      open_step(t);
-      micro_t0_ = t;
-    } else if (kind == "micro_exit") {
-      double t = time(ev, "t");
-      if (micro_t0_) {
-        complete("micro-step", "micro", kTrainTid, *micro_t0_, t, Json::object());
-        micro_t0_.reset();
+      case EventKind::kMicroExit: {
+        double t = time(ev, "t");
+        if (micro_t0_) {
+          complete("micro-step", "micro", kTrainTid, *micro_t0_, t, Json::object());
+          micro_t0_.reset();
+        }
+        break;
       }
-    } else if (kind == "phase" || kind == "clip") {
-      std::string name = kind == "clip" ? std::string("clip") : ev.string("name");
-      if (name.empty()) ev.fail("a phase event needs a \"name\"");
-      double t0 = time(ev, "t0"), t1 = time(ev, "t1");
-      open_step(t0);
-      complete(name, kind == "clip" ? "clip" : "phase", kTrainTid, t0, t1, ev.pair_args());
-    } else if (kind == "optimizer_step") {
-      double t0 = time(ev, "t0"), t1 = time(ev, "t1");
-      std::string owner = ev.string("owner", "opt");
-      bool sync = ev.boolean("sync", true);
-      open_step(t0);
-      Json args = ev.pair_args();
-      args["owner"] = owner;
-      args["sync"] = sync;
-      complete("opt", "optimizer", kTrainTid, t0, t1, std::move(args));
-      // The first optimizer to really step owns the step boundary, as in the engine.
-      if (sync && owner_.empty()) owner_ = owner;
-      if (sync && owner == owner_) close_step(t1, false);
-    } else if (kind == "memory") {
-      memory(ev, last_t_, nullptr);
-    } else if (kind == "finish") {
-      double t = time(ev, "t");
-      finish(t);
-      Json e = {{"name", "finish"}, {"ph", "i"},   {"s", "p"},
-                {"ts", micros(t)},  {"pid", pid_}, {"tid", kTrainTid}};
-      push(std::move(e));
-    } else {
-      ev.fail("unknown event \"" + kind + "\"");
+      case EventKind::kPhase: {
+        std::string name = ev.string("name");
+        if (name.empty()) ev.fail("a phase event needs a \"name\"");
+        double t0 = time(ev, "t0"), t1 = time(ev, "t1");
+        open_step(t0);
+        complete(name, "phase", kTrainTid, t0, t1, ev.pair_args());
+        break;
+      }
+      case EventKind::kCall:
+        call(ev, phase_info(parsed->call));
+        break;
+      case EventKind::kMemory:
+        memory(ev, last_t_, nullptr);
+        break;
+      case EventKind::kFinish: {
+        double t = time(ev, "t");
+        finish(t);
+        Json e = {{"name", "finish"}, {"ph", "i"},   {"s", "p"},
+                  {"ts", micros(t)},  {"pid", pid_}, {"tid", kTrainTid}};
+        push(std::move(e));
+        break;
+      }
     }
+  }
+
+  void request_begin(const Event& ev) {
+    double t = time(ev, "t");
+    if (depth_++ > 0) return;  // a nested pipeline call belongs to the outer request
+    std::int64_t thread = ev.integer("thread", 0);
+    if (thread < 0 || thread > 1000000) ev.fail("\"thread\" is out of range");
+    request_tid_ = kRequestTidBase + static_cast<int>(thread);
+    name_thread(request_tid_,
+                ev.has("thread") ? "thread " + std::to_string(thread) : std::string("requests"));
+    request_t0_ = t;
+    request_stages_ = 0;
+  }
+
+  void stage(const Event& ev) {
+    std::string name = ev.string("name");
+    if (name.empty()) ev.fail("a stage event needs a \"name\"");
+    double t0 = time(ev, "t0"), t1 = time(ev, "t1");
+    Json args = ev.pair_args();
+    int tid = request_tid_;
+    if (depth_ == 0) {
+      args["outside_request"] = true;  // not measured by the engine
+      tid = kRequestTidBase;
+      name_thread(tid, "requests");
+    } else {
+      ++request_stages_;
+    }
+    complete(name, "stage", tid, t0, t1, std::move(args));
+  }
+
+  void request_end(const Event& ev) {
+    double t = time(ev, "t");
+    if (depth_ == 0) return;
+    if (--depth_ > 0) return;
+    Json args = {{"stages", request_stages_}};
+    memory(ev, t, &args);
+    complete("request #" + std::to_string(requests_++), "request", request_tid_, request_t0_, t,
+             std::move(args));
+  }
+
+  // A call phase's slice, named as the phase; the step-bounding call (the optimizer step) with
+  // its owner and sync, the first owner to really step closing the step, as in the engine.
+  void call(const Event& ev, const PhaseInfo& phase) {
+    double t0 = time(ev, "t0"), t1 = time(ev, "t1");
+    open_step(t0);
+    Json args = ev.pair_args();
+    if (!phase.bounds_step) {
+      complete(phase.name, phase.name, kTrainTid, t0, t1, std::move(args));
+      return;
+    }
+    std::string owner = ev.string("owner", "opt");
+    bool sync = ev.boolean("sync", true);
+    args["owner"] = owner;
+    args["sync"] = sync;
+    complete(phase.name, "optimizer", kTrainTid, t0, t1, std::move(args));
+    if (sync && owner_.empty()) owner_ = owner;
+    if (sync && owner == owner_) close_step(t1, false);
   }
 
   // End of the script: whatever is still open is shown up to the last time seen.

@@ -11,6 +11,7 @@
 #include <nlohmann/json.hpp>
 #include <sstream>
 
+#include "vxperf/file_io.h"
 #include "vxperf/peak.h"
 
 namespace vxperf {
@@ -193,23 +194,9 @@ bool store_cached_peak(const std::string& path, const MeasuredPeak& peak, std::s
   }
   kept.push_back(to_json(peak));
   Json file = {{"format", kFormat}, {"version", kVersion}, {"peaks", kept}};
-  // A temporary name of this process and thread, renamed over the file: readers never see half.
-  static std::atomic<unsigned> counter{0};
-  std::string tmp =
-      path + ".tmp." + std::to_string(::getpid()) + "." + std::to_string(counter.fetch_add(1));
-  {
-    std::ofstream out(tmp, std::ios::trunc);
-    out << file.dump(1) << "\n";
-    out.flush();
-    if (!out) {
-      *error = "cannot write " + tmp + ": " + std::strerror(errno);
-      ::unlink(tmp.c_str());
-      return false;
-    }
-  }
-  if (::rename(tmp.c_str(), path.c_str()) != 0) {
-    *error = "cannot replace " + path + ": " + std::strerror(errno);
-    ::unlink(tmp.c_str());
+  // Replaced all at once: readers never see half.
+  if (std::string why = write_file_atomically(path, file.dump(1) + "\n"); !why.empty()) {
+    *error = "cannot write " + path + ": " + why;
     return false;
   }
   return true;

@@ -5,7 +5,7 @@
 
 #include "engine/fork_safety.h"
 #include "output/records_file.h"
-#include "output/write_line.h"
+#include "output/stderr_log.h"
 #include "schema/log_lines.h"
 #include "trace/live_trace.h"
 #include "trace/trace_events.h"

@@ -7,7 +7,7 @@
 #include "base/env_parse.h"
 #include "base/topology_env.h"
 #include "engine/engine_core.h"
-#include "output/write_line.h"
+#include "output/stderr_log.h"
 #include "runtime/fork_guard.h"
 #include "vxperf/config.h"
 #include "vxperf/listen_address.h"

@@ -1,6 +1,6 @@
 #include "output/records_file.h"
 
-#include "output/write_line.h"
+#include "output/stderr_log.h"
 
 namespace vxperf::internal {
 

@@ -7,13 +7,14 @@
 #include "engine/engine_core.h"
 #include "inference/request.h"
 #include "inference/requests.h"
+#include "schema/event_kinds.h"
 #include "schema/json_fields.h"
 #include "schema/record_reader.h"
 #include "training/trainer_core.h"
 #include "vxperf/engine.h"
 #include "vxperf/event_script.h"
 #include "vxperf/inference.h"
-#include "vxperf/testing.h"
+#include "vxperf/simulation.h"
 #include "vxperf/training.h"
 
 namespace vxperf {
@@ -21,9 +22,8 @@ namespace {
 
 using internal::Json;
 using internal::Marker;
+using internal::EventKind;
 using internal::Request;
-using testing::ManualClock;
-using testing::SimulatedBackend;
 
 // A script line's fields; a wrong one is a ScriptError naming the line.
 struct Event {
@@ -195,88 +195,101 @@ class Replayer {
   }
 
   void event(const Event& ev) {
-    std::string kind = ev.kind();
-    if (kind == "config") ev.fail("a second config event");
-    if (!engine_) {
-      known(ev, kind);
-      return;
-    }
-    if (kind == "model") {
-      ModelInfo info;
-      ev.read(info, /*training=*/false);
-      engine_->declare_model(ev.string("stage", "transformer"), info);
-    } else if (kind == "request_begin") {
-      if (request_ != nullptr) {
-        ++nested_;  // a nested pipeline call: the outer request owns it
-        return;
+    std::string name = ev.kind();
+    auto parsed = internal::parse_event_kind(name);
+    if (!parsed) ev.fail("unknown event \"" + name + "\"");
+    if (parsed->kind == EventKind::kConfig) ev.fail("a second config event");
+    if (!engine_) return;  // off: the script is read, nothing is measured
+    switch (parsed->kind) {
+      case EventKind::kConfig:
+        break;
+      case EventKind::kModel: {
+        ModelInfo info;
+        ev.read(info, /*training=*/false);
+        engine_->declare_model(ev.string("stage", "transformer"), info);
+        break;
       }
-      clock_->set(ev.number("t"));
-      RequestOptions options{device_, nullptr};
-      options.videos = ev.count("videos", 1);
-      if (options.videos < 1) ev.fail("\"videos\" must be at least 1");
-      request_ = core_->requests().begin(options);
-    } else if (kind == "stage") {
-      stage(ev);
-    } else if (kind == "request_end") {
-      if (nested_ > 0) {
-        --nested_;
-        return;
+      case EventKind::kRequestBegin:
+        if (request_ != nullptr) {
+          ++nested_;  // a nested pipeline call: the outer request owns it
+          return;
+        }
+        clock_->set(ev.number("t"));
+        {
+          RequestOptions options{device_, nullptr};
+          options.videos = ev.count("videos", 1);
+          if (options.videos < 1) ev.fail("\"videos\" must be at least 1");
+          request_ = core_->requests().begin(options);
+        }
+        break;
+      case EventKind::kStage:
+        stage(ev);
+        break;
+      case EventKind::kRequestEnd: {
+        if (nested_ > 0) {
+          --nested_;
+          return;
+        }
+        if (request_ == nullptr) return;
+        if (simulated_) update_peaks(ev);
+        clock_->set(ev.number("t"));
+        Request* request = request_;
+        request_ = nullptr;
+        core_->requests().end(request, false);
+        break;
       }
-      if (request_ == nullptr) return;
-      if (simulated_) update_peaks(ev);
-      clock_->set(ev.number("t"));
-      Request* request = request_;
-      request_ = nullptr;
-      core_->requests().end(request, false);
-    } else if (kind == "train_model") {
-      ModelInfo info;
-      ev.read(info, /*training=*/true);
-      trainer().set_model(info);
-    } else if (kind == "micro_enter") {
-      double t = ev.number("t");
-      clock_->set(t);
-      trainer().enter_micro(t);
-    } else if (kind == "micro_exit") {
-      double t = ev.number("t");
-      clock_->set(t);
-      trainer().exit_micro(t);
-    } else if (kind == "phase") {
-      phase(ev);
-    } else if (kind == "clip") {
-      internal::TrainerCore& t = trainer();
-      auto [start, end] = train_pair(ev);
-      clock_->set(end.host_s);
-      t.add_clip(start, end);
-    } else if (kind == "optimizer_step") {
-      internal::TrainerCore& t = trainer();
-      auto [start, end] = train_pair(ev);
-      clock_->set(end.host_s);
-      const std::string& owner = *owners_.insert(ev.string("owner", "opt")).first;
-      t.add_optimizer_step(start, end, &owner, ev.boolean("sync", true));
-    } else if (kind == "peak") {
-      auto dtype = parse_dtype(ev.string("dtype", "bf16"));
-      if (!dtype) ev.fail("\"dtype\" is not a known dtype");
-      MeasuredPeak peak;
-      peak.dtype = *dtype;
-      peak.tflops = ev.number("tflops");
-      if (!(peak.tflops > 0)) ev.fail("\"tflops\" must be positive");
-      // The live run's host stays the host; its device is the one this replay simulates.
-      engine_->set_measured_peak(ev.integer("device_index", -1) < 0 ? -1 : device_, peak);
-    } else if (kind == "topology") {
-      std::int64_t rank = ev.integer("rank", 0);
-      std::int64_t world = ev.integer("world_size", 1);
-      if (world < 1 || rank < 0 || rank >= world || world > INT32_MAX) {
-        ev.fail("rank and world_size do not describe a valid topology");
+      case EventKind::kTrainModel: {
+        ModelInfo info;
+        ev.read(info, /*training=*/true);
+        trainer().set_model(info);
+        break;
       }
-      engine_->set_topology(static_cast<int>(rank), static_cast<int>(world));
-      engine_->set_parallel(layout_of(ev, 1));
-    } else if (kind == "memory") {
-      if (simulated_) update_peaks(ev);
-    } else if (kind == "finish") {
-      clock_->set(ev.number("t"));
-      engine_->shutdown();
-    } else {
-      ev.fail("unknown event \"" + kind + "\"");
+      case EventKind::kMicroEnter: {
+        double t = ev.number("t");
+        clock_->set(t);
+        trainer().enter_micro(t);
+        break;
+      }
+      case EventKind::kMicroExit: {
+        double t = ev.number("t");
+        clock_->set(t);
+        trainer().exit_micro(t);
+        break;
+      }
+      case EventKind::kPhase:
+        phase(ev);
+        break;
+      case EventKind::kCall:
+        call(ev, parsed->call);
+        break;
+      case EventKind::kPeak: {
+        auto dtype = parse_dtype(ev.string("dtype", "bf16"));
+        if (!dtype) ev.fail("\"dtype\" is not a known dtype");
+        MeasuredPeak peak;
+        peak.dtype = *dtype;
+        peak.tflops = ev.number("tflops");
+        if (!(peak.tflops > 0)) ev.fail("\"tflops\" must be positive");
+        // The live run's host stays the host; its device is the one this replay simulates.
+        engine_->set_measured_peak(ev.integer("device_index", -1) < 0 ? -1 : device_, peak);
+        break;
+      }
+      case EventKind::kTopology: {
+        std::int64_t rank = ev.integer("rank", 0);
+        std::int64_t world = ev.integer("world_size", 1);
+        if (world < 1 || rank < 0 || rank >= world || world > INT32_MAX) {
+          ev.fail("rank and world_size do not describe a valid topology");
+        }
+        engine_->set_topology(static_cast<int>(rank), static_cast<int>(world));
+        engine_->set_parallel(layout_of(ev, 1));
+        break;
+      }
+      case EventKind::kMemory:
+        if (simulated_) update_peaks(ev);
+        break;
+      case EventKind::kFinish:
+        clock_->set(ev.number("t"));
+        engine_->shutdown();
+        break;
     }
   }
 
@@ -291,17 +304,6 @@ class Replayer {
   }
 
  private:
-  void known(const Event& ev, const std::string& kind) {
-    static const char* const kKinds[] = {
-        "model",       "request_begin", "stage", "request_end", "train_model",
-        "micro_enter", "micro_exit",    "phase", "clip",        "optimizer_step",
-        "memory",      "finish",        "peak",  "topology"};
-    for (const char* k : kKinds) {
-      if (kind == k) return;
-    }
-    ev.fail("unknown event \"" + kind + "\"");
-  }
-
   internal::TrainerCore& trainer() {
     if (!trainer_) {
       trainer_ = &internal::core_of(engine_->trainer());
@@ -371,6 +373,20 @@ class Replayer {
     std::int64_t tokens = *phase == Phase::kForward ? ev.integer("tokens", 0) : 0;
     std::optional<Dtype> dtype = *phase == Phase::kForward ? ev.call_dtype() : std::nullopt;
     t.end_model_call(*phase, start, end, tokens, ev.integer("samples", 1), ev.fraction(), dtype);
+  }
+
+  // A call phase's event: the step-bounding one (the optimizer step) with its owner and sync, any
+  // other by the one generic path.
+  void call(const Event& ev, Phase phase) {
+    internal::TrainerCore& t = trainer();
+    auto [start, end] = train_pair(ev);
+    clock_->set(end.host_s);
+    if (phase_info(phase).bounds_step) {
+      const std::string& owner = *owners_.insert(ev.string("owner", "opt")).first;
+      t.add_optimizer_step(start, end, &owner, ev.boolean("sync", true));
+    } else {
+      t.add_call(phase, start, end);
+    }
   }
 
   const LogFn& log_;

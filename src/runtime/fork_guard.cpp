@@ -7,7 +7,7 @@
 #include <atomic>
 #include <string>
 
-#include "output/write_line.h"
+#include "vxperf/file_io.h"
 
 namespace vxperf::internal {
 namespace {

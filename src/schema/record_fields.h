@@ -9,7 +9,8 @@
 //     field reported by name (what `vxperf report`, replay and `vxperf trace` read);
 //   - a value walk: each field as the struct holds it, whatever the presence rules (the
 //     Prometheus series of src/serving/prometheus_sink.cpp).
-// A field added to a record is one member in its struct and one line here.
+// A field added to a record is one member in its struct and one line here; a member without a
+// line fails tests/schema/field_coverage_test.cpp.
 //
 // The rules (io.<rule>(key, member, ...)):
 //   number, integer, count, small_int, bytes, boolean, string   plain values, with the reader's

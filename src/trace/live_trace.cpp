@@ -1,5 +1,6 @@
 #include "trace/live_trace.h"
 
+#include "schema/event_kinds.h"
 #include "trace/trace_events.h"
 
 namespace vxperf::internal {
@@ -14,11 +15,11 @@ void LiveTrace::ensure_header(int device) {
 }
 
 void LiveTrace::on_begin(const Span& span) {
-  if (span.kind == SpanKind::kMicroStep) train_.add(micro_event("micro_enter", span.t0));
+  if (span.kind == SpanKind::kMicroStep) train_.add(micro_event(event_name(EventKind::kMicroEnter), span.t0));
 }
 
 void LiveTrace::on_end(const Span& span) {
-  if (span.kind == SpanKind::kMicroStep) train_.add(micro_event("micro_exit", span.t1));
+  if (span.kind == SpanKind::kMicroStep) train_.add(micro_event(event_name(EventKind::kMicroExit), span.t1));
 }
 
 void LiveTrace::on_request(const SettledRequest& request) {

@@ -2,6 +2,7 @@
 
 #include <atomic>
 
+#include "schema/event_kinds.h"
 #include "schema/json_visitor.h"
 #include "schema/record_fields.h"
 #include "schema/record_writer.h"
@@ -27,7 +28,7 @@ std::string config_event(const Settings& settings, const std::optional<std::stri
                          int device_index, const Topology& topology) {
   Json env = Json::object();
   for (const auto& [name, value] : settings.to_env()) env[name] = value;
-  Json config = {{"ev", "config"},
+  Json config = {{"ev", event_name(EventKind::kConfig)},
                  {"env", env},
                  {"device", device_name ? Json(*device_name) : Json(nullptr)},
                  {"device_index", device_name ? device_index : 0},
@@ -40,13 +41,13 @@ std::string config_event(const Settings& settings, const std::optional<std::stri
 }
 
 std::string topology_event(const Topology& topology) {
-  Json ev = {{"ev", "topology"}, {"rank", topology.rank}, {"world_size", topology.world_size}};
+  Json ev = {{"ev", event_name(EventKind::kTopology)}, {"rank", topology.rank}, {"world_size", topology.world_size}};
   ev["parallel"] = with_fields(Json::object(), parallel_spec(topology));
   return dump(ev);
 }
 
 std::string model_event(std::string_view stage, const ModelInfo& info) {
-  return dump(with_fields(Json{{"ev", "model"}, {"stage", stage}}, info, /*training=*/false));
+  return dump(with_fields(Json{{"ev", event_name(EventKind::kModel)}, {"stage", stage}}, info, /*training=*/false));
 }
 
 std::vector<std::string> request_events(const SettledRequest& request) {
@@ -56,11 +57,11 @@ std::vector<std::string> request_events(const SettledRequest& request) {
   // thread its own track, where its requests and their stages nest.
   static std::atomic<int> next_thread{0};
   thread_local const int thread = next_thread.fetch_add(1, std::memory_order_relaxed);
-  Json begin = {{"ev", "request_begin"}, {"t", request.t0}, {"thread", thread}};
+  Json begin = {{"ev", event_name(EventKind::kRequestBegin)}, {"t", request.t0}, {"thread", thread}};
   if (request.videos != 1) begin["videos"] = request.videos;
   block.push_back(begin.dump());
   for (const SettledCall& call : request.calls) {
-    Json ev = {{"ev", "stage"},
+    Json ev = {{"ev", event_name(EventKind::kStage)},
                {"name", call.stage},
                {"t0", call.t0},
                {"t1", call.t1},
@@ -73,16 +74,16 @@ std::vector<std::string> request_events(const SettledRequest& request) {
     if (call.fraction != 1.0) ev["frac"] = call.fraction;
     block.push_back(dump(ev));
   }
-  Json end = {{"ev", "request_end"}, {"t", request.t1}};
+  Json end = {{"ev", event_name(EventKind::kRequestEnd)}, {"t", request.t1}};
   if (request.readings) end = with_fields(std::move(end), *request.readings);
   block.push_back(end.dump());
   return block;
 }
 
-std::string finish_event(double t) { return Json{{"ev", "finish"}, {"t", t}}.dump(); }
+std::string finish_event(double t) { return Json{{"ev", event_name(EventKind::kFinish)}, {"t", t}}.dump(); }
 
 std::string peak_event(int device, const MeasuredPeak& peak) {
-  return Json{{"ev", "peak"},
+  return Json{{"ev", event_name(EventKind::kPeak)},
               {"device_index", device < 0 ? -1 : device},
               {"dtype", dtype_name(peak.dtype)},
               {"tflops", peak.tflops}}
@@ -92,13 +93,13 @@ std::string peak_event(int device, const MeasuredPeak& peak) {
 Json train_model_event(const ModelInfo& info, std::int64_t trainable) {
   ModelInfo trained = info;
   trained.trainable = trainable;
-  return with_fields(Json{{"ev", "train_model"}}, trained, /*training=*/true);
+  return with_fields(Json{{"ev", event_name(EventKind::kTrainModel)}}, trained, /*training=*/true);
 }
 
 Json micro_event(const char* kind, double t) { return Json{{"ev", kind}, {"t", t}}; }
 
 Json memory_event(const DeviceReadings& readings) {
-  return with_fields(Json{{"ev", "memory"}}, readings);
+  return with_fields(Json{{"ev", event_name(EventKind::kMemory)}}, readings);
 }
 
 }  // namespace vxperf::internal

@@ -1,5 +1,6 @@
 #include "trace/train_trace.h"
 
+#include "schema/event_kinds.h"
 #include "trace/trace_events.h"
 #include "trace/trace_writer.h"
 
@@ -25,14 +26,13 @@ TrainTrace::Entry* TrainTrace::find(std::uint64_t id) {
 }
 
 void TrainTrace::add_call(const TrainCall& call) {
+  const PhaseInfo& info = phase_info(call.phase);
   Json ev;
-  if (call.phase == Phase::kClip) {
-    ev["ev"] = "clip";
-  } else if (call.phase == Phase::kOptimizer) {
-    ev["ev"] = "optimizer_step";
+  if (info.event != nullptr) {  // a call phase: its own kind
+    ev["ev"] = info.event;
   } else {
-    ev["ev"] = "phase";
-    ev["name"] = phase_name(call.phase);
+    ev["ev"] = event_name(EventKind::kPhase);
+    ev["name"] = info.name;
   }
   ev["t0"] = call.t0;
   ev["t1"] = call.t1;
@@ -43,7 +43,7 @@ void TrainTrace::add_call(const TrainCall& call) {
     ev["samples"] = call.samples;
   }
   if (call.fraction != 1.0) ev["frac"] = call.fraction;
-  if (call.phase == Phase::kOptimizer) {
+  if (info.bounds_step) {
     auto it = owners_.find(call.optimizer);
     if (it == owners_.end()) {
       it = owners_.emplace(call.optimizer, "optimizer" + std::to_string(owners_.size())).first;

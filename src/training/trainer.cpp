@@ -168,7 +168,7 @@ TrainMark begin_clip(Trainer* t) noexcept { return plain_mark(t, Phase::kClip); 
 void end_clip(const TrainMark& m) noexcept {
   if (m.trainer == nullptr) return;
   close_call(m, Phase::kClip, [&](internal::TrainerCore& c, internal::Marker end) {
-    c.add_clip(marker(m), end);
+    c.add_call(Phase::kClip, marker(m), end);
   });
 }
 

@@ -322,7 +322,7 @@ void TrainerCore::end_backward(Marker start, Marker end) {
   add_pair(Phase::kBackward, start, end);
 }
 
-void TrainerCore::add_clip(Marker start, Marker end) { add_pair(Phase::kClip, start, end); }
+void TrainerCore::add_call(Phase phase, Marker start, Marker end) { add_pair(phase, start, end); }
 
 void TrainerCore::add_optimizer_step(Marker start, Marker end, const void* optimizer, bool synced) {
   Pair& pair = add_pair(Phase::kOptimizer, start, end, 0, 0, optimizer, synced);

@@ -76,7 +76,8 @@ class TrainerCore {
   void note_dtype(Dtype dtype);
   void begin_backward(double start_s);
   void end_backward(Marker start, Marker end);
-  void add_clip(Marker start, Marker end);
+  // A call phase's call (clip, or any kCall phase that does not bound the step).
+  void add_call(Phase phase, Marker start, Marker end);
   void add_optimizer_step(Marker start, Marker end, const void* optimizer, bool synced);
 
  private:

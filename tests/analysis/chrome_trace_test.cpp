@@ -14,7 +14,9 @@
 #include <thread>
 
 #include "analysis_records.h"
+#include "schema/event_kinds.h"
 #include "vxperf/event_script.h"
+#include "vxperf/phases.h"
 #include "vxperf/vxperf.h"
 
 namespace vxperf::analysis {
@@ -142,6 +144,47 @@ TEST(ChromeTrace, ErrorsNameTheLine) {
   EXPECT_EQ(line_of(config + "\n" + R"({"ev": "teleport", "t": 1})"), 2);
   EXPECT_EQ(line_of(config + "\n" + R"({"ev": "request_begin", "t": 1, "thread": -1})"), 2);
   EXPECT_EQ(line_of(config + "\n" + config), 2);
+}
+
+// Every kind an event script has (the event-kind table and the call phases' events), the
+// measured peak and the topology set after the start included: a live trace holding them converts.
+TEST(ChromeTrace, ConvertsEveryKindOfEvent) {
+  std::string script = R"({"ev": "config", "env": {"VIDEOX_PERF": "1"}, "device": null}
+{"ev": "peak", "dtype": "bf16", "tflops": 900.0, "device_index": 0}
+{"ev": "topology", "rank": 0, "world_size": 2}
+{"ev": "model", "stage": "transformer", "params": 1000}
+{"ev": "request_begin", "t": 1.0}
+{"ev": "stage", "name": "transformer", "t0": 1.1, "t1": 1.5, "device_ms": null}
+{"ev": "request_end", "t": 2.0}
+{"ev": "train_model", "params": 1000}
+{"ev": "micro_enter", "t": 3.0}
+{"ev": "phase", "name": "fwd", "t0": 3.1, "t1": 3.2, "device_ms": null}
+{"ev": "micro_exit", "t": 3.3}
+{"ev": "clip", "t0": 3.4, "t1": 3.5, "device_ms": null}
+{"ev": "optimizer_step", "t0": 3.5, "t1": 3.6, "device_ms": null, "owner": "adam", "sync": true}
+{"ev": "memory", "peak_alloc_bytes": 1024}
+{"ev": "finish", "t": 4.0}
+)";
+  std::set<std::string> written;
+  std::istringstream lines(script);
+  for (std::string line; std::getline(lines, line);) written.insert(Json::parse(line)["ev"]);
+  for (const auto& row : internal::kEventKinds) {
+    if (row.kind != internal::EventKind::kCall) EXPECT_EQ(written.count(row.name), 1u) << row.name;
+  }
+  for (const auto& phase : kPhases) {
+    if (phase.event != nullptr) EXPECT_EQ(written.count(phase.event), 1u) << phase.event;
+  }
+  TraceBuilder builder;
+  std::istringstream in(script);
+  ASSERT_NO_THROW(builder.add_script(in, "live"));
+  Json trace = Json::parse(builder.json());
+  EXPECT_EQ(events_of(trace, "X", "request").size(), 1u);
+  EXPECT_EQ(events_of(trace, "X", "clip").size(), 1u);
+  auto opt = events_of(trace, "X", "optimizer");
+  ASSERT_EQ(opt.size(), 1u);
+  EXPECT_EQ(opt[0]["name"], "opt");
+  EXPECT_EQ(opt[0]["args"]["owner"], "adam");
+  EXPECT_EQ(events_of(trace, "X", "step").size(), 1u);  // closed by the optimizer step
 }
 
 TEST(ChromeTrace, AcceptsEveryConformanceScript) {

@@ -38,3 +38,14 @@ else()
     message(FATAL_ERROR "vxperf inspect without LibTorch: exit ${rc}: ${err}")
   endif()
 endif()
+# vxperf env: every variable of the settings table, the set ones with their values; a value that
+# would not parse is said as the measured program says it, and the status is 1.
+execute_process(COMMAND ${CMAKE_COMMAND} -E env VIDEOX_PERF=1 VIDEOX_PERF_EVERY=abc
+                        --unset=VIDEOX_PERF_JSON "${VXPERF}" env
+                OUTPUT_VARIABLE out RESULT_VARIABLE rc)
+string(REGEX MATCHALL "\n  VIDEOX_PERF[A-Z_]*" names "${out}")
+list(LENGTH names count)
+if(NOT rc EQUAL 1 OR NOT out MATCHES "^set:\n  VIDEOX_PERF=1\n" OR NOT count EQUAL 24
+   OR NOT out MATCHES "VIDEOX_PERF_EVERY=\"abc\" is not an integer; using 50")
+  message(FATAL_ERROR "vxperf env: exit ${rc}, ${count} variables:\n${out}")
+endif()

@@ -19,11 +19,17 @@ function(expect_ran out what)
 endfunction()
 
 set(env ${CMAKE_COMMAND} -E env --unset=VIDEOX_PERF --unset=VIDEOX_PERF_JSON)
+# The consumers' compiles go through ccache as vxperf's own do: a rerun rebuilds nothing.
+find_program(CCACHE ccache)
+set(launcher)
+if(CCACHE)
+  set(launcher -DCMAKE_CXX_COMPILER_LAUNCHER=${CCACHE})
+endif()
 
 # 1. add_subdirectory, with vxperf's defaults: the libraries alone (no command, no LibTorch
 #    adapter, no demo), as its CMakeLists.txt checks.
 run(${CMAKE_COMMAND} -S ${SOURCE}/tests/consumer/subdirectory -B ${WORK}/subdirectory -G Ninja
-    -DVXPERF_SOURCE_DIR=${SOURCE})
+    -DVXPERF_SOURCE_DIR=${SOURCE} ${launcher})
 # The consumer's program and what it links (vxperf alone): what a consumer's build of it runs.
 run(${CMAKE_COMMAND} --build ${WORK}/subdirectory --target app)
 run(${env} ${WORK}/subdirectory/app)
@@ -31,7 +37,7 @@ expect_ran("${last_out}" "add_subdirectory")
 
 # 2. cmake --install, then find_package(vxperf CONFIG REQUIRED).
 run(${CMAKE_COMMAND} --install ${BUILD} --prefix ${WORK}/prefix)
-foreach(f include/vxperf/vxperf.h lib/libvxperf.a lib/cmake/vxperf/vxperfConfig.cmake
+foreach(f include/vxperf/vxperf.h lib/libvxperf.a lib/libvxperf_testing.a lib/cmake/vxperf/vxperfConfig.cmake
           lib/cmake/vxperf/vxperfConfigVersion.cmake lib/pkgconfig/vxperf.pc bin/vxperf)
   if(NOT EXISTS ${WORK}/prefix/${f})
     message(FATAL_ERROR "cmake --install did not install ${f}")
@@ -39,10 +45,14 @@ foreach(f include/vxperf/vxperf.h lib/libvxperf.a lib/cmake/vxperf/vxperfConfig.
 endforeach()
 run(${WORK}/prefix/bin/vxperf --version)
 run(${CMAKE_COMMAND} -S ${SOURCE}/tests/consumer/installed -B ${WORK}/installed -G Ninja
-    -DCMAKE_PREFIX_PATH=${WORK}/prefix)
+    -DCMAKE_PREFIX_PATH=${WORK}/prefix ${launcher})
 run(${CMAKE_COMMAND} --build ${WORK}/installed)
 run(${env} ${WORK}/installed/app)
 expect_ran("${last_out}" "find_package")
+run(${env} ${WORK}/installed/doubles)
+if(NOT last_out MATCHES "vxperf::testing: 1 request of 1.5 s")
+  message(FATAL_ERROR "vxperf::testing, installed: ${last_out}")
+endif()
 
 # 3. pkg-config.
 find_program(PKG_CONFIG pkg-config)

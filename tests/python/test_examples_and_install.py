@@ -42,18 +42,18 @@ def test_generate_example(tmp_path):
 @pytest.mark.parametrize("variant", [["--checkpointing"], ["--lora"]])
 def test_train_example(tmp_path, variant):
     records = tmp_path / "records.jsonl"
-    env = clean_env(VIDEOX_PERF=1, VIDEOX_PERF_EVERY=4, VIDEOX_PERF_JSON=records)
-    measured = run_example("train.py", variant, env=env)
-    plain = run_example("train.py", variant, env=clean_env())
+    env = clean_env(VIDEOX_PERF=1, VIDEOX_PERF_EVERY=2, VIDEOX_PERF_JSON=records)
+    measured = run_example("train.py", ["--steps", "4", *variant], env=env)
+    plain = run_example("train.py", ["--steps", "4", *variant], env=clean_env())
     assert measured.stdout == plain.stdout
     windows = read_records(records)
-    assert [(w["step_first"], w["step_last"]) for w in windows] == [(0, 3), (4, 7)]
+    assert [(w["step_first"], w["step_last"]) for w in windows] == [(0, 1), (2, 3)]
     throughput = windows[0]["throughput"]
     if variant == ["--lora"]:
         assert throughput["flops_coef"] == 2.0 and throughput["trainable"] < throughput["params"]
     else:
         assert throughput["flops_coef_reason"].startswith("full, ckpt on -> 3x/4x")
-    assert "fwd" in windows[0]["phases_s"] and throughput["priced_steps"] == 4
+    assert "fwd" in windows[0]["phases_s"] and throughput["priced_steps"] == 2
 
 
 def fresh_venv(venv):

@@ -9,6 +9,7 @@
 #include <nlohmann/json.hpp>
 #include <sstream>
 
+#include "replay_check.h"
 #include "test_support.h"
 #include "training/trainer_core.h"
 #include "vxperf/inference.h"
@@ -24,32 +25,6 @@ std::string temp_path(const std::string& name) {
   std::string path = ::testing::TempDir() + "vxperf-trace-test/" + name;
   std::filesystem::remove(path);
   return path;
-}
-
-void expect_same_output(const testing::MemoryOutput& live, const std::string& trace_path) {
-  std::ifstream trace(trace_path);
-  ASSERT_TRUE(trace) << trace_path;
-  testing::MemoryOutput replayed;
-  replay(trace, replayed.log_fn(), replayed);
-  auto a = live.records();
-  auto b = replayed.records();
-  ASSERT_EQ(a.size(), b.size());
-  ASSERT_FALSE(a.empty());
-  for (std::size_t i = 0; i < a.size(); ++i) {
-    Json x = Json::parse(a[i]);
-    Json y = Json::parse(b[i]);
-    x.erase("ts");
-    y.erase("ts");
-    EXPECT_EQ(x, y) << "record " << i;
-  }
-  auto metrics = [](const std::vector<std::string>& lines) {
-    std::vector<std::string> out;
-    for (const auto& l : lines) {
-      if (l.rfind("[Perf][rank", 0) == 0) out.push_back(l);
-    }
-    return out;
-  };
-  EXPECT_EQ(metrics(live.logs()), metrics(replayed.logs()));
 }
 
 TEST(LiveTrace, InferenceReplayReproducesTheRecords) {
@@ -84,7 +59,7 @@ TEST(LiveTrace, InferenceReplayReproducesTheRecords) {
     }
   }
   t.engine->shutdown();
-  expect_same_output(*t.output, path + ".rank0");
+  testing::expect_replay_reproduces(*t.output, path + ".rank0");
 }
 
 TEST(LiveTrace, TrainingReplayReproducesTheRecords) {
@@ -155,7 +130,7 @@ TEST(LiveTrace, TrainingReplayReproducesTheRecords) {
     t.clock->advance(0.05);  // the data loader
   }
   t.engine->shutdown();
-  expect_same_output(*t.output, path);
+  testing::expect_replay_reproduces(*t.output, path);
 }
 
 void expect_error(const std::string& script, int line, const std::string& fragment) {

@@ -1,6 +1,6 @@
-#include "vxperf/testing.h"
+#include "vxperf/simulation.h"
 
-namespace vxperf::testing {
+namespace vxperf {
 
 std::string SimulatedBackend::device_name(int) {
   std::lock_guard<std::mutex> lock(mu_);
@@ -114,4 +114,4 @@ int SimulatedBackend::reset_count() const {
   return resets_;
 }
 
-}  // namespace vxperf::testing
+}  // namespace vxperf

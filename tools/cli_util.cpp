@@ -1,0 +1,131 @@
+#include "cli_util.h"
+
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <climits>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+
+namespace vxperf::cli {
+
+std::int64_t parse_int(const std::string& option, const std::string& text, std::int64_t min,
+                              std::int64_t max) {
+  errno = 0;
+  char* end = nullptr;
+  long long v = std::strtoll(text.c_str(), &end, 10);
+  if (text.empty() || *end != '\0' || errno == ERANGE || v < min || v > max) {
+    throw UsageError{option + " takes a whole number from " + std::to_string(min) + " to " +
+                     std::to_string(max) + ", not '" + text + "'"};
+  }
+  return v;
+}
+
+double parse_double(const std::string& option, const std::string& text, double min,
+                           double max) {
+  errno = 0;
+  char* end = nullptr;
+  double v = std::strtod(text.c_str(), &end);
+  if (text.empty() || *end != '\0' || errno == ERANGE || !std::isfinite(v) || v < min || v > max) {
+    throw UsageError{option + " takes a number from " + std::to_string(min) + " to " +
+                     std::to_string(max) + ", not '" + text + "'"};
+  }
+  return v;
+}
+
+bool print_help_if_asked(int argc, char** argv, const char* usage) {
+  for (int i = 1; i < argc; ++i) {
+    std::string arg = argv[i];
+    if (arg == "--help" || arg == "-h") {
+      std::fputs(usage, stdout);
+      return true;
+    }
+  }
+  return false;
+}
+
+std::string next_value(int& i, int argc, char** argv) {
+  std::string option = argv[i];
+  if (i + 1 >= argc) throw UsageError{option + " needs a value"};
+  return argv[++i];
+}
+
+int& stdout_error() {
+  static int error = 0;
+  return error;
+}
+
+void print(const std::string& text) {
+  if (std::fputs(text.c_str(), stdout) == EOF && stdout_error() == 0) stdout_error() = errno;
+}
+
+int finish_output(int rc, const char* command) {
+  errno = 0;
+  if (std::fflush(stdout) != 0 || std::ferror(stdout) || stdout_error() != 0) {
+    int error = stdout_error() != 0 ? stdout_error() : errno;
+    std::fprintf(stderr, "vxperf%s%s: cannot write standard output%s%s\n", command ? " " : "",
+                 command ? command : "", error ? ": " : "", error ? std::strerror(error) : "");
+    if (rc == 0) rc = 2;
+  }
+  return rc;
+}
+
+int FdStreamBuf::overflow(int c) {
+  if (flush_buffer() != 0) return traits_type::eof();
+  if (c != traits_type::eof()) {
+    *pptr() = static_cast<char>(c);
+    pbump(1);
+  }
+  return c == traits_type::eof() ? traits_type::not_eof(c) : c;
+}
+
+int FdStreamBuf::flush_buffer() {
+  std::size_t n = static_cast<std::size_t>(pptr() - pbase());
+  if (n > 0 && error_ == 0) error_ = write_all(fd_, pbase(), n);
+  setp(buf_.data(), buf_.data() + buf_.size());
+  return error_ == 0 ? 0 : -1;
+}
+
+std::string input_problem(const std::string& path) {
+  struct stat st {};
+  if (path != "-" && ::stat(path.c_str(), &st) == 0 && S_ISDIR(st.st_mode)) {
+    return "is a directory";
+  }
+  return {};
+}
+
+int exec_torch_helper(const char* helper, const char* command, int argc, char** argv) {
+  std::string dir;
+  char self[PATH_MAX];
+  ssize_t n = ::readlink("/proc/self/exe", self, sizeof self - 1);
+  if (n > 0) {
+    dir.assign(self, static_cast<std::size_t>(n));
+    dir.erase(dir.rfind('/') + 1);
+  }
+  std::vector<std::string> candidates = {dir + helper,
+                                         dir + "../libexec/vxperf/" + std::string(helper)};
+  std::vector<char*> args;
+  std::string name = command;
+  for (const auto& path : candidates) {
+    if (::access(path.c_str(), X_OK) != 0) continue;
+    args.clear();
+    args.push_back(const_cast<char*>(path.c_str()));
+    args.push_back(name.data());
+    for (int i = 1; i < argc; ++i) args.push_back(argv[i]);
+    args.push_back(nullptr);
+    std::fflush(stdout);
+    std::fflush(stderr);
+    ::execv(path.c_str(), args.data());
+    std::fprintf(stderr, "vxperf %s: cannot run %s: %s\n", command, path.c_str(),
+                 std::strerror(errno));
+    return 2;
+  }
+  std::fprintf(stderr, "vxperf %s: needs LibTorch, whose commands are in %s, not found beside %s\n",
+               command, helper, dir.empty() ? "this program" : dir.c_str());
+  return 2;
+}
+
+}  // namespace vxperf::cli
