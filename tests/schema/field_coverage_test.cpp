@@ -38,6 +38,8 @@ class Coverage {
   template <class T, class... Rest>
   void boolean(const char*, const T& m, Rest&&...) { add(m); }
   template <class T, class... Rest>
+  void flag(const char*, const T& m, Rest&&...) { add(m); }
+  template <class T, class... Rest>
   void string(const char*, const T& m, Rest&&...) { add(m); }
   template <class T, class... Rest>
   void nullable(const char*, const T& m, Rest&&...) { add(m); }
