@@ -1,8 +1,6 @@
 // The measured-peak cache (vxperf/peak.h): one JSON file that every front end reads and writes.
 #include <sys/stat.h>
-#include <unistd.h>
 
-#include <atomic>
 #include <cerrno>
 #include <chrono>
 #include <cmath>
