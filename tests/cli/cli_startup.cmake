@@ -49,3 +49,7 @@ if(NOT rc EQUAL 1 OR NOT out MATCHES "^set:\n  VIDEOX_PERF=1\n" OR NOT count EQU
    OR NOT out MATCHES "VIDEOX_PERF_EVERY=\"abc\" is not an integer; using 50")
   message(FATAL_ERROR "vxperf env: exit ${rc}, ${count} variables:\n${out}")
 endif()
+execute_process(COMMAND "${VXPERF}" env extra RESULT_VARIABLE rc ERROR_VARIABLE err)
+if(NOT rc EQUAL 2 OR NOT err MATCHES "^vxperf env: takes no arguments")
+  message(FATAL_ERROR "vxperf env extra: exit ${rc}: ${err}")
+endif()
