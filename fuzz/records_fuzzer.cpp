@@ -1,4 +1,5 @@
-// libFuzzer entry point: the records reader and the report over whatever it accepts.
+// libFuzzer entry point: the records reader and the report over whatever it accepts. Every line the
+// reader's fast path (On-Demand) takes is read again the general way (DOM): the two must agree.
 #include <cstddef>
 #include <cstdint>
 #include <sstream>
@@ -10,7 +11,9 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   std::istringstream in(std::string(reinterpret_cast<const char*>(data), size));
   vxperf::analysis::RecordSet records;
   try {
-    vxperf::analysis::read_records(in, "fuzz", records);
+    vxperf::analysis::ReadOptions options;
+    options.check_fast_path = true;
+    vxperf::analysis::read_records(in, "fuzz", records, options);
   } catch (const vxperf::analysis::InputError&) {
     return 0;
   }

@@ -43,6 +43,10 @@ struct ReadOptions {
   // The number of the stream's first line, as messages name it (a follower reading a file a
   // piece at a time).
   std::int64_t first_line = 1;
+  // Each line the fast path (simdjson On-Demand, in the writer's field order) reads is read again
+  // the general way (simdjson's DOM) and the two records compared: a difference throws
+  // std::logic_error. For fuzzing and tests; about twice as slow.
+  bool check_fast_path = false;
 };
 
 // What a streaming read hands over: each record as it is read (then forgotten; a handler keeps

@@ -7,6 +7,8 @@
 // The document is written as it is read: its head, then each event as it is made (dumped and
 // forgotten), then its tail. What is kept is one script line and each script's open request, step
 // and micro-step, never the events, so memory does not grow with the input.
+#include "vxperf/chrome_trace.h"
+
 #include <algorithm>
 #include <cmath>
 #include <map>
@@ -15,38 +17,32 @@
 #include <stdexcept>
 
 #include "schema/event_kinds.h"
-#include "schema/json_fields.h"
+#include "schema/json.h"
+#include "schema/script_reader.h"
 #include "schema/value_walk.h"
-#include "vxperf/chrome_trace.h"
 #include "vxperf/script_error.h"
 
 namespace vxperf::analysis {
 namespace {
 
-using internal::Json;
 using internal::EventKind;
+using internal::Json;
 
 constexpr double kGiB = 1024.0 * 1024.0 * 1024.0;
 constexpr int kTrainTid = 0;
 constexpr int kRequestTidBase = 1;  // request thread N is tid 1 + N
 
-// A script line's fields, through the shared accessor; a wrong one is a ScriptError naming the
-// line (add_script turns FieldError into it).
-struct Event : internal::JsonFields {
-  Event(const Json& json, int line) : JsonFields(json), line(line) {}
-  int line;
+using Event = internal::ScriptEvent;
 
-  [[noreturn]] void fail(const std::string& message) const { throw ScriptError(line, message); }
-  // The pair's timing fields as trace arguments.
-  Json pair_args() const {
-    Json args = Json::object();
-    if (has("device_ms")) args["device_ms"] = number("device_ms");
-    for (const char* f : {"tokens", "batch", "samples", "ready_after"}) {
-      if (has(f)) args[f] = integer(f, 0);
-    }
-    return args;
+// The pair's timing fields as trace arguments.
+Json pair_args(const Event& ev) {
+  Json args = Json::object();
+  if (ev.has("device_ms")) args["device_ms"] = ev.number("device_ms");
+  for (const char* f : {"tokens", "batch", "samples", "ready_after"}) {
+    if (ev.has(f)) args[f] = ev.integer(f, 0);
   }
-};
+  return args;
+}
 
 // Where events go: each is dumped onto the stream as it is made, after a comma but for the first.
 class EventStream {
@@ -71,11 +67,7 @@ class Converter {
   Converter(EventStream& events, const std::string& name) : events_(events), name_(name) {}
 
   void event(const Event& ev) {
-    auto kind_it = ev.json().find("ev");
-    if (kind_it == ev.json().end() || !kind_it->is_string()) {
-      ev.fail("an event needs a string field \"ev\"");
-    }
-    const std::string kind = kind_it->get<std::string>();
+    const std::string kind = ev.kind();
     auto parsed = internal::parse_event_kind(kind);
     if (!parsed) ev.fail("unknown event \"" + kind + "\"");
     switch (parsed->kind) {
@@ -117,7 +109,7 @@ class Converter {
         if (name.empty()) ev.fail("a phase event needs a \"name\"");
         double t0 = time(ev, "t0"), t1 = time(ev, "t1");
         open_step(t0);
-        complete(name, "phase", kTrainTid, t0, t1, ev.pair_args());
+        complete(name, "phase", kTrainTid, t0, t1, pair_args(ev));
         break;
       }
       case EventKind::kCall:
@@ -153,7 +145,7 @@ class Converter {
     std::string name = ev.string("name");
     if (name.empty()) ev.fail("a stage event needs a \"name\"");
     double t0 = time(ev, "t0"), t1 = time(ev, "t1");
-    Json args = ev.pair_args();
+    Json args = pair_args(ev);
     int tid = request_tid_;
     if (depth_ == 0) {
       args["outside_request"] = true;  // not measured by the engine
@@ -180,7 +172,7 @@ class Converter {
   void call(const Event& ev, const PhaseInfo& phase) {
     double t0 = time(ev, "t0"), t1 = time(ev, "t1");
     open_step(t0);
-    Json args = ev.pair_args();
+    Json args = pair_args(ev);
     if (!phase.bounds_step) {
       complete(phase.name, phase.name, kTrainTid, t0, t1, std::move(args));
       return;
@@ -346,36 +338,24 @@ std::string tail(const std::vector<std::string>& sources) {
 void convert(std::istream& script, const std::string& name, EventStream& events,
              std::vector<std::string>& warnings) {
   Converter converter(events, name);
-  std::string text;
-  int line = 0;
   bool any = false;
-  // A line too long for memory ends the reading with std::bad_alloc, never as a quiet end.
-  internal::ThrowOnBadRead throw_on_bad_read(script);
-  while (std::getline(script, text)) {
-    ++line;
-    bool complete = !script.eof();  // a last line cut short has no newline
-    if (text.find_first_not_of(" \t\r") == std::string::npos) continue;
-    auto json = Json::parse(text, nullptr, /*allow_exceptions=*/false);
-    if (json.is_discarded() && !complete) {
-      warnings.push_back(name + ": line " + std::to_string(line) +
-                         ": torn last line skipped (not complete JSON)");
-      continue;
-    }
-    if (json.is_discarded() || !json.is_object()) throw ScriptError(line, "not a JSON object");
-    Event ev(json, line);
-    if (!any) {
-      auto kind = json.find("ev");
-      if (kind == json.end() || !kind->is_string() || *kind != "config") {
-        ev.fail("the first event must be a config event");
-      }
-      any = true;
-    }
-    try {
-      converter.event(ev);
-    } catch (const internal::FieldError& e) {
-      throw ScriptError(line, e.what());
-    }
-  }
+  int line = internal::read_script(
+      script,
+      [&](const Event& ev) {
+        if (!any) {
+          simdjson::dom::element kind;
+          if (ev.json().at_key("ev").get(kind) != simdjson::SUCCESS || !kind.is_string() ||
+              std::string_view(kind) != "config") {
+            ev.fail("the first event must be a config event");
+          }
+          any = true;
+        }
+        converter.event(ev);
+      },
+      [&](int torn) {
+        warnings.push_back(name + ": line " + std::to_string(torn) +
+                           ": torn last line skipped (not complete JSON)");
+      });
   if (!any) throw ScriptError(line, "the script is empty: it needs a config event first");
   converter.finish(converter.last_t());
 }

@@ -1,5 +1,7 @@
 // The denoising steps of requests, from the two places that hold every call's time: a level-2 log
 // and an event script (vxperf/report.h's read_denoising_steps).
+#include <simdjson.h>
+
 #include <cctype>
 #include <cerrno>
 #include <cstdlib>
@@ -7,7 +9,6 @@
 #include <fstream>
 #include <iostream>
 #include <map>
-#include <nlohmann/json.hpp>
 #include <string_view>
 
 #include "base/env_parse.h"
@@ -16,27 +17,33 @@
 namespace vxperf::analysis {
 namespace {
 
-using Json = nlohmann::json;
+namespace dom = simdjson::dom;
 
 bool is_transformer(std::string_view stage) { return stage.rfind("transformer", 0) == 0; }
 
-double number(const Json& j, const char* key, double fallback) {
-  auto it = j.find(key);
-  return it != j.end() && it->is_number() ? it->get<double>() : fallback;
+// Lenient: what is absent or of another type reads as the fallback.
+double number(dom::object o, const char* key, double fallback) {
+  double d = 0;
+  return o.at_key(key).get_double().get(d) == simdjson::SUCCESS ? d : fallback;
+}
+std::string_view text(dom::object o, const char* key) {
+  std::string_view s;
+  return o.at_key(key).get_string().get(s) == simdjson::SUCCESS ? s : std::string_view();
 }
 
 // An event script: a request's transformer calls, each the larger of its host and device times.
 class ScriptSteps {
  public:
-  void event(const Json& ev, std::vector<DenoisingRequest>& out) {
-    std::string kind = ev.value("ev", std::string());
+  void event(dom::object ev, std::vector<DenoisingRequest>& out) {
+    std::string_view kind = text(ev, "ev");
     if (kind == "config") {
       rank_ = static_cast<int>(number(ev, "rank", 0));
       warmup_ = 0;
-      if (auto env = ev.find("env"); env != ev.end() && env->is_object()) {
-        if (auto w = env->find("VIDEOX_PERF_WARMUP"); w != env->end() && w->is_string()) {
-          warmup_ =
-              std::max<std::int64_t>(internal::parse_int(w->get<std::string>()).value_or(0), 0);
+      dom::object env;
+      if (ev.at_key("env").get(env) == simdjson::SUCCESS) {
+        std::string_view w = text(env, "VIDEOX_PERF_WARMUP");
+        if (!w.empty()) {
+          warmup_ = std::max<std::int64_t>(internal::parse_int(std::string(w)).value_or(0), 0);
         }
       }
       requests_ = 0;
@@ -48,7 +55,7 @@ class ScriptSteps {
         ++requests_;
         if (!open_.ms.empty()) out.push_back(std::move(open_));
       }
-    } else if (kind == "stage" && depth_ > 0 && is_transformer(ev.value("name", std::string()))) {
+    } else if (kind == "stage" && depth_ > 0 && is_transformer(text(ev, "name"))) {
       double host_ms = (number(ev, "t1", 0) - number(ev, "t0", 0)) * 1000.0;
       double device_ms = number(ev, "device_ms", 0);
       open_.ms.push_back(std::max(host_ms, device_ms));
@@ -123,13 +130,14 @@ DenoisingSteps read_denoising_steps(const std::vector<std::string>& paths) {
     std::size_t before = steps.requests.size();
     ScriptSteps script;
     LogSteps log;
-    std::string text;
-    while (std::getline(file, text)) {
-      if (!text.empty() && text[0] == '{') {
-        Json ev = Json::parse(text, nullptr, /*allow_exceptions=*/false);
-        if (ev.is_object()) script.event(ev, steps.requests);
+    dom::parser parser;
+    std::string line;
+    while (std::getline(file, line)) {
+      dom::object ev;
+      if (!line.empty() && line[0] == '{') {
+        if (parser.parse(line).get(ev) == simdjson::SUCCESS) script.event(ev, steps.requests);
       } else {
-        log.line(text, steps.requests);
+        log.line(line, steps.requests);
       }
     }
     if (file.bad()) throw InputError(path, 0, "read error");

@@ -8,8 +8,7 @@
 #include "inference/request.h"
 #include "inference/requests.h"
 #include "schema/event_kinds.h"
-#include "schema/json_fields.h"
-#include "schema/record_reader.h"
+#include "schema/script_reader.h"
 #include "training/trainer_core.h"
 #include "vxperf/engine.h"
 #include "vxperf/event_script.h"
@@ -20,75 +19,27 @@
 namespace vxperf {
 namespace {
 
-using internal::Json;
-using internal::Marker;
 using internal::EventKind;
+using internal::Marker;
 using internal::Request;
 
-// A script line's fields; a wrong one is a ScriptError naming the line.
-struct Event {
-  const Json& json;
-  int line;
+using Event = internal::ScriptEvent;
 
-  [[noreturn]] void fail(const std::string& message) const { throw ScriptError(line, message); }
+// The dtype a call's matmuls ran in ("dtype"), when the event says it.
+std::optional<Dtype> call_dtype(const Event& ev) {
+  if (!ev.has("dtype")) return std::nullopt;
+  auto dtype = parse_dtype(ev.string("dtype"));
+  if (!dtype) ev.fail("\"dtype\" is not a known dtype");
+  return dtype;
+}
 
-  template <class Fn>
-  auto checked(Fn&& read) const -> decltype(read(internal::JsonFields(json))) {
-    try {
-      return read(internal::JsonFields(json));
-    } catch (const internal::FieldError& e) {
-      fail(e.what());
-    }
-  }
-  std::string kind() const {
-    auto it = json.find("ev");
-    if (it == json.end() || !it->is_string()) fail("an event needs a string field \"ev\"");
-    return it->get<std::string>();
-  }
-  bool has(const char* field) const { return internal::JsonFields(json).has(field); }
-  double number(const char* field) const {
-    return checked([&](const internal::JsonFields& f) { return f.number(field); });
-  }
-  std::optional<double> optional_number(const char* field) const {
-    return checked([&](const internal::JsonFields& f) { return f.optional_number(field); });
-  }
-  std::int64_t integer(const char* field, std::int64_t fallback) const {
-    return checked([&](const internal::JsonFields& f) { return f.integer(field, fallback); });
-  }
-  std::int64_t count(const char* field, std::int64_t fallback) const {
-    return checked([&](const internal::JsonFields& f) { return f.count(field, fallback); });
-  }
-  bool boolean(const char* field, bool fallback) const {
-    return checked([&](const internal::JsonFields& f) { return f.boolean(field, fallback); });
-  }
-  std::string string(const char* field, const std::string& fallback = {}) const {
-    return checked([&](const internal::JsonFields& f) { return f.string(field, fallback); });
-  }
-  // What the event's fields say of `value`, through its field table (src/schema/record_fields.h):
-  // what is absent keeps its value.
-  template <class T, class... Args>
-  void read(T& value, Args... args) const {
-    checked([&](const internal::JsonFields& f) {
-      internal::Reader reader(f.json());
-      describe(reader, value, args...);
-      return 0;
-    });
-  }
-  // The dtype a call's matmuls ran in ("dtype"), when the event says it.
-  std::optional<Dtype> call_dtype() const {
-    if (!has("dtype")) return std::nullopt;
-    auto dtype = parse_dtype(string("dtype"));
-    if (!dtype) fail("\"dtype\" is not a known dtype");
-    return dtype;
-  }
-  // A call's fraction of a full forward ("frac", default 1).
-  double fraction() const {
-    if (!has("frac")) return 1.0;
-    double f = number("frac");
-    if (f < 0.0 || f > 1.0) fail("\"frac\" must be in [0, 1]");
-    return f;
-  }
-};
+// A call's fraction of a full forward ("frac", default 1).
+double fraction(const Event& ev) {
+  if (!ev.has("frac")) return 1.0;
+  double f = ev.number("frac");
+  if (f < 0.0 || f > 1.0) ev.fail("\"frac\" must be in [0, 1]");
+  return f;
+}
 
 // The phases a "phase" event may time: the model calls and the backward (the phase table's);
 // data, prep and other are the loop's, clip and the optimizer step have events of their own.
@@ -99,7 +50,8 @@ bool scripted(Phase phase) {
 
 // "fwd, bwd, vae_enc, vae_dec, text_encoder, aux": the forward and the backward first.
 std::string scripted_phases() {
-  std::string names = std::string(phase_name(Phase::kForward)) + ", " + phase_name(Phase::kBackward);
+  std::string names =
+      std::string(phase_name(Phase::kForward)) + ", " + phase_name(Phase::kBackward);
   for (const PhaseInfo& info : kPhases) {
     if (scripted(info.phase) && info.phase != Phase::kForward && info.phase != Phase::kBackward) {
       names += std::string(", ") + info.name;
@@ -111,15 +63,9 @@ std::string scripted_phases() {
 // The layout an event's "parallel" object says (format v2), its sequence-parallel degree
 // defaulting to `sp`.
 ParallelSpec layout_of(const Event& ev, int sp) {
-  const Json& p = ev.json.at("parallel");
-  if (!p.is_object()) ev.fail("\"parallel\" must be an object");
   ParallelSpec spec;
   spec.sp = sp;
-  ev.checked([&](const internal::JsonFields&) {
-    internal::Reader reader(p);
-    describe(reader, spec);
-    return 0;
-  });
+  ev.read_object("parallel", spec);
   if (spec.sp < 0 || spec.tp < 0 || spec.group < 0 || spec.dp_rank < -1) {
     ev.fail("\"parallel\" does not describe a valid layout");
   }
@@ -135,10 +81,12 @@ class Replayer {
     if (ev.kind() != "config") ev.fail("the first event must be a config event");
     std::map<std::string, std::string> env;
     if (ev.has("env")) {
-      const Json& e = ev.json.at("env");
+      simdjson::dom::element e = ev.json()["env"];
       if (!e.is_object()) ev.fail("\"env\" must be an object");
-      for (auto it = e.begin(); it != e.end(); ++it) {
-        env[it.key()] = it.value().is_string() ? it.value().get<std::string>() : it.value().dump();
+      for (auto field : simdjson::dom::object(e)) {
+        env[std::string(field.key)] = field.value.is_string()
+                                          ? std::string(std::string_view(field.value))
+                                          : simdjson::minify(field.value);
       }
     }
     for (const auto& [name, value] : options_.env_overrides) {
@@ -334,8 +282,8 @@ class Replayer {
       e0 = simulated_->add_event(0.0);
       e1 = simulated_->add_event(*ms);
     }
-    if (auto dtype = ev.call_dtype()) request_->note_dtype(id, *dtype);
-    request_->pairs.push_back(Request::Pair{id, t0, t1, e0, e1, ev.fraction()});
+    if (auto dtype = call_dtype(ev)) request_->note_dtype(id, *dtype);
+    request_->pairs.push_back(Request::Pair{id, t0, t1, e0, e1, fraction(ev)});
   }
 
   // A pair whose events complete once `ready_after` more steps have closed after its own.
@@ -371,8 +319,8 @@ class Replayer {
     t.begin_model_call(start.host_s);
     clock_->set(end.host_s);
     std::int64_t tokens = *phase == Phase::kForward ? ev.integer("tokens", 0) : 0;
-    std::optional<Dtype> dtype = *phase == Phase::kForward ? ev.call_dtype() : std::nullopt;
-    t.end_model_call(*phase, start, end, tokens, ev.integer("samples", 1), ev.fraction(), dtype);
+    std::optional<Dtype> dtype = *phase == Phase::kForward ? call_dtype(ev) : std::nullopt;
+    t.end_model_call(*phase, start, end, tokens, ev.integer("samples", 1), fraction(ev), dtype);
   }
 
   // A call phase's event: the step-bounding one (the optimizer step) with its owner and sync, any
@@ -408,35 +356,26 @@ class Replayer {
 void replay(std::istream& script, const LogFn& log, RecordSink& records,
             const ReplayOptions& options) {
   Replayer replayer(log, records, options);
-  std::string text;
-  int line = 0;
   bool configured = false;
-  // A line too long for memory ends the reading with std::bad_alloc, never as a quiet end.
-  internal::ThrowOnBadRead throw_on_bad_read(script);
-  while (std::getline(script, text)) {
-    ++line;
-    bool complete = !script.eof();  // a last line cut short has no newline
-    if (text.find_first_not_of(" \t\r") == std::string::npos) continue;
-    Json json = Json::parse(text, nullptr, /*allow_exceptions=*/false);
-    if (json.is_discarded() && !complete) {
-      std::string warning =
-          "line " + std::to_string(line) + ": torn last line skipped (not complete JSON)";
-      if (options.warn) {
-        options.warn(warning);
-      } else {
-        log("vxperf: warning: " + warning);
-      }
-      continue;
-    }
-    if (json.is_discarded() || !json.is_object()) throw ScriptError(line, "not a JSON object");
-    Event ev{json, line};
-    if (!configured) {
-      replayer.config(ev);
-      configured = true;
-    } else {
-      replayer.event(ev);
-    }
-  }
+  int line = internal::read_script(
+      script,
+      [&](const Event& ev) {
+        if (!configured) {
+          replayer.config(ev);
+          configured = true;
+        } else {
+          replayer.event(ev);
+        }
+      },
+      [&](int torn) {
+        std::string warning =
+            "line " + std::to_string(torn) + ": torn last line skipped (not complete JSON)";
+        if (options.warn) {
+          options.warn(warning);
+        } else {
+          log("vxperf: warning: " + warning);
+        }
+      });
   if (!configured) throw ScriptError(line, "the script is empty: it needs a config event first");
 }
 

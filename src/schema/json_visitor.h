@@ -6,7 +6,7 @@
 #include <string_view>
 #include <vector>
 
-#include "schema/json_fields.h"
+#include "schema/json.h"
 #include "vxperf/record_walk.h"
 
 namespace vxperf::internal {

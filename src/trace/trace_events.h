@@ -8,7 +8,7 @@
 #include <string_view>
 #include <vector>
 
-#include "schema/json_fields.h"
+#include "schema/json.h"
 #include "vxperf/model.h"
 #include "vxperf/observer.h"
 #include "vxperf/peak.h"

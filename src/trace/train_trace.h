@@ -10,7 +10,7 @@
 #include <string>
 #include <vector>
 
-#include "schema/json_fields.h"
+#include "schema/json.h"
 #include "vxperf/observer.h"
 
 namespace vxperf::internal {

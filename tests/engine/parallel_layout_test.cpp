@@ -167,7 +167,7 @@ TEST(ParallelLayout, RecordsReadBackWithTheirLayout) {
   t.engine->set_parallel(spec);
   one_request(t);
   std::string line = t.output->records().back();
-  RequestRecord r = internal::read_request(internal::Json::parse(line));
+  RequestRecord r = internal::read_request(line);
   ASSERT_TRUE(r.parallel.has_value());
   EXPECT_EQ(r.parallel->group, 2);
   EXPECT_EQ(r.parallel->dp_rank, 1);

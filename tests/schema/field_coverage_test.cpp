@@ -1,8 +1,9 @@
 // Every member of a record struct has a row in its field table (src/schema/record_fields.h): a
 // member without one compiles and is silently left out of JSON, reading back, replay, the report
-// and Prometheus. A walk of each table notes the bytes of every member its rows name; what no row
-// names shows as a gap in the struct wider than padding can be (padding before a member is always
-// narrower than that member's alignment, padding at the end narrower than the struct's).
+// and Prometheus. A walk of each table's rows (src/schema/row_walk.h) notes the bytes of every
+// member they name; what no row names shows as a gap in the struct wider than padding can be
+// (padding before a member is always narrower than that member's alignment, padding at the end
+// narrower than the struct's).
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -14,88 +15,23 @@
 #include <vector>
 
 #include "schema/record_fields.h"
+#include "schema/row_walk.h"
 
 namespace vxperf::internal {
 namespace {
 
-// A field-table io that notes where each named member lies inside the value walked.
+// The byte ranges of a struct that the rows of its table name (schema/row_walk.h).
 class Coverage {
  public:
   Coverage(const void* base, std::size_t size)
       : base_(static_cast<const unsigned char*>(base)), size_(size) {}
 
-  void tag(const char*, const char*) {}
-  template <class T, class... Rest>
-  void number(const char*, const T& m, Rest&&...) { add(m); }
-  template <class T, class... Rest>
-  void integer(const char*, const T& m, Rest&&...) { add(m); }
-  template <class T, class... Rest>
-  void count(const char*, const T& m, Rest&&...) { add(m); }
-  template <class T, class... Rest>
-  void small_int(const char*, const T& m, Rest&&...) { add(m); }
-  template <class T, class... Rest>
-  void bytes(const char*, const T& m, Rest&&...) { add(m); }
-  template <class T, class... Rest>
-  void boolean(const char*, const T& m, Rest&&...) { add(m); }
-  template <class T, class... Rest>
-  void flag(const char*, const T& m, Rest&&...) { add(m); }
-  template <class T, class... Rest>
-  void string(const char*, const T& m, Rest&&...) { add(m); }
-  template <class T, class... Rest>
-  void nullable(const char*, const T& m, Rest&&...) { add(m); }
-  template <class T, class... Rest>
-  void optional(const char*, const T& m, Rest&&...) { add(m); }
-  template <class T, class... Rest>
-  void optional_count(const char*, const T& m, Rest&&...) { add(m); }
-  template <class T, class... Rest>
-  void optional_string(const char*, const T& m, Rest&&...) { add(m); }
-  template <class T, class... Rest>
-  void optional_strings(const char*, const T& m, Rest&&...) { add(m); }
-  template <class T, class... Rest>
-  void unless(const char*, const T& m, Rest&&...) { add(m); }
-  template <class T, class... Rest>
-  void density(const char*, const T& m, Rest&&...) { add(m); }
-  template <class T, class... Rest>
-  void dtype(const char*, const T& m, Rest&&...) { add(m); }
-  template <class T, class... Rest>
-  void optional_dtype(const char*, const T& m, Rest&&...) { add(m); }
-  template <class T, class... Rest>
-  void peak_source(const char*, const T& m, Rest&&...) { add(m); }
-  // A nested struct with a table of its own is checked on its own: here it is one member.
-  template <class T, class... Rest>
-  void nullable_object(const char*, const T& m, Rest&&...) { add(m); }
-  template <class T, class... Rest>
-  void optional_object(const char*, const T& m, Rest&&...) { add(m); }
-  template <class T, class... Rest>
-  void named_objects(const char*, const T& m, Rest&&...) { add(m); }
-  template <class T, class... Rest>
-  void named_numbers(const char*, const T& m, Rest&&...) { add(m); }
-  template <class T, class... Rest>
-  void named_strings(const char*, const T& m, Rest&&...) { add(m); }
-  template <class T, class... Rest>
-  void numbers(const char*, const T& m, Rest&&...) { add(m); }
-  template <class T, class... Rest>
-  void ranks(const char*, const T& m, Rest&&...) { add(m); }
-  template <class T, class... Rest>
-  void strings(const char*, const T& m, Rest&&...) { add(m); }
-  template <class T, class... Rest>
-  void optional_pair(const char*, const T& m, Rest&&...) { add(m); }
-  template <class F>
-  void object(const char*, const char*, F&& fields) {
-    fields(*this);
+  void operator()(const Row& row) {
+    auto p = static_cast<const unsigned char*>(row.member);
+    if (p == nullptr || p < base_ || p >= base_ + size_) return;  // no member, or a default
+    auto begin = static_cast<std::size_t>(p - base_);
+    spans_.push_back({begin, begin + row.size, row.align});
   }
-  template <class B, class F>
-  void group(const B& marker, const char*, F&& fields) {
-    add(marker);
-    fields(*this);
-  }
-  template <class D, class R>
-  void device(const char*, const D& device, const R& readings) {
-    add(device);
-    add(readings);
-  }
-  template <class... Rest>
-  void derived(Rest&&...) {}  // written only, from other members
 
   // The byte ranges no row names and padding cannot explain, as "[from, to)" (empty: none).
   std::string gaps(std::size_t struct_align) const {
@@ -116,13 +52,6 @@ class Coverage {
     std::size_t begin, end, align;
     bool operator<(const Span& o) const { return begin < o.begin; }
   };
-  template <class T>
-  void add(const T& member) {
-    auto p = reinterpret_cast<const unsigned char*>(&member);
-    if (p < base_ || p >= base_ + size_) return;  // a default or a value of another struct
-    auto begin = static_cast<std::size_t>(p - base_);
-    spans_.push_back({begin, begin + sizeof(T), alignof(T)});
-  }
   static std::string range(std::size_t a, std::size_t b) {
     return "[" + std::to_string(a) + ", " + std::to_string(b) + ") ";
   }
@@ -136,7 +65,7 @@ template <class T, class... Args>
 std::string uncovered(Args... args) {
   T value{};
   Coverage coverage(&value, sizeof value);
-  describe(coverage, value, args...);
+  walk_rows([&](auto& io) { describe(io, value, args...); }, coverage);
   return coverage.gaps(alignof(T));
 }
 
@@ -145,8 +74,12 @@ template <class T>
 std::string uncovered_element() {
   T value{};
   Coverage coverage(&value, sizeof value);
-  coverage.string("name", value.name);
-  describe(coverage, value);
+  walk_rows(
+      [&](auto& io) {
+        io.string("name", value.name);
+        describe(io, value);
+      },
+      coverage);
   return coverage.gaps(alignof(T));
 }
 

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "analysis_records.h"
+#include "schema/json_dom.h"
 #include "schema/json_visitor.h"
 #include "schema/record_reader.h"
 #include "schema/record_writer.h"
@@ -22,68 +23,13 @@ namespace {
 
 using Json = internal::Json;
 
-// Records with every field set: the analysis tests' records (tests/support/analysis_records.h)
-// with what they leave at its default.
-RequestRecord full_request() {
-  RequestRecord r = analysis::test_records::request(3, 41, 12.25, /*warmup=*/true);
-  r.ts = 1712345678.5;
-  r.world_size = 8;
-  DitThroughput& d = *r.dit;
-  d.batch = 2;
-  d.devices = 8;
-  d.attn_share = 0.4;
-  d.peak_source = PeakSource::kMeasured;
-  d.dtype = Dtype::kFp8;
-  d.attn_density = 0.5;
-  d.skipped_fwd = 12;
-  d.effective_fwd = 38.5;
-  r.device = 5;
-  DeviceReadings& m = *r.peaks;
-  m.energy_j = 875.5;
-  m.energy_from = "power_x_time";
-  m.energy_shared = true;
-  m.power_w_mean = 218.875;
-  m.sm_clock_mhz_min = 1410;
-  m.temp_c_max = 71;
-  m.throttle = std::vector<std::string>{"sw_power_cap"};
-  m.cpu_energy_j = 40.25;
-  r.videos = 4;
-  r.energy_j_per_video = 875.5 / 4;
-  return r;
-}
-
-TrainWindowRecord full_window() {
-  TrainWindowRecord w = analysis::test_records::window(1, 100, 48, 1.25);
-  w.ts = 1712345678.5;
-  w.warmup_excluded = 2;
-  w.phases_s.emplace_back("other", 0.02);
-  w.micro_steps = 2;
-  w.overrun_s = 0.001;
-  TrainThroughput& t = *w.throughput;
-  t.trainable = 1000;
-  t.flops_coef_reason = "lora, ckpt on -> 2x/3x";
-  t.peak_source = PeakSource::kEnv;
-  t.skipped_fwd = 3;
-  t.effective_fwd = 93.25;
-  CrossRankView v;
-  v.step_s_p50 = {1.0, 1.25, 1.0, 1.1};
-  v.excess_s = {0, 0.2, 0, 0.05};
-  v.median_s = 1.05;
-  v.max_rank = 1;
-  v.stragglers = {1};
-  v.straggler_phases = {"data"};
-  v.samples_per_s = 14;
-  v.tflops = 480;
-  v.peak_alloc = std::make_pair(2, std::uint64_t{70} << 30);
-  v.exchange_s = 0.003;
-  w.xrank = v;
-  return w;
-}
+using analysis::test_records::full_request;
+using analysis::test_records::full_window;
 
 TEST(RecordFields, ARequestLineReadsBackToTheSameLine) {
   for (RequestRecord r : {full_request(), RequestRecord{}}) {
     std::string line = to_json_line(r);
-    RequestRecord back = internal::read_request(Json::parse(line));
+    RequestRecord back = internal::read_request(line);
     EXPECT_EQ(to_json_line(back), line);
   }
 }
@@ -95,7 +41,7 @@ TEST(RecordFields, AWindowLineReadsBackToTheSameLine) {
   unpriced.device.reset();
   for (const TrainWindowRecord& w : {full_window(), unpriced, TrainWindowRecord{}}) {
     std::string line = to_json_line(w);
-    TrainWindowRecord back = internal::read_window(Json::parse(line));
+    TrainWindowRecord back = internal::read_window(line);
     EXPECT_EQ(to_json_line(back), line);
   }
 }
@@ -127,7 +73,7 @@ TEST(RecordFields, EnergySharedVideosAndHostEnergyOnlyWhenTheySaySomething) {
   EXPECT_DOUBLE_EQ(j["cpu_energy_j"].get<double>(), 40.25);
   EXPECT_EQ(j["videos"], 4);
   EXPECT_DOUBLE_EQ(j["energy_j_per_video"].get<double>(), 875.5 / 4);
-  RequestRecord back = internal::read_request(j);
+  RequestRecord back = internal::read_request(j.dump());
   EXPECT_TRUE(back.peaks->energy_shared);
   EXPECT_EQ(back.videos, 4);
   EXPECT_DOUBLE_EQ(*back.peaks->cpu_energy_j, 40.25);
@@ -136,7 +82,7 @@ TEST(RecordFields, EnergySharedVideosAndHostEnergyOnlyWhenTheySaySomething) {
   for (const char* key : {"energy_shared", "cpu_energy_j", "videos", "energy_j_per_video"}) {
     EXPECT_FALSE(p.contains(key)) << key;
   }
-  EXPECT_FALSE(internal::read_request(p).peaks->energy_shared);
+  EXPECT_FALSE(internal::read_request(p.dump()).peaks->energy_shared);
 }
 
 // Keys as a visitor is walked over them, for the order of the walk.
@@ -189,7 +135,7 @@ TEST(RecordFields, AWrongFieldIsNamed) {
   Json j = Json::parse(to_json_line(full_window()));
   j["throughput"]["dp"] = -1;
   try {
-    internal::read_window(j);
+    internal::read_window(j.dump());
     FAIL() << "read a negative dp";
   } catch (const internal::FieldError& e) {
     EXPECT_STREQ(e.what(), "\"dp\" is out of range");
@@ -197,7 +143,7 @@ TEST(RecordFields, AWrongFieldIsNamed) {
   j = Json::parse(to_json_line(full_window()));
   j["xrank"]["stragglers"] = Json::array({"one"});
   try {
-    internal::read_window(j);
+    internal::read_window(j.dump());
     FAIL() << "read a straggler named by a string";
   } catch (const internal::FieldError& e) {
     EXPECT_STREQ(e.what(), "\"xrank.stragglers\" must be an integer");
@@ -219,8 +165,9 @@ TEST(RecordFields, TheModelDescriptionReadsBackAsDeclared) {
   describe(writer, m, /*training=*/true);
   out.end_object();
   ModelInfo back;
-  internal::Reader reader(out.json());
-  describe(reader, back, /*training=*/true);
+  simdjson::dom::parser parser;
+  internal::DomFields fields{parser.parse(out.json().dump()).get_object().value()};
+  fields.read(back, /*training=*/true);
   EXPECT_EQ(back.params, 1000);
   EXPECT_EQ(back.trainable, 10);
   EXPECT_TRUE(back.checkpointing);

@@ -46,7 +46,7 @@ inline RequestRecord request(int rank, std::int64_t req, double e2e, bool warmup
 }
 
 inline TrainWindowRecord window(int rank, std::int64_t first, std::int64_t steps, double p50,
-                         double mfu = 0.4) {
+                                double mfu = 0.4) {
   TrainWindowRecord w;
   w.rank = rank;
   w.world_size = 4;
@@ -88,6 +88,63 @@ inline std::string lines(const std::vector<std::string>& records) {
   std::string out;
   for (const auto& r : records) out += r + "\n";
   return out;
+}
+
+// Records with every field set: the records above with what they leave at its default.
+inline RequestRecord full_request() {
+  RequestRecord r = request(3, 41, 12.25, /*warmup=*/true);
+  r.ts = 1712345678.5;
+  r.world_size = 8;
+  DitThroughput& d = *r.dit;
+  d.batch = 2;
+  d.devices = 8;
+  d.attn_share = 0.4;
+  d.peak_source = PeakSource::kMeasured;
+  d.dtype = Dtype::kFp8;
+  d.attn_density = 0.5;
+  d.skipped_fwd = 12;
+  d.effective_fwd = 38.5;
+  r.device = 5;
+  DeviceReadings& m = *r.peaks;
+  m.energy_j = 875.5;
+  m.energy_from = "power_x_time";
+  m.energy_shared = true;
+  m.power_w_mean = 218.875;
+  m.sm_clock_mhz_min = 1410;
+  m.temp_c_max = 71;
+  m.throttle = std::vector<std::string>{"sw_power_cap"};
+  m.cpu_energy_j = 40.25;
+  r.videos = 4;
+  r.energy_j_per_video = 875.5 / 4;
+  return r;
+}
+
+inline TrainWindowRecord full_window() {
+  TrainWindowRecord w = window(1, 100, 48, 1.25);
+  w.ts = 1712345678.5;
+  w.warmup_excluded = 2;
+  w.phases_s.emplace_back("other", 0.02);
+  w.micro_steps = 2;
+  w.overrun_s = 0.001;
+  TrainThroughput& t = *w.throughput;
+  t.trainable = 1000;
+  t.flops_coef_reason = "lora, ckpt on -> 2x/3x";
+  t.peak_source = PeakSource::kEnv;
+  t.skipped_fwd = 3;
+  t.effective_fwd = 93.25;
+  CrossRankView v;
+  v.step_s_p50 = {1.0, 1.25, 1.0, 1.1};
+  v.excess_s = {0, 0.2, 0, 0.05};
+  v.median_s = 1.05;
+  v.max_rank = 1;
+  v.stragglers = {1};
+  v.straggler_phases = {"data"};
+  v.samples_per_s = 14;
+  v.tflops = 480;
+  v.peak_alloc = std::make_pair(2, std::uint64_t{70} << 30);
+  v.exchange_s = 0.003;
+  w.xrank = v;
+  return w;
 }
 
 }  // namespace vxperf::analysis::test_records

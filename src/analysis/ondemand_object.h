@@ -1,0 +1,175 @@
+// A JSON object read by simdjson's On-Demand API as the field tables' reading walk
+// (schema/field_reader.h) asks for its fields: the records files' fast path.
+//
+// On-Demand reads an object once, front to back. The writer wrote the fields in the table's order,
+// so the walk takes them as they come: the field asked for is the one at the cursor, or it is
+// absent. That holds only for lines as vxperf writes them; the object gives up (GiveUp) wherever it
+// could differ from the DOM walk (schema/json_dom.h): a field left behind when the object ends (an
+// unknown or out-of-order key), a key with escapes, a value of an unexpected type, a number it
+// would convert differently, malformed JSON. The records reader then reads the line again with the
+// DOM walk, which gives the answer and the message every reader gives. A line read to its end
+// without giving up is therefore read as the DOM walk reads it.
+#pragma once
+
+#include <simdjson.h>
+
+#include <cmath>
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <utility>
+
+#include "schema/row_walk.h"
+
+namespace vxperf::analysis {
+
+// The fast path cannot tell what the DOM walk would: read the line that way.
+struct GiveUp {};
+
+class OnDemandObject {
+ public:
+  using Value = simdjson::ondemand::value;
+
+  explicit OnDemandObject(simdjson::ondemand::object o) {
+    if (o.begin().get(it_) != simdjson::SUCCESS || o.end().get(end_) != simdjson::SUCCESS) {
+      throw GiveUp{};
+    }
+    load();
+  }
+
+  // The field when it is at the cursor and not null; else it is absent (or the line out of order,
+  // which end() finds).
+  [[gnu::always_inline]] bool find(const char* key, Value& out) {
+    if (taken_) advance();
+    if (at_end_ || !key_.unsafe_is_equal(key)) return false;
+    taken_ = true;
+    out = field_.value();
+    bool null = false;
+    if (out.is_null().get(null) != simdjson::SUCCESS) throw GiveUp{};
+    return !null;
+  }
+  // A field the walk does not keep (a tag, a derived value): stepped over, its value checked as
+  // the DOM parser would.
+  void skip(const char* key) {
+    Value v;
+    if (!find(key, v)) return;
+    simdjson::ondemand::json_type type;
+    if (v.type().get(type) != simdjson::SUCCESS) throw GiveUp{};
+    switch (type) {
+      case simdjson::ondemand::json_type::number:
+        number(v, key);
+        return;
+      case simdjson::ondemand::json_type::string:
+        string(v, key);
+        return;
+      case simdjson::ondemand::json_type::boolean:
+        boolean(v, key);
+        return;
+      default:
+        throw GiveUp{};
+    }
+  }
+  // Every field was taken: else one was out of order or unknown.
+  void end() {
+    if (taken_) advance();
+    if (!at_end_) throw GiveUp{};
+  }
+  // A group is present when the field at the cursor is one of its rows'.
+  template <class Fn>
+  bool group_present(const char*, Fn& fields) {
+    if (taken_) advance();
+    if (at_end_) return false;
+    bool hit = false;
+    internal::walk_rows(fields, [&](const internal::Row& row) {
+      if (!hit && row.key != nullptr && !row.nested) hit = key_.unsafe_is_equal(row.key);
+    });
+    return hit;
+  }
+
+  static double number(Value& v, std::string_view) {
+    double d = 0;
+    if (v.get_double().get(d) != simdjson::SUCCESS) throw GiveUp{};
+    return d;
+  }
+  // An int64 as written, else an integral float within int64 (as the DOM walk reads them).
+  static std::int64_t integer(Value& v, std::string_view) {
+    std::int64_t i = 0;
+    if (v.get_int64().get(i) == simdjson::SUCCESS) return i;
+    double d = 0;
+    if (v.get_double().get(d) != simdjson::SUCCESS || d != std::floor(d) ||
+        !(std::fabs(d) < 9.2e18)) {
+      throw GiveUp{};
+    }
+    return static_cast<std::int64_t>(d);
+  }
+  static bool boolean(Value& v, std::string_view) {
+    bool b = false;
+    if (v.get_bool().get(b) != simdjson::SUCCESS) throw GiveUp{};
+    return b;
+  }
+  static std::string string(Value& v, std::string_view) {
+    std::string_view s;
+    if (v.get_string().get(s) != simdjson::SUCCESS) throw GiveUp{};
+    return std::string(s);
+  }
+  static bool is_object(Value& v) { return type_of(v) == simdjson::ondemand::json_type::object; }
+  static bool is_array(Value& v) { return type_of(v) == simdjson::ondemand::json_type::array; }
+  static bool is_string(Value& v) { return type_of(v) == simdjson::ondemand::json_type::string; }
+  static OnDemandObject object(Value& v) {
+    simdjson::ondemand::object o;
+    if (v.get_object().get(o) != simdjson::SUCCESS) throw GiveUp{};
+    return OnDemandObject(o);
+  }
+  // fn(std::string_view key, Value& value) for each field of an object, in order.
+  template <class Fn>
+  static void fields(Value& v, Fn&& fn) {
+    simdjson::ondemand::object o;
+    if (v.get_object().get(o) != simdjson::SUCCESS) throw GiveUp{};
+    for (auto result : o) {
+      simdjson::ondemand::field field;
+      std::string_view key;
+      if (std::move(result).get(field) != simdjson::SUCCESS ||
+          field.unescaped_key().get(key) != simdjson::SUCCESS) {
+        throw GiveUp{};
+      }
+      fn(key, field.value());
+    }
+  }
+  // fn(Value& element) for each element of an array, in order.
+  template <class Fn>
+  static void elements(Value& v, Fn&& fn) {
+    simdjson::ondemand::array a;
+    if (v.get_array().get(a) != simdjson::SUCCESS) throw GiveUp{};
+    for (auto result : a) {
+      Value element;
+      if (std::move(result).get(element) != simdjson::SUCCESS) throw GiveUp{};
+      fn(element);
+    }
+  }
+
+ private:
+  static simdjson::ondemand::json_type type_of(Value& v) {
+    simdjson::ondemand::json_type type;
+    if (v.type().get(type) != simdjson::SUCCESS) throw GiveUp{};
+    return type;
+  }
+  void advance() {
+    ++it_;
+    load();
+  }
+  // The field at the cursor (its key checked at once, its value left for the walk).
+  void load() {
+    taken_ = false;
+    at_end_ = !(it_ != end_);
+    if (at_end_) return;
+    if ((*it_).get(field_) != simdjson::SUCCESS) throw GiveUp{};
+    key_ = field_.key();
+  }
+
+  simdjson::ondemand::object_iterator it_, end_;
+  simdjson::ondemand::field field_;
+  simdjson::ondemand::raw_json_string key_;
+  bool at_end_ = true, taken_ = false;
+};
+
+}  // namespace vxperf::analysis

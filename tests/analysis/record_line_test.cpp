@@ -1,0 +1,138 @@
+// One records line into its record (src/analysis/record_line.h): the On-Demand fast path reads
+// every line vxperf writes, and reads it as the DOM walk does; any other line is the DOM walk's,
+// message and all.
+#include "analysis/record_line.h"
+
+#include <gtest/gtest.h>
+
+#include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
+
+#include "analysis_records.h"
+#include "schema/record_reader.h"
+#include "vxperf/records.h"
+
+namespace vxperf::analysis {
+namespace {
+
+using Json = nlohmann::ordered_json;
+using Got = RecordLineReader::Got;
+using namespace test_records;
+
+struct Read {
+  Got got;
+  bool fast;
+  std::string text;  // the record read, as its JSON line, or the problem
+};
+
+Read read_line(const std::string& line) {
+  static RecordLineReader reader;
+  std::string padded = line;
+  padded.append(64, '\n');  // simdjson's padding (SIMDJSON_PADDING), readable after the line
+  Got got = reader.read(padded.data(), line.size());
+  std::string text = got == Got::kRequest  ? to_json_line(reader.request())
+                     : got == Got::kWindow ? to_json_line(reader.window())
+                                           : reader.problem();
+  return {got, reader.fast(), text};
+}
+
+// What the DOM walk alone makes of the line (schema/record_reader.h).
+std::string dom_line(const std::string& line) {
+  Json j = Json::parse(line);
+  return j["kind"] == "request" ? to_json_line(internal::read_request(line))
+                                : to_json_line(internal::read_window(line));
+}
+
+std::vector<std::string> written_lines() {
+  RequestRecord parallel = full_request();
+  parallel.parallel = ParallelLayout{};
+  parallel.parallel->dp = 2;
+  parallel.parallel->cp = 4;
+  parallel.parallel->group = 4;
+  parallel.parallel->from = {{"cp", "diffusers"}, {"dp", "world"}};
+  TrainWindowRecord unpriced = full_window();
+  unpriced.throughput->priced = false;
+  unpriced.xrank.reset();
+  TrainWindowRecord no_device = full_window();
+  no_device.device.reset();
+  TrainWindowRecord no_throughput = window(0, 1, 2, 0.5);
+  no_throughput.throughput.reset();
+  return {to_json_line(full_request()),   to_json_line(RequestRecord{}),
+          to_json_line(request(1, 2, 3)), to_json_line(parallel),
+          to_json_line(full_window()),    to_json_line(TrainWindowRecord{}),
+          to_json_line(unpriced),         to_json_line(no_device),
+          to_json_line(no_throughput)};
+}
+
+TEST(RecordLine, EveryLineTheWriterWritesIsReadOnDemandAsTheDomReadsIt) {
+  for (const std::string& line : written_lines()) {
+    Read r = read_line(line);
+    EXPECT_TRUE(r.fast) << line;
+    EXPECT_EQ(r.text, line);
+    EXPECT_EQ(r.text, dom_line(line));
+  }
+}
+
+// Lines the fast path cannot vouch for: each is the DOM walk's (the same record, or its message).
+TEST(RecordLine, WhatTheFastPathCannotVouchForIsTheDomWalks) {
+  const std::string request_line = to_json_line(full_request());
+  const std::string window_line = to_json_line(full_window());
+  auto edit = [](const std::string& line, auto&& change) {
+    Json j = Json::parse(line);
+    change(j);
+    return j.dump();
+  };
+  std::vector<std::string> records = {
+      // fields out of the writer's order
+      edit(request_line, [](Json& j) { j.erase("e2e_s"), j["e2e_s"] = 9.5; }),
+      // a field this version does not know, at the end and in a nested object
+      edit(request_line,
+           [](Json& j) {
+             j["future_field"] = {1, 2};
+           }),
+      edit(window_line, [](Json& j) { j["throughput"]["future"] = "x"; }),
+      // nulls for optional fields
+      edit(window_line, [](Json& j) { j["eta_s"] = nullptr, j["xrank"] = nullptr; }),
+      // an integer written as a float, a key with an escape, a repeated key
+      edit(request_line, [](Json& j) { j["req"] = 41.0; }),
+      R"({"kind":"request","ts":1,"rank":0,"world_size":1,"req":1,"warmup":false,"e2e_s":2,)"
+      R"("stages":{"trans\u0066ormer":{"count":1,"total_ms":5}},"dit":null})",
+      R"({"kind":"request","ts":1,"rank":0,"rank":1,"world_size":1,"req":1,"warmup":false,)"
+      R"("e2e_s":2,"stages":{},"dit":null})",
+      // "kind" not first
+      R"({"ts":1,"kind":"request","req":1,"warmup":false,"e2e_s":2,"stages":{},"dit":null})",
+  };
+  for (const std::string& line : records) {
+    Read r = read_line(line);
+    ASSERT_NE(r.got, Got::kWrong) << line << ": " << r.text;
+    EXPECT_EQ(r.text, dom_line(line)) << line;
+  }
+  // Malformed: the DOM walk's message, never a record.
+  const std::vector<std::pair<std::string, std::string>> wrong = {
+      {edit(window_line, [](Json& j) { j["throughput"]["dp"] = -1; }), "\"dp\" is out of range"},
+      {edit(window_line, [](Json& j) { j["xrank"]["stragglers"] = {"one"}; }),
+       "\"xrank.stragglers\" must be an integer"},
+      {edit(request_line, [](Json& j) { j["req"] = 1.5; }), "\"req\" must be an integer"},
+      {edit(request_line, [](Json& j) { j["req"] = 9223372036854775808.0; }),
+       "\"req\" must be an integer"},
+      {edit(request_line, [](Json& j) { j["kind"] = "mystery"; }),
+       "unknown record kind \"mystery\" (expected request or train_window)"},
+      {R"({"ts":1})", "a record needs a string \"kind\""},
+      {"[1,2]", "a record must be a JSON object"},
+  };
+  for (const auto& [line, message] : wrong) {
+    Read r = read_line(line);
+    EXPECT_EQ(r.got, Got::kWrong) << line;
+    EXPECT_FALSE(r.fast);
+    EXPECT_EQ(r.text, message) << line;
+  }
+  const std::vector<std::string> not_json = {request_line.substr(0, 40), request_line + "x",
+                                             R"({"kind":"request","ts":1 "rank":0})", "{"};
+  for (const std::string& line : not_json) {
+    EXPECT_EQ(read_line(line).got, Got::kNotJson) << line;
+  }
+}
+
+}  // namespace
+}  // namespace vxperf::analysis
