@@ -156,9 +156,9 @@ struct RequestAcc {
       e2e_s = r.e2e_s;
       if (!e2e_max || e2e_s > *e2e_max) e2e_max = e2e_s;
     }
-    if (r.peaks) {
-      add_energy(s.energy, *r.peaks, 0.0);
-      if (r.peaks->power_w_mean) ++powers;
+    if (r.readings) {
+      add_energy(s.energy, *r.readings, 0.0);
+      if (r.readings->power_w_mean) ++powers;
     }
   }
 
@@ -198,11 +198,11 @@ struct RequestAcc {
       }
       if (d.effective_fwd) s.skipped_fwd = s.skipped_fwd.value_or(0) + d.skipped_fwd.value_or(0);
     }
-    if (r.peaks) {
-      keep_max(s.peak_alloc_bytes, r.peaks->allocated);
-      keep_max(s.peak_reserved_bytes, r.peaks->reserved);
-      add_energy(s.energy, *r.peaks, 1.0);
-      if (r.peaks->power_w_mean) ++powers;
+    if (r.readings) {
+      keep_max(s.peak_alloc_bytes, r.readings->allocated);
+      keep_max(s.peak_reserved_bytes, r.readings->reserved);
+      add_energy(s.energy, *r.readings, 1.0);
+      if (r.readings->power_w_mean) ++powers;
     }
   }
 
@@ -316,15 +316,15 @@ struct TrainAcc {
     for (const auto& [name, seconds] : w.phases_s) phases.add(name, seconds * weight);
     phase_steps += weight;
     if (w.parallel) s.layout = w.parallel;
-    if (w.peaks) {
-      keep_max(s.peak_alloc_bytes, w.peaks->allocated);
-      keep_max(s.peak_reserved_bytes, w.peaks->reserved);
+    if (w.readings) {
+      keep_max(s.peak_alloc_bytes, w.readings->allocated);
+      keep_max(s.peak_reserved_bytes, w.readings->reserved);
       // Samples from J per sample (the engine's own division), so the mean is over samples.
-      double units = w.energy_j_per_sample && w.peaks->energy_j && *w.energy_j_per_sample > 0
-                         ? *w.peaks->energy_j / *w.energy_j_per_sample
+      double units = w.energy_j_per_sample && w.readings->energy_j && *w.energy_j_per_sample > 0
+                         ? *w.readings->energy_j / *w.energy_j_per_sample
                          : 0.0;
-      add_energy(s.energy, *w.peaks, units);
-      if (w.peaks->power_w_mean) ++powers;
+      add_energy(s.energy, *w.readings, units);
+      if (w.readings->power_w_mean) ++powers;
     }
     if (w.throughput) {
       const auto& t = *w.throughput;
@@ -468,10 +468,10 @@ struct JobAcc {
   }
 
   void request(const RequestRecord& r) {
-    add(r.rank, r.device, r.peaks, r.ts, r.e2e_s,
+    add(r.rank, r.device, r.readings, r.ts, r.e2e_s,
         strprintf("rank %d req %lld", r.rank, static_cast<long long>(r.req)));
-    if (!r.peaks || !r.peaks->energy_j) return;
-    s.request_energy_j += *r.peaks->energy_j;
+    if (!r.readings || !r.readings->energy_j) return;
+    s.request_energy_j += *r.readings->energy_j;
     // A request of several ranks is counted once, its energy the sum of theirs.
     if (r.parallel && r.parallel->group > 1 &&
         !group_requests.emplace(r.parallel->dp_rank, r.req).second) {
@@ -482,15 +482,15 @@ struct JobAcc {
 
   void window(const TrainWindowRecord& w) {
     double wall = w.throughput ? w.throughput->wall_s : 0.0;
-    add(w.rank, w.device, w.peaks, w.ts, wall,
+    add(w.rank, w.device, w.readings, w.ts, wall,
         strprintf("rank %d steps %lld-%lld", w.rank, static_cast<long long>(w.step_first),
                   static_cast<long long>(w.step_last)));
-    if (!w.peaks || !w.peaks->energy_j) return;
-    s.window_energy_j += *w.peaks->energy_j;
+    if (!w.readings || !w.readings->energy_j) return;
+    s.window_energy_j += *w.readings->energy_j;
     if (w.energy_j_per_sample && *w.energy_j_per_sample > 0) {
       // The ranks of one context- or tensor-parallel group took the same samples.
       int sharing = w.parallel ? std::max(w.parallel->cp, 1) * std::max(w.parallel->tp, 1) : 1;
-      s.samples += *w.peaks->energy_j / *w.energy_j_per_sample / sharing;
+      s.samples += *w.readings->energy_j / *w.energy_j_per_sample / sharing;
     }
   }
 

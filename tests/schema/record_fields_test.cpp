@@ -38,7 +38,7 @@ RequestRecord full_request() {
   d.skipped_fwd = 12;
   d.effective_fwd = 38.5;
   r.device = 5;
-  DeviceReadings& m = *r.peaks;
+  DeviceReadings& m = *r.readings;
   m.energy_j = 875.5;
   m.energy_from = "power_x_time";
   m.energy_shared = true;
@@ -128,15 +128,15 @@ TEST(RecordFields, EnergySharedVideosAndHostEnergyOnlyWhenTheySaySomething) {
   EXPECT_EQ(j["videos"], 4);
   EXPECT_DOUBLE_EQ(j["energy_j_per_video"].get<double>(), 875.5 / 4);
   RequestRecord back = internal::read_request(j);
-  EXPECT_TRUE(back.peaks->energy_shared);
+  EXPECT_TRUE(back.readings->energy_shared);
   EXPECT_EQ(back.videos, 4);
-  EXPECT_DOUBLE_EQ(*back.peaks->cpu_energy_j, 40.25);
+  EXPECT_DOUBLE_EQ(*back.readings->cpu_energy_j, 40.25);
   RequestRecord plain = analysis::test_records::request(0, 1, 2.0);
   Json p = Json::parse(to_json_line(plain));
   for (const char* key : {"energy_shared", "cpu_energy_j", "videos", "energy_j_per_video"}) {
     EXPECT_FALSE(p.contains(key)) << key;
   }
-  EXPECT_FALSE(internal::read_request(p).peaks->energy_shared);
+  EXPECT_FALSE(internal::read_request(p).readings->energy_shared);
 }
 
 // Keys as a visitor is walked over them, for the order of the walk.
