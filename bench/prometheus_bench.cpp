@@ -35,7 +35,7 @@ Request make_request() {
   dit.tflops = 754.7;
   dit.mfu = 0.51;
   r.record.dit = dit;
-  r.record.peaks = vxperf::MemoryPeaks{46ull << 30, 102ull << 30};
+  r.record.readings = vxperf::DeviceReadings{46ull << 30, 102ull << 30};
   return r;
 }
 

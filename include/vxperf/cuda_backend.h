@@ -45,7 +45,7 @@ struct CudaOptions {
   // Peak allocated/reserved bytes on `device` since the last reset, from the allocator in use
   // (the LibTorch adapter supplies the caching allocator's counters). Empty: sampled from the
   // driver at markers (see above).
-  std::function<std::optional<MemoryPeaks>(int device)> memory_peaks;
+  std::function<std::optional<DeviceReadings>(int device)> memory_peaks;
   // Resets the provider's peak counters for `device`; called with the provider above.
   std::function<void(int device)> reset_memory_peaks;
   // Where one-line notices go (library or device absent, a driver error). Empty: stderr.

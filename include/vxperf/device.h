@@ -51,8 +51,8 @@ struct DeviceReadings {
   // counters (vxperf/powercap.h), time-shared as energy_j is.
   std::optional<double> cpu_energy_j;
 };
-// Its name from when memory peaks were all a device said; records keep them in `peaks`.
-using MemoryPeaks = DeviceReadings;
+// The old name, from when memory peaks were all a device said; kept for source compatibility.
+using MemoryPeaks [[deprecated("use DeviceReadings")]] = DeviceReadings;
 
 class DeviceBackend {
  public:
@@ -76,8 +76,9 @@ class DeviceBackend {
   virtual void synchronize(int device) = 0;
   // Scopes the allocator's peak counters to the interval starting now (a request or a window).
   virtual void reset_peak_memory(int device) = 0;
-  // Peak allocated/reserved bytes since the last reset; nullopt when the backend cannot tell.
-  virtual std::optional<MemoryPeaks> peak_memory(int device) = 0;
+  // Peak allocated/reserved bytes since the last reset, as DeviceReadings' first two members (a
+  // simulated device's may carry more); nullopt when the backend cannot tell.
+  virtual std::optional<DeviceReadings> peak_memory(int device) = 0;
   // The device's PCI bus id ("0000:3B:00.0"), which names it to a DeviceMeter whatever
   // CUDA_VISIBLE_DEVICES says; "" when the backend cannot tell (then nothing is metered).
   virtual std::string pci_bus_id(int device) {
@@ -157,7 +158,7 @@ class HostOnlyBackend final : public DeviceBackend {
   void release(EventId) override {}
   void synchronize(int) override {}
   void reset_peak_memory(int) override {}
-  std::optional<MemoryPeaks> peak_memory(int) override { return std::nullopt; }
+  std::optional<DeviceReadings> peak_memory(int) override { return std::nullopt; }
 };
 
 }  // namespace vxperf

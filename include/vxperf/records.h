@@ -61,10 +61,10 @@ struct RequestRecord {
   double e2e_s = 0;
   std::vector<StageSummary> stages;  // in order of first use
   std::optional<DitThroughput> dit;
-  std::optional<int> device;            // device index, serialized as "cuda:N"
-  std::optional<DeviceReadings> peaks;  // what the device said over the request (with `device`)
+  std::optional<int> device;               // device index, serialized as "cuda:N"
+  std::optional<DeviceReadings> readings;  // what the device said over the request (with `device`)
   // Videos the request generated, when more than one (RequestOptions::videos), and its energy
-  // over them (with peaks->energy_j).
+  // over them (with readings->energy_j).
   std::optional<std::int64_t> videos;
   std::optional<double> energy_j_per_video;
   std::optional<ParallelLayout> parallel;  // what it was priced with, on a multi-rank run
@@ -119,8 +119,8 @@ struct TrainWindowRecord {
   double micro_steps = 0;
   double overrun_s = 0;
   std::optional<int> device;
-  std::optional<DeviceReadings> peaks;  // what the device said over the window (with `device`)
-  // The window's energy over the samples its measured steps took (with peaks->energy_j).
+  std::optional<DeviceReadings> readings;  // what the device said over the window (with `device`)
+  // The window's energy over the samples its measured steps took (with readings->energy_j).
   std::optional<double> energy_j_per_sample;
   std::optional<TrainThroughput> throughput;
   std::optional<double> eta_s;

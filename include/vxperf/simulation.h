@@ -51,7 +51,7 @@ class SimulatedBackend final : public DeviceBackend {
   void release(EventId event) override;
   void synchronize(int device) override;
   void reset_peak_memory(int device) override;
-  std::optional<MemoryPeaks> peak_memory(int device) override;
+  std::optional<DeviceReadings> peak_memory(int device) override;
 
   // Adds an event directly (what replay does instead of recording): its device timestamp in ms and
   // when it reports complete (always, when `ready` is empty).
@@ -63,7 +63,8 @@ class SimulatedBackend final : public DeviceBackend {
   // Default readiness for events recorded live: called at each record().
   void set_auto_ready(std::function<ReadyTest()> make_ready);
   void set_name(std::string name);
-  void set_peaks(MemoryPeaks peaks);
+  // What peak_memory answers from now on: memory peaks and any meter readings (replay's events).
+  void set_readings(DeviceReadings readings);
 
   // Observations.
   int synchronize_count() const;
@@ -85,7 +86,7 @@ class SimulatedBackend final : public DeviceBackend {
   int syncs_ = 0;
   int last_sync_device_ = -1;
   int resets_ = 0;
-  MemoryPeaks peaks_;
+  DeviceReadings readings_;
   std::function<double()> auto_time_;
   std::function<ReadyTest()> auto_ready_;
 };

@@ -76,10 +76,10 @@ bool cuda_build();
 // The current CUDA stream of `device` as the engine's opaque stream; nullptr on the CPU.
 void* current_stream(const ::torch::Device& device);
 // The caching allocator's peak allocated/reserved bytes on a CUDA device; nullopt on CPU builds.
-std::optional<MemoryPeaks> memory_peaks(int device);
+std::optional<DeviceReadings> memory_peaks(int device);
 void reset_memory_peaks(int device);
 // memory_peaks as the provider callback a device backend accepts.
-std::function<std::optional<MemoryPeaks>(int)> memory_peaks_provider();
+std::function<std::optional<DeviceReadings>(int)> memory_peaks_provider();
 // Gives the process-wide engine the CUDA driver backend with the caching allocator's peak
 // counters. False (nothing changed) when metrics are off, on a CPU build, or without a driver.
 bool use_cuda_backend();

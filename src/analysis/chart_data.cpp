@@ -33,11 +33,11 @@ void ChartData::request(const RequestRecord& r) {
   point.warmup = r.warmup;
   point.req = r.req;
   point.e2e_s = static_cast<float>(r.e2e_s);
-  if (r.peaks) {
-    point.alloc_bytes = static_cast<double>(r.peaks->allocated);
-    point.reserved_bytes = static_cast<double>(r.peaks->reserved);
-    if (r.peaks->energy_j) point.energy_j = static_cast<float>(*r.peaks->energy_j);
-    if (r.peaks->power_w_mean) point.power_w = static_cast<float>(*r.peaks->power_w_mean);
+  if (r.readings) {
+    point.alloc_bytes = static_cast<double>(r.readings->allocated);
+    point.reserved_bytes = static_cast<double>(r.readings->reserved);
+    if (r.readings->energy_j) point.energy_j = static_cast<float>(*r.readings->energy_j);
+    if (r.readings->power_w_mean) point.power_w = static_cast<float>(*r.readings->power_w_mean);
   }
   impl_->requests.push_back(point);
 
@@ -65,12 +65,12 @@ void ChartData::window(const TrainWindowRecord& w) {
   point.p50 = static_cast<float>(w.step_s_p50);
   point.p95 = static_cast<float>(w.step_s_p95);
   if (w.throughput && w.throughput->mfu) point.mfu = static_cast<float>(*w.throughput->mfu);
-  if (w.peaks) {
-    point.alloc_bytes = static_cast<double>(w.peaks->allocated);
-    point.reserved_bytes = static_cast<double>(w.peaks->reserved);
-    if (w.peaks->power_w_mean) point.power_w = static_cast<float>(*w.peaks->power_w_mean);
-    if (w.peaks->sm_clock_mhz_min) {
-      point.sm_clock_mhz = static_cast<float>(*w.peaks->sm_clock_mhz_min);
+  if (w.readings) {
+    point.alloc_bytes = static_cast<double>(w.readings->allocated);
+    point.reserved_bytes = static_cast<double>(w.readings->reserved);
+    if (w.readings->power_w_mean) point.power_w = static_cast<float>(*w.readings->power_w_mean);
+    if (w.readings->sm_clock_mhz_min) {
+      point.sm_clock_mhz = static_cast<float>(*w.readings->sm_clock_mhz_min);
     }
   }
   for (const auto& [name, s] : w.phases_s) {

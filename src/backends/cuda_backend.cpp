@@ -226,12 +226,12 @@ class CudaBackend final : public DeviceBackend {
     if (scope.ok()) sample_memory(*d, /*reset=*/true);
   }
 
-  std::optional<MemoryPeaks> peak_memory(int device) override {
+  std::optional<DeviceReadings> peak_memory(int device) override {
     if (options_.memory_peaks) return options_.memory_peaks(device);
     if (failed_.load(std::memory_order_relaxed)) return std::nullopt;
     Device* d = lookup(device);
     if (d == nullptr || !d->sampled.load()) return std::nullopt;
-    MemoryPeaks peaks;
+    DeviceReadings peaks;
     peaks.allocated = peaks.reserved = d->mem_peak.load();
     return peaks;
   }

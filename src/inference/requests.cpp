@@ -250,13 +250,13 @@ void Requests::settle(Request& request, double t_end, bool failed) {
                              [&](Dtype dtype) { return ctx_.peak(device, dtype); });
   if (request.device_events) {
     record.device = request.device;
-    record.peaks = Context::read_readings(backend, request.device);
-    Context::add_meter_readings(*record.peaks, request.metered);
+    record.readings = Context::read_readings(backend, request.device);
+    Context::add_meter_readings(*record.readings, request.metered);
   }
   if (request.videos != 1) {
     record.videos = request.videos;
-    if (record.peaks && record.peaks->energy_j) {
-      record.energy_j_per_video = *record.peaks->energy_j / static_cast<double>(request.videos);
+    if (record.readings && record.readings->energy_j) {
+      record.energy_j_per_video = *record.readings->energy_j / static_cast<double>(request.videos);
     }
   }
   record.parallel = Context::record_layout(topo);
@@ -268,7 +268,7 @@ void Requests::settle(Request& request, double t_end, bool failed) {
     settled.t1 = t_end;
     settled.failed = failed;
     settled.videos = request.videos;
-    settled.readings = record.peaks;
+    settled.readings = record.readings;
     // A request priced by its own models carries them, so that its replay prices it the same.
     for (const DeclaredModel& m : request.models) settled.models.emplace_back(m.stage, m.declared);
     settled.calls.reserve(request.pairs.size());

@@ -179,7 +179,7 @@ class Replayer {
           return;
         }
         if (request_ == nullptr) return;
-        if (simulated_) update_peaks(ev);
+        if (simulated_) update_readings(ev);
         clock_->set(ev.number("t"));
         Request* request = request_;
         request_ = nullptr;
@@ -232,7 +232,7 @@ class Replayer {
         break;
       }
       case EventKind::kMemory:
-        if (simulated_) update_peaks(ev);
+        if (simulated_) update_readings(ev);
         break;
       case EventKind::kFinish:
         clock_->set(ev.number("t"));
@@ -262,10 +262,10 @@ class Replayer {
 
   // The device readings an event carries (request_end, memory) become the simulated device's;
   // a reading the event does not carry stays as it was.
-  void update_peaks(const Event& ev) {
+  void update_readings(const Event& ev) {
     DeviceReadings readings = simulated_->peak_memory(device_).value_or(DeviceReadings{});
     ev.read(readings);
-    simulated_->set_peaks(readings);
+    simulated_->set_readings(readings);
   }
 
   void stage(const Event& ev) {

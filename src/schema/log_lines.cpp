@@ -14,7 +14,7 @@ using internal::strprintf;
 
 constexpr double kGiB = 1024.0 * 1024.0 * 1024.0;
 
-std::string memory_segment(const MemoryPeaks& peaks) {
+std::string memory_segment(const DeviceReadings& peaks) {
   return strprintf("peak_alloc %.1fGiB peak_reserved %.1fGiB",
                    static_cast<double>(peaks.allocated) / kGiB,
                    static_cast<double>(peaks.reserved) / kGiB);
@@ -45,7 +45,7 @@ std::string format_log_line(const RequestRecord& r) {
                                 s->min_ms, s->max_ms));
     }
   }
-  if (r.device) parts.push_back(memory_segment(r.peaks.value_or(MemoryPeaks{})));
+  if (r.device) parts.push_back(memory_segment(r.readings.value_or(DeviceReadings{})));
   if (r.dit) {
     const auto& d = *r.dit;
     std::string segment = strprintf("DiT %.2e FLOPs/fwd (attn %.0f%%) -> %.1f TFLOPS",
@@ -79,7 +79,7 @@ std::string format_log_line(const TrainWindowRecord& r) {
   }
   const auto& t = r.throughput;
   if (t) parts.push_back(strprintf("%.3f samples/s (local, dp=%d)", t->samples_per_s, t->dp));
-  if (r.device) parts.push_back(memory_segment(r.peaks.value_or(MemoryPeaks{})));
+  if (r.device) parts.push_back(memory_segment(r.readings.value_or(DeviceReadings{})));
   if (t && t->priced) {
     double trainable =
         t->params ? static_cast<double>(t->trainable) / static_cast<double>(t->params) * 100.0

@@ -150,7 +150,7 @@ void describe(Io& io, R& r) {
   io.number("e2e_s", r.e2e_s);
   io.named_objects("stages", r.stages, "stage");
   io.nullable_object("dit", r.dit);
-  io.device("device", r.device, r.peaks);
+  io.device("device", r.device, r.readings);
   io.optional_count("videos", r.videos);
   io.optional("energy_j_per_video", r.energy_j_per_video);
   io.optional_object("parallel", r.parallel);
@@ -224,7 +224,7 @@ void describe(Io& io, R& r) {
   io.named_numbers("phases_s", r.phases_s);
   io.number("micro_steps", r.micro_steps, 1.0);
   io.number("overrun_s", r.overrun_s, 0.0);
-  io.device("device", r.device, r.peaks);
+  io.device("device", r.device, r.readings);
   io.optional("energy_j_per_sample", r.energy_j_per_sample);
   io.nullable_object("throughput", r.throughput);
   io.optional("eta_s", r.eta_s);

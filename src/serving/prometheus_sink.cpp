@@ -175,7 +175,7 @@ void PrometheusSink::on_request(const RequestRecord& record, const RequestDetail
     m.stage_seconds.with({rank, record.stages[i].name}).observe_all(detail.stage_calls_ms[i], 1e-3);
   }
   set_gauges(m.request_gauges, record, rank);
-  set_device_series(m, rank, record.device, record.peaks);
+  set_device_series(m, rank, record.device, record.readings);
   m.videos.with({rank}).inc(static_cast<double>(record.videos.value_or(1)));
   m.requests.with({rank, "ok"}).inc();
 }
@@ -195,7 +195,7 @@ void PrometheusSink::on_train_window(const TrainWindowRecord& record, const Wind
   // A window of warmup steps only is aggregated over those steps: it is all warmup.
   if (!measured) return;
   set_gauges(m.window_gauges, record, rank);
-  set_device_series(m, rank, record.device, record.peaks);
+  set_device_series(m, rank, record.device, record.readings);
   if (record.device && record.energy_j_per_sample) {
     m.energy_per_sample.with({rank, "cuda:" + std::to_string(*record.device)})
         .set(*record.energy_j_per_sample);

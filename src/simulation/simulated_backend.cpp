@@ -51,9 +51,9 @@ void SimulatedBackend::reset_peak_memory(int) {
   ++resets_;
 }
 
-std::optional<MemoryPeaks> SimulatedBackend::peak_memory(int) {
+std::optional<DeviceReadings> SimulatedBackend::peak_memory(int) {
   std::lock_guard<std::mutex> lock(mu_);
-  return peaks_;
+  return readings_;
 }
 
 EventId SimulatedBackend::add_event(double device_ms, ReadyTest ready) {
@@ -84,9 +84,9 @@ void SimulatedBackend::set_name(std::string name) {
   name_ = std::move(name);
 }
 
-void SimulatedBackend::set_peaks(MemoryPeaks peaks) {
+void SimulatedBackend::set_readings(DeviceReadings readings) {
   std::lock_guard<std::mutex> lock(mu_);
-  peaks_ = peaks;
+  readings_ = readings;
 }
 
 int SimulatedBackend::synchronize_count() const {

@@ -422,12 +422,12 @@ void* current_stream(const ::torch::Device& device) {
   return nullptr;
 }
 
-std::optional<MemoryPeaks> memory_peaks(int device) {
+std::optional<DeviceReadings> memory_peaks(int device) {
 #if defined(VXPERF_TORCH_CUDA)
   if (device < 0) return std::nullopt;
   // Aggregate pool (index 0), as torch.cuda.max_memory_allocated/reserved report.
   auto stats = c10::cuda::CUDACachingAllocator::getDeviceStats(device);
-  MemoryPeaks peaks;
+  DeviceReadings peaks;
   peaks.allocated = static_cast<std::uint64_t>(stats.allocated_bytes[0].peak);
   peaks.reserved = static_cast<std::uint64_t>(stats.reserved_bytes[0].peak);
   return peaks;
@@ -445,7 +445,7 @@ void reset_memory_peaks(int device) {
 #endif
 }
 
-std::function<std::optional<MemoryPeaks>(int)> memory_peaks_provider() { return &memory_peaks; }
+std::function<std::optional<DeviceReadings>(int)> memory_peaks_provider() { return &memory_peaks; }
 
 bool use_cuda_backend() {
   Engine* e = vxperf::engine();

@@ -27,7 +27,7 @@ class TrainTrace {
   void note(std::uint64_t id, const TrainCallNote& note);
   // The call's device time (when read), `ready_after` steps after its own step closed.
   void settle(std::uint64_t id, std::optional<double> device_ms, std::int64_t ready_after);
-  // A window's peaks, placed before the call that closed it (where replay reads them), or last.
+  // A window's readings, placed before the call that closed it (where replay reads them), or last.
   void add_memory(const DeviceReadings& readings, std::optional<std::uint64_t> closing_call);
   // Writes what can be written in order: everything up to the first unsettled call, or all.
   void flush(TraceWriter& writer, bool all);

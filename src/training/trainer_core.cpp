@@ -458,12 +458,12 @@ void TrainerCore::emit_window(bool full) {
   ctx.parallel = Context::record_layout(topo);
   if (device_ >= 0) {
     ctx.device = device_;
-    ctx.peaks = Context::read_readings(engine_.device(), device_);
+    ctx.readings = Context::read_readings(engine_.device(), device_);
     // The meters' readings of this window, taken as its last step closed.
     const std::int64_t first = detail.steps.front().step;
     while (!metered_.empty() && metered_.front().first < first) metered_.pop_front();
     if (!metered_.empty() && metered_.front().first == first) {
-      Context::add_meter_readings(*ctx.peaks, metered_.front().second);
+      Context::add_meter_readings(*ctx.readings, metered_.front().second);
       metered_.pop_front();
     }
   }
@@ -476,14 +476,14 @@ void TrainerCore::emit_window(bool full) {
     return engine_.peak(device_ >= 0 ? std::optional<int>(device_) : std::nullopt, dtype);
   };
   TrainWindowRecord record = aggregate_window(detail.steps, ctx);
-  if (record.peaks && record.peaks->energy_j) {
+  if (record.readings && record.readings->energy_j) {
     // The meter's interval spans every step of the window, warmup ones too.
     std::int64_t samples = 0;
     for (const StepRecord& step : detail.steps) samples += step.samples;
     if (samples > 0)
-      record.energy_j_per_sample = *record.peaks->energy_j / static_cast<double>(samples);
+      record.energy_j_per_sample = *record.readings->energy_j / static_cast<double>(samples);
   }
-  std::optional<MemoryPeaks> peaks = record.peaks;
+  std::optional<DeviceReadings> readings = record.readings;
   if (full && xrank_on()) {
     HeldWindow held;
     held.numbers = rank_window_of(record);
@@ -497,13 +497,13 @@ void TrainerCore::emit_window(bool full) {
   } else {
     engine_.emit(record, detail);
   }
-  // Replay reads the peaks from a memory event placed before the call that closed the window.
-  if (peaks) {
+  // Replay reads the readings from a memory event placed before the call that closed the window.
+  if (readings) {
     std::optional<std::uint64_t> closing =
         closing_call_ != 0 ? std::optional<std::uint64_t>(closing_call_) : std::nullopt;
-    notify(observers(), [&](Observer& o) { o.on_window_readings(*peaks, closing); });
+    notify(observers(), [&](Observer& o) { o.on_window_readings(*readings, closing); });
   }
-  // The next window's peaks start now, as a request's do.
+  // The next window's readings start now, as a request's do.
   if (device_ >= 0) Context::start_readings(engine_.device(), device_);
 }
 

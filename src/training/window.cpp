@@ -63,7 +63,7 @@ TrainWindowRecord aggregate_window(const std::vector<StepRecord>& window,
   r.micro_steps = fmean(micro);
   r.overrun_s = fmean(overrun);
   r.device = ctx.device;
-  r.peaks = ctx.peaks;
+  r.readings = ctx.readings;
 
   // Every rate is the window's own work over the window's own wall clock (sum over sum).
   if (wall_s > 0) {

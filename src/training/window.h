@@ -20,7 +20,7 @@ struct WindowContext {
   int dp = 1;  // data-parallel degree
   std::optional<ParallelLayout> parallel;  // the record's layout (multi-rank runs)
   std::optional<int> device;
-  std::optional<MemoryPeaks> peaks;  // with a device: the window's peak memory
+  std::optional<DeviceReadings> readings;  // with a device: what it said over the window
   ModelInfo model;  // as priced (priced_model), its trainable count resolved
   bool attention_enabled = true;
   std::optional<double> coef_override;

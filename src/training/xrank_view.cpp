@@ -22,7 +22,7 @@ RankWindow rank_window_of(const TrainWindowRecord& r) {
     w.samples_per_s = r.throughput->samples_per_s;
     if (r.throughput->priced) w.tflops = r.throughput->tflops;
   }
-  if (r.device) w.peak_alloc_bytes = r.peaks.value_or(MemoryPeaks{}).allocated;
+  if (r.device) w.peak_alloc_bytes = r.readings.value_or(DeviceReadings{}).allocated;
   return w;
 }
 

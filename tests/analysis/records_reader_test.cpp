@@ -38,8 +38,8 @@ TEST(RecordsReader, RoundTripsBothKinds) {
   EXPECT_EQ(r.stages[0].count, 10);
   ASSERT_TRUE(r.dit && r.dit->mfu);
   EXPECT_EQ(r.dit->params, 1418996800);
-  ASSERT_TRUE(r.peaks);
-  EXPECT_EQ(r.peaks->allocated, std::uint64_t{40} << 30);
+  ASSERT_TRUE(r.readings);
+  EXPECT_EQ(r.readings->allocated, std::uint64_t{40} << 30);
   const auto& w = set.windows[0];
   EXPECT_EQ(w.rank, 2);
   EXPECT_EQ(w.device, 2);

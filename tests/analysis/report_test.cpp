@@ -60,7 +60,7 @@ TEST(Report, AContextParallelRequestCountsOnceWithItsGroupsEnergy) {
       RequestRecord r = request(rank, req, e2e);
       r.world_size = 4;
       r.ts = 1000.0 + 20.0 * static_cast<double>(req + 1) + (rank / 2) * 5.0;
-      r.peaks->energy_j = 100.0 * (rank + 1);
+      r.readings->energy_j = 100.0 * (rank + 1);
       ParallelLayout p;
       p.dp = 2;
       p.dp_replicate = 2;
@@ -411,20 +411,20 @@ TEST(Report, EnergyPerVideoAndPerSampleFromTheMetersFields) {
   std::vector<std::string> out;
   for (int i = 0; i < 3; ++i) {
     RequestRecord r = request(0, i, 10.0);
-    r.peaks->energy_j = 1000.0 + 500.0 * i;
-    r.peaks->energy_from = "counter";
-    r.peaks->power_w_mean = 100.0 + 50.0 * i;
-    r.peaks->sm_clock_mhz_min = 1980 - 100 * i;
-    r.peaks->temp_c_max = 60 + i;
-    r.peaks->throttle = i == 2 ? std::vector<std::string>{"sw_power_cap", "hw_slowdown"}
-                               : std::vector<std::string>{};
+    r.readings->energy_j = 1000.0 + 500.0 * i;
+    r.readings->energy_from = "counter";
+    r.readings->power_w_mean = 100.0 + 50.0 * i;
+    r.readings->sm_clock_mhz_min = 1980 - 100 * i;
+    r.readings->temp_c_max = 60 + i;
+    r.readings->throttle = i == 2 ? std::vector<std::string>{"sw_power_cap", "hw_slowdown"}
+                                  : std::vector<std::string>{};
     out.push_back(to_json_line(r));
   }
   for (int i = 0; i < 2; ++i) {
     TrainWindowRecord w = window(0, 10 * i, 10, 1.0);
-    w.peaks->energy_j = 30.0 * (i + 1);
-    w.peaks->energy_from = "power_samples";
-    w.peaks->power_w_mean = 300.0;
+    w.readings->energy_j = 30.0 * (i + 1);
+    w.readings->energy_from = "power_samples";
+    w.readings->power_w_mean = 300.0;
     w.energy_j_per_sample = 5.0 * (i + 1);  // 6 samples each
     out.push_back(to_json_line(w));
   }
@@ -495,10 +495,10 @@ TEST(Report, JobEnergyTotalsPerVideoPerSampleAndPerDevice) {
     RequestRecord r = request(rank, 0, 10.0);
     r.world_size = 2;
     r.ts = 1010.0;
-    r.peaks->energy_j = 1000.0 * (rank + 1);
-    r.peaks->power_w_mean = 100.0 * (rank + 1);  // 10 s each
+    r.readings->energy_j = 1000.0 * (rank + 1);
+    r.readings->power_w_mean = 100.0 * (rank + 1);  // 10 s each
     r.videos = 4;
-    r.energy_j_per_video = *r.peaks->energy_j / 4;
+    r.energy_j_per_video = *r.readings->energy_j / 4;
     ParallelLayout p;
     p.cp = 2;
     p.group = 2;
@@ -510,9 +510,9 @@ TEST(Report, JobEnergyTotalsPerVideoPerSampleAndPerDevice) {
        {std::tuple{1010.0, 1020.0, 500.0}, std::tuple{1015.0, 1025.0, 500.0}}) {
     RequestRecord r = request(0, set.requests.size(), end - start);
     r.ts = end;
-    r.peaks->energy_j = joules;
-    r.peaks->power_w_mean = joules / (end - start);
-    r.peaks->energy_shared = true;
+    r.readings->energy_j = joules;
+    r.readings->power_w_mean = joules / (end - start);
+    r.readings->energy_shared = true;
     set.requests.push_back(r);
   }
   RequestRecord unread = request(1, 7, 3.0);  // a device NVML could not see
@@ -522,14 +522,14 @@ TEST(Report, JobEnergyTotalsPerVideoPerSampleAndPerDevice) {
   for (int rank = 0; rank < 4; ++rank) {
     TrainWindowRecord w = window(rank, 0, 10, 1.0);
     w.device = 0;  // each rank's cuda:0
-    w.peaks->energy_j = 400.0;
-    w.peaks->power_w_mean = 40.0;
+    w.readings->energy_j = 400.0;
+    w.readings->power_w_mean = 40.0;
     w.energy_j_per_sample = 20.0;
     ParallelLayout p;
     p.dp = 2;
     p.cp = 2;
     w.parallel = p;
-    w.peaks->cpu_energy_j = 10.0;
+    w.readings->cpu_energy_j = 10.0;
     set.windows.push_back(w);
   }
   Report report = build_report(set);
@@ -587,8 +587,8 @@ TEST(Report, TheUnionOfADevicesIntervalsCountsOverlapsOnce) {
        {std::pair{5.0, 8.0}, std::pair{0.0, 10.0}, std::pair{20.0, 30.0}, std::pair{9.0, 21.0}}) {
     RequestRecord r = request(0, set.requests.size(), end - start);
     r.ts = 1000.0 + end;
-    r.peaks->energy_j = 100.0 * (end - start);
-    r.peaks->power_w_mean = 100.0;
+    r.readings->energy_j = 100.0 * (end - start);
+    r.readings->power_w_mean = 100.0;
     set.requests.push_back(r);
   }
   Report report = build_report(set);

@@ -516,9 +516,9 @@ TEST_F(CudaBackendTest, WithoutProviderMemoryIsSampledFromTheDriverAtMarkers) {
 TEST_F(CudaBackendTest, MemoryProviderReplacesDriverSampling) {
   std::vector<int> resets, asks;
   CudaOptions o = options();
-  o.memory_peaks = [&](int device) -> std::optional<MemoryPeaks> {
+  o.memory_peaks = [&](int device) -> std::optional<DeviceReadings> {
     asks.push_back(device);
-    return MemoryPeaks{111, 222};
+    return DeviceReadings{111, 222};
   };
   o.reset_memory_peaks = [&](int device) { resets.push_back(device); };
   auto backend = make_cuda_backend(o);

@@ -657,10 +657,10 @@ TEST_F(NvmlEngineTest, ARequestReadsTheNvmlDeviceWithItsPciBusIdNotItsOrdinal) {
   request(*e, 1);
   auto requests = output->requests();
   ASSERT_EQ(requests.size(), 1u);
-  ASSERT_TRUE(requests[0].peaks);
-  EXPECT_DOUBLE_EQ(*requests[0].peaks->energy_j, 2.5);
-  EXPECT_DOUBLE_EQ(*requests[0].peaks->power_w_mean, 5.0);
-  EXPECT_EQ(requests[0].peaks->sm_clock_mhz_min, 1755);
+  ASSERT_TRUE(requests[0].readings);
+  EXPECT_DOUBLE_EQ(*requests[0].readings->energy_j, 2.5);
+  EXPECT_DOUBLE_EQ(*requests[0].readings->power_w_mean, 5.0);
+  EXPECT_EQ(requests[0].readings->sm_clock_mhz_min, 1755);
   Json j = Json::parse(output->records().at(0));
   EXPECT_DOUBLE_EQ(j["energy_j"].get<double>(), 2.5);
   EXPECT_EQ(j["energy_from"], "counter");
@@ -719,9 +719,9 @@ TEST_F(NvmlEngineTest, AWindowGainsEnergyAndJoulesPerSample) {
   trainer.finish();
   auto windows = output->windows();
   ASSERT_EQ(windows.size(), 1u);
-  ASSERT_TRUE(windows[0].peaks);
-  EXPECT_DOUBLE_EQ(*windows[0].peaks->energy_j, 30.0);
-  EXPECT_DOUBLE_EQ(*windows[0].peaks->power_w_mean, 10.0);
+  ASSERT_TRUE(windows[0].readings);
+  EXPECT_DOUBLE_EQ(*windows[0].readings->energy_j, 30.0);
+  EXPECT_DOUBLE_EQ(*windows[0].readings->power_w_mean, 10.0);
   ASSERT_TRUE(windows[0].energy_j_per_sample);
   EXPECT_DOUBLE_EQ(*windows[0].energy_j_per_sample, 30.0 / 6);
   Json j;
@@ -744,15 +744,15 @@ TEST_F(NvmlEngineTest, TheSetupBeforeTheFirstStepIsNotInTheFirstWindow) {
   auto windows = output->windows();
   ASSERT_EQ(windows.size(), 2u);
   for (const auto& w : windows) {
-    ASSERT_TRUE(w.peaks && w.peaks->energy_j && w.energy_j_per_sample && w.throughput);
+    ASSERT_TRUE(w.readings && w.readings->energy_j && w.energy_j_per_sample && w.throughput);
     double wall = w.throughput->wall_s;
     std::printf("window %lld-%lld: %.3f J, %.1f W mean, %.1f W over its wall time, %.4f J/sample\n",
                 static_cast<long long>(w.step_first), static_cast<long long>(w.step_last),
-                *w.peaks->energy_j, *w.peaks->power_w_mean, *w.peaks->energy_j / wall,
+                *w.readings->energy_j, *w.readings->power_w_mean, *w.readings->energy_j / wall,
                 *w.energy_j_per_sample);
-    EXPECT_NEAR(*w.peaks->energy_j, 250.0 * 0.3, 1e-6);
-    EXPECT_NEAR(*w.peaks->power_w_mean, 250.0, 1e-6);
-    EXPECT_NEAR(*w.peaks->energy_j / wall, 250.0, 1e-6);
+    EXPECT_NEAR(*w.readings->energy_j, 250.0 * 0.3, 1e-6);
+    EXPECT_NEAR(*w.readings->power_w_mean, 250.0, 1e-6);
+    EXPECT_NEAR(*w.readings->energy_j / wall, 250.0, 1e-6);
     EXPECT_NEAR(*w.energy_j_per_sample, 250.0 * 0.3 / 6, 1e-6);
   }
   // The counter at set_device, at the first step's start and at every step's close; the clocks
@@ -778,10 +778,10 @@ TEST_F(NvmlEngineTest, APowerOnlyDevicesSamplerStartsAtSetDeviceNotInTheFirstSte
   train(*e, 0.4, 3, 0.1);  // its set_device(0) changes nothing
   auto windows = output->windows();
   ASSERT_EQ(windows.size(), 1u);
-  ASSERT_TRUE(windows[0].peaks && windows[0].peaks->energy_j && windows[0].throughput);
-  EXPECT_EQ(windows[0].peaks->energy_from, "power_samples");
-  EXPECT_NEAR(*windows[0].peaks->energy_j, 250.0 * 0.3, 1e-6);
-  EXPECT_NEAR(*windows[0].peaks->energy_j / windows[0].throughput->wall_s, 250.0, 1e-6);
+  ASSERT_TRUE(windows[0].readings && windows[0].readings->energy_j && windows[0].throughput);
+  EXPECT_EQ(windows[0].readings->energy_from, "power_samples");
+  EXPECT_NEAR(*windows[0].readings->energy_j, 250.0 * 0.3, 1e-6);
+  EXPECT_NEAR(*windows[0].readings->energy_j / windows[0].throughput->wall_s, 250.0, 1e-6);
   EXPECT_EQ(fake.calls("nvmlDeviceGetTotalEnergyConsumption"), 1);  // never asked again
 }
 
@@ -822,11 +822,11 @@ TEST_F(NvmlEngineTest, TwoRequestsServedAtOnceShareTheDeviceAndReplayTheSame) {
   ASSERT_EQ(live.size(), 2u);
   const RequestRecord& rb = live[0];  // settled first
   const RequestRecord& ra = live[1];
-  ASSERT_TRUE(ra.peaks && ra.peaks->energy_j && rb.peaks && rb.peaks->energy_j);
-  EXPECT_DOUBLE_EQ(*ra.peaks->energy_j, 875.0);
-  EXPECT_DOUBLE_EQ(*rb.peaks->energy_j, 125.0);
-  EXPECT_DOUBLE_EQ(*ra.peaks->energy_j + *rb.peaks->energy_j, 250.0 * 4);
-  EXPECT_TRUE(ra.peaks->energy_shared && rb.peaks->energy_shared);
+  ASSERT_TRUE(ra.readings && ra.readings->energy_j && rb.readings && rb.readings->energy_j);
+  EXPECT_DOUBLE_EQ(*ra.readings->energy_j, 875.0);
+  EXPECT_DOUBLE_EQ(*rb.readings->energy_j, 125.0);
+  EXPECT_DOUBLE_EQ(*ra.readings->energy_j + *rb.readings->energy_j, 250.0 * 4);
+  EXPECT_TRUE(ra.readings->energy_shared && rb.readings->energy_shared);
   EXPECT_FALSE(ra.videos);
   EXPECT_EQ(rb.videos, 4);
   EXPECT_DOUBLE_EQ(*rb.energy_j_per_video, 125.0 / 4);
@@ -845,9 +845,9 @@ TEST_F(NvmlEngineTest, TwoRequestsServedAtOnceShareTheDeviceAndReplayTheSame) {
   auto again = replayed->requests();
   ASSERT_EQ(again.size(), 2u);
   for (std::size_t i = 0; i < 2; ++i) {
-    ASSERT_TRUE(again[i].peaks && again[i].peaks->energy_j) << i;
-    EXPECT_DOUBLE_EQ(*again[i].peaks->energy_j, *live[i].peaks->energy_j) << i;
-    EXPECT_EQ(again[i].peaks->energy_shared, live[i].peaks->energy_shared) << i;
+    ASSERT_TRUE(again[i].readings && again[i].readings->energy_j) << i;
+    EXPECT_DOUBLE_EQ(*again[i].readings->energy_j, *live[i].readings->energy_j) << i;
+    EXPECT_EQ(again[i].readings->energy_shared, live[i].readings->energy_shared) << i;
     EXPECT_EQ(again[i].videos, live[i].videos) << i;
     EXPECT_EQ(again[i].energy_j_per_video, live[i].energy_j_per_video) << i;
   }
@@ -882,12 +882,12 @@ TEST_F(NvmlEngineTest, AnEvalRequestDuringTrainingSharesTheWindowsDevice) {
   auto requests = output->requests();
   ASSERT_EQ(windows.size(), 1u);
   ASSERT_EQ(requests.size(), 1u);
-  double window_j = *windows[0].peaks->energy_j;
-  double request_j = *requests[0].peaks->energy_j;
+  double window_j = *windows[0].readings->energy_j;
+  double request_j = *requests[0].readings->energy_j;
   EXPECT_DOUBLE_EQ(request_j, 250.0 * 0.2 / 2);
   EXPECT_DOUBLE_EQ(window_j, 250.0 * 1.2 - request_j);
-  EXPECT_TRUE(windows[0].peaks->energy_shared);
-  EXPECT_TRUE(requests[0].peaks->energy_shared);
+  EXPECT_TRUE(windows[0].readings->energy_shared);
+  EXPECT_TRUE(requests[0].readings->energy_shared);
   EXPECT_DOUBLE_EQ(*windows[0].energy_j_per_sample, window_j / 4);
 }
 

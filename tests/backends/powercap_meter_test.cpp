@@ -269,8 +269,8 @@ TEST_F(PowercapEngineTest, RequestsAndWindowsOnADeviceCarryTheHostsEnergy) {
   trainer.finish();
   ASSERT_EQ(output->requests().size(), 1u);
   ASSERT_EQ(output->windows().size(), 1u);
-  EXPECT_DOUBLE_EQ(*output->requests()[0].peaks->cpu_energy_j, 12.5);
-  EXPECT_DOUBLE_EQ(*output->windows()[0].peaks->cpu_energy_j, 8.0);
+  EXPECT_DOUBLE_EQ(*output->requests()[0].readings->cpu_energy_j, 12.5);
+  EXPECT_DOUBLE_EQ(*output->windows()[0].readings->cpu_energy_j, 8.0);
   Json j = Json::parse(output->records().at(0));
   EXPECT_DOUBLE_EQ(j["cpu_energy_j"].get<double>(), 12.5);
   EXPECT_FALSE(j.contains("energy_j"));

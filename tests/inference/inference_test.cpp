@@ -49,7 +49,7 @@ void run_request(TestEngine& t, int steps, RequestOptions options = {0, nullptr}
 TEST(Inference, RequestRecordAndLogLine) {
   TestEngine t;
   t.engine->declare_model("transformer", wan13b());
-  t.device->set_peaks(MemoryPeaks{3ull << 30, 5ull << 30});
+  t.device->set_readings(DeviceReadings{3ull << 30, 5ull << 30});
   run_request(t, 4);
   auto records = t.output->records();
   ASSERT_EQ(records.size(), 1u);

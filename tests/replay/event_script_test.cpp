@@ -39,7 +39,7 @@ TEST(LiveTrace, InferenceReplayReproducesTheRecords) {
   double device_ms = 0;
   t.device->set_auto_time([&] { return device_ms; });
   for (int r = 0; r < 3; ++r) {
-    t.device->set_peaks(MemoryPeaks{(r + 1ull) << 30, (r + 5ull) << 30});
+    t.device->set_readings(DeviceReadings{(r + 1ull) << 30, (r + 5ull) << 30});
     RequestScope request(*t.engine, RequestOptions{1, nullptr});
     {
       StageScope s(kTextEncoder);
@@ -91,7 +91,7 @@ TEST(LiveTrace, TrainingReplayReproducesTheRecords) {
   const std::int64_t buckets[] = {1560, 32760, 0, 8190};
   for (int step = 0; step < 11; ++step) {
     lag_choice = step;
-    t.device->set_peaks(MemoryPeaks{(step + 1ull) << 28, (step + 2ull) << 28});
+    t.device->set_readings(DeviceReadings{(step + 1ull) << 28, (step + 2ull) << 28});
     for (int micro = 0; micro < 2; ++micro) {
       bool last = micro == 1;
       MicroStep m(&trainer);

@@ -74,15 +74,15 @@ TEST(RecordFields, EnergySharedVideosAndHostEnergyOnlyWhenTheySaySomething) {
   EXPECT_EQ(j["videos"], 4);
   EXPECT_DOUBLE_EQ(j["energy_j_per_video"].get<double>(), 875.5 / 4);
   RequestRecord back = internal::read_request(j.dump());
-  EXPECT_TRUE(back.peaks->energy_shared);
+  EXPECT_TRUE(back.readings->energy_shared);
   EXPECT_EQ(back.videos, 4);
-  EXPECT_DOUBLE_EQ(*back.peaks->cpu_energy_j, 40.25);
+  EXPECT_DOUBLE_EQ(*back.readings->cpu_energy_j, 40.25);
   RequestRecord plain = analysis::test_records::request(0, 1, 2.0);
   Json p = Json::parse(to_json_line(plain));
   for (const char* key : {"energy_shared", "cpu_energy_j", "videos", "energy_j_per_video"}) {
     EXPECT_FALSE(p.contains(key)) << key;
   }
-  EXPECT_FALSE(internal::read_request(p.dump()).peaks->energy_shared);
+  EXPECT_FALSE(internal::read_request(p.dump()).readings->energy_shared);
 }
 
 // Keys as a visitor is walked over them, for the order of the walk.

@@ -89,7 +89,7 @@ TEST(PrometheusSink, GaugesFollowTheLastRequestThatHasTheValue) {
   Request unpriced = make_request(1, 5);  // the peak was unknown: MFU stays the last known
   unpriced.record.dit->tflops = 600;
   unpriced.record.dit->mfu.reset();
-  unpriced.record.peaks.reset();
+  unpriced.record.readings.reset();
   sink.on_request(unpriced.record, unpriced.detail);
   Request no_dit = make_request(1, 5, 0);  // no transformer call at all
   no_dit.record.dit.reset();
@@ -131,7 +131,7 @@ TrainWindowRecord make_window(int rank, std::vector<double> step_s, int warmup_s
   t.mfu = mfu;
   if (mfu) t.hfu = *mfu * 4 / 3;
   w.throughput = t;
-  w.peaks = MemoryPeaks{1000, 2000};
+  w.readings = DeviceReadings{1000, 2000};
   return w;
 }
 
@@ -181,16 +181,16 @@ TEST(PrometheusSink, EnergyCounterAndDeviceGaugesByDevice) {
   for (double joules : {1200.5, 800.25}) {
     Request r = make_request(0, 10.0);
     r.record.device = 1;
-    r.record.peaks->energy_j = joules;
-    r.record.peaks->power_w_mean = joules / 10;
-    r.record.peaks->sm_clock_mhz_min = 1410;
-    r.record.peaks->temp_c_max = 77;
+    r.record.readings->energy_j = joules;
+    r.record.readings->power_w_mean = joules / 10;
+    r.record.readings->sm_clock_mhz_min = 1410;
+    r.record.readings->temp_c_max = 77;
     sink.on_request(r.record, r.detail);
   }
   WindowDetail detail;
   TrainWindowRecord w = make_window(0, {30, 1.6, 1.6}, 1, 0.5, &detail);
   w.device = 1;
-  w.peaks->energy_j = 99.25;
+  w.readings->energy_j = 99.25;
   w.energy_j_per_sample = 12.5;
   sink.on_train_window(w, detail);
   auto s = scrape(sink);
@@ -211,8 +211,8 @@ TEST(PrometheusSink, HostEnergyAndVideosAreCounters) {
   for (std::int64_t videos : {1, 4}) {
     Request r = make_request(0, 10.0);
     r.record.device = 0;
-    r.record.peaks->energy_j = 100.0;
-    r.record.peaks->cpu_energy_j = 12.5;
+    r.record.readings->energy_j = 100.0;
+    r.record.readings->cpu_energy_j = 12.5;
     if (videos != 1) r.record.videos = videos;
     sink.on_request(r.record, r.detail);
   }

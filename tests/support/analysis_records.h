@@ -41,7 +41,7 @@ inline RequestRecord request(int rank, std::int64_t req, double e2e, bool warmup
   t.mfu = 400.0 / 989.0;
   r.dit = t;
   r.device = 0;
-  r.peaks = MemoryPeaks{std::uint64_t{40} << 30, std::uint64_t{60} << 30};
+  r.readings = DeviceReadings{std::uint64_t{40} << 30, std::uint64_t{60} << 30};
   return r;
 }
 
@@ -58,7 +58,7 @@ inline TrainWindowRecord window(int rank, std::int64_t first, std::int64_t steps
   w.phases_s = {{"data", 0.1 * p50}, {"fwd", 0.3 * p50}, {"bwd", 0.6 * p50}};
   w.micro_steps = 1;
   w.device = rank;
-  w.peaks = MemoryPeaks{std::uint64_t{50} << 30, std::uint64_t{70} << 30};
+  w.readings = DeviceReadings{std::uint64_t{50} << 30, std::uint64_t{70} << 30};
   TrainThroughput t;
   t.samples_per_s = 2.0 / p50;
   t.samples = 2.0;
@@ -105,7 +105,7 @@ inline RequestRecord full_request() {
   d.skipped_fwd = 12;
   d.effective_fwd = 38.5;
   r.device = 5;
-  DeviceReadings& m = *r.peaks;
+  DeviceReadings& m = *r.readings;
   m.energy_j = 875.5;
   m.energy_from = "power_x_time";
   m.energy_shared = true;

@@ -94,7 +94,7 @@ inline Request make_request(int rank, double e2e_s, int steps = 50, bool failed 
   dit.tflops = 754.7;
   dit.mfu = 0.5;
   r.record.dit = dit;
-  r.record.peaks = MemoryPeaks{46ull << 30, 102ull << 30};
+  r.record.readings = DeviceReadings{46ull << 30, 102ull << 30};
   return r;
 }
 

@@ -1,0 +1,630 @@
+// The report built a record at a time: the run's, ranks' and job's sums, ReportBuilder.
+#include <algorithm>
+#include <map>
+#include <set>
+
+#include "base/stats.h"
+#include "base/strings.h"
+#include "vxperf/phases.h"
+#include "vxperf/report.h"
+
+namespace vxperf::analysis {
+
+using internal::strprintf;
+namespace {
+
+// The core's rule (linear interpolation between closest ranks) over unsorted values, q in [0, 1];
+// 0 for no values.
+double percentile(std::vector<double> values, double q) {
+  if (values.empty()) return 0;
+  // The rule reads only the two closest ranks: each put in its place by selection, not a full
+  // sort (a million requests' sort, twice, was a tenth of the time). Their position as the rule
+  // computes it.
+  double pos = static_cast<double>(values.size() - 1) * (q * 100.0) / 100.0;
+  auto low = values.begin() + static_cast<std::ptrdiff_t>(pos);
+  std::nth_element(values.begin(), low, values.end());
+  if (low + 1 != values.end()) std::iter_swap(low + 1, std::min_element(low + 1, values.end()));
+  return internal::percentile(values, q * 100.0);
+}
+
+// The smallest value whose cumulative weight reaches q of the total.
+double weighted_percentile(std::vector<std::pair<double, double>> values, double q) {
+  if (values.empty()) return 0;
+  std::sort(values.begin(), values.end());
+  double total = 0;
+  for (const auto& v : values) total += v.second;
+  if (total <= 0)
+    return percentile(
+        [&] {
+          std::vector<double> plain;
+          for (const auto& v : values) plain.push_back(v.first);
+          return plain;
+        }(),
+        q);
+  double cumulative = 0;
+  for (const auto& v : values) {
+    cumulative += v.second;
+    if (cumulative >= q * total) return v.first;
+  }
+  return values.back().first;
+}
+
+// Mean weighted by `weight`, or nullopt without values.
+struct WeightedMean {
+  double sum = 0, weight = 0;
+  void add(double value, double w) {
+    sum += value * w;
+    weight += w;
+  }
+  std::optional<double> get() const {
+    return weight > 0 ? std::optional<double>(sum / weight) : std::nullopt;
+  }
+};
+
+void keep_max(std::optional<std::uint64_t>& into, std::uint64_t value) {
+  if (!into || value > *into) into = value;
+}
+
+// Names in order of first appearance with a running sum each. Records name the same stages and
+// phases in the same order, so the entry after the last one added is tried first.
+struct OrderedSums {
+  std::vector<std::pair<std::string, double>> entries;
+  std::size_t hint = 0;
+  void add(const std::string& name, double value) {
+    if (hint >= entries.size() || entries[hint].first != name) {
+      hint = 0;
+      while (hint < entries.size() && entries[hint].first != name) ++hint;
+      if (hint == entries.size()) entries.emplace_back(name, 0.0);
+    }
+    entries[hint++].second += value;
+  }
+};
+
+// Adds one record's meter readings; `units` is what its energy is per (1 request, its samples; 0
+// for another rank's share of a request already counted).
+void add_energy(std::optional<EnergySummary>& into, const DeviceReadings& r, double units) {
+  if (!r.energy_j && !r.power_w_mean && !r.sm_clock_mhz_min && !r.temp_c_max && !r.throttle) {
+    return;
+  }
+  if (!into) into.emplace();
+  EnergySummary& e = *into;
+  if (r.energy_j) {
+    if (units > 0) ++e.records;
+    e.energy_j += *r.energy_j;
+    // per_unit_j holds the units until finish_energy.
+    e.per_unit_j = e.per_unit_j.value_or(0) + units;
+  }
+  if (r.power_w_mean) {
+    e.power_w_mean = e.power_w_mean.value_or(0) + *r.power_w_mean;
+    if (!e.power_w_max || *r.power_w_mean > *e.power_w_max) e.power_w_max = *r.power_w_mean;
+  }
+  if (r.sm_clock_mhz_min && (!e.sm_clock_mhz_min || *r.sm_clock_mhz_min < *e.sm_clock_mhz_min)) {
+    e.sm_clock_mhz_min = r.sm_clock_mhz_min;
+  }
+  if (r.temp_c_max && (!e.temp_c_max || *r.temp_c_max > *e.temp_c_max)) e.temp_c_max = r.temp_c_max;
+  auto note = [](std::vector<std::string>& list, const std::string& v) {
+    if (std::find(list.begin(), list.end(), v) == list.end()) list.push_back(v);
+  };
+  if (r.throttle) {
+    for (const auto& reason : *r.throttle) note(e.throttle, reason);
+  }
+  if (r.energy_from) note(e.energy_from, *r.energy_from);
+}
+
+// The sums to means: `powers` records carried power_w_mean.
+void finish_energy(std::optional<EnergySummary>& e, std::int64_t powers) {
+  if (!e) return;
+  if (e->per_unit_j) {
+    e->per_unit_j =
+        *e->per_unit_j > 0 ? std::optional<double>(e->energy_j / *e->per_unit_j) : std::nullopt;
+  }
+  if (e->power_w_mean && powers > 0) *e->power_w_mean /= static_cast<double>(powers);
+}
+
+// A request summary's sums, one request at a time (the requests it is over: see RequestSide).
+struct RequestAcc {
+  std::int64_t count = 0;
+  std::vector<double> e2e;  // each request's, for the percentiles
+  double e2e_sum = 0;
+  std::optional<double> e2e_max;
+  std::optional<double> first_start, last_end;  // wall-clock seconds
+  OrderedSums stage_ms, stage_calls;
+  WeightedMean tflops, mfu;
+  double effective = 0;     // full forwards the transformer calls came to
+  std::int64_t powers = 0;  // records with power_w_mean
+  // A request computed by a group of ranks: (its data-parallel index, its number) -> its place
+  // in e2e. The run's sums count it once; a rank's, each of its records.
+  bool fold_groups = false;
+  std::map<std::pair<int, std::int64_t>, std::size_t> group_requests;
+  RequestSummary s;  // the fields taken as they come
+
+  void add_span(const RequestRecord& r) {
+    if (r.ts <= 0) return;  // a record without its settle time (a replay's)
+    double start = r.ts - r.e2e_s;
+    if (!first_start || start < *first_start) first_start = start;
+    if (!last_end || r.ts > *last_end) last_end = r.ts;
+  }
+
+  // Another rank's record of a request already counted: the request took as long as its slowest
+  // rank, and its energy is the group's.
+  void fold(const RequestRecord& r, std::size_t index) {
+    ++s.shared_records;
+    add_span(r);
+    double& e2e_s = e2e[index];
+    if (r.e2e_s > e2e_s) {
+      e2e_sum += r.e2e_s - e2e_s;
+      e2e_s = r.e2e_s;
+      if (!e2e_max || e2e_s > *e2e_max) e2e_max = e2e_s;
+    }
+    if (r.readings) {
+      add_energy(s.energy, *r.readings, 0.0);
+      if (r.readings->power_w_mean) ++powers;
+    }
+  }
+
+  void add(const RequestRecord& r) {
+    if (fold_groups && r.parallel && r.parallel->group > 1) {
+      auto [it, fresh] = group_requests.emplace(std::make_pair(r.parallel->dp_rank, r.req),
+                                                e2e.size());
+      if (!fresh) return fold(r, it->second);
+    }
+    ++count;
+    s.videos += r.videos.value_or(1);
+    e2e.push_back(r.e2e_s);
+    add_span(r);
+    if (r.parallel) s.layout = r.parallel;
+    e2e_sum += r.e2e_s;
+    if (!e2e_max || r.e2e_s > *e2e_max) e2e_max = r.e2e_s;
+    for (const auto& st : r.stages) {
+      stage_ms.add(st.name, st.total_ms);
+      stage_calls.add(st.name, static_cast<double>(st.count));
+    }
+    std::int64_t calls = 0;
+    for (const auto& st : r.stages) {
+      if (st.name.rfind("transformer", 0) == 0) calls += st.count;
+    }
+    s.transformer_calls += calls;
+    // A request without skips computed every call whole.
+    effective += r.dit && r.dit->effective_fwd ? *r.dit->effective_fwd : static_cast<double>(calls);
+    if (r.dit) {
+      const DitThroughput& d = *r.dit;
+      tflops.add(d.tflops, 1);
+      if (d.mfu) mfu.add(*d.mfu, 1);
+      s.params = d.params;
+      s.dtype = dtype_name(d.dtype);
+      if (d.peak_tflops) {
+        s.peak_tflops = *d.peak_tflops / std::max(d.devices, 1);
+        s.peak_source = peak_source_name(d.peak_source);
+      }
+      if (d.effective_fwd) s.skipped_fwd = s.skipped_fwd.value_or(0) + d.skipped_fwd.value_or(0);
+    }
+    if (r.readings) {
+      keep_max(s.peak_alloc_bytes, r.readings->allocated);
+      keep_max(s.peak_reserved_bytes, r.readings->reserved);
+      add_energy(s.energy, *r.readings, 1.0);
+      if (r.readings->power_w_mean) ++powers;
+    }
+  }
+
+  RequestSummary summary(std::int64_t warmup) const {
+    RequestSummary out = s;
+    finish_energy(out.energy, powers);
+    out.warmup = warmup;
+    out.count = count;
+    double n = static_cast<double>(std::max<std::int64_t>(count, 1));
+    out.e2e_p50_s = percentile(e2e, 0.5);
+    out.e2e_p95_s = percentile(e2e, 0.95);
+    if (first_start && *last_end > *first_start) {
+      out.requests_per_hour = static_cast<double>(count) * 3600.0 / (*last_end - *first_start);
+    }
+    out.e2e_max_s = e2e_max.value_or(0);
+    out.e2e_mean_s = e2e_sum / n;
+    // Both sums saw the same names in the same order.
+    for (std::size_t i = 0; i < stage_ms.entries.size(); ++i) {
+      const auto& [name, ms] = stage_ms.entries[i];
+      StageShare share;
+      share.name = name;
+      share.mean_ms = ms / n;
+      share.calls = stage_calls.entries[i].second / n;
+      share.share = e2e_sum > 0 ? ms / 1000.0 / e2e_sum : 0;
+      out.stages.push_back(share);
+    }
+    std::stable_sort(
+        out.stages.begin(), out.stages.end(),
+        [](const StageShare& a, const StageShare& b) { return a.mean_ms > b.mean_ms; });
+    out.tflops = tflops.get();
+    out.mfu = mfu.get();
+    if (out.skipped_fwd) out.effective_fwd = effective;
+    return out;
+  }
+};
+
+// Requests of one rank or of the run (`fold_groups`: a request of several ranks once): warmup
+// ones are excluded unless all are warmup, so both sets are summed and the choice made at the end.
+struct RequestSide {
+  RequestAcc measured, warmup;
+  explicit RequestSide(bool fold_groups) {
+    measured.fold_groups = fold_groups;
+    warmup.fold_groups = fold_groups;
+  }
+  void add(const RequestRecord& r) { (r.warmup ? warmup : measured).add(r); }
+  std::int64_t total() const { return measured.count + warmup.count; }
+  bool all_warmup() const { return measured.count == 0; }
+  const RequestAcc& chosen() const { return all_warmup() ? warmup : measured; }
+  RequestSummary summary() const { return chosen().summary(warmup.count); }
+};
+
+// Per-rank entries, looked up by rank. Records come a rank's file at a time, so the last rank's
+// entry is kept at hand rather than looked up for each record (a map's references stay valid as
+// it grows; a copy looks its own up again).
+template <typename Entry>
+class ByRank {
+ public:
+  ByRank() = default;
+  ByRank(const ByRank& other) : map_(other.map_) {}
+  ByRank& operator=(const ByRank& other) {
+    map_ = other.map_;
+    last_ = nullptr;
+    return *this;
+  }
+  Entry& operator[](int rank) {
+    if (last_ == nullptr || last_rank_ != rank) {
+      last_ = &map_[rank];
+      last_rank_ = rank;
+    }
+    return *last_;
+  }
+  auto begin() const { return map_.begin(); }
+  auto end() const { return map_.end(); }
+
+ private:
+  std::map<int, Entry> map_;
+  int last_rank_ = 0;
+  Entry* last_ = nullptr;
+};
+
+// A training summary's sums, one window at a time.
+struct TrainAcc {
+  std::int64_t windows = 0;
+  bool keep_values = true;  // each window's p50 and p95 with its weight (a rank's)
+  struct RankSums {
+    std::int64_t steps = 0, warmup = 0;
+    double samples = 0, wall_s = 0;
+  };
+  ByRank<RankSums> by_rank;
+  std::vector<std::pair<double, double>> p50s, p95s;
+  OrderedSums phases;
+  double phase_steps = 0;
+  WeightedMean tflops, hw_tflops, mfu, hfu;
+  bool have_latest = false;  // the window the ETA is taken from
+  std::int64_t latest_step = 0;
+  int latest_rank = 0;
+  double latest_eta = 0;
+  std::int64_t powers = 0;  // windows with power_w_mean
+  TrainSummary s;
+
+  void add(const TrainWindowRecord& w) {
+    ++windows;
+    RankSums& rank = by_rank[w.rank];
+    rank.steps += w.steps;
+    rank.warmup += w.warmup_excluded;
+    auto weight = static_cast<double>(std::max<std::int64_t>(w.steps, 1));
+    if (keep_values) {
+      p50s.emplace_back(w.step_s_p50, weight);
+      p95s.emplace_back(w.step_s_p95, weight);
+    }
+    for (const auto& [name, seconds] : w.phases_s) phases.add(name, seconds * weight);
+    phase_steps += weight;
+    if (w.parallel) s.layout = w.parallel;
+    if (w.readings) {
+      keep_max(s.peak_alloc_bytes, w.readings->allocated);
+      keep_max(s.peak_reserved_bytes, w.readings->reserved);
+      // Samples from J per sample (the engine's own division), so the mean is over samples.
+      double units = w.energy_j_per_sample && w.readings->energy_j && *w.energy_j_per_sample > 0
+                         ? *w.readings->energy_j / *w.energy_j_per_sample
+                         : 0.0;
+      add_energy(s.energy, *w.readings, units);
+      if (w.readings->power_w_mean) ++powers;
+    }
+    if (w.throughput) {
+      const auto& t = *w.throughput;
+      // "samples" is a per-step mean; the window's total is its rate times its wall time.
+      rank.samples += t.samples_per_s * t.wall_s;
+      rank.wall_s += t.wall_s;
+      s.dp = std::max(s.dp, t.dp);
+      if (t.priced) {
+        double priced = t.priced_s > 0 ? t.priced_s : 1.0;
+        tflops.add(t.tflops, priced);
+        hw_tflops.add(t.hw_tflops, priced);
+        if (t.mfu) mfu.add(*t.mfu, priced);
+        if (t.hfu) hfu.add(*t.hfu, priced);
+        s.params = t.params;
+        s.trainable = t.trainable;
+        s.dtype = dtype_name(t.dtype);
+        if (t.peak_tflops) {
+          s.peak_tflops = *t.peak_tflops / std::max(t.devices, 1);
+          s.peak_source = peak_source_name(t.peak_source);
+        }
+        if (t.skipped_fwd) s.skipped_fwd = s.skipped_fwd.value_or(0) + *t.skipped_fwd;
+        if (t.effective_fwd) s.effective_fwd = s.effective_fwd.value_or(0) + *t.effective_fwd;
+      }
+    }
+    if (w.eta_s && (!have_latest || w.step_last > latest_step ||
+                    (w.step_last == latest_step && w.rank < latest_rank))) {
+      have_latest = true;
+      latest_step = w.step_last;
+      latest_rank = w.rank;
+      latest_eta = *w.eta_s;
+    }
+  }
+
+  // `p50_values`, `p95_values`: the windows' percentiles with their weights.
+  TrainSummary summary(std::vector<std::pair<double, double>> p50_values,
+                       std::vector<std::pair<double, double>> p95_values) const {
+    TrainSummary out = s;
+    finish_energy(out.energy, powers);
+    out.windows = windows;
+    for (const auto& [rank, sums] : by_rank) {
+      out.steps = std::max(out.steps, sums.steps);
+      out.warmup_excluded = std::max(out.warmup_excluded, sums.warmup);
+    }
+    out.step_p50_s = weighted_percentile(std::move(p50_values), 0.5);
+    out.step_p95_s = weighted_percentile(std::move(p95_values), 0.95);
+    // The engine's phase order (its phase table), so that runs and ranks with different phase
+    // sets line up; a name the table does not know goes last.
+    auto order_of = [](const std::string& name) {
+      auto phase = phase_from_name(name);
+      return phase ? static_cast<int>(*phase) : kPhaseCount;
+    };
+    auto order = phases.entries;
+    std::stable_sort(order.begin(), order.end(), [&](const auto& a, const auto& b) {
+      return order_of(a.first) < order_of(b.first);
+    });
+    double phase_total = 0;
+    for (const auto& [name, sum] : order) {
+      double mean = phase_steps > 0 ? sum / phase_steps : 0;
+      out.phase_s.emplace_back(name, mean);
+      phase_total += mean;
+    }
+    for (const auto& [name, mean] : out.phase_s) {
+      out.phase_share.emplace_back(name, phase_total > 0 ? mean / phase_total : 0);
+    }
+    WeightedMean samples;
+    for (const auto& [rank, sums] : by_rank) {
+      if (sums.wall_s > 0) samples.add(sums.samples / sums.wall_s, 1);
+    }
+    out.samples_per_s = samples.get();
+    if (out.samples_per_s) out.samples_per_s_global = *out.samples_per_s * out.dp;
+    out.tflops = tflops.get();
+    out.hw_tflops = hw_tflops.get();
+    out.mfu = mfu.get();
+    out.hfu = hfu.get();
+    if (have_latest) out.eta_s = latest_eta;
+    return out;
+  }
+};
+
+// The job's energy, one record at a time (JobEnergy): sums, the union of each device's intervals
+// (disjoint spans in time order, a few per idle gap), the first records without readings.
+struct JobAcc {
+  static constexpr std::size_t kUnreadListed = 8;
+  struct Device {
+    std::int64_t records = 0;
+    double energy_j = 0;
+    double union_s = 0;
+    std::vector<std::pair<double, double>> spans;  // disjoint, in time order
+    double loose_s = 0;  // intervals without a settle time (a replay's records): summed
+
+    void add(double start, double end) {
+      // Records come nearly in the order they ended: most land at the back.
+      auto first = std::lower_bound(spans.begin(), spans.end(), start,
+                                    [](const auto& span, double t) { return span.second < t; });
+      auto last = first;
+      while (last != spans.end() && last->first <= end) {
+        start = std::min(start, last->first);
+        end = std::max(end, last->second);
+        union_s -= last->second - last->first;
+        ++last;
+      }
+      first = spans.erase(first, last);
+      spans.insert(first, {start, end});
+      union_s += end - start;
+    }
+  };
+
+  JobEnergy s;
+  bool any = false;                                       // some record carries energy_j
+  std::map<std::pair<int, int>, Device> devices;          // by (rank, device)
+  std::set<std::pair<int, std::int64_t>> group_requests;  // (dp_rank, req) of several ranks
+  double cpu_j = 0;
+  bool any_cpu = false;
+
+  // `seconds`: the record's interval; `label`: it, for the list of records without readings.
+  void add(int rank, const std::optional<int>& device, const std::optional<DeviceReadings>& r,
+           double ts, double seconds, const std::string& label) {
+    ++s.records;
+    if (r && r->cpu_energy_j) {
+      cpu_j += *r->cpu_energy_j;
+      any_cpu = true;
+    }
+    if (!r || !r->energy_j) {
+      ++s.unread;
+      if (s.unread_first.size() < kUnreadListed) s.unread_first.push_back(label);
+      return;
+    }
+    any = true;
+    if (r->energy_shared) ++s.shared;
+    s.energy_j += *r->energy_j;
+    Device& d = devices[{rank, device.value_or(0)}];
+    ++d.records;
+    d.energy_j += *r->energy_j;
+    // The meter's own seconds where it said them, else the record's.
+    if (r->power_w_mean && *r->power_w_mean > 0) seconds = *r->energy_j / *r->power_w_mean;
+    if (ts > 0 && seconds > 0) {
+      d.add(ts - seconds, ts);
+    } else if (seconds > 0) {
+      d.loose_s += seconds;
+    }
+  }
+
+  void request(const RequestRecord& r) {
+    add(r.rank, r.device, r.readings, r.ts, r.e2e_s,
+        strprintf("rank %d req %lld", r.rank, static_cast<long long>(r.req)));
+    if (!r.readings || !r.readings->energy_j) return;
+    s.request_energy_j += *r.readings->energy_j;
+    // A request of several ranks is counted once, its energy the sum of theirs.
+    if (r.parallel && r.parallel->group > 1 &&
+        !group_requests.emplace(r.parallel->dp_rank, r.req).second) {
+      return;
+    }
+    s.videos += r.videos.value_or(1);
+  }
+
+  void window(const TrainWindowRecord& w) {
+    double wall = w.throughput ? w.throughput->wall_s : 0.0;
+    add(w.rank, w.device, w.readings, w.ts, wall,
+        strprintf("rank %d steps %lld-%lld", w.rank, static_cast<long long>(w.step_first),
+                  static_cast<long long>(w.step_last)));
+    if (!w.readings || !w.readings->energy_j) return;
+    s.window_energy_j += *w.readings->energy_j;
+    if (w.energy_j_per_sample && *w.energy_j_per_sample > 0) {
+      // The ranks of one context- or tensor-parallel group took the same samples.
+      int sharing = w.parallel ? std::max(w.parallel->cp, 1) * std::max(w.parallel->tp, 1) : 1;
+      s.samples += *w.readings->energy_j / *w.energy_j_per_sample / sharing;
+    }
+  }
+
+  std::optional<JobEnergy> summary() const {
+    if (!any) return std::nullopt;
+    JobEnergy out = s;
+    if (any_cpu) out.cpu_energy_j = cpu_j;
+    if (out.videos > 0) out.j_per_video = out.request_energy_j / static_cast<double>(out.videos);
+    if (out.samples > 0) out.j_per_sample = out.window_energy_j / out.samples;
+    for (const auto& [key, d] : devices) {
+      DeviceEnergy e;
+      e.rank = key.first;
+      e.device = key.second;
+      e.records = d.records;
+      e.energy_j = d.energy_j;
+      e.seconds = d.union_s + d.loose_s;
+      if (e.seconds > 0) e.power_w_mean = e.energy_j / e.seconds;
+      out.devices.push_back(e);
+    }
+    return out;
+  }
+};
+
+}  // namespace
+
+struct ReportBuilder::State {
+  RequestSide requests{true};
+  TrainAcc training;
+  JobAcc job;
+  struct Rank {
+    std::optional<RequestSide> requests;
+    std::optional<TrainAcc> training;
+  };
+  ByRank<Rank> ranks;
+  std::vector<std::string> warnings;
+  State() { training.keep_values = false; }
+};
+
+ReportBuilder::ReportBuilder() : state_(std::make_unique<State>()) {}
+ReportBuilder::~ReportBuilder() = default;
+
+void ReportBuilder::request(const RequestRecord& record) {
+  state_->requests.add(record);
+  state_->job.request(record);
+  auto& rank = state_->ranks[record.rank];
+  if (!rank.requests) rank.requests.emplace(false);
+  rank.requests->add(record);
+}
+
+void ReportBuilder::window(const TrainWindowRecord& record) {
+  state_->training.add(record);
+  state_->job.window(record);
+  auto& rank = state_->ranks[record.rank];
+  if (!rank.training) rank.training.emplace();
+  rank.training->add(record);
+}
+
+void ReportBuilder::warning(const std::string& text) { state_->warnings.push_back(text); }
+
+Report ReportBuilder::finish(std::vector<std::string> sources) const {
+  const State& st = *state_;
+  Report report;
+  report.sources = std::move(sources);
+  report.warnings = st.warnings;
+  // The run's measured requests are the non-warmup ones of every rank unless all are warmup.
+  if (st.requests.total() > 0) report.requests = st.requests.summary();
+  if (st.training.windows > 0) {
+    std::vector<std::pair<double, double>> p50s, p95s;
+    for (const auto& [rank, r] : st.ranks) {
+      if (!r.training) continue;
+      p50s.insert(p50s.end(), r.training->p50s.begin(), r.training->p50s.end());
+      p95s.insert(p95s.end(), r.training->p95s.begin(), r.training->p95s.end());
+    }
+    report.training = st.training.summary(std::move(p50s), std::move(p95s));
+  }
+
+  for (const auto& [rank, r] : st.ranks) {
+    RankSummary rs;
+    rs.rank = rank;
+    if (r.requests) {
+      RequestSummary q = r.requests->summary();
+      rs.requests = q.count;
+      rs.e2e_p50_s = q.e2e_p50_s;
+      if (q.peak_alloc_bytes) keep_max(rs.peak_alloc_bytes, *q.peak_alloc_bytes);
+      rs.tflops = q.tflops;
+      rs.mfu = q.mfu;
+    }
+    if (r.training) {
+      TrainSummary t = r.training->summary(r.training->p50s, r.training->p95s);
+      rs.windows = t.windows;
+      rs.steps = t.steps;
+      rs.step_p50_s = t.step_p50_s;
+      rs.step_p95_s = t.step_p95_s;
+      rs.samples_per_s = t.samples_per_s;
+      rs.tflops = t.tflops;
+      rs.mfu = t.mfu;
+      if (t.peak_alloc_bytes) keep_max(rs.peak_alloc_bytes, *t.peak_alloc_bytes);
+      rs.phase_s = t.phase_s;
+    }
+    report.ranks.push_back(rs);
+  }
+
+  report.energy = st.job.summary();
+
+  // Stragglers, by the core's rule: by step time and phases when there is training, else by
+  // request latency.
+  std::vector<RankTimes> times;
+  std::vector<RankSummary*> measured;
+  for (auto& rs : report.ranks) {
+    if (report.training ? rs.step_p50_s.has_value() : rs.e2e_p50_s.has_value()) {
+      RankTimes t;
+      t.rank = rs.rank;
+      t.step_s = report.training ? *rs.step_p50_s : *rs.e2e_p50_s;
+      if (report.training) t.phases_s = rs.phase_s;
+      times.push_back(std::move(t));
+      measured.push_back(&rs);
+    }
+  }
+  if (times.size() >= 2) {
+    StragglerVerdict verdict = find_stragglers(times);
+    report.rank_median_s = verdict.median_s;
+    report.stragglers = verdict.stragglers;
+    report.straggler_phases = verdict.where;
+    for (std::size_t i = 0; i < measured.size(); ++i) measured[i]->excess_s = verdict.excess_s[i];
+  }
+  return report;
+}
+
+Report build_report(const RecordSet& records, std::vector<std::string> sources) {
+  ReportBuilder builder;
+  for (const auto& w : records.warnings) builder.warning(w);
+  for (const auto& r : records.requests) builder.request(r);
+  for (const auto& w : records.windows) builder.window(w);
+  return builder.finish(std::move(sources));
+}
+
+}  // namespace vxperf::analysis

@@ -1,0 +1,133 @@
+// Two reports compared metric by metric: report_metrics, compare_reports and their text and JSON.
+#include <cmath>
+
+#include "analysis/report_format.h"
+#include "analysis/units.h"
+#include "base/strings.h"
+#include "vxperf/report.h"
+
+namespace vxperf::analysis {
+
+using internal::strprintf;
+using report_format::Json;
+using report_format::kJoulesPerKwh;
+using report_format::opt_json;
+namespace {
+
+using units::kGiB;
+// Relative changes smaller than this read as "same" in a comparison.
+constexpr double kSameWithin = 0.005;
+
+}  // namespace
+
+std::vector<Metric> report_metrics(const Report& report) {
+  std::vector<Metric> m;
+  auto add = [&m](std::string name, const std::optional<double>& v, bool lower, std::string unit) {
+    if (v) m.push_back({std::move(name), *v, lower, std::move(unit)});
+  };
+  auto bytes = [](const std::optional<std::uint64_t>& b) {
+    return b ? std::optional<double>(static_cast<double>(*b) / kGiB) : std::nullopt;
+  };
+  if (const auto& r = report.requests) {
+    add("requests.e2e_p50_s", r->e2e_p50_s, true, "s");
+    add("requests.e2e_p95_s", r->e2e_p95_s, true, "s");
+    add("requests.e2e_max_s", r->e2e_max_s, true, "s");
+    add("requests.per_hour", r->requests_per_hour, false, "1/h");
+    for (const auto& s : r->stages) add("requests.stage." + s.name + "_ms", s.mean_ms, true, "ms");
+    add("requests.tflops", r->tflops, false, "TFLOPS");
+    add("requests.mfu", r->mfu, false, "");
+    add("requests.peak_alloc_gib", bytes(r->peak_alloc_bytes), true, "GiB");
+  }
+  if (const auto& t = report.training) {
+    add("training.step_p50_s", t->step_p50_s, true, "s");
+    add("training.step_p95_s", t->step_p95_s, true, "s");
+    for (const auto& [name, seconds] : t->phase_s) {
+      add("training.phase." + name + "_s", seconds, true, "s");
+    }
+    add("training.samples_per_s", t->samples_per_s, false, "1/s");
+    add("training.tflops", t->tflops, false, "TFLOPS");
+    add("training.mfu", t->mfu, false, "");
+    add("training.hfu", t->hfu, false, "");
+    add("training.peak_alloc_gib", bytes(t->peak_alloc_bytes), true, "GiB");
+    add("training.eta_h", t->eta_s ? std::optional<double>(*t->eta_s / 3600.0) : std::nullopt, true,
+        "h");
+  }
+  if (const auto& e = report.energy) {
+    add("energy.j_per_video", e->j_per_video, true, "J");
+    add("energy.j_per_sample", e->j_per_sample, true, "J");
+    add("energy.kwh", e->energy_j / kJoulesPerKwh, true, "kWh");
+  }
+  return m;
+}
+
+std::vector<MetricChange> compare_reports(const Report& a, const Report& b) {
+  std::vector<Metric> ma = report_metrics(a), mb = report_metrics(b);
+  std::vector<MetricChange> out;
+  auto find = [](const std::vector<Metric>& ms, const std::string& name) -> const Metric* {
+    for (const auto& m : ms) {
+      if (m.name == name) return &m;
+    }
+    return nullptr;
+  };
+  auto add = [&](const Metric& m) {
+    MetricChange c;
+    c.name = m.name;
+    c.unit = m.unit;
+    const Metric* x = find(ma, m.name);
+    const Metric* y = find(mb, m.name);
+    if (x) c.a = x->value;
+    if (y) c.b = y->value;
+    c.direction = "n/a";
+    if (x && y) {
+      double delta = y->value - x->value;
+      if (x->value != 0) c.change = delta / std::fabs(x->value);
+      double relative = c.change ? std::fabs(*c.change) : (delta == 0 ? 0 : 1);
+      if (relative < kSameWithin) {
+        c.direction = "same";
+      } else {
+        c.direction = (delta < 0) == m.lower_is_better ? "better" : "worse";
+      }
+    }
+    out.push_back(std::move(c));
+  };
+  for (const auto& m : ma) add(m);
+  for (const auto& m : mb) {
+    if (!find(ma, m.name)) add(m);
+  }
+  return out;
+}
+
+std::string format_comparison(const std::string& a_name, const std::string& b_name,
+                              const std::vector<MetricChange>& changes) {
+  std::string out = "A: " + a_name + "\nB: " + b_name + "\n";
+  out += strprintf("%-34s %14s %14s %9s  %s\n", "metric", "A", "B", "change", "");
+  auto value = [](const std::optional<double>& v, const std::string& unit) {
+    if (!v) return std::string("-");
+    if (unit.empty()) return strprintf("%.2f%%", *v * 100.0);  // utilizations
+    return strprintf("%.4g %s", *v, unit.c_str());
+  };
+  for (const auto& c : changes) {
+    out += strprintf("%-34s %14s %14s %9s  %s\n", c.name.c_str(), value(c.a, c.unit).c_str(),
+                     value(c.b, c.unit).c_str(),
+                     c.change ? strprintf("%+.1f%%", *c.change * 100.0).c_str() : "-",
+                     c.direction.c_str());
+  }
+  return out;
+}
+
+std::string comparison_json(const std::string& a_name, const std::string& b_name,
+                            const std::vector<MetricChange>& changes) {
+  Json metrics = Json::array();
+  for (const auto& c : changes) {
+    metrics.push_back({{"metric", c.name},
+                       {"a", opt_json(c.a)},
+                       {"b", opt_json(c.b)},
+                       {"change", opt_json(c.change)},
+                       {"direction", c.direction},
+                       {"unit", c.unit}});
+  }
+  Json j = {{"a", a_name}, {"b", b_name}, {"metrics", metrics}};
+  return j.dump(2, ' ', false, Json::error_handler_t::replace);  // file names may be any bytes
+}
+
+}  // namespace vxperf::analysis

@@ -1,0 +1,164 @@
+// The report as one JSON object (report_json): what `vxperf report --json` prints.
+#include "analysis/report_format.h"
+#include "schema/json_visitor.h"
+#include "schema/record_writer.h"
+#include "vxperf/report.h"
+
+namespace vxperf::analysis {
+
+using report_format::Json;
+using report_format::kJoulesPerKwh;
+using report_format::opt_json;
+namespace {
+
+Json job_energy_json(const JobEnergy& e) {
+  Json devices = Json::array();
+  for (const auto& d : e.devices) {
+    devices.push_back({{"rank", d.rank},
+                       {"device", "cuda:" + std::to_string(d.device)},
+                       {"records", d.records},
+                       {"energy_j", d.energy_j},
+                       {"kwh", d.energy_j / kJoulesPerKwh},
+                       {"seconds", d.seconds},
+                       {"power_w_mean", opt_json(d.power_w_mean)}});
+  }
+  return {{"energy_j", e.energy_j},
+          {"kwh", e.energy_j / kJoulesPerKwh},
+          {"cpu_energy_j", opt_json(e.cpu_energy_j)},
+          {"j_per_video", opt_json(e.j_per_video)},
+          {"videos", e.videos},
+          {"request_energy_j", e.request_energy_j},
+          {"j_per_sample", opt_json(e.j_per_sample)},
+          {"samples", e.samples},
+          {"window_energy_j", e.window_energy_j},
+          {"devices", devices},
+          {"records", e.records},
+          {"shared", e.shared},
+          {"unread", e.unread},
+          {"unread_first", e.unread_first}};
+}
+
+Json energy_json(const EnergySummary& e) {
+  Json j = {{"records", e.records},
+            {"energy_j", e.energy_j},
+            {"per_unit_j", opt_json(e.per_unit_j)},
+            {"power_w_mean", opt_json(e.power_w_mean)},
+            {"power_w_max", opt_json(e.power_w_max)},
+            {"throttle", e.throttle},
+            {"energy_from", e.energy_from}};
+  j["sm_clock_mhz_min"] = e.sm_clock_mhz_min ? Json(*e.sm_clock_mhz_min) : Json(nullptr);
+  j["temp_c_max"] = e.temp_c_max ? Json(*e.temp_c_max) : Json(nullptr);
+  return j;
+}
+
+// What an MFU rests on, in the report's JSON.
+void add_basis(Json& j, const std::optional<std::int64_t>& params,
+               const std::optional<double>& peak, const std::string& source,
+               const std::string& dtype, const std::optional<std::int64_t>& skipped,
+               const std::optional<double>& effective) {
+  j["params"] = params ? Json(*params) : Json(nullptr);
+  j["peak_tflops_per_device"] = opt_json(peak);
+  // Records mark only a measured peak: a table's and the variable's read alike.
+  j["peak_measured"] = peak ? Json(source == "measured") : Json(nullptr);
+  j["dtype"] = dtype.empty() ? Json(nullptr) : Json(dtype);
+  if (skipped) j["skipped_fwd"] = *skipped;
+  if (effective) j["effective_fwd"] = *effective;
+}
+
+// A layout as its record carries it (the field table's object), or null.
+Json layout_json(const std::optional<ParallelLayout>& layout) {
+  if (!layout) return nullptr;
+  internal::JsonVisitor out(Json::object());
+  internal::Writer writer(out);
+  internal::describe(writer, *layout);
+  return std::move(out.json());
+}
+
+}  // namespace
+
+std::string report_json(const Report& report) {
+  Json j;
+  j["sources"] = report.sources;
+  j["warnings"] = report.warnings;
+  if (const auto& r = report.requests) {
+    Json stages = Json::array();
+    for (const auto& s : r->stages) {
+      stages.push_back(
+          {{"name", s.name}, {"mean_ms", s.mean_ms}, {"calls", s.calls}, {"share", s.share}});
+    }
+    j["requests"] = {{"count", r->count},
+                     {"warmup", r->warmup},
+                     {"e2e_s",
+                      {{"p50", r->e2e_p50_s},
+                       {"p95", r->e2e_p95_s},
+                       {"max", r->e2e_max_s},
+                       {"mean", r->e2e_mean_s}}},
+                     {"stages", stages},
+                     {"tflops", opt_json(r->tflops)},
+                     {"mfu", opt_json(r->mfu)},
+                     {"peak_alloc_bytes", opt_json(r->peak_alloc_bytes)},
+                     {"peak_reserved_bytes", opt_json(r->peak_reserved_bytes)},
+                     {"requests_per_hour", opt_json(r->requests_per_hour)},
+                     {"shared_records", r->shared_records},
+                     {"layout", layout_json(r->layout)}};
+    add_basis(j["requests"], r->params, r->peak_tflops, r->peak_source, r->dtype, r->skipped_fwd,
+              r->effective_fwd);
+    if (r->energy) j["requests"]["energy"] = energy_json(*r->energy);
+  } else {
+    j["requests"] = nullptr;
+  }
+  if (const auto& t = report.training) {
+    Json phases = Json::object();
+    for (std::size_t i = 0; i < t->phase_s.size(); ++i) {
+      phases[t->phase_s[i].first] = {{"mean_s", t->phase_s[i].second},
+                                     {"share", t->phase_share[i].second}};
+    }
+    j["training"] = {{"windows", t->windows},
+                     {"steps", t->steps},
+                     {"warmup_excluded", t->warmup_excluded},
+                     {"step_s", {{"p50", t->step_p50_s}, {"p95", t->step_p95_s}}},
+                     {"phases", phases},
+                     {"samples_per_s", opt_json(t->samples_per_s)},
+                     {"samples_per_s_global", opt_json(t->samples_per_s_global)},
+                     {"dp", t->dp},
+                     {"tflops", opt_json(t->tflops)},
+                     {"hw_tflops", opt_json(t->hw_tflops)},
+                     {"mfu", opt_json(t->mfu)},
+                     {"hfu", opt_json(t->hfu)},
+                     {"peak_alloc_bytes", opt_json(t->peak_alloc_bytes)},
+                     {"peak_reserved_bytes", opt_json(t->peak_reserved_bytes)},
+                     {"eta_s", opt_json(t->eta_s)},
+                     {"layout", layout_json(t->layout)}};
+    add_basis(j["training"], t->params, t->peak_tflops, t->peak_source, t->dtype, t->skipped_fwd,
+              t->effective_fwd);
+    if (t->energy) j["training"]["energy"] = energy_json(*t->energy);
+  } else {
+    j["training"] = nullptr;
+  }
+  Json ranks = Json::array();
+  for (const auto& rs : report.ranks) {
+    Json phases = Json::object();
+    for (const auto& [name, seconds] : rs.phase_s) phases[name] = seconds;
+    ranks.push_back({{"rank", rs.rank},
+                     {"requests", rs.requests},
+                     {"e2e_p50_s", opt_json(rs.e2e_p50_s)},
+                     {"windows", rs.windows},
+                     {"steps", rs.steps},
+                     {"step_p50_s", opt_json(rs.step_p50_s)},
+                     {"step_p95_s", opt_json(rs.step_p95_s)},
+                     {"samples_per_s", opt_json(rs.samples_per_s)},
+                     {"tflops", opt_json(rs.tflops)},
+                     {"mfu", opt_json(rs.mfu)},
+                     {"peak_alloc_bytes", opt_json(rs.peak_alloc_bytes)},
+                     {"phases_s", phases},
+                     {"excess_s", opt_json(rs.excess_s)}});
+  }
+  j["ranks"] = ranks;
+  if (report.energy) j["energy"] = job_energy_json(*report.energy);
+  j["stragglers"] = report.stragglers;
+  j["straggler_phases"] = report.straggler_phases;
+  j["rank_median_s"] = opt_json(report.rank_median_s);
+  return j.dump(2, ' ', false, Json::error_handler_t::replace);  // file names may be any bytes
+}
+
+}  // namespace vxperf::analysis

@@ -1,0 +1,250 @@
+// The report as text (format_report): what `vxperf report` prints.
+#include "analysis/report_format.h"
+#include "analysis/units.h"
+#include "base/strings.h"
+#include "vxperf/report.h"
+
+namespace vxperf::analysis {
+
+using internal::strprintf;
+using report_format::kJoulesPerKwh;
+namespace {
+
+std::string opt_text(const std::optional<double>& v, const char* format, double scale = 1) {
+  return v ? strprintf(format, *v * scale) : std::string("-");
+}
+
+// The meter's lines: energy per `unit` and in all, then power, clock, temperature, throttling.
+template <class Line>
+void energy_lines(Line& line, const EnergySummary& e, const char* unit, const char* over) {
+  if (e.records > 0) {
+    std::string from;
+    for (const auto& f : e.energy_from) from += (from.empty() ? "" : ", ") + f;
+    line("  energy   " + opt_text(e.per_unit_j, "%.3f J") + "/" + unit +
+         strprintf(", %.3f J over %lld %s", e.energy_j, static_cast<long long>(e.records), over) +
+         (from.empty() ? "" : " (from " + from + ")"));
+  }
+  std::string device = "  device   power " + opt_text(e.power_w_mean, "%.1f W") + " mean, " +
+                       opt_text(e.power_w_max, "%.1f W") + " max";
+  if (e.sm_clock_mhz_min) {
+    device += strprintf("  SM clock min %lld MHz", static_cast<long long>(*e.sm_clock_mhz_min));
+  }
+  if (e.temp_c_max) device += strprintf("  temp max %lld C", static_cast<long long>(*e.temp_c_max));
+  line(device);
+  std::string reasons;
+  for (const auto& r : e.throttle) reasons += (reasons.empty() ? "" : ", ") + r;
+  line("  throttle " + (reasons.empty() ? std::string("none seen") : reasons));
+}
+
+// "cuda:0 rank 1".
+std::string device_label(const DeviceEnergy& d) {
+  return strprintf("cuda:%d rank %d", d.device, d.rank);
+}
+
+// The job's totals: energy in all, per video and per sample, each device, what went unread.
+template <class Line>
+void job_energy_lines(Line& line, const JobEnergy& e) {
+  std::string head =
+      strprintf("Energy (job): %.6f kWh (%.3f J) on %zu device%s", e.energy_j / kJoulesPerKwh,
+                e.energy_j, e.devices.size(), e.devices.size() == 1 ? "" : "s");
+  if (e.cpu_energy_j) head += strprintf("; host CPU and DRAM %.3f J", *e.cpu_energy_j);
+  line(head);
+  if (e.j_per_video) {
+    line(strprintf("  per video   %.3f J over %lld videos (%.3f J of their requests)",
+                   *e.j_per_video, static_cast<long long>(e.videos), e.request_energy_j));
+  }
+  if (e.j_per_sample) {
+    line(strprintf("  per sample  %.4f J over %.6g samples (every rank's %.3f J)", *e.j_per_sample,
+                   e.samples, e.window_energy_j));
+  }
+  for (const auto& d : e.devices) {
+    line(strprintf("  %-14s %.6f kWh  %.3f J  ", device_label(d).c_str(),
+                   d.energy_j / kJoulesPerKwh, d.energy_j) +
+         opt_text(d.power_w_mean, "%.1f W") +
+         strprintf(" mean over %.3f s (%lld records)", d.seconds,
+                   static_cast<long long>(d.records)));
+  }
+  if (e.shared > 0) {
+    line(
+        strprintf("  shared      %lld records split their device's energy with others open at the "
+                  "same time",
+                  static_cast<long long>(e.shared)));
+  }
+  if (e.unread > 0) {
+    std::string which;
+    for (const auto& label : e.unread_first) which += (which.empty() ? "" : ", ") + label;
+    if (e.unread > static_cast<std::int64_t>(e.unread_first.size())) which += ", ...";
+    line(strprintf("  no readings %lld of %lld records: ", static_cast<long long>(e.unread),
+                   static_cast<long long>(e.records)) +
+         which);
+  }
+}
+
+// "  layout   dp=4 (2 replicas x 2 shards)  cp=2  tp=1, 2 ranks a request (cp: diffusers, ...)".
+std::string layout_line(const ParallelLayout& p, bool requests) {
+  std::string text = strprintf("  layout   dp=%d", p.dp);
+  if (p.dp_shard > 1) text += strprintf(" (%d x %d sharded)", p.dp_replicate, p.dp_shard);
+  text += strprintf("  cp=%d  tp=%d", p.cp, p.tp);
+  if (requests) text += strprintf(", %d rank%s a request", p.group, p.group == 1 ? "" : "s");
+  std::string from;
+  for (const auto& [dim, source] : p.from) {
+    from += (from.empty() ? "" : ", ") + dim + ": " + source;
+  }
+  return text + (from.empty() ? " (the world's)" : " (" + from + ")");
+}
+
+using units::duration;
+using units::flops_rate;
+using units::gib;
+using units::param_count;
+
+std::string flops_cell(const std::optional<double>& tflops) {
+  return tflops ? units::flops_cell(*tflops) : std::string("-");
+}
+
+// "  DiT 1.42B params  150.3 TFLOPS  MFU 45.1% of 333 TFLOPS per device (measured, fp8)". The
+// records say a peak's source only when it was measured (a table or variable peak is the
+// reference's own and unmarked), and the dtype only when it is not bf16.
+std::string dit_line(const std::optional<std::int64_t>& params, const std::optional<double>& rate,
+                     const std::string& utilization, const std::optional<double>& peak,
+                     const std::string& source, const std::string& dtype) {
+  std::string text = "  DiT ";
+  if (params) text += param_count(*params) + " params  ";
+  text += rate ? flops_rate(*rate) : std::string("-");
+  text += "  " + utilization;
+  if (peak) {
+    text += " of " + flops_rate(*peak) + " per device";
+    std::string basis = source == "measured" ? source : "";
+    if (!dtype.empty() && dtype != "bf16") basis += (basis.empty() ? "" : ", ") + dtype;
+    if (!basis.empty()) text += " (" + basis + ")";
+  }
+  return text;
+}
+
+// "  cached forwards: 12 of 40 transformer calls skipped, 25.5 full forwards computed".
+std::string skip_line(const std::optional<std::int64_t>& skipped,
+                      const std::optional<double>& effective, const char* calls_text) {
+  if (!skipped && !effective) return {};
+  return strprintf("  cached forwards: %lld %s skipped, %.4g full forwards computed",
+                   static_cast<long long>(skipped.value_or(0)), calls_text, effective.value_or(0));
+}
+
+}  // namespace
+
+std::string format_report(const Report& report) {
+  std::string out;
+  auto line = [&out](const std::string& text) { out += text + "\n"; };
+  for (const auto& w : report.warnings) line("warning: " + w);
+  if (!report.requests && !report.training) {
+    line("no records");
+    return out;
+  }
+  if (const auto& r = report.requests) {
+    line(strprintf("Requests: %lld measured%s", static_cast<long long>(r->count),
+                   r->warmup
+                       ? strprintf(" (%lld warmup %s)", static_cast<long long>(r->warmup),
+                                   r->warmup == r->count ? "included: all are warmup" : "excluded")
+                             .c_str()
+                       : ""));
+    line(strprintf("  e2e      p50 %.3fs  p95 %.3fs  max %.3fs  mean %.3fs", r->e2e_p50_s,
+                   r->e2e_p95_s, r->e2e_max_s, r->e2e_mean_s));
+    if (r->requests_per_hour) line(strprintf("  rate     %.1f requests/hour", *r->requests_per_hour));
+    if (r->layout) {
+      line(layout_line(*r->layout, true) +
+           (r->shared_records > 0
+                ? strprintf("; %lld records of the same requests on other ranks counted with them",
+                            static_cast<long long>(r->shared_records))
+                : std::string()));
+    }
+    line(strprintf("  %-16s %12s %8s %8s", "stage", "mean/request", "calls", "share"));
+    for (const auto& s : r->stages) {
+      line(strprintf("  %-16s %10.1fms %8.1f %7.1f%%", s.name.c_str(), s.mean_ms, s.calls,
+                     s.share * 100.0));
+    }
+    line(dit_line(r->params, r->tflops, "MFU " + opt_text(r->mfu, "%.1f%%", 100.0), r->peak_tflops,
+                  r->peak_source, r->dtype));
+    if (r->skipped_fwd) {
+      line(skip_line(
+          r->skipped_fwd, r->effective_fwd,
+          strprintf("of %lld transformer calls", static_cast<long long>(r->transformer_calls))
+              .c_str()));
+    }
+    if (r->peak_alloc_bytes) {
+      line("  peak memory " + gib(*r->peak_alloc_bytes) + " allocated, " +
+           gib(r->peak_reserved_bytes.value_or(0)) + " reserved");
+    }
+    // A request is one video unless some request said it made more (then see the job's lines).
+    if (r->energy) {
+      energy_lines(line, *r->energy, r->videos == r->count ? "request (video)" : "request",
+                   "requests");
+    }
+  }
+  if (const auto& t = report.training) {
+    line(strprintf("Training: %lld steps in %lld windows%s", static_cast<long long>(t->steps),
+                   static_cast<long long>(t->windows),
+                   t->warmup_excluded ? strprintf(" (%lld warmup excluded)",
+                                                  static_cast<long long>(t->warmup_excluded))
+                                            .c_str()
+                                      : ""));
+    line(strprintf("  step     p50 %.3fs  p95 %.3fs", t->step_p50_s, t->step_p95_s));
+    if (t->layout) line(layout_line(*t->layout, false));
+    line(strprintf("  %-16s %12s %8s", "phase", "mean/step", "share"));
+    for (std::size_t i = 0; i < t->phase_s.size(); ++i) {
+      line(strprintf("  %-16s %11.3fs %7.1f%%", t->phase_s[i].first.c_str(), t->phase_s[i].second,
+                     t->phase_share[i].second * 100.0));
+    }
+    line("  " + opt_text(t->samples_per_s, "%.3f samples/s") +
+         strprintf(" per rank, dp=%d -> ", t->dp) +
+         opt_text(t->samples_per_s_global, "%.3f samples/s global"));
+    line(dit_line(
+        t->params, t->tflops,
+        "MFU " + opt_text(t->mfu, "%.1f%%", 100.0) + "  HFU " + opt_text(t->hfu, "%.1f%%", 100.0),
+        t->peak_tflops, t->peak_source, t->dtype));
+    if (t->params && t->trainable && *t->trainable != *t->params) {
+      line("  trainable " + param_count(*t->trainable) + " params");
+    }
+    if (t->skipped_fwd) line(skip_line(t->skipped_fwd, t->effective_fwd, "forward calls"));
+    if (t->peak_alloc_bytes) {
+      line("  peak memory " + gib(*t->peak_alloc_bytes) + " allocated, " +
+           gib(t->peak_reserved_bytes.value_or(0)) + " reserved");
+    }
+    if (t->energy) energy_lines(line, *t->energy, "sample", "windows");
+    if (t->eta_s) line("  ETA " + duration(*t->eta_s));
+  }
+  if (report.energy) job_energy_lines(line, *report.energy);
+  if (report.ranks.size() > 1) {
+    line(strprintf("Ranks (%zu):", report.ranks.size()));
+    line(strprintf("  %4s %8s %9s %6s %9s %9s %10s %8s %7s %10s %9s", "rank", "requests", "e2e p50",
+                   "steps", "step p50", "step p95", "samples/s", "FLOP/s", "MFU", "peak alloc",
+                   "excess"));
+    for (const auto& rs : report.ranks) {
+      line(strprintf("  %4d %8lld %9s %6lld %9s %9s %10s %8s %7s %10s %9s", rs.rank,
+                     static_cast<long long>(rs.requests), opt_text(rs.e2e_p50_s, "%.3fs").c_str(),
+                     static_cast<long long>(rs.steps), opt_text(rs.step_p50_s, "%.3fs").c_str(),
+                     opt_text(rs.step_p95_s, "%.3fs").c_str(),
+                     opt_text(rs.samples_per_s, "%.3f").c_str(), flops_cell(rs.tflops).c_str(),
+                     opt_text(rs.mfu, "%.1f%%", 100).c_str(),
+                     rs.peak_alloc_bytes ? gib(*rs.peak_alloc_bytes).c_str() : "-",
+                     opt_text(rs.excess_s, "%.3fs").c_str()));
+    }
+    if (report.stragglers.empty()) {
+      line("Stragglers: none");
+    } else {
+      std::string text = "Stragglers:";
+      for (std::size_t i = 0; i < report.stragglers.size(); ++i) {
+        int rank = report.stragglers[i];
+        for (const auto& rs : report.ranks) {
+          if (rs.rank != rank) continue;
+          double v = report.training ? rs.step_p50_s.value_or(0) : rs.e2e_p50_s.value_or(0);
+          text += strprintf(" rank %d (%.3fs, +%.3fs above the ranks' medians, most in %s)", rank,
+                            v, rs.excess_s.value_or(0), report.straggler_phases[i].c_str());
+        }
+      }
+      text += strprintf(" against the median %.3fs", *report.rank_median_s);
+      line(text);
+    }
+  }
+  return out;
+}
+
+}  // namespace vxperf::analysis
