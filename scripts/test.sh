@@ -4,7 +4,7 @@
 # transformers, accelerate, peft and trackers, on the real torch.distributed) and the wheel; then
 # the core, CUDA-backend, NVML, analysis, serving and fault-injection tests under AddressSanitizer
 # + UBSan, in the build that also makes both fuzzers (run for a bounded time); and the
-# concurrency, fork, CUDA-backend, NVML and serving tests under ThreadSanitizer. Each stage's time
+# concurrency, fork, CUDA-backend, NVML, serving and parallel-reading tests under ThreadSanitizer. Each stage's time
 # is printed at the end.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -78,7 +78,7 @@ stage "fuzz (30s each)" env VXPERF_FUZZ_BUILD=build-asan ASAN_OPTIONS=intercept_
   bash scripts/fuzz.sh 30
 
 stage "build tsan" sanitizer_build build-tsan gcc g++ -g1 -DVXPERF_SANITIZE=thread vxperf_live_tests \
-  vxperf_cuda_tests vxperf_prometheus_tests vxperf_faults_tests vxperf_nvml_tests
+  vxperf_cuda_tests vxperf_prometheus_tests vxperf_faults_tests vxperf_nvml_tests vxperf_analysis_tests
 tsan() {
   export TSAN_OPTIONS=halt_on_error=1
   ./build-tsan/tests/vxperf_live_tests --gtest_filter='Concurrency*:Inference*:LiveTrace*'
@@ -86,5 +86,6 @@ tsan() {
   ./build-tsan/tests/vxperf_cuda_tests
   ./build-tsan/tests/vxperf_nvml_tests  # the power sampler's thread
   ./build-tsan/tests/vxperf_prometheus_tests
+  ./build-tsan/tests/vxperf_analysis_tests --gtest_filter='ParallelRead*'  # the parsing threads
 }
 stage "tsan tests" tsan

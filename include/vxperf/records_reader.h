@@ -47,6 +47,10 @@ struct ReadOptions {
   // the general way (simdjson's DOM) and the two records compared: a difference throws
   // std::logic_error. For fuzzing and tests; about twice as slow.
   bool check_fast_path = false;
+  // Threads that parse files (stream_record_files; a stream is read on the calling thread): 0, one
+  // per core (at most 8); 1, the calling thread only. Records are handed over in input order
+  // whatever the number, on the calling thread.
+  int threads = 0;
 };
 
 // What a streaming read hands over: each record as it is read (then forgotten; a handler keeps

@@ -32,8 +32,11 @@ class RecordLineReader {
   // The same line the general way only: what read() must agree with.
   Got read_dom(const char* data, std::size_t size);
 
+  // The record read (movable from: the next read starts afresh).
   const RequestRecord& request() const { return request_; }
   const TrainWindowRecord& window() const { return window_; }
+  RequestRecord& request() { return request_; }
+  TrainWindowRecord& window() { return window_; }
   const std::string& problem() const { return problem_; }
   // The last line was read On-Demand (what the tests hold the fast path to).
   bool fast() const { return fast_; }

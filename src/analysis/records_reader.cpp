@@ -12,9 +12,11 @@
 #include <simdjson.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstdint>
 #include <cstring>
+#include <deque>
 #include <filesystem>
 #include <iostream>
 #include <map>
@@ -22,22 +24,14 @@
 #include <stdexcept>
 #include <vector>
 
-#include "analysis/record_line.h"
+#include "analysis/line_batches.h"
 #include "schema/json.h"
 
 namespace vxperf::analysis {
 namespace {
 
-bool blank(const char* data, std::size_t size) {
-  for (std::size_t i = 0; i < size; ++i) {
-    char c = data[i];
-    if (c != ' ' && c != '\t' && c != '\r') return false;
-  }
-  return true;
-}
-
-// One read: the parser (its buffers kept from line to line), the records handed over so far and
-// the state of the file being read.
+// One read: the records handed over so far and the state of the file being read, applied a parsed
+// batch at a time in input order.
 class Stream {
  public:
   Stream(RecordHandler& handler, const ReadOptions& options)
@@ -71,46 +65,40 @@ class Stream {
     }
   }
 
-  // `data` has simdjson's padding readable after `size` bytes. `complete`: it ended with a newline.
-  void line(const char* data, std::size_t size, bool complete, std::int64_t line) {
-    if (size == 0 || blank(data, size)) return;
-    RecordLineReader::Got got = lines_.read(data, size);
-    if (options_.check_fast_path && lines_.fast()) check_fast_path(got, data, size, line);
-    switch (got) {
-      case RecordLineReader::Got::kRequest:
-        return deliver(lines_.request(), line);
-      case RecordLineReader::Got::kWindow:
-        return deliver(lines_.window(), line);
-      case RecordLineReader::Got::kNotJson:
-        // Only a last line without its newline can be a writer that died mid-write.
-        if (!complete) {
-          handler_.warning(name_ + ":" + std::to_string(line) +
-                           ": torn last line skipped (not complete JSON)");
-          return;
-        }
-        return bad(line, "not valid JSON");
-      case RecordLineReader::Got::kWrong:
-        return bad(line, lines_.problem());
+  // A parsed batch of the current file, in input order: its records handed over, its problems
+  // said. `base`: the number of the line before the batch's first.
+  void apply(LineBatch& batch, std::int64_t base) {
+    if (batch.error) std::rethrow_exception(batch.error);
+    if (batch.disagreed_at > 0) {  // ReadOptions::check_fast_path
+      throw std::logic_error(name_ + ":" + std::to_string(base + batch.disagreed_at) + ": " +
+                             batch.disagreement);
+    }
+    for (const LineBatch::Line& l : batch.lines) {
+      std::int64_t line = base + l.number;
+      switch (l.got) {
+        case RecordLineReader::Got::kRequest:
+          deliver(batch.requests[l.index], line);
+          break;
+        case RecordLineReader::Got::kWindow:
+          deliver(batch.windows[l.index], line);
+          break;
+        case RecordLineReader::Got::kNotJson:
+          // Only a last line without its newline can be a writer that died mid-write.
+          if (!l.complete) {
+            handler_.warning(name_ + ":" + std::to_string(line) +
+                             ": torn last line skipped (not complete JSON)");
+          } else {
+            bad(line, "not valid JSON");
+          }
+          break;
+        case RecordLineReader::Got::kWrong:
+          bad(line, batch.problems[l.index]);
+          break;
+      }
     }
   }
 
  private:
-  // The fast path's record against the DOM walk's, as JSON lines.
-  void check_fast_path(RecordLineReader::Got got, const char* data, std::size_t size,
-                       std::int64_t line) {
-    auto text = [&](RecordLineReader::Got as) {
-      return as == RecordLineReader::Got::kRequest  ? to_json_line(lines_.request())
-             : as == RecordLineReader::Got::kWindow ? to_json_line(lines_.window())
-                                                    : "(" + lines_.problem() + ")";
-    };
-    std::string fast = text(got);
-    RecordLineReader::Got again = lines_.read_dom(data, size);
-    if (again != got || text(again) != fast) {
-      throw std::logic_error(name_ + ":" + std::to_string(line) + ": the fast path read " + fast +
-                             " where the DOM walk reads " + text(again));
-    }
-  }
-
   void deliver(const RequestRecord& r, std::int64_t line) {
     check_order(0, r.rank, r.ts, line);
     ++records_;
@@ -155,7 +143,6 @@ class Stream {
 
   RecordHandler& handler_;
   const ReadOptions& options_;
-  RecordLineReader lines_;  // its parsers' buffers kept from line to line
   std::int64_t records_ = 0;
   std::string name_;
   std::int64_t bad_lines_ = 0, last_bad_line_ = 0;
@@ -171,81 +158,177 @@ class Stream {
                        " records: too much to summarize at once (split the input)");
 }
 
-// 256 KiB: the bytes read stay in the core's L2 cache until parsed.
+// 256 KiB a batch: the bytes read stay in the core's L2 cache until parsed.
 constexpr std::size_t kChunk = 256 << 10;
 
-// Reads `fd` a buffer at a time, cutting it into lines. `buffer` (kChunk and simdjson's padding, or
-// more after a longer line) is the read's, kept from file to file: zeroing a fresh one per file was
-// a twentieth of the time over a thousand small rank files.
-void read_fd(int fd, const std::string& name, Stream& stream, std::vector<char>& buffer) {
-  std::int64_t line = 0;
-  stream.begin_file(name);
+// Batches of lines to the parsers and back into the stream in order: each file's lines cut into
+// batches of whole lines, parsed on the workers while the next are read, applied as they come back.
+class Reading {
+ public:
+  Reading(Stream& stream, const ReadOptions& options, unsigned workers)
+      : stream_(stream), options_(options), batches_(workers) {}
+
+  // A batch, its buffer one of those given back.
+  LineBatch fresh() {
+    LineBatch batch;
+    if (spare_.empty()) {
+      batch.text.resize(kChunk + simdjson::SIMDJSON_PADDING);
+    } else {
+      batch.text = std::move(spare_.back());
+      spare_.pop_back();
+    }
+    batch.check_fast_path = options_.check_fast_path;
+    return batch;
+  }
+
+  // Files are given whole, one after the other: begin (its first line's number), batches, end.
+  void begin_file(const std::string& name, std::int64_t first_line = 1) {
+    files_.push_back({name, 0, first_line - 1});
+  }
+  void give(LineBatch batch) {
+    ++files_.back().batches;
+    if (batches_.in_flight() >= batches_.capacity()) apply_one();
+    batches_.submit(std::move(batch));
+  }
+  void end_file() { files_.back().ended = true, apply_ended(); }
+  // Everything given, applied (before an error is said, so that what came before it is handed
+  // over first, as a reading on one thread would).
+  void drain() {
+    while (batches_.in_flight() > 0) apply_one();
+    apply_ended();
+  }
+  const Stream& stream() const { return stream_; }
+
+ private:
+  struct File {
+    std::string name;
+    std::int64_t batches = 0;  // given, not yet applied
+    std::int64_t lines = 0;    // applied so far (before the first: the first's number - 1)
+    bool begun = false, ended = false;
+  };
+
+  void apply_one() {
+    File& file = files_.front();
+    if (!file.begun) stream_.begin_file(file.name), file.begun = true;
+    LineBatch batch = batches_.take();
+    try {
+      stream_.apply(batch, file.lines);
+    } catch (const std::bad_alloc&) {
+      out_of_memory(stream_, file.name, file.lines + 1);
+    }
+    file.lines += batch.line_count;
+    --file.batches;
+    batch.text.resize(std::max(batch.text.size(), kChunk + simdjson::SIMDJSON_PADDING));
+    if (spare_.size() < 2 * batches_.capacity()) spare_.push_back(std::move(batch.text));
+    apply_ended();
+  }
+  // Files whose batches have all been applied: ended in the stream.
+  void apply_ended() {
+    while (!files_.empty() && files_.front().ended && files_.front().batches == 0) {
+      if (!files_.front().begun) stream_.begin_file(files_.front().name);
+      stream_.end_file();
+      files_.pop_front();
+    }
+  }
+
+  Stream& stream_;
+  const ReadOptions& options_;
+  LineBatches batches_;
+  std::deque<File> files_;  // begun, not yet ended in the stream
+  std::vector<std::vector<char>> spare_;
+};
+
+// Reads `fd` a buffer at a time, cut into batches of whole lines.
+void read_fd(int fd, const std::string& name, Reading& reading) {
+  reading.begin_file(name);
+  std::int64_t lines = 0;  // given so far
   try {
-    std::size_t begin = 0, end = 0;
-    bool eof = false;
+    LineBatch batch = reading.fresh();
+    std::size_t end = 0;
     for (;;) {
-      std::size_t capacity = buffer.size() - simdjson::SIMDJSON_PADDING;
-      char* base = buffer.data();
-      // Every whole line in the buffer.
-      while (begin < end) {
-        auto* newline = static_cast<char*>(std::memchr(base + begin, '\n', end - begin));
-        if (newline == nullptr) break;
-        auto size = static_cast<std::size_t>(newline - (base + begin));
-        stream.line(base + begin, size, true, ++line);
-        begin += size + 1;
-      }
-      if (eof) {
-        if (begin < end) stream.line(base + begin, end - begin, false, ++line);
-        break;
-      }
-      if (begin > 0) {
-        std::memmove(base, base + begin, end - begin);
-        end -= begin;
-        begin = 0;
-      }
+      std::size_t capacity = batch.text.size() - simdjson::SIMDJSON_PADDING;
       if (end == capacity) {
-        // A line longer than the buffer: twice the room (running out of memory names the line).
-        std::vector<char> larger(capacity * 2 + simdjson::SIMDJSON_PADDING);
-        std::memcpy(larger.data(), buffer.data(), end);
-        buffer.swap(larger);
+        char* base = batch.text.data();
+        auto* last = static_cast<char*>(memrchr(base, '\n', end));
+        if (last == nullptr) {
+          // A line longer than the buffer: twice the room (running out of memory names the line).
+          batch.text.resize(capacity * 2 + simdjson::SIMDJSON_PADDING);
+          continue;
+        }
+        // The whole lines go; the start of the next line begins the next batch.
+        LineBatch next = reading.fresh();
+        std::size_t size = static_cast<std::size_t>(last - base) + 1;
+        if (next.text.size() < end - size + simdjson::SIMDJSON_PADDING + kChunk) {
+          next.text.resize(end - size + simdjson::SIMDJSON_PADDING + kChunk);
+        }
+        std::memcpy(next.text.data(), base + size, end - size);
+        batch.size = size;
+        lines += std::count(base, base + size, '\n');
+        reading.give(std::move(batch));
+        batch = std::move(next);
+        end -= size;
         continue;
       }
-      ssize_t n = ::read(fd, buffer.data() + end, capacity - end);
+      ssize_t n = ::read(fd, batch.text.data() + end, capacity - end);
       if (n < 0) {
         if (errno == EINTR) continue;
+        reading.drain();
         throw InputError(name, 0, std::string("read error: ") + std::strerror(errno));
       }
-      if (n == 0) {
-        eof = true;
-      } else {
-        end += static_cast<std::size_t>(n);
-      }
+      if (n == 0) break;
+      end += static_cast<std::size_t>(n);
+    }
+    if (end > 0) {
+      batch.size = end;
+      batch.ends_complete = batch.text[end - 1] == '\n';
+      reading.give(std::move(batch));
     }
   } catch (const std::bad_alloc&) {
-    out_of_memory(stream, name, line + 1);
+    reading.drain();
+    out_of_memory(reading.stream(), name, lines + 1);
   }
-  stream.end_file();
+  reading.end_file();
 }
 
-void read_stream(std::istream& in, const std::string& name, Stream& stream,
+// A stream read on the calling thread, a batch of whole lines at a time.
+void read_stream(std::istream& in, const std::string& name, Reading& reading,
                  std::int64_t first_line) {
+  reading.begin_file(name, first_line);
   std::string text;
   std::int64_t line = first_line - 1;
-  stream.begin_file(name);
   try {
     internal::ThrowOnBadRead throw_on_bad_read(in);  // a line too long for memory is said as such
+    LineBatch batch = reading.fresh();
+    std::size_t end = 0;
     while (++line, std::getline(in, text)) {
       // getline stops at the end without a newline only on a last line cut short.
       bool complete = !in.eof();
-      std::size_t size = text.size();
-      text.append(simdjson::SIMDJSON_PADDING, '\0');
-      stream.line(text.data(), size, complete, line);
+      if (end + text.size() + 1 + simdjson::SIMDJSON_PADDING > batch.text.size()) {
+        if (end > 0) {
+          batch.size = end;
+          reading.give(std::move(batch));
+          batch = reading.fresh();
+          end = 0;
+        }
+        if (text.size() + 1 + simdjson::SIMDJSON_PADDING > batch.text.size()) {
+          batch.text.resize(text.size() + 1 + simdjson::SIMDJSON_PADDING);
+        }
+      }
+      std::memcpy(batch.text.data() + end, text.data(), text.size());
+      end += text.size();
+      if (complete) batch.text[end++] = '\n';
+      batch.ends_complete = complete;
+    }
+    if (end > 0) {
+      batch.size = end;
+      reading.give(std::move(batch));
     }
   } catch (const std::bad_alloc&) {
     text = std::string();  // give back the line before saying so
-    out_of_memory(stream, name, line);
+    reading.drain();
+    out_of_memory(reading.stream(), name, line);
   }
-  stream.end_file();
+  reading.end_file();
 }
 
 // Keeps every record: the RecordSet of read_records.
@@ -265,31 +348,40 @@ class Collector : public RecordHandler {
 void stream_records(std::istream& in, const std::string& name, RecordHandler& handler,
                     const ReadOptions& options) {
   Stream stream(handler, options);
-  read_stream(in, name, stream, options.first_line);
+  Reading reading(stream, options, 0);
+  read_stream(in, name, reading, options.first_line);
+  reading.drain();
   if (stream.records() == 0 && stream.have_problem()) stream.throw_first_problem();
 }
 
 void stream_record_files(const std::vector<std::string>& paths, RecordHandler& handler,
                          const ReadOptions& options) {
   Stream stream(handler, options);
-  std::vector<char> buffer(kChunk + simdjson::SIMDJSON_PADDING);
+  Reading reading(stream, options,
+                  options.threads == 0 ? LineBatches::default_workers()
+                                       : static_cast<unsigned>(std::max(options.threads, 1) - 1));
   for (const auto& path : paths) {
     if (path == "-") {
-      read_fd(STDIN_FILENO, "<stdin>", stream, buffer);
+      read_fd(STDIN_FILENO, "<stdin>", reading);
       continue;
     }
     std::error_code ec;
     if (std::filesystem::is_directory(path, ec)) {
+      reading.drain();
       throw InputError(path, 0, "is a directory, not a records file");
     }
     int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-    if (fd < 0) throw InputError(path, 0, std::string("cannot open: ") + std::strerror(errno));
+    if (fd < 0) {
+      reading.drain();
+      throw InputError(path, 0, std::string("cannot open: ") + std::strerror(errno));
+    }
     struct Closer {
       int fd;
       ~Closer() { ::close(fd); }
     } closer{fd};
-    read_fd(fd, path, stream, buffer);
+    read_fd(fd, path, reading);
   }
+  reading.drain();
   if (stream.records() == 0 && stream.have_problem()) stream.throw_first_problem();
 }
 

@@ -1,0 +1,146 @@
+#include "analysis/line_batches.h"
+
+#include <algorithm>
+#include <cstring>
+#include <memory>
+#include <new>
+#include <stdexcept>
+#include <utility>
+
+namespace vxperf::analysis {
+namespace {
+
+bool blank(const char* data, std::size_t size) {
+  for (std::size_t i = 0; i < size; ++i) {
+    char c = data[i];
+    if (c != ' ' && c != '\t' && c != '\r') return false;
+  }
+  return true;
+}
+
+std::string as_text(const RecordLineReader& reader, RecordLineReader::Got got) {
+  return got == RecordLineReader::Got::kRequest  ? to_json_line(reader.request())
+         : got == RecordLineReader::Got::kWindow ? to_json_line(reader.window())
+                                                 : "(" + reader.problem() + ")";
+}
+
+}  // namespace
+
+void LineBatch::parse(RecordLineReader& reader) {
+  using Got = RecordLineReader::Got;
+  try {
+    const char* base = text.data();
+    std::size_t begin = 0;
+    std::int64_t number = 1;
+    while (begin < size) {
+      auto* newline = static_cast<const char*>(std::memchr(base + begin, '\n', size - begin));
+      std::size_t end = newline != nullptr ? static_cast<std::size_t>(newline - base) : size;
+      const char* data = base + begin;
+      std::size_t length = end - begin;
+      Line line{number++, newline != nullptr || ends_complete};
+      line_count = line.number;
+      begin = end + 1;
+      if (length == 0 || blank(data, length)) continue;
+      line.got = reader.read(data, length);
+      if (check_fast_path && reader.fast()) {
+        std::string fast = as_text(reader, line.got);
+        Got again = reader.read_dom(data, length);
+        if ((again != line.got || as_text(reader, again) != fast) && disagreed_at == 0) {
+          disagreed_at = line.number;
+          disagreement =
+              "the fast path read " + fast + " where the DOM walk reads " + as_text(reader, again);
+        }
+      }
+      switch (line.got) {
+        case Got::kRequest:
+          line.index = requests.size();
+          requests.push_back(std::move(reader.request()));
+          break;
+        case Got::kWindow:
+          line.index = windows.size();
+          windows.push_back(std::move(reader.window()));
+          break;
+        case Got::kWrong:
+          line.index = problems.size();
+          problems.push_back(reader.problem());
+          break;
+        case Got::kNotJson:
+          break;
+      }
+      lines.push_back(line);
+    }
+  } catch (...) {
+    error = std::current_exception();
+  }
+}
+
+LineBatches::LineBatches(unsigned workers) {
+  for (unsigned i = 0; i < workers; ++i) workers_.emplace_back([this] { work(); });
+}
+
+LineBatches::~LineBatches() {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    stop_ = true;
+    queue_.clear();  // what no worker has begun is not parsed (its slot is freed below)
+  }
+  ready_.notify_all();
+  for (auto& worker : workers_) worker.join();
+  for (Slot* slot : order_) delete slot;
+}
+
+unsigned LineBatches::default_workers() {
+  unsigned cores = std::thread::hardware_concurrency();
+  return cores <= 1 ? 0 : std::min(cores, 8u);
+}
+
+void LineBatches::submit(LineBatch batch) {
+  auto slot = std::make_unique<Slot>();
+  slot->batch = std::move(batch);
+  if (workers_.empty()) {
+    slot->batch.parse(reader_);
+    slot->done = true;
+    order_.push_back(slot.release());
+    return;
+  }
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    order_.push_back(slot.get());
+    queue_.push_back(slot.release());
+  }
+  ready_.notify_one();
+}
+
+LineBatch LineBatches::take() {
+  std::unique_ptr<Slot> slot;
+  {
+    std::unique_lock<std::mutex> lock(mu_);
+    if (order_.empty()) throw std::logic_error("LineBatches::take with nothing given");
+    done_.wait(lock, [&] { return order_.front()->done; });
+    slot.reset(order_.front());
+    order_.pop_front();
+  }
+  return std::move(slot->batch);
+}
+
+void LineBatches::work() {
+  RecordLineReader reader;  // this worker's parsers
+  for (;;) {
+    Slot* slot = nullptr;
+    {
+      std::unique_lock<std::mutex> lock(mu_);
+      ready_.wait(lock, [&] { return stop_ || !queue_.empty(); });
+      if (queue_.empty()) return;  // stopping
+      slot = queue_.front();
+      queue_.pop_front();
+    }
+    slot->batch.parse(reader);
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      slot->done = true;
+    }
+    done_.notify_all();
+  }
+}
+
+}  // namespace vxperf::analysis

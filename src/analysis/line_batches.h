@@ -1,0 +1,86 @@
+// Records lines parsed in batches on worker threads and handed back in the order they were given:
+// what lets `vxperf report` read on every core while its report is still built one record at a
+// time, in input order, on the calling thread.
+//
+// Thread safety: one thread submits and takes; the workers touch only the batch they parse (each
+// with a RecordLineReader of its own).
+#pragma once
+
+#include <condition_variable>
+#include <cstddef>
+#include <cstdint>
+#include <deque>
+#include <exception>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "analysis/record_line.h"
+#include "vxperf/records.h"
+
+namespace vxperf::analysis {
+
+// Whole lines of one file and, once parsed, what each non-blank one held.
+struct LineBatch {
+  std::vector<char> text;     // the lines, then simdjson's padding (readable, any content)
+  std::size_t size = 0;       // bytes of lines in `text`
+  bool ends_complete = true;  // the last line ended with a newline (false: a file's torn end)
+  bool check_fast_path = false;
+
+  struct Line {
+    std::int64_t number = 0;  // in the batch, from 1
+    bool complete = true;     // it ended with a newline
+    RecordLineReader::Got got = RecordLineReader::Got::kWrong;
+    std::size_t index = 0;  // into requests, windows or problems, as `got` says
+  };
+  std::vector<Line> lines;      // the lines that are not blank
+  std::int64_t line_count = 0;  // every line, blank ones too
+  std::vector<RequestRecord> requests;
+  std::vector<TrainWindowRecord> windows;
+  std::vector<std::string> problems;  // kWrong's message; kNotJson's is the reader's own
+  std::exception_ptr error;           // std::bad_alloc while parsing
+  // check_fast_path: the first line whose two readings differ (its number in the batch), and how.
+  std::int64_t disagreed_at = 0;
+  std::string disagreement;
+
+  // Parses every line with `reader` (what a worker runs; the calling thread runs it without any).
+  void parse(RecordLineReader& reader);
+};
+
+class LineBatches {
+ public:
+  // `workers` threads (0: parse() runs in submit(), on the calling thread).
+  explicit LineBatches(unsigned workers);
+  ~LineBatches();
+  LineBatches(const LineBatches&) = delete;
+  LineBatches& operator=(const LineBatches&) = delete;
+
+  // Batches given and not yet taken back.
+  std::size_t in_flight() const { return order_.size(); }
+  // At most this many in flight: the submitter takes one back before giving more.
+  std::size_t capacity() const { return workers_.empty() ? 1 : 2 * workers_.size(); }
+  void submit(LineBatch batch);
+  // The oldest batch given, parsed (waits for it).
+  LineBatch take();
+
+  // One worker per core beyond the first, up to 8; none on a single core.
+  static unsigned default_workers();
+
+ private:
+  struct Slot {
+    LineBatch batch;
+    bool done = false;
+  };
+  void work();
+
+  RecordLineReader reader_;  // for parsing on the calling thread
+  std::mutex mu_;
+  std::condition_variable ready_, done_;
+  std::deque<Slot*> queue_;  // given, not yet picked up by a worker
+  std::deque<Slot*> order_;  // given, not yet taken back: the order they are handed back in
+  bool stop_ = false;
+  std::vector<std::thread> workers_;
+};
+
+}  // namespace vxperf::analysis

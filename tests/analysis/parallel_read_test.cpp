@@ -1,0 +1,147 @@
+// Records files read on several threads (src/analysis/line_batches.h): the handler sees exactly
+// what a read on the calling thread gives it, in the same order, with the same line numbers, and a
+// problem is said where it was.
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+#include <string>
+#include <vector>
+
+#include "analysis_records.h"
+#include "vxperf/records_reader.h"
+
+namespace vxperf::analysis {
+namespace {
+
+using namespace test_records;
+
+// Every call the reader makes, in order.
+struct Calls : RecordHandler {
+  std::vector<std::string> seen;
+  void request(const RequestRecord& r) override { seen.push_back(to_json_line(r)); }
+  void window(const TrainWindowRecord& w) override { seen.push_back(to_json_line(w)); }
+  void warning(const std::string& text) override { seen.push_back("warning: " + text); }
+};
+
+class ParallelRead : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    dir_ = ::testing::TempDir() + "/vxperf-parallel-" + std::to_string(::getpid());
+    std::filesystem::create_directories(dir_);
+  }
+  void TearDown() override { std::filesystem::remove_all(dir_); }
+  std::string write(const std::string& name, const std::string& text) {
+    std::string path = dir_ + "/" + name;
+    std::ofstream(path) << text;
+    return path;
+  }
+  // What a read with `threads` threads hands over, or the error it ends with (as the last call).
+  static std::vector<std::string> read(const std::vector<std::string>& paths, int threads,
+                                       bool skip_bad_lines = true) {
+    Calls calls;
+    ReadOptions options;
+    options.threads = threads;
+    options.skip_bad_lines = skip_bad_lines;
+    try {
+      stream_record_files(paths, calls, options);
+    } catch (const InputError& e) {
+      calls.seen.push_back(std::string("error: ") + e.what());
+    }
+    return calls.seen;
+  }
+
+  std::string dir_;
+};
+
+// Many small files, and large ones whose lines cross batch boundaries, with blank lines, lines
+// that are not records, timestamps going backwards, an empty file and a torn last line.
+TEST_F(ParallelRead, HandsOverWhatOneThreadDoesInTheSameOrder) {
+  std::vector<std::string> paths;
+  for (int rank = 0; rank < 40; ++rank) {
+    std::string text;
+    for (int i = 0; i < 30; ++i) text += to_json_line(window(rank, i * 8, 8, 1.0 + i)) + "\n";
+    paths.push_back(write("rank" + std::to_string(rank) + ".jsonl", text));
+  }
+  std::string big;
+  std::int64_t line = 0, backwards = 0, first_other = 0, last_other = 0;
+  for (int i = 0; i < 2500; ++i) {
+    RequestRecord r = request(i % 3, i, 0.5 + i % 7, i < 2);
+    r.ts = i == 2000 ? 1.0 : 1000.0 + i;  // one record out of order
+    big += to_json_line(r) + "\n";
+    if (i == 2000) backwards = line + 1;
+    ++line;
+    if (i % 397 == 0) big += "\n   \n", line += 2;
+    if (i % 599 == 0) {
+      big += "{\"kind\": \"other tool\"}\n";
+      last_other = ++line;
+      if (first_other == 0) first_other = line;
+    }
+  }
+  paths.push_back(write("big.jsonl", big));
+  paths.push_back(write("empty.jsonl", ""));
+  paths.push_back(write("torn.jsonl", big + to_json_line(request(0, 9, 1.0)).substr(0, 50)));
+  std::vector<std::string> one = read(paths, 1);
+  ASSERT_GT(one.size(), 6000u);
+  EXPECT_EQ(read(paths, 2), one);
+  EXPECT_EQ(read(paths, 5), one);
+  // The problems said are where they are in the files.
+  std::vector<std::string> warnings;
+  for (const auto& call : one) {
+    if (call.rfind("warning: ", 0) == 0) warnings.push_back(call.substr(9));
+  }
+  ASSERT_EQ(warnings.size(), 7u);
+  const std::string at = paths[40] + ":";
+  EXPECT_EQ(warnings[0], at + std::to_string(first_other) +
+                             ": unknown record kind \"other tool\" (expected request or "
+                             "train_window) (line skipped)");
+  EXPECT_EQ(warnings[1].rfind(at + std::to_string(backwards) + ": \"ts\" 1 of rank 2 is before", 0),
+            0u)
+      << warnings[1];
+  EXPECT_EQ(warnings[2], paths[40] + ": 4 more lines skipped as not records (the last at line " +
+                             std::to_string(last_other) + ")");
+  EXPECT_EQ(
+      warnings[5].rfind(paths[42] + ":" + std::to_string(line + 1) + ": torn last line skipped", 0),
+      0u)
+      << warnings[5];
+}
+
+// Without skipping, the first bad line ends the read, after every record before it.
+TEST_F(ParallelRead, ABadLineEndsTheReadAfterWhatCameBefore) {
+  std::vector<std::string> paths;
+  for (int f = 0; f < 6; ++f) {
+    std::string text;
+    for (int i = 0; i < 800; ++i) {
+      text += (f == 4 && i == 700) ? std::string("{not json}\n")
+                                   : to_json_line(request(f, i, 1.0)) + "\n";
+    }
+    paths.push_back(write("f" + std::to_string(f) + ".jsonl", text));
+  }
+  paths.push_back(dir_ + "/missing.jsonl");
+  std::vector<std::string> one = read(paths, 1, /*skip_bad_lines=*/false);
+  ASSERT_EQ(one.size(), 4u * 800 + 700 + 1);
+  EXPECT_EQ(one.back(), "error: " + paths[4] + ":701: not valid JSON");
+  EXPECT_EQ(read(paths, 4, false), one);
+  // A file that cannot be opened is said after the files before it.
+  paths.erase(paths.begin() + 4);
+  std::vector<std::string> missing = read(paths, 4, false);
+  ASSERT_EQ(missing.size(), 5u * 800 + 1);
+  EXPECT_EQ(missing.back().rfind("error: " + paths.back() + ": cannot open", 0), 0u);
+}
+
+// Each line the fast path takes, read again the general way on the worker that parsed it.
+TEST_F(ParallelRead, ChecksTheFastPathOnEveryThread) {
+  std::string text;
+  for (int i = 0; i < 1000; ++i) text += to_json_line(full_window()) + "\n";
+  std::string path = write("full.jsonl", text);
+  Calls calls;
+  ReadOptions options;
+  options.threads = 3;
+  options.check_fast_path = true;
+  stream_record_files({path, path}, calls, options);
+  EXPECT_EQ(calls.seen.size(), 2000u);
+}
+
+}  // namespace
+}  // namespace vxperf::analysis
