@@ -4,10 +4,13 @@ instead (a Python loop of json.loads over the same files), in one run on the sam
 
 Generates its own records: 64 ranks x 2000 windows and 1024 ranks x 200 windows (the demo's
 window shape, one file per rank), and a serving log of 1M requests (one file). For each set it
-times `cat FILES > /dev/null` (the machine's raw read speed, warm cache), the json.loads loop and
-`vxperf report`, and takes the peak RSS of each from the kernel (wait4's ru_maxrss).
+times `cat FILES > /dev/null` (the machine's raw read speed, warm cache), the json.loads loop,
+`vxperf report` (parsing on every core, the default), `vxperf report --threads 1` (one thread)
+and the parse-only bound (bench/records_parse_bound.cpp: every line through simdjson's On-Demand
+parser, every value converted, nothing built, one thread), and takes the peak RSS of each from the
+kernel (wait4's ru_maxrss).
 
-  python3 bench/records_bench.py --vxperf build/vxperf [--work DIR] [--scale 0.1] [--keep]
+  python3 bench/records_bench.py --vxperf build/vxperf [--work DIR [--reuse]] [--scale 0.1] [--keep]
 
 --scale shrinks every set (0.1: a tenth of the windows per rank and of the requests) for a quick
 look; the figures in the README are from --scale 1. Prints one table (markdown) and, with
@@ -134,13 +137,15 @@ print(n)
 """
 
 
-def measure(files, vxperf, repeats):
+def measure(files, vxperf, bound, repeats):
     size = sum(os.path.getsize(p) for p in files)
     best = {}
     for _ in range(repeats):
         for name, argv in (("cat", ["cat"] + files),
                            ("python", [sys.executable, "-c", PY_LOOP] + files),
-                           ("vxperf", [vxperf, "report"] + files)):
+                           ("vxperf", [vxperf, "report"] + files),
+                           ("vxperf1", [vxperf, "report", "--threads", "1"] + files),
+                           ("bound", [bound] + files)):
             seconds, cpu, rss, rc, err = run_measured(argv)
             if rc != 0 or err:
                 raise SystemExit("%s exited %d: %s" % (name, rc, err[:2000]))
@@ -157,7 +162,16 @@ def main():
     parser.add_argument("--repeats", type=int, default=2)
     parser.add_argument("--json", default=None, help="also write the figures here")
     parser.add_argument("--keep", action="store_true", help="keep the generated data")
+    parser.add_argument("--reuse", action="store_true",
+                        help="use the data a run with --work DIR --keep left there")
+    parser.add_argument("--bound", default=None,
+                        help="the parse-only bound (default: bench/vxperf_records_parse_bound "
+                             "beside the vxperf given)")
     args = parser.parse_args()
+    bound = args.bound or os.path.join(os.path.dirname(os.path.abspath(args.vxperf)), "bench",
+                                       "vxperf_records_parse_bound")
+    if not os.access(bound, os.X_OK):
+        raise SystemExit("no parse-only bound at %s (build the benchmarks, or give --bound)" % bound)
     work = args.work or tempfile.mkdtemp(prefix="vxperf-records-bench-")
     sets = [("64 ranks x %d windows" % int(2000 * args.scale), 64, int(2000 * args.scale), 0),
             ("1024 ranks x %d windows" % int(200 * args.scale), 1024, int(200 * args.scale), 0),
@@ -165,8 +179,12 @@ def main():
     rows = []
     try:
         for i, (label, ranks, windows, requests) in enumerate(sets):
-            files = generate(work, "set%d" % i, ranks, windows, requests, seed=i)
-            size, best = measure(files, args.vxperf, args.repeats)
+            folder = os.path.join(work, "set%d" % i)
+            if args.reuse and os.path.isdir(folder):
+                files = sorted(os.path.join(folder, f) for f in os.listdir(folder))
+            else:
+                files = generate(work, "set%d" % i, ranks, windows, requests, seed=i)
+            size, best = measure(files, args.vxperf, bound, args.repeats)
             mb = size / 1e6
             row = {"set": label, "mb": mb}
             for name, (seconds, cpu, rss) in best.items():
@@ -175,6 +193,8 @@ def main():
                 row[name + "_rss_mb"] = rss / 1e6
             row["speedup"] = best["python"][0] / best["vxperf"][0]
             row["cpu_speedup"] = best["python"][1] / max(best["vxperf"][1], 0.01)
+            row["speedup_1"] = best["python"][0] / best["vxperf1"][0]
+            row["bound_speedup"] = best["python"][0] / best["bound"][0]
             print("measured: %s" % json.dumps(row), file=sys.stderr, flush=True)
             rows.append(row)
             shutil.rmtree(os.path.join(work, "set%d" % i), ignore_errors=True) if not args.keep \
@@ -183,14 +203,16 @@ def main():
         if not args.keep and args.work is None:
             shutil.rmtree(work, ignore_errors=True)
     print("| input | size | cat > /dev/null | json.loads loop | vxperf report | vs Python (wall) |"
-          " vs Python (CPU) | vxperf peak RSS | Python peak RSS |")
-    print("| --- | --- | --- | --- | --- | --- | --- | --- | --- |")
+          " vs Python (CPU) | --threads 1 | vs Python | parse-only bound | vs Python |"
+          " vxperf peak RSS | Python peak RSS |")
+    print("| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |")
     for r in rows:
         print("| %s | %.0f MB | %.2f s (%.0f MB/s) | %.2f s (CPU %.2f s) | %.2f s (CPU %.2f s, "
-              "%.0f MB/s) | %.1fx | %.1fx | %.1f MB | %.1f MB |"
+              "%.0f MB/s) | %.1fx | %.1fx | %.2f s | %.1fx | %.2f s | %.1fx | %.1f MB | %.1f MB |"
               % (r["set"], r["mb"], r["cat_s"], r["mb"] / max(r["cat_s"], 0.01), r["python_s"],
                  r["python_cpu_s"], r["vxperf_s"], r["vxperf_cpu_s"],
                  r["mb"] / max(r["vxperf_s"], 0.01), r["speedup"], r["cpu_speedup"],
+                 r["vxperf1_s"], r["speedup_1"], r["bound_s"], r["bound_speedup"],
                  r["vxperf_rss_mb"], r["python_rss_mb"]))
     if args.json:
         with open(args.json, "w") as f:

@@ -4,8 +4,8 @@
 # transformers, accelerate, peft and trackers, on the real torch.distributed) and the wheel; then
 # the core, CUDA-backend, NVML, analysis, serving and fault-injection tests under AddressSanitizer
 # + UBSan, in the build that also makes both fuzzers (run for a bounded time); and the
-# concurrency, fork, CUDA-backend, NVML, serving and parallel-reading tests under ThreadSanitizer. Each stage's time
-# is printed at the end.
+# concurrency, fork, CUDA-backend, NVML, serving and parallel-reading tests under ThreadSanitizer.
+# Each stage's time is printed at the end.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 jobs=$(nproc)

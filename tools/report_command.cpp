@@ -11,7 +11,8 @@ namespace {
 
 constexpr const char* kUsage =
     "usage: vxperf report FILE... [--json] [--html OUT.html [--steps LOG|TRACE]...] [--strict]\n"
-    "       vxperf report --compare A B [--json] [--html OUT.html] [--strict]\n\n"
+    "                     [--threads N]\n"
+    "       vxperf report --compare A B [--json] [--html OUT.html] [--strict] [--threads N]\n\n"
     "Summarizes records (the JSON lines of VIDEOX_PERF_JSON or 'vxperf replay', any number of\n"
     "files and ranks; '-' reads standard input). Requests: count, e2e p50/p95/max, each stage's\n"
     "mean and share of e2e, TFLOPS and MFU. Training: steps, step p50/p95, phase shares,\n"
@@ -20,6 +21,7 @@ constexpr const char* kUsage =
     "median step (the live view's rule; step times alone for inference).\n"
     "Files are read in one streaming pass: memory holds per-rank sums and the numbers the\n"
     "percentiles are over, not the records (--html keeps ~140 bytes a window, ~40 a request).\n"
+    "Lines are parsed on every core, the report built from them in input order.\n"
     "A line that is no record (torn, another tool's JSON, a wrong field) is said once per file\n"
     "with its line, the rest read; so are timestamps going backwards. Input with no record at\n"
     "all is an error (exit 2), as is any bad line with --strict.\n\n"
@@ -30,7 +32,9 @@ constexpr const char* kUsage =
     "  --steps FILE     per-denoising-step times for the page, from a VIDEOX_PERF=2 log or a\n"
     "                   VIDEOX_PERF_TRACE event script (repeatable)\n"
     "  --compare A B    compare two runs metric by metric with the direction of change\n"
-    "  --strict         a line that is not a record is an error (exit 2), not skipped\n";
+    "  --strict         a line that is not a record is an error (exit 2), not skipped\n"
+    "  --threads N      parse on N threads in all (default: one per core, at most 8, besides\n"
+    "                   this one; 1: this thread only)\n";
 
 void print_warnings(const std::vector<std::string>& warnings) {
   for (const auto& w : warnings) std::fprintf(stderr, "vxperf report: warning: %s\n", w.c_str());
@@ -76,6 +80,9 @@ int report_command(int argc, char** argv) {
         json = true;
       } else if (arg == "--strict") {
         options.skip_bad_lines = false;
+      } else if (arg == "--threads") {
+        options.threads =
+            static_cast<int>(parse_int("--threads", next_value(i, argc, argv), 1, 64));
       } else if (arg == "--html") {
         html_path = next_value(i, argc, argv);
       } else if (arg == "--steps") {

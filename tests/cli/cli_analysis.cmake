@@ -87,6 +87,12 @@ file(WRITE "${WORK}/backwards.jsonl"
 expect(0 "backwards.jsonl:2: \"ts\" 4 of rank 0 is before the previous record's 5.*backwards.jsonl: 1 more records whose ts goes backwards \\(the last at line 3\\).*Requests: 3 measured"
        report "${WORK}/backwards.jsonl")
 expect(2 "cannot open" report "${WORK}/missing.jsonl")
+# The threads that parse change nothing of what is said.
+foreach(threads 1 3)
+  expect(0 "Stragglers:" report --threads ${threads} "${CASES}/training-1-00.expected.jsonl"
+         "${CASES}/training-1-01.expected.jsonl")
+endforeach()
+expect(2 "--threads takes a whole number from 1 to 64" report --threads 0 x.jsonl)
 expect(2 "missing FILE" report)
 expect(2 "unknown option" report --frobnicate x.jsonl)
 expect(2 "--compare needs two files" report --compare a.jsonl)
