@@ -5,6 +5,8 @@
 
 #include <gtest/gtest.h>
 
+#include <filesystem>
+#include <fstream>
 #include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
@@ -72,6 +74,27 @@ TEST(RecordLine, EveryLineTheWriterWritesIsReadOnDemandAsTheDomReadsIt) {
     EXPECT_EQ(r.text, line);
     EXPECT_EQ(r.text, dom_line(line));
   }
+}
+
+// The reference module's records (the conformance cases' expectations) are written in the same
+// field order: they are read On-Demand too.
+TEST(RecordLine, TheReferencesRecordsAreReadOnDemand) {
+  int lines = 0, fast = 0;
+  for (const auto& entry : std::filesystem::directory_iterator(VXPERF_CASES_DIR)) {
+    std::string path = entry.path().string();
+    if (path.size() < 15 || path.substr(path.size() - 15) != ".expected.jsonl") continue;
+    std::ifstream in(path);
+    for (std::string line; std::getline(in, line);) {
+      if (line.empty()) continue;
+      Read r = read_line(line);
+      ASSERT_NE(r.got, Got::kWrong) << path << ": " << r.text;
+      ++lines;
+      fast += r.fast ? 1 : 0;
+      if (!r.fast) ADD_FAILURE() << path << ": read the general way: " << line;
+    }
+  }
+  EXPECT_GT(lines, 100);
+  EXPECT_EQ(fast, lines);
 }
 
 // Lines the fast path cannot vouch for: each is the DOM walk's (the same record, or its message).
