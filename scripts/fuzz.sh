@@ -31,6 +31,6 @@ run() {
     2>&1 | tail -n 25
   return "${PIPESTATUS[0]}"
 }
-run records_fuzzer "$cases"/*.expected.jsonl
+run records_fuzzer "$cases"/*.expected.jsonl tests/fuzz_regressions/*.records.jsonl
 run script_fuzzer "$cases"/*.events.jsonl tests/fuzz_regressions/*.events.jsonl
 echo "fuzz: no crash, no sanitizer report"

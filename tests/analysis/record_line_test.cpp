@@ -119,6 +119,15 @@ TEST(RecordLine, WhatTheFastPathCannotVouchForIsTheDomWalks) {
       edit(window_line, [](Json& j) { j["eta_s"] = nullptr, j["xrank"] = nullptr; }),
       // an integer written as a float, a key with an escape, a repeated key
       edit(request_line, [](Json& j) { j["req"] = 41.0; }),
+      // more digits than a double holds, after leading zeros (simdjson 3.0's On-Demand parser
+      // reads 0.029506054089493681120363247205 as 4.9e-12; its DOM parser reads it right)
+      [&] {
+        std::string line = window_line;
+        std::string hfu = "\"hfu\":";
+        auto at = line.find(hfu) + hfu.size();
+        return line.substr(0, at) + "0.029506054089493681120363247205" +
+               line.substr(line.find(',', at));
+      }(),
       R"({"kind":"request","ts":1,"rank":0,"world_size":1,"req":1,"warmup":false,"e2e_s":2,)"
       R"("stages":{"trans\u0066ormer":{"count":1,"total_ms":5}},"dit":null})",
       R"({"kind":"request","ts":1,"rank":0,"rank":1,"world_size":1,"req":1,"warmup":false,)"
