@@ -25,27 +25,24 @@
 #include "vxperf/cost_model.h"
 #include "vxperf/device.h"
 #include "vxperf/internal/request.h"
+#include "vxperf/stages.h"
 
 namespace vxperf {
 
 class Engine;
 
-// A stage name interned once: StageScope takes the id, so the hot path never touches a string.
-struct StageId {
-  std::uint32_t value = 0;
-};
-
 // Interns `name` (thread-safe; cache the result).
 StageId stage(std::string_view name);
 const std::string& stage_name(StageId id);
 
-// Stages every pipeline has, pre-interned. Transformer stages ("transformer", "transformer_2",
-// any name starting with "transformer") are the ones priced in FLOPs and in the step summary.
-inline constexpr StageId kTransformer{0};
-inline constexpr StageId kTransformer2{1};
-inline constexpr StageId kTextEncoder{2};
-inline constexpr StageId kVaeEncode{3};  // "vae_enc"
-inline constexpr StageId kVaeDecode{4};  // "vae_dec"
+// The well-known stages (vxperf/stages.h), pre-interned in its order. Calls of transformer stages
+// ("transformer", "transformer_2", any name starting with "transformer": is_priced_stage) are the
+// ones priced in FLOPs and in the step summary.
+inline constexpr StageId kTransformer = stage_id(KnownStage::kTransformer);
+inline constexpr StageId kTransformer2 = stage_id(KnownStage::kTransformer2);
+inline constexpr StageId kTextEncoder = stage_id(KnownStage::kTextEncoder);
+inline constexpr StageId kVaeEncode = stage_id(KnownStage::kVaeEncode);  // "vae_enc"
+inline constexpr StageId kVaeDecode = stage_id(KnownStage::kVaeDecode);  // "vae_dec"
 
 struct RequestOptions {
   int device = -1;         // device index the pipeline computes on; -1: host only, no device call

@@ -27,6 +27,7 @@
 #include "vxperf/device.h"
 #include "vxperf/inference.h"
 #include "vxperf/observer.h"
+#include "vxperf/stages.h"
 #include "vxperf/torch_probe.h"
 #include "vxperf/torch_reading.h"
 #include "vxperf/training.h"
@@ -96,16 +97,11 @@ bool use_profiler_ranges();
 
 // ---- wrapping -----------------------------------------------------------------------------------
 
-// What a component is, which decides its inference stage and its training phase.
-enum class Role {
-  kTransformer,   // stage "transformer", phase fwd (priced; tokens and batch from the inputs)
-  kTransformer2,  // stage "transformer_2", phase fwd
-  kTextEncoder,   // stage "text_encoder", phase text_encoder
-  kVaeEncode,     // stage "vae_enc", phase vae_enc
-  kVaeDecode,     // stage "vae_dec", phase vae_dec
-  kVision,        // stage "vision", phase aux
-  kAux,           // stage "aux", phase aux
-};
+// What a component is (Role::kTransformer, kTextEncoder, kVaeDecode, ...): a row of the
+// well-known stage table (vxperf/stages.h), which gives its inference stage, its training phase
+// and whether it is priced (its tokens and batch then read from its inputs).
+using Role = KnownStage;
+// Its stage's name.
 const char* role_name(Role role);
 
 // One timed call: opens the stage or model call for `role` and closes it when destroyed.
@@ -155,8 +151,7 @@ template <class Holder>
 class Timed {
  public:
   Timed(Holder module, Role role) : module_(std::move(module)), role_(role) {
-    if (role_ == Role::kTransformer || role_ == Role::kTransformer2)
-      patch_ = internal::patch_of(module_);
+    if (stage_info(role_).priced) patch_ = internal::patch_of(module_);
   }
 
   template <class... Args>

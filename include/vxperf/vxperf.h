@@ -12,6 +12,7 @@
 #include "vxperf/record_walk.h"
 #include "vxperf/records.h"
 #include "vxperf/sink.h"
+#include "vxperf/stages.h"
 #include "vxperf/training.h"
 #include "vxperf/version.h"
 #include "vxperf/xrank.h"

@@ -20,6 +20,7 @@
 #include "record_sinks.h"
 #include "timed_call.h"
 #include "vxperf/observer.h"
+#include "vxperf/stages.h"
 
 namespace py = pybind11;
 namespace api = vxperf::binding;
@@ -385,6 +386,21 @@ PYBIND11_MODULE(_ext, m) {
       py::arg("peaks"), py::arg("reset"), py::arg("device"), py::arg("library") = "");
 
   // ---- inference
+  m.def(
+      "stages",
+      [] {
+        py::list rows;
+        for (const vxperf::StageInfo& row : vxperf::kStages) {
+          rows.append(py::make_tuple(row.name, vxperf::stage_id(row.stage).value, row.priced,
+                                     vxperf::phase_name(row.phase)));
+        }
+        return py::tuple(rows);
+      },
+      "The well-known stages as (name, id, priced, phase), in the engine's order (the stage "
+      "table).");
+  m.def(
+      "is_priced_stage", [](const std::string& name) { return vxperf::is_priced_stage(name); },
+      py::arg("name"), "Whether a stage's calls are priced and counted as denoising steps.");
   m.def("stage_id", &api::stage_id, py::arg("name"));
   m.def("closed_calls", &api::closed_calls, py::arg("stage"));
   m.def("open_calls", &api::open_calls, py::arg("stage"));

@@ -12,7 +12,7 @@ costs one crossing into C++ per marker."""
 import functools
 import threading
 
-from . import _ext, _hooks, _layout, _model, _params, _peak, _profiler, _reading, _state
+from . import _ext, _hooks, _layout, _model, _params, _peak, _profiler, _reading, _stages, _state
 
 PRICED = _ext.FLAG_PRICED
 RECORD_ON_ERROR = _ext.FLAG_RECORD_ON_ERROR
@@ -65,7 +65,7 @@ def _hook(name, component):
             stages = dict(names)
         else:
             stage = names[0][1]
-            flags = (PRICED if stage.startswith("transformer") else 0) | MODULE_CALL
+            flags = (PRICED if _ext.is_priced_stage(stage) else 0) | MODULE_CALL
             infer = _reading.infer_tokens if flags & PRICED else None
             done = _hooks.hook_calls(component, stage, flags, infer)
             stages = {attribute: stage for attribute in done}
@@ -142,7 +142,7 @@ def attach(pipe):
         for name, component in components.items():
             if not isinstance(component, torch.nn.Module):
                 continue  # tokenizers, schedulers, processors
-            if name.startswith("transformer"):
+            if _ext.is_priced_stage(name):
                 models[name] = _model_of(name, component)
                 priced = priced or (name, component)
             _hook(name, component)
@@ -358,7 +358,7 @@ def timed(stage):
     def decorate(function):
         if not _state.on:
             return function
-        flags = RECORD_ON_ERROR | (PRICED if stage.startswith("transformer") else 0)
+        flags = RECORD_ON_ERROR | (PRICED if _ext.is_priced_stage(stage) else 0)
         infer = _reading.infer_tokens if flags & PRICED else None
         return _ext.TimedCall(function, None, None, stage, flags, -1, infer)
 
@@ -399,7 +399,7 @@ def declare_model(stage, module=None, *, params=None, widths=None, text_tokens=N
         _peak.ensure(_reading.module_device(module), name)
 
 
-def forward_fraction(fraction, stage="transformer"):
+def forward_fraction(fraction, stage=_stages.TRANSFORMER.name):
     """Says that the call of `stage` open on this thread (else the last one closed in its request)
     computed `fraction` of a full forward: 0 for a skipped call (a cache hit), 0.25 for one that ran
     a quarter of its blocks. The call stays timed; it is priced at that fraction, and the record's
@@ -410,6 +410,6 @@ def forward_fraction(fraction, stage="transformer"):
     _ext.note_forward_fraction(_ext.stage_id(stage), float(fraction))
 
 
-def skip_forward(stage="transformer"):
+def skip_forward(stage=_stages.TRANSFORMER.name):
     """forward_fraction(0.0, stage): this call was a cache hit, timed but not priced."""
     forward_fraction(0.0, stage)

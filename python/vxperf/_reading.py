@@ -4,7 +4,7 @@ Attention widths, text length, gradient checkpointing and the token count of a t
 (parameter counts are `_params`'s). The rules are the reference module's, so that the two price a model
 identically; the words and the code are ours."""
 
-from . import _ext, _state
+from . import _ext, _stages, _state
 
 # Query/key/value projection names, one tuple per role, across the model families measured: Wan
 # (q, k, v), diffusers (to_q, ...), transformers towers (q_proj, ...).
@@ -282,7 +282,8 @@ def pipeline_device(pipe):
 
     if not (torch.cuda.is_available() and torch.cuda.is_initialized()):
         return None
-    for name in ("transformer", "transformer_2", "unet", "vae"):
+    # Its transformers (a component is timed as the stage of its name), then a UNet or a VAE.
+    for name in (*_stages.PRICED, "unet", "vae"):
         module = getattr(pipe, name, None)
         if isinstance(module, torch.nn.Module):
             for param in module.parameters():

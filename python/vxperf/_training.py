@@ -11,14 +11,16 @@ import importlib.util
 import inspect
 import sys
 
-from . import _ext, _layout, _model, _params, _peak, _profiler, _reading, _state
+from . import _ext, _layout, _model, _params, _peak, _profiler, _reading, _stages, _state
 
 # The engine's phase table (include/vxperf/phases.h), in its order: every phase of a step, and
 # those a model call can be.
 PHASES = tuple(_ext.phases())
 MODEL_PHASES = tuple(_ext.model_phases())
-VAE_METHODS = (("encode", "vae_enc"), ("decode", "vae_dec"), ("encode_stream", "vae_enc"),
-               ("decode_stream", "vae_dec"))
+# A VAE's methods and the phase each is timed in: the phase of its stage in the stage table.
+VAE_METHODS = (("encode", _stages.VAE_ENCODE.phase), ("decode", _stages.VAE_DECODE.phase),
+               ("encode_stream", _stages.VAE_ENCODE.phase),
+               ("decode_stream", _stages.VAE_DECODE.phase))
 
 # The libraries' model base classes, by library: name -> a function returning the class or None
 # (the integrations fill it: diffusers' ModelMixin, transformers' PreTrainedModel).

@@ -13,13 +13,12 @@
 
 #include "base/env_parse.h"
 #include "vxperf/report.h"
+#include "vxperf/stages.h"
 
 namespace vxperf::analysis {
 namespace {
 
 namespace dom = simdjson::dom;
-
-bool is_transformer(std::string_view stage) { return stage.rfind("transformer", 0) == 0; }
 
 // Lenient: what is absent or of another type reads as the fallback.
 double number(dom::object o, const char* key, double fallback) {
@@ -55,7 +54,7 @@ class ScriptSteps {
         ++requests_;
         if (!open_.ms.empty()) out.push_back(std::move(open_));
       }
-    } else if (kind == "stage" && depth_ > 0 && is_transformer(text(ev, "name"))) {
+    } else if (kind == "stage" && depth_ > 0 && is_priced_stage(text(ev, "name"))) {
       double host_ms = (number(ev, "t1", 0) - number(ev, "t0", 0)) * 1000.0;
       double device_ms = number(ev, "device_ms", 0);
       open_.ms.push_back(std::max(host_ms, device_ms));
@@ -92,7 +91,7 @@ class LogSteps {
     std::string tag = text.substr(0, space);
     auto open = open_.find(tag);  // steps before any request line of the tag: not ours
     if (open == open_.end() ||
-        !is_transformer(std::string_view(text).substr(space + 1, at - space - 1))) {
+        !is_priced_stage(std::string_view(text).substr(space + 1, at - space - 1))) {
       return;
     }
     const char* p = text.c_str() + at + 12;

@@ -7,6 +7,7 @@
 #include "base/strings.h"
 #include "vxperf/phases.h"
 #include "vxperf/report.h"
+#include "vxperf/stages.h"
 
 namespace vxperf::analysis {
 
@@ -181,7 +182,7 @@ struct RequestAcc {
     }
     std::int64_t calls = 0;
     for (const auto& st : r.stages) {
-      if (st.name.rfind("transformer", 0) == 0) calls += st.count;
+      if (is_priced_stage(st.name)) calls += st.count;
     }
     s.transformer_calls += calls;
     // A request without skips computed every call whole.

@@ -79,7 +79,8 @@ struct Request {
   void clear();
 };
 
-// Whether a stage name is priced and counted as a denoising step ("transformer", "transformer_2").
+// Whether an interned stage is priced and counted as a denoising step (is_priced_stage of its
+// name, vxperf/stages.h).
 bool is_transformer_stage(std::uint32_t id);
 
 }  // namespace vxperf::internal

@@ -9,6 +9,7 @@
 #include "inference/request.h"
 #include "runtime/fork_guard.h"
 #include "vxperf/inference.h"
+#include "vxperf/stages.h"
 
 namespace vxperf {
 namespace {
@@ -16,19 +17,17 @@ namespace {
 struct StageRegistry {
   std::mutex mu;
   std::deque<std::string> names;  // a deque keeps references stable as it grows
-  std::deque<bool> transformer;
+  std::deque<bool> priced;        // is_priced_stage of each name, asked once
   std::unordered_map<std::string, std::uint32_t> ids;
 
+  // The well-known stages first, in table order: a row's index is its id.
   StageRegistry() {
-    for (const char* name :
-         {"transformer", "transformer_2", "text_encoder", "vae_enc", "vae_dec"}) {
-      add(name);
-    }
+    for (const StageInfo& row : kStages) add(row.name);
   }
   std::uint32_t add(std::string_view name) {
     auto id = static_cast<std::uint32_t>(names.size());
     names.emplace_back(name);
-    transformer.push_back(name.rfind("transformer", 0) == 0);
+    priced.push_back(is_priced_stage(name));
     ids.emplace(names.back(), id);
     return id;
   }
@@ -82,7 +81,7 @@ namespace internal {
 bool is_transformer_stage(std::uint32_t id) {
   auto& r = registry();
   std::lock_guard<std::mutex> lock(r.mu);
-  return id < r.transformer.size() && r.transformer[id];
+  return id < r.priced.size() && r.priced[id];
 }
 
 void Request::note_stage(std::uint32_t id, std::int64_t tokens, std::int64_t batch) {
@@ -98,7 +97,7 @@ void Request::note_stage(std::uint32_t id, std::int64_t tokens, std::int64_t bat
       std::lock_guard<std::mutex> lock(r.mu);
       if (id < r.names.size()) {
         s.name = r.names[id];
-        s.priced = r.transformer[id];
+        s.priced = r.priced[id];
       } else {
         s.name = "?";
         s.priced = false;

@@ -14,6 +14,7 @@
 #include "vxperf/event_script.h"
 #include "vxperf/inference.h"
 #include "vxperf/simulation.h"
+#include "vxperf/stages.h"
 #include "vxperf/training.h"
 
 namespace vxperf {
@@ -154,7 +155,7 @@ class Replayer {
       case EventKind::kModel: {
         ModelInfo info;
         ev.read(info, /*training=*/false);
-        engine_->declare_model(ev.string("stage", "transformer"), info);
+        engine_->declare_model(ev.string("stage", stage_info(KnownStage::kTransformer).name), info);
         break;
       }
       case EventKind::kRequestBegin:

@@ -268,67 +268,9 @@ std::optional<TokenShape> infer_tokens(const ::torch::Tensor& hidden,
 
 // ---- wrapping -----------------------------------------------------------------------------------
 
-const char* role_name(Role role) {
-  switch (role) {
-    case Role::kTransformer:
-      return "transformer";
-    case Role::kTransformer2:
-      return "transformer_2";
-    case Role::kTextEncoder:
-      return "text_encoder";
-    case Role::kVaeEncode:
-      return "vae_enc";
-    case Role::kVaeDecode:
-      return "vae_dec";
-    case Role::kVision:
-      return "vision";
-    case Role::kAux:
-      return "aux";
-  }
-  return "aux";
-}
+const char* role_name(Role role) { return stage_info(role).name; }
 
 namespace {
-
-StageId stage_of(Role role) {
-  static const StageId vision = stage("vision");
-  static const StageId aux = stage("aux");
-  switch (role) {
-    case Role::kTransformer:
-      return kTransformer;
-    case Role::kTransformer2:
-      return kTransformer2;
-    case Role::kTextEncoder:
-      return kTextEncoder;
-    case Role::kVaeEncode:
-      return kVaeEncode;
-    case Role::kVaeDecode:
-      return kVaeDecode;
-    case Role::kVision:
-      return vision;
-    case Role::kAux:
-      return aux;
-  }
-  return aux;
-}
-
-Phase phase_of(Role role) {
-  switch (role) {
-    case Role::kTransformer:
-    case Role::kTransformer2:
-      return Phase::kForward;
-    case Role::kTextEncoder:
-      return Phase::kTextEncoder;
-    case Role::kVaeEncode:
-      return Phase::kVaeEncode;
-    case Role::kVaeDecode:
-      return Phase::kVaeDecode;
-    case Role::kVision:
-    case Role::kAux:
-      return Phase::kAux;
-  }
-  return Phase::kAux;
-}
 
 // The trainer a call outside any request belongs to: the one whose micro-step is open on this
 // thread, else the process-wide one once a training loop uses it. An inference program that calls
@@ -371,7 +313,8 @@ std::optional<Dtype> call_dtype(const ::torch::Tensor* hidden) {
 
 CallScope::CallScope(Role role, const ::torch::Tensor* hidden,
                      const std::optional<PatchSize>& patch, std::int64_t seq_len) noexcept {
-  const bool priced = role == Role::kTransformer || role == Role::kTransformer2;
+  const StageInfo& row = stage_info(role);
+  const bool priced = row.priced;
   auto shape = [&]() -> TokenShape {
     if (!priced || hidden == nullptr) return {0, 1};
     auto s = infer_tokens(*hidden, patch, seq_len);
@@ -381,14 +324,14 @@ CallScope::CallScope(Role role, const ::torch::Tensor* hidden,
     auto s = shape();
     void* stream =
         hidden != nullptr && hidden->defined() ? current_stream(hidden->device()) : nullptr;
-    stage_.emplace(stage_of(role), s.tokens, s.batch, stream);
+    stage_.emplace(stage_id(role), s.tokens, s.batch, stream);
     // The matmuls' dtype under autocast prices the stage (the first call that says one wins).
     if (priced) {
-      if (auto dtype = call_dtype(hidden)) note_compute_dtype(stage_of(role), *dtype);
+      if (auto dtype = call_dtype(hidden)) note_compute_dtype(stage_id(role), *dtype);
     }
   } else if (Trainer* t = training_trainer(); t != nullptr) {
     auto s = shape();
-    call_.emplace(phase_of(role), s.tokens, s.batch, t);
+    call_.emplace(row.phase, s.tokens, s.batch, t);
     if (priced) {
       if (auto dtype = call_dtype(hidden)) vxperf::note_compute_dtype(*t, *dtype);
     }

@@ -45,6 +45,29 @@ def test_off_means_nothing_is_touched():
         assert proc.stderr == "", proc.stderr
 
 
+def test_the_stage_table_agrees_with_the_registry_and_the_package():
+    """The engine's well-known stages (include/vxperf/stages.h) as the package reads them: each
+    interned at its id, priced as the engine's rule says, its calls in training a model call's
+    phase; the package's names, priced components and VAE phases are the table's."""
+    code = """
+        from vxperf import _ext, _stages, _training
+        rows = _ext.stages()
+        assert [row[1] for row in rows] == list(range(len(rows)))
+        for name, id, priced, phase in rows:
+            assert _ext.stage_id(name) == id, name
+            assert _ext.is_priced_stage(name) == priced, name
+            assert phase in _ext.model_phases(), name
+        assert _stages.STAGES == tuple(_stages.Stage(*row) for row in rows)
+        assert [s.name for s in _stages.STAGES] == [
+            "transformer", "transformer_2", "text_encoder", "vae_enc", "vae_dec", "vision", "aux"]
+        assert _stages.PRICED == ("transformer", "transformer_2")
+        assert _ext.is_priced_stage("transformer_3") and not _ext.is_priced_stage("unet")
+        assert _training.VAE_METHODS == (("encode", "vae_enc"), ("decode", "vae_dec"),
+                                         ("encode_stream", "vae_enc"), ("decode_stream", "vae_dec"))
+    """
+    run_python(code, env=clean_env())
+
+
 def test_explicit_request_stage_and_decorator(tmp_path):
     records = tmp_path / "records.jsonl"
     code = """

@@ -170,7 +170,7 @@ Result run(const Options& o) {
 
   const std::int64_t lf = 1 + (o.frames - 1) / 4, lh = o.height / 8, lw = o.width / 8;
   ModelInfo dit_info = read_model(*dit_model).info();
-  if (engine != nullptr) engine->declare_model("transformer", dit_info);
+  if (engine != nullptr) engine->declare_model(role_name(Role::kTransformer), dit_info);
   // Before any timed work: the probe must not land inside a request or a step.
   if (auto peak = use_measured_peak(o.device, dit_info.dtype.value_or(Dtype::kBf16))) {
     char how[64];

@@ -14,7 +14,7 @@ import importlib
 import importlib.util
 import threading
 
-from .. import _ext, _reading, _state, _training
+from .. import _ext, _reading, _stages, _state, _training
 
 
 def optional_import(name):
@@ -132,7 +132,7 @@ def _innermost(registry, hook, name):
         registry.register_hook(other, key)
 
 
-def track_cache(transformer, stage="transformer"):
+def track_cache(transformer, stage=_stages.TRANSFORMER.name):
     """Counts, in every call of `transformer` (timed as `stage`), the blocks that really ran, and
     prices the call at that share of a full forward: a cache hit that ran no block is a skipped
     call, one that ran the first block of forty is a fortieth. Call it before or after the cache
