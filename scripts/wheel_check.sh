@@ -43,12 +43,14 @@ records="$out/records.jsonl"
 env -u PYTHONPATH VIDEOX_PERF=1 VIDEOX_PERF_JSON="$records" "$venv/bin/python" \
   examples/python/generate.py --requests 2 --steps 2 >/dev/null 2>"$out/example.log" ||
   { cat "$out/example.log"; exit 1; }
-# Nothing Debian-only at run time: the extension links no cpp-httplib, the command finds the
-# simdjson it carries beside itself.
+# Nothing Debian-only at run time: the extension links no cpp-httplib and no simdjson, the command
+# finds the simdjson it carries beside itself.
 ext=$(ls "$site"/vxperf/_ext.*.so)
 ext_libs=$(ldd "$ext")
 cli_libs=$(ldd "$site/vxperf/_bin/vxperf")
 if grep -q httplib <<<"$ext_libs"; then echo "wheel_check: the extension links cpp-httplib"; exit 1; fi
+# The readers (simdjson) are the command's: nothing the extension runs reads records or scripts.
+if grep -q simdjson <<<"$ext_libs"; then echo "wheel_check: the extension links simdjson"; exit 1; fi
 grep -q "libsimdjson.so.* => $site/vxperf/_bin/" <<<"$cli_libs" ||
   { echo "wheel_check: the command does not use the simdjson it carries"; echo "$cli_libs"; exit 1; }
 "$venv/bin/vxperf" --version
