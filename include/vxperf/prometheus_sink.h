@@ -23,10 +23,12 @@
 //   vxperf_train_peak_memory_bytes{kind}              gauge, last window with device peaks
 //   vxperf_energy_joules_total{device="cuda:N"}       counter, NVML energy of requests and windows
 //   vxperf_power_watts{device}                        gauge, mean power, last request or window
-//   vxperf_sm_clock_mhz{device}                       gauge, lowest SM clock, last request or
-//   window vxperf_gpu_temperature_celsius{device}            gauge, highest temperature, same
+//   vxperf_sm_clock_mhz{device}                       gauge, lowest SM clock, the same
+//   vxperf_gpu_temperature_celsius{device}            gauge, highest temperature, the same
 //   vxperf_train_energy_joules_per_sample{device}     gauge, last window
-// (the device series appear only where a device meter, NVML, read the device)
+//   vxperf_cpu_energy_joules_total                    counter, powercap energy of the host
+// (the device readings' series are what their rows in the field table name,
+// src/schema/record_fields.h; they appear only where a meter read the device)
 // MFU and HFU are fractions (0.55, not 55). Warmup requests and steps (VIDEOX_PERF_WARMUP) are
 // left out of every metric, as they are left out of the exit summaries. A failed request only
 // counts in vxperf_requests_total{status="error"}: its partial timings and FLOPs would skew the

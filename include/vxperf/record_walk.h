@@ -12,7 +12,9 @@
 #pragma once
 
 #include <cstdint>
+#include <string>
 #include <string_view>
+#include <vector>
 
 #include "vxperf/records.h"
 
@@ -35,5 +37,14 @@ class RecordVisitor {
 
 void walk_record(const RequestRecord& record, RecordVisitor& visitor);
 void walk_record(const TrainWindowRecord& record, RecordVisitor& visitor);
+
+// A field of the training window record that the experiment trackers log, as its row in the field
+// table says (vxperf/field_show.h): the object it sits in ("" at the top, "throughput"), its key
+// there, and the name it is logged under ("perf/" + name).
+struct TrackedField {
+  std::string object, key, name;
+};
+// Every such field, in the table's order.
+std::vector<TrackedField> window_tracker_fields();
 
 }  // namespace vxperf

@@ -6,9 +6,11 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <utility>
 #include <vector>
 
+#include "vxperf/field_show.h"
 #include "vxperf/records.h"
 #include "vxperf/records_reader.h"
 #include "vxperf/xrank.h"
@@ -22,17 +24,32 @@ struct StageShare {
   double share = 0;    // of end-to-end time
 };
 
+// A device reading folded over records as its row in the field table says (its Show,
+// vxperf/field_show.h: key, label, unit, decimals, fold), what the report's text, JSON and page
+// show of it.
+struct ReadingSummary {
+  Show show;
+  bool integral = false;          // an integer reading (SM clock, temperature)
+  std::int64_t records = 0;       // records that carried it
+  std::optional<double> value;    // kMean: the mean; kMin, kMax: lowest, highest; kSum: the sum
+  std::optional<double> max;      // kMean: the highest record's
+  std::vector<std::string> seen;  // kList: each value seen, in order of first appearance
+};
+// The reading of `readings` with this key; nullptr when there is none.
+const ReadingSummary* find_reading(const std::vector<ReadingSummary>& readings,
+                                   std::string_view key);
+
 // What a device meter (NVML: vxperf/nvml.h) said over the records that carry its readings;
 // absent when none does.
 struct EnergySummary {
-  std::int64_t records = 0;          // records with energy_j
-  double energy_j = 0;               // their sum
-  std::optional<double> per_unit_j;  // per request (one video) / per sample (windows)
-  std::optional<double> power_w_mean, power_w_max;  // over the records' means
-  std::optional<std::int64_t> sm_clock_mhz_min;
-  std::optional<std::int64_t> temp_c_max;
-  std::vector<std::string> throttle;     // reasons seen, in order of first appearance
+  std::int64_t records = 0;              // records with energy_j
+  double energy_j = 0;                   // their sum
+  std::optional<double> per_unit_j;      // per request (one video) / per sample (windows)
   std::vector<std::string> energy_from;  // "counter", "power_samples", as seen
+  // Every reading the field table folds by its mean, lowest, highest or list (power_w_mean:
+  // mean and max; sm_clock_mhz_min; temp_c_max; throttle: the reasons seen), in the table's
+  // order, read or not.
+  std::vector<ReadingSummary> readings;
 };
 
 struct RequestSummary {
@@ -101,10 +118,12 @@ struct DeviceEnergy {
 // energy_j. A request computed by several ranks (parallel.group > 1) is one request: its energy
 // is its ranks' sum, its videos counted once.
 struct JobEnergy {
-  double energy_j = 0;                 // every record's device energy
-  std::optional<double> cpu_energy_j;  // every record's host energy (powercap), when read
-  std::int64_t videos = 0;             // made by the requests that carry energy_j
-  double request_energy_j = 0;         // those requests' energy
+  double energy_j = 0;  // every record's device energy
+  // Every reading the field table folds by its sum, over every record (cpu_energy_j: the host's
+  // energy, powercap), in the table's order; a value only where some record read it.
+  std::vector<ReadingSummary> totals;
+  std::int64_t videos = 0;      // made by the requests that carry energy_j
+  double request_energy_j = 0;  // those requests' energy
   std::optional<double> j_per_video;
   double samples = 0;  // the job's samples over the windows that carry energy_j (cp x tp once)
   double window_energy_j = 0;  // those windows' energy, every rank's
@@ -173,8 +192,8 @@ std::string format_report(const Report& report);
 std::string report_json(const Report& report);  // one JSON object, pretty-printed
 
 // What the HTML page draws, kept one record at a time: a few numbers per window (about 140
-// bytes: step times, phases, MFU, memory, power) and per request (about 40), and the stages of
-// the last requests the bar chart shows; never the records.
+// bytes: step times, phases, MFU, memory, the device readings charted: power, clock) and per
+// request (about 60), and the stages of the last requests the bar chart shows; never the records.
 class ChartData : public RecordHandler {
  public:
   ChartData();

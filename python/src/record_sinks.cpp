@@ -178,6 +178,18 @@ void add_record_functions(py::module_& m) {
         "handler(record: dict) for every settled record from now on (None: none).");
   m.def("last_request", &last_request,
         "The record of the request this thread finished last, as a dict (None before one).");
+  m.def(
+      "tracker_fields",
+      [] {
+        py::list fields;
+        for (const auto& f : window_tracker_fields()) {
+          fields.append(py::make_tuple(f.object, f.key, f.name));
+        }
+        return py::tuple(fields);
+      },
+      "The training window's fields the experiment trackers log, as (object, key, name): the "
+      "record's record[object][key] (object \"\": the record's own) logged as \"perf/\" + name; "
+      "the field table's order.");
 }
 
 }  // namespace vxperf::python

@@ -3,10 +3,21 @@
 #include <algorithm>
 
 #include "analysis/svg_charts.h"
+#include "schema/show_walk.h"
 
 namespace vxperf::analysis {
 
 namespace {
+
+// Each charted reading of `r` into `into`, by its place among them.
+void keep_readings(const DeviceReadings& r, ChartData::Impl::Readings& into) {
+  std::size_t k = 0;
+  internal::walk_shown(r, [&](const char*, const Show& show, const internal::ShownValue& v) {
+    if (show.charts == 0) return;
+    if (v.number && k < into.size()) into[k] = static_cast<float>(*v.number);
+    ++k;
+  });
+}
 
 std::size_t index_of(std::vector<std::string>& names, const std::string& name) {
   auto it = std::find(names.begin(), names.end(), name);
@@ -16,6 +27,18 @@ std::size_t index_of(std::vector<std::string>& names, const std::string& name) {
 }
 
 }  // namespace
+
+const std::vector<Show>& ChartData::Impl::charted() {
+  static const std::vector<Show> shows = [] {
+    std::vector<Show> out;
+    internal::walk_shown(DeviceReadings{},
+                         [&](const char*, const Show& show, const internal::ShownValue&) {
+                           if (show.charts != 0 && out.size() < kMaxCharted) out.push_back(show);
+                         });
+    return out;
+  }();
+  return shows;
+}
 
 std::size_t ChartData::Impl::phase_index(const std::string& name) {
   return index_of(phase_names, name);
@@ -36,8 +59,7 @@ void ChartData::request(const RequestRecord& r) {
   if (r.readings) {
     point.alloc_bytes = static_cast<double>(r.readings->allocated);
     point.reserved_bytes = static_cast<double>(r.readings->reserved);
-    if (r.readings->energy_j) point.energy_j = static_cast<float>(*r.readings->energy_j);
-    if (r.readings->power_w_mean) point.power_w = static_cast<float>(*r.readings->power_w_mean);
+    keep_readings(*r.readings, point.readings);
   }
   impl_->requests.push_back(point);
 
@@ -68,10 +90,7 @@ void ChartData::window(const TrainWindowRecord& w) {
   if (w.readings) {
     point.alloc_bytes = static_cast<double>(w.readings->allocated);
     point.reserved_bytes = static_cast<double>(w.readings->reserved);
-    if (w.readings->power_w_mean) point.power_w = static_cast<float>(*w.readings->power_w_mean);
-    if (w.readings->sm_clock_mhz_min) {
-      point.sm_clock_mhz = static_cast<float>(*w.readings->sm_clock_mhz_min);
-    }
+    keep_readings(*w.readings, point.readings);
   }
   for (const auto& [name, s] : w.phases_s) {
     std::size_t k = impl_->phase_index(name);

@@ -16,13 +16,24 @@ struct ChartData::Impl {
   // Phases beyond this many names are not charted (the engine has fewer).
   static constexpr std::size_t kMaxPhases = 16;
   static constexpr float kNone = NAN;  // a number the record did not carry
+  // The device readings the page charts (their rows' Show says so, vxperf/field_show.h), in the
+  // field table's order: what a point's `readings` holds, by the same index. The first
+  // kMaxCharted (tests/analysis fail when the table charts more).
+  static constexpr std::size_t kMaxCharted = 4;
+  using Readings = std::array<float, kMaxCharted>;
+  static const std::vector<Show>& charted();
+  static constexpr Readings unread() {
+    Readings r{};
+    for (float& v : r) v = kNone;
+    return r;
+  }
 
   struct Window {
     int rank = 0;
     std::int64_t step_first = 0, step_last = 0;
     float p50 = 0, p95 = 0;
     float mfu = kNone;  // a fraction
-    float power_w = kNone, sm_clock_mhz = kNone;
+    Readings readings = unread();
     double alloc_bytes = kNone, reserved_bytes = kNone;
     std::array<float, kMaxPhases> phase_s{};  // mean seconds per step, by phase_names' index
     double mid_step() const {
@@ -34,7 +45,7 @@ struct ChartData::Impl {
     bool warmup = false;
     std::int64_t req = 0;
     float e2e_s = 0;
-    float energy_j = kNone, power_w = kNone;
+    Readings readings = unread();
     double alloc_bytes = kNone, reserved_bytes = kNone;
   };
   // One bar of the per-request chart: seconds by stage_names' index, then the untimed rest.

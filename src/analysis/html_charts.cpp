@@ -71,6 +71,12 @@ std::string per_rank_chart(const std::string& title, const svg::YAxis& y, const 
   return svg::line_chart(title, "step", y, std::move(series), bands);
 }
 
+// A charted reading's title and axis: "Device power per window (mean)", "power (W)".
+std::string reading_title(const Show& show, const char* per) {
+  return std::string(show.chart) + " per " + per + " (" + show.chart_note + ")";
+}
+svg::YAxis reading_axis(const Show& show) { return {show.label, {1, show.unit}}; }
+
 std::vector<double> phase_values(const std::vector<std::string>& names,
                                  const std::vector<std::pair<std::string, double>>& phases) {
   std::vector<double> v(names.size(), 0.0);
@@ -85,7 +91,7 @@ std::vector<double> phase_values(const std::vector<std::string>& names,
 // dashed line.
 std::string per_request_chart(const std::string& title, const svg::YAxis& y,
                               const ChartData::Impl& d,
-                              double (*get)(const ChartData::Impl::Request&)) {
+                              const std::function<double(const ChartData::Impl::Request&)>& get) {
   std::map<int, svg::Series> by_rank;
   svg::Series warmup{"warmup", {}, true, {}};
   for (const auto& r : d.requests) {
@@ -269,10 +275,12 @@ std::string html::training_section(const Report& report, const ChartData::Impl& 
                            report, [](const Window& w) { return w.reserved_bytes; });
   }
   // What a device meter (NVML) read, when the windows carry it: did the clocks drop with MFU?
-  html += per_rank_chart("Device power per window (mean)", {"power", {1, "W"}}, c, report,
-                         [](const Window& w) { return static_cast<double>(w.power_w); });
-  html += per_rank_chart("SM clock per window (lowest read)", {"SM clock", {1, "MHz"}}, c, report,
-                         [](const Window& w) { return static_cast<double>(w.sm_clock_mhz); });
+  const auto& meters = ChartData::Impl::charted();
+  for (std::size_t k = 0; k < meters.size(); ++k) {
+    if ((meters[k].charts & kChartWindows) == 0) continue;
+    html += per_rank_chart(reading_title(meters[k], "window"), reading_axis(meters[k]), c, report,
+                           [k](const Window& w) { return static_cast<double>(w.readings[k]); });
+  }
   return html;
 }
 
@@ -320,10 +328,13 @@ std::string html::request_section(const ChartData::Impl& d, const DenoisingSteps
                               [](const ChartData::Impl::Request& r) { return r.reserved_bytes; });
   }
   // Joules per request (one generated video) and mean power, when a device meter read them.
-  html += per_request_chart("Energy per request (one video)", {"energy", {1, "J"}}, d,
-                            [](const ChartData::Impl::Request& r) { return double(r.energy_j); });
-  html += per_request_chart("Device power per request (mean)", {"power", {1, "W"}}, d,
-                            [](const ChartData::Impl::Request& r) { return double(r.power_w); });
+  const auto& meters = ChartData::Impl::charted();
+  for (std::size_t k = 0; k < meters.size(); ++k) {
+    if ((meters[k].charts & kChartRequests) == 0) continue;
+    html += per_request_chart(
+        reading_title(meters[k], "request"), reading_axis(meters[k]), d,
+        [k](const ChartData::Impl::Request& r) { return static_cast<double>(r.readings[k]); });
+  }
   return html;
 }
 

@@ -3,6 +3,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -50,7 +51,7 @@ double mid(const std::pair<std::int64_t, std::int64_t>& span);             // th
 std::string span_text(const std::pair<std::int64_t, std::int64_t>& span);  // "steps 0-9"
 
 // A number of a window, NaN when it has none.
-using Getter = double (*)(const Window&);
+using Getter = std::function<double(const Window&)>;
 
 // The ranks' values of window column k, ascending (those that have one).
 std::vector<double> column_values(const Columns& c, std::size_t k, Getter get);

@@ -5,6 +5,7 @@
 
 #include "base/stats.h"
 #include "base/strings.h"
+#include "schema/show_walk.h"
 #include "vxperf/phases.h"
 #include "vxperf/report.h"
 #include "vxperf/stages.h"
@@ -81,13 +82,79 @@ struct OrderedSums {
   }
 };
 
+void note(std::vector<std::string>& list, const std::string& value) {
+  if (std::find(list.begin(), list.end(), value) == list.end()) list.push_back(value);
+}
+
+// Whether a summary folds the reading of `show`: the job's totals (`sums`) its sums, a section's
+// energy summary every other fold.
+bool folds(const Show& show, bool sums) {
+  return show.fold != Fold::kNone && (show.fold == Fold::kSum) == sums;
+}
+
+// The readings of the field table a summary folds, none read yet, in the table's order.
+std::vector<ReadingSummary> folded_readings(bool sums) {
+  std::vector<ReadingSummary> out;
+  internal::walk_shown(DeviceReadings{},
+                       [&](const char*, const Show& show, const internal::ShownValue& v) {
+                         if (!folds(show, sums)) return;
+                         ReadingSummary r;
+                         r.show = show;
+                         r.integral = v.integral;
+                         out.push_back(r);
+                       });
+  return out;
+}
+
+// Adds one record's readings to `into` (as folded_readings(sums) made it): sums for the means
+// until finish_readings.
+void fold_readings(std::vector<ReadingSummary>& into, const DeviceReadings& r, bool sums) {
+  std::size_t i = 0;
+  internal::walk_shown(r, [&](const char*, const Show& show, const internal::ShownValue& v) {
+    if (!folds(show, sums)) return;
+    ReadingSummary& e = into[i++];
+    if (v.strings) {
+      ++e.records;
+      for (const auto& value : *v.strings) note(e.seen, value);
+    }
+    if (!v.number) return;
+    double x = *v.number;
+    ++e.records;
+    if (show.fold == Fold::kMean || show.fold == Fold::kSum) {
+      e.value = e.value.value_or(0) + x;
+      if (show.fold == Fold::kMean && (!e.max || x > *e.max)) e.max = x;
+    } else if (!e.value || (show.fold == Fold::kMin ? x < *e.value : x > *e.value)) {
+      e.value = x;
+    }
+  });
+}
+
+// The means' sums to means.
+void finish_readings(std::vector<ReadingSummary>& readings) {
+  for (auto& e : readings) {
+    if (e.show.fold == Fold::kMean && e.value && e.records > 0) {
+      *e.value /= static_cast<double>(e.records);
+    }
+  }
+}
+
+// Whether the record read anything a section's energy summary shows.
+bool any_summarized(const DeviceReadings& r) {
+  bool any = r.energy_j.has_value();
+  internal::walk_shown(r, [&](const char*, const Show& show, const internal::ShownValue& v) {
+    any = any || (folds(show, false) && (v.number || v.strings));
+  });
+  return any;
+}
+
 // Adds one record's meter readings; `units` is what its energy is per (1 request, its samples; 0
 // for another rank's share of a request already counted).
 void add_energy(std::optional<EnergySummary>& into, const DeviceReadings& r, double units) {
-  if (!r.energy_j && !r.power_w_mean && !r.sm_clock_mhz_min && !r.temp_c_max && !r.throttle) {
-    return;
+  if (!any_summarized(r)) return;
+  if (!into) {
+    into.emplace();
+    into->readings = folded_readings(false);
   }
-  if (!into) into.emplace();
   EnergySummary& e = *into;
   if (r.energy_j) {
     if (units > 0) ++e.records;
@@ -95,31 +162,18 @@ void add_energy(std::optional<EnergySummary>& into, const DeviceReadings& r, dou
     // per_unit_j holds the units until finish_energy.
     e.per_unit_j = e.per_unit_j.value_or(0) + units;
   }
-  if (r.power_w_mean) {
-    e.power_w_mean = e.power_w_mean.value_or(0) + *r.power_w_mean;
-    if (!e.power_w_max || *r.power_w_mean > *e.power_w_max) e.power_w_max = *r.power_w_mean;
-  }
-  if (r.sm_clock_mhz_min && (!e.sm_clock_mhz_min || *r.sm_clock_mhz_min < *e.sm_clock_mhz_min)) {
-    e.sm_clock_mhz_min = r.sm_clock_mhz_min;
-  }
-  if (r.temp_c_max && (!e.temp_c_max || *r.temp_c_max > *e.temp_c_max)) e.temp_c_max = r.temp_c_max;
-  auto note = [](std::vector<std::string>& list, const std::string& v) {
-    if (std::find(list.begin(), list.end(), v) == list.end()) list.push_back(v);
-  };
-  if (r.throttle) {
-    for (const auto& reason : *r.throttle) note(e.throttle, reason);
-  }
+  fold_readings(e.readings, r, false);
   if (r.energy_from) note(e.energy_from, *r.energy_from);
 }
 
-// The sums to means: `powers` records carried power_w_mean.
-void finish_energy(std::optional<EnergySummary>& e, std::int64_t powers) {
+// The sums to means.
+void finish_energy(std::optional<EnergySummary>& e) {
   if (!e) return;
   if (e->per_unit_j) {
     e->per_unit_j =
         *e->per_unit_j > 0 ? std::optional<double>(e->energy_j / *e->per_unit_j) : std::nullopt;
   }
-  if (e->power_w_mean && powers > 0) *e->power_w_mean /= static_cast<double>(powers);
+  finish_readings(e->readings);
 }
 
 // A request summary's sums, one request at a time (the requests it is over: see RequestSide).
@@ -131,8 +185,7 @@ struct RequestAcc {
   std::optional<double> first_start, last_end;  // wall-clock seconds
   OrderedSums stage_ms, stage_calls;
   WeightedMean tflops, mfu;
-  double effective = 0;     // full forwards the transformer calls came to
-  std::int64_t powers = 0;  // records with power_w_mean
+  double effective = 0;  // full forwards the transformer calls came to
   // A request computed by a group of ranks: (its data-parallel index, its number) -> its place
   // in e2e. The run's sums count it once; a rank's, each of its records.
   bool fold_groups = false;
@@ -157,10 +210,7 @@ struct RequestAcc {
       e2e_s = r.e2e_s;
       if (!e2e_max || e2e_s > *e2e_max) e2e_max = e2e_s;
     }
-    if (r.readings) {
-      add_energy(s.energy, *r.readings, 0.0);
-      if (r.readings->power_w_mean) ++powers;
-    }
+    if (r.readings) add_energy(s.energy, *r.readings, 0.0);
   }
 
   void add(const RequestRecord& r) {
@@ -203,13 +253,12 @@ struct RequestAcc {
       keep_max(s.peak_alloc_bytes, r.readings->allocated);
       keep_max(s.peak_reserved_bytes, r.readings->reserved);
       add_energy(s.energy, *r.readings, 1.0);
-      if (r.readings->power_w_mean) ++powers;
     }
   }
 
   RequestSummary summary(std::int64_t warmup) const {
     RequestSummary out = s;
-    finish_energy(out.energy, powers);
+    finish_energy(out.energy);
     out.warmup = warmup;
     out.count = count;
     double n = static_cast<double>(std::max<std::int64_t>(count, 1));
@@ -301,7 +350,6 @@ struct TrainAcc {
   std::int64_t latest_step = 0;
   int latest_rank = 0;
   double latest_eta = 0;
-  std::int64_t powers = 0;  // windows with power_w_mean
   TrainSummary s;
 
   void add(const TrainWindowRecord& w) {
@@ -325,7 +373,6 @@ struct TrainAcc {
                          ? *w.readings->energy_j / *w.energy_j_per_sample
                          : 0.0;
       add_energy(s.energy, *w.readings, units);
-      if (w.readings->power_w_mean) ++powers;
     }
     if (w.throughput) {
       const auto& t = *w.throughput;
@@ -363,7 +410,7 @@ struct TrainAcc {
   TrainSummary summary(std::vector<std::pair<double, double>> p50_values,
                        std::vector<std::pair<double, double>> p95_values) const {
     TrainSummary out = s;
-    finish_energy(out.energy, powers);
+    finish_energy(out.energy);
     out.windows = windows;
     for (const auto& [rank, sums] : by_rank) {
       out.steps = std::max(out.steps, sums.steps);
@@ -437,8 +484,8 @@ struct JobAcc {
   bool any = false;                                       // some record carries energy_j
   std::map<std::pair<int, int>, Device> devices;          // by (rank, device)
   std::set<std::pair<int, std::int64_t>> group_requests;  // (dp_rank, req) of several ranks
-  double cpu_j = 0;
-  bool any_cpu = false;
+
+  JobAcc() { s.totals = folded_readings(true); }
 
   // `seconds`: the record's interval; `label()`: it, for the list of records without readings
   // (made only for the few listed: formatting one per record was a tenth of the report's time).
@@ -446,10 +493,7 @@ struct JobAcc {
   void add(int rank, const std::optional<int>& device, const std::optional<DeviceReadings>& r,
            double ts, double seconds, const Label& label) {
     ++s.records;
-    if (r && r->cpu_energy_j) {
-      cpu_j += *r->cpu_energy_j;
-      any_cpu = true;
-    }
+    if (r) fold_readings(s.totals, *r, true);
     if (!r || !r->energy_j) {
       ++s.unread;
       if (s.unread_first.size() < kUnreadListed) s.unread_first.push_back(label());
@@ -502,7 +546,7 @@ struct JobAcc {
   std::optional<JobEnergy> summary() const {
     if (!any) return std::nullopt;
     JobEnergy out = s;
-    if (any_cpu) out.cpu_energy_j = cpu_j;
+    finish_readings(out.totals);
     if (out.videos > 0) out.j_per_video = out.request_energy_j / static_cast<double>(out.videos);
     if (out.samples > 0) out.j_per_sample = out.window_energy_j / out.samples;
     for (const auto& [key, d] : devices) {
@@ -520,6 +564,14 @@ struct JobAcc {
 };
 
 }  // namespace
+
+const ReadingSummary* find_reading(const std::vector<ReadingSummary>& readings,
+                                   std::string_view key) {
+  for (const auto& r : readings) {
+    if (key == r.show.key) return &r;
+  }
+  return nullptr;
+}
 
 struct ReportBuilder::State {
   RequestSide requests{true};

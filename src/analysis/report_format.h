@@ -1,9 +1,14 @@
-// What the report's forms share: the JSON object type, a number or null, joules per kWh.
+// What the report's forms share: the JSON object type, a number or null, joules per kWh, a folded
+// reading in words and in JSON.
 #pragma once
 
 #include <cstdint>
 #include <nlohmann/json.hpp>
 #include <optional>
+#include <string>
+#include <vector>
+
+#include "vxperf/report.h"
 
 namespace vxperf::analysis::report_format {
 
@@ -15,5 +20,16 @@ constexpr double kJoulesPerKwh = 3.6e6;
 // The value, or null when the report has none.
 Json opt_json(const std::optional<double>& v);
 Json opt_json(const std::optional<std::uint64_t>& v);
+
+// A reading's number `v` with the reading's decimals and unit ("150.0 W", "1780 MHz"); "-" when
+// none.
+std::string reading_value(const ReadingSummary& r, const std::optional<double>& v);
+// A reading as the report says it, by its fold: "power 150.0 W mean, 200.0 W max" ("power - mean,
+// - max" unread), "SM clock min 1780 MHz", "temp max 62 C", "host CPU and DRAM 40.000 J",
+// "throttle sw_power_cap, hw_slowdown".
+std::string reading_text(const ReadingSummary& r);
+// Each reading into `j` under its key, null when unread (integers as integers); a mean's highest
+// beside it ("power_w_mean", "power_w_max"); a list as an array.
+void add_readings(Json& j, const std::vector<ReadingSummary>& readings);
 
 }  // namespace vxperf::analysis::report_format

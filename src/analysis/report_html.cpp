@@ -2,6 +2,7 @@
 #include <algorithm>
 
 #include "analysis/html_parts.h"
+#include "analysis/report_format.h"
 #include "analysis/units.h"
 #include "base/strings.h"
 
@@ -39,18 +40,17 @@ void energy_facts(Facts& f, const std::optional<EnergySummary>& e, const char* u
     if (!e->energy_from.empty()) text += " (from " + internal::join(e->energy_from, ", ") + ")";
     f.add("energy", text);
   }
+  // The numbers read, in one row; each list seen in a row of its own.
   std::vector<std::string> device;
-  if (e->power_w_mean) device.push_back(strprintf("power %.1f W mean", *e->power_w_mean));
-  if (e->power_w_max) device.push_back(strprintf("%.1f W max", *e->power_w_max));
-  if (e->sm_clock_mhz_min) {
-    device.push_back(
-        strprintf("SM clock min %lld MHz", static_cast<long long>(*e->sm_clock_mhz_min)));
-  }
-  if (e->temp_c_max) {
-    device.push_back(strprintf("temp max %lld C", static_cast<long long>(*e->temp_c_max)));
+  for (const auto& r : e->readings) {
+    if (r.show.fold != Fold::kList && r.value) device.push_back(report_format::reading_text(r));
   }
   if (!device.empty()) f.add("device", internal::join(device, ", "));
-  if (!e->throttle.empty()) f.add("throttle", internal::join(e->throttle, ", "));
+  for (const auto& r : e->readings) {
+    if (r.show.fold == Fold::kList && !r.seen.empty()) {
+      f.add(r.show.label, internal::join(r.seen, ", "));
+    }
+  }
 }
 
 std::string memory_text(const std::optional<std::uint64_t>& alloc,
@@ -200,7 +200,9 @@ std::string energy_summary(const JobEnergy& e) {
   std::string total = strprintf("%.6f kWh (%.3f J) on %zu device%s", e.energy_j / 3.6e6, e.energy_j,
                                 e.devices.size(), e.devices.size() == 1 ? "" : "s");
   f.add("device energy", total);
-  if (e.cpu_energy_j) f.add("host CPU and DRAM", strprintf("%.3f J", *e.cpu_energy_j));
+  for (const auto& r : e.totals) {
+    if (r.value) f.add(r.show.label, report_format::reading_value(r, r.value));
+  }
   if (e.j_per_video) {
     f.add("per video",
           strprintf("%.3f J over %lld videos", *e.j_per_video, static_cast<long long>(e.videos)));

@@ -6,6 +6,7 @@
 
 namespace vxperf::analysis {
 
+using report_format::add_readings;
 using report_format::Json;
 using report_format::kJoulesPerKwh;
 using report_format::opt_json;
@@ -22,32 +23,27 @@ Json job_energy_json(const JobEnergy& e) {
                        {"seconds", d.seconds},
                        {"power_w_mean", opt_json(d.power_w_mean)}});
   }
-  return {{"energy_j", e.energy_j},
-          {"kwh", e.energy_j / kJoulesPerKwh},
-          {"cpu_energy_j", opt_json(e.cpu_energy_j)},
-          {"j_per_video", opt_json(e.j_per_video)},
-          {"videos", e.videos},
-          {"request_energy_j", e.request_energy_j},
-          {"j_per_sample", opt_json(e.j_per_sample)},
-          {"samples", e.samples},
-          {"window_energy_j", e.window_energy_j},
-          {"devices", devices},
-          {"records", e.records},
-          {"shared", e.shared},
-          {"unread", e.unread},
-          {"unread_first", e.unread_first}};
+  Json j = {{"energy_j", e.energy_j}, {"kwh", e.energy_j / kJoulesPerKwh}};
+  add_readings(j, e.totals);
+  j.update(Json{{"j_per_video", opt_json(e.j_per_video)},
+                {"videos", e.videos},
+                {"request_energy_j", e.request_energy_j},
+                {"j_per_sample", opt_json(e.j_per_sample)},
+                {"samples", e.samples},
+                {"window_energy_j", e.window_energy_j},
+                {"devices", devices},
+                {"records", e.records},
+                {"shared", e.shared},
+                {"unread", e.unread},
+                {"unread_first", e.unread_first}});
+  return j;
 }
 
 Json energy_json(const EnergySummary& e) {
-  Json j = {{"records", e.records},
-            {"energy_j", e.energy_j},
-            {"per_unit_j", opt_json(e.per_unit_j)},
-            {"power_w_mean", opt_json(e.power_w_mean)},
-            {"power_w_max", opt_json(e.power_w_max)},
-            {"throttle", e.throttle},
-            {"energy_from", e.energy_from}};
-  j["sm_clock_mhz_min"] = e.sm_clock_mhz_min ? Json(*e.sm_clock_mhz_min) : Json(nullptr);
-  j["temp_c_max"] = e.temp_c_max ? Json(*e.temp_c_max) : Json(nullptr);
+  Json j = {
+      {"records", e.records}, {"energy_j", e.energy_j}, {"per_unit_j", opt_json(e.per_unit_j)}};
+  add_readings(j, e.readings);
+  j["energy_from"] = e.energy_from;
   return j;
 }
 

@@ -8,6 +8,7 @@ namespace vxperf::analysis {
 
 using internal::strprintf;
 using report_format::kJoulesPerKwh;
+using report_format::reading_text;
 namespace {
 
 std::string opt_text(const std::optional<double>& v, const char* format, double scale = 1) {
@@ -24,16 +25,20 @@ void energy_lines(Line& line, const EnergySummary& e, const char* unit, const ch
          strprintf(", %.3f J over %lld %s", e.energy_j, static_cast<long long>(e.records), over) +
          (from.empty() ? "" : " (from " + from + ")"));
   }
-  std::string device = "  device   power " + opt_text(e.power_w_mean, "%.1f W") + " mean, " +
-                       opt_text(e.power_w_max, "%.1f W") + " max";
-  if (e.sm_clock_mhz_min) {
-    device += strprintf("  SM clock min %lld MHz", static_cast<long long>(*e.sm_clock_mhz_min));
+  // The numbers on one line, a mean said unread too ("power - mean, - max"), the others when read;
+  // each list on a line of its own.
+  std::vector<std::string> device;
+  for (const auto& r : e.readings) {
+    if (r.show.fold == Fold::kMean || (r.show.fold != Fold::kList && r.value)) {
+      device.push_back(reading_text(r));
+    }
   }
-  if (e.temp_c_max) device += strprintf("  temp max %lld C", static_cast<long long>(*e.temp_c_max));
-  line(device);
-  std::string reasons;
-  for (const auto& r : e.throttle) reasons += (reasons.empty() ? "" : ", ") + r;
-  line("  throttle " + (reasons.empty() ? std::string("none seen") : reasons));
+  line("  device   " + internal::join(device, "  "));
+  for (const auto& r : e.readings) {
+    if (r.show.fold != Fold::kList) continue;
+    line(strprintf("  %-8s ", r.show.label) +
+         (r.seen.empty() ? std::string("none seen") : internal::join(r.seen, ", ")));
+  }
 }
 
 // "cuda:0 rank 1".
@@ -47,7 +52,9 @@ void job_energy_lines(Line& line, const JobEnergy& e) {
   std::string head =
       strprintf("Energy (job): %.6f kWh (%.3f J) on %zu device%s", e.energy_j / kJoulesPerKwh,
                 e.energy_j, e.devices.size(), e.devices.size() == 1 ? "" : "s");
-  if (e.cpu_energy_j) head += strprintf("; host CPU and DRAM %.3f J", *e.cpu_energy_j);
+  for (const auto& r : e.totals) {
+    if (r.value) head += "; " + reading_text(r);
+  }
   line(head);
   if (e.j_per_video) {
     line(strprintf("  per video   %.3f J over %lld videos (%.3f J of their requests)",

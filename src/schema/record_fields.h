@@ -8,9 +8,16 @@
 //   - Reader: a JSON object back into the struct, with the rule's default and checks, a wrong
 //     field reported by name (what `vxperf report`, replay and `vxperf trace` read);
 //   - a value walk: each field as the struct holds it, whatever the presence rules (the
-//     Prometheus series of src/serving/prometheus_sink.cpp).
+//     Prometheus series of src/serving/prometheus_sink.cpp);
+//   - the shown walk (src/schema/show_walk.h): the rows that say how they are shown.
 // A field added to a record is one member in its struct and one line here; a member without a
 // line fails tests/schema/field_coverage_test.cpp.
+//
+// A row's key may carry how the field is shown beyond its record: show(key, ...) and what follows
+// (vxperf/field_show.h): its label and unit, how the report folds it over records, its Prometheus
+// series, its tracker name, its charts. The report (text, JSON, page), the Prometheus sink and the
+// experiment trackers show each such row, and nothing names it there; the other walks take it for
+// its key.
 //
 // The rules (io.<rule>(key, member, ...)):
 //   number, integer, count, small_int, bytes, boolean, string   plain values, with the reader's
@@ -40,6 +47,7 @@
 #include <type_traits>
 
 #include "vxperf/device.h"
+#include "vxperf/field_show.h"
 #include "vxperf/model.h"
 #include "vxperf/records.h"
 
@@ -53,18 +61,50 @@ using Same = std::enable_if_t<std::is_same_v<std::remove_const_t<R>, T>, int>;
 
 // As records carry them (with "device") and the trace's request_end and memory events. The
 // meter's fields (NVML) are each present only when read.
+// Each reading shows where its Show says (vxperf/field_show.h): the report folds it over records,
+// Prometheus keeps a series of it, the trackers log it, the report's page charts it.
 template <class Io, class R, Same<R, DeviceReadings> = 0>
 void describe(Io& io, R& r) {
-  io.bytes("peak_alloc_bytes", r.allocated);
-  io.bytes("peak_reserved_bytes", r.reserved);
-  io.optional("energy_j", r.energy_j);
+  io.bytes(show("peak_alloc_bytes").tracked(), r.allocated);
+  io.bytes(show("peak_reserved_bytes").tracked(), r.reserved);
+  io.optional(show("energy_j", "energy", "J", 3)
+                  .counter("vxperf_energy_joules_total",
+                           "Joules the device used over measured requests and training windows "
+                           "(NVML).")
+                  .tracked()
+                  .charted(kChartRequests, "Energy", "one video"),
+              r.energy_j);
   io.optional_string("energy_from", r.energy_from);
   io.flag("energy_shared", r.energy_shared);
-  io.optional("power_w_mean", r.power_w_mean);
-  io.optional_count("sm_clock_mhz_min", r.sm_clock_mhz_min);
-  io.optional_count("temp_c_max", r.temp_c_max);
-  io.optional_strings("throttle", r.throttle, "throttle");
-  io.optional("cpu_energy_j", r.cpu_energy_j);
+  io.optional(show("power_w_mean", "power", "W", 1)
+                  .folded(Fold::kMean)
+                  .gauge("vxperf_power_watts",
+                         "Mean device power over the last request or training window (NVML).")
+                  .tracked()
+                  .charted(kChartWindows | kChartRequests, "Device power", "mean"),
+              r.power_w_mean);
+  io.optional_count(show("sm_clock_mhz_min", "SM clock", "MHz")
+                        .folded(Fold::kMin)
+                        .gauge("vxperf_sm_clock_mhz",
+                               "Lowest SM clock read over the last request or training window "
+                               "(NVML).")
+                        .charted(kChartWindows, "SM clock", "lowest read"),
+                    r.sm_clock_mhz_min);
+  io.optional_count(show("temp_c_max", "temp", "C")
+                        .folded(Fold::kMax)
+                        .gauge("vxperf_gpu_temperature_celsius",
+                               "Highest GPU temperature read over the last request or training "
+                               "window (NVML)."),
+                    r.temp_c_max);
+  io.optional_strings(show("throttle", "throttle").folded(Fold::kList), r.throttle, "throttle");
+  io.optional(show("cpu_energy_j", "host CPU and DRAM", "J", 3)
+                  .folded(Fold::kSum)
+                  .counter("vxperf_cpu_energy_joules_total",
+                           "Joules the host's CPU packages and DRAM used over measured requests "
+                           "and training windows (powercap).",
+                           SeriesLabels::kRank)
+                  .tracked(),
+              r.cpu_energy_j);
 }
 
 // ---- request records ----------------------------------------------------------------------------
@@ -160,7 +200,7 @@ void describe(Io& io, R& r) {
 
 template <class Io, class R, Same<R, TrainThroughput> = 0>
 void describe(Io& io, R& t) {
-  io.number("samples_per_s", t.samples_per_s, 0.0);
+  io.number(show("samples_per_s").tracked(), t.samples_per_s, 0.0);
   io.number("samples", t.samples, 0.0);
   io.number("wall_s", t.wall_s, 0.0);
   io.small_int("dp", t.dp, 1);
@@ -177,11 +217,11 @@ void describe(Io& io, R& t) {
     io.number("flops_per_step", t.flops_per_step);
     io.number("attn_share", t.attn_share, 0.0);
     io.small_int("devices", t.devices, 1);
-    io.number("tflops", t.tflops, 0.0);
-    io.number("hw_tflops", t.hw_tflops, 0.0);
+    io.number(show("tflops").tracked(), t.tflops, 0.0);
+    io.number(show("hw_tflops").tracked(), t.hw_tflops, 0.0);
     io.nullable("peak_tflops", t.peak_tflops);
-    io.nullable("mfu", t.mfu);
-    io.nullable("hfu", t.hfu);
+    io.nullable(show("mfu").tracked(), t.mfu);
+    io.nullable(show("hfu").tracked(), t.hfu);
     describe_efficiency_basis(io, t);
   });
 }
@@ -225,9 +265,9 @@ void describe(Io& io, R& r) {
   io.number("micro_steps", r.micro_steps, 1.0);
   io.number("overrun_s", r.overrun_s, 0.0);
   io.device("device", r.device, r.readings);
-  io.optional("energy_j_per_sample", r.energy_j_per_sample);
+  io.optional(show("energy_j_per_sample").tracked(), r.energy_j_per_sample);
   io.nullable_object("throughput", r.throughput);
-  io.optional("eta_s", r.eta_s);
+  io.optional(show("eta_s").tracked(), r.eta_s);
   io.optional_object("xrank", r.xrank);
   io.optional_object("parallel", r.parallel);
 }

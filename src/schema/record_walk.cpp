@@ -2,6 +2,7 @@
 
 #include "schema/record_fields.h"
 #include "schema/record_writer.h"
+#include "schema/show_walk.h"
 
 namespace vxperf {
 
@@ -17,6 +18,15 @@ void walk_record(const TrainWindowRecord& record, RecordVisitor& visitor) {
   visitor.begin_object({});
   describe(writer, record);
   visitor.end_object();
+}
+
+std::vector<TrackedField> window_tracker_fields() {
+  std::vector<TrackedField> fields;
+  internal::walk_shown(TrainWindowRecord{},
+                       [&](const char* object, const Show& show, const internal::ShownValue&) {
+                         if (show.tracker) fields.push_back({object, show.key, show.tracker});
+                       });
+  return fields;
 }
 
 }  // namespace vxperf

@@ -6,6 +6,7 @@
 #include <string>
 #include <vector>
 
+#include "schema/show_walk.h"
 #include "schema/value_walk.h"
 #include "serving/exposition.h"
 #include "serving/metrics.h"
@@ -25,19 +26,53 @@ const std::vector<double> kStageBuckets = {0.001, 0.0025, 0.005, 0.01, 0.025, 0.
 const std::vector<double> kStepBuckets = {0.05, 0.1, 0.25, 0.5, 1,  2,  3,   5,
                                           7.5,  10,  15,   20,  30, 60, 120, 300};
 
-// The meter's series of one record (a request or a window) on `device`.
+// A device reading's series (its row's Show in the field table: name, help, gauge or counter,
+// labels), requests and windows alike.
+struct ReadingSeries {
+  serving::CounterFamily* counter = nullptr;  // else a gauge
+  serving::GaugeFamily* gauge = nullptr;
+};
+
+// Registers the series of the device readings whose rows name one, labelled `by`, in the table's
+// order.
+std::vector<ReadingSeries> add_reading_series(serving::MetricRegistry& registry, SeriesLabels by) {
+  std::vector<ReadingSeries> out;
+  internal::walk_shown(
+      DeviceReadings{}, [&](const char*, const Show& show, const internal::ShownValue&) {
+        if (show.series == SeriesKind::kNone || show.labels != by) return;
+        std::vector<std::string> labels = {"rank"};
+        if (by == SeriesLabels::kRankDevice) labels.emplace_back("device");
+        ReadingSeries series;
+        if (show.series == SeriesKind::kCounter) {
+          series.counter = &registry.add_counter(show.series_name, show.help, labels);
+        } else {
+          series.gauge = &registry.add_gauge(show.series_name, show.help, labels);
+        }
+        out.push_back(series);
+      });
+  return out;
+}
+
+// The meters' series of one record (a request or a window) on `device`: a counter adds the
+// reading, a gauge takes it.
 template <class Metrics>
-void set_device_series(Metrics& m, const std::string& rank, const std::optional<int>& device,
-                       const std::optional<DeviceReadings>& r) {
-  if (!device || !r) return;
+void set_device_series(const Metrics& m, const std::string& rank, const std::optional<int>& device,
+                       const std::optional<DeviceReadings>& readings) {
+  if (!device || !readings) return;
   const std::string name = "cuda:" + std::to_string(*device);
-  if (r->cpu_energy_j) m.cpu_energy.with({rank}).inc(*r->cpu_energy_j);
-  if (r->energy_j) m.energy.with({rank, name}).inc(*r->energy_j);
-  if (r->power_w_mean) m.power.with({rank, name}).set(*r->power_w_mean);
-  if (r->sm_clock_mhz_min) {
-    m.sm_clock.with({rank, name}).set(static_cast<double>(*r->sm_clock_mhz_min));
-  }
-  if (r->temp_c_max) m.temperature.with({rank, name}).set(static_cast<double>(*r->temp_c_max));
+  std::size_t by_device = 0, by_rank = 0;
+  internal::walk_shown(*readings, [&](const char*, const Show& show,
+                                      const internal::ShownValue& v) {
+    if (show.series == SeriesKind::kNone) return;
+    const bool with_device = show.labels == SeriesLabels::kRankDevice;
+    const ReadingSeries& s = with_device ? m.device_series[by_device++] : m.host_series[by_rank++];
+    if (!v.number) return;
+    if (s.counter != nullptr) {
+      (with_device ? s.counter->with({rank, name}) : s.counter->with({rank})).inc(*v.number);
+    } else {
+      (with_device ? s.gauge->with({rank, name}) : s.gauge->with({rank})).set(*v.number);
+    }
+  });
 }
 
 }  // namespace
@@ -95,31 +130,18 @@ struct PrometheusSink::Metrics {
       "Peak device memory of the last training window: kind=allocated or reserved.",
       {"rank", "kind"});
 
-  // What a device meter (NVML) read, by device ("cuda:0"); requests and windows alike.
-  serving::CounterFamily& energy = registry.add_counter(
-      "vxperf_energy_joules_total",
-      "Joules the device used over measured requests and training windows (NVML).",
-      {"rank", "device"});
-  serving::GaugeFamily& power = registry.add_gauge(
-      "vxperf_power_watts", "Mean device power over the last request or training window (NVML).",
-      {"rank", "device"});
-  serving::GaugeFamily& sm_clock = registry.add_gauge(
-      "vxperf_sm_clock_mhz",
-      "Lowest SM clock read over the last request or training window (NVML).", {"rank", "device"});
-  serving::GaugeFamily& temperature = registry.add_gauge(
-      "vxperf_gpu_temperature_celsius",
-      "Highest GPU temperature read over the last request or training window (NVML).",
-      {"rank", "device"});
+  // What the meters read, requests and windows alike: a series per device reading whose row in
+  // the field table names one (src/schema/record_fields.h), by device ("cuda:0": NVML's energy,
+  // power, clock, temperature), then the windows' joules per sample, then by rank alone (#28: the
+  // host's energy, powercap).
+  const std::vector<ReadingSeries> device_series =
+      add_reading_series(registry, SeriesLabels::kRankDevice);
   serving::GaugeFamily& energy_per_sample = registry.add_gauge(
       "vxperf_train_energy_joules_per_sample",
       "Joules per training sample over the last window (NVML).", {"rank", "device"});
-  // #28: the host's energy beside the device's, and the videos the requests made (joules per
-  // video: rate(vxperf_energy_joules_total) over rate(vxperf_videos_total), requests only).
-  serving::CounterFamily& cpu_energy = registry.add_counter(
-      "vxperf_cpu_energy_joules_total",
-      "Joules the host's CPU packages and DRAM used over measured requests and training windows "
-      "(powercap).",
-      {"rank"});
+  const std::vector<ReadingSeries> host_series = add_reading_series(registry, SeriesLabels::kRank);
+  // The videos the requests made (joules per video: rate(vxperf_energy_joules_total) over
+  // rate(vxperf_videos_total), requests only).
   serving::CounterFamily& videos = registry.add_counter(
       "vxperf_videos_total", "Videos generated by completed requests, warmup excluded.", {"rank"});
 

@@ -435,11 +435,17 @@ TEST(Report, EnergyPerVideoAndPerSampleFromTheMetersFields) {
   EXPECT_EQ(e.records, 3);
   EXPECT_DOUBLE_EQ(e.energy_j, 4500.0);
   EXPECT_DOUBLE_EQ(*e.per_unit_j, 1500.0);
-  EXPECT_DOUBLE_EQ(*e.power_w_mean, 150.0);
-  EXPECT_DOUBLE_EQ(*e.power_w_max, 200.0);
-  EXPECT_EQ(e.sm_clock_mhz_min, 1780);
-  EXPECT_EQ(e.temp_c_max, 62);
-  EXPECT_EQ(e.throttle, (std::vector<std::string>{"sw_power_cap", "hw_slowdown"}));
+  // The readings the field table folds, by their keys.
+  auto reading = [&](const char* key) {
+    const ReadingSummary* found = find_reading(e.readings, key);
+    EXPECT_NE(found, nullptr) << key;
+    return found ? *found : ReadingSummary{};
+  };
+  EXPECT_DOUBLE_EQ(*reading("power_w_mean").value, 150.0);
+  EXPECT_DOUBLE_EQ(*reading("power_w_mean").max, 200.0);
+  EXPECT_EQ(reading("sm_clock_mhz_min").value, 1780);
+  EXPECT_EQ(reading("temp_c_max").value, 62);
+  EXPECT_EQ(reading("throttle").seen, (std::vector<std::string>{"sw_power_cap", "hw_slowdown"}));
   ASSERT_TRUE(report.training && report.training->energy);
   const EnergySummary& t = *report.training->energy;
   EXPECT_DOUBLE_EQ(t.energy_j, 90.0);
@@ -542,7 +548,9 @@ TEST(Report, JobEnergyTotalsPerVideoPerSampleAndPerDevice) {
   EXPECT_DOUBLE_EQ(*e.j_per_video, 4000.0 / 6);
   EXPECT_DOUBLE_EQ(e.samples, 40.0);
   EXPECT_DOUBLE_EQ(*e.j_per_sample, 1600.0 / 40);
-  EXPECT_DOUBLE_EQ(*e.cpu_energy_j, 40.0);
+  const ReadingSummary* cpu = find_reading(e.totals, "cpu_energy_j");
+  ASSERT_NE(cpu, nullptr);
+  EXPECT_DOUBLE_EQ(*cpu->value, 40.0);
   EXPECT_EQ(e.shared, 2);
   EXPECT_EQ(e.unread, 1);
   EXPECT_EQ(e.unread_first, std::vector<std::string>{"rank 1 req 7"});

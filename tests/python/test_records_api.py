@@ -226,3 +226,32 @@ def test_trackers_off_by_the_variable(tmp_path):
     _, proc = run(tmp_path, TRACKED_LOOP.format(install=install), VIDEOX_PERF="1",
                   VIDEOX_PERF_EVERY="2", VIDEOX_PERF_TRACKERS="0")
     assert json.loads(proc.stdout)["perf"] == []
+
+
+def test_the_trackers_log_what_the_field_table_says():
+    """tracker_values() logs the window fields whose rows in the field table say so
+    (_ext.tracker_fields()), the device readings among them: a reading added with its member and
+    its row is logged with no list of names to extend."""
+    proc = run_python("""
+        import json
+        from vxperf import _ext
+        from vxperf.integrations import accelerate
+        fields = _ext.tracker_fields()
+        record = {"kind": "train_window", "step_s_p50": 1.0, "step_s_p95": 1.5, "step_first": 0,
+                  "step_last": 9, "phases_s": {"fwd": 0.5}}
+        for n, (obj, key, name) in enumerate(fields):
+            (record.setdefault(obj, {}) if obj else record)[key] = n + 0.5
+        print(json.dumps({"fields": fields, "values": accelerate.tracker_values(record),
+                          "empty": accelerate.tracker_values(dict(record, throughput=None))}))
+    """, env=clean_env())
+    out = json.loads(proc.stdout)
+    fields, values = out["fields"], out["values"]
+    for n, (obj, key, name) in enumerate(fields):
+        assert values[f"perf/{name}"] == n + 0.5
+    assert len(values) == 5 + len(fields)  # the steps, their times and the one phase besides
+    assert {("", "peak_alloc_bytes"), ("", "peak_reserved_bytes"), ("", "energy_j"),
+            ("", "power_w_mean"), ("", "cpu_energy_j"), ("", "energy_j_per_sample"),
+            ("", "eta_s"), ("throughput", "samples_per_s"), ("throughput", "tflops"),
+            ("throughput", "hw_tflops"), ("throughput", "mfu"),
+            ("throughput", "hfu")} <= {(obj, key) for obj, key, _ in fields}
+    assert not any(key.startswith("perf/samples_per_s") for key in out["empty"])

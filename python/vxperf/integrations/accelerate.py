@@ -280,10 +280,9 @@ def patch():
 # the accelerators whose end_training() ran (their trackers are closed).
 _tracking = {"accelerator": None, "on": False, "closed": set()}
 
-# Window record fields logged as they are, under perf/ (the record's own units: s, bytes, J, W).
-_LOGGED = ("peak_alloc_bytes", "peak_reserved_bytes", "eta_s", "energy_j", "power_w_mean",
-           "energy_j_per_sample", "cpu_energy_j")
-_THROUGHPUT = ("samples_per_s", "tflops", "hw_tflops", "mfu", "hfu")
+# Window record fields logged as they are, under perf/ (the record's own units: s, bytes, J, W):
+# (object, key, name), the rows of the field table that say so (_ext.tracker_fields()).
+_TRACKED = _ext.tracker_fields()
 
 # Trackers that drop a step lower than one already logged (wandb: "Steps must be monotonically
 # increasing"): a window that settles after later steps were logged joins the tracker's current
@@ -298,13 +297,10 @@ def tracker_values(record):
               "perf/step_first": record["step_first"], "perf/step_last": record["step_last"]}
     for phase, seconds in record.get("phases_s", {}).items():
         values[f"perf/phase/{phase}_s"] = seconds
-    throughput = record.get("throughput") or {}
-    for key in _THROUGHPUT:
-        if throughput.get(key) is not None:
-            values[f"perf/{key}"] = throughput[key]
-    for key in _LOGGED:
-        if record.get(key) is not None:
-            values[f"perf/{key}"] = record[key]
+    for obj, key, name in _TRACKED:
+        value = (record.get(obj) or {}).get(key) if obj else record.get(key)
+        if value is not None:
+            values[f"perf/{name}"] = value
     return values
 
 

@@ -1,0 +1,110 @@
+// How a record field is shown beyond its record's JSON: by `vxperf report` (text, JSON, its page),
+// as a Prometheus series, to the experiment trackers. Part of the field's row in its field table
+// (src/schema/record_fields.h): the row names its key with show(), and what it says follows:
+//
+//   io.optional(show("power_w_mean", "power", "W", 1)
+//                   .folded(Fold::kMean)
+//                   .gauge("vxperf_power_watts", "Mean device power over ...")
+//                   .tracked()
+//                   .charted(kChartWindows | kChartRequests, "Device power", "mean"),
+//               r.power_w_mean);
+//
+// A Show reads as its key (a `const char*`), so that the walks that write, read and list a table
+// take it for one; those that present fields (the report, Prometheus, the trackers) walk the rows
+// that have one (src/schema/show_walk.h). A field with no Show is shown nowhere but its record.
+#pragma once
+
+#include <cstdint>
+
+namespace vxperf {
+
+// How the report folds a reading over the records it summarizes, every rank's alike.
+enum class Fold : std::uint8_t {
+  kNone,  // not by the report's shared part (energy_j: the energy lines are built around it)
+  kMean,  // the records' mean and their highest: "power 150.0 W mean, 200.0 W max"
+  kMin,   // the lowest: "SM clock min 1780 MHz"
+  kMax,   // the highest: "temp max 62 C"
+  kSum,   // the job's total, beside its device energy: "host CPU and DRAM 40.000 J"
+  kList,  // strings, each seen once, in order of first appearance: "throttle sw_power_cap"
+};
+
+enum class SeriesKind : std::uint8_t { kNone, kGauge, kCounter };
+// A series' labels: {rank, device} (the record's device, "cuda:0"), or {rank} (the host's).
+enum class SeriesLabels : std::uint8_t { kRankDevice, kRank };
+
+// Where the report's page charts a reading: a line per rank over the windows, over the requests.
+inline constexpr std::uint8_t kChartWindows = 1;
+inline constexpr std::uint8_t kChartRequests = 2;
+
+struct Show {
+  const char* key = nullptr;    // the field's key in its record
+  const char* label = nullptr;  // the word the report and its page show it by ("power")
+  const char* unit = "";        // "W", "MHz", "C", "J"; "" for none
+  int decimals = 0;             // digits the report shows after the point (an integer: none)
+  Fold fold = Fold::kNone;
+
+  // Prometheus: one series of the record's latest value (a gauge) or of the values' sum (a
+  // counter), requests and windows alike.
+  SeriesKind series = SeriesKind::kNone;
+  SeriesLabels labels = SeriesLabels::kRankDevice;
+  const char* series_name = nullptr;
+  const char* help = nullptr;
+
+  // The experiment trackers: a training window's value logged as "perf/<tracker>".
+  const char* tracker = nullptr;
+
+  // The report's page: "<chart> per window (<note>)", "<chart> per request (<note>)", its axis
+  // named by `label`.
+  std::uint8_t charts = 0;
+  const char* chart = nullptr;
+  const char* chart_note = nullptr;
+
+  // What the walks that only write, read or list the table take: the key.
+  constexpr operator const char*() const { return key; }  // NOLINT(google-explicit-constructor)
+
+  constexpr Show folded(Fold how) const {
+    Show s = *this;
+    s.fold = how;
+    return s;
+  }
+  constexpr Show gauge(const char* name, const char* text,
+                       SeriesLabels by = SeriesLabels::kRankDevice) const {
+    return with_series(SeriesKind::kGauge, name, text, by);
+  }
+  constexpr Show counter(const char* name, const char* text,
+                         SeriesLabels by = SeriesLabels::kRankDevice) const {
+    return with_series(SeriesKind::kCounter, name, text, by);
+  }
+  // Logged under its own key.
+  constexpr Show tracked() const {
+    Show s = *this;
+    s.tracker = key;
+    return s;
+  }
+  constexpr Show charted(std::uint8_t where, const char* title, const char* note) const {
+    Show s = *this;
+    s.charts = where;
+    s.chart = title;
+    s.chart_note = note;
+    return s;
+  }
+
+ private:
+  constexpr Show with_series(SeriesKind kind, const char* name, const char* text,
+                             SeriesLabels by) const {
+    Show s = *this;
+    s.series = kind;
+    s.series_name = name;
+    s.help = text;
+    s.labels = by;
+    return s;
+  }
+};
+
+// A row's key, with what it is shown by; the rest is added by Show's members above.
+constexpr Show show(const char* key, const char* label = nullptr, const char* unit = "",
+                    int decimals = 0) {
+  return Show{key, label, unit, decimals};
+}
+
+}  // namespace vxperf

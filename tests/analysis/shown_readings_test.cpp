@@ -1,0 +1,186 @@
+// Every device reading shows where its row in the field table says (its Show,
+// vxperf/field_show.h), with no code of its own there: a record carrying every reading the table
+// names, and each appears in the report's text, JSON and page, in the Prometheus exposition and
+// among the trackers' fields as its Show says. A consumer that named readings by hand would miss
+// a reading added with its member and its row alone, and fail here.
+#include <gtest/gtest.h>
+
+#include <cstdio>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
+
+#include "analysis/chart_data.h"
+#include "analysis_records.h"
+#include "schema/show_walk.h"
+#include "vxperf/prometheus_sink.h"
+#include "vxperf/record_walk.h"
+#include "vxperf/report.h"
+
+namespace vxperf::analysis {
+namespace {
+
+using Json = nlohmann::json;
+using namespace test_records;
+
+struct Shown {
+  Show show;
+  internal::ShownValue kind;  // whether an integer, a list
+};
+
+// The device readings' rows with a Show, in the table's order.
+std::vector<Shown> shown_readings() {
+  std::vector<Shown> out;
+  internal::walk_shown(DeviceReadings{},
+                       [&](const char*, const Show& show, const internal::ShownValue& v) {
+                         out.push_back({show, v});
+                       });
+  return out;
+}
+
+// `line` with every shown reading set (a list to one reason, a number to 7 or 7.5).
+template <class Record>
+std::string with_every_reading(const Record& record) {
+  Json j = Json::parse(to_json_line(record));
+  for (const auto& s : shown_readings()) {
+    if (s.kind.list) {
+      j[s.show.key] = {"reason_" + std::string(s.show.key)};
+    } else if (s.kind.integral) {
+      j[s.show.key] = 7;
+    } else {
+      j[s.show.key] = 7.5;
+    }
+  }
+  return j.dump() + "\n";
+}
+
+bool has(const std::string& text, const std::string& what) {
+  return text.find(what) != std::string::npos;
+}
+
+// The report's words for a reading of 7 (an integer) or 7.5 in every record: "power 7.5 W mean,
+// 7.5 W max", "SM clock min 7 MHz", "temp max 7 C", "host CPU and DRAM 15.000 J" (a sum of two).
+std::string words(const Show& s, bool integral) {
+  char number[32];
+  std::snprintf(number, sizeof number, "%.*f", s.decimals,
+                (integral ? 7.0 : 7.5) * (s.fold == Fold::kSum ? 2 : 1));
+  std::string value = std::string(number) + (*s.unit ? std::string(" ") + s.unit : "");
+  switch (s.fold) {
+    case Fold::kMean:
+      return std::string(s.label) + " " + value + " mean, " + value + " max";
+    case Fold::kMin:
+      return std::string(s.label) + " min " + value;
+    case Fold::kMax:
+      return std::string(s.label) + " max " + value;
+    default:
+      return std::string(s.label) + " " + value;
+  }
+}
+
+TEST(ShownReadings, TheTableNamesWhatEachConsumerNeeds) {
+  std::vector<Shown> readings = shown_readings();
+  ASSERT_FALSE(readings.empty());
+  std::size_t charted = 0;
+  for (const auto& r : readings) {
+    const Show& s = r.show;
+    SCOPED_TRACE(s.key);
+    if (s.fold != Fold::kNone || s.charts != 0) EXPECT_NE(s.label, nullptr);
+    if (s.fold == Fold::kList) EXPECT_TRUE(r.kind.list);
+    if (s.series != SeriesKind::kNone) {
+      EXPECT_NE(s.series_name, nullptr);
+      EXPECT_NE(s.help, nullptr);
+      EXPECT_FALSE(r.kind.list);
+    }
+    if (s.charts != 0) {
+      EXPECT_NE(s.chart, nullptr);
+      EXPECT_NE(s.chart_note, nullptr);
+      ++charted;
+    }
+  }
+  // What the page keeps of each record (a point's readings).
+  EXPECT_LE(charted, ChartData::Impl::kMaxCharted);
+  EXPECT_EQ(ChartData::Impl::charted().size(), charted);
+}
+
+TEST(ShownReadings, EachShowsInTheReportItsPageAndPrometheus) {
+  RequestRecord r = request(0, 1, 10.0);
+  r.ts = 1000.0;
+  TrainWindowRecord w = window(0, 0, 10, 1.0);
+  w.ts = 1000.0;
+  RecordSet set = read_string(with_every_reading(r) + with_every_reading(w));
+  ASSERT_EQ(set.requests.size(), 1u);
+  ASSERT_EQ(set.windows.size(), 1u);
+  Report report = build_report(set);
+  const std::string text = format_report(report);
+  const Json json = Json::parse(report_json(report));
+  const std::string html = report_html(report, set);
+  PrometheusSink sink;
+  sink.on_request(set.requests[0], RequestDetail{});
+  sink.on_train_window(set.windows[0], WindowDetail{});
+  const std::string exposition = sink.render();
+
+  for (const auto& [s, kind] : shown_readings()) {
+    SCOPED_TRACE(s.key);
+    if (s.fold == Fold::kSum) {  // the job's totals, over the request and the window
+      EXPECT_TRUE(has(text, "; " + words(s, kind.integral))) << text;
+      EXPECT_TRUE(json["energy"].contains(s.key)) << json["energy"].dump();
+      EXPECT_FALSE(json["energy"][s.key].is_null());
+      EXPECT_TRUE(has(html, std::string("<td>") + s.label + "</td>"));
+    } else if (s.fold != Fold::kNone) {  // each section's energy summary
+      for (const char* section : {"requests", "training"}) {
+        const Json& energy = json[section]["energy"];
+        ASSERT_TRUE(energy.contains(s.key)) << energy.dump();
+        EXPECT_FALSE(energy[s.key].is_null() || energy[s.key].empty()) << energy.dump();
+      }
+      if (s.fold == Fold::kList) {
+        const std::string seen = "reason_" + std::string(s.key);
+        EXPECT_TRUE(has(text, std::string("  ") + s.label + " " + seen + "\n")) << text;
+        EXPECT_TRUE(has(html, seen));
+      } else {
+        EXPECT_TRUE(has(text, words(s, kind.integral))) << text;
+        EXPECT_TRUE(has(html, words(s, kind.integral)));
+      }
+    }
+    if ((s.charts & kChartWindows) != 0) {
+      EXPECT_TRUE(has(html, std::string(s.chart) + " per window (" + s.chart_note + ")"));
+    }
+    if ((s.charts & kChartRequests) != 0) {
+      EXPECT_TRUE(has(html, std::string(s.chart) + " per request (" + s.chart_note + ")"));
+    }
+    if (s.series != SeriesKind::kNone) {
+      const std::string name = s.series_name;
+      const char* type = s.series == SeriesKind::kGauge ? "gauge" : "counter";
+      EXPECT_TRUE(has(exposition, "# HELP " + name + " " + s.help + "\n")) << exposition;
+      EXPECT_TRUE(has(exposition, "# TYPE " + name + " " + type + "\n")) << exposition;
+      const std::string labels = s.labels == SeriesLabels::kRankDevice
+                                     ? R"({rank="0",device="cuda:0"} )"
+                                     : R"({rank="0"} )";
+      EXPECT_TRUE(has(exposition, name + labels)) << exposition;
+    }
+  }
+}
+
+TEST(ShownReadings, TheTrackersLogEachReadingTheTableSaysTo) {
+  std::vector<TrackedField> fields = window_tracker_fields();
+  for (const auto& [s, kind] : shown_readings()) {
+    if (s.tracker == nullptr) continue;
+    SCOPED_TRACE(s.key);
+    bool listed = false;
+    for (const auto& f : fields) listed = listed || (f.object.empty() && f.key == s.key);
+    EXPECT_TRUE(listed);
+  }
+  // The window's own and its throughput's, beside the readings.
+  auto listed = [&](const std::string& object, const std::string& key) {
+    for (const auto& f : fields) {
+      if (f.object == object && f.key == key && f.name == key) return true;
+    }
+    return false;
+  };
+  EXPECT_TRUE(listed("", "eta_s"));
+  EXPECT_TRUE(listed("", "energy_j_per_sample"));
+  EXPECT_TRUE(listed("throughput", "samples_per_s"));
+  EXPECT_TRUE(listed("throughput", "mfu"));
+}
+
+}  // namespace
+}  // namespace vxperf::analysis
