@@ -308,6 +308,18 @@ def load_implementation(impl, reference):
     return module
 
 
+def measuring_implementation(args):
+    """--impl loaded to measure into a fresh --out (the first request a warmup), with no other
+    VIDEOX_PERF* setting of this process's environment."""
+    if os.path.exists(args.out):
+        os.remove(args.out)
+    for key in list(os.environ):
+        if key.startswith("VIDEOX_PERF"):
+            del os.environ[key]
+    os.environ.update(VIDEOX_PERF_JSON=args.out, VIDEOX_PERF_WARMUP="1")
+    return load_implementation(args.impl, args.reference)
+
+
 def python_run(args):
     """One implementation instruments a Wan2.1-1.3B-shaped text-to-video pipeline on the GPU and
     runs a warmup request and --requests more; the records go to --out."""
@@ -315,13 +327,7 @@ def python_run(args):
 
     if not torch.cuda.is_available():
         sys.exit("gpu_check.py python-run: no CUDA device visible to PyTorch")
-    if os.path.exists(args.out):
-        os.remove(args.out)
-    for key in list(os.environ):
-        if key.startswith("VIDEOX_PERF"):
-            del os.environ[key]
-    os.environ.update(VIDEOX_PERF_JSON=args.out, VIDEOX_PERF_WARMUP="1")
-    perf = load_implementation(args.impl, args.reference)
+    perf = measuring_implementation(args)
     nn = torch.nn
     device = torch.device("cuda", args.device)
     torch.manual_seed(0)
@@ -388,13 +394,7 @@ def real_run(args):
     on_gpu = args.device != "cpu"
     if on_gpu and not torch.cuda.is_available():
         sys.exit("gpu_check.py real-run: no CUDA device visible to PyTorch")
-    if os.path.exists(args.out):
-        os.remove(args.out)
-    for key in list(os.environ):
-        if key.startswith("VIDEOX_PERF"):
-            del os.environ[key]
-    os.environ.update(VIDEOX_PERF_JSON=args.out, VIDEOX_PERF_WARMUP="1")
-    perf = load_implementation(args.impl, args.reference)
+    perf = measuring_implementation(args)
     torch.manual_seed(0)
     heads, head_dim, ffn, text_dim = (12, 128, 8960, 512) if on_gpu else (2, 8, 32, 16)
     transformer = WanTransformer3DModel(
@@ -554,6 +554,22 @@ def context_parallel_compare(args):
     return 0 if not problems else 1
 
 
+def run_parser(sub, name, device, requests, steps, layers=None):
+    """The subcommand `name`, which runs one implementation: --impl, --reference, --device (its
+    add_argument keywords `device`), --layers (when given its default), --requests, --steps
+    (their defaults given) and --out."""
+    parser = sub.add_parser(name)
+    parser.add_argument("--impl", choices=("vxperf", "reference"), required=True)
+    parser.add_argument("--reference", help="the reference module (seed_perf.py)")
+    parser.add_argument("--device", **device)
+    if layers is not None:
+        parser.add_argument("--layers", type=int, default=layers)
+    parser.add_argument("--requests", type=int, default=requests)
+    parser.add_argument("--steps", type=int, default=steps)
+    parser.add_argument("--out", required=True)
+    return parser
+
+
 def main():
     p = argparse.ArgumentParser(description=__doc__,
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -571,13 +587,7 @@ def main():
     pc.add_argument("--direct", required=True)
     pc.add_argument("--time-tolerance", type=float, default=0.15)
     pc.add_argument("--flops-tolerance", type=float, default=0.06)
-    pr = sub.add_parser("python-run")
-    pr.add_argument("--impl", choices=("vxperf", "reference"), required=True)
-    pr.add_argument("--reference", help="the reference module (seed_perf.py)")
-    pr.add_argument("--device", type=int, default=0)
-    pr.add_argument("--requests", type=int, default=3)
-    pr.add_argument("--steps", type=int, default=3)
-    pr.add_argument("--out", required=True)
+    run_parser(sub, "python-run", dict(type=int, default=0), requests=3, steps=3)
     pp = sub.add_parser("python-compare")
     pp.add_argument("--vxperf", required=True)
     pp.add_argument("--reference-records", required=True)
@@ -586,34 +596,18 @@ def main():
     pp.add_argument("--expect-peak", type=float, help="the job peak they must be priced against")
     pp.add_argument("--cpu", dest="on_gpu", action="store_false",
                     help="records of a CPU rehearsal (no device, no peak memory)")
-    pw = sub.add_parser("real-run")
-    pw.add_argument("--impl", choices=("vxperf", "reference"), required=True)
-    pw.add_argument("--reference", help="the reference module (seed_perf.py)")
-    pw.add_argument("--device", default="0", help="a CUDA index, or cpu to rehearse")
-    pw.add_argument("--layers", type=int, default=8)
-    pw.add_argument("--requests", type=int, default=2)
-    pw.add_argument("--steps", type=int, default=4)
-    pw.add_argument("--out", required=True)
+    run_parser(sub, "real-run", dict(default="0", help="a CUDA index, or cpu to rehearse"),
+               requests=2, steps=4, layers=8)
     sub.add_parser("context-parallel")
     pcc = sub.add_parser("context-parallel-compare")
     pcc.add_argument("--records", required=True)
     args = p.parse_args()
-    if args.cmd == "context-parallel":
-        context_parallel(args)
-    elif args.cmd == "context-parallel-compare":
-        sys.exit(context_parallel_compare(args))
-    elif args.cmd == "direct":
-        direct(args)
-    elif args.cmd == "batch":
-        batch_of(args)
-    elif args.cmd == "python-run":
-        python_run(args)
-    elif args.cmd == "python-compare":
-        sys.exit(python_compare(args))
-    elif args.cmd == "real-run":
-        real_run(args)
-    else:
-        sys.exit(compare(args))
+    commands = {"direct": direct, "batch": batch_of, "compare": compare, "python-run": python_run,
+                "python-compare": python_compare, "real-run": real_run,
+                "context-parallel": context_parallel,
+                "context-parallel-compare": context_parallel_compare}
+    # The comparisons return their exit status; the runs return None, which exits with 0.
+    sys.exit(commands[args.cmd](args))
 
 
 if __name__ == "__main__":

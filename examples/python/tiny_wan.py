@@ -1,6 +1,7 @@
 """Tiny Wan2.1-shaped models for the examples: a T5-like text encoder, a DiT with 3D patch
 embedding, self- and cross-attention blocks (q/k/v/o) and a padded token sequence, and a causal
-3D VAE (4x temporal, 8x spatial). Random weights; a request takes milliseconds on a CPU."""
+3D VAE (4x temporal, 8x spatial); and the flow-matching loss the training examples train the DiT
+with. Random weights; a request takes milliseconds on a CPU."""
 import math
 
 import torch
@@ -106,3 +107,13 @@ def seq_len_of(latents, dit):
     pf, ph, pw = dit.patch_size
     tokens = latents.shape[2] // pf * (latents.shape[3] // ph) * (latents.shape[4] // pw)
     return 32 * math.ceil(tokens / 32)  # padded, as Wan pads its sequence
+
+
+def flow_loss(model, latents, context, seq_len):
+    """`model` (a WanDiT, or a wrapper calling one) at a random noise level: the mean squared
+    error of its predicted velocity, from the noise to the clean latents."""
+    sigma = torch.rand(1, device=latents.device)
+    noise = torch.randn_like(latents)
+    noisy = (1 - sigma) * latents + sigma * noise
+    pred = model(x=noisy, t=sigma * 1000, context=context, seq_len=seq_len)
+    return nn.functional.mse_loss(pred, noise - latents)

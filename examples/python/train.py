@@ -81,12 +81,8 @@ def main():
                 with torch.no_grad():
                     latents = vae.encode(video)
                     context = text_encoder(tiny_wan.tokenize("a caption", dit.text_len).to(device))
-                sigma = torch.rand(1, device=device)
-                noise = torch.randn_like(latents)
-                noisy = (1 - sigma) * latents + sigma * noise
-                pred = dit(x=noisy, t=sigma * 1000, context=context,
-                           seq_len=tiny_wan.seq_len_of(latents, dit))
-                loss = torch.nn.functional.mse_loss(pred, noise - latents) / args.accumulation
+                seq_len = tiny_wan.seq_len_of(latents, dit)
+                loss = tiny_wan.flow_loss(dit, latents, context, seq_len) / args.accumulation
                 with vxperf.backward():
                     loss.backward()
                 if last:

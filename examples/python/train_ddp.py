@@ -120,14 +120,10 @@ def main():
                 with torch.no_grad():
                     latents = vae.encode(video)
                     context = text_encoder(ids)
-                sigma = torch.rand(1, device=device)
-                noise = torch.randn_like(latents)
-                noisy = (1 - sigma) * latents + sigma * noise
+                seq_len = tiny_wan.seq_len_of(latents, dit)
                 # Gradients are all-reduced on the last micro-step only.
                 with contextlib.nullcontext() if last else model.no_sync():
-                    pred = model(x=noisy, t=sigma * 1000, context=context,
-                                 seq_len=tiny_wan.seq_len_of(latents, dit))
-                    loss = torch.nn.functional.mse_loss(pred, noise - latents) / args.accumulation
+                    loss = tiny_wan.flow_loss(model, latents, context, seq_len) / args.accumulation
                     with vxperf.backward():
                         loss.backward()
                 if last:

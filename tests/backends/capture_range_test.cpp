@@ -85,6 +85,13 @@ class CaptureRangeTest : public ::testing::Test {
     OptimizerStep opt(&optimizer, true, &trainer);
     clock->advance(0.01);
   }
+  // The engine's trainer on cuda:0, `steps` steps of it run.
+  Trainer& train(int steps) {
+    Trainer& trainer = e->trainer();
+    trainer.set_device(0);
+    for (int i = 0; i < steps; ++i) step(trainer);
+    return trainer;
+  }
 
   void* cuda = nullptr;
   void (*reset)() = nullptr;
@@ -144,9 +151,7 @@ TEST_F(CaptureRangeTest, RequestsOneToTwoAreCaptured) {
 
 TEST_F(CaptureRangeTest, ARangeThatNeverStartsIsSaidAtExit) {
   make("steps:10-12");
-  Trainer& trainer = e->trainer();
-  trainer.set_device(0);
-  for (int i = 0; i < 4; ++i) step(trainer);
+  train(4);
   e->shutdown();
   EXPECT_EQ(calls("cuProfilerStart"), 0);
   ASSERT_EQ(notices.size(), 1u);
@@ -157,9 +162,7 @@ TEST_F(CaptureRangeTest, ARangeThatNeverStartsIsSaidAtExit) {
 
 TEST_F(CaptureRangeTest, ARangeThatNeverEndsIsStoppedAndSaidAtExit) {
   make("steps:2-9");
-  Trainer& trainer = e->trainer();
-  trainer.set_device(0);
-  for (int i = 0; i < 5; ++i) step(trainer);
+  train(5);
   EXPECT_EQ(profiling(), 0);
   e->shutdown();
   EXPECT_EQ(profiling(), -1);
@@ -174,10 +177,7 @@ TEST_F(CaptureRangeTest, ARangeThatNeverEndsIsStoppedAndSaidAtExit) {
 TEST_F(CaptureRangeTest, AProfilerCallThatFailsIsSaidOnceAndTrainingGoesOn) {
   make("steps:1-2");
   fail("cuProfilerStart", 999, 1);
-  Trainer& trainer = e->trainer();
-  trainer.set_device(0);
-  for (int i = 0; i < 4; ++i) step(trainer);
-  trainer.finish();
+  train(4).finish();
   ASSERT_EQ(notices.size(), 1u);
   EXPECT_NE(notices[0].find("cuProfilerStart failed"), std::string::npos) << notices[0];
   EXPECT_EQ(e->trainer().steps_closed(), 4);
@@ -186,9 +186,7 @@ TEST_F(CaptureRangeTest, AProfilerCallThatFailsIsSaidOnceAndTrainingGoesOn) {
 
 TEST_F(CaptureRangeTest, NoRangeNoProfilerCall) {
   make("");
-  Trainer& trainer = e->trainer();
-  trainer.set_device(0);
-  for (int i = 0; i < 3; ++i) step(trainer);
+  train(3);
   e->shutdown();
   EXPECT_EQ(calls("cuProfilerStart"), 0);
   EXPECT_TRUE(log->calls.empty());

@@ -304,10 +304,7 @@ TEST_F(CudaBackendTest, DeviceNameFeedsThePeakTable) {
   ASSERT_NE(backend, nullptr);
   EXPECT_EQ(backend->device_name(1), "NVIDIA A100-SXM4-80GB");
   auto engine = engine_over(backend);
-  ModelInfo wan;
-  wan.params = 1418996800;
-  wan.attention = AttentionWidths{30 * 1536, 30 * 1536, 60};
-  wan.text_tokens = 512;
+  ModelInfo wan = testing::wan_1_3b();
   engine->declare_model("transformer", wan);
   run_request(*engine, 1, 2, 0.5);
   auto recs = records();

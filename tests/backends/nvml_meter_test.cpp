@@ -17,6 +17,7 @@
 #include <thread>
 #include <vector>
 
+#include "fake_cuda_engine.h"
 #include "test_support.h"
 #include "vxperf/cuda_backend.h"
 #include "vxperf/engine.h"
@@ -129,6 +130,18 @@ class NvmlMeterTest : public ::testing::Test {
     if (id != 0) meter.end(id, r);
     return r;
   }
+  // A meter sampling every `sample_period_s` (`sampling`, kept for the test), and one interval on
+  // cuda:0 held open for `held` of real time, for the sampler to wake in.
+  void held_interval(double sample_period_s, std::chrono::milliseconds held, DeviceReadings& r) {
+    NvmlOptions o = options();
+    o.sample_period_s = sample_period_s;
+    sampling = make_nvml_meter(o);
+    ASSERT_NE(sampling, nullptr);
+    std::uint64_t id = sampling->begin("0000:1B:00.0", 0);
+    ASSERT_NE(id, 0u);
+    std::this_thread::sleep_for(held);
+    sampling->end(id, r);
+  }
 
   // The meter's clock and the fake's time, moved together (drawing devices).
   void at(double t) {
@@ -140,10 +153,29 @@ class NvmlMeterTest : public ::testing::Test {
     o.clock = [this] { return now; };
     return o;
   }
+  // A meter over one device drawing `watts` (its counter from `base_mj`, moving every
+  // `period_s`), read at the times at() sets.
+  std::shared_ptr<DeviceMeter> drawing_meter(double watts, double period_s, double base_mj) {
+    fake.draw(fake.add_device("0000:1B:00.0"), watts, period_s, base_mj);
+    return make_nvml_meter(drawn_options());
+  }
+  // An interval on `bus` opened at `t` (drawing devices), and one closed at `t`.
+  std::uint64_t begin_at(DeviceMeter& meter, double t, const std::string& bus = "0000:1B:00.0",
+                         int device = 0) {
+    at(t);
+    return meter.begin(bus, device);
+  }
+  DeviceReadings end_at(DeviceMeter& meter, double t, std::uint64_t id) {
+    at(t);
+    DeviceReadings r;
+    meter.end(id, r);
+    return r;
+  }
 
   FakeNvml fake{VXPERF_FAKE_NVML_PATH};
   std::vector<std::string> notices;
   double now = 0;
+  std::shared_ptr<DeviceMeter> sampling;
 };
 
 TEST_F(NvmlMeterTest, EnergyIsTheCounterDifferenceExactly) {
@@ -226,15 +258,8 @@ TEST_F(NvmlMeterTest, TheSamplerAddsReadingsBetweenTheBoundaries) {
   int d = fake.add_device("0000:1B:00.0");
   fake.set_result("nvmlDeviceGetTotalEnergyConsumption", kNotSupported);
   fake.power(d, {250000});  // 250 W throughout
-  NvmlOptions o = options();
-  o.sample_period_s = 0.005;
-  auto meter = make_nvml_meter(o);
-  ASSERT_NE(meter, nullptr);
   DeviceReadings r;
-  std::uint64_t id = meter->begin("0000:1B:00.0", 0);
-  ASSERT_NE(id, 0u);
-  std::this_thread::sleep_for(std::chrono::milliseconds(80));
-  meter->end(id, r);
+  ASSERT_NO_FATAL_FAILURE(held_interval(0.005, std::chrono::milliseconds(80), r));
   EXPECT_GT(fake.calls("nvmlDeviceGetPowerUsage"), 3);  // the boundaries' two, and the sampler's
   EXPECT_EQ(r.energy_from, "power_samples");
   EXPECT_NEAR(*r.power_w_mean, 250.0, 1e-9);
@@ -244,14 +269,8 @@ TEST_F(NvmlMeterTest, TheSamplerAddsReadingsBetweenTheBoundaries) {
 TEST_F(NvmlMeterTest, NoSamplerWhileTheCounterIsRead) {
   int d = fake.add_device("0000:1B:00.0");
   fake.energy(d, {0, 500});  // a counter that moves (one that does not is power x time)
-  NvmlOptions o = options();
-  o.sample_period_s = 0.002;
-  auto meter = make_nvml_meter(o);
-  ASSERT_NE(meter, nullptr);
   DeviceReadings r;
-  std::uint64_t id = meter->begin("0000:1B:00.0", 0);
-  std::this_thread::sleep_for(std::chrono::milliseconds(20));
-  meter->end(id, r);
+  ASSERT_NO_FATAL_FAILURE(held_interval(0.002, std::chrono::milliseconds(20), r));
   EXPECT_EQ(fake.calls("nvmlDeviceGetPowerUsage"), 2);  // the boundaries only
   EXPECT_EQ(r.energy_from, "counter");
 }
@@ -357,20 +376,12 @@ TEST_F(NvmlMeterTest, ALibraryWithoutARequiredEntryPointIsNotNvml) {
 // A server running two requests at once on one device: each moment's energy is split between the
 // intervals open then, so that they add up to the counter over their union.
 TEST_F(NvmlMeterTest, OverlappingIntervalsOnOneDeviceShareEachMomentAndAddUpToTheCounter) {
-  int d = fake.add_device("0000:1B:00.0");
-  fake.draw(d, 250.0, 0.0, 1e6);
-  auto meter = make_nvml_meter(drawn_options());
+  auto meter = drawing_meter(250.0, 0.0, 1e6);
   ASSERT_NE(meter, nullptr);
-  at(10.0);
-  std::uint64_t a = meter->begin("0000:1B:00.0", 0);
-  at(11.0);
-  std::uint64_t b = meter->begin("0000:1B:00.0", 0);
-  at(12.0);
-  DeviceReadings rb;
-  meter->end(b, rb);
-  at(14.0);
-  DeviceReadings ra;
-  meter->end(a, ra);
+  std::uint64_t a = begin_at(*meter, 10.0);
+  std::uint64_t b = begin_at(*meter, 11.0);
+  DeviceReadings rb = end_at(*meter, 12.0, b);
+  DeviceReadings ra = end_at(*meter, 14.0, a);
   // A alone for 1 s (250 J), both for 1 s (250 J, half each), A alone for 2 s (500 J).
   ASSERT_TRUE(ra.energy_j && rb.energy_j);
   EXPECT_DOUBLE_EQ(*ra.energy_j, 250.0 + 125.0 + 500.0);
@@ -382,11 +393,8 @@ TEST_F(NvmlMeterTest, OverlappingIntervalsOnOneDeviceShareEachMomentAndAddUpToTh
   EXPECT_DOUBLE_EQ(*ra.power_w_mean, 875.0 / 4);  // its share over its own seconds
   EXPECT_DOUBLE_EQ(*rb.power_w_mean, 125.0);
   // Alone again: the whole counter, not shared.
-  at(20.0);
-  std::uint64_t c = meter->begin("0000:1B:00.0", 0);
-  at(21.0);
-  DeviceReadings rc;
-  meter->end(c, rc);
+  std::uint64_t c = begin_at(*meter, 20.0);
+  DeviceReadings rc = end_at(*meter, 21.0, c);
   EXPECT_DOUBLE_EQ(*rc.energy_j, 250.0);
   EXPECT_FALSE(rc.energy_shared);
   EXPECT_TRUE(notices.empty());
@@ -399,16 +407,10 @@ TEST_F(NvmlMeterTest, OverlappingIntervalsOnTwoDevicesEachGetTheirOwnDevice) {
   fake.draw(d1, 300.0, 0.0, 0);
   auto meter = make_nvml_meter(drawn_options());
   ASSERT_NE(meter, nullptr);
-  at(0.0);
-  std::uint64_t a = meter->begin("0000:1B:00.0", 0);
-  at(1.0);
-  std::uint64_t b = meter->begin("0000:2B:00.0", 1);
-  at(2.0);
-  DeviceReadings ra;
-  meter->end(a, ra);
-  at(3.0);
-  DeviceReadings rb;
-  meter->end(b, rb);
+  std::uint64_t a = begin_at(*meter, 0.0);
+  std::uint64_t b = begin_at(*meter, 1.0, "0000:2B:00.0", 1);
+  DeviceReadings ra = end_at(*meter, 2.0, a);
+  DeviceReadings rb = end_at(*meter, 3.0, b);
   EXPECT_DOUBLE_EQ(*ra.energy_j, 500.0);
   EXPECT_DOUBLE_EQ(*rb.energy_j, 600.0);
   EXPECT_FALSE(ra.energy_shared);
@@ -418,17 +420,12 @@ TEST_F(NvmlMeterTest, OverlappingIntervalsOnTwoDevicesEachGetTheirOwnDevice) {
 // An energy counter that moves every 100 ms, read over 30 ms intervals: one over which it did not
 // move gets the power read times its time, said by energy_from, never zero.
 TEST_F(NvmlMeterTest, ACounterThatMovesEvery100msGivesPowerTimesTimeOverShorterIntervals) {
-  int d = fake.add_device("0000:1B:00.0");
-  fake.draw(d, 250.0, 0.1, 0);
-  auto meter = make_nvml_meter(drawn_options());
+  auto meter = drawing_meter(250.0, 0.1, 0);
   ASSERT_NE(meter, nullptr);
   int still = 0, moved = 0;
   for (int i = 0; i < 25; ++i) {
-    at(0.005 + 0.04 * i);
-    std::uint64_t id = meter->begin("0000:1B:00.0", 0);
-    at(0.035 + 0.04 * i);
-    DeviceReadings r;
-    meter->end(id, r);
+    std::uint64_t id = begin_at(*meter, 0.005 + 0.04 * i);
+    DeviceReadings r = end_at(*meter, 0.035 + 0.04 * i, id);
     ASSERT_TRUE(r.energy_j) << i;
     EXPECT_GT(*r.energy_j, 0.0) << i;
     if (r.energy_from == "power_x_time") {
@@ -444,11 +441,8 @@ TEST_F(NvmlMeterTest, ACounterThatMovesEvery100msGivesPowerTimesTimeOverShorterI
   EXPECT_GT(still, 0);
   EXPECT_GT(moved, 0);
   // Over a second it moved ten times: the counter's difference.
-  at(2.0);
-  std::uint64_t id = meter->begin("0000:1B:00.0", 0);
-  at(3.0);
-  DeviceReadings r;
-  meter->end(id, r);
+  std::uint64_t id = begin_at(*meter, 2.0);
+  DeviceReadings r = end_at(*meter, 3.0, id);
   EXPECT_EQ(r.energy_from, "counter");
   EXPECT_NEAR(*r.energy_j, 250.0, 1e-9);
   EXPECT_TRUE(notices.empty());
@@ -489,6 +483,17 @@ int threads_now() {
   return n;
 }
 
+// `o` with a sampler that never wakes within a test, on a clock reading 1, 2, 3, ... s that notes
+// in `threads` how many threads the process had at each reading.
+NvmlOptions noting_threads(NvmlOptions o, std::vector<int>& threads) {
+  o.sample_period_s = 10;
+  o.clock = [&threads] {
+    threads.push_back(threads_now());
+    return static_cast<double>(threads.size());
+  };
+  return o;
+}
+
 // A device without the counter: the sampler thread is running before the first interval's first
 // reading, so that starting it is not in the interval.
 TEST_F(NvmlMeterTest, TheSamplerRunsBeforeTheFirstIntervalOpens) {
@@ -497,15 +502,10 @@ TEST_F(NvmlMeterTest, TheSamplerRunsBeforeTheFirstIntervalOpens) {
   old.reset();
   int d = old.add_device("0000:1B:00.0");
   old.power(d, {250000});
-  NvmlOptions o = options(VXPERF_FAKE_NVML_NO_ENERGY_PATH);
-  o.sample_period_s = 10;  // never wakes within the test
   int before = threads_now();
   std::vector<int> at_readings;
-  o.clock = [&] {
-    at_readings.push_back(threads_now());
-    return static_cast<double>(at_readings.size());
-  };
-  auto meter = make_nvml_meter(o);
+  auto meter =
+      make_nvml_meter(noting_threads(options(VXPERF_FAKE_NVML_NO_ENERGY_PATH), at_readings));
   ASSERT_NE(meter, nullptr);
   DeviceReadings r = interval(*meter);
   ASSERT_EQ(at_readings.size(), 2u);
@@ -519,15 +519,9 @@ TEST_F(NvmlMeterTest, AnIntervalStartsAfterTheSamplerItsFirstReadingStarted) {
   int d = fake.add_device("0000:1B:00.0");
   fake.set_result("nvmlDeviceGetTotalEnergyConsumption", kNotSupported);
   fake.power(d, {250000});
-  NvmlOptions o = options();
-  o.sample_period_s = 10;
   int before = threads_now();
   std::vector<int> at_readings;
-  o.clock = [&] {
-    at_readings.push_back(threads_now());
-    return static_cast<double>(at_readings.size());
-  };
-  auto meter = make_nvml_meter(o);
+  auto meter = make_nvml_meter(noting_threads(options(), at_readings));
   ASSERT_NE(meter, nullptr);
   DeviceReadings r = interval(*meter);
   ASSERT_EQ(at_readings.size(), 3u);  // the first reading, its time again, the end
@@ -539,12 +533,9 @@ TEST_F(NvmlMeterTest, AnIntervalStartsAfterTheSamplerItsFirstReadingStarted) {
 // A window closes at its last step's close: a partial window ended by finish() is read as of the
 // close of its last step, not at finish.
 TEST_F(NvmlMeterTest, EndAtMarkReadsAsOfTheLastMark) {
-  int d = fake.add_device("0000:1B:00.0");
-  fake.draw(d, 250.0, 0.0, 0);
-  auto meter = make_nvml_meter(drawn_options());
+  auto meter = drawing_meter(250.0, 0.0, 0);
   ASSERT_NE(meter, nullptr);
-  at(0.0);
-  std::uint64_t id = meter->begin("0000:1B:00.0", 0);
+  std::uint64_t id = begin_at(*meter, 0.0);
   at(1.0);
   meter->mark(id);
   at(2.0);
@@ -555,15 +546,12 @@ TEST_F(NvmlMeterTest, EndAtMarkReadsAsOfTheLastMark) {
   EXPECT_DOUBLE_EQ(*r.energy_j, 500.0);
   EXPECT_DOUBLE_EQ(*r.power_w_mean, 250.0);
   // Rolled: the next window opens at the same reading as the last one closes.
-  at(8.0);
-  std::uint64_t w0 = meter->begin("0000:1B:00.0", 0);
+  std::uint64_t w0 = begin_at(*meter, 8.0);
   at(9.0);
   DeviceReadings r0;
   std::uint64_t w1 = meter->roll(w0, r0, "0000:1B:00.0", 0);
   ASSERT_NE(w1, 0u);
-  at(11.0);
-  DeviceReadings r1;
-  meter->end(w1, r1);
+  DeviceReadings r1 = end_at(*meter, 11.0, w1);
   EXPECT_DOUBLE_EQ(*r0.energy_j, 250.0);
   EXPECT_DOUBLE_EQ(*r1.energy_j, 500.0);
   EXPECT_FALSE(r1.energy_shared);
@@ -575,33 +563,17 @@ class NvmlEngineTest : public NvmlMeterTest {
  protected:
   void SetUp() override {
     NvmlMeterTest::SetUp();
-    cuda = dlopen(VXPERF_FAKE_CUDA_PATH, RTLD_NOW | RTLD_LOCAL);
-    ASSERT_NE(cuda, nullptr) << dlerror();
-    auto reset = reinterpret_cast<void (*)()>(dlsym(cuda, "fake_cuda_reset"));
-    ASSERT_NE(reset, nullptr);
-    reset();
+    driver.open();
   }
-  void TearDown() override {
-    if (cuda != nullptr) dlclose(cuda);
-  }
+  void TearDown() override { driver.close(); }
 
   // Without `host_meter`, the host's energy is off (VIDEOX_PERF_POWERCAP=0): these are NVML's.
   std::unique_ptr<Engine> engine(std::shared_ptr<DeviceMeter> meter,
                                  std::map<std::string, std::string> env = {{"VIDEOX_PERF", "1"}},
                                  std::shared_ptr<DeviceMeter> host_meter = nullptr) {
     if (!host_meter) env.emplace("VIDEOX_PERF_POWERCAP", "0");
-    CudaOptions c;
-    c.library_path = VXPERF_FAKE_CUDA_PATH;
-    c.notice = [this](std::string_view line) { notices.emplace_back(line); };
-    EngineOptions parts;
-    parts.settings = Settings::parse(env_of(std::move(env)), nullptr);
-    parts.clock = clock;
-    parts.device = make_cuda_backend(c);
-    parts.meter = std::move(meter);
-    parts.host_meter = std::move(host_meter);
-    parts.log = output->log_fn();
-    parts.sinks.push_back(output);
-    return std::make_unique<Engine>(std::move(parts));
+    return driver.engine(std::move(env), std::move(meter), std::move(host_meter),
+                         [this](std::string_view line) { notices.emplace_back(line); });
   }
 
   void request(Engine& e, int device) {
@@ -639,9 +611,9 @@ class NvmlEngineTest : public NvmlMeterTest {
     trainer.finish();
   }
 
-  void* cuda = nullptr;
-  std::shared_ptr<testing::ManualClock> clock = std::make_shared<testing::ManualClock>();
-  std::shared_ptr<testing::MemoryOutput> output = std::make_shared<testing::MemoryOutput>();
+  testing::FakeCudaEngines driver;
+  std::shared_ptr<testing::ManualClock> clock = driver.clock;
+  std::shared_ptr<testing::MemoryOutput> output = driver.output;
 };
 
 TEST_F(NvmlEngineTest, ARequestReadsTheNvmlDeviceWithItsPciBusIdNotItsOrdinal) {

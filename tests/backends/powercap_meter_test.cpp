@@ -13,6 +13,7 @@
 #include <string>
 #include <vector>
 
+#include "fake_cuda_engine.h"
 #include "test_support.h"
 #include "vxperf/cuda_backend.h"
 #include "vxperf/engine.h"
@@ -98,6 +99,16 @@ class PowercapTest : public ::testing::Test {
     meter.end(id, r);
     return r;
   }
+  // One interval of a second over which package 0's counter comes to `uj`.
+  DeviceReadings package_interval(DeviceMeter& meter, unsigned long long uj) {
+    std::uint64_t id = meter.begin("0000:1B:00.0", 0);
+    EXPECT_NE(id, 0u);
+    now += 1.0;
+    set("intel-rapl:0", uj);
+    DeviceReadings r;
+    meter.end(id, r);
+    return r;
+  }
 
   fs::path root;
   std::vector<std::string> notices;
@@ -120,11 +131,8 @@ TEST_F(PowercapTest, ACounterThatWrapsAtItsRangeIsFollowedAcrossTheWrap) {
   zone("intel-rapl:0", "package-0", kRange - 1000000);
   auto meter = make_powercap_meter(options());
   ASSERT_NE(meter, nullptr);
-  std::uint64_t id = meter->begin("0000:1B:00.0", 0);
-  now += 1.0;
-  set("intel-rapl:0", 2000000);  // past the range: 1 J before the wrap, 2 J after
-  DeviceReadings r;
-  meter->end(id, r);
+  // Past the range: 1 J before the wrap, 2 J after.
+  DeviceReadings r = package_interval(*meter, 2000000);
   EXPECT_DOUBLE_EQ(*r.cpu_energy_j, 3.0);
   EXPECT_TRUE(notices.empty());
 }
@@ -134,21 +142,14 @@ TEST_F(PowercapTest, ACounterGoingBackwardsIsSaidOnceAndLeftOutAndMeasurementGoe
   auto meter = make_powercap_meter(options());
   ASSERT_NE(meter, nullptr);
   for (unsigned long long v : {40000000ULL, 30000000ULL}) {
-    std::uint64_t id = meter->begin("0000:1B:00.0", 0);
-    now += 1.0;
-    set("intel-rapl:0", v);  // a wrap would mean 262 kJ in a second: not one
-    DeviceReadings r;
-    meter->end(id, r);
+    // A wrap would mean 262 kJ in a second: not one.
+    DeviceReadings r = package_interval(*meter, v);
     EXPECT_FALSE(r.cpu_energy_j);
   }
   ASSERT_EQ(notices.size(), 1u);
   EXPECT_NE(notices[0].find("intel-rapl:0 (package-0)"), std::string::npos) << notices[0];
   EXPECT_NE(notices[0].find("went backwards"), std::string::npos) << notices[0];
-  std::uint64_t id = meter->begin("0000:1B:00.0", 0);
-  now += 1.0;
-  set("intel-rapl:0", 36000000);
-  DeviceReadings r;
-  meter->end(id, r);
+  DeviceReadings r = package_interval(*meter, 36000000);
   EXPECT_DOUBLE_EQ(*r.cpu_energy_j, 6.0);
 }
 
@@ -170,11 +171,8 @@ TEST_F(PowercapTest, AFileThatCannotBeReadLaterIsSaidOnceAndLeftOut) {
   EXPECT_NE(notices[0].find("cannot read"), std::string::npos) << notices[0];
   fs::remove(root / "intel-rapl:0" / "energy_uj");
   set("intel-rapl:0", 5000000);
-  id = meter->begin("0000:1B:00.0", 0);  // readable again: from its next reading on
-  now += 1.0;
-  set("intel-rapl:0", 7000000);
-  DeviceReadings back;
-  meter->end(id, back);
+  // Readable again: from its next reading on.
+  DeviceReadings back = package_interval(*meter, 7000000);
   EXPECT_DOUBLE_EQ(*back.cpu_energy_j, 2.0);
 }
 
@@ -219,35 +217,21 @@ class PowercapEngineTest : public PowercapTest {
  protected:
   void SetUp() override {
     PowercapTest::SetUp();
-    cuda = dlopen(VXPERF_FAKE_CUDA_PATH, RTLD_NOW | RTLD_LOCAL);
-    ASSERT_NE(cuda, nullptr) << dlerror();
-    auto reset = reinterpret_cast<void (*)()>(dlsym(cuda, "fake_cuda_reset"));
-    ASSERT_NE(reset, nullptr);
-    reset();
+    driver.open();
   }
   void TearDown() override {
-    if (cuda != nullptr) dlclose(cuda);
+    driver.close();
     PowercapTest::TearDown();
   }
 
   std::unique_ptr<Engine> engine(std::map<std::string, std::string> env) {
-    CudaOptions c;
-    c.library_path = VXPERF_FAKE_CUDA_PATH;
-    c.notice = [this](std::string_view line) { notices.emplace_back(line); };
-    EngineOptions parts;
     env.emplace("VIDEOX_PERF_NVML", "0");  // the host's energy alone
-    parts.settings = Settings::parse(env_of(std::move(env)), nullptr);
-    parts.clock = clock;
-    parts.device = make_cuda_backend(c);
-    parts.host_meter = make_powercap_meter(options());
-    parts.log = output->log_fn();
-    parts.sinks.push_back(output);
-    return std::make_unique<Engine>(std::move(parts));
+    return driver.engine(std::move(env), nullptr, make_powercap_meter(options()),
+                         [this](std::string_view line) { notices.emplace_back(line); });
   }
 
-  void* cuda = nullptr;
-  std::shared_ptr<testing::ManualClock> clock = std::make_shared<testing::ManualClock>();
-  std::shared_ptr<testing::MemoryOutput> output = std::make_shared<testing::MemoryOutput>();
+  testing::FakeCudaEngines driver;
+  std::shared_ptr<testing::MemoryOutput> output = driver.output;
 };
 
 TEST_F(PowercapEngineTest, RequestsAndWindowsOnADeviceCarryTheHostsEnergy) {

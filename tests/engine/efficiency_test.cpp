@@ -24,13 +24,7 @@ using testing::TestEngine;
 
 constexpr std::int64_t kTokens = 1000;
 
-ModelInfo small_model() {
-  ModelInfo m;
-  m.params = 1000000;
-  m.attention = AttentionWidths{512, 512, 4};
-  m.text_tokens = 16;
-  return m;
-}
+ModelInfo small_model() { return testing::model_info(1000000, {512, 512, 4}, 16); }
 
 double full_forward(const ModelInfo& m, double density = 1.0) {
   return forward_flops(double(m.params), m.attention, double(kTokens), double(m.text_tokens),

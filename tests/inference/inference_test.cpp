@@ -16,14 +16,6 @@ namespace {
 using Json = nlohmann::json;
 using testing::TestEngine;
 
-ModelInfo wan13b() {
-  ModelInfo m;
-  m.params = 1418996800;
-  m.attention = AttentionWidths{46080, 46080, 60};
-  m.text_tokens = 512;
-  return m;
-}
-
 // One request on virtual time: text encoder 20 ms, `steps` transformer calls of 500 ms host
 // (device 600 ms), VAE decode 1 s.
 void run_request(TestEngine& t, int steps, RequestOptions options = {0, nullptr}) {
@@ -48,7 +40,7 @@ void run_request(TestEngine& t, int steps, RequestOptions options = {0, nullptr}
 
 TEST(Inference, RequestRecordAndLogLine) {
   TestEngine t;
-  t.engine->declare_model("transformer", wan13b());
+  t.engine->declare_model("transformer", testing::wan_1_3b());
   t.device->set_readings(DeviceReadings{3ull << 30, 5ull << 30});
   run_request(t, 4);
   auto records = t.output->records();
@@ -161,7 +153,7 @@ TEST(Inference, StagesOutsideARequestAreNotMeasured) {
 
 TEST(Inference, FirstTokenCountIsKept) {
   TestEngine t;
-  t.engine->declare_model("transformer", wan13b());
+  t.engine->declare_model("transformer", testing::wan_1_3b());
   {
     RequestScope request(*t.engine);
     {
@@ -212,7 +204,7 @@ TEST(Inference, NonLoggingRankStillWritesRecords) {
 
 TEST(Inference, MfuAgainstEveryDevice) {
   TestEngine t({{"VIDEOX_PERF", "1"}, {"VIDEOX_PERF_PEAK_TFLOPS", "100"}}, true, Topology{0, 8, 8});
-  t.engine->declare_model("transformer", wan13b());
+  t.engine->declare_model("transformer", testing::wan_1_3b());
   run_request(t, 2);
   Json dit = Json::parse(t.output->records()[0])["dit"];
   EXPECT_EQ(dit["devices"], 8);
@@ -222,7 +214,7 @@ TEST(Inference, MfuAgainstEveryDevice) {
 
 TEST(Inference, RequestModelsPriceTheirRequestOnly) {
   TestEngine t;
-  t.engine->declare_model("transformer", wan13b());
+  t.engine->declare_model("transformer", testing::wan_1_3b());
   ModelInfo small;
   small.params = 1000000;
   {

@@ -15,7 +15,6 @@ Each scenario runs in a fresh process: both implementations keep process-wide st
 
 import argparse
 import hashlib
-import importlib.util
 import json
 import os
 import sys
@@ -230,7 +229,6 @@ def run_errors(perf, rec):
     import real_models as rm
 
     pipe = instrument(perf, rm.wan())
-    block = pipe.transformer.blocks[1]
     calls = {"n": 0}
 
     def fail_third(module, args):
@@ -238,23 +236,20 @@ def run_errors(perf, rec):
         if calls["n"] == 3:
             raise RuntimeError("block failed at call 3")
 
-    handle = block.register_forward_pre_hook(fail_third)
-    try:
-        wan_call(pipe, rec)
-    except RuntimeError as error:
-        rec.notes.append(f"raised {error}")
-    handle.remove()
-    decode = pipe.vae.decoder
-
     def fail_decode(module, args):
         raise ValueError("decoder failed")
 
-    handle = decode.register_forward_pre_hook(fail_decode)
-    try:
-        wan_call(pipe, rec)
-    except ValueError as error:
-        rec.notes.append(f"raised {error}")
-    handle.remove()
+    def call_failing(module, hook, raised):
+        """A call with `hook` before `module`'s forward, noting the `raised` error it meets."""
+        handle = module.register_forward_pre_hook(hook)
+        try:
+            wan_call(pipe, rec)
+        except raised as error:
+            rec.notes.append(f"raised {error}")
+        handle.remove()
+
+    call_failing(pipe.transformer.blocks[1], fail_third, RuntimeError)
+    call_failing(pipe.vae.decoder, fail_decode, ValueError)
     wan_call(pipe, rec)
 
 
@@ -303,18 +298,7 @@ def load(impl, reference_path):
     if impl == "none":
         return None
     sys.path.insert(0, FRAMEWORK)
-    if impl == "vxperf":
-        import vxperf
-
-        return vxperf
-    import videox_fun.utils  # noqa: F401
-
-    name = "videox_fun.utils.seed_perf"
-    spec = importlib.util.spec_from_file_location(name, reference_path)
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[name] = module
-    spec.loader.exec_module(module)
-    return module
+    return scenarios.load(impl, reference_path)
 
 
 def extras(record):

@@ -42,13 +42,15 @@ def test_stages_are_ranges_in_a_torch_profiler_trace(tmp_path):
     assert got[1]["stages"]["transformer"]["count"] == 2
 
 
-TRAINING = """
+# A registered linear model and train(steps): each step one micro-step of a forward, a backward
+# and an optimizer step.
+TRAIN = """
 import torch, vxperf
 opt_owner = object()
 model = torch.nn.Linear(8, 8)
 vxperf.register_model(model)
-with torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CPU]) as prof:
-    for _ in range(2):
+def train(steps):
+    for _ in range(steps):
         with vxperf.micro_step():
             with vxperf.model_call("fwd", tokens=4, samples=1):
                 loss = model(torch.ones(2, 8)).sum()
@@ -56,6 +58,11 @@ with torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CPU]) as
                 loss.backward()
             with vxperf.optimizer_step(opt_owner):
                 pass
+"""
+
+TRAINING = TRAIN + """
+with torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CPU]) as prof:
+    train(2)
 vxperf.finish()
 names = set(e.name for e in prof.events())
 print(sorted(n for n in names if not n.startswith("aten::") and "autograd" not in n.lower()
@@ -85,20 +92,9 @@ print(sorted(set(e.name for e in prof.events() if not e.name.startswith("aten::"
     assert "transformer" not in proc.stdout and "request" not in proc.stdout, proc.stdout
 
 
-CAPTURE = """
-import torch, vxperf
-opt_owner = object()
-model = torch.nn.Linear(8, 8)
-vxperf.register_model(model)
+CAPTURE = TRAIN + """
 prof = vxperf.profile_range(torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CPU]))
-for _ in range(8):
-    with vxperf.micro_step():
-        with vxperf.model_call("fwd", tokens=4, samples=1):
-            loss = model(torch.ones(2, 8)).sum()
-        with vxperf.backward():
-            loss.backward()
-        with vxperf.optimizer_step(opt_owner):
-            pass
+train(8)
 vxperf.finish()
 names = set(e.name for e in prof.events())
 print(sorted(n for n in names if n.startswith("step ")))

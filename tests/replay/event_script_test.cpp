@@ -31,10 +31,7 @@ TEST(LiveTrace, InferenceReplayReproducesTheRecords) {
   std::string path = temp_path("inference.jsonl");
   TestEngine t({{"VIDEOX_PERF", "2"}, {"VIDEOX_PERF_WARMUP", "1"}, {"VIDEOX_PERF_TRACE", path}},
                true, Topology{0, 2, 2});
-  ModelInfo model;
-  model.params = 1418996800;
-  model.attention = AttentionWidths{46080, 46080, 60};
-  model.text_tokens = 512;
+  ModelInfo model = testing::wan_1_3b();
   t.engine->declare_model("transformer", model);
   double device_ms = 0;
   t.device->set_auto_time([&] { return device_ms; });
@@ -70,11 +67,8 @@ TEST(LiveTrace, TrainingReplayReproducesTheRecords) {
                 {"VIDEOX_PERF_TRACE", path}});
   Trainer& trainer = t.engine->trainer();
   trainer.set_device(0);
-  ModelInfo model;
-  model.params = 1418996800;
+  ModelInfo model = testing::wan_1_3b();
   model.trainable = 5000000;
-  model.attention = AttentionWidths{46080, 46080, 60};
-  model.text_tokens = 512;
   trainer.register_model(model);
   double device_ms = 0;
   int lag_choice = 0;

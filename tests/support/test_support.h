@@ -6,9 +6,24 @@
 #include <string>
 
 #include "vxperf/engine.h"
+#include "vxperf/model.h"
 #include "vxperf/testing.h"
 
 namespace vxperf::testing {
+
+// A model as a front end declares it: its parameters, attention widths and text length.
+inline ModelInfo model_info(std::int64_t params, AttentionWidths attention,
+                            std::int64_t text_tokens) {
+  ModelInfo m;
+  m.params = params;
+  m.attention = attention;
+  m.text_tokens = text_tokens;
+  return m;
+}
+
+// Wan2.1 T2V-1.3B: 1,418,996,800 parameters, 30 blocks of 1536-wide self- and cross-attention
+// (60 modules), 512 text tokens.
+inline ModelInfo wan_1_3b() { return model_info(1418996800, {46080, 46080, 60}, 512); }
 
 struct TestEngine {
   std::shared_ptr<ManualClock> clock = std::make_shared<ManualClock>(100.0);

@@ -211,9 +211,14 @@ TEST(Device, CpuBuildHasNoStreamOrPeaks) {
 
 // ---- the mini DiT: reading, pricing, wrapping ---------------------------------------------------
 
-TEST(MiniDiT, ReadingAndShapes) {
+// The tiny configuration, torch's generator seeded for the modules made from it.
+vxperf_demo::Config seeded_tiny_config() {
   ::torch::manual_seed(0);
-  auto c = vxperf_demo::tiny_config();
+  return vxperf_demo::tiny_config();
+}
+
+TEST(MiniDiT, ReadingAndShapes) {
+  auto c = seeded_tiny_config();
   vxperf_demo::MiniDiT dit(c);
   auto r = vt::read_model(*dit);
   EXPECT_EQ(r.attention.self, c.layers * c.dim);
@@ -267,15 +272,19 @@ TEST(MiniDiT, CostModelAgainstExactMatmulCount) {
   }
 }
 
-TEST(Wrappers, TransformerCallIsAPricedStage) {
+// Options of an engine at level 1 writing its lines and records to `out`.
+vxperf::EngineOptions level1_into(const std::shared_ptr<vxperf::testing::MemoryOutput>& out) {
   vxperf::EngineOptions parts;
   parts.settings.level = 1;
-  auto out = std::make_shared<vxperf::testing::MemoryOutput>();
   parts.log = out->log_fn();
   parts.sinks.push_back(out);
-  vxperf::Engine engine(std::move(parts));
-  ::torch::manual_seed(0);
-  auto c = vxperf_demo::tiny_config();
+  return parts;
+}
+
+TEST(Wrappers, TransformerCallIsAPricedStage) {
+  auto out = std::make_shared<vxperf::testing::MemoryOutput>();
+  vxperf::Engine engine(level1_into(out));
+  auto c = seeded_tiny_config();
   vxperf_demo::MiniDiT model(c);
   vxperf_demo::VaeDecoder decoder(c);
   auto dit = vt::instrument(model, vt::Role::kTransformer);  // the one line
@@ -311,16 +320,12 @@ TEST(Wrappers, OutsideARequestWithMetricsOffIsInert) {
 }
 
 TEST(Wrappers, TrainingCallsBecomePhasesOfTheMicroStepsTrainer) {
-  vxperf::EngineOptions parts;
-  parts.settings.level = 1;
-  parts.settings.every = 2;
   auto out = std::make_shared<vxperf::testing::MemoryOutput>();
-  parts.log = out->log_fn();
-  parts.sinks.push_back(out);
+  vxperf::EngineOptions parts = level1_into(out);
+  parts.settings.every = 2;
   vxperf::Engine engine(std::move(parts));
   vxperf::Trainer& trainer = engine.trainer();
-  ::torch::manual_seed(0);
-  auto c = vxperf_demo::tiny_config();
+  auto c = seeded_tiny_config();
   vxperf_demo::MiniDiT model(c);
   vxperf_demo::VaeDecoder decoder(c);
   auto dit = vt::instrument(model, vt::Role::kTransformer);
@@ -355,14 +360,9 @@ TEST(Wrappers, TrainingCallsBecomePhasesOfTheMicroStepsTrainer) {
 }
 
 TEST(Wrappers, PartialAndSkippedCallsArePricedAtTheirFraction) {
-  vxperf::EngineOptions parts;
-  parts.settings.level = 1;
   auto out = std::make_shared<vxperf::testing::MemoryOutput>();
-  parts.log = out->log_fn();
-  parts.sinks.push_back(out);
-  vxperf::Engine engine(std::move(parts));
-  ::torch::manual_seed(0);
-  auto c = vxperf_demo::tiny_config();
+  vxperf::Engine engine(level1_into(out));
+  auto c = seeded_tiny_config();
   vxperf_demo::MiniDiT model(c);
   auto dit = vt::instrument(model, vt::Role::kTransformer);
   engine.declare_model("transformer", vt::read_model(*model).info());
@@ -389,8 +389,7 @@ TEST(Wrappers, PartialAndSkippedCallsArePricedAtTheirFraction) {
 }
 
 TEST(Reading, DtypeIsTheParametersMostCommon) {
-  ::torch::manual_seed(0);
-  auto c = vxperf_demo::tiny_config();
+  auto c = seeded_tiny_config();
   vxperf_demo::MiniDiT model(c);
   EXPECT_EQ(vt::read_model(*model).dtype, vxperf::Dtype::kFp32);
   model->to(::torch::kBFloat16);
@@ -493,11 +492,8 @@ static void range_ended(const at::RecordFunction& fn, at::ObserverContext*) {
 }
 
 TEST(ProfilerRanges, RequestsAndStagesAreUserScopeRangesWhileAProfilerRecords) {
-  vxperf::EngineOptions parts;
-  parts.settings.level = 1;
   auto out = std::make_shared<vxperf::testing::MemoryOutput>();
-  parts.log = out->log_fn();
-  parts.sinks.push_back(out);
+  vxperf::EngineOptions parts = level1_into(out);
   parts.observers.push_back(vt::profiler_ranges());
   vxperf::Engine engine(std::move(parts));
   std::vector<std::string> got;

@@ -24,10 +24,7 @@ struct TrainRig {
   TrainRig(int lag, std::map<std::string, std::string> env)
       : t(std::move(env)), trainer(&t.engine->trainer()) {
     trainer->set_device(0);
-    ModelInfo model;
-    model.params = 1418996800;
-    model.attention = AttentionWidths{46080, 46080, 60};
-    model.text_tokens = 512;
+    ModelInfo model = testing::wan_1_3b();
     model.checkpointing = true;
     trainer->register_model(model);
     t.device->set_auto_time([this] { return device_clock_ms; });

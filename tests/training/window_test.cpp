@@ -115,16 +115,27 @@ TEST(Window, NoModelMeansNoPricingAndTotalStepsGiveAnEta) {
   EXPECT_DOUBLE_EQ(*r.eta_s, 5 * 2.0);  // steps 5..9 remain
 }
 
-TEST(Pricing, RequestIsAJobRateOverTheTransformerCalls) {
+// A transformer of 1000 parameters (self and cross attention 10 wide, 2 modules, 5 text tokens)
+// called `calls` times over `total_ms`, 100 tokens a sample and `batch` samples a call.
+PricedStage called_dit(std::int64_t calls, double total_ms, std::int64_t batch = 1) {
   PricedStage dit;
   dit.params = 1000;
   dit.attention = AttentionWidths{10, 10, 2};
   dit.text_tokens = 5;
   dit.called = true;
   dit.tokens = 100;
-  dit.batch = 2;
-  dit.calls = 4;
-  dit.total_ms = 2000;
+  dit.batch = batch;
+  dit.calls = calls;
+  dit.total_ms = total_ms;
+  return dit;
+}
+
+// One full forward of a sample through called_dit: its attention, and all of it.
+constexpr double kDitAttention = 4.0 * 100 * 100 * 10 + 4.0 * 100 * 5 * 10;
+constexpr double kDitPerForward = 2.0 * 1000 * 100 + kDitAttention;
+
+TEST(Pricing, RequestIsAJobRateOverTheTransformerCalls) {
+  PricedStage dit = called_dit(4, 2000, 2);
   PricedStage idle;  // declared, never called: counted in params only
   idle.params = 500;
   bool asked = false;
@@ -133,12 +144,10 @@ TEST(Pricing, RequestIsAJobRateOverTheTransformerCalls) {
     return ResolvedPeak{10.0, PeakSource::kTable};
   });
   ASSERT_TRUE(d);
-  double attention = 4.0 * 100 * 100 * 10 + 4.0 * 100 * 5 * 10;
-  double per_forward = 2.0 * 1000 * 100 + attention;
   EXPECT_EQ(d->params, 1500);
-  EXPECT_DOUBLE_EQ(d->flops_per_fwd, per_forward * 2);  // batch 2 per call
-  EXPECT_DOUBLE_EQ(d->attn_share, attention / per_forward);
-  EXPECT_DOUBLE_EQ(d->tflops, per_forward * 2 * 4 / 2.0 / 1e12);
+  EXPECT_DOUBLE_EQ(d->flops_per_fwd, kDitPerForward * 2);  // batch 2 per call
+  EXPECT_DOUBLE_EQ(d->attn_share, kDitAttention / kDitPerForward);
+  EXPECT_DOUBLE_EQ(d->tflops, kDitPerForward * 2 * 4 / 2.0 / 1e12);
   EXPECT_EQ(d->devices, 8);
   EXPECT_TRUE(asked);
   EXPECT_DOUBLE_EQ(*d->peak_tflops, 80.0);
@@ -160,27 +169,17 @@ TEST(Pricing, RequestIsAJobRateOverTheTransformerCalls) {
 
 TEST(Pricing, SkippedAndPartialCallsArePricedAtTheirFraction) {
   // 10 calls of batch 2 over 1000 ms: 6 full, 3 skipped (cache hits), 1 at a quarter.
-  PricedStage dit;
-  dit.params = 1000;
-  dit.attention = AttentionWidths{10, 10, 2};
-  dit.text_tokens = 5;
-  dit.called = true;
-  dit.tokens = 100;
-  dit.batch = 2;
-  dit.calls = 10;
-  dit.total_ms = 1000;
+  PricedStage dit = called_dit(10, 1000, 2);
   dit.effective_calls = 6.25;
   dit.skipped_calls = 3;
   auto d = price_request({dit}, 1, std::nullopt, [](Dtype) {
     return ResolvedPeak{1.0, PeakSource::kMeasured};
   });
   ASSERT_TRUE(d);
-  double attention = 4.0 * 100 * 100 * 10 + 4.0 * 100 * 5 * 10;
-  double per_forward = 2.0 * 1000 * 100 + attention;
   // The time of every call counts; the work only of what was computed.
-  EXPECT_EQ(d->tflops, per_forward * 2 * 6.25 / 1.0 / 1e12);
-  EXPECT_EQ(d->flops_per_fwd, per_forward * 2);  // a full forward's cost, as without skipping
-  EXPECT_DOUBLE_EQ(d->attn_share, attention / per_forward);
+  EXPECT_EQ(d->tflops, kDitPerForward * 2 * 6.25 / 1.0 / 1e12);
+  EXPECT_EQ(d->flops_per_fwd, kDitPerForward * 2);  // a full forward's cost, as without skipping
+  EXPECT_DOUBLE_EQ(d->attn_share, kDitAttention / kDitPerForward);
   EXPECT_EQ(d->skipped_fwd, 3);
   EXPECT_EQ(d->effective_fwd, 6.25);
   EXPECT_EQ(d->mfu, d->tflops / 1.0);
@@ -197,16 +196,9 @@ TEST(Pricing, SkippedAndPartialCallsArePricedAtTheirFraction) {
 }
 
 TEST(Pricing, AttentionDensityAndDtypeReachThePrice) {
-  PricedStage dit;
-  dit.params = 1000;
-  dit.attention = AttentionWidths{10, 10, 2};
-  dit.text_tokens = 5;
+  PricedStage dit = called_dit(1, 1000);
   dit.attn_density = 0.5;
   dit.dtype = Dtype::kFp32;
-  dit.called = true;
-  dit.tokens = 100;
-  dit.calls = 1;
-  dit.total_ms = 1000;
   Dtype asked_for = Dtype::kBf16;
   auto d = price_request({dit}, 1, std::nullopt, [&](Dtype dtype) {
     asked_for = dtype;
