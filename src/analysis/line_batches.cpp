@@ -32,6 +32,10 @@ void LineBatch::parse(RecordLineReader& reader) {
     const char* base = text.data();
     std::size_t begin = 0;
     std::int64_t number = 1;
+    // Room for the records of lines as long as the shortest vxperf writes, so that a batch's
+    // records are never moved to grow their vector.
+    std::size_t room = size / 400 + 1;
+    lines.reserve(room);
     while (begin < size) {
       auto* newline = static_cast<const char*>(std::memchr(base + begin, '\n', size - begin));
       std::size_t end = newline != nullptr ? static_cast<std::size_t>(newline - base) : size;
@@ -53,10 +57,12 @@ void LineBatch::parse(RecordLineReader& reader) {
       }
       switch (line.got) {
         case Got::kRequest:
+          if (requests.empty()) requests.reserve(room);
           line.index = requests.size();
           requests.push_back(std::move(reader.request()));
           break;
         case Got::kWindow:
+          if (windows.empty()) windows.reserve(room);
           line.index = windows.size();
           windows.push_back(std::move(reader.window()));
           break;
