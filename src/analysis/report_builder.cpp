@@ -107,18 +107,21 @@ std::vector<ReadingSummary> folded_readings(bool sums) {
 }
 
 // Adds one record's readings to `into` (as folded_readings(sums) made it): sums for the means
-// until finish_readings.
-void fold_readings(std::vector<ReadingSummary>& into, const DeviceReadings& r, bool sums) {
+// until finish_readings. Whether the record read any of them.
+bool fold_readings(std::vector<ReadingSummary>& into, const DeviceReadings& r, bool sums) {
   std::size_t i = 0;
+  bool any = false;
   internal::walk_shown(r, [&](const char*, const Show& show, const internal::ShownValue& v) {
     if (!folds(show, sums)) return;
     ReadingSummary& e = into[i++];
     if (v.strings) {
+      any = true;
       ++e.records;
       for (const auto& value : *v.strings) note(e.seen, value);
     }
     if (!v.number) return;
     double x = *v.number;
+    any = true;
     ++e.records;
     if (show.fold == Fold::kMean || show.fold == Fold::kSum) {
       e.value = e.value.value_or(0) + x;
@@ -127,6 +130,7 @@ void fold_readings(std::vector<ReadingSummary>& into, const DeviceReadings& r, b
       e.value = x;
     }
   });
+  return any;
 }
 
 // The means' sums to means.
@@ -150,19 +154,21 @@ bool any_summarized(const DeviceReadings& r) {
 // Adds one record's meter readings; `units` is what its energy is per (1 request, its samples; 0
 // for another rank's share of a request already counted).
 void add_energy(std::optional<EnergySummary>& into, const DeviceReadings& r, double units) {
-  if (!any_summarized(r)) return;
+  // The first record that read something makes the summary; after it, folding says whether a
+  // record read anything (one walk of its readings, not two).
   if (!into) {
+    if (!any_summarized(r)) return;
     into.emplace();
     into->readings = folded_readings(false);
   }
   EnergySummary& e = *into;
+  if (!fold_readings(e.readings, r, false) && !r.energy_j) return;
   if (r.energy_j) {
     if (units > 0) ++e.records;
     e.energy_j += *r.energy_j;
     // per_unit_j holds the units until finish_energy.
     e.per_unit_j = e.per_unit_j.value_or(0) + units;
   }
-  fold_readings(e.readings, r, false);
   if (r.energy_from) note(e.energy_from, *r.energy_from);
 }
 
@@ -215,8 +221,8 @@ struct RequestAcc {
 
   void add(const RequestRecord& r) {
     if (fold_groups && r.parallel && r.parallel->group > 1) {
-      auto [it, fresh] = group_requests.emplace(std::make_pair(r.parallel->dp_rank, r.req),
-                                                e2e.size());
+      auto [it, fresh] =
+          group_requests.emplace(std::make_pair(r.parallel->dp_rank, r.req), e2e.size());
       if (!fresh) return fold(r, it->second);
     }
     ++count;
@@ -529,11 +535,10 @@ struct JobAcc {
 
   void window(const TrainWindowRecord& w) {
     double wall = w.throughput ? w.throughput->wall_s : 0.0;
-    add(w.rank, w.device, w.readings, w.ts, wall,
-        [&] {
-          return strprintf("rank %d steps %lld-%lld", w.rank, static_cast<long long>(w.step_first),
-                           static_cast<long long>(w.step_last));
-        });
+    add(w.rank, w.device, w.readings, w.ts, wall, [&] {
+      return strprintf("rank %d steps %lld-%lld", w.rank, static_cast<long long>(w.step_first),
+                       static_cast<long long>(w.step_last));
+    });
     if (!w.readings || !w.readings->energy_j) return;
     s.window_energy_j += *w.readings->energy_j;
     if (w.energy_j_per_sample && *w.energy_j_per_sample > 0) {

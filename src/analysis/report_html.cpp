@@ -197,8 +197,9 @@ std::string ranks_summary(const Report& report) {
 // The job's energy (#28): totals, per video and per sample, a row per device.
 std::string energy_summary(const JobEnergy& e) {
   Facts f;
-  std::string total = strprintf("%.6f kWh (%.3f J) on %zu device%s", e.energy_j / 3.6e6, e.energy_j,
-                                e.devices.size(), e.devices.size() == 1 ? "" : "s");
+  std::string total =
+      strprintf("%.6f kWh (%.3f J) on %zu device%s", e.energy_j / report_format::kJoulesPerKwh,
+                e.energy_j, e.devices.size(), e.devices.size() == 1 ? "" : "s");
   f.add("device energy", total);
   for (const auto& r : e.totals) {
     if (r.value) f.add(r.show.label, report_format::reading_value(r, r.value));
@@ -226,7 +227,8 @@ std::string energy_summary(const JobEnergy& e) {
   for (const auto& d : e.devices) {
     devices.rows.push_back(
         {escape(strprintf("cuda:%d rank %d", d.device, d.rank)),
-         strprintf("%.6f", d.energy_j / 3.6e6), strprintf("%.3f J", d.energy_j),
+         strprintf("%.6f", d.energy_j / report_format::kJoulesPerKwh),
+         strprintf("%.3f J", d.energy_j),
          d.power_w_mean ? strprintf("%.1f W", *d.power_w_mean) : std::string("-"),
          escape(time_text(d.seconds)), std::to_string(d.records)});
   }
