@@ -3,8 +3,9 @@
 # tests in the normal build; the Python package's tests (torch 2 with the real diffusers,
 # transformers, accelerate, peft and trackers, on the real torch.distributed) and the wheel; then
 # the core, CUDA-backend, NVML, analysis, serving and fault-injection tests under AddressSanitizer
-# + UBSan, in the build that also makes both fuzzers (run for a bounded time); and the
-# concurrency, fork, CUDA-backend, NVML, serving and parallel-reading tests under ThreadSanitizer.
+# + UBSan, in the build that also makes both fuzzers (each run over the same 20,000 inputs, from a
+# fixed seed); and the concurrency, fork, CUDA-backend, NVML, serving and parallel-reading tests
+# under ThreadSanitizer.
 # Each stage's time is printed at the end.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -74,8 +75,9 @@ stage "build asan+ubsan and fuzzers" sanitizer_build build-asan clang clang++ -g
 stage "asan+ubsan tests" env ASAN_OPTIONS=intercept_tls_get_addr=0 \
   ctest --test-dir build-asan --output-on-failure -j "$jobs" -L 'core|cuda|analysis|serving|faults' \
   -LE cli
-stage "fuzz (30s each)" env VXPERF_FUZZ_BUILD=build-asan ASAN_OPTIONS=intercept_tls_get_addr=0 \
-  bash scripts/fuzz.sh 30
+stage "fuzz (20,000 inputs each)" env VXPERF_FUZZ_BUILD=build-asan \
+  ASAN_OPTIONS=intercept_tls_get_addr=0 VXPERF_FUZZ_SEED=1 VXPERF_FUZZ_RUNS=20000 \
+  bash scripts/fuzz.sh 90
 
 stage "build tsan" sanitizer_build build-tsan gcc g++ -g1 -DVXPERF_SANITIZE=thread vxperf_live_tests \
   vxperf_cuda_tests vxperf_prometheus_tests vxperf_faults_tests vxperf_nvml_tests vxperf_analysis_tests
