@@ -280,6 +280,13 @@ void expect_requests_once(const std::string& path, long long n) {
 // program's own: it never hangs, measures nothing, writes nothing into the parent's files, and
 // says so once; the parent's records stay whole and numbered once each.
 TEST(FaultsFork, AChildForkedWhileRecordingIsOffAndNeverHangs) {
+#if VXPERF_TEST_UNDER_ASAN
+  // AddressSanitizer's runtime (clang 14's and gcc 12's alike) does not intercept fork: its
+  // allocator's locks are not taken around it, so a child forked while another thread is inside
+  // malloc waits forever on its own first allocation, whatever vxperf does. The normal build and
+  // ThreadSanitizer, whose runtime locks itself around fork, run this test.
+  GTEST_SKIP() << "AddressSanitizer's allocator is not fork-safe with other threads allocating";
+#endif
   std::string dir = temp_dir("fork");
   Config config;
   config.level = 1;
@@ -337,12 +344,7 @@ TEST(FaultsFork, AChildForkedWhileRecordingIsOffAndNeverHangs) {
       if (measured) ::_exit(4);
       if (enabled() || trainer() != nullptr) ::_exit(5);  // off for good in the child
       if (configure(config)) ::_exit(6);                  // and cannot be switched back on
-#if VXPERF_TEST_UNDER_ASAN
-      // LeakSanitizer would report what the parent's threads hold, which the child cannot free.
-      ::_exit(0);
-#else
       std::exit(0);  // the exit handlers run, vxperf's included
-#endif
     }
     int rc = wait_for(pid, 30);
     ASSERT_NE(rc, -1) << "child " << i << " hung";
