@@ -29,7 +29,8 @@ enum class Fold : std::uint8_t {
 };
 
 enum class SeriesKind : std::uint8_t { kNone, kGauge, kCounter };
-// A series' labels: {rank, device} (the record's device, "cuda:0"), or {rank} (the host's).
+// A series' labels: {rank, device} (the record's device, "cuda:0"), or {rank} (the host's, or a
+// rank's latest record: its MFU); a Show's kind() adds {kind}.
 enum class SeriesLabels : std::uint8_t { kRankDevice, kRank };
 
 // Where the report's page charts a reading: a line per rank over the windows, over the requests.
@@ -44,11 +45,16 @@ struct Show {
   Fold fold = Fold::kNone;
 
   // Prometheus: one series of the record's latest value (a gauge) or of the values' sum (a
-  // counter), requests and windows alike.
+  // counter), requests and windows alike unless `window_series_name` names the windows' own.
   SeriesKind series = SeriesKind::kNone;
   SeriesLabels labels = SeriesLabels::kRankDevice;
   const char* series_name = nullptr;
   const char* help = nullptr;
+  const char* window_series_name = nullptr;  // a training window's series, when not the same
+  const char* window_help = nullptr;
+  // A `kind` label after the others, with this value: rows that share one series tell theirs
+  // apart by it (vxperf_peak_memory_bytes{kind="allocated"} and {kind="reserved"}).
+  const char* kind_label = nullptr;
 
   // The experiment trackers: a training window's value logged as "perf/<tracker>".
   const char* tracker = nullptr;
@@ -74,6 +80,26 @@ struct Show {
   constexpr Show counter(const char* name, const char* text,
                          SeriesLabels by = SeriesLabels::kRankDevice) const {
     return with_series(SeriesKind::kCounter, name, text, by);
+  }
+  // A training window's record sets the series `name` instead (a field of a struct both records
+  // hold, whose request and window series differ).
+  constexpr Show in_windows(const char* name, const char* text) const {
+    Show s = *this;
+    s.window_series_name = name;
+    s.window_help = text;
+    return s;
+  }
+  constexpr Show kind(const char* value) const {
+    Show s = *this;
+    s.kind_label = value;
+    return s;
+  }
+  // The series a record of this kind sets, and its help; nullptr for none.
+  constexpr const char* series_for(bool window) const {
+    return window && window_series_name != nullptr ? window_series_name : series_name;
+  }
+  constexpr const char* help_for(bool window) const {
+    return window && window_help != nullptr ? window_help : help;
   }
   // Logged under its own key.
   constexpr Show tracked() const {

@@ -27,8 +27,8 @@
 //   vxperf_gpu_temperature_celsius{device}            gauge, highest temperature, the same
 //   vxperf_train_energy_joules_per_sample{device}     gauge, last window
 //   vxperf_cpu_energy_joules_total                    counter, powercap energy of the host
-// (the device readings' series are what their rows in the field table name,
-// src/schema/record_fields.h; they appear only where a meter read the device)
+// (the gauges and counters of record fields are what the fields' rows in the field tables name,
+// src/schema/record_fields.h; the device readings' appear only where a meter read the device)
 // MFU and HFU are fractions (0.55, not 55). Warmup requests and steps (VIDEOX_PERF_WARMUP) are
 // left out of every metric, as they are left out of the exit summaries. A failed request only
 // counts in vxperf_requests_total{status="error"}: its partial timings and FLOPs would skew the
@@ -68,10 +68,6 @@ class PrometheusSink final : public RecordSink {
 
  private:
   struct Metrics;
-  struct Gauge;
-  template <class Record>
-  static void set_gauges(const std::vector<Gauge>& gauges, const Record& record,
-                         const std::string& rank);
   std::unique_ptr<Metrics> metrics_;
 };
 

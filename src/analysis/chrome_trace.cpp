@@ -19,7 +19,7 @@
 #include "schema/event_kinds.h"
 #include "schema/json.h"
 #include "schema/script_reader.h"
-#include "schema/value_walk.h"
+#include "schema/show_walk.h"
 #include "vxperf/script_error.h"
 
 namespace vxperf::analysis {
@@ -283,12 +283,15 @@ class Converter {
     step_next_t0_ = t;
   }
 
-  // The device readings an event carries (request_end, memory), each field of their table
-  // (src/schema/record_fields.h) one counter: byte counts in GiB ("peak_alloc_GiB").
+  // The device readings an event carries (request_end, memory), each number of their table
+  // (src/schema/record_fields.h, every one a shown row) one counter: byte counts in GiB
+  // ("peak_alloc_GiB").
   void memory(const Event& ev, double t, Json* args) {
     Json values = Json::object();
-    internal::walk_values(DeviceReadings{}, [&](const char*, const char* key, double) {
-      if (!ev.has(key)) return;
+    internal::walk_shown(DeviceReadings{}, [&](const char*, const Show& show,
+                                               const internal::ShownValue& v) {
+      const char* key = show.key;
+      if (v.list || !ev.has(key)) return;
       std::string name = key;
       const std::string bytes = "_bytes";
       if (name.size() > bytes.size() &&

@@ -2,14 +2,15 @@
 // readings (vxperf/device.h) and of the model description (vxperf/model.h).
 //
 // A table is a function `describe(io, value)` that names each field in order with the rule it is
-// written and read by. Three kinds of `io` walk it (src/schema/record_io.h):
-//   - Writer: the JSON line (and any RecordVisitor, vxperf/record_walk.h), in this order, each
-//     field present as its rule says;
-//   - Reader: a JSON object back into the struct, with the rule's default and checks, a wrong
-//     field reported by name (what `vxperf report`, replay and `vxperf trace` read);
-//   - a value walk: each field as the struct holds it, whatever the presence rules (the
-//     Prometheus series of src/serving/prometheus_sink.cpp);
-//   - the shown walk (src/schema/show_walk.h): the rows that say how they are shown.
+// written and read by. Four kinds of `io` walk it:
+//   - the writer (src/schema/record_writer.h): the JSON line (and any RecordVisitor,
+//     vxperf/record_walk.h), in this order, each field present as its rule says;
+//   - the reader (src/schema/field_reader.h): a JSON object back into the struct, with the rule's
+//     default and checks, a wrong field reported by name (what `vxperf report`, replay and
+//     `vxperf trace` read);
+//   - the row walk (src/schema/row_walk.h): each row's key and member;
+//   - the shown walk (src/schema/show_walk.h): the rows that say how they are shown, with the
+//     record's values (the report, the Prometheus series, the trackers, the trace's counters).
 // A field added to a record is one member in its struct and one line here; a member without a
 // line fails tests/schema/field_coverage_test.cpp.
 //
@@ -37,8 +38,7 @@
 //   named_objects, named_numbers, named_strings   an object keyed by each element's name
 //       (stages, phases, a layout's sources)
 //   numbers, ranks, strings        arrays
-//   group             fields present together, and read when the marker field is there (the
-//       value walk enters it always)
+//   group             fields present together, and read when the marker field is there
 //   device            "cuda:N" and the device readings, only when measured on a device
 //   derived           written only: a value the reader recomputes
 #pragma once
@@ -61,12 +61,29 @@ using Same = std::enable_if_t<std::is_same_v<std::remove_const_t<R>, T>, int>;
 
 // As records carry them (with "device") and the trace's request_end and memory events. The
 // meter's fields (NVML) are each present only when read.
+inline constexpr char kPeakMemory[] = "vxperf_peak_memory_bytes";
+inline constexpr char kPeakMemoryHelp[] =
+    "Peak device memory of the last request: kind=allocated (tensors) or reserved (allocator "
+    "cache).";
+inline constexpr char kTrainPeakMemory[] = "vxperf_train_peak_memory_bytes";
+inline constexpr char kTrainPeakMemoryHelp[] =
+    "Peak device memory of the last training window: kind=allocated or reserved.";
 // Each reading shows where its Show says (vxperf/field_show.h): the report folds it over records,
 // Prometheus keeps a series of it, the trackers log it, the report's page charts it.
 template <class Io, class R, Same<R, DeviceReadings> = 0>
 void describe(Io& io, R& r) {
-  io.bytes(show("peak_alloc_bytes").tracked(), r.allocated);
-  io.bytes(show("peak_reserved_bytes").tracked(), r.reserved);
+  io.bytes(show("peak_alloc_bytes")
+               .tracked()
+               .gauge(kPeakMemory, kPeakMemoryHelp, SeriesLabels::kRank)
+               .in_windows(kTrainPeakMemory, kTrainPeakMemoryHelp)
+               .kind("allocated"),
+           r.allocated);
+  io.bytes(show("peak_reserved_bytes")
+               .tracked()
+               .gauge(kPeakMemory, kPeakMemoryHelp, SeriesLabels::kRank)
+               .in_windows(kTrainPeakMemory, kTrainPeakMemoryHelp)
+               .kind("reserved"),
+           r.reserved);
   io.optional(show("energy_j", "energy", "J", 3)
                   .counter("vxperf_energy_joules_total",
                            "Joules the device used over measured requests and training windows "
@@ -138,9 +155,16 @@ void describe(Io& io, R& d) {
   io.small_int("devices", d.devices, 1);
   io.number("flops_per_fwd", d.flops_per_fwd, 0.0);
   io.number("attn_share", d.attn_share, 0.0);
-  io.number("tflops", d.tflops, 0.0);
+  io.number(show("tflops").gauge("vxperf_dit_tflops",
+                                 "Achieved transformer TFLOPS of the last request that ran the DiT.",
+                                 SeriesLabels::kRank),
+            d.tflops, 0.0);
   io.nullable("peak_tflops", d.peak_tflops);
-  io.nullable("mfu", d.mfu);
+  io.nullable(show("mfu").gauge("vxperf_dit_mfu",
+                                "Transformer model FLOPs utilization (fraction of peak) of the last "
+                                "request that ran the DiT.",
+                                SeriesLabels::kRank),
+              d.mfu);
   describe_efficiency_basis(io, d);
 }
 
@@ -200,7 +224,11 @@ void describe(Io& io, R& r) {
 
 template <class Io, class R, Same<R, TrainThroughput> = 0>
 void describe(Io& io, R& t) {
-  io.number(show("samples_per_s").tracked(), t.samples_per_s, 0.0);
+  io.number(show("samples_per_s")
+                .tracked()
+                .gauge("vxperf_train_samples_per_second",
+                       "Training samples per second of this rank, last window.", SeriesLabels::kRank),
+            t.samples_per_s, 0.0);
   io.number("samples", t.samples, 0.0);
   io.number("wall_s", t.wall_s, 0.0);
   io.small_int("dp", t.dp, 1);
@@ -220,8 +248,16 @@ void describe(Io& io, R& t) {
     io.number(show("tflops").tracked(), t.tflops, 0.0);
     io.number(show("hw_tflops").tracked(), t.hw_tflops, 0.0);
     io.nullable("peak_tflops", t.peak_tflops);
-    io.nullable(show("mfu").tracked(), t.mfu);
-    io.nullable(show("hfu").tracked(), t.hfu);
+    io.nullable(show("mfu").tracked().gauge(
+                    "vxperf_train_mfu",
+                    "Training model FLOPs utilization (fraction of peak), last priced window.",
+                    SeriesLabels::kRank),
+                t.mfu);
+    io.nullable(show("hfu").tracked().gauge("vxperf_train_hfu",
+                                            "Training hardware FLOPs utilization (recomputation "
+                                            "included), last priced window.",
+                                            SeriesLabels::kRank),
+                t.hfu);
     describe_efficiency_basis(io, t);
   });
 }
@@ -265,7 +301,11 @@ void describe(Io& io, R& r) {
   io.number("micro_steps", r.micro_steps, 1.0);
   io.number("overrun_s", r.overrun_s, 0.0);
   io.device("device", r.device, r.readings);
-  io.optional(show("energy_j_per_sample").tracked(), r.energy_j_per_sample);
+  io.optional(show("energy_j_per_sample")
+                  .tracked()
+                  .gauge("vxperf_train_energy_joules_per_sample",
+                         "Joules per training sample over the last window (NVML)."),
+              r.energy_j_per_sample);
   io.nullable_object("throughput", r.throughput);
   io.optional(show("eta_s").tracked(), r.eta_s);
   io.optional_object("xrank", r.xrank);

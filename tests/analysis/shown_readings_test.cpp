@@ -1,7 +1,8 @@
 // Every device reading shows where its row in the field table says (its Show,
 // vxperf/field_show.h), with no code of its own there: a record carrying every reading the table
 // names, and each appears in the report's text, JSON and page, in the Prometheus exposition and
-// among the trackers' fields as its Show says. A consumer that named readings by hand would miss
+// among the trackers' fields as its Show says; every record field whose row names a series is in
+// the exposition. A consumer that named readings by hand would miss
 // a reading added with its member and its row alone, and fail here.
 #include <gtest/gtest.h>
 
@@ -102,7 +103,7 @@ TEST(ShownReadings, TheTableNamesWhatEachConsumerNeeds) {
   EXPECT_EQ(ChartData::Impl::charted().size(), charted);
 }
 
-TEST(ShownReadings, EachShowsInTheReportItsPageAndPrometheus) {
+TEST(ShownReadings, EachShowsInTheReportAndItsPage) {
   RequestRecord r = request(0, 1, 10.0);
   r.ts = 1000.0;
   TrainWindowRecord w = window(0, 0, 10, 1.0);
@@ -114,10 +115,6 @@ TEST(ShownReadings, EachShowsInTheReportItsPageAndPrometheus) {
   const std::string text = format_report(report);
   const Json json = Json::parse(report_json(report));
   const std::string html = report_html(report, set);
-  PrometheusSink sink;
-  sink.on_request(set.requests[0], RequestDetail{});
-  sink.on_train_window(set.windows[0], WindowDetail{});
-  const std::string exposition = sink.render();
 
   for (const auto& [s, kind] : shown_readings()) {
     SCOPED_TRACE(s.key);
@@ -147,17 +144,50 @@ TEST(ShownReadings, EachShowsInTheReportItsPageAndPrometheus) {
     if ((s.charts & kChartRequests) != 0) {
       EXPECT_TRUE(has(html, std::string(s.chart) + " per request (" + s.chart_note + ")"));
     }
-    if (s.series != SeriesKind::kNone) {
-      const std::string name = s.series_name;
-      const char* type = s.series == SeriesKind::kGauge ? "gauge" : "counter";
-      EXPECT_TRUE(has(exposition, "# HELP " + name + " " + s.help + "\n")) << exposition;
-      EXPECT_TRUE(has(exposition, "# TYPE " + name + " " + type + "\n")) << exposition;
-      const std::string labels = s.labels == SeriesLabels::kRankDevice
-                                     ? R"({rank="0",device="cuda:0"} )"
-                                     : R"({rank="0"} )";
-      EXPECT_TRUE(has(exposition, name + labels)) << exposition;
-    }
   }
+}
+
+// Every row of the request's and the window's tables that names a series (the readings', the
+// DiT's MFU, the window's samples per second, peak memory by kind) is a series of the sink, by
+// its name for that record, with its labels, once the record holds the field.
+TEST(ShownReadings, EveryFieldSeriesIsInPrometheus) {
+  RequestRecord r = request(0, 1, 10.0);
+  TrainWindowRecord w = window(0, 0, 10, 1.0);
+  Json wj = Json::parse(with_every_reading(w));
+  wj["energy_j_per_sample"] = 7.5;
+  RecordSet set = read_string(with_every_reading(r) + wj.dump() + "\n");
+  ASSERT_EQ(set.requests.size(), 1u);
+  ASSERT_EQ(set.windows.size(), 1u);
+  PrometheusSink sink;
+  sink.on_request(set.requests[0], RequestDetail{});
+  sink.on_train_window(set.windows[0], WindowDetail{});
+  const std::string exposition = sink.render();
+
+  std::size_t series = 0;
+  auto check = [&](const auto& record, bool window_record) {
+    internal::walk_shown(record, [&](const char* object, const Show& s,
+                                     const internal::ShownValue& v) {
+      if (s.series == SeriesKind::kNone) return;
+      SCOPED_TRACE(std::string(object) + "." + s.key);
+      EXPECT_FALSE(v.list);
+      ASSERT_TRUE(v.number.has_value()) << "the test's records leave it out: set it";
+      ++series;
+      const std::string name = s.series_for(window_record);
+      const char* type = s.series == SeriesKind::kGauge ? "gauge" : "counter";
+      EXPECT_TRUE(has(exposition, "# HELP " + name + " " + s.help_for(window_record) + "\n"))
+          << exposition;
+      EXPECT_TRUE(has(exposition, "# TYPE " + name + " " + type + "\n")) << exposition;
+      std::string labels = R"({rank="0")";
+      if (s.labels == SeriesLabels::kRankDevice) labels += R"(,device="cuda:0")";
+      if (s.kind_label != nullptr) labels += R"(,kind=")" + std::string(s.kind_label) + "\"";
+      EXPECT_TRUE(has(exposition, name + labels + "} ")) << exposition;
+    });
+  };
+  check(set.requests[0], false);
+  check(set.windows[0], true);
+  // The DiT's TFLOPS and MFU, the window's rate, MFU, HFU and J per sample, peak memory twice
+  // each, the readings' series twice each.
+  EXPECT_GE(series, 12u);
 }
 
 TEST(ShownReadings, TheTrackersLogEachReadingTheTableSaysTo) {

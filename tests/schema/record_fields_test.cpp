@@ -14,7 +14,7 @@
 #include "schema/json_visitor.h"
 #include "schema/record_reader.h"
 #include "schema/record_writer.h"
-#include "schema/value_walk.h"
+#include "schema/show_walk.h"
 #include "vxperf/record_walk.h"
 #include "vxperf/records.h"
 
@@ -114,21 +114,25 @@ TEST(RecordFields, TheWalkIsTheJsonLinesOrder) {
   EXPECT_EQ(walked.depth, 0);
 }
 
-TEST(RecordFields, TheValueWalkSeesWhatARecordHoldsWhateverTheLineWouldSay) {
-  // Peaks without a device and an MFU of an unpriced window: not in the line, in the values.
+TEST(RecordFields, TheShownWalkSeesWhatTheLineWouldSay) {
+  // Peaks without a device: the readings the record holds are seen (the line carries them only
+  // with a device). An unpriced window's MFU is absent, as in the line: the Prometheus series
+  // follow what the walk sees.
   TrainWindowRecord w = full_window();
   w.device.reset();
   w.throughput->priced = false;
-  std::vector<std::string> seen;
-  internal::walk_values(w, [&](const char* object, const char* key, double) {
-    seen.push_back(std::string(object) + "." + key);
+  std::vector<std::string> present, absent;
+  internal::walk_shown(w, [&](const char* object, const Show& show,
+                              const internal::ShownValue& v) {
+    (v.number || v.strings ? present : absent).push_back(std::string(object) + "." + show.key);
   });
-  auto has = [&](const std::string& k) {
-    return std::find(seen.begin(), seen.end(), k) != seen.end();
+  auto has = [](const std::vector<std::string>& list, const std::string& k) {
+    return std::find(list.begin(), list.end(), k) != list.end();
   };
-  EXPECT_TRUE(has(".peak_alloc_bytes"));
-  EXPECT_TRUE(has("throughput.mfu"));
-  EXPECT_TRUE(has("throughput.samples_per_s"));
+  EXPECT_TRUE(has(present, ".peak_alloc_bytes"));
+  EXPECT_TRUE(has(present, "throughput.samples_per_s"));
+  EXPECT_TRUE(has(absent, "throughput.mfu"));
+  EXPECT_FALSE(Json::parse(to_json_line(w))["throughput"].contains("mfu"));
 }
 
 TEST(RecordFields, AWrongFieldIsNamed) {

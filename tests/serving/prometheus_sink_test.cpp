@@ -128,6 +128,7 @@ TrainWindowRecord make_window(int rank, std::vector<double> step_s, int warmup_s
   w.steps = static_cast<std::int64_t>(step_s.size()) - warmup_steps;
   TrainThroughput t;
   t.samples_per_s = 0.625;
+  t.priced = mfu.has_value();  // as the engine prices a window: MFU and HFU only with a price
   t.mfu = mfu;
   if (mfu) t.hfu = *mfu * 4 / 3;
   w.throughput = t;
