@@ -68,22 +68,20 @@ inline constexpr char kPeakMemoryHelp[] =
 inline constexpr char kTrainPeakMemory[] = "vxperf_train_peak_memory_bytes";
 inline constexpr char kTrainPeakMemoryHelp[] =
     "Peak device memory of the last training window: kind=allocated or reserved.";
+// A memory peak's row: logged to the trackers, and one kind of the peak memory series.
+constexpr Show peak_memory(const char* key, const char* kind) {
+  return show(key)
+      .tracked()
+      .gauge(kPeakMemory, kPeakMemoryHelp, SeriesLabels::kRank)
+      .in_windows(kTrainPeakMemory, kTrainPeakMemoryHelp)
+      .kind(kind);
+}
 // Each reading shows where its Show says (vxperf/field_show.h): the report folds it over records,
 // Prometheus keeps a series of it, the trackers log it, the report's page charts it.
 template <class Io, class R, Same<R, DeviceReadings> = 0>
 void describe(Io& io, R& r) {
-  io.bytes(show("peak_alloc_bytes")
-               .tracked()
-               .gauge(kPeakMemory, kPeakMemoryHelp, SeriesLabels::kRank)
-               .in_windows(kTrainPeakMemory, kTrainPeakMemoryHelp)
-               .kind("allocated"),
-           r.allocated);
-  io.bytes(show("peak_reserved_bytes")
-               .tracked()
-               .gauge(kPeakMemory, kPeakMemoryHelp, SeriesLabels::kRank)
-               .in_windows(kTrainPeakMemory, kTrainPeakMemoryHelp)
-               .kind("reserved"),
-           r.reserved);
+  io.bytes(peak_memory("peak_alloc_bytes", "allocated"), r.allocated);
+  io.bytes(peak_memory("peak_reserved_bytes", "reserved"), r.reserved);
   io.optional(show("energy_j", "energy", "J", 3)
                   .counter("vxperf_energy_joules_total",
                            "Joules the device used over measured requests and training windows "
