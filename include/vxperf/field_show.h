@@ -89,6 +89,7 @@ struct Show {
     s.window_help = text;
     return s;
   }
+  // The series carries {kind="<value>"}: rows that share one series tell theirs apart.
   constexpr Show kind(const char* value) const {
     Show s = *this;
     s.kind_label = value;

@@ -59,8 +59,7 @@ using Same = std::enable_if_t<std::is_same_v<std::remove_const_t<R>, T>, int>;
 
 // ---- device readings (vxperf/device.h) ----------------------------------------------------------
 
-// As records carry them (with "device") and the trace's request_end and memory events. The
-// meter's fields (NVML) are each present only when read.
+// The peak memory series, a request's and a window's, each with the kind of peak.
 inline constexpr char kPeakMemory[] = "vxperf_peak_memory_bytes";
 inline constexpr char kPeakMemoryHelp[] =
     "Peak device memory of the last request: kind=allocated (tensors) or reserved (allocator "
@@ -76,6 +75,8 @@ constexpr Show peak_memory(const char* key, const char* kind) {
       .in_windows(kTrainPeakMemory, kTrainPeakMemoryHelp)
       .kind(kind);
 }
+// As records carry them (with "device") and the trace's request_end and memory events. The
+// meter's fields (NVML) are each present only when read.
 // Each reading shows where its Show says (vxperf/field_show.h): the report folds it over records,
 // Prometheus keeps a series of it, the trackers log it, the report's page charts it.
 template <class Io, class R, Same<R, DeviceReadings> = 0>

@@ -5,7 +5,6 @@
 #include <functional>
 #include <map>
 #include <string>
-#include <type_traits>
 #include <vector>
 
 #include "schema/show_walk.h"
@@ -75,6 +74,16 @@ std::vector<FieldSeries> field_series(Families& families, bool window) {
   return out;
 }
 
+// The child of `family` that `s` sets: by rank, then the record's device, then its kind.
+template <class Family>
+auto& child_of(Family& family, const FieldSeries& s, const std::string& rank,
+               const std::string& device) {
+  if (s.by_device && s.kind != nullptr) return family.with({rank, device, s.kind});
+  if (s.by_device) return family.with({rank, device});
+  if (s.kind != nullptr) return family.with({rank, s.kind});
+  return family.with({rank});
+}
+
 // Sets the series of each field `record` holds (a field it lacks leaves its gauge at the last
 // value: a series appears at its first value and then keeps the latest).
 template <class Record>
@@ -86,28 +95,10 @@ void set_series(const std::vector<FieldSeries>& series, const Record& record,
     if (show.series == SeriesKind::kNone) return;
     const FieldSeries& s = series[i++];
     if (!v.number || (s.by_device && device.empty())) return;
-    auto set = [&](auto& child) {
-      if constexpr (std::is_same_v<std::decay_t<decltype(child)>, serving::Counter>) {
-        child.inc(*v.number);
-      } else {
-        child.set(*v.number);
-      }
-    };
-    auto apply = [&](auto* family) {
-      if (s.by_device && s.kind != nullptr) {
-        set(family->with({rank, device, s.kind}));
-      } else if (s.by_device) {
-        set(family->with({rank, device}));
-      } else if (s.kind != nullptr) {
-        set(family->with({rank, s.kind}));
-      } else {
-        set(family->with({rank}));
-      }
-    };
     if (s.counter != nullptr) {
-      apply(s.counter);
+      child_of(*s.counter, s, rank, device).inc(*v.number);
     } else {
-      apply(s.gauge);
+      child_of(*s.gauge, s, rank, device).set(*v.number);
     }
   });
 }
