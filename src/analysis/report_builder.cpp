@@ -29,26 +29,40 @@ double percentile(std::vector<double> values, double q) {
   return internal::percentile(values, q * 100.0);
 }
 
-// The smallest value whose cumulative weight reaches q of the total.
+// The smallest value whose cumulative weight, over the values in ascending order, reaches q of the
+// total. Found by selection, halving the range that holds it, not by a full sort (the run's and
+// every rank's two sorts were a tenth of a report's time, all of it after the parse). The weights
+// are step counts, whole numbers: their sums are exact in any order, so the selection finds the
+// value the sorted walk would.
 double weighted_percentile(std::vector<std::pair<double, double>> values, double q) {
   if (values.empty()) return 0;
-  std::sort(values.begin(), values.end());
   double total = 0;
   for (const auto& v : values) total += v.second;
-  if (total <= 0)
-    return percentile(
-        [&] {
-          std::vector<double> plain;
-          for (const auto& v : values) plain.push_back(v.first);
-          return plain;
-        }(),
-        q);
-  double cumulative = 0;
-  for (const auto& v : values) {
-    cumulative += v.second;
-    if (cumulative >= q * total) return v.first;
+  if (total <= 0) {
+    std::vector<double> plain;
+    plain.reserve(values.size());
+    for (const auto& v : values) plain.push_back(v.first);
+    return percentile(std::move(plain), q);
   }
-  return values.back().first;
+  double target = q * total;
+  auto first = values.begin(), last = values.end();
+  double before = 0;  // the weight of every value below `first`
+  while (first != last) {
+    auto mid = first + (last - first) / 2;
+    std::nth_element(first, mid, last);  // [first, mid) below *mid, (mid, last) above
+    double below = before;
+    for (auto it = first; it != mid; ++it) below += it->second;
+    if (below >= target) {
+      last = mid;
+    } else if (below + mid->second >= target) {
+      return mid->first;
+    } else {
+      before = below + mid->second;
+      first = mid + 1;
+    }
+  }
+  // Not reached by rounding: the largest value.
+  return std::max_element(values.begin(), values.end())->first;
 }
 
 // Mean weighted by `weight`, or nullopt without values.

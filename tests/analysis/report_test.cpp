@@ -257,6 +257,51 @@ TEST(Report, TheBuilderGivesTheSameReportWhateverTheRanksInterleaving) {
   EXPECT_EQ(streamed.stragglers, whole.stragglers);
 }
 
+// The step percentiles weigh each window by its steps (a window of no step by one): the smallest
+// value whose cumulative weight, the values in ascending order, reaches the quantile. Checked
+// against that sorted walk over windows with ties and uneven weights, for the run and each rank.
+TEST(Report, StepPercentilesWeighWindowsByTheirSteps) {
+  auto sorted_walk = [](std::vector<std::pair<double, double>> values, double q) {
+    std::sort(values.begin(), values.end());
+    double total = 0, cumulative = 0;
+    for (const auto& v : values) total += v.second;
+    for (const auto& v : values) {
+      cumulative += v.second;
+      if (cumulative >= q * total) return v.first;
+    }
+    return values.back().first;
+  };
+  std::uint32_t seed = 12345;
+  auto next = [&seed](std::uint32_t n) {
+    seed = seed * 1664525u + 1013904223u;
+    return (seed >> 8) % n;
+  };
+  for (int trial = 0; trial < 40; ++trial) {
+    RecordSet set;
+    std::vector<std::pair<double, double>> p50s, p95s, rank0;
+    int windows = 1 + static_cast<int>(next(60));
+    for (int i = 0; i < windows; ++i) {
+      int rank = static_cast<int>(next(3));
+      std::int64_t steps = next(5) == 0 ? 0 : 1 + next(20);
+      auto w = window(rank, i * 20, steps == 0 ? 1 : steps, 1.0 + 0.1 * next(8));
+      w.steps = steps;
+      set.windows.push_back(w);
+      double weight = static_cast<double>(std::max<std::int64_t>(steps, 1));
+      p50s.emplace_back(w.step_s_p50, weight);
+      p95s.emplace_back(w.step_s_p95, weight);
+      if (rank == 0) rank0.emplace_back(w.step_s_p50, weight);
+    }
+    Report report = build_report(set);
+    ASSERT_TRUE(report.training);
+    EXPECT_EQ(report.training->step_p50_s, sorted_walk(p50s, 0.5)) << "trial " << trial;
+    EXPECT_EQ(report.training->step_p95_s, sorted_walk(p95s, 0.95)) << "trial " << trial;
+    if (!rank0.empty()) {
+      ASSERT_EQ(report.ranks[0].rank, 0);
+      EXPECT_EQ(report.ranks[0].step_p50_s, sorted_walk(rank0, 0.5)) << "trial " << trial;
+    }
+  }
+}
+
 TEST(Report, ComparesTwoRunsWithDirection) {
   RecordSet a, b;
   a.windows = {window(0, 0, 10, 2.0, 0.40)};
