@@ -80,6 +80,19 @@ void LineBatch::parse(RecordLineReader& reader) {
   }
 }
 
+void LineBatch::reuse() {
+  size = 0;
+  ends_complete = true;
+  lines.clear();
+  line_count = 0;
+  requests.clear();
+  windows.clear();
+  problems.clear();
+  error = nullptr;
+  disagreed_at = 0;
+  disagreement.clear();
+}
+
 LineBatches::LineBatches(unsigned workers) {
   for (unsigned i = 0; i < workers; ++i) workers_.emplace_back([this] { work(); });
 }

@@ -46,6 +46,8 @@ struct LineBatch {
 
   // Parses every line with `reader` (what a worker runs; the calling thread runs it without any).
   void parse(RecordLineReader& reader);
+  // Emptied for the next lines, its buffers kept (the text at its size, the vectors' capacity).
+  void reuse();
 };
 
 class LineBatches {

@@ -168,14 +168,16 @@ class Reading {
   Reading(Stream& stream, const ReadOptions& options, unsigned workers)
       : stream_(stream), options_(options), batches_(workers) {}
 
-  // A batch, its buffer one of those given back.
+  // A batch, its buffers those of one given back (its records' vectors too: allocated afresh,
+  // half a megabyte a batch of windows, they were page faults on every batch).
   LineBatch fresh() {
     LineBatch batch;
     if (spare_.empty()) {
       batch.text.resize(kChunk + simdjson::SIMDJSON_PADDING);
     } else {
-      batch.text = std::move(spare_.back());
+      batch = std::move(spare_.back());
       spare_.pop_back();
+      batch.reuse();
     }
     batch.check_fast_path = options_.check_fast_path;
     return batch;
@@ -219,7 +221,7 @@ class Reading {
     file.lines += batch.line_count;
     --file.batches;
     batch.text.resize(std::max(batch.text.size(), kChunk + simdjson::SIMDJSON_PADDING));
-    if (spare_.size() < 2 * batches_.capacity()) spare_.push_back(std::move(batch.text));
+    if (spare_.size() < 2 * batches_.capacity()) spare_.push_back(std::move(batch));
     apply_ended();
   }
   // Files whose batches have all been applied: ended in the stream.
@@ -235,7 +237,7 @@ class Reading {
   const ReadOptions& options_;
   LineBatches batches_;
   std::deque<File> files_;  // begun, not yet ended in the stream
-  std::vector<std::vector<char>> spare_;
+  std::vector<LineBatch> spare_;
 };
 
 // Newlines in [data, data + size), a memchr a line (a byte-by-byte count was an eighth of the
