@@ -18,7 +18,8 @@
 
 namespace vxperf {
 
-// How the report folds a reading over the records it summarizes, every rank's alike.
+// How the report folds a value over the records it summarizes, every rank's alike: a device
+// reading in its energy lines (folded()), a record field in its summary's fields (summarized()).
 enum class Fold : std::uint8_t {
   kNone,  // not by the report's shared part (energy_j: the energy lines are built around it)
   kMean,  // the records' mean and their highest: "power 150.0 W mean, 200.0 W max"
@@ -42,7 +43,10 @@ struct Show {
   const char* label = nullptr;  // the word the report and its page show it by ("power")
   const char* unit = "";        // "W", "MHz", "C", "J"; "" for none
   int decimals = 0;             // digits the report shows after the point (an integer: none)
-  Fold fold = Fold::kNone;
+  Fold fold = Fold::kNone;      // a device reading: in the energy lines of the report's sections
+  // A record field: in the "fields" of its record kind's summary (requests, training), its text,
+  // JSON and page. The device readings are folded() instead.
+  Fold summary = Fold::kNone;
 
   // Prometheus: one series of the record's latest value (a gauge) or of the values' sum (a
   // counter), requests and windows alike unless `window_series_name` names the windows' own.
@@ -71,6 +75,11 @@ struct Show {
   constexpr Show folded(Fold how) const {
     Show s = *this;
     s.fold = how;
+    return s;
+  }
+  constexpr Show summarized(Fold how) const {
+    Show s = *this;
+    s.summary = how;
     return s;
   }
   constexpr Show gauge(const char* name, const char* text,

@@ -24,8 +24,9 @@ struct StageShare {
   double share = 0;    // of end-to-end time
 };
 
-// A device reading folded over records as its row in the field table says (its Show,
-// vxperf/field_show.h: key, label, unit, decimals, fold), what the report's text, JSON and page
+// A device reading, or a record field, folded over records as its row in the field table says
+// (its Show, vxperf/field_show.h: key, label, unit, decimals, and its fold: folded() for a
+// reading, summarized() for a field, copied into show.fold), what the report's text, JSON and page
 // show of it.
 struct ReadingSummary {
   Show show;
@@ -77,6 +78,9 @@ struct RequestSummary {
   std::int64_t shared_records = 0;  // records folded into a request of another rank's
   std::int64_t videos = 0;  // the requests generated (RequestOptions::videos; 1 each unless said)
   std::optional<ParallelLayout> layout;  // of the latest record that says it
+  // Every field of the request record the field table summarizes (summarized()), in the table's
+  // order, read or not; over the measured requests, a request of a group of ranks once.
+  std::vector<ReadingSummary> fields;
 };
 
 struct TrainSummary {
@@ -102,6 +106,9 @@ struct TrainSummary {
   std::optional<double> effective_fwd;
   std::optional<EnergySummary> energy;
   std::optional<ParallelLayout> layout;  // of the latest window that says it
+  // Every field of the window record the field table summarizes (summarized()), in the table's
+  // order, read or not.
+  std::vector<ReadingSummary> fields;
 };
 
 // What one device used over the job: its records' energy, over the union of their intervals.

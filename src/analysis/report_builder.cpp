@@ -120,31 +120,70 @@ std::vector<ReadingSummary> folded_readings(bool sums) {
   return out;
 }
 
-// Adds one record's readings to `into` (as folded_readings(sums) made it): sums for the means
-// until finish_readings. Whether the record read any of them.
+// Adds one value to `e` as its fold says: sums for the means until finish_readings. Whether the
+// record read it.
+bool fold_value(ReadingSummary& e, const internal::ShownValue& v) {
+  bool any = false;
+  if (v.strings) {
+    any = true;
+    ++e.records;
+    for (const auto& value : *v.strings) note(e.seen, value);
+  }
+  if (!v.number) return any;
+  double x = *v.number;
+  ++e.records;
+  Fold fold = e.show.fold;
+  if (fold == Fold::kMean || fold == Fold::kSum) {
+    e.value = e.value.value_or(0) + x;
+    if (fold == Fold::kMean && (!e.max || x > *e.max)) e.max = x;
+  } else if (!e.value || (fold == Fold::kMin ? x < *e.value : x > *e.value)) {
+    e.value = x;
+  }
+  return true;
+}
+
+// Adds one record's readings to `into` (as folded_readings(sums) made it). Whether the record
+// read any of them.
 bool fold_readings(std::vector<ReadingSummary>& into, const DeviceReadings& r, bool sums) {
   std::size_t i = 0;
   bool any = false;
   internal::walk_shown(r, [&](const char*, const Show& show, const internal::ShownValue& v) {
-    if (!folds(show, sums)) return;
-    ReadingSummary& e = into[i++];
-    if (v.strings) {
-      any = true;
-      ++e.records;
-      for (const auto& value : *v.strings) note(e.seen, value);
-    }
-    if (!v.number) return;
-    double x = *v.number;
-    any = true;
-    ++e.records;
-    if (show.fold == Fold::kMean || show.fold == Fold::kSum) {
-      e.value = e.value.value_or(0) + x;
-      if (show.fold == Fold::kMean && (!e.max || x > *e.max)) e.max = x;
-    } else if (!e.value || (show.fold == Fold::kMin ? x < *e.value : x > *e.value)) {
-      e.value = x;
-    }
+    if (folds(show, sums)) any = fold_value(into[i++], v) || any;
   });
   return any;
+}
+
+// The fields of a record kind's table its summary folds (summarized()), none read yet, in the
+// table's order: each with its summary's fold as the one the report's forms read.
+template <class Record>
+std::vector<ReadingSummary> summarized_fields() {
+  std::vector<ReadingSummary> out;
+  internal::walk_shown(Record{}, [&](const char*, const Show& show, const internal::ShownValue& v) {
+    if (show.summary == Fold::kNone) return;
+    ReadingSummary r;
+    r.show = show;
+    r.show.fold = show.summary;
+    r.integral = v.integral;
+    out.push_back(r);
+  });
+  return out;
+}
+
+// A summary with its record kind's summarized fields, none read.
+template <class Summary, class Record>
+Summary with_fields() {
+  Summary s;
+  s.fields = summarized_fields<Record>();
+  return s;
+}
+
+// Adds one record's summarized fields to `into` (as summarized_fields made it).
+template <class Record>
+void fold_fields(std::vector<ReadingSummary>& into, const Record& record) {
+  std::size_t i = 0;
+  internal::walk_shown(record, [&](const char*, const Show& show, const internal::ShownValue& v) {
+    if (show.summary != Fold::kNone) fold_value(into[i++], v);
+  });
 }
 
 // The means' sums to means.
@@ -210,7 +249,7 @@ struct RequestAcc {
   // in e2e. The run's sums count it once; a rank's, each of its records.
   bool fold_groups = false;
   std::map<std::pair<int, std::int64_t>, std::size_t> group_requests;
-  RequestSummary s;  // the fields taken as they come
+  RequestSummary s = with_fields<RequestSummary, RequestRecord>();  // the fields taken as they come
 
   void add_span(const RequestRecord& r) {
     if (r.ts <= 0) return;  // a record without its settle time (a replay's)
@@ -240,6 +279,7 @@ struct RequestAcc {
       if (!fresh) return fold(r, it->second);
     }
     ++count;
+    fold_fields(s.fields, r);
     s.videos += r.videos.value_or(1);
     e2e.push_back(r.e2e_s);
     add_span(r);
@@ -279,6 +319,7 @@ struct RequestAcc {
   RequestSummary summary(std::int64_t warmup) const {
     RequestSummary out = s;
     finish_energy(out.energy);
+    finish_readings(out.fields);
     out.warmup = warmup;
     out.count = count;
     double n = static_cast<double>(std::max<std::int64_t>(count, 1));
@@ -370,10 +411,11 @@ struct TrainAcc {
   std::int64_t latest_step = 0;
   int latest_rank = 0;
   double latest_eta = 0;
-  TrainSummary s;
+  TrainSummary s = with_fields<TrainSummary, TrainWindowRecord>();
 
   void add(const TrainWindowRecord& w) {
     ++windows;
+    fold_fields(s.fields, w);
     RankSums& rank = by_rank[w.rank];
     rank.steps += w.steps;
     rank.warmup += w.warmup_excluded;
@@ -431,6 +473,7 @@ struct TrainAcc {
                        std::vector<std::pair<double, double>> p95_values) const {
     TrainSummary out = s;
     finish_energy(out.energy);
+    finish_readings(out.fields);
     out.windows = windows;
     for (const auto& [rank, sums] : by_rank) {
       out.steps = std::max(out.steps, sums.steps);

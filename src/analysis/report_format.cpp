@@ -14,20 +14,24 @@ std::string reading_value(const ReadingSummary& r, const std::optional<double>& 
   return *r.show.unit ? text + " " + r.show.unit : text;
 }
 
-std::string reading_text(const ReadingSummary& r) {
-  const std::string label = r.show.label;  // a folded reading has one (tests/schema)
+std::string fold_text(const ReadingSummary& r) {
   switch (r.show.fold) {
     case Fold::kMean:
-      return label + " " + reading_value(r, r.value) + " mean, " + reading_value(r, r.max) + " max";
+      return reading_value(r, r.value) + " mean, " + reading_value(r, r.max) + " max";
     case Fold::kMin:
-      return label + " min " + reading_value(r, r.value);
+      return "min " + reading_value(r, r.value);
     case Fold::kMax:
-      return label + " max " + reading_value(r, r.value);
+      return "max " + reading_value(r, r.value);
     case Fold::kList:
-      return label + " " + internal::join(r.seen, ", ");
+      return internal::join(r.seen, ", ");
     default:
-      return label + " " + reading_value(r, r.value);
+      return reading_value(r, r.value);
   }
+}
+
+std::string reading_text(const ReadingSummary& r) {
+  return std::string(r.show.label) + " " +
+         fold_text(r);  // a folded value has a label (tests/schema)
 }
 
 namespace {

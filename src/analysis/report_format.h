@@ -24,7 +24,11 @@ Json opt_json(const std::optional<std::uint64_t>& v);
 // A reading's number `v` with the reading's decimals and unit ("150.0 W", "1780 MHz"); "-" when
 // none.
 std::string reading_value(const ReadingSummary& r, const std::optional<double>& v);
-// A reading as the report says it, by its fold: "power 150.0 W mean, 200.0 W max" ("power - mean,
+// A reading's value as its fold says it, without its label: "150.0 W mean, 200.0 W max", "min
+// 1780 MHz", "max 62 C", "40.000 J", "sw_power_cap, hw_slowdown".
+std::string fold_text(const ReadingSummary& r);
+// A reading as the report says it, its label then its fold_text: "power 150.0 W mean, 200.0 W max"
+// ("power - mean,
 // - max" unread), "SM clock min 1780 MHz", "temp max 62 C", "host CPU and DRAM 40.000 J",
 // "throttle sw_power_cap, hw_slowdown".
 std::string reading_text(const ReadingSummary& r);

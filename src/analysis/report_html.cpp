@@ -53,6 +53,13 @@ void energy_facts(Facts& f, const std::optional<EnergySummary>& e, const char* u
   }
 }
 
+// Each summarized record field some record read, a row of its own.
+void field_facts(Facts& f, const std::vector<ReadingSummary>& fields) {
+  for (const auto& r : fields) {
+    if (r.value || !r.seen.empty()) f.add(r.show.label, report_format::fold_text(r));
+  }
+}
+
 std::string memory_text(const std::optional<std::uint64_t>& alloc,
                         const std::optional<std::uint64_t>& reserved) {
   if (!alloc) return "";
@@ -88,6 +95,7 @@ std::string requests_summary(const RequestSummary& r) {
                     static_cast<long long>(*r.skipped_fwd),
                     static_cast<long long>(r.transformer_calls), r.effective_fwd.value_or(0)));
   }
+  field_facts(f, r.fields);
   f.add("peak memory", memory_text(r.peak_alloc_bytes, r.peak_reserved_bytes));
   energy_facts(f, r.energy, r.videos == r.count ? "request (video)" : "request", "requests");
   Table stages{{"stage", "mean per request", "calls per request", "share of end to end"}, {}, {}};
@@ -131,6 +139,7 @@ std::string training_summary(const TrainSummary& t) {
           strprintf("%lld forward calls skipped, %.4g full forwards computed",
                     static_cast<long long>(*t.skipped_fwd), t.effective_fwd.value_or(0)));
   }
+  field_facts(f, t.fields);
   f.add("peak memory", memory_text(t.peak_alloc_bytes, t.peak_reserved_bytes));
   energy_facts(f, t.energy, "sample", "windows");
   if (t.eta_s) f.add("ETA", units::duration(*t.eta_s));

@@ -47,6 +47,14 @@ Json energy_json(const EnergySummary& e) {
   return j;
 }
 
+// A summary's summarized record fields, each under its key (null when unread; a mean's highest
+// beside it), as one object.
+Json fields_json(const std::vector<ReadingSummary>& fields) {
+  Json j = Json::object();
+  add_readings(j, fields);
+  return j;
+}
+
 // What an MFU rests on, in the report's JSON.
 void add_basis(Json& j, const std::optional<std::int64_t>& params,
                const std::optional<double>& peak, const std::string& source,
@@ -99,6 +107,7 @@ std::string report_json(const Report& report) {
                      {"layout", layout_json(r->layout)}};
     add_basis(j["requests"], r->params, r->peak_tflops, r->peak_source, r->dtype, r->skipped_fwd,
               r->effective_fwd);
+    j["requests"]["fields"] = fields_json(r->fields);
     if (r->energy) j["requests"]["energy"] = energy_json(*r->energy);
   } else {
     j["requests"] = nullptr;
@@ -127,6 +136,7 @@ std::string report_json(const Report& report) {
                      {"layout", layout_json(t->layout)}};
     add_basis(j["training"], t->params, t->peak_tflops, t->peak_source, t->dtype, t->skipped_fwd,
               t->effective_fwd);
+    j["training"]["fields"] = fields_json(t->fields);
     if (t->energy) j["training"]["energy"] = energy_json(*t->energy);
   } else {
     j["training"] = nullptr;

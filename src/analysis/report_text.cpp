@@ -41,6 +41,17 @@ void energy_lines(Line& line, const EnergySummary& e, const char* unit, const ch
   }
 }
 
+// The summarized record fields that some record read, on one line ("  fields   phase overrun
+// 0.012 s mean, 0.050 s max  ...").
+template <class Line>
+void fields_line(Line& line, const std::vector<ReadingSummary>& fields) {
+  std::vector<std::string> read;
+  for (const auto& f : fields) {
+    if (f.value || !f.seen.empty()) read.push_back(reading_text(f));
+  }
+  if (!read.empty()) line("  fields   " + internal::join(read, "  "));
+}
+
 // "cuda:0 rank 1".
 std::string device_label(const DeviceEnergy& d) {
   return strprintf("cuda:%d rank %d", d.device, d.rank);
@@ -155,7 +166,8 @@ std::string format_report(const Report& report) {
                        : ""));
     line(strprintf("  e2e      p50 %.3fs  p95 %.3fs  max %.3fs  mean %.3fs", r->e2e_p50_s,
                    r->e2e_p95_s, r->e2e_max_s, r->e2e_mean_s));
-    if (r->requests_per_hour) line(strprintf("  rate     %.1f requests/hour", *r->requests_per_hour));
+    if (r->requests_per_hour)
+      line(strprintf("  rate     %.1f requests/hour", *r->requests_per_hour));
     if (r->layout) {
       line(layout_line(*r->layout, true) +
            (r->shared_records > 0
@@ -176,6 +188,7 @@ std::string format_report(const Report& report) {
           strprintf("of %lld transformer calls", static_cast<long long>(r->transformer_calls))
               .c_str()));
     }
+    fields_line(line, r->fields);
     if (r->peak_alloc_bytes) {
       line("  peak memory " + gib(*r->peak_alloc_bytes) + " allocated, " +
            gib(r->peak_reserved_bytes.value_or(0)) + " reserved");
@@ -211,6 +224,7 @@ std::string format_report(const Report& report) {
       line("  trainable " + param_count(*t->trainable) + " params");
     }
     if (t->skipped_fwd) line(skip_line(t->skipped_fwd, t->effective_fwd, "forward calls"));
+    fields_line(line, t->fields);
     if (t->peak_alloc_bytes) {
       line("  peak memory " + gib(*t->peak_alloc_bytes) + " allocated, " +
            gib(t->peak_reserved_bytes.value_or(0)) + " reserved");

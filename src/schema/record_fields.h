@@ -135,6 +135,11 @@ void describe(Io& io, R& s) {
   io.number("max_ms", s.max_ms, 0.0);
 }
 
+// The attention products' share of the FLOPs priced: a request's DiT, a window's step.
+constexpr Show attn_share() {
+  return show("attn_share", "attention share of FLOPs", "", 3).summarized(Fold::kMean);
+}
+
 // What an MFU rests on beyond the reference's fields: each written only when it says something the
 // reference would not assume (a table peak, bf16, dense attention, every call a full forward).
 template <class Io, class E>
@@ -153,7 +158,7 @@ void describe(Io& io, R& d) {
   io.integer("batch", d.batch, 1);
   io.small_int("devices", d.devices, 1);
   io.number("flops_per_fwd", d.flops_per_fwd, 0.0);
-  io.number("attn_share", d.attn_share, 0.0);
+  io.number(attn_share(), d.attn_share, 0.0);
   io.number(show("tflops").gauge("vxperf_dit_tflops",
                                  "Achieved transformer TFLOPS of the last request that ran the DiT.",
                                  SeriesLabels::kRank),
@@ -242,7 +247,7 @@ void describe(Io& io, R& t) {
     io.number("flops_coef_hw", t.flops_coef_hw, 0.0);
     io.string("flops_coef_reason", t.flops_coef_reason);
     io.number("flops_per_step", t.flops_per_step);
-    io.number("attn_share", t.attn_share, 0.0);
+    io.number(attn_share(), t.attn_share, 0.0);
     io.small_int("devices", t.devices, 1);
     io.number(show("tflops").tracked(), t.tflops, 0.0);
     io.number(show("hw_tflops").tracked(), t.hw_tflops, 0.0);
@@ -298,7 +303,9 @@ void describe(Io& io, R& r) {
   io.number("step_s_p95", r.step_s_p95);
   io.named_numbers("phases_s", r.phases_s);
   io.number("micro_steps", r.micro_steps, 1.0);
-  io.number("overrun_s", r.overrun_s, 0.0);
+  // The phases outran the step by this (device work of one phase drained inside the next): past a
+  // few percent of the step, its phase breakdown is not to be read closely.
+  io.number(show("overrun_s", "phase overrun", "s", 3).summarized(Fold::kMean), r.overrun_s, 0.0);
   io.device("device", r.device, r.readings);
   io.optional(show("energy_j_per_sample")
                   .tracked()

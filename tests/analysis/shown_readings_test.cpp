@@ -147,6 +147,60 @@ TEST(ShownReadings, EachShowsInTheReportAndItsPage) {
   }
 }
 
+// Every record field whose row says how a summary folds it (summarized()) shows in its record
+// kind's summary, with no code of its own: in the text's "fields" line, the JSON's "fields" object
+// and the page's facts, its mean and highest over two records that hold 7.5 and 2.5.
+template <class Record>
+void expect_summarized_fields(Record first, Record second, const char* section) {
+  struct Field {
+    std::string object;
+    Show show;
+  };
+  std::vector<Field> fields;
+  internal::walk_shown(Record{}, [&](const char* object, const Show& show,
+                                     const internal::ShownValue& v) {
+    if (show.summary == Fold::kNone) return;
+    EXPECT_EQ(show.summary, Fold::kMean) << show.key << ": only means are written for";
+    EXPECT_FALSE(v.integral || v.list) << show.key;
+    EXPECT_NE(show.label, nullptr) << show.key;
+    fields.push_back({object, show});
+  });
+  ASSERT_FALSE(fields.empty()) << section << ": the table summarizes no field";
+  auto with = [&](const Record& record, double value) {
+    Json j = Json::parse(to_json_line(record));
+    for (const auto& f : fields) (f.object.empty() ? j : j[f.object])[f.show.key] = value;
+    return j.dump() + "\n";
+  };
+  RecordSet set = read_string(with(first, 7.5) + with(second, 2.5));
+  Report report = build_report(set);
+  const std::string text = format_report(report);
+  const Json json = Json::parse(report_json(report));
+  const std::string html = report_html(report, set);
+  for (const auto& f : fields) {
+    SCOPED_TRACE(f.show.key);
+    auto value = [&](double x) {
+      char number[32];
+      std::snprintf(number, sizeof number, "%.*f", f.show.decimals, x);
+      return std::string(number) + (*f.show.unit ? std::string(" ") + f.show.unit : "");
+    };
+    const std::string said = value(5.0) + " mean, " + value(7.5) + " max";
+    std::size_t line = text.find("\n  fields   ");
+    ASSERT_NE(line, std::string::npos) << text;
+    std::string fields_line = text.substr(line + 1, text.find('\n', line + 1) - line - 1);
+    EXPECT_TRUE(has(fields_line, std::string(f.show.label) + " " + said)) << text;
+    const Json& folded = json[section]["fields"];
+    EXPECT_EQ(folded[f.show.key], 5.0) << folded.dump();
+    EXPECT_EQ(folded[std::string(f.show.key) + "_max"], 7.5) << folded.dump();
+    EXPECT_TRUE(has(html, std::string("<td>") + f.show.label + "</td><td>" + said + "</td>"))
+        << html;
+  }
+}
+
+TEST(ShownReadings, EverySummarizedFieldShowsInItsSummary) {
+  expect_summarized_fields(request(0, 1, 10.0), request(0, 2, 12.0), "requests");
+  expect_summarized_fields(window(0, 0, 10, 1.0), window(0, 10, 10, 1.2), "training");
+}
+
 // Every row of the request's and the window's tables that names a series (the readings', the
 // DiT's MFU, the window's samples per second, peak memory by kind) is a series of the sink, by
 // its name for that record, with its labels, once the record holds the field.
