@@ -248,6 +248,7 @@ struct RequestAcc {
   // A request computed by a group of ranks: (its data-parallel index, its number) -> its place
   // in e2e. The run's sums count it once; a rank's, each of its records.
   bool fold_groups = false;
+  bool fields = false;  // fold the summarized fields: the run's (a rank's summary shows none)
   std::map<std::pair<int, std::int64_t>, std::size_t> group_requests;
   RequestSummary s = with_fields<RequestSummary, RequestRecord>();  // the fields taken as they come
 
@@ -279,7 +280,7 @@ struct RequestAcc {
       if (!fresh) return fold(r, it->second);
     }
     ++count;
-    fold_fields(s.fields, r);
+    if (fields) fold_fields(s.fields, r);
     s.videos += r.videos.value_or(1);
     e2e.push_back(r.e2e_s);
     add_span(r);
@@ -357,6 +358,7 @@ struct RequestSide {
   explicit RequestSide(bool fold_groups) {
     measured.fold_groups = fold_groups;
     warmup.fold_groups = fold_groups;
+    measured.fields = warmup.fields = fold_groups;  // the run's side
   }
   void add(const RequestRecord& r) { (r.warmup ? warmup : measured).add(r); }
   std::int64_t total() const { return measured.count + warmup.count; }
@@ -398,6 +400,7 @@ class ByRank {
 struct TrainAcc {
   std::int64_t windows = 0;
   bool keep_values = true;  // each window's p50 and p95 with its weight (a rank's)
+  bool fields = false;      // fold the summarized fields: the run's (a rank's summary shows none)
   struct RankSums {
     std::int64_t steps = 0, warmup = 0;
     double samples = 0, wall_s = 0;
@@ -415,7 +418,7 @@ struct TrainAcc {
 
   void add(const TrainWindowRecord& w) {
     ++windows;
-    fold_fields(s.fields, w);
+    if (fields) fold_fields(s.fields, w);
     RankSums& rank = by_rank[w.rank];
     rank.steps += w.steps;
     rank.warmup += w.warmup_excluded;
@@ -645,7 +648,10 @@ struct ReportBuilder::State {
   };
   ByRank<Rank> ranks;
   std::vector<std::string> warnings;
-  State() { training.keep_values = false; }
+  State() {
+    training.keep_values = false;
+    training.fields = true;
+  }
 };
 
 ReportBuilder::ReportBuilder() : state_(std::make_unique<State>()) {}
