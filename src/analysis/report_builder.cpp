@@ -169,17 +169,11 @@ std::vector<ReadingSummary> summarized_fields() {
   return out;
 }
 
-// A summary with its record kind's summarized fields, none read.
-template <class Summary, class Record>
-Summary with_fields() {
-  Summary s;
-  s.fields = summarized_fields<Record>();
-  return s;
-}
-
-// Adds one record's summarized fields to `into` (as summarized_fields made it).
+// Adds one record's summarized fields to `into` (as summarized_fields made it; empty, a rank's
+// summary, which shows none: nothing to walk).
 template <class Record>
 void fold_fields(std::vector<ReadingSummary>& into, const Record& record) {
+  if (into.empty()) return;
   std::size_t i = 0;
   internal::walk_shown(record, [&](const char*, const Show& show, const internal::ShownValue& v) {
     if (show.summary != Fold::kNone) fold_value(into[i++], v);
@@ -248,9 +242,8 @@ struct RequestAcc {
   // A request computed by a group of ranks: (its data-parallel index, its number) -> its place
   // in e2e. The run's sums count it once; a rank's, each of its records.
   bool fold_groups = false;
-  bool fields = false;  // fold the summarized fields: the run's (a rank's summary shows none)
   std::map<std::pair<int, std::int64_t>, std::size_t> group_requests;
-  RequestSummary s = with_fields<RequestSummary, RequestRecord>();  // the fields taken as they come
+  RequestSummary s;  // the fields taken as they come
 
   void add_span(const RequestRecord& r) {
     if (r.ts <= 0) return;  // a record without its settle time (a replay's)
@@ -280,7 +273,7 @@ struct RequestAcc {
       if (!fresh) return fold(r, it->second);
     }
     ++count;
-    if (fields) fold_fields(s.fields, r);
+    fold_fields(s.fields, r);
     s.videos += r.videos.value_or(1);
     e2e.push_back(r.e2e_s);
     add_span(r);
@@ -358,7 +351,9 @@ struct RequestSide {
   explicit RequestSide(bool fold_groups) {
     measured.fold_groups = fold_groups;
     warmup.fold_groups = fold_groups;
-    measured.fields = warmup.fields = fold_groups;  // the run's side
+    if (fold_groups) {  // the run's side: its summary folds the summarized fields
+      measured.s.fields = warmup.s.fields = summarized_fields<RequestRecord>();
+    }
   }
   void add(const RequestRecord& r) { (r.warmup ? warmup : measured).add(r); }
   std::int64_t total() const { return measured.count + warmup.count; }
@@ -400,7 +395,6 @@ class ByRank {
 struct TrainAcc {
   std::int64_t windows = 0;
   bool keep_values = true;  // each window's p50 and p95 with its weight (a rank's)
-  bool fields = false;      // fold the summarized fields: the run's (a rank's summary shows none)
   struct RankSums {
     std::int64_t steps = 0, warmup = 0;
     double samples = 0, wall_s = 0;
@@ -414,11 +408,11 @@ struct TrainAcc {
   std::int64_t latest_step = 0;
   int latest_rank = 0;
   double latest_eta = 0;
-  TrainSummary s = with_fields<TrainSummary, TrainWindowRecord>();
+  TrainSummary s;
 
   void add(const TrainWindowRecord& w) {
     ++windows;
-    if (fields) fold_fields(s.fields, w);
+    fold_fields(s.fields, w);
     RankSums& rank = by_rank[w.rank];
     rank.steps += w.steps;
     rank.warmup += w.warmup_excluded;
@@ -650,7 +644,7 @@ struct ReportBuilder::State {
   std::vector<std::string> warnings;
   State() {
     training.keep_values = false;
-    training.fields = true;
+    training.s.fields = summarized_fields<TrainWindowRecord>();  // the run's, not a rank's
   }
 };
 

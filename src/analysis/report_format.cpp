@@ -30,8 +30,8 @@ std::string fold_text(const ReadingSummary& r) {
 }
 
 std::string reading_text(const ReadingSummary& r) {
-  return std::string(r.show.label) + " " +
-         fold_text(r);  // a folded value has a label (tests/schema)
+  // A folded value has a label (tests/schema).
+  return std::string(r.show.label) + " " + fold_text(r);
 }
 
 namespace {

@@ -27,10 +27,9 @@ std::string reading_value(const ReadingSummary& r, const std::optional<double>& 
 // A reading's value as its fold says it, without its label: "150.0 W mean, 200.0 W max", "min
 // 1780 MHz", "max 62 C", "40.000 J", "sw_power_cap, hw_slowdown".
 std::string fold_text(const ReadingSummary& r);
-// A reading as the report says it, its label then its fold_text: "power 150.0 W mean, 200.0 W max"
-// ("power - mean,
-// - max" unread), "SM clock min 1780 MHz", "temp max 62 C", "host CPU and DRAM 40.000 J",
-// "throttle sw_power_cap, hw_slowdown".
+// A reading as the report says it, its label then its fold_text: "power 150.0 W mean, 200.0 W
+// max" ("power - mean, - max" unread), "SM clock min 1780 MHz", "temp max 62 C", "host CPU and
+// DRAM 40.000 J", "throttle sw_power_cap, hw_slowdown".
 std::string reading_text(const ReadingSummary& r);
 // Each reading into `j` under its key, null when unread (integers as integers); a mean's highest
 // beside it ("power_w_mean", "power_w_max"); a list as an array.
