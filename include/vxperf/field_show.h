@@ -47,6 +47,9 @@ struct Show {
   // A record field: in the "fields" of its record kind's summary (requests, training), its text,
   // JSON and page. The device readings are folded() instead.
   Fold summary = Fold::kNone;
+  // A summarized field: also in the ranks' table, by the same fold over each rank's records (a
+  // column of the text and the page, each rank's "fields" in the JSON).
+  bool ranked = false;
 
   // Prometheus: one series of the record's latest value (a gauge) or of the values' sum (a
   // counter), requests and windows alike unless `window_series_name` names the windows' own.
@@ -80,6 +83,11 @@ struct Show {
   constexpr Show summarized(Fold how) const {
     Show s = *this;
     s.summary = how;
+    return s;
+  }
+  constexpr Show per_rank() const {
+    Show s = *this;
+    s.ranked = true;
     return s;
   }
   constexpr Show gauge(const char* name, const char* text,

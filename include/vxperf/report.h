@@ -154,6 +154,9 @@ struct RankSummary {
   std::vector<std::pair<std::string, double>> phase_s;  // mean seconds per step
   // Seconds per step above the ranks' per-phase medians (the straggler rule's measure).
   std::optional<double> excess_s;
+  // The summarized record fields shown per rank (Show::per_rank), as this rank's records folded
+  // them: its windows' then its requests'.
+  std::vector<ReadingSummary> fields;
 };
 
 struct Report {

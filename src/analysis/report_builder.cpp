@@ -1,5 +1,6 @@
 // The report built a record at a time: the run's, ranks' and job's sums, ReportBuilder.
 #include <algorithm>
+#include <cstring>
 #include <map>
 #include <set>
 
@@ -154,12 +155,13 @@ bool fold_readings(std::vector<ReadingSummary>& into, const DeviceReadings& r, b
 }
 
 // The fields of a record kind's table its summary folds (summarized()), none read yet, in the
-// table's order: each with its summary's fold as the one the report's forms read.
+// table's order: each with its summary's fold as the one the report's forms read. A rank's
+// (`ranks`): those its row also shows per rank (per_rank()).
 template <class Record>
-std::vector<ReadingSummary> summarized_fields() {
+std::vector<ReadingSummary> summarized_fields(bool ranks) {
   std::vector<ReadingSummary> out;
   internal::walk_shown(Record{}, [&](const char*, const Show& show, const internal::ShownValue& v) {
-    if (show.summary == Fold::kNone) return;
+    if (show.summary == Fold::kNone || (ranks && !show.ranked)) return;
     ReadingSummary r;
     r.show = show;
     r.show.fold = show.summary;
@@ -169,15 +171,25 @@ std::vector<ReadingSummary> summarized_fields() {
   return out;
 }
 
-// Adds one record's summarized fields to `into` (as summarized_fields made it; empty, a rank's
-// summary, which shows none: nothing to walk).
+// One record's summarized fields, by key in the table's order: taken in one walk for the run's
+// summary and its rank's.
+using FieldValues = std::vector<std::pair<const char*, internal::ShownValue>>;
+
 template <class Record>
-void fold_fields(std::vector<ReadingSummary>& into, const Record& record) {
-  if (into.empty()) return;
-  std::size_t i = 0;
+void summarized_values(const Record& record, FieldValues& out) {
+  out.clear();
   internal::walk_shown(record, [&](const char*, const Show& show, const internal::ShownValue& v) {
-    if (show.summary != Fold::kNone) fold_value(into[i++], v);
+    if (show.summary != Fold::kNone) out.emplace_back(show.key, v);
   });
+}
+
+// Adds a record's summarized fields to `into` (as summarized_fields made it: every one, or a
+// rank's few, in the same order).
+void fold_fields(std::vector<ReadingSummary>& into, const FieldValues& values) {
+  std::size_t i = 0;
+  for (const auto& [key, v] : values) {
+    if (i < into.size() && std::strcmp(key, into[i].show.key) == 0) fold_value(into[i++], v);
+  }
 }
 
 // The means' sums to means.
@@ -266,14 +278,14 @@ struct RequestAcc {
     if (r.readings) add_energy(s.energy, *r.readings, 0.0);
   }
 
-  void add(const RequestRecord& r) {
+  void add(const RequestRecord& r, const FieldValues& fields) {
     if (fold_groups && r.parallel && r.parallel->group > 1) {
       auto [it, fresh] =
           group_requests.emplace(std::make_pair(r.parallel->dp_rank, r.req), e2e.size());
       if (!fresh) return fold(r, it->second);
     }
     ++count;
-    fold_fields(s.fields, r);
+    fold_fields(s.fields, fields);
     s.videos += r.videos.value_or(1);
     e2e.push_back(r.e2e_s);
     add_span(r);
@@ -348,14 +360,15 @@ struct RequestAcc {
 // ones are excluded unless all are warmup, so both sets are summed and the choice made at the end.
 struct RequestSide {
   RequestAcc measured, warmup;
-  explicit RequestSide(bool fold_groups) {
-    measured.fold_groups = fold_groups;
-    warmup.fold_groups = fold_groups;
-    if (fold_groups) {  // the run's side: its summary folds the summarized fields
-      measured.s.fields = warmup.s.fields = summarized_fields<RequestRecord>();
-    }
+  // The run's side (`run`) counts a request of several ranks once and folds every summarized
+  // field; a rank's, each record and the fields shown per rank.
+  explicit RequestSide(bool run) {
+    measured.fold_groups = warmup.fold_groups = run;
+    measured.s.fields = warmup.s.fields = summarized_fields<RequestRecord>(!run);
   }
-  void add(const RequestRecord& r) { (r.warmup ? warmup : measured).add(r); }
+  void add(const RequestRecord& r, const FieldValues& fields) {
+    (r.warmup ? warmup : measured).add(r, fields);
+  }
   std::int64_t total() const { return measured.count + warmup.count; }
   bool all_warmup() const { return measured.count == 0; }
   const RequestAcc& chosen() const { return all_warmup() ? warmup : measured; }
@@ -410,9 +423,9 @@ struct TrainAcc {
   double latest_eta = 0;
   TrainSummary s;
 
-  void add(const TrainWindowRecord& w) {
+  void add(const TrainWindowRecord& w, const FieldValues& fields) {
     ++windows;
-    fold_fields(s.fields, w);
+    fold_fields(s.fields, fields);
     RankSums& rank = by_rank[w.rank];
     rank.steps += w.steps;
     rank.warmup += w.warmup_excluded;
@@ -642,9 +655,10 @@ struct ReportBuilder::State {
   };
   ByRank<Rank> ranks;
   std::vector<std::string> warnings;
+  FieldValues fields;  // the record's at hand (its buffers kept from one record to the next)
   State() {
     training.keep_values = false;
-    training.s.fields = summarized_fields<TrainWindowRecord>();  // the run's, not a rank's
+    training.s.fields = summarized_fields<TrainWindowRecord>(false);
   }
 };
 
@@ -652,19 +666,24 @@ ReportBuilder::ReportBuilder() : state_(std::make_unique<State>()) {}
 ReportBuilder::~ReportBuilder() = default;
 
 void ReportBuilder::request(const RequestRecord& record) {
-  state_->requests.add(record);
+  summarized_values(record, state_->fields);
+  state_->requests.add(record, state_->fields);
   state_->job.request(record);
   auto& rank = state_->ranks[record.rank];
   if (!rank.requests) rank.requests.emplace(false);
-  rank.requests->add(record);
+  rank.requests->add(record, state_->fields);
 }
 
 void ReportBuilder::window(const TrainWindowRecord& record) {
-  state_->training.add(record);
+  summarized_values(record, state_->fields);
+  state_->training.add(record, state_->fields);
   state_->job.window(record);
   auto& rank = state_->ranks[record.rank];
-  if (!rank.training) rank.training.emplace();
-  rank.training->add(record);
+  if (!rank.training) {
+    rank.training.emplace();
+    rank.training->s.fields = summarized_fields<TrainWindowRecord>(true);
+  }
+  rank.training->add(record, state_->fields);
 }
 
 void ReportBuilder::warning(const std::string& text) { state_->warnings.push_back(text); }
@@ -689,8 +708,10 @@ Report ReportBuilder::finish(std::vector<std::string> sources) const {
   for (const auto& [rank, r] : st.ranks) {
     RankSummary rs;
     rs.rank = rank;
+    std::vector<ReadingSummary> request_fields;  // after the windows'
     if (r.requests) {
       RequestSummary q = r.requests->summary();
+      request_fields = std::move(q.fields);
       rs.requests = q.count;
       rs.e2e_p50_s = q.e2e_p50_s;
       if (q.peak_alloc_bytes) keep_max(rs.peak_alloc_bytes, *q.peak_alloc_bytes);
@@ -708,7 +729,9 @@ Report ReportBuilder::finish(std::vector<std::string> sources) const {
       rs.mfu = t.mfu;
       if (t.peak_alloc_bytes) keep_max(rs.peak_alloc_bytes, *t.peak_alloc_bytes);
       rs.phase_s = t.phase_s;
+      rs.fields = t.fields;
     }
+    rs.fields.insert(rs.fields.end(), request_fields.begin(), request_fields.end());
     report.ranks.push_back(rs);
   }
 

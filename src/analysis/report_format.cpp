@@ -4,6 +4,17 @@
 #include "base/strings.h"
 
 namespace vxperf::analysis::report_format {
+namespace {
+
+const ReadingSummary* find_reading_in(const std::vector<const ReadingSummary*>& list,
+                                      std::string_view key) {
+  for (const ReadingSummary* r : list) {
+    if (key == r->show.key) return r;
+  }
+  return nullptr;
+}
+
+}  // namespace
 
 Json opt_json(const std::optional<double>& v) { return v ? Json(*v) : Json(nullptr); }
 Json opt_json(const std::optional<std::uint64_t>& v) { return v ? Json(*v) : Json(nullptr); }
@@ -32,6 +43,22 @@ std::string fold_text(const ReadingSummary& r) {
 std::string reading_text(const ReadingSummary& r) {
   // A folded value has a label (tests/schema).
   return std::string(r.show.label) + " " + fold_text(r);
+}
+
+std::vector<const ReadingSummary*> rank_field_columns(const std::vector<RankSummary>& ranks) {
+  std::vector<const ReadingSummary*> columns;
+  for (const auto& rank : ranks) {
+    for (const auto& f : rank.fields) {
+      if (find_reading_in(columns, f.show.key) == nullptr) columns.push_back(&f);
+    }
+  }
+  return columns;
+}
+
+std::string rank_field_cell(const RankSummary& rank, const ReadingSummary& column) {
+  const ReadingSummary* r = find_reading(rank.fields, column.show.key);
+  if (r == nullptr || (!r->value && r->seen.empty())) return "-";
+  return r->show.fold == Fold::kList ? internal::join(r->seen, ", ") : reading_value(*r, r->value);
 }
 
 namespace {

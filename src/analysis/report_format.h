@@ -1,5 +1,5 @@
 // What the report's forms share: the JSON object type, a number or null, joules per kWh, a folded
-// reading in words and in JSON.
+// reading in words and in JSON, the ranks' table's field columns.
 #pragma once
 
 #include <cstdint>
@@ -31,6 +31,12 @@ std::string fold_text(const ReadingSummary& r);
 // max" ("power - mean, - max" unread), "SM clock min 1780 MHz", "temp max 62 C", "host CPU and
 // DRAM 40.000 J", "throttle sw_power_cap, hw_slowdown".
 std::string reading_text(const ReadingSummary& r);
+// The ranks' table's columns for the fields shown per rank: one per key some rank holds, in the
+// order they first come (each the first rank's summary of it: its label, unit, fold).
+std::vector<const ReadingSummary*> rank_field_columns(const std::vector<RankSummary>& ranks);
+// A rank's cell in one: its value by the column's fold ("0.012 s"; a list's values), "-" when
+// the rank has none.
+std::string rank_field_cell(const RankSummary& rank, const ReadingSummary& column);
 // Each reading into `j` under its key, null when unread (integers as integers); a mean's highest
 // beside it ("power_w_mean", "power_w_max"); a list as an array.
 void add_readings(Json& j, const std::vector<ReadingSummary>& readings);

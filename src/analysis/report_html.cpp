@@ -160,6 +160,9 @@ std::string ranks_summary(const Report& report) {
            "MFU", "peak alloc", "excess"},
           {},
           {}};
+  // The fields shown per rank, a column each after the table's own.
+  std::vector<const ReadingSummary*> columns = report_format::rank_field_columns(report.ranks);
+  for (const ReadingSummary* c : columns) t.head.push_back(c->show.label);
   double top_e2e = 0, top_step = 0, top_excess = 0, top_bytes = 0;
   for (const auto& rs : report.ranks) {
     top_e2e = std::max(top_e2e, rs.e2e_p50_s.value_or(0));
@@ -183,6 +186,9 @@ std::string ranks_summary(const Report& report) {
              ? escape(units::in_unit(static_cast<double>(*rs.peak_alloc_bytes), bytes))
              : "-",
          cell(rs.excess_s, excess)});
+    for (const ReadingSummary* c : columns) {
+      t.rows.back().push_back(escape(report_format::rank_field_cell(rs, *c)));
+    }
     t.row_class.push_back(slow ? "straggler" : "");
   }
   std::string s = strprintf("<h3>Ranks (%zu)</h3>\n", report.ranks.size());

@@ -157,7 +157,8 @@ std::string report_json(const Report& report) {
                      {"mfu", opt_json(rs.mfu)},
                      {"peak_alloc_bytes", opt_json(rs.peak_alloc_bytes)},
                      {"phases_s", phases},
-                     {"excess_s", opt_json(rs.excess_s)}});
+                     {"excess_s", opt_json(rs.excess_s)},
+                     {"fields", fields_json(rs.fields)}});
   }
   j["ranks"] = ranks;
   if (report.energy) j["energy"] = job_energy_json(*report.energy);

@@ -1,4 +1,7 @@
 // The report as text (format_report): what `vxperf report` prints.
+#include <algorithm>
+#include <cstring>
+
 #include "analysis/report_format.h"
 #include "analysis/units.h"
 #include "base/strings.h"
@@ -233,10 +236,21 @@ std::string format_report(const Report& report) {
   }
   if (report.energy) job_energy_lines(line, *report.energy);
   if (report.ranks.size() > 1) {
+    // The fields shown per rank after the table's own columns, each as wide as its label.
+    std::vector<const ReadingSummary*> columns = report_format::rank_field_columns(report.ranks);
+    auto field_cells = [&](const auto& cell) {
+      std::string text;
+      for (const ReadingSummary* c : columns) {
+        text += strprintf(" %*s", std::max<int>(9, static_cast<int>(std::strlen(c->show.label))),
+                          cell(c).c_str());
+      }
+      return text;
+    };
     line(strprintf("Ranks (%zu):", report.ranks.size()));
     line(strprintf("  %4s %8s %9s %6s %9s %9s %10s %8s %7s %10s %9s", "rank", "requests", "e2e p50",
                    "steps", "step p50", "step p95", "samples/s", "FLOP/s", "MFU", "peak alloc",
-                   "excess"));
+                   "excess") +
+         field_cells([](const ReadingSummary* c) { return std::string(c->show.label); }));
     for (const auto& rs : report.ranks) {
       line(strprintf("  %4d %8lld %9s %6lld %9s %9s %10s %8s %7s %10s %9s", rs.rank,
                      static_cast<long long>(rs.requests), opt_text(rs.e2e_p50_s, "%.3fs").c_str(),
@@ -245,7 +259,10 @@ std::string format_report(const Report& report) {
                      opt_text(rs.samples_per_s, "%.3f").c_str(), flops_cell(rs.tflops).c_str(),
                      opt_text(rs.mfu, "%.1f%%", 100).c_str(),
                      rs.peak_alloc_bytes ? gib(*rs.peak_alloc_bytes).c_str() : "-",
-                     opt_text(rs.excess_s, "%.3fs").c_str()));
+                     opt_text(rs.excess_s, "%.3fs").c_str()) +
+           field_cells([&](const ReadingSummary* c) {
+             return report_format::rank_field_cell(rs, *c);
+           }));
     }
     if (report.stragglers.empty()) {
       line("Stragglers: none");

@@ -305,7 +305,8 @@ void describe(Io& io, R& r) {
   io.number("micro_steps", r.micro_steps, 1.0);
   // The phases outran the step by this (device work of one phase drained inside the next): past a
   // few percent of the step, its phase breakdown is not to be read closely.
-  io.number(show("overrun_s", "phase overrun", "s", 3).summarized(Fold::kMean), r.overrun_s, 0.0);
+  io.number(show("overrun_s", "phase overrun", "s", 3).summarized(Fold::kMean).per_rank(),
+            r.overrun_s, 0.0);
   io.device("device", r.device, r.readings);
   io.optional(show("energy_j_per_sample")
                   .tracked()

@@ -201,6 +201,71 @@ TEST(ShownReadings, EverySummarizedFieldShowsInItsSummary) {
   expect_summarized_fields(window(0, 0, 10, 1.0), window(0, 10, 10, 1.2), "training");
 }
 
+// Every summarized field whose row also shows it per rank (per_rank()) is a column of the ranks'
+// table, with no code of its own: its label heads the text's and the page's column, and each
+// rank's cell and JSON "fields" hold that rank's fold (rank 0: 7.5 and 2.5, mean 5; rank 1: 1).
+template <class Record>
+std::size_t expect_ranked_fields(const std::vector<Record>& records) {
+  struct Field {
+    std::string object;
+    Show show;
+  };
+  std::vector<Field> fields;
+  internal::walk_shown(Record{}, [&](const char* object, const Show& show,
+                                     const internal::ShownValue&) {
+    if (!show.ranked) return;
+    EXPECT_EQ(show.summary, Fold::kMean) << show.key << ": per rank only a summarized mean";
+    fields.push_back({object, show});
+  });
+  if (fields.empty()) return 0;
+  const double values[] = {7.5, 2.5, 1.0};  // rank 0, rank 0, rank 1
+  std::string lines;
+  for (std::size_t i = 0; i < records.size(); ++i) {
+    Json j = Json::parse(to_json_line(records[i]));
+    for (const auto& f : fields) (f.object.empty() ? j : j[f.object])[f.show.key] = values[i];
+    lines += j.dump() + "\n";
+  }
+  RecordSet set = read_string(lines);
+  Report report = build_report(set);
+  const std::string text = format_report(report);
+  const Json json = Json::parse(report_json(report));
+  const std::string html = report_html(report, set);
+  auto text_line = [&](const std::string& start) {
+    std::size_t at = text.find("\n" + start);
+    return at == std::string::npos ? std::string()
+                                   : text.substr(at + 1, text.find('\n', at + 1) - at - 1);
+  };
+  for (const auto& f : fields) {
+    SCOPED_TRACE(f.show.key);
+    auto value = [&](double x) {
+      char number[32];
+      std::snprintf(number, sizeof number, "%.*f", f.show.decimals, x);
+      return std::string(number) + (*f.show.unit ? std::string(" ") + f.show.unit : "");
+    };
+    EXPECT_TRUE(has(text_line("  rank requests"), f.show.label)) << text;
+    EXPECT_TRUE(has(text_line("     0 "), value(5.0))) << text;
+    EXPECT_TRUE(has(text_line("     1 "), value(1.0))) << text;
+    EXPECT_EQ(json["ranks"].size(), 2u);
+    if (json["ranks"].size() != 2u) continue;
+    EXPECT_EQ(json["ranks"][0]["fields"][f.show.key], 5.0) << json["ranks"].dump();
+    EXPECT_EQ(json["ranks"][0]["fields"][std::string(f.show.key) + "_max"], 7.5);
+    EXPECT_EQ(json["ranks"][1]["fields"][f.show.key], 1.0) << json["ranks"].dump();
+    EXPECT_TRUE(has(html, std::string("<th>") + f.show.label + "</th>")) << html;
+    EXPECT_TRUE(has(html, "<td>" + value(5.0) + "</td>")) << html;
+    EXPECT_TRUE(has(html, "<td>" + value(1.0) + "</td>")) << html;
+  }
+  return fields.size();
+}
+
+TEST(ShownReadings, EveryFieldShownPerRankIsAColumnOfTheRanksTable) {
+  std::size_t ranked =
+      expect_ranked_fields(std::vector<RequestRecord>{request(0, 1, 10.0), request(0, 2, 12.0),
+                                                      request(1, 1, 11.0)}) +
+      expect_ranked_fields(std::vector<TrainWindowRecord>{
+          window(0, 0, 10, 1.0), window(0, 10, 10, 1.2), window(1, 0, 10, 1.1)});
+  EXPECT_GE(ranked, 1u) << "no row is shown per rank";
+}
+
 // Every row of the request's and the window's tables that names a series (the readings', the
 // DiT's MFU, the window's samples per second, peak memory by kind) is a series of the sink, by
 // its name for that record, with its labels, once the record holds the field.
