@@ -42,7 +42,7 @@ class OnDemandObject {
   // which end() finds).
   [[gnu::always_inline]] bool find(const char* key, Value& out) {
     if (taken_) advance();
-    if (at_end_ || !key_.unsafe_is_equal(key)) return false;
+    if (at_end_ || !key_.unsafe_is_equal(std::string_view(key))) return false;
     taken_ = true;
     out = field_.value();
     bool null = false;
