@@ -29,7 +29,12 @@ std::string as_text(const RecordLineReader& reader, RecordLineReader::Got got) {
 void LineBatch::parse(RecordLineReader& reader) {
   using Got = RecordLineReader::Got;
   try {
-    const char* base = text.data();
+    if (fill) {
+      auto read = std::move(fill);
+      fill = nullptr;
+      read(*this);
+    }
+    const char* base = text.data() + offset;
     std::size_t begin = 0;
     std::int64_t number = 1;
     // Room for the records of lines as long as the shortest vxperf writes, so that a batch's
@@ -81,7 +86,9 @@ void LineBatch::parse(RecordLineReader& reader) {
 }
 
 void LineBatch::reuse() {
+  offset = 0;
   size = 0;
+  fill = nullptr;
   ends_complete = true;
   lines.clear();
   line_count = 0;

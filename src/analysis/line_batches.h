@@ -11,6 +11,7 @@
 #include <cstdint>
 #include <deque>
 #include <exception>
+#include <functional>
 #include <mutex>
 #include <string>
 #include <thread>
@@ -24,7 +25,11 @@ namespace vxperf::analysis {
 // Whole lines of one file and, once parsed, what each non-blank one held.
 struct LineBatch {
   std::vector<char> text;     // the lines, then simdjson's padding (readable, any content)
-  std::size_t size = 0;       // bytes of lines in `text`
+  std::size_t offset = 0;     // where in `text` the lines begin
+  std::size_t size = 0;       // bytes of lines in `text` from `offset`
+  // Reads the lines into `text` first, on the thread that parses them (a part of a regular file:
+  // the calling thread then neither reads nor copies them); empty when `text` holds them.
+  std::function<void(LineBatch&)> fill;
   bool ends_complete = true;  // the last line ended with a newline (false: a file's torn end)
   bool check_fast_path = false;
 

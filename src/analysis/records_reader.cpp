@@ -9,6 +9,7 @@
 #include "vxperf/records_reader.h"
 
 #include <fcntl.h>
+#include <sys/stat.h>
 #include <simdjson.h>
 #include <unistd.h>
 
@@ -20,6 +21,7 @@
 #include <filesystem>
 #include <iostream>
 #include <map>
+#include <memory>
 #include <new>
 #include <stdexcept>
 #include <vector>
@@ -160,6 +162,9 @@ class Stream {
 
 // 256 KiB a batch: the bytes read stay in the core's L2 cache until parsed.
 constexpr std::size_t kChunk = 256 << 10;
+// A batch's buffer: a chunk, the byte before a file's part and its last line's few kilobytes past
+// it, then the padding (so that a part seldom grows its buffer).
+constexpr std::size_t kBuffer = kChunk + (8 << 10) + simdjson::SIMDJSON_PADDING;
 
 // Batches of lines to the parsers and back into the stream in order: each file's lines cut into
 // batches of whole lines, parsed on the workers while the next are read, applied as they come back.
@@ -173,7 +178,7 @@ class Reading {
   LineBatch fresh() {
     LineBatch batch;
     if (spare_.empty()) {
-      batch.text.resize(kChunk + simdjson::SIMDJSON_PADDING);
+      batch.text.resize(kBuffer);
     } else {
       batch = std::move(spare_.back());
       spare_.pop_back();
@@ -220,7 +225,7 @@ class Reading {
     }
     file.lines += batch.line_count;
     --file.batches;
-    batch.text.resize(std::max(batch.text.size(), kChunk + simdjson::SIMDJSON_PADDING));
+    batch.text.resize(std::max(batch.text.size(), kBuffer));
     if (spare_.size() < 2 * batches_.capacity()) spare_.push_back(std::move(batch));
     apply_ended();
   }
@@ -299,6 +304,85 @@ void read_fd(int fd, const std::string& name, Reading& reading) {
   } catch (const std::bad_alloc&) {
     reading.drain();
     out_of_memory(reading.stream(), name, lines + 1);
+  }
+  reading.end_file();
+}
+
+// Up to `want` bytes of `fd` from `at` into `into`: fewer only at the file's end.
+std::size_t pread_full(int fd, const std::string& name, char* into, std::size_t want, off_t at) {
+  std::size_t got = 0;
+  while (got < want) {
+    ssize_t n = ::pread(fd, into + got, want - got, at + static_cast<off_t>(got));
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      throw InputError(name, 0, std::string("read error: ") + std::strerror(errno));
+    }
+    if (n == 0) break;
+    got += static_cast<std::size_t>(n);
+  }
+  return got;
+}
+
+// The lines of a regular file that begin in [begin, end), read by the thread that parses them:
+// from the byte before `begin` (a line begins there only after a newline), the last of them on
+// past `end` to its newline, or to the file's end (a torn last line).
+void read_part(LineBatch& batch, int fd, const std::string& name, off_t begin, off_t end) {
+  auto room = [&](std::size_t bytes) {
+    if (batch.text.size() < bytes + simdjson::SIMDJSON_PADDING) {
+      batch.text.resize(bytes + simdjson::SIMDJSON_PADDING);
+    }
+  };
+  off_t from = begin == 0 ? 0 : begin - 1;
+  auto want = static_cast<std::size_t>(end - from);
+  room(want);
+  std::size_t got = pread_full(fd, name, batch.text.data(), want, from);
+  std::size_t start = 0;
+  if (begin > 0) {
+    const auto* newline = static_cast<const char*>(std::memchr(batch.text.data(), '\n', got));
+    // None: the part is inside a line that began before it; the one at its end: the next line
+    // begins in the next part.
+    if (newline == nullptr || newline + 1 == batch.text.data() + want) {
+      batch.size = 0;
+      return;
+    }
+    start = static_cast<std::size_t>(newline - batch.text.data()) + 1;
+  }
+  bool at_end = got < want;
+  while (!at_end && batch.text[got - 1] != '\n') {
+    // The last line goes on past the part: read on to its newline, into the buffer's room (twice
+    // the buffer when little is left: a long line).
+    if (batch.text.size() - simdjson::SIMDJSON_PADDING - got < 4096) room(2 * got);
+    std::size_t space = batch.text.size() - simdjson::SIMDJSON_PADDING - got;
+    std::size_t more = pread_full(fd, name, batch.text.data() + got, space,
+                                  from + static_cast<off_t>(got));
+    at_end = more < space;
+    const auto* newline =
+        static_cast<const char*>(std::memchr(batch.text.data() + got, '\n', more));
+    got = newline != nullptr ? static_cast<std::size_t>(newline - batch.text.data()) + 1
+                             : got + more;
+    if (newline != nullptr) break;
+  }
+  batch.offset = start;
+  batch.size = got - start;
+  batch.ends_complete = got == start || batch.text[got - 1] == '\n';
+}
+
+// A regular file cut into parts of kChunk bytes, each read and parsed on a worker: the calling
+// thread only hands them out (it read and copied every byte, the larger part of its time on a
+// thousand rank files). `file` closes the file when the last part is read.
+void read_parts(const std::shared_ptr<const int>& file, off_t size, const std::string& name,
+                Reading& reading) {
+  reading.begin_file(name);
+  try {
+    for (off_t begin = 0; begin < size; begin += static_cast<off_t>(kChunk)) {
+      off_t end = std::min(size, begin + static_cast<off_t>(kChunk));
+      LineBatch batch = reading.fresh();
+      batch.fill = [file, name, begin, end](LineBatch& b) { read_part(b, *file, name, begin, end); };
+      reading.give(std::move(batch));
+    }
+  } catch (const std::bad_alloc&) {
+    reading.drain();
+    out_of_memory(reading.stream(), name, 0);
   }
   reading.end_file();
 }
@@ -388,11 +472,16 @@ void stream_record_files(const std::vector<std::string>& paths, RecordHandler& h
       reading.drain();
       throw InputError(path, 0, std::string("cannot open: ") + std::strerror(errno));
     }
-    struct Closer {
-      int fd;
-      ~Closer() { ::close(fd); }
-    } closer{fd};
-    read_fd(fd, path, reading);
+    std::shared_ptr<const int> file(new int(fd), [](const int* f) {
+      ::close(*f);
+      delete f;
+    });
+    struct stat st {};
+    if (::fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && st.st_size > 0) {
+      read_parts(file, st.st_size, path, reading);
+    } else {
+      read_fd(fd, path, reading);  // a pipe, a device, an empty file: read as it comes
+    }
   }
   reading.drain();
   if (stream.records() == 0 && stream.have_problem()) stream.throw_first_problem();

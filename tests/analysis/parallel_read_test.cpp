@@ -132,6 +132,32 @@ TEST_F(ParallelRead, ABadLineEndsTheReadAfterWhatCameBefore) {
   EXPECT_EQ(missing.back().rfind("error: " + paths.back() + ": cannot open", 0), 0u);
 }
 
+// A regular file is read in parts of 256 KiB by the threads that parse them: a line that ends on a
+// part's last byte, one longer than several parts, and a torn last line longer than a part are
+// read as a stream (std::istream, no parts) reads them, with the same line numbers.
+TEST_F(ParallelRead, AFileReadInPartsReadsAsAStream) {
+  const std::size_t part = 256 << 10;
+  std::string text = to_json_line(request(0, 0, 1.0));
+  text += std::string(part - 1 - text.size(), ' ') + "\n";  // its newline: the part's last byte
+  for (int i = 1; i < 300; ++i) text += to_json_line(request(0, i, 1.0)) + "\n";
+  text += std::string(3 * part, 'x') + "\n";  // not JSON, across parts
+  for (int i = 300; i < 900; ++i) text += to_json_line(request(1, i, 2.0)) + "\n";
+  std::string torn = text + std::string(part + 100, 'y');
+  for (const std::string& content : {text, torn}) {
+    std::string path = write("parts.jsonl", content);
+    Calls stream;
+    std::ifstream in(path);
+    ReadOptions options;
+    options.skip_bad_lines = true;
+    stream_records(in, path, stream, options);
+    ASSERT_GT(stream.seen.size(), 900u);
+    EXPECT_EQ(read({path}, 1), stream.seen);
+    EXPECT_EQ(read({path}, 3), stream.seen);
+  }
+  EXPECT_EQ(read({dir_ + "/parts.jsonl"}, 3).back().rfind(dir_ + "/parts.jsonl:902: torn last line", 9),
+            9u);
+}
+
 // Each line the fast path takes, read again the general way on the worker that parsed it.
 TEST_F(ParallelRead, ChecksTheFastPathOnEveryThread) {
   std::string text;
