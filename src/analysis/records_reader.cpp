@@ -1,7 +1,9 @@
 // Records reader: the JSON lines the records file holds, back into the record structs through
 // their field tables (src/schema/record_fields.h), in one streaming pass.
 //
-// Lines are cut from a fixed buffer of the file (grown only for a longer line). Each is read by the
+// A regular file is cut into parts that the worker parsing each reads itself; other input (a pipe)
+// is cut into batches from a fixed buffer on the calling thread (grown only for a longer line). The
+// batches come back in input order. Each line is read by the
 // tables' one reading walk (schema/field_reader.h) over simdjson's On-Demand API, taking the fields
 // in the order the writer wrote them (analysis/ondemand_object.h); a line that path gives up on
 // (out of order, unknown fields, malformed) is read again over simdjson's DOM (schema/json_dom.h),
