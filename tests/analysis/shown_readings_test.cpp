@@ -147,6 +147,13 @@ TEST(ShownReadings, EachShowsInTheReportAndItsPage) {
   }
 }
 
+// `x` as the report says a field's value: its decimals, then its unit ("0.012 s").
+std::string value_text(const Show& s, double x) {
+  char number[32];
+  std::snprintf(number, sizeof number, "%.*f", s.decimals, x);
+  return std::string(number) + (*s.unit ? std::string(" ") + s.unit : "");
+}
+
 // Every record field whose row says how a summary folds it (summarized()) shows in its record
 // kind's summary, with no code of its own: in the text's "fields" line, the JSON's "fields" object
 // and the page's facts, its mean and highest over two records that hold 7.5 and 2.5.
@@ -178,11 +185,7 @@ void expect_summarized_fields(Record first, Record second, const char* section) 
   const std::string html = report_html(report, set);
   for (const auto& f : fields) {
     SCOPED_TRACE(f.show.key);
-    auto value = [&](double x) {
-      char number[32];
-      std::snprintf(number, sizeof number, "%.*f", f.show.decimals, x);
-      return std::string(number) + (*f.show.unit ? std::string(" ") + f.show.unit : "");
-    };
+    auto value = [&](double x) { return value_text(f.show, x); };
     const std::string said = value(5.0) + " mean, " + value(7.5) + " max";
     std::size_t line = text.find("\n  fields   ");
     ASSERT_NE(line, std::string::npos) << text;
@@ -237,11 +240,7 @@ std::size_t expect_ranked_fields(const std::vector<Record>& records) {
   };
   for (const auto& f : fields) {
     SCOPED_TRACE(f.show.key);
-    auto value = [&](double x) {
-      char number[32];
-      std::snprintf(number, sizeof number, "%.*f", f.show.decimals, x);
-      return std::string(number) + (*f.show.unit ? std::string(" ") + f.show.unit : "");
-    };
+    auto value = [&](double x) { return value_text(f.show, x); };
     EXPECT_TRUE(has(text_line("  rank requests"), f.show.label)) << text;
     EXPECT_TRUE(has(text_line("     0 "), value(5.0))) << text;
     EXPECT_TRUE(has(text_line("     1 "), value(1.0))) << text;
