@@ -1,20 +1,12 @@
 // What the report's forms share (report_format.h): absent numbers as JSON nulls, readings.
 #include "analysis/report_format.h"
 
+#include <algorithm>
+#include <string_view>
+
 #include "base/strings.h"
 
 namespace vxperf::analysis::report_format {
-namespace {
-
-const ReadingSummary* find_reading_in(const std::vector<const ReadingSummary*>& list,
-                                      std::string_view key) {
-  for (const ReadingSummary* r : list) {
-    if (key == r->show.key) return r;
-  }
-  return nullptr;
-}
-
-}  // namespace
 
 Json opt_json(const std::optional<double>& v) { return v ? Json(*v) : Json(nullptr); }
 Json opt_json(const std::optional<std::uint64_t>& v) { return v ? Json(*v) : Json(nullptr); }
@@ -49,7 +41,10 @@ std::vector<const ReadingSummary*> rank_field_columns(const std::vector<RankSumm
   std::vector<const ReadingSummary*> columns;
   for (const auto& rank : ranks) {
     for (const auto& f : rank.fields) {
-      if (find_reading_in(columns, f.show.key) == nullptr) columns.push_back(&f);
+      bool listed = std::any_of(columns.begin(), columns.end(), [&](const ReadingSummary* c) {
+        return std::string_view(c->show.key) == f.show.key;
+      });
+      if (!listed) columns.push_back(&f);
     }
   }
   return columns;
