@@ -5,9 +5,15 @@
 
 #include <gtest/gtest.h>
 
+#include <charconv>
+#include <cmath>
+#include <cstdlib>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
+#include <optional>
+#include <random>
 #include <string>
 #include <vector>
 
@@ -53,6 +59,19 @@ std::string edit_number(const std::string& line, const std::string& key, const c
   EXPECT_NE(at, std::string::npos) << key;
   at += key.size();
   return line.substr(0, at) + number + line.substr(line.find_first_of(",}", at));
+}
+
+// The digits of a number after its leading zeros, up to its exponent.
+int significant_digits(const std::string& number) {
+  int digits = 0;
+  bool leading = true;
+  for (char c : number) {
+    if (c == 'e' || c == 'E') break;
+    if (c < '0' || c > '9') continue;
+    leading = leading && c == '0';
+    if (!leading) ++digits;
+  }
+  return digits;
 }
 
 std::vector<std::string> written_lines() {
@@ -104,6 +123,60 @@ TEST(RecordLine, TheReferencesRecordsAreReadOnDemand) {
   }
   EXPECT_GT(lines, 100);
   EXPECT_EQ(fast, lines);
+}
+
+// Numbers in every form a writer might give one, in a line read On-Demand: each is the double the
+// DOM walk reads (the fast path reads plain ones eight digits at a time and leaves the rest to
+// simdjson's own parser), bit for bit, and the line stays on the fast path unless it has more
+// digits than a double needs.
+TEST(RecordLine, EveryNumberIsTheDoubleTheDomReads) {
+  const std::string window_line = to_json_line(full_window());
+  std::vector<std::string> numbers = {
+      "0", "-0", "0.0", "-0.0", "1", "-1", "7.5", "0.1", "0.30000000000000004", "12345678",
+      "123456789", "1234567890123456", "12345678901234567", "1234567890123456789",
+      "0.12345678", "0.123456789", "0.1234567890123456", "0.12345678901234567",
+      "0.1234567890123456789", "1.234567890123456789", "12345678.87654321", "9007199254740993",
+      "9007199254740993.5", "4503599627370497.5", "0.000001", "0.00000000000000000001",
+      "1e-05", "2.5E+3", "-3.0e2", "1.7976931348623157e308", "5e-324", "123.456e-7",
+      "0.0000000000000000000000000000001234", "99999999999999999999", "18446744073709551615",
+      "0.999999999999999999999"};
+  std::mt19937_64 rng(29);
+  std::uniform_real_distribution<double> unit(0, 1);
+  for (int i = 0; i < 500; ++i) {
+    double v = unit(rng) * std::pow(10.0, static_cast<int>(rng() % 24) - 8);
+    if (rng() % 2) v = -v;
+    char text[64];
+    auto end = std::to_chars(text, text + sizeof text, v).ptr;  // the shortest form
+    numbers.emplace_back(text, end);
+    for (const char* format : {"%.17g", "%.16g", "%.15g", "%.6f", "%.12f"}) {
+      std::snprintf(text, sizeof text, format, v);
+      numbers.emplace_back(text);
+    }
+  }
+  static RecordLineReader reader;
+  int refused = 0;
+  for (const std::string& number : numbers) {
+    std::string line = edit_number(window_line, "\"step_s_p50\":", number.c_str());
+    std::string padded = line + std::string(64, '\n');
+    Got got = reader.read(padded.data(), line.size());
+    std::optional<TrainWindowRecord> dom;
+    try {
+      dom = internal::read_window(line);
+    } catch (const std::exception&) {
+      // An integer past uint64: the DOM parser refuses the line, and so does the reader.
+      EXPECT_EQ(got, Got::kNotJson) << number;
+      ++refused;
+      continue;
+    }
+    ASSERT_EQ(got, Got::kWindow) << number;
+    double read = reader.window().step_s_p50;
+    EXPECT_EQ(std::memcmp(&read, &dom->step_s_p50, sizeof read), 0)
+        << number << " read as " << read << ", not " << dom->step_s_p50;
+    EXPECT_EQ(to_json_line(reader.window()), to_json_line(*dom)) << number;
+    // 18 significant digits or fewer (a double needs 17): read on the fast path.
+    if (significant_digits(number) <= 18) EXPECT_TRUE(reader.fast()) << number;
+  }
+  EXPECT_EQ(refused, 1);  // 99999999999999999999, past uint64
 }
 
 // Lines the fast path cannot vouch for: each is the DOM walk's (the same record, or its message).
