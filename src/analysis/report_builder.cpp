@@ -188,7 +188,10 @@ void summarized_values(const Record& record, FieldValues& out) {
 void fold_fields(std::vector<ReadingSummary>& into, const FieldValues& values) {
   std::size_t i = 0;
   for (const auto& [key, v] : values) {
-    if (i < into.size() && std::strcmp(key, into[i].show.key) == 0) fold_value(into[i++], v);
+    // The keys are the table's own literals: the same pointer, told without a compare.
+    if (i < into.size() && (key == into[i].show.key || std::strcmp(key, into[i].show.key) == 0)) {
+      fold_value(into[i++], v);
+    }
   }
 }
 
@@ -256,6 +259,10 @@ struct RequestAcc {
   bool fold_groups = false;
   std::map<std::pair<int, std::int64_t>, std::size_t> group_requests;
   RequestSummary s;  // the fields taken as they come
+  // The last priced record's dtype and peak source, named in the summary (a string assigned a
+  // record was a tenth of this accumulator's time).
+  const char* dtype = nullptr;
+  const char* peak_source = nullptr;
 
   void add_span(const RequestRecord& r) {
     if (r.ts <= 0) return;  // a record without its settle time (a replay's)
@@ -308,10 +315,10 @@ struct RequestAcc {
       tflops.add(d.tflops, 1);
       if (d.mfu) mfu.add(*d.mfu, 1);
       s.params = d.params;
-      s.dtype = dtype_name(d.dtype);
+      dtype = dtype_name(d.dtype);
       if (d.peak_tflops) {
         s.peak_tflops = *d.peak_tflops / std::max(d.devices, 1);
-        s.peak_source = peak_source_name(d.peak_source);
+        peak_source = peak_source_name(d.peak_source);
       }
       if (d.effective_fwd) s.skipped_fwd = s.skipped_fwd.value_or(0) + d.skipped_fwd.value_or(0);
     }
@@ -324,6 +331,8 @@ struct RequestAcc {
 
   RequestSummary summary(std::int64_t warmup) const {
     RequestSummary out = s;
+    if (dtype) out.dtype = dtype;
+    if (peak_source) out.peak_source = peak_source;
     finish_energy(out.energy);
     finish_readings(out.fields);
     out.warmup = warmup;
@@ -422,6 +431,8 @@ struct TrainAcc {
   int latest_rank = 0;
   double latest_eta = 0;
   TrainSummary s;
+  const char* dtype = nullptr;  // as RequestAcc's
+  const char* peak_source = nullptr;
 
   void add(const TrainWindowRecord& w, const FieldValues& fields) {
     ++windows;
@@ -460,10 +471,10 @@ struct TrainAcc {
         if (t.hfu) hfu.add(*t.hfu, priced);
         s.params = t.params;
         s.trainable = t.trainable;
-        s.dtype = dtype_name(t.dtype);
+        dtype = dtype_name(t.dtype);
         if (t.peak_tflops) {
           s.peak_tflops = *t.peak_tflops / std::max(t.devices, 1);
-          s.peak_source = peak_source_name(t.peak_source);
+          peak_source = peak_source_name(t.peak_source);
         }
         if (t.skipped_fwd) s.skipped_fwd = s.skipped_fwd.value_or(0) + *t.skipped_fwd;
         if (t.effective_fwd) s.effective_fwd = s.effective_fwd.value_or(0) + *t.effective_fwd;
@@ -482,6 +493,8 @@ struct TrainAcc {
   TrainSummary summary(std::vector<std::pair<double, double>> p50_values,
                        std::vector<std::pair<double, double>> p95_values) const {
     TrainSummary out = s;
+    if (dtype) out.dtype = dtype;
+    if (peak_source) out.peak_source = peak_source;
     finish_energy(out.energy);
     finish_readings(out.fields);
     out.windows = windows;
