@@ -8,7 +8,9 @@ times `cat FILES > /dev/null` (the machine's raw read speed, warm cache), the js
 `vxperf report` (parsing on every core, the default), `vxperf report --threads 1` (one thread)
 and the parse-only bound (bench/records_parse_bound.cpp: every line through simdjson's On-Demand
 parser, every value converted, nothing built, one thread), and takes the peak RSS of each from the
-kernel (wait4's ru_maxrss).
+kernel (wait4's ru_maxrss). Each command runs at least three times and, a short one, until its runs
+add up to a second (at most 20), the commands taking turns; the table gives each one's fastest run
+and the ratio of the medians beside that of the fastest.
 
   python3 bench/records_bench.py --vxperf build/vxperf [--work DIR [--reuse]] [--scale 0.1] [--keep]
 
@@ -129,6 +131,8 @@ def run_measured(argv):
                 err.read().decode(errors="replace"))
 
 
+MAX_RUNS = 20
+
 PY_LOOP = """
 import json, sys
 n = 0
@@ -141,21 +145,37 @@ print(n)
 """
 
 
-def measure(files, vxperf, bound, repeats):
+def measure(files, vxperf, bound, repeats, min_time):
+    """Each command at least `repeats` times and, a short one, until its runs add up to
+    `min_time` seconds (at most MAX_RUNS), the commands taking turns; returns the size and, for
+    each, its fastest run and its median run (wall seconds, CPU seconds, peak RSS bytes). A short
+    command's single run is at the mercy of a moment's interference where a long one's averages
+    it out: the same second of runs for each gives the fastest run of either the same footing."""
     size = sum(os.path.getsize(p) for p in files)
-    best = {}
-    for _ in range(repeats):
-        for name, argv in (("cat", ["cat"] + files),
-                           ("python", [sys.executable, "-c", PY_LOOP] + files),
-                           ("vxperf", [vxperf, "report"] + files),
-                           ("vxperf1", [vxperf, "report", "--threads", "1"] + files),
-                           ("bound", [bound] + files)):
+    commands = (("cat", ["cat"] + files),
+                ("python", [sys.executable, "-c", PY_LOOP] + files),
+                ("vxperf", [vxperf, "report"] + files),
+                ("vxperf1", [vxperf, "report", "--threads", "1"] + files),
+                ("bound", [bound] + files))
+    runs = {name: [] for name, _ in commands}
+
+    def pending(name):
+        done = runs[name]
+        return len(done) < repeats or (sum(r[0] for r in done) < min_time and
+                                       len(done) < MAX_RUNS)
+
+    while any(pending(name) for name, _ in commands):
+        for name, argv in commands:
+            if not pending(name):
+                continue
             seconds, cpu, rss, rc, err = run_measured(argv)
             if rc != 0 or err:
                 raise SystemExit("%s exited %d: %s" % (name, rc, err[:2000]))
-            if name not in best or seconds < best[name][0]:
-                best[name] = (seconds, cpu, rss)
-    return size, best
+            runs[name].append((seconds, cpu, rss))
+    best = {name: min(done) for name, done in runs.items()}
+    median = {name: sorted(done)[len(done) // 2] for name, done in runs.items()}
+    count = {name: len(done) for name, done in runs.items()}
+    return size, best, median, count
 
 
 def main():
@@ -163,7 +183,11 @@ def main():
     parser.add_argument("--vxperf", required=True)
     parser.add_argument("--work", default=None, help="folder for the data (default: a temp dir)")
     parser.add_argument("--scale", type=float, default=1.0)
-    parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument("--repeats", type=int, default=3,
+                        help="runs of each command at the least (default 3)")
+    parser.add_argument("--min-time", type=float, default=1.0,
+                        help="a short command runs until its runs add up to this many seconds "
+                             "(default 1, at most %d runs)" % MAX_RUNS)
     parser.add_argument("--json", default=None, help="also write the figures here")
     parser.add_argument("--keep", action="store_true", help="keep the generated data")
     parser.add_argument("--reuse", action="store_true",
@@ -188,14 +212,19 @@ def main():
                 files = sorted(os.path.join(folder, f) for f in os.listdir(folder))
             else:
                 files = generate(work, "set%d" % i, ranks, windows, requests, seed=i)
-            size, best = measure(files, args.vxperf, bound, args.repeats)
+            size, best, median, count = measure(files, args.vxperf, bound, args.repeats,
+                                                args.min_time)
             mb = size / 1e6
             row = {"set": label, "mb": mb}
             for name, (seconds, cpu, rss) in best.items():
                 row[name + "_s"] = seconds
                 row[name + "_cpu_s"] = cpu
                 row[name + "_rss_mb"] = rss / 1e6
+            for name in best:
+                row[name + "_median_s"] = median[name][0]
+                row[name + "_runs"] = count[name]
             row["speedup"] = best["python"][0] / best["vxperf"][0]
+            row["median_speedup"] = median["python"][0] / median["vxperf"][0]
             row["cpu_speedup"] = best["python"][1] / max(best["vxperf"][1], 0.01)
             row["speedup_1"] = best["python"][0] / best["vxperf1"][0]
             row["bound_speedup"] = best["python"][0] / best["bound"][0]
@@ -207,17 +236,22 @@ def main():
         if not args.keep and args.work is None:
             shutil.rmtree(work, ignore_errors=True)
     print("| input | size | cat > /dev/null | json.loads loop | vxperf report | vs Python (wall) |"
-          " vs Python (CPU) | --threads 1 | vs Python | parse-only bound | vs Python |"
+          " medians | vs Python (CPU) | --threads 1 | vs Python | parse-only bound | vs Python |"
           " vxperf peak RSS | Python peak RSS |")
-    print("| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |")
+    print("| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |")
     for r in rows:
         print("| %s | %.0f MB | %.3f s (%.0f MB/s) | %.2f s (CPU %.2f s) | %.3f s (CPU %.2f s, "
-              "%.0f MB/s) | %.1fx | %.1fx | %.3f s | %.1fx | %.3f s | %.1fx | %.1f MB | %.1f MB |"
+              "%.0f MB/s) | %.1fx | %.1fx | %.1fx | %.3f s | %.1fx | %.3f s | %.1fx | %.1f MB |"
+              " %.1f MB |"
               % (r["set"], r["mb"], r["cat_s"], r["mb"] / max(r["cat_s"], 0.01), r["python_s"],
                  r["python_cpu_s"], r["vxperf_s"], r["vxperf_cpu_s"],
-                 r["mb"] / max(r["vxperf_s"], 0.01), r["speedup"], r["cpu_speedup"],
-                 r["vxperf1_s"], r["speedup_1"], r["bound_s"], r["bound_speedup"],
-                 r["vxperf_rss_mb"], r["python_rss_mb"]))
+                 r["mb"] / max(r["vxperf_s"], 0.01), r["speedup"], r["median_speedup"],
+                 r["cpu_speedup"], r["vxperf1_s"], r["speedup_1"], r["bound_s"],
+                 r["bound_speedup"], r["vxperf_rss_mb"], r["python_rss_mb"]))
+    print("runs of each (cat, python, vxperf, --threads 1, bound): " + "; ".join(
+        "%s %s" % (r["set"], ", ".join(str(r[n + "_runs"]) for n in
+                                      ("cat", "python", "vxperf", "vxperf1", "bound")))
+        for r in rows))
     if args.json:
         with open(args.json, "w") as f:
             json.dump(rows, f, indent=1)
