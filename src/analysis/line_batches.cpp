@@ -18,6 +18,20 @@ bool blank(const char* data, std::size_t size) {
   return true;
 }
 
+// The record read into the batch's next slot; the record the slot held from the batch's last use
+// goes back to the reader, its vectors' storage for the next line. Returns the slot.
+template <class Record>
+std::size_t keep(std::vector<Record>& records, std::size_t& count, Record& read,
+                 std::size_t room) {
+  if (count < records.size()) {
+    std::swap(records[count], read);
+  } else {
+    if (records.empty()) records.reserve(room);
+    records.push_back(std::move(read));
+  }
+  return count++;
+}
+
 std::string as_text(const RecordLineReader& reader, RecordLineReader::Got got) {
   return got == RecordLineReader::Got::kRequest  ? to_json_line(reader.request())
          : got == RecordLineReader::Got::kWindow ? to_json_line(reader.window())
@@ -62,14 +76,10 @@ void LineBatch::parse(RecordLineReader& reader) {
       }
       switch (line.got) {
         case Got::kRequest:
-          if (requests.empty()) requests.reserve(room);
-          line.index = requests.size();
-          requests.push_back(std::move(reader.request()));
+          line.index = keep(requests, request_count, reader.request(), room);
           break;
         case Got::kWindow:
-          if (windows.empty()) windows.reserve(room);
-          line.index = windows.size();
-          windows.push_back(std::move(reader.window()));
+          line.index = keep(windows, window_count, reader.window(), room);
           break;
         case Got::kWrong:
           line.index = problems.size();
@@ -92,8 +102,7 @@ void LineBatch::reuse() {
   ends_complete = true;
   lines.clear();
   line_count = 0;
-  requests.clear();
-  windows.clear();
+  request_count = window_count = 0;  // the records stay, to be handed back to a reader
   problems.clear();
   error = nullptr;
   disagreed_at = 0;

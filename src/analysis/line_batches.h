@@ -41,8 +41,11 @@ struct LineBatch {
   };
   std::vector<Line> lines;      // the lines that are not blank
   std::int64_t line_count = 0;  // every line, blank ones too
+  // The records read, the first request_count and window_count of each (those after them are
+  // a last use's, kept for their storage).
   std::vector<RequestRecord> requests;
   std::vector<TrainWindowRecord> windows;
+  std::size_t request_count = 0, window_count = 0;
   std::vector<std::string> problems;  // kWrong's message; kNotJson's is the reader's own
   std::exception_ptr error;           // std::bad_alloc while parsing
   // check_fast_path: the first line whose two readings differ (its number in the batch), and how.

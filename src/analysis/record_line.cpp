@@ -14,6 +14,26 @@ using internal::DomObject;
 using internal::FieldError;
 using internal::FieldReader;
 
+namespace {
+
+// A record emptied for the next line: a default one but for its vector's storage, kept (the
+// batches hand the reader back the records they held, so that a line's read allocates nothing
+// for its stages or phases).
+void reset(RequestRecord& r) {
+  auto stages = std::move(r.stages);
+  stages.clear();
+  r = RequestRecord{};
+  r.stages = std::move(stages);
+}
+void reset(TrainWindowRecord& w) {
+  auto phases = std::move(w.phases_s);
+  phases.clear();
+  w = TrainWindowRecord{};
+  w.phases_s = std::move(phases);
+}
+
+}  // namespace
+
 struct RecordLineReader::Parsers {
   simdjson::ondemand::parser fast;
   simdjson::dom::parser dom;
@@ -48,11 +68,11 @@ RecordLineReader::Got RecordLineReader::read_fast(const char* data, std::size_t 
     FieldReader<OnDemandObject> reader(object);
     Got got = Got::kWrong;
     if (kind == "request") {
-      request_ = RequestRecord{};
+      reset(request_);
       describe(reader, request_);
       got = Got::kRequest;
     } else if (kind == "train_window") {
-      window_ = TrainWindowRecord{};
+      reset(window_);
       describe(reader, window_);
       got = Got::kWindow;
     } else {
@@ -85,12 +105,12 @@ RecordLineReader::Got RecordLineReader::read_dom(const char* data, std::size_t s
     DomObject object(o);
     FieldReader<DomObject> reader(object);
     if (k == "request") {
-      request_ = RequestRecord{};
+      reset(request_);
       describe(reader, request_);
       return Got::kRequest;
     }
     if (k == "train_window") {
-      window_ = TrainWindowRecord{};
+      reset(window_);
       describe(reader, window_);
       return Got::kWindow;
     }
