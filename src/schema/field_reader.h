@@ -310,3 +310,5 @@ class FieldReader {
 };
 
 }  // namespace vxperf::internal
+
+#undef VXPERF_RULE
