@@ -56,7 +56,7 @@ double weighted_percentile(std::vector<std::pair<double, double>> values, double
     // The median of the first, middle and last values: a sorted or reversed range splits evenly.
     double a = first->first, b = first[(last - first) / 2].first, c = (last - 1)->first;
     double pivot = std::max(std::min(a, b), std::min(std::max(a, b), c));
-    // [first, low) below the pivot, [low, it) equal to it, (high, last) above it.
+    // [first, low) below the pivot, [low, it) equal to it, [high, last) above it.
     auto low = first, it = first, high = last;
     double below = 0, equal = 0;
     while (it != high) {
