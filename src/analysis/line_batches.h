@@ -54,7 +54,8 @@ struct LineBatch {
 
   // Parses every line with `reader` (what a worker runs; the calling thread runs it without any).
   void parse(RecordLineReader& reader);
-  // Emptied for the next lines, its buffers kept (the text at its size, the vectors' capacity).
+  // Emptied for the next lines, its buffers kept (the text at its size, the vectors' capacity, the
+  // records themselves for the reader to read the next lines into).
   void reuse();
 };
 

@@ -184,7 +184,7 @@ class OnDemandObject {
   // simdjson's own conversion, the one get_double ends in, so the double is the same; false
   // (another form, or a number that conversion leaves to its slow path) leaves it to get_double.
   static bool plain_number(std::string_view token, double& out) {
-    namespace parsing = simdjson::SIMDJSON_BUILTIN_IMPLEMENTATION::numberparsing;
+    namespace impl = simdjson::SIMDJSON_BUILTIN_IMPLEMENTATION;
     const auto* p = reinterpret_cast<const std::uint8_t*>(token.data());
     const std::uint8_t* end = p + token.size();
     bool negative = p != end && *p == '-';
@@ -193,8 +193,8 @@ class OnDemandObject {
     std::uint64_t i = 0;
     auto is_digit = [](std::uint8_t c) { return static_cast<std::uint8_t>(c - '0') <= 9; };
     auto digits = [&] {
-      for (; end - p >= 8 && parsing::is_made_of_eight_digits_fast(p); p += 8) {
-        i = i * 100000000 + simdjson::SIMDJSON_BUILTIN_IMPLEMENTATION::parse_eight_digits_unrolled(p);
+      for (; end - p >= 8 && impl::numberparsing::is_made_of_eight_digits_fast(p); p += 8) {
+        i = i * 100000000 + impl::parse_eight_digits_unrolled(p);
       }
       for (; p != end && is_digit(*p); ++p) i = i * 10 + (*p - '0');
     };
@@ -218,7 +218,7 @@ class OnDemandObject {
       out = 0.0;  // "-0" is the integer 0 to the DOM parser: no sign
       return true;
     }
-    return parsing::compute_float_64(exponent, i, negative, out);
+    return impl::numberparsing::compute_float_64(exponent, i, negative, out);
   }
   static simdjson::ondemand::json_type type_of(Value& v) {
     simdjson::ondemand::json_type type;

@@ -3,11 +3,11 @@
 //
 // A regular file is cut into parts that the worker parsing each reads itself; other input (a pipe)
 // is cut into batches from a fixed buffer on the calling thread (grown only for a longer line). The
-// batches come back in input order. Each line is read by the
-// tables' one reading walk (schema/field_reader.h) over simdjson's On-Demand API, taking the fields
-// in the order the writer wrote them (analysis/ondemand_object.h); a line that path gives up on
-// (out of order, unknown fields, malformed) is read again over simdjson's DOM (schema/json_dom.h),
-// which gives the record or the message. A record is handed to the handler and forgotten.
+// batches come back in input order. Each line is read by the tables' one reading walk
+// (schema/field_reader.h) over simdjson's On-Demand API, taking the fields in the order the writer
+// wrote them (analysis/ondemand_object.h); a line that path gives up on (out of order, unknown
+// fields, malformed) is read again over simdjson's DOM (schema/json_dom.h), which gives the record
+// or the message. A record is handed to the handler and forgotten.
 #include "vxperf/records_reader.h"
 
 #include <fcntl.h>
@@ -379,7 +379,9 @@ void read_parts(const std::shared_ptr<const int>& file, off_t size, const std::s
     for (off_t begin = 0; begin < size; begin += static_cast<off_t>(kChunk)) {
       off_t end = std::min(size, begin + static_cast<off_t>(kChunk));
       LineBatch batch = reading.fresh();
-      batch.fill = [file, name, begin, end](LineBatch& b) { read_part(b, *file, name, begin, end); };
+      batch.fill = [file, name, begin, end](LineBatch& b) {
+        read_part(b, *file, name, begin, end);
+      };
       reading.give(std::move(batch));
     }
   } catch (const std::bad_alloc&) {

@@ -169,7 +169,9 @@ std::string format_report(const Report& report) {
                        : ""));
     line(strprintf("  e2e      p50 %.3fs  p95 %.3fs  max %.3fs  mean %.3fs", r->e2e_p50_s,
                    r->e2e_p95_s, r->e2e_max_s, r->e2e_mean_s));
-    if (r->requests_per_hour) line(strprintf("  rate     %.1f requests/hour", *r->requests_per_hour));
+    if (r->requests_per_hour) {
+      line(strprintf("  rate     %.1f requests/hour", *r->requests_per_hour));
+    }
     if (r->layout) {
       line(layout_line(*r->layout, true) +
            (r->shared_records > 0

@@ -97,7 +97,9 @@ class FieldReader {
     Value v;
     value = o_.find(key, v) ? std::optional<double>(Obj::number(v, key)) : std::nullopt;
   }
-  VXPERF_RULE void optional(const char* key, std::optional<double>& value) { nullable(key, value); }
+  VXPERF_RULE void optional(const char* key, std::optional<double>& value) {
+    nullable(key, value);
+  }
   // Absent: empty (what a reading into a kept struct relies on: replay's device readings).
   template <class T>
   VXPERF_RULE void optional_count(const char* key, std::optional<T>& value) {
@@ -119,7 +121,9 @@ class FieldReader {
     strings_of(v, read, what);
     values = std::move(read);
   }
-  VXPERF_RULE void unless(const char* key, double& value, double fallback) { number(key, value, fallback); }
+  VXPERF_RULE void unless(const char* key, double& value, double fallback) {
+    number(key, value, fallback);
+  }
   VXPERF_RULE void flag(const char* key, bool& value) { boolean(key, value, false); }
   // Absent: kept; present: a density in (0, 1].
   void density(const char* key, double& value) {

@@ -159,16 +159,18 @@ void describe(Io& io, R& d) {
   io.small_int("devices", d.devices, 1);
   io.number("flops_per_fwd", d.flops_per_fwd, 0.0);
   io.number(attn_share(), d.attn_share, 0.0);
-  io.number(show("tflops").gauge("vxperf_dit_tflops",
-                                 "Achieved transformer TFLOPS of the last request that ran the DiT.",
-                                 SeriesLabels::kRank),
-            d.tflops, 0.0);
+  io.number(
+      show("tflops").gauge("vxperf_dit_tflops",
+                           "Achieved transformer TFLOPS of the last request that ran the DiT.",
+                           SeriesLabels::kRank),
+      d.tflops, 0.0);
   io.nullable("peak_tflops", d.peak_tflops);
-  io.nullable(show("mfu").gauge("vxperf_dit_mfu",
-                                "Transformer model FLOPs utilization (fraction of peak) of the last "
-                                "request that ran the DiT.",
-                                SeriesLabels::kRank),
-              d.mfu);
+  io.nullable(
+      show("mfu").gauge("vxperf_dit_mfu",
+                        "Transformer model FLOPs utilization (fraction of peak) of the last "
+                        "request that ran the DiT.",
+                        SeriesLabels::kRank),
+      d.mfu);
   describe_efficiency_basis(io, d);
 }
 
@@ -228,11 +230,12 @@ void describe(Io& io, R& r) {
 
 template <class Io, class R, Same<R, TrainThroughput> = 0>
 void describe(Io& io, R& t) {
-  io.number(show("samples_per_s")
-                .tracked()
-                .gauge("vxperf_train_samples_per_second",
-                       "Training samples per second of this rank, last window.", SeriesLabels::kRank),
-            t.samples_per_s, 0.0);
+  io.number(
+      show("samples_per_s")
+          .tracked()
+          .gauge("vxperf_train_samples_per_second",
+                 "Training samples per second of this rank, last window.", SeriesLabels::kRank),
+      t.samples_per_s, 0.0);
   io.number("samples", t.samples, 0.0);
   io.number("wall_s", t.wall_s, 0.0);
   io.small_int("dp", t.dp, 1);

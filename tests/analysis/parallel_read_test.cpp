@@ -154,8 +154,9 @@ TEST_F(ParallelRead, AFileReadInPartsReadsAsAStream) {
     EXPECT_EQ(read({path}, 1), stream.seen);
     EXPECT_EQ(read({path}, 3), stream.seen);
   }
-  EXPECT_EQ(read({dir_ + "/parts.jsonl"}, 3).back().rfind(dir_ + "/parts.jsonl:902: torn last line", 9),
-            9u);
+  EXPECT_EQ(
+      read({dir_ + "/parts.jsonl"}, 3).back().rfind(dir_ + "/parts.jsonl:902: torn last line", 9),
+      9u);
 }
 
 // Each line the fast path takes, read again the general way on the worker that parsed it.
