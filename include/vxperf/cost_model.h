@@ -31,6 +31,10 @@ double linear_flops(double params, double tokens);
 // length.
 double attention_flops(const std::optional<AttentionWidths>& widths, double tokens,
                        double text_tokens, double density = 1.0);
+// attention_flops summed over samples of different lengths: `tokens` is the sum of their lengths
+// and `tokens_squared` the sum of their squares (each weighted by how many samples had it).
+double attention_flops_over(const std::optional<AttentionWidths>& widths, double tokens,
+                            double tokens_squared, double text_tokens, double density = 1.0);
 // Both terms: one forward over one sample.
 double forward_flops(double params, const std::optional<AttentionWidths>& widths, double tokens,
                      double text_tokens, double density = 1.0);

@@ -25,6 +25,7 @@
 #include "vxperf/cost_model.h"
 #include "vxperf/device.h"
 #include "vxperf/internal/request.h"
+#include "vxperf/model.h"
 #include "vxperf/stages.h"
 
 namespace vxperf {
@@ -88,7 +89,9 @@ struct StageMark {
   EventId e0 = kNoEvent;
   void* stream = nullptr;
   double t0 = 0;
-  double fraction = -1;  // of a full forward, when the caller said (set_fraction); <0: not said
+  double fraction = -1;     // of a full forward, when the caller said (set_fraction); <0: not said
+  std::int64_t tokens = 0;  // per sample, as the call opened with them; 0: unknown
+  std::int64_t batch = 1;
 };
 
 // ---- skipped and partial forwards ---------------------------------------------------------------
@@ -107,6 +110,13 @@ struct StageMark {
 void note_forward_fraction(StageId stage, double fraction) noexcept;
 inline void note_forward_skipped(StageId stage) noexcept { note_forward_fraction(stage, 0.0); }
 
+// Marks the call of `stage` open on this thread (else the last one closed in this request) with
+// what its blocks computed (ForwardWork, vxperf/model.h): the tokens and rows replace those the call opened with (a guess from
+// the model's input), so each call is priced at its own length; the share applies unless the
+// call's scope or note_forward_fraction said one (a caller knows better than what it sees).
+// Outside a request, inside a training micro-step, it marks the trained model's forward open now.
+void note_forward_work(StageId stage, const ForwardWork& work) noexcept;
+
 // The dtype the matmuls of a call ran in, as a front end reads it at the call (the autocast state
 // in effect, else the parameters' dtype). Marks the call of `stage` open on this thread (else the
 // last one closed in this request): the request's calls of that stage are priced against the peak
@@ -118,8 +128,8 @@ void note_compute_dtype(StageId stage, Dtype dtype) noexcept;
 class StageScope {
  public:
   // Times one call of `stage` inside the thread's open request. For a transformer stage, `tokens`
-  // (latent tokens per sample) and `batch` (samples per call; 2 under CFG batching) of its first
-  // call price it; 0 tokens means unknown.
+  // (latent tokens per sample) and `batch` (samples per call; 2 under CFG batching) price the
+  // call; 0 tokens means unknown (the call is priced at the stage's first known count).
   explicit StageScope(StageId stage, std::int64_t tokens = 0, std::int64_t batch = 1,
                       void* stream = nullptr) noexcept {
     if (internal::current_request != nullptr)

@@ -23,4 +23,14 @@ struct ModelInfo {
   double attn_density = 1.0;
 };
 
+// What one priced call's blocks computed, as a front end read it from the blocks' own inputs while
+// they ran (the Python package does, for every transformer whose blocks it can see): the call's
+// tokens per sample and rows, and the share of a full forward at those that its blocks ran (0: no
+// block ran, a cache hit; 0.5: every block on half the rows, a skipped guidance branch).
+struct ForwardWork {
+  std::int64_t tokens = 0;  // per sample; 0: not read (the call keeps what it opened with)
+  std::int64_t batch = 0;   // rows; 0: not read
+  double fraction = -1;     // <0: not read
+};
+
 }  // namespace vxperf

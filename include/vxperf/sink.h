@@ -56,6 +56,14 @@ struct StepCounts {
   double effective_samples = 0;
   double effective_fwd = 0;
   std::int64_t skipped_fwd = 0;
+  // Forwards of different lengths (micro-steps of different buckets) are each priced at their
+  // own: the samples' summed tokens, and the work's (effective samples times tokens, and times
+  // tokens squared, for the quadratic attention term). `mixed_tokens`: a forward's length
+  // differed from the first's; `tokens` alone prices the step otherwise.
+  bool mixed_tokens = false;
+  double sample_tokens = 0;
+  double work_tokens = 0;
+  double work_tokens_sq = 0;
   // The dtype its forwards' matmuls ran in, when a front end read it (autocast); nullopt: the
   // trained model's.
   std::optional<Dtype> dtype;

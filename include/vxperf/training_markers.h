@@ -35,6 +35,9 @@ void end_optimizer_step(const TrainMark& mark, const void* optimizer, bool synce
 // As note_forward_fraction and note_compute_dtype (vxperf/inference.h) outside a request, for a
 // given trainer: its forward open now, else its current step's last one.
 void note_forward_fraction(Trainer& t, double fraction) noexcept;
+// As note_forward_work (vxperf/inference.h), for the forward open now only: its tokens and samples
+// replace those the call ends with.
+void note_forward_work(Trainer& t, const ForwardWork& work) noexcept;
 void note_compute_dtype(Trainer& t, Dtype dtype) noexcept;
 
 }  // namespace vxperf

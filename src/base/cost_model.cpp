@@ -76,6 +76,17 @@ double attention_flops(const std::optional<AttentionWidths>& widths, double toke
   return total;
 }
 
+double attention_flops_over(const std::optional<AttentionWidths>& widths, double tokens,
+                            double tokens_squared, double text_tokens, double density) {
+  if (!widths || widths->self == 0) return 0.0;
+  double total = kCoreAttentionFactor * tokens_squared * static_cast<double>(widths->self);
+  if (density != 1.0) total *= density;
+  if (text_tokens != 0.0) {
+    total += kCoreAttentionFactor * tokens * text_tokens * static_cast<double>(widths->cross);
+  }
+  return total;
+}
+
 double forward_flops(double params, const std::optional<AttentionWidths>& widths, double tokens,
                      double text_tokens, double density) {
   return linear_flops(params, tokens) + attention_flops(widths, tokens, text_tokens, density);

@@ -52,6 +52,14 @@ void note_forward_fraction(StageId stage, double fraction) noexcept {
   }
 }
 
+void note_forward_work(StageId stage, const ForwardWork& work) noexcept {
+  if (internal::Request* r = internal::current_request) {
+    r->note_work(stage.value, work);
+  } else if (Trainer* t = internal::active_trainer) {
+    note_forward_work(*t, work);
+  }
+}
+
 void note_compute_dtype(StageId stage, Dtype dtype) noexcept {
   if (internal::Request* r = internal::current_request) {
     r->note_dtype(stage.value, dtype);

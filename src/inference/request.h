@@ -33,6 +33,8 @@ struct Request {
     double t0, t1;
     EventId e0, e1;
     double fraction = 1.0;  // of a full forward it computed: 0 skipped (a cache hit), 1 full
+    std::int64_t tokens = 0;  // per sample, this call's own; 0: the stage's first known
+    std::int64_t batch = 1;
   };
   struct StageState {
     std::string_view name;   // its interned name (stable for the process), once seen
@@ -45,6 +47,7 @@ struct Request {
     std::optional<Dtype> dtype;    // the matmuls' dtype as first said at a call (autocast)
     int open = 0;                  // calls open now (nested calls of one stage are possible)
     double pending_fraction = -1;  // noted for the open call (note_forward_fraction); <0: none
+    ForwardWork pending_work;      // what the open call's blocks computed (note_forward_work)
   };
 
   Requests* owner = nullptr;  // the inference half it was opened by, which settles it
@@ -74,6 +77,8 @@ struct Request {
   bool needs_tokens(std::uint32_t id) const;
   // The fraction of a full forward the call of `id` open now (else the last closed one) computed.
   void note_fraction(std::uint32_t id, double fraction);
+  // What the blocks of the call of `id` open now (else the last closed one) computed.
+  void note_work(std::uint32_t id, const ForwardWork& work);
   // The dtype a call of `id` ran its matmuls in; the first one said for the stage is kept.
   void note_dtype(std::uint32_t id, Dtype dtype);
   void clear();

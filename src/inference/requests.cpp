@@ -167,10 +167,17 @@ void Requests::settle(Request& request, double t_end, bool failed) {
   // Every call resolved to the larger of its host and device time, grouped by stage.
   std::vector<std::vector<double>> values(request.order.size());  // by slot
   std::vector<double> device_ms(request.pairs.size(), -1.0);
-  // Per stage (by slot): the full forwards its calls came to and the calls skipped outright.
-  std::vector<double> effective(request.order.size(), 0.0);
+  // Per stage (by slot): its calls by length and batch, each group's full forwards (the sum of
+  // its calls' fractions), and the calls skipped outright.
+  std::vector<std::vector<CallGroup>> groups(request.order.size());
   std::vector<std::int64_t> skipped(request.order.size(), 0);
   std::vector<bool> partial(request.order.size(), false);
+  // A call that opened without a count takes its stage's first known one (with its batch).
+  std::vector<const Request::Pair*> first_known(request.order.size(), nullptr);
+  for (const auto& p : request.pairs) {
+    std::uint32_t slot = request.stages[p.stage].slot;
+    if (p.tokens > 0 && first_known[slot] == nullptr) first_known[slot] = &p;
+  }
   for (std::size_t i = 0; i < request.pairs.size(); ++i) {
     const auto& p = request.pairs[i];
     Resolved r = resolve_call(backend, p.t0, p.t1, p.e0, p.e1);
@@ -179,9 +186,18 @@ void Requests::settle(Request& request, double t_end, bool failed) {
     if (p.e1 != kNoEvent) backend.release(p.e1);
     std::uint32_t slot = request.stages[p.stage].slot;
     values[slot].push_back(r.ms);
-    effective[slot] += p.fraction;
+    const Request::Pair* shape = p.tokens > 0 ? &p : first_known[slot];
+    std::int64_t tokens = shape != nullptr ? shape->tokens : 0;
+    std::int64_t batch = shape != nullptr ? shape->batch : 1;
+    std::vector<CallGroup>& mine = groups[slot];
+    auto group = std::find_if(mine.begin(), mine.end(), [&](const CallGroup& g) {
+      return g.tokens == tokens && g.batch == batch;
+    });
+    if (group == mine.end()) group = mine.insert(mine.end(), CallGroup{tokens, batch, 0, 0.0});
+    ++group->calls;
+    group->effective += p.fraction;
     if (p.fraction == 0.0) ++skipped[slot];
-    if (p.fraction != 1.0) partial[slot] = true;
+    if (p.fraction != 1.0 || mine.size() > 1) partial[slot] = true;
   }
 
   RequestRecord record;
@@ -227,16 +243,16 @@ void Requests::settle(Request& request, double t_end, bool failed) {
     auto summary = std::find_if(record.stages.begin(), record.stages.end(),
                                 [&](const StageSummary& s) { return s.name == m.stage; });
     if (id < request.stages.size() && summary != record.stages.end()) {
+      std::uint32_t slot = request.stages[id].slot;
       p.called = true;
-      p.tokens = request.stages[id].tokens;
-      p.batch = request.stages[id].batch;
+      p.tokens = first_known[slot] != nullptr ? first_known[slot]->tokens : 0;
+      p.batch = first_known[slot] != nullptr ? first_known[slot]->batch : 1;
       // What autocast ran the calls in beats what the parameters are stored in.
       if (request.stages[id].dtype) p.dtype = request.stages[id].dtype;
       p.calls = summary->count;
       p.total_ms = summary->total_ms;
-      std::uint32_t slot = request.stages[id].slot;
       if (partial[slot]) {
-        p.effective_calls = effective[slot];
+        p.groups = groups[slot];
         p.skipped_calls = skipped[slot];
       }
     }
@@ -280,8 +296,10 @@ void Requests::settle(Request& request, double t_end, bool failed) {
       call.t0 = p.t0;
       call.t1 = p.t1;
       if (device_ms[i] >= 0) call.device_ms = device_ms[i];
-      call.tokens = st.tokens;
-      call.batch = st.batch;
+      // Each call's own count, as it was priced (a replay prices it the same).
+      const Request::Pair* shape = p.tokens > 0 ? &p : first_known[st.slot];
+      call.tokens = shape != nullptr ? shape->tokens : 0;
+      call.batch = shape != nullptr ? shape->batch : 1;
       call.dtype = st.dtype;
       call.fraction = p.fraction;
       settled.calls.push_back(call);

@@ -138,6 +138,31 @@ void Request::note_fraction(std::uint32_t id, double fraction) {
   }
 }
 
+void Request::note_work(std::uint32_t id, const ForwardWork& work) {
+  ForwardWork said = work;
+  if (!(said.fraction >= 0.0)) said.fraction = -1;  // NaN: nothing said
+  if (said.fraction > 1.0) said.fraction = 1.0;
+  if (id < stages.size() && stages[id].open > 0) {
+    StageState& st = stages[id];
+    st.pending_work = said;
+    // A count read from the blocks: no later call needs to guess one.
+    if (st.priced && st.tokens == 0 && said.tokens > 0) {
+      st.tokens = said.tokens;
+      st.batch = said.batch > 0 ? said.batch : st.batch;
+    }
+    return;
+  }
+  // The call has closed already: its fraction is replaced only where nobody said one.
+  for (auto it = pairs.rbegin(); it != pairs.rend(); ++it) {
+    if (it->stage == id) {
+      if (said.tokens > 0) it->tokens = said.tokens;
+      if (said.batch > 0) it->batch = said.batch;
+      if (said.fraction >= 0 && it->fraction == 1.0) it->fraction = said.fraction;
+      return;
+    }
+  }
+}
+
 void Request::note_dtype(std::uint32_t id, Dtype dtype) {
   if (id >= stages.size() || !stages[id].seen) return;  // no call of it in this request
   if (!stages[id].dtype) stages[id].dtype = dtype;

@@ -31,6 +31,8 @@ StageMark open_stage(StageId stage, std::int64_t tokens, std::int64_t batch,
     m.request = r;
     m.request_index = r->index;
     m.stage = stage.value;
+    m.tokens = tokens > 0 ? tokens : 0;
+    m.batch = batch > 0 ? batch : 1;
     m.stream = stream != nullptr ? stream : r->stream;
     r->note_stage(m.stage, tokens, batch);
     ++r->stages[m.stage].open;
@@ -55,12 +57,19 @@ void close_stage(const StageMark& m) noexcept {
     EventId e1 = r->device_events ? r->backend->record(r->device, m.stream) : kNoEvent;
     double t1 = r->clock->now_s();
     Request::StageState& st = r->stages[m.stage];
-    // What the scope said, else what a hook inside the call noted, else a full forward.
+    // What the scope said, else what a hook inside the call noted, else what its blocks were
+    // seen to compute, else a full forward.
+    const ForwardWork& work = st.pending_work;
     double fraction = m.fraction >= 0 ? m.fraction : st.pending_fraction;
+    if (fraction < 0) fraction = work.fraction;
     if (fraction < 0) fraction = 1.0;
+    Request::Pair pair{m.stage, m.t0, t1, m.e0, e1, fraction};
+    pair.tokens = work.tokens > 0 ? work.tokens : m.tokens;
+    pair.batch = work.batch > 0 ? work.batch : m.batch;
     st.pending_fraction = -1;
+    st.pending_work = ForwardWork{};
     if (st.open > 0) --st.open;
-    r->pairs.push_back(Request::Pair{m.stage, m.t0, t1, m.e0, e1, fraction});
+    r->pairs.push_back(pair);
     if (r->observers != nullptr) {
       Span span = stage_span(*r, m.stage);
       span.t0 = m.t0;
@@ -101,6 +110,7 @@ void drop_stage(const StageMark& mark) noexcept {
   internal::Request::StageState& st = mark.request->stages[mark.stage];
   if (st.open > 0) --st.open;
   st.pending_fraction = -1;
+  st.pending_work = ForwardWork{};
   if (mark.e0 != kNoEvent) mark.request->backend->release(mark.e0);
 }
 

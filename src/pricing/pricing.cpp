@@ -59,22 +59,28 @@ std::optional<DitThroughput> price_request(const std::vector<PricedStage>& stage
     if (s.params == 0) continue;  // a model with no parameters prices nothing
     params_sum += s.params;
     if (!s.called || s.tokens == 0) continue;
-    double tokens = static_cast<double>(s.tokens);
-    double attention =
-        attention_flops(s.attention, tokens, static_cast<double>(s.text_tokens), s.attn_density);
-    double per_forward = linear_flops(static_cast<double>(s.params), tokens) + attention;
-    double count = static_cast<double>(s.calls);
-    // Equal to the count, bit for bit, when no call was cut short.
-    double effective = s.effective_calls >= 0 ? s.effective_calls : count;
-    total_flops += per_forward * static_cast<double>(s.batch) * effective;
-    nominal_flops += per_forward * static_cast<double>(s.batch) * count;
-    attn_flops += attention * static_cast<double>(s.batch) * effective;
-    total_ms += s.total_ms;
-    total_count += s.calls;
+    const CallGroup all_full{s.tokens, s.batch, s.calls, static_cast<double>(s.calls)};
+    const CallGroup* first = s.groups.empty() ? &all_full : s.groups.data();
+    const CallGroup* last = first + (s.groups.empty() ? 1 : s.groups.size());
+    for (const CallGroup* g = first; g != last; ++g) {
+      double tokens = static_cast<double>(g->tokens);
+      double attention =
+          attention_flops(s.attention, tokens, static_cast<double>(s.text_tokens), s.attn_density);
+      double per_forward = linear_flops(static_cast<double>(s.params), tokens) + attention;
+      double count = static_cast<double>(g->calls);
+      // Equal to the count, bit for bit, when no call was cut short.
+      double effective = g->effective;
+      total_flops += per_forward * static_cast<double>(g->batch) * effective;
+      nominal_flops += per_forward * static_cast<double>(g->batch) * count;
+      attn_flops += attention * static_cast<double>(g->batch) * effective;
+      partial = partial || effective != count;
+      effective_sum += effective;
+    }
+    // What the record says of the stage: its first call's length and rows, as the reference's.
     max_tokens = std::max(max_tokens, s.tokens);
     max_batch = std::max(max_batch, s.batch);
-    partial = partial || effective != count;
-    effective_sum += effective;
+    total_ms += s.total_ms;
+    total_count += s.calls;
     skipped += s.skipped_calls;
     if (!model_dtype) model_dtype = s.dtype;
     if (density == 1.0 && s.attention) density = s.attn_density;
@@ -109,12 +115,14 @@ void price_window(const std::vector<const StepRecord*>& steps, const ModelInfo& 
   // A step that captured no token count contributes neither work nor time.
   std::vector<const StepRecord*> priced;
   std::vector<double> priced_totals;
-  std::vector<double> priced_tokens;
+  std::vector<double> priced_tokens;  // per sample, each step's mean over its forwards
   for (const StepRecord* s : steps) {
     if (s->tokens.value_or(0) != 0 && s->samples != 0) {
       priced.push_back(s);
       priced_totals.push_back(s->total_s);
-      priced_tokens.push_back(static_cast<double>(*s->tokens));
+      priced_tokens.push_back(s->mixed_tokens
+                                  ? s->sample_tokens / static_cast<double>(s->samples)
+                                  : static_cast<double>(*s->tokens));
     }
   }
   double priced_s = plain_sum(priced_totals);
@@ -134,10 +142,18 @@ void price_window(const std::vector<const StepRecord*>& steps, const ModelInfo& 
     // step whose forwards were all full prices its samples as they are, bit for bit.
     bool cut_short = s->effective_fwd != static_cast<double>(s->fwd_calls);
     double n = cut_short ? s->effective_samples : static_cast<double>(s->samples);
-    linear += linear_flops(static_cast<double>(model.params), tokens) * n;
-    attention += attention_flops(model.attention, tokens, static_cast<double>(model.text_tokens),
-                                 model.attn_density) *
-                 n;
+    if (s->mixed_tokens) {
+      // Forwards of different lengths: each at its own (the sums over their samples).
+      linear += linear_flops(static_cast<double>(model.params), s->work_tokens);
+      attention += attention_flops_over(model.attention, s->work_tokens, s->work_tokens_sq,
+                                        static_cast<double>(model.text_tokens),
+                                        model.attn_density);
+    } else {
+      linear += linear_flops(static_cast<double>(model.params), tokens) * n;
+      attention += attention_flops(model.attention, tokens,
+                                   static_cast<double>(model.text_tokens), model.attn_density) *
+                   n;
+    }
     partial = partial || cut_short;
     effective_fwd += cut_short ? s->effective_fwd : static_cast<double>(s->fwd_calls);
     skipped_fwd += s->skipped_fwd;

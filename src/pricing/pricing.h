@@ -35,18 +35,26 @@ double priced_density(const std::optional<double>& override_density, double decl
 // rest (trainable, checkpointing, dtype) as declared.
 ModelInfo priced_model(const ModelInfo& declared, const Settings& settings);
 
+// Calls of one stage at one length and batch.
+struct CallGroup {
+  std::int64_t tokens = 0;  // per sample
+  std::int64_t batch = 1;
+  std::int64_t calls = 0;
+  double effective = 0;  // the full forwards they came to (the sum of their fractions)
+};
+
 // One declared transformer, as priced (priced_model; its dtype the one its calls ran in when they
 // said), and the calls of its stage in one request.
 struct PricedStage : ModelInfo {
   bool called = false;      // its stage ran in this request
-  std::int64_t tokens = 0;  // per sample, from its first priced call; 0: unknown
+  std::int64_t tokens = 0;  // per sample, of its first call that said; 0: unknown (not priced)
   std::int64_t batch = 1;
   std::int64_t calls = 0;
   double total_ms = 0;
-  // The full forwards its calls came to (the sum of their fractions) and the calls skipped
-  // outright; effective_calls < 0: every call was a full forward.
-  double effective_calls = -1;
-  std::int64_t skipped_calls = 0;
+  std::int64_t skipped_calls = 0;  // calls skipped outright (a fraction of 0)
+  // Its calls by length and batch, each priced at its own; empty: every call a full forward at
+  // `tokens` x `batch`.
+  std::vector<CallGroup> groups;
 };
 
 // The request's "dit" object: FLOPs over the transformer calls' time, as a job rate against the

@@ -276,7 +276,9 @@ class Replayer {
     double t1 = ev.number("t1");
     if (request_ == nullptr) return;  // outside any request: not measured
     std::uint32_t id = vxperf::stage(name).value;
-    request_->note_stage(id, ev.integer("tokens", 0), ev.integer("batch", 1));
+    std::int64_t tokens = ev.integer("tokens", 0);
+    std::int64_t batch = ev.integer("batch", 1);
+    request_->note_stage(id, tokens, batch);
     EventId e0 = kNoEvent;
     EventId e1 = kNoEvent;
     if (auto ms = ev.optional_number("device_ms"); ms && simulated_) {
@@ -284,7 +286,10 @@ class Replayer {
       e1 = simulated_->add_event(*ms);
     }
     if (auto dtype = call_dtype(ev)) request_->note_dtype(id, *dtype);
-    request_->pairs.push_back(Request::Pair{id, t0, t1, e0, e1, fraction(ev)});
+    Request::Pair pair{id, t0, t1, e0, e1, fraction(ev)};
+    pair.tokens = tokens > 0 ? tokens : 0;  // each call priced at its own count, as it was live
+    pair.batch = batch > 0 ? batch : 1;
+    request_->pairs.push_back(pair);
   }
 
   // A pair whose events complete once `ready_after` more steps have closed after its own.

@@ -185,6 +185,10 @@ void note_forward_fraction(Trainer& t, double fraction) noexcept {
   guarded([&] { internal::core_of(t).note_fraction(fraction); });
 }
 
+void note_forward_work(Trainer& t, const ForwardWork& work) noexcept {
+  guarded([&] { internal::core_of(t).note_work(work); });
+}
+
 void note_compute_dtype(Trainer& t, Dtype dtype) noexcept {
   guarded([&] { internal::core_of(t).note_dtype(dtype); });
 }

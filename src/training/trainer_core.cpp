@@ -253,9 +253,16 @@ void TrainerCore::end_model_call(Phase phase, Marker start, Marker end, std::int
   --depth_;
   if (!dtype && depth_ == 0) dtype = pending_dtype_;
   if (depth_ == 0) pending_dtype_.reset();
-  // The scope's own word first, else what a hook inside the call noted.
-  if (fraction == 1.0 && depth_ == 0 && pending_fraction_ >= 0) fraction = pending_fraction_;
-  if (depth_ == 0) pending_fraction_ = -1;
+  // The scope's own word first, else what a hook inside the call noted, else what its blocks
+  // were seen to compute (whose tokens and samples replace the call's).
+  if (depth_ == 0) {
+    if (fraction == 1.0 && pending_fraction_ >= 0) fraction = pending_fraction_;
+    else if (fraction == 1.0 && pending_work_.fraction >= 0) fraction = pending_work_.fraction;
+    if (pending_work_.tokens > 0) tokens = pending_work_.tokens;
+    if (pending_work_.batch > 0) samples = pending_work_.batch;
+    pending_fraction_ = -1;
+    pending_work_ = ForwardWork{};
+  }
   if (!(fraction >= 0.0)) fraction = 1.0;
   if (fraction > 1.0) fraction = 1.0;
   const bool priced = phase == Phase::kForward && tokens > 0;
@@ -263,16 +270,29 @@ void TrainerCore::end_model_call(Phase phase, Marker start, Marker end, std::int
                         priced ? dtype : std::nullopt);
   if (priced) {
     Step& step = current(end.host_s);
-    last_fwd_ = LastForward{step.index, samples, fraction, pair.id};
+    last_fwd_ = LastForward{step.index, samples, tokens, fraction, pair.id};
     if (!step.tokens) step.tokens = tokens;
+    if (tokens != *step.tokens) step.mixed_tokens = true;
     step.samples += samples;
     ++step.fwd_calls;
     // A skipped forward still consumed its samples; only the work it priced shrinks.
-    step.effective_samples += static_cast<double>(samples) * fraction;
+    double effective = static_cast<double>(samples) * fraction;
+    double length = static_cast<double>(tokens);
+    step.effective_samples += effective;
     step.effective_fwd += fraction;
+    step.sample_tokens += static_cast<double>(samples) * length;
+    step.work_tokens += effective * length;
+    step.work_tokens_sq += effective * length * length;
     if (fraction == 0.0) ++step.skipped_fwd;
     if (dtype && !step.dtype) step.dtype = dtype;
   }
+}
+
+void TrainerCore::note_work(const ForwardWork& work) {
+  if (depth_ == 0) return;  // only the forward open now
+  pending_work_ = work;
+  if (!(pending_work_.fraction >= 0.0)) pending_work_.fraction = -1;
+  if (pending_work_.fraction > 1.0) pending_work_.fraction = 1.0;
 }
 
 void TrainerCore::note_dtype(Dtype dtype) {
@@ -300,8 +320,12 @@ void TrainerCore::note_fraction(double fraction) {
   if (!step_ || last_fwd_.step != step_->index) return;
   Step& step = *step_;
   double samples = static_cast<double>(last_fwd_.samples);
-  step.effective_samples += samples * (fraction - last_fwd_.fraction);
+  double length = static_cast<double>(last_fwd_.tokens);
+  double gained = samples * (fraction - last_fwd_.fraction);
+  step.effective_samples += gained;
   step.effective_fwd += fraction - last_fwd_.fraction;
+  step.work_tokens += gained * length;
+  step.work_tokens_sq += gained * length * length;
   if (last_fwd_.fraction == 0.0) --step.skipped_fwd;
   if (fraction == 0.0) ++step.skipped_fwd;
   last_fwd_.fraction = fraction;

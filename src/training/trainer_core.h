@@ -72,6 +72,8 @@ class TrainerCore {
   // The forward open now (else the last one of the current step) computed `fraction` of the
   // model; ModelCall::set_fraction says the same from the call's own scope.
   void note_fraction(double fraction);
+  // What the blocks of the forward open now computed (its tokens, samples and share).
+  void note_work(const ForwardWork& work);
   // The forward open now (else the last one of the current step) ran its matmuls in `dtype`.
   void note_dtype(Dtype dtype);
   void begin_backward(double start_s);
@@ -161,11 +163,13 @@ class TrainerCore {
   bool finished_ = false;
   bool in_use_ = false;
   double pending_fraction_ = -1;        // noted inside the open model call; <0: none
+  ForwardWork pending_work_;            // what the open model call's blocks computed
   std::optional<Dtype> pending_dtype_;  // noted inside the open model call
   // The last forward of the current step, for a fraction noted after it closed.
   struct LastForward {
     std::int64_t step = -1;
     std::int64_t samples = 0;
+    std::int64_t tokens = 0;
     double fraction = 1.0;
     std::uint64_t id = 0;
   } last_fwd_;

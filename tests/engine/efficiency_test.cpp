@@ -240,6 +240,115 @@ TEST(Training, PartialForwardsPriceTheirFraction) {
   EXPECT_DOUBLE_EQ(tp["flops_per_step"].get<double>(), flops / 2);
 }
 
+// ---- what the blocks ran, and each call at its own length ---------------------------------------
+
+TEST(ForwardWork, ReplacesTheCallsCountButNotWhatTheCallerSaid) {
+  TestEngine t;
+  t.engine->declare_model("transformer", small_model());
+  {
+    RequestScope request(*t.engine);
+    {
+      // Opened with a guess (2 rows of 4 * kTokens); its blocks ran kTokens on 1 of 2 rows.
+      StageScope s(kTransformer, 4 * kTokens, 2);
+      note_forward_work(kTransformer, ForwardWork{kTokens, 2, 0.5});
+      t.clock->advance(0.1);
+    }
+    {
+      // No block ran (a cached residual), and nothing else was read.
+      StageScope s(kTransformer);
+      note_forward_work(kTransformer, ForwardWork{0, 2, 0.0});
+      t.clock->advance(0.1);
+    }
+    {
+      // The caller's own word wins over what was seen.
+      StageScope s(kTransformer);
+      s.set_fraction(1.0);
+      note_forward_work(kTransformer, ForwardWork{kTokens, 2, 0.25});
+      t.clock->advance(0.1);
+    }
+  }
+  Json r = Json::parse(t.output->records().back());
+  const Json& dit = r["dit"];
+  EXPECT_EQ(dit["tokens"], kTokens);  // the blocks', not the guess
+  EXPECT_EQ(dit["batch"], 2);
+  EXPECT_EQ(dit["effective_fwd"], 1.5);
+  EXPECT_EQ(dit["skipped_fwd"], 1);
+  double seconds = r["stages"]["transformer"]["total_ms"].get<double>() / 1000.0;
+  EXPECT_DOUBLE_EQ(dit["tflops"].get<double>(),
+                   full_forward(small_model()) * 2 * 1.5 / seconds / 1e12);
+}
+
+TEST(ForwardWork, MicroStepsOfDifferentLengthsArePricedEachAtItsOwn) {
+  TestEngine t({{"VIDEOX_PERF", "1"}, {"VIDEOX_PERF_EVERY", "1"}});
+  Trainer& trainer = t.engine->trainer();
+  ModelInfo model = small_model();
+  trainer.register_model(model);
+  int opt = 0;
+  // One step of two micro-steps: 2 samples of kTokens, then 1 sample of 2 * kTokens whose forward
+  // said its length through what its blocks ran (the call opened with a guess of 3 * kTokens).
+  for (int micro = 0; micro < 2; ++micro) {
+    MicroStep m(&trainer);
+    {
+      ModelCall fwd(Phase::kForward, micro == 0 ? kTokens : 3 * kTokens, micro == 0 ? 2 : 1,
+                    &trainer);
+      if (micro == 1) note_forward_work(kTransformer, ForwardWork{2 * kTokens, 1, -1});
+      t.clock->advance(0.5);
+    }
+    OptimizerStep s(&opt, micro == 1, &trainer);
+    t.clock->advance(0.5);
+  }
+  trainer.finish();
+  Json r = Json::parse(t.output->records().back());
+  const Json& tp = r["throughput"];
+  auto per_sample = [&](double tokens) {
+    return forward_flops(double(model.params), model.attention, tokens, double(model.text_tokens));
+  };
+  double work = 3.0 * (per_sample(kTokens) * 2 + per_sample(2 * kTokens));
+  EXPECT_DOUBLE_EQ(tp["flops_per_step"].get<double>(), work);
+  EXPECT_DOUBLE_EQ(tp["tokens"].get<double>(), (2.0 * kTokens + 2.0 * kTokens) / 3.0);
+  EXPECT_DOUBLE_EQ(tp["attn_share"].get<double>(),
+                   (per_sample(kTokens) * 2 + per_sample(2 * kTokens) -
+                    2.0 * double(model.params) * 4 * kTokens) /
+                       (work / 3.0));
+  EXPECT_FALSE(tp.contains("effective_fwd"));  // every forward was full
+}
+
+TEST(ForwardWork, ReplaysTheSameFromALiveTrace) {
+  std::string path = temp_dir("work-trace") + "/trace.jsonl";
+  TestEngine t({{"VIDEOX_PERF", "1"}, {"VIDEOX_PERF_TRACE", path}, {"VIDEOX_PERF_EVERY", "1"}});
+  ModelInfo model = small_model();
+  t.engine->declare_model("transformer", model);
+  {
+    RequestScope request(*t.engine, RequestOptions{0, nullptr});
+    for (std::int64_t tokens : {kTokens, 2 * kTokens, kTokens}) {
+      StageScope s(kTransformer, 5 * kTokens, 2);
+      note_forward_work(kTransformer, ForwardWork{tokens, 2, tokens == kTokens ? 1.0 : 0.5});
+      t.clock->advance(0.1);
+    }
+  }
+  Trainer& trainer = t.engine->trainer();
+  trainer.set_device(0);
+  trainer.register_model(model);
+  int opt = 0;
+  for (int micro = 0; micro < 2; ++micro) {
+    MicroStep m(&trainer);
+    {
+      ModelCall fwd(Phase::kForward, kTokens, 1, &trainer);
+      note_forward_work(kTransformer, ForwardWork{micro == 0 ? kTokens : 3 * kTokens, 1, 1.0});
+      t.clock->advance(0.5);
+    }
+    OptimizerStep s(&opt, micro == 1, &trainer);
+    t.clock->advance(0.1);
+  }
+  t.engine->shutdown();
+  ASSERT_EQ(t.output->records().size(), 2u);
+  testing::expect_replay_reproduces(*t.output, path);
+  Json request = Json::parse(t.output->records()[0]);
+  EXPECT_EQ(request["dit"]["effective_fwd"], 2.5);
+  Json window = Json::parse(t.output->records()[1]);
+  EXPECT_DOUBLE_EQ(window["throughput"]["tokens"].get<double>(), 2.0 * kTokens);
+}
+
 // ---- the cache ------------------------------------------------------------------------------
 
 TEST(PeakCache, PathFollowsXdgThenHome) {

@@ -172,6 +172,16 @@ TEST(Inference, FirstTokenCountIsKept) {
   Json r = Json::parse(t.output->records()[0]);
   EXPECT_EQ(r["dit"]["tokens"], 1560);
   EXPECT_EQ(r["dit"]["batch"], 2);
+  // The record names the first call's count; each call is priced at its own (the first, which
+  // said none, at the stage's first known).
+  const ModelInfo wan = testing::wan_1_3b();
+  auto flops = [&](double tokens) {
+    return forward_flops(static_cast<double>(wan.params), wan.attention, tokens,
+                         static_cast<double>(wan.text_tokens), wan.attn_density);
+  };
+  const double work = flops(1560) * 2 * 2 + flops(9999) * 4;
+  EXPECT_NEAR(r["dit"]["tflops"].get<double>(), work / 0.3 / 1e12, 1e-9 * work / 0.3 / 1e12);
+  EXPECT_NEAR(r["dit"]["flops_per_fwd"].get<double>(), work / 3, 1e-9 * work / 3);
 }
 
 TEST(Inference, WarmupLevelTwoAndSummaryOnce) {

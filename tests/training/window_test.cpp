@@ -170,7 +170,7 @@ TEST(Pricing, RequestIsAJobRateOverTheTransformerCalls) {
 TEST(Pricing, SkippedAndPartialCallsArePricedAtTheirFraction) {
   // 10 calls of batch 2 over 1000 ms: 6 full, 3 skipped (cache hits), 1 at a quarter.
   PricedStage dit = called_dit(10, 1000, 2);
-  dit.effective_calls = 6.25;
+  dit.groups = {CallGroup{100, 2, 10, 6.25}};
   dit.skipped_calls = 3;
   auto d = price_request({dit}, 1, std::nullopt, [](Dtype) {
     return ResolvedPeak{1.0, PeakSource::kMeasured};
@@ -186,13 +186,36 @@ TEST(Pricing, SkippedAndPartialCallsArePricedAtTheirFraction) {
   EXPECT_EQ(d->peak_source, PeakSource::kMeasured);
 
   // Every call skipped: timed, priced at nothing.
-  dit.effective_calls = 0;
+  dit.groups = {CallGroup{100, 2, 10, 0.0}};
   dit.skipped_calls = 10;
   auto none = price_request({dit}, 1, std::nullopt, [](Dtype) { return ResolvedPeak{}; });
   ASSERT_TRUE(none);
   EXPECT_EQ(none->tflops, 0.0);
   EXPECT_EQ(none->skipped_fwd, 10);
   EXPECT_EQ(none->effective_fwd, 0.0);
+}
+
+TEST(Pricing, EachCallIsPricedAtItsOwnLengthAndRows) {
+  // 4 calls over 1000 ms: 2 full ones of 100 tokens x 2 rows, one of 50 tokens x 2 rows that ran
+  // its blocks on half of them, one of 100 tokens x 1 row.
+  PricedStage dit = called_dit(4, 1000, 2);
+  dit.groups = {CallGroup{100, 2, 2, 2.0}, CallGroup{50, 2, 1, 0.5}, CallGroup{100, 1, 1, 1.0}};
+  auto d = price_request({dit}, 1, std::nullopt, [](Dtype) {
+    return ResolvedPeak{1.0, PeakSource::kTable};
+  });
+  ASSERT_TRUE(d);
+  const double short_attention = 4.0 * 50 * 50 * 10 + 4.0 * 50 * 5 * 10;
+  const double short_forward = 2.0 * 1000 * 50 + short_attention;
+  const double work = kDitPerForward * 2 * 2 + short_forward * 2 * 0.5 + kDitPerForward * 1;
+  EXPECT_DOUBLE_EQ(d->tflops, work / 1.0 / 1e12);
+  EXPECT_DOUBLE_EQ(d->flops_per_fwd,
+                   (kDitPerForward * 2 * 2 + short_forward * 2 + kDitPerForward) / 4);
+  EXPECT_DOUBLE_EQ(d->attn_share,
+                   (kDitAttention * 2 * 2 + short_attention * 2 * 0.5 + kDitAttention) / work);
+  EXPECT_EQ(d->tokens, 100);  // the longest
+  EXPECT_EQ(d->batch, 2);
+  EXPECT_EQ(*d->effective_fwd, 3.5);
+  EXPECT_EQ(*d->skipped_fwd, 0);
 }
 
 TEST(Pricing, AttentionDensityAndDtypeReachThePrice) {
