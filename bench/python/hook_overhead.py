@@ -10,6 +10,11 @@ alternating blocks, a never-instrumented module of the same class N times. The a
 call is the difference of the two per-call times; the figure is the median over the rounds (one
 request each). The module is called as diffusers calls a transformer, with a keyword argument.
 Host only (CPU tensors, no device). Both implementations run in the same process.
+
+Then, vxperf alone, the same with a transformer of BLOCKS blocks (--blocks, default 8) whose
+calls vxperf reads (a probe on each block: the rows and tokens it ran on): what a block call adds
+is the difference between what a call of that transformer adds and what a call of the blockless
+one adds, over the blocks.
 """
 import argparse
 import json
@@ -35,11 +40,34 @@ class Tower(torch.nn.Module):
         return hidden_states
 
 
-def make_pipeline_class(label):
+class Block(torch.nn.Module):
+    """A transformer block as vxperf finds one (it holds attention projections), as cheap as a
+    module call gets."""
+
+    def __init__(self):
+        super().__init__()
+        self.to_q, self.to_k, self.to_v = (torch.nn.Linear(8, 8) for _ in range(3))
+
+    def forward(self, hidden_states):
+        return hidden_states
+
+
+class BlockTower(torch.nn.Module):
+    def __init__(self, blocks):
+        super().__init__()
+        self.blocks = torch.nn.ModuleList(Block() for _ in range(blocks))
+
+    def forward(self, hidden_states):
+        for block in self.blocks:
+            hidden_states = block(hidden_states)
+        return hidden_states
+
+
+def make_pipeline_class(label, make=Tower):
     class Pipeline:
         def __init__(self):
-            self.transformer = Tower()
-            self.plain = Tower()  # never instrumented: not among the components
+            self.transformer = make()
+            self.plain = make()  # never instrumented: not among the components
 
         @property
         def components(self):
@@ -97,6 +125,8 @@ def main():
     parser.add_argument("--calls", type=int, default=4000)
     parser.add_argument("--reference", default=os.environ.get("VXPERF_REFERENCE") or os.path.join(
         REPO, "..", "shared", "reference", "seed_perf.py"))
+    parser.add_argument("--blocks", type=int, default=8,
+                        help="blocks of the transformer whose block calls vxperf reads")
     parser.add_argument("--json", help="also write the results here")
     args = parser.parse_args()
 
@@ -118,6 +148,9 @@ def main():
         for label, perf in implementations:
             pipe = perf.instrument_pipeline(make_pipeline_class(label)())
             results[label] = measure(pipe, args.rounds, args.calls)
+        blocked = make_pipeline_class("Blocked", lambda: BlockTower(args.blocks))
+        pipe = vxperf.instrument_pipeline(blocked())
+        results["vxperf_blocks"] = measure(pipe, args.rounds, args.calls)
     finally:
         os.dup2(saved, 2)
         os.close(devnull)
@@ -129,6 +162,11 @@ def main():
         print(f"{label:10} {r['added_ns'] / 1000:9.3f}us ({r['added_ns_min'] / 1000:6.3f}.."
               f"{r['added_ns_max'] / 1000:6.3f}us) {r['instrumented_ns'] / 1000:11.3f}us "
               f"{r['plain_ns'] / 1000:6.3f}us")
+    per_block = (results["vxperf_blocks"]["added_ns"] - results["vxperf"]["added_ns"]) / args.blocks
+    results["added_ns_per_block_call"] = per_block
+    print(f"vxperf, a transformer of {args.blocks} blocks: "
+          f"{results['vxperf_blocks']['added_ns'] / 1000:.3f}us added per call, "
+          f"{per_block / 1000:.3f}us per block call read")
     if "reference" in results:
         ratio = results["vxperf"]["added_ns"] / results["reference"]["added_ns"]
         results["ratio"] = ratio

@@ -247,6 +247,14 @@ void note_forward_fraction(std::uint32_t stage, double fraction) {
   }
 }
 
+void note_forward_work(std::uint32_t stage, const ForwardWork& work) {
+  if (vxperf::in_request()) {
+    vxperf::note_forward_work(StageId{stage}, work);
+  } else if (Trainer* t = training_loop()) {
+    vxperf::note_forward_work(*t, work);
+  }
+}
+
 void note_compute_dtype(std::uint32_t stage, const std::string& dtype) {
   auto parsed = parse_dtype(dtype);
   if (!parsed) return;

@@ -147,6 +147,9 @@ void drop_stage(const StageMark& mark);
 // full forward (0: skipped); outside a request, the training forward open now (else the last one
 // of the current step). See vxperf/inference.h.
 void note_forward_fraction(std::uint32_t stage, double fraction);
+// What the blocks of the call of `stage` open on this thread computed (vxperf::ForwardWork, read
+// by the block probes); outside a request, of the training forward open now.
+void note_forward_work(std::uint32_t stage, const ForwardWork& work);
 // The call of `stage` open on this thread (else the last one closed) ran its matmuls in `dtype`
 // ("bf16", ...; the autocast state at the call): its stage is priced at that dtype's peak (the
 // first one said wins). Outside a request, the training forward open now. Unknown names: ignored.

@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "binding_api.h"
+#include "block_probe.h"
 #include "record_sinks.h"
 #include "timed_call.h"
 #include "vxperf/observer.h"
@@ -219,6 +220,7 @@ PYBIND11_MODULE(_ext, m) {
   m.doc() = "vxperf's C++ engine, as the vxperf package uses it (internal; see vxperf).";
 
   if (!vxperf::python::add_timed_types(m.ptr())) throw py::error_already_set();
+  if (!vxperf::python::add_block_types(m.ptr())) throw py::error_already_set();
   vxperf::python::add_record_functions(m);
   using vxperf::python::deliver_pending;
 

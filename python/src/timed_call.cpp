@@ -3,28 +3,15 @@
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
+#include <optional>
 
 #include "binding_api.h"
+#include "block_probe.h"
+#include "call_through.h"
 
 // Static type objects are filled in add_timed_types(); only their headers are initialized here.
 #pragma GCC diagnostic ignored "-Wmissing-field-initializers"
 
-#if PY_VERSION_HEX < 0x030A0000  // Python 3.9: what 3.10 added to the C API
-static inline PyObject* Py_NewRef(PyObject* o) {
-  Py_INCREF(o);
-  return o;
-}
-static inline PyObject* Py_XNewRef(PyObject* o) {
-  Py_XINCREF(o);
-  return o;
-}
-static int PyModule_AddObjectRef(PyObject* module, const char* name, PyObject* value) {
-  Py_INCREF(value);
-  int rc = PyModule_AddObject(module, name, value);
-  if (rc < 0) Py_DECREF(value);
-  return rc;
-}
-#endif
 
 namespace vxperf::python {
 namespace {
@@ -53,30 +40,7 @@ struct TimedCall {
 
 // Calls the wrapped callable with the same arguments (and `self` in front when set).
 PyObject* call_wrapped(TimedCall* t, PyObject* const* args, std::size_t nargsf, PyObject* kwnames) {
-  if (t->self == nullptr) return PyObject_Vectorcall(t->func, args, nargsf, kwnames);
-  Py_ssize_t nargs = PyVectorcall_NARGS(nargsf);
-  if (nargsf & PY_VECTORCALL_ARGUMENTS_OFFSET) {
-    // The caller left a free slot in front of args: borrow it for `self` (the vectorcall
-    // protocol allows that, as long as it is restored).
-    auto** slot = const_cast<PyObject**>(args) - 1;
-    PyObject* saved = slot[0];
-    slot[0] = t->self;
-    PyObject* result = PyObject_Vectorcall(t->func, slot, nargs + 1, kwnames);
-    slot[0] = saved;
-    return result;
-  }
-  Py_ssize_t total = nargs + (kwnames != nullptr ? PyTuple_GET_SIZE(kwnames) : 0);
-  PyObject* small[9];
-  PyObject** buffer = small;
-  if (total + 1 > static_cast<Py_ssize_t>(sizeof small / sizeof small[0])) {
-    buffer = static_cast<PyObject**>(PyMem_Malloc(sizeof(PyObject*) * (total + 1)));
-    if (buffer == nullptr) return PyErr_NoMemory();
-  }
-  buffer[0] = t->self;
-  if (total > 0) std::memcpy(buffer + 1, args, sizeof(PyObject*) * total);
-  PyObject* result = PyObject_Vectorcall(t->func, buffer, nargs + 1, kwnames);
-  if (buffer != small) PyMem_Free(buffer);
-  return result;
+  return call_through(t->func, t->self, args, nargsf, kwnames);
 }
 
 // What the Python inference reads off a call: its token count, and the dtype its matmuls run in
@@ -136,16 +100,51 @@ done:
   PyErr_Clear();
 }
 
+// A frame gathering what the blocks of a priced call's module run (block_probe.h): the module is
+// the timer's owner, else the call's first argument (a decorated method or function), whose own
+// arguments follow it.
+class CallWork {
+ public:
+  CallWork(const TimedCall* t, PyObject* const* args, std::size_t nargsf, PyObject* kwnames)
+      : frame_(module_of(t, args, nargsf), inputs(t, args, nargsf), input_count(t, nargsf),
+               kwnames) {}
+  // Tells the engine what the blocks computed (the stage's call, or the training forward).
+  void say(std::uint32_t stage) {
+    if (auto work = frame_.finish()) api::note_forward_work(stage, *work);
+  }
+
+ private:
+  static bool own_module(const TimedCall* t, std::size_t nargsf) {
+    return t->owner == nullptr && PyVectorcall_NARGS(nargsf) > 0;
+  }
+  static PyObject* module_of(const TimedCall* t, PyObject* const* args, std::size_t nargsf) {
+    if (t->owner != nullptr) return t->owner;
+    return own_module(t, nargsf) ? args[0] : nullptr;
+  }
+  static PyObject* const* inputs(const TimedCall* t, PyObject* const* args, std::size_t nargsf) {
+    return own_module(t, nargsf) ? args + 1 : args;
+  }
+  static std::size_t input_count(const TimedCall* t, std::size_t nargsf) {
+    Py_ssize_t n = PyVectorcall_NARGS(nargsf);
+    return static_cast<std::size_t>(own_module(t, nargsf) ? n - 1 : n);
+  }
+  WorkFrame frame_;
+};
+
 // One timed call of the stage in this thread's open request.
 PyObject* time_stage(TimedCall* t, PyObject* const* args, std::size_t nargsf,
                      PyObject* kwnames) {
   CallShape shape;
-  if ((t->flags & kPriced) != 0 && api::stage_needs_tokens(t->stage)) {
+  const bool priced = (t->flags & kPriced) != 0;
+  if (priced && api::stage_needs_tokens(t->stage)) {
     infer_shape(t, args, nargsf, kwnames, &shape);
   }
+  std::optional<CallWork> work;
+  if (priced) work.emplace(t, args, nargsf, kwnames);
   vxperf::StageMark mark = api::begin_stage(t->stage, shape.tokens, shape.batch);
   if (shape.dtype[0] != '\0') api::note_compute_dtype(t->stage, shape.dtype);
   PyObject* result = call_wrapped(t, args, nargsf, kwnames);
+  if (work && result != nullptr) work->say(t->stage);
   if (result != nullptr || (t->flags & kRecordOnError) != 0) {
     api::end_stage(mark);
   } else {
@@ -200,11 +199,15 @@ PyObject* call_as_stage(TimedCall* t, PyObject* const* args, std::size_t nargsf,
 PyObject* call_as_phase(TimedCall* t, PyObject* const* args, std::size_t nargsf,
                         PyObject* kwnames) {
   if (!api::train_call_timed()) return call_wrapped(t, args, nargsf, kwnames);
+  const bool priced = (t->flags & kPriced) != 0;
+  std::optional<CallWork> work;
+  if (priced) work.emplace(t, args, nargsf, kwnames);
   vxperf::TrainMark mark = api::train_call_begin();
   CallShape shape;
-  if ((t->flags & kPriced) != 0) infer_shape(t, args, nargsf, kwnames, &shape);
+  if (priced) infer_shape(t, args, nargsf, kwnames, &shape);
   if (shape.dtype[0] != '\0') api::note_compute_dtype(0, shape.dtype);
   PyObject* result = call_wrapped(t, args, nargsf, kwnames);
+  if (work && result != nullptr) work->say(0);
   api::train_call_end(mark, t->phase, shape.tokens, shape.batch);
   return result;
 }

@@ -23,8 +23,9 @@ vxperf.last_request() is the record of the request this thread finished last (wh
 with the video); install_training(trackers=True) logs each window through accelerate's trackers.
 
 Honest efficiency: vxperf.calibrate() measures this device's matmul peak (what
-VIDEOX_PERF_PEAK_TFLOPS=auto prices against), vxperf.skip_forward() / forward_fraction() mark a
-cached transformer call, vxperf.track_cache(transformer) does it for diffusers' cache hooks, and
+VIDEOX_PERF_PEAK_TFLOPS=auto prices against); a transformer call is priced at what its blocks ran
+(a cache hit, a skipped guidance branch, the tokens the blocks received: seen by itself, _blocks),
+vxperf.skip_forward() / forward_fraction() say it where it cannot be seen, and
 vxperf.set_attention_density(module, 0.5) prices causal attention.
 
 Capture ranges: VIDEOX_PERF_PROFILE=steps:3-5 (or requests:0-1) calls the CUDA profiler's

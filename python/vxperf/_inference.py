@@ -12,7 +12,8 @@ costs one crossing into C++ per marker."""
 import functools
 import threading
 
-from . import _ext, _hooks, _layout, _model, _params, _peak, _profiler, _reading, _stages, _state
+from . import (_blocks, _ext, _hooks, _layout, _model, _params, _peak, _profiler, _reading,
+               _stages, _state)
 
 PRICED = _ext.FLAG_PRICED
 RECORD_ON_ERROR = _ext.FLAG_RECORD_ON_ERROR
@@ -115,6 +116,16 @@ def set_attention_density(module, density):
     return module
 
 
+def _watch_blocks(component):
+    """Watches what a transformer's blocks run (or refreshes the watch: the caches on it now); a
+    compiled one is priced from its inputs, its original's probes taken off."""
+    original = _hooks.owner_key(component)
+    if original is component:
+        _blocks.watch(component)
+    else:
+        _blocks.unwatch(original)
+
+
 def _unhook_compiled_original(component):
     """torch.compile's wrapper arrived over a module vxperf times: the wrapper is timed from now
     on, and the original's timer is taken out of the compiled call (where dynamo would meet it)."""
@@ -138,6 +149,7 @@ def attach(pipe):
     models = {}
     timed = []
     priced = None
+    _blocks.register()
     with _hook_lock:
         for name, component in components.items():
             if not isinstance(component, torch.nn.Module):
@@ -147,6 +159,8 @@ def attach(pipe):
                 priced = priced or (name, component)
             _hook(name, component)
             timed.append(component)
+            if _ext.is_priced_stage(name):
+                _watch_blocks(component)
     # The layout its transformer runs in (mesh, wrappers, diffusers' context parallel), with
     # accelerate's and xfuser's state.
     _layout.apply(priced[1] if priced else None, label=f"component '{priced[0]}'" if priced else
@@ -268,6 +282,11 @@ def _measured(call):
 
     __call__._vxperf_wrapped = True
     return __call__
+
+
+def measures(cls):
+    """Whether calls of pipeline class `cls` are measured: the `__call__` it defines is wrapped."""
+    return bool(getattr(cls.__dict__.get("__call__"), "_vxperf_wrapped", False))
 
 
 def instrument_class(cls):

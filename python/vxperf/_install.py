@@ -50,16 +50,21 @@ def install(level=None, pipelines=None):
     videox = diffusers.optional_import("videox_fun.pipeline")
     if videox is not None:
         classes += _pipeline_classes(videox, base)
-    wrapped = 0
+    measured = 0
     seen = set()
     for cls in classes:
         if id(cls) not in seen:
             seen.add(id(cls))
-            wrapped += _inference.instrument_class(cls)
+            _inference.instrument_class(cls)
+            measured += _inference.measures(cls)
     if not _announced["inference"]:
         _announced["inference"] = True
-        _ext.perf_line(f"inference metrics enabled (level {_ext.level()}) on {wrapped} pipeline "
-                       "classes")
+        # The classes measured now (wrapped by this call or an earlier one), and how the ones
+        # defined later are (diffusers imports its pipelines as they are first named).
+        later = (f", and on each {base.__name__} subclass as it is defined" if base is not None
+                 else "")
+        _ext.perf_line(f"inference metrics enabled (level {_ext.level()}) on {measured} pipeline "
+                       f"classes{later}")
     return True
 
 
@@ -78,7 +83,7 @@ def install_training(level=None, models=None, trackers=False):
     if (setting == 1) or (setting == -1 and trackers):
         accelerate.enable_trackers()
     try:
-        patched = accelerate.patch()
+        methods = accelerate.patch()
         bases = _training.base_classes()
         targets = [] if models is None else [models]
         if _training.present("videox_fun"):
@@ -95,7 +100,8 @@ def install_training(level=None, models=None, trackers=False):
         return False
     if not _announced["training"]:
         _announced["training"] = True
-        _ext.perf_line(f"training metrics enabled (level {_ext.level()}) on {patched} accelerate "
-                       f"methods and {wrapped} model classes ({skipped} non-model classes "
-                       f"skipped), reporting every {_ext.window_steps()} steps")
+        named = f" (accelerate: {', '.join(methods)})" if methods else ""
+        _ext.perf_line(f"training metrics enabled (level {_ext.level()}) on {len(methods)} "
+                       f"accelerate methods and {wrapped} model classes ({skipped} non-model "
+                       f"classes skipped), reporting every {_ext.window_steps()} steps{named}")
     return True

@@ -41,20 +41,26 @@ def query_width(module):
     return None
 
 
-def attention_widths(module):
-    """(self, cross, modules): summed query widths over the latent sequence and over the text, and
-    how many attention modules were found. Cross-attention is told by name (`cross`, or a last
-    name part `attn2`)."""
-    self_width = cross_width = count = 0
+def attention_modules(module):
+    """(submodule, query width, whether it is cross-attention) of each attention module priced:
+    outside the text-only towers; cross-attention told by name (`cross`, or a last name part
+    `attn2`)."""
     for name, sub in module.named_modules():
         lowered = name.lower()
         if any(tower in lowered for tower in TEXT_ONLY_TOWERS):
             continue
         width = query_width(sub)
-        if width is None:
-            continue
+        if width is not None:
+            yield sub, width, "cross" in lowered or lowered.rsplit(".", 1)[-1] == "attn2"
+
+
+def attention_widths(module):
+    """(self, cross, modules): summed query widths over the latent sequence and over the text, and
+    how many attention modules were found."""
+    self_width = cross_width = count = 0
+    for _, width, cross in attention_modules(module):
         count += 1
-        if "cross" in lowered or lowered.rsplit(".", 1)[-1] == "attn2":
+        if cross:
             cross_width += width
         else:
             self_width += width
@@ -89,14 +95,25 @@ def priced_widths(module, owner_label):
 
 def _patch_size(module):
     # The model's config only, as the reference reads it: Wan models carry a `patch_size` of their
-    # own but are priced from `seq_len`.
-    patch = getattr(getattr(module, "config", None), "patch_size", None)
+    # own but are priced from `seq_len`. A temporal patch of its own (CogVideoX 1.5's
+    # `patch_size_t`) joins a square one.
+    config = getattr(module, "config", None)
+    patch = getattr(config, "patch_size", None)
     if isinstance(patch, int):
-        return (1, patch, patch)
+        temporal = getattr(config, "patch_size_t", None)
+        return (temporal if isinstance(temporal, int) and temporal > 0 else 1, patch, patch)
     if isinstance(patch, (tuple, list)) and len(patch) == 3 and all(
             isinstance(p, int) for p in patch):
         return tuple(patch)
     return None
+
+
+def _frames_first(module, hidden):
+    """Whether a 5-D latent is laid out (B, F, C, H, W), as CogVideoX's are: its third axis is the
+    model's input channels and its second is not."""
+    channels = getattr(getattr(module, "config", None), "in_channels", None)
+    return (isinstance(channels, int) and int(hidden.shape[2]) == channels
+            and int(hidden.shape[1]) != channels)
 
 
 def _warn_layout(module, message):
@@ -104,27 +121,22 @@ def _warn_layout(module, message):
     _state.warn(("layout", id(module)), f"{name}: {message}; its calls are timed but not priced")
 
 
-# The context-parallel degrees of the sequence-sharding contexts open now (accelerate's
-# maybe_context_parallel): a forward inside sees 1/cp of its sample's sequence.
-SEQUENCE_SHARDS = []
-
-
 def infer_tokens(module, args, kwargs):
     """(latent tokens per sample, samples, dtype) of one transformer call, or None when its inputs
-    do not say. An explicit `seq_len` wins (Wan: the padded length its blocks run on); else a
-    (B, T, D) input gives T; else a (B, C, F, H, W) latent gives the patch grid of the model's
-    patch size. `dtype` is what the call's matmuls run in when that is not the parameters' dtype
-    (autocast on the input's device, an fp8 recipe in effect), else None.
+    do not say: the guess a call opens with, which what its blocks receive replaces (_blocks). An
+    explicit `seq_len` wins (Wan: the padded length its blocks run on); else a (B, T, D) input
+    gives T; else a 5-D latent gives the patch grid of the model's patch size, read (B, C, F, H, W)
+    or, where its third axis is the model's input channels, (B, F, C, H, W). `dtype` is what the
+    call's matmuls run in when that is not the parameters' dtype (autocast on the input's device,
+    an fp8 recipe in effect), else None.
 
     Called by the extension with the module and the call's arguments; for a decorated function
     whose first argument is a module, that module is the one read."""
     shape = _token_shape(module, args, kwargs)
     if shape is None:
         return None
-    tokens = shape[0]
-    for degree in SEQUENCE_SHARDS:
-        tokens *= degree  # a shard of the sequence: the sample's is cp times longer
-    return tokens, shape[1], call_dtype(shape[2])
+    # Inside accelerate's maybe_context_parallel a forward sees a shard of its sample's sequence.
+    return shape[0] * _ext.sequence_shards(), shape[1], call_dtype(shape[2])
 
 
 def _token_shape(module, args, kwargs):
@@ -156,6 +168,8 @@ def _token_shape(module, args, kwargs):
             _warn_layout(module, "a (B, C, F, H, W) latent but no readable patch_size")
             return None
         frames, height, width = (int(s) for s in hidden.shape[2:])
+        if _frames_first(module, hidden):
+            frames = int(hidden.shape[1])  # (B, F, C, H, W): CogVideoX's layout
         return (frames // patch[0]) * (height // patch[1]) * (width // patch[2]), batch, hidden
     _warn_layout(module,
                  f"input of shape {tuple(hidden.shape)} is not (B, T, D) or (B, C, F, H, W)")

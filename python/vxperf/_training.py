@@ -11,7 +11,7 @@ import importlib.util
 import inspect
 import sys
 
-from . import _ext, _layout, _model, _params, _peak, _profiler, _reading, _stages, _state
+from . import _blocks, _ext, _layout, _model, _params, _peak, _profiler, _reading, _stages, _state
 
 # The engine's phase table (include/vxperf/phases.h), in its order: every phase of a step, and
 # those a model call can be.
@@ -263,6 +263,8 @@ def class_phase(cls, bases=None):
 
 def _phase_call(function, phase, owner=None, self_arg=None):
     priced = phase == "fwd"
+    if priced:
+        _blocks.register()  # the trained model's blocks are watched at its first forward
     return _ext.TimedCall(function, self_arg, owner, phase, _ext.FLAG_PRICED if priced else 0,
                           _ext.phase_id(phase), _reading.infer_tokens if priced else None)
 

@@ -130,16 +130,21 @@ def test_track_cache_never_marks_a_call_the_timer_did_not_see(tmp_path):
         assert "skipped_fwd" not in dit
 
 
-def test_track_cache_without_diffusers_says_so(tmp_path):
+def test_track_cache_without_diffusers_watches_blocks_and_says_when_there_are_none(tmp_path):
+    # The blocks are watched without diffusers (a cache inside the forward needs none of its
+    # hooks); a model without blocks is said once.
     path = tmp_path / "records.jsonl"
     proc = run_python("""
         import sys
         sys.modules["diffusers"] = None  # not importable, where the real one is installed
         import torch, vxperf
-        assert vxperf.track_cache(torch.nn.Linear(2, 2)) is False
-        assert vxperf.track_cache(torch.nn.Linear(2, 2)) is False
+        import tiny_models as tm
+        assert vxperf.track_cache(tm.WanTransformer3DModel()) is True
+        linear = torch.nn.Linear(2, 2)
+        assert vxperf.track_cache(linear) is False
+        assert vxperf.track_cache(linear) is False
     """, env=clean_env(VIDEOX_PERF="1", VIDEOX_PERF_JSON=str(path)))
-    assert proc.stderr.count("track_cache(): diffusers' hooks cannot be imported") == 1
+    assert proc.stderr.count("track_cache(): Linear holds no blocks vxperf can see") == 1
 
 
 # ---- the peak -------------------------------------------------------------------------------

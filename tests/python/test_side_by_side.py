@@ -50,16 +50,34 @@ def same(a, b, path="record"):
         assert a == b, f"{path}: {a!r} != {b!r}"
 
 
+# Where the reference is wrong against a truth ("Differences from the reference" in the README):
+# the fields it gets wrong, left out of the comparison and checked on their own.
+PRICED = ("tokens", "flops_per_fwd", "flops_per_step", "attn_share")
+REFERENCE_WRONG = {
+    # the look-alike's whole parameters multiplied by 2 (test_sharded_counts_what_the_ranks_hold)
+    "sharded": ("dit", None),
+    # the text joined to the latents before the blocks: the reference prices the latents alone
+    # (test_scenarios_cover_the_conventions)
+    "packed": ("dit", PRICED),
+    # micro-steps of two lengths priced at the first one's (test_mixed_micro_steps_are_each_...)
+    "train_full": ("throughput", PRICED),
+}
+
+
 def comparable(name, result):
-    """A result as both implementations must agree on it. Where the reference is wrong against a
-    truth ("Differences from the reference" in the README), the fields it gets wrong are left out
-    here and checked on their own (test_sharded_counts_what_the_ranks_hold)."""
-    if name != "sharded":
+    """A result as both implementations must agree on it: the fields the reference gets wrong
+    (REFERENCE_WRONG) left out."""
+    if name not in REFERENCE_WRONG:
         return result
+    part, fields = REFERENCE_WRONG[name]
     result = json.loads(json.dumps(result))
     for record in result["records"]:
-        record.pop("dit", None)  # the reference multiplies the look-alike's whole parameters by 2
-        record.pop("parallel", None)  # vxperf's own: the layout it priced with
+        if fields is None:
+            record.pop(part, None)
+            record.pop("parallel", None)  # vxperf's own: the layout it priced with
+        elif record.get(part):
+            for field in fields:
+                record[part].pop(field, None)
     return result
 
 
@@ -103,7 +121,8 @@ def test_scenarios_cover_the_conventions(vxperf_results):
     assert records["diffusers"][0]["warmup"] and not records["diffusers"][1]["warmup"]
     assert records["diffusers"][1]["dit"]["batch"] == 2
     assert records["diffusers"][2]["stages"]["vae_dec"] == 1  # the streaming decoder
-    assert records["packed"][0]["dit"]["tokens"] == 8
+    # What its blocks run on: 8 latent tokens joined by 8 of text (the reference says 8).
+    assert records["packed"][0]["dit"]["tokens"] == 16
     nested = records["nested"]
     assert [r["req"] for r in nested] == [0, 1, 2]
     assert nested[0]["stages"]["latent_upsampler"] == 1 and nested[1]["dit"] is None
@@ -118,6 +137,25 @@ def test_scenarios_cover_the_conventions(vxperf_results):
     settings = records["settings"][0]["dit"]
     assert settings["attn_share"] == 0.0 and settings["params"] == 123456789
     assert settings["peak_tflops"] == 100.0
+
+
+def test_mixed_micro_steps_are_each_priced_at_their_own_length(vxperf_results):
+    """Each step of train_full holds one micro-step of 8 tokens (seq_len, padded) and one of 16:
+    12 per sample, every step, each forward priced at its own length."""
+    result, _ = vxperf_results["train_full"]
+    windows = [r for r in result["records"] if r["kind"] == "train_window"]
+    assert windows
+    params = windows[0]["throughput"]["params"]
+    widths, text = 2 * 32, 12  # the tiny Wan: two blocks of 32-wide self and cross attention
+
+    def per_sample(tokens):
+        return 2.0 * params * tokens + 4.0 * tokens * tokens * widths + 4.0 * tokens * text * widths
+
+    for window in windows:
+        t = window["throughput"]
+        assert t["tokens"] == 12.0
+        assert math.isclose(t["flops_per_step"],
+                            t["flops_coef"] * (per_sample(8) + per_sample(16)), rel_tol=1e-12)
 
 
 def test_sharded_counts_what_the_ranks_hold(vxperf_results):

@@ -187,11 +187,11 @@ class _SequenceShards:
 
     def __enter__(self):
         value = self.inner.__enter__()
-        _reading.SEQUENCE_SHARDS.append(self.factor)
+        _ext.push_sequence_shards(self.factor)
         return value
 
     def __exit__(self, kind, value, traceback):
-        _reading.SEQUENCE_SHARDS.pop()
+        _ext.pop_sequence_shards()
         return self.inner.__exit__(kind, value, traceback)
 
 
@@ -237,41 +237,44 @@ def _end_training(function):
 
 
 def _patch(cls, name, factory):
+    """Patches a method a class defines itself, once. Returns its name when it is patched (now or
+    before), else None."""
     function = cls.__dict__.get(name)
-    if function is None or getattr(function, "_vxperf_patched", False):
-        return 0
-    setattr(cls, name, factory(function))
-    return 1
+    if function is None:
+        return None
+    if not getattr(function, "_vxperf_patched", False):
+        setattr(cls, name, factory(function))
+    return f"{cls.__name__}.{name}"
 
 
 def patch():
-    """Patches accelerate's measurement points once. Returns the number of methods patched (0
-    when accelerate is not importable: said once when it is installed but fails to import)."""
+    """Patches accelerate's measurement points once. Returns the methods patched, as
+    "Class.method" (none when accelerate is not importable: said once when it is installed but
+    fails to import)."""
     if not _training.present("accelerate"):
-        return 0
+        return []
     try:
         from accelerate import Accelerator
         from accelerate.optimizer import AcceleratedOptimizer
     except Exception as error:
         _state.warn(("accelerate", "import"), f"accelerate cannot be patched ({error!r}); use "
                     "the explicit training scopes")
-        return 0
+        return []
 
-    count = _patch(Accelerator, "accumulate", _accumulate)
-    count += _patch(Accelerator, "backward", _backward)
-    count += _patch(Accelerator, "clip_grad_norm_", _clip)
-    count += _patch(Accelerator, "prepare", _prepare)
-    count += _patch(Accelerator, "maybe_context_parallel", _maybe_context_parallel)
-    count += _patch(Accelerator, "end_training", _end_training)
-    count += _patch(AcceleratedOptimizer, "step", _optimizer_step)
+    points = [(Accelerator, "accumulate", _accumulate), (Accelerator, "backward", _backward),
+              (Accelerator, "clip_grad_norm_", _clip), (Accelerator, "prepare", _prepare),
+              (Accelerator, "maybe_context_parallel", _maybe_context_parallel),
+              (Accelerator, "end_training", _end_training),
+              (AcceleratedOptimizer, "step", _optimizer_step)]
     try:
         from accelerate.utils import DeepSpeedOptimizerWrapper
     except ImportError:
         pass
     else:
         # Its step is a no-op of its own (DeepSpeed steps inside backward): patched separately.
-        count += _patch(DeepSpeedOptimizerWrapper, "step", _optimizer_step)
-    return count
+        points.append((DeepSpeedOptimizerWrapper, "step", _optimizer_step))
+    patched = (_patch(cls, name, factory) for cls, name, factory in points)
+    return [name for name in patched if name is not None]
 
 
 # ---- experiment trackers ----------------------------------------------------------------------

@@ -1,20 +1,20 @@
 """diffusers: its pipeline classes (what install() measures), its model base class (what a
-training model class is), its cache hooks as skipped and partial forwards (track_cache), and its
-layerwise casting as the dtype a module's weights compute in.
+training model class is), its cache hooks as the block probes see them, its context parallelism as
+the sequence shards a block receives, and its layerwise casting as the dtype a module's weights
+compute in.
 
-Cache hooks (first-block cache, TeaCache, MagCache, ...) decide inside a transformer's forward how
-many of its blocks really run: a first-block cache runs the first block and reuses the rest,
-TeaCache may run none. track_cache() counts the blocks that ran in each call and tells the engine
-the fraction, so that a cache hit is timed but not priced as a full forward. Written against
+Cache hooks (first-block cache, MagCache, TaylorSeer, pyramid attention broadcast, FasterCache,
+...) replace a module's forward and decide inside it whether the module's own forward runs. A
+probe on the module's call cannot tell, so a counter registered innermost in the module's hook
+registry says when it did (vxperf/_blocks.py prices the call at what ran). Written against
 diffusers' documented hook API (`diffusers.hooks`: `HookRegistry.check_if_exists_or_initialize`,
-`register_hook`, `remove_hook`, `ModelHook` with `pre_forward`); diffusers is imported only when
-the program has, or an entry point asks for it."""
+`register_hook`, `remove_hook`, `get_hook`, `ModelHook` with `pre_forward`); diffusers is imported
+only when the program has, or an entry point asks for it."""
 
 import importlib
 import importlib.util
-import threading
 
-from .. import _ext, _reading, _stages, _state, _training
+from .. import _blocks, _reading, _stages, _state, _training
 
 
 def optional_import(name):
@@ -96,34 +96,42 @@ def register():
     if cast_dtypes not in _reading.WEIGHT_DTYPE_READERS:
         _reading.WEIGHT_DTYPE_READERS.append(cast_dtypes)
     _training.MODEL_BASES["diffusers"] = model_mixin
-
-# The children that hold a transformer's blocks, as diffusers' own caches look for them.
-BLOCK_LISTS = ("transformer_blocks", "single_transformer_blocks", "blocks", "layers",
-               "temporal_transformer_blocks")
-BLOCK_HOOK = "vxperf_block_counter"
-
-
-class _Count(threading.local):
-    """Blocks run in the transformer call open on this thread."""
-
-    def __init__(self):
-        self.ran = 0
-        self.closed = 0
+    reader = _blocks.CacheReader(skippable, count_runs, counting)
+    if reader not in _blocks.CACHE_READERS:
+        _blocks.CACHE_READERS.append(reader)
+    if sequence_shards not in _blocks.SHARD_READERS:
+        _blocks.SHARD_READERS.append(sequence_shards)
 
 
-def _blocks(transformer):
-    import torch
+# ---- caches and sequence parallelism, as the block probes see them (vxperf/_blocks.py) ----------
 
+RUN_COUNTER = "vxperf_run_counter"  # the name of vxperf's own hook in a registry
+
+
+def _registry(module):
+    registry = module.__dict__.get("_diffusers_hook")
+    hooks = getattr(registry, "hooks", None)
+    return registry if isinstance(hooks, dict) else None
+
+
+def skippable(model):
+    """The modules of `model` whose own forward a hook in diffusers' registry may skip: any hook
+    that replaces the forward (`new_forward`: first-block cache, MagCache, TaylorSeer, pyramid
+    attention broadcast, FasterCache, layer skip, ...), vxperf's own counter aside."""
     found = []
-    for name, child in transformer.named_children():
-        if name in BLOCK_LISTS and isinstance(child, torch.nn.ModuleList):
-            found.extend(child)
+    for module in model.modules():
+        registry = _registry(module)
+        if registry is None:
+            continue
+        if any(hasattr(hook, "new_forward") for name, hook in registry.hooks.items()
+               if name != RUN_COUNTER):
+            found.append(module)
     return found
 
 
 def _innermost(registry, hook, name):
-    """Registers `hook` under every hook the block already has, so that it sees only the calls
-    that really reach the block's own forward (a cache hook that skips never calls inward)."""
+    """Registers `hook` under every hook the module already has, so that it sees only the calls
+    that really reach the module's own forward (a cache hook that skips never calls inward)."""
     others = [(key, registry.get_hook(key)) for key in list(registry.hooks)]
     for key, _ in reversed(others):
         registry.remove_hook(key, recurse=False)
@@ -132,61 +140,60 @@ def _innermost(registry, hook, name):
         registry.register_hook(other, key)
 
 
-def track_cache(transformer, stage=_stages.TRANSFORMER.name):
-    """Counts, in every call of `transformer` (timed as `stage`), the blocks that really ran, and
-    prices the call at that share of a full forward: a cache hit that ran no block is a skipped
-    call, one that ran the first block of forty is a fortieth. Call it before or after the cache
-    is enabled (`transformer.enable_cache(...)`, `apply_first_block_cache(...)`). Returns whether
-    it is tracking (False, said once, without diffusers or without block lists)."""
-    if not _state.on:
-        return False
-    if getattr(transformer, "_vxperf_cache_tracked", False):
-        return True
-    try:
-        from diffusers.hooks import HookRegistry, ModelHook
-    except Exception as error:
-        _state.warn(("track_cache", "import"),
-                    f"track_cache(): diffusers' hooks cannot be imported ({error!r}); "
-                    "cached calls are priced as full forwards")
-        return False
-    blocks = _blocks(transformer)
-    if not blocks:
-        _state.warn(("track_cache", id(transformer)),
-                    f"track_cache(): {type(transformer).__name__} holds no block list "
-                    f"({', '.join(BLOCK_LISTS)}); cached calls are priced as full forwards")
-        return False
-    count = _Count()
-    total = len(blocks)
-    stage_id = _ext.stage_id(stage)
+def count_runs(module, probe):
+    """Registers, innermost in the module's hook registry, a counter telling `probe` each time
+    the module's own forward runs."""
+    from diffusers.hooks import HookRegistry, ModelHook
 
-    class BlockCounter(ModelHook):
-        """Innermost on a block: it sees the block run, never a call a cache skipped."""
+    registry = HookRegistry.check_if_exists_or_initialize(module)
+    if registry.get_hook(RUN_COUNTER) is not None:
+        registry.remove_hook(RUN_COUNTER, recurse=False)
+
+    class RunCounter(ModelHook):
+        """Innermost on a module: it sees the module's own forward run, never a call a cache
+        answered."""
 
         def pre_forward(self, module, *args, **kwargs):
-            count.ran += 1
+            probe.ran()
             return args, kwargs
 
-    for block in blocks:
-        _innermost(HookRegistry.check_if_exists_or_initialize(block), BlockCounter(), BLOCK_HOOK)
+    _innermost(registry, RunCounter(), RUN_COUNTER)
 
-    # The call's edges from torch's own hooks: they run in Module._call_impl, outside whatever
-    # replaced `forward` (a cache's hook) and, on torch 2, inside vxperf's timer, so they see every
-    # call.
-    def before(module, args):
-        count.ran = 0
-        count.closed = _ext.closed_calls(stage_id)
 
-    def after(module, args, output):
-        # Only a call that vxperf timed is marked: one open now (the timer around the hooks), or one
-        # closed since `before` (a timer set as `forward`, inside them). A call that a cache hook
-        # answered without reaching a timer has no record to mark.
-        if (_ext.in_request() and _ext.closed_calls(stage_id) == count.closed
-                and not _ext.open_calls(stage_id)):
-            return None
-        _ext.note_forward_fraction(stage_id, min(1.0, count.ran / total))
-        return None
+def counting(module):
+    """Whether vxperf's counter is in the module's hook registry now."""
+    registry = _registry(module)
+    return registry is not None and RUN_COUNTER in registry.hooks
 
-    transformer.register_forward_pre_hook(before)
-    transformer.register_forward_hook(after)
-    transformer._vxperf_cache_tracked = True
-    return True
+
+def sequence_shards(model):
+    """(degree, {id(module)}): diffusers' context parallelism on `model` (ring x ulysses, when its
+    split hooks are registered) and the modules that split their own input, which receive the
+    whole sequence (the rest of the blocks a 1/degree shard of it). (1, set()) without it."""
+    config = getattr(getattr(model, "_parallel_config", None), "context_parallel_config", None)
+    if config is None:
+        return 1, set()
+    degree = (getattr(config, "ring_degree", 1) or 1) * (getattr(config, "ulysses_degree", 1) or 1)
+    splitting = set()
+    for module in model.modules():
+        registry = _registry(module)
+        if registry is not None and any(name.startswith("cp_input---") for name in registry.hooks):
+            splitting.add(id(module))
+    return (degree, splitting) if splitting else (1, set())
+
+
+def track_cache(transformer, stage=_stages.TRANSFORMER.name):
+    """Kept for programs written before vxperf saw caches by itself: every priced model's blocks
+    are watched (vxperf/_blocks.py), so a cache hit is priced at the blocks that ran with or without
+    this call. Watches `transformer` now; returns whether its blocks are watched (False, said
+    once, for a model without block lists). `stage` is no longer needed."""
+    if not _state.on:
+        return False
+    _blocks.register()
+    if _blocks.watch(transformer) is not None:
+        return True
+    _state.warn(("track_cache", id(transformer)),
+                f"track_cache(): {type(transformer).__name__} holds no blocks vxperf can see (a "
+                "ModuleList of modules with attention) or runs compiled; cached calls are priced "
+                "as full forwards")
+    return False
