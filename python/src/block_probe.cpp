@@ -437,12 +437,17 @@ PyMethodDef module_functions[] = {
      "The sequence shards the contexts open now hand the forwards (1: none)."},
     {nullptr, nullptr, 0, nullptr}};
 
-// The module's watch (a new reference), asking the factory the first time; nullptr: none.
-PyObject* watch_of(PyObject* module) {
+}  // namespace
+
+bool is_watch(PyObject* watch) { return watch != nullptr && Py_TYPE(watch) == &watch_type; }
+
+PyObject* WorkFrame::watch_of(PyObject* module) {
   if (module == nullptr || module_type == nullptr || !PyObject_TypeCheck(module, module_type)) {
     return nullptr;
   }
-  PyObject* dict = PyObject_GenericGetDict(module, nullptr);
+  // A borrowed reference to the module's __dict__ (no reference counting on the per-call path).
+  PyObject** slot = _PyObject_GetDictPtr(module);
+  PyObject* dict = slot != nullptr ? *slot : nullptr;
   if (dict == nullptr) {
     PyErr_Clear();
     return nullptr;
@@ -455,19 +460,15 @@ PyObject* watch_of(PyObject* module) {
     found = PyDict_GetItemWithError(dict, watch_key);
   }
   PyErr_Clear();
-  PyObject* watch = found != nullptr && Py_TYPE(found) == &watch_type ? Py_NewRef(found) : nullptr;
-  Py_DECREF(dict);
-  return watch;
+  return is_watch(found) ? Py_NewRef(found) : nullptr;
 }
-
-}  // namespace
 
 // ---- WorkFrame --------------------------------------------------------------------------------
 
-WorkFrame::WorkFrame(PyObject* module, PyObject* const* args, std::size_t nargsf,
+WorkFrame::WorkFrame(PyObject* watch_, PyObject* const* args, std::size_t nargsf,
                      PyObject* kwnames) {
-  watch = watch_of(module);
-  if (watch == nullptr) return;
+  if (!is_watch(watch_)) return;
+  watch = Py_NewRef(watch_);
   call_rows = input_shape(args, nargsf, kwnames).rows;
   outer = current_frame;
   current_frame = this;

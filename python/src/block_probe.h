@@ -28,10 +28,12 @@ namespace vxperf::python {
 // (no cost but a dictionary lookup) for a module that has no watch.
 class WorkFrame {
  public:
-  // Opens a frame for one call of `module` (a torch module, else nothing), whose arguments (after
-  // the module itself) are `args`, when the module's blocks are watched. The first call of a
-  // module never seen asks the package's watch factory.
-  WorkFrame(PyObject* module, PyObject* const* args, std::size_t nargsf, PyObject* kwnames);
+  // The watch of `module` (a new reference; nullptr when it is none, or not a torch module): its
+  // `_vxperf_watch`, the package's watch factory asked the first time a module is priced.
+  static PyObject* watch_of(PyObject* module);
+  // Opens a frame for one call of a model whose watch is `watch` (a BlockWatch, else inert),
+  // whose arguments (after the model itself) are `args`.
+  WorkFrame(PyObject* watch, PyObject* const* args, std::size_t nargsf, PyObject* kwnames);
   ~WorkFrame();
   WorkFrame(const WorkFrame&) = delete;
   WorkFrame& operator=(const WorkFrame&) = delete;
@@ -60,6 +62,9 @@ class WorkFrame {
   Pending pending[kMaxPending];
   int depth = 0;
 };
+
+// Whether `watch` is a BlockWatch.
+bool is_watch(PyObject* watch);
 
 // Adds BlockWatch, BlockProbe and the functions that set the watch factory, the tensor and module
 // types and accelerate's sequence shards to `module`. False with a Python error set on failure.

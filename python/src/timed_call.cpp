@@ -33,6 +33,9 @@ struct TimedCall {
   PyObject* owner;  // the module handed to the token inference (None for a plain function)
   PyObject* name;   // stage or phase name
   PyObject* infer;  // infer(owner, args, kwargs) -> (tokens, batch[, dtype]) | None
+  // The owner's BlockWatch as the package last said it (Py_None: not watched), so that a
+  // component's call looks nothing up; nullptr: looked up on the called module at each call.
+  PyObject* watch;
   std::uint32_t stage;
   int phase;  // >= 0: a training phase; -1: an inference stage
   unsigned flags;
@@ -106,8 +109,12 @@ done:
 class CallWork {
  public:
   CallWork(const TimedCall* t, PyObject* const* args, std::size_t nargsf, PyObject* kwnames)
-      : frame_(module_of(t, args, nargsf), inputs(t, args, nargsf), input_count(t, nargsf),
-               kwnames) {}
+      : watch_(t->watch != nullptr ? Py_NewRef(t->watch)
+                                   : WorkFrame::watch_of(module_of(t, args, nargsf))),
+        frame_(watch_, inputs(t, args, nargsf), input_count(t, nargsf), kwnames) {}
+  ~CallWork() { Py_XDECREF(watch_); }
+  CallWork(const CallWork&) = delete;
+  CallWork& operator=(const CallWork&) = delete;
   // Tells the engine what the blocks computed (the stage's call, or the training forward).
   void say(std::uint32_t stage) {
     if (auto work = frame_.finish()) api::note_forward_work(stage, *work);
@@ -128,6 +135,7 @@ class CallWork {
     Py_ssize_t n = PyVectorcall_NARGS(nargsf);
     return static_cast<std::size_t>(own_module(t, nargsf) ? n - 1 : n);
   }
+  PyObject* watch_;  // owned; nullptr or Py_None: the frame is inert
   WorkFrame frame_;
 };
 
@@ -140,7 +148,7 @@ PyObject* time_stage(TimedCall* t, PyObject* const* args, std::size_t nargsf,
     infer_shape(t, args, nargsf, kwnames, &shape);
   }
   std::optional<CallWork> work;
-  if (priced) work.emplace(t, args, nargsf, kwnames);
+  if (priced && t->watch != Py_None) work.emplace(t, args, nargsf, kwnames);
   vxperf::StageMark mark = api::begin_stage(t->stage, shape.tokens, shape.batch);
   if (shape.dtype[0] != '\0') api::note_compute_dtype(t->stage, shape.dtype);
   PyObject* result = call_wrapped(t, args, nargsf, kwnames);
@@ -201,7 +209,7 @@ PyObject* call_as_phase(TimedCall* t, PyObject* const* args, std::size_t nargsf,
   if (!api::train_call_timed()) return call_wrapped(t, args, nargsf, kwnames);
   const bool priced = (t->flags & kPriced) != 0;
   std::optional<CallWork> work;
-  if (priced) work.emplace(t, args, nargsf, kwnames);
+  if (priced && t->watch != Py_None) work.emplace(t, args, nargsf, kwnames);
   vxperf::TrainMark mark = api::train_call_begin();
   CallShape shape;
   if (priced) infer_shape(t, args, nargsf, kwnames, &shape);
@@ -226,6 +234,7 @@ int timed_traverse(PyObject* o, visitproc visit, void* arg) {
   Py_VISIT(t->owner);
   Py_VISIT(t->name);
   Py_VISIT(t->infer);
+  Py_VISIT(t->watch);
   return 0;
 }
 
@@ -236,6 +245,7 @@ int timed_clear(PyObject* o) {
   Py_CLEAR(t->owner);
   Py_CLEAR(t->name);
   Py_CLEAR(t->infer);
+  Py_CLEAR(t->watch);
   return 0;
 }
 
@@ -320,6 +330,25 @@ PyObject* get_stage_name(PyObject* self, void*) {
   return Py_NewRef(reinterpret_cast<TimedCall*>(self)->name);
 }
 
+PyObject* get_watch(PyObject* self, void*) {
+  PyObject* watch = reinterpret_cast<TimedCall*>(self)->watch;
+  return Py_NewRef(watch != nullptr ? watch : Py_None);
+}
+
+// `timer.watch = w`: the owner's BlockWatch, or None (not watched); `del timer.watch`: looked up
+// on the called module at each call again.
+int set_watch(PyObject* self, PyObject* value, void*) {
+  if (value != nullptr && value != Py_None && !is_watch(value)) {
+    PyErr_SetString(PyExc_TypeError, "TimedCall.watch: a BlockWatch or None");
+    return -1;
+  }
+  auto* t = reinterpret_cast<TimedCall*>(self);
+  PyObject* old = t->watch;
+  t->watch = Py_XNewRef(value);
+  Py_XDECREF(old);
+  return 0;
+}
+
 PyObject* get_is_phase(PyObject* self, void*) {
   return PyBool_FromLong(reinterpret_cast<TimedCall*>(self)->phase >= 0);
 }
@@ -332,6 +361,10 @@ PyGetSetDef timed_getset[] = {
     {"__wrapped__", get_wrapped, nullptr, "The callable being timed.", nullptr},
     {"_vxperf_stage", get_stage_name, nullptr, "Stage or phase name.", nullptr},
     {"_vxperf_is_phase", get_is_phase, nullptr, "Whether calls are training phases.", nullptr},
+    {"watch", get_watch, set_watch,
+     "The owner's BlockWatch as the package said it (None: not watched; deleted: looked up on the "
+     "called module at each call).",
+     nullptr},
     {nullptr, nullptr, nullptr, nullptr, nullptr}};
 
 PyTypeObject timed_type = {PyVarObject_HEAD_INIT(nullptr, 0)};

@@ -15,6 +15,7 @@ class TimedCall:
     __wrapped__: Callable[..., Any]
     _vxperf_stage: str
     _vxperf_is_phase: bool
+    watch: "BlockWatch | None"
     def __init__(self, func: Callable[..., Any], self_: Any, owner: Any, name: str,
                  flags: int = ..., phase: int = ..., infer: Optional[Callable[..., Any]] = ...,
                  ) -> None: ...

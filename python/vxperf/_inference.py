@@ -118,12 +118,16 @@ def set_attention_density(module, density):
 
 def _watch_blocks(component):
     """Watches what a transformer's blocks run (or refreshes the watch: the caches on it now); a
-    compiled one is priced from its inputs, its original's probes taken off."""
+    compiled one is priced from its inputs, its original's probes taken off. Its timers are told
+    the watch, so that a call looks nothing up."""
     original = _hooks.owner_key(component)
     if original is component:
-        _blocks.watch(component)
+        watch = _blocks.watch(component)
     else:
         _blocks.unwatch(original)
+        watch = None
+    for timer in _hooks.timers(component).values():
+        timer.watch = watch
 
 
 def _unhook_compiled_original(component):

@@ -210,6 +210,13 @@ def run_compile(perf, rec):
     instrument(perf, second)
     for _ in range(2):
         wan_call(second, rec, output_type="latent")
+    # Compiled models are never probed (a probe would break their graphs).
+    from torch._dynamo.utils import counters
+
+    original = getattr(pipe.transformer, "_orig_mod", pipe.transformer)
+    probed = [type(b.__dict__.get("_call_impl")).__name__ == "BlockProbe"
+              for model in (original, second.transformer) for b in model.blocks]
+    rec.notes.append(f"probed {any(probed)}, graph breaks {sum(counters['graph_break'].values())}")
 
 
 def run_autocast(perf, rec):

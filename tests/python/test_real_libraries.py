@@ -162,6 +162,7 @@ def test_hooks_cache_and_casting(results):
 def test_compile_times_each_call_once(results):
     measured, stderr = results("vxperf", "compile")
     assert [r["stages"]["transformer"] for r in measured["records"]] == [4] * 5
+    assert measured["notes"] == ["probed False, graph breaks 0"]
     assert not vxperf_warnings(stderr), stderr
 
 
