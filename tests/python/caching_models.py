@@ -60,13 +60,7 @@ class CachingTransformer(tm.WanTransformer3DModel):
 
     @cfg_split
     def forward(self, x, t, context, seq_len, cond_flag=True):
-        b, c, f, h, w = x.shape
-        pf, ph, pw = self.patch_size
-        tokens = self.patch_embedding(x).flatten(2).transpose(1, 2)
-        n = tokens.shape[1]
-        tokens = torch.nn.functional.pad(tokens, (0, 0, 0, seq_len - n))
-        tokens = tokens + self.time_embedding(t.view(-1, 1).float()).unsqueeze(1)
-        ctx = self.text_embedding(context)
+        tokens, ctx = self.embed(x, t, context, seq_len)
         if self.calc is not None and cond_flag:
             self.should_calc = self.calc[self.step]
         if self.calc is not None and not self.should_calc:
@@ -76,9 +70,7 @@ class CachingTransformer(tm.WanTransformer3DModel):
             for block in self.blocks:
                 tokens = block(tokens, ctx)
             self.residual[cond_flag] = tokens - before
-        out = self.head(tokens[:, :n])
-        out = out.view(b, f // pf, h // ph, w // pw, c, pf, ph, pw)
-        return out.permute(0, 4, 1, 5, 2, 6, 3, 7).reshape(b, c, f, h, w)
+        return self.unpatch(tokens, x.shape)
 
 
 class CachingPipeline(tm.TinyPipeline):

@@ -89,19 +89,26 @@ class WanTransformer3DModel(nn.Module):
         self.calls += 1
         if self.fail_on_call is not None and self.calls == self.fail_on_call:
             raise RuntimeError(f"transformer failed at call {self.calls}")
-        b, c, f, h, w = x.shape
-        pf, ph, pw = self.patch_size
-        tokens = self.patch_embedding(x).flatten(2).transpose(1, 2)
-        n = tokens.shape[1]
-        tokens = torch.nn.functional.pad(tokens, (0, 0, 0, seq_len - n))
-        tokens = tokens + self.time_embedding(t.view(-1, 1).float()).unsqueeze(1)
-        ctx = self.text_embedding(context)
+        tokens, ctx = self.embed(x, t, context, seq_len)
         for block in self.blocks:
             if self.gradient_checkpointing and torch.is_grad_enabled():
                 tokens = torch.utils.checkpoint.checkpoint(block, tokens, ctx)
             else:
                 tokens = block(tokens, ctx)
-        out = self.head(tokens[:, :n])
+        return self.unpatch(tokens, x.shape)
+
+    def embed(self, x, t, context, seq_len):
+        """(tokens padded to seq_len with the timestep added, the projected text)."""
+        tokens = self.patch_embedding(x).flatten(2).transpose(1, 2)
+        tokens = torch.nn.functional.pad(tokens, (0, 0, 0, seq_len - tokens.shape[1]))
+        tokens = tokens + self.time_embedding(t.view(-1, 1).float()).unsqueeze(1)
+        return tokens, self.text_embedding(context)
+
+    def unpatch(self, tokens, shape):
+        """The head's output over the unpadded tokens, as a latent of `shape`."""
+        b, c, f, h, w = shape
+        pf, ph, pw = self.patch_size
+        out = self.head(tokens[:, :(f // pf) * (h // ph) * (w // pw)])
         out = out.view(b, f // pf, h // ph, w // pw, c, pf, ph, pw)
         return out.permute(0, 4, 1, 5, 2, 6, 3, 7).reshape(b, c, f, h, w)
 
