@@ -1,11 +1,15 @@
 #!/usr/bin/env python3
-"""GPU check helper: a Wan2.1-1.3B-shaped DiT forward timed directly, and the comparison with
-vxperf's records.
+"""GPU check helper (scripts/gpu_check.sh runs it part by part): a Wan2.1-1.3B-shaped DiT forward
+timed directly, the comparisons with vxperf's records, and the rehearsal's fakes.
 
-  gpu_check.py direct --batch B --out direct.json   # needs a CUDA GPU and PyTorch 2.x
-  gpu_check.py compare --records DIR --direct direct.json
+  gpu_check.py direct --batch B --out direct.json   # a CUDA GPU, or --device cpu to rehearse
+  gpu_check.py compare --records DIR --direct direct.json [--json OUT]
   gpu_check.py python-run --impl vxperf|reference [--reference seed_perf.py] --out R.jsonl
   gpu_check.py python-compare --vxperf A.jsonl --reference-records B.jsonl
+  gpu_check.py energy-plausible --records R.jsonl | energy-compare --records R --smi POLLS.csv
+  gpu_check.py capture-compare --trace GPU_TRACE.csv --records R.jsonl
+  gpu_check.py rehearse-meters ... | fake-smi --watts W      # the rehearsal on the fakes
+  gpu_check.py scenarios-compare ... | summary --work DIR --out DIR
 
 `direct` builds the Wan2.1 T2V-1.3B transformer with random weights in bf16 (30 blocks, width
 1536, 12 heads, FFN 8960, text 512x4096, patch 1x2x2: 1,418,996,800 parameters), feeds it an
@@ -36,7 +40,7 @@ LATENT = (21, 60, 104)
 TOKENS = 21 * 30 * 52  # 32,760
 
 
-def build_model(torch):
+def build_model(torch, layers=LAYERS):
     nn = torch.nn
     F = torch.nn.functional
 
@@ -112,7 +116,7 @@ def build_model(torch):
             self.time_embedding = nn.Sequential(nn.Linear(FREQ_DIM, DIM), nn.SiLU(),
                                                 nn.Linear(DIM, DIM))
             self.time_projection = nn.Sequential(nn.SiLU(), nn.Linear(DIM, 6 * DIM))
-            self.blocks = nn.ModuleList(Block() for _ in range(LAYERS))
+            self.blocks = nn.ModuleList(Block() for _ in range(layers))
             self.head_norm = nn.LayerNorm(DIM, eps=1e-6, elementwise_affine=False)
             self.head = nn.Linear(DIM, OUT_CH * math.prod(PATCH))
             self.head_modulation = nn.Parameter(torch.randn(1, 2, DIM) / DIM**0.5)
@@ -157,65 +161,81 @@ def build_model(torch):
     return WanDiT()
 
 
-def vxperf_formula_flops(params, tokens, batch):
-    # vxperf's cost model (src/cost_model.cpp): 2*params*tokens + 4*S^2*sum(self widths)
+def vxperf_formula_flops(params, tokens, batch, layers=LAYERS):
+    # vxperf's cost model (src/base/cost_model.cpp): 2*params*tokens + 4*S^2*sum(self widths)
     # + 4*S*text*sum(cross widths), per sample.
-    widths = LAYERS * DIM
+    widths = layers * DIM
     return batch * (2.0 * params * tokens + 4.0 * tokens * tokens * widths
                     + 4.0 * tokens * TEXT_LEN * widths)
 
 
 def direct(args):
+    """The DiT's forward timed directly: CUDA events on a GPU; on the CPU (--device cpu, the
+    rehearsal) the wall clock, in fp32, at --layers and --latent small enough for it."""
+    import time
+
     import torch
     from torch.utils.flop_counter import FlopCounterMode
 
-    if not torch.cuda.is_available():
+    on_gpu = args.device != "cpu"
+    if on_gpu and not torch.cuda.is_available():
         sys.exit("gpu_check.py direct: no CUDA device visible to PyTorch")
-    device = torch.device("cuda", args.device)
-    torch.cuda.set_device(device)
+    device = torch.device("cuda", int(args.device)) if on_gpu else torch.device("cpu")
+    dtype = torch.bfloat16 if on_gpu else torch.float32
+    if on_gpu:
+        torch.cuda.set_device(device)
     torch.manual_seed(0)
     with torch.device(device):  # initialize on the GPU: seconds, not minutes
-        model = build_model(torch)
-    model = model.to(dtype=torch.bfloat16).eval()
+        model = build_model(torch, args.layers)
+    model = model.to(dtype=dtype).eval()
     params = sum(p.numel() for p in model.parameters())
     b = args.batch
-    x = torch.randn(b, IN_CH, *LATENT, device=device, dtype=torch.bfloat16)
+    latent = tuple(args.latent)
+    tokens = latent[0] * (latent[1] // PATCH[1]) * (latent[2] // PATCH[2])
+    x = torch.randn(b, IN_CH, *latent, device=device, dtype=dtype)
     t = torch.full((b,), 999.0, device=device)
-    context = torch.randn(b, TEXT_LEN, TEXT_DIM, device=device, dtype=torch.bfloat16)
+    context = torch.randn(b, TEXT_LEN, TEXT_DIM, device=device, dtype=dtype)
+
+    def timed():
+        if not on_gpu:
+            start = time.perf_counter()
+            model(x, t, context)
+            return (time.perf_counter() - start) * 1000.0
+        start = torch.cuda.Event(enable_timing=True)
+        end = torch.cuda.Event(enable_timing=True)
+        start.record()
+        model(x, t, context)
+        end.record()
+        end.synchronize()
+        return start.elapsed_time(end)
 
     with torch.inference_mode():
         for _ in range(args.warmup):
             model(x, t, context)
-        torch.cuda.synchronize(device)
-        times = []
-        for _ in range(args.iters):
-            start = torch.cuda.Event(enable_timing=True)
-            end = torch.cuda.Event(enable_timing=True)
-            start.record()
-            model(x, t, context)
-            end.record()
-            end.synchronize()
-            times.append(start.elapsed_time(end))
+        if on_gpu:
+            torch.cuda.synchronize(device)
+        times = [timed() for _ in range(args.iters)]
         counter = FlopCounterMode(display=False)
         with counter:
             model(x, t, context)
-        torch.cuda.synchronize(device)
+        if on_gpu:
+            torch.cuda.synchronize(device)
     result = {
-        "device_name": torch.cuda.get_device_name(device),
+        "device_name": torch.cuda.get_device_name(device) if on_gpu else "cpu",
         "torch": torch.__version__,
         "params": params,
-        "tokens": TOKENS,
+        "tokens": tokens,
         "batch": b,
         "forward_ms": times,
         "forward_ms_median": statistics.median(times),
         "flop_counter_flops": counter.get_total_flops(),
-        "formula_flops": vxperf_formula_flops(params, TOKENS, b),
-        "max_memory_allocated": torch.cuda.max_memory_allocated(device),
+        "formula_flops": vxperf_formula_flops(params, tokens, b, args.layers),
+        "max_memory_allocated": torch.cuda.max_memory_allocated(device) if on_gpu else 0,
     }
     with open(args.out, "w") as f:
         json.dump(result, f, indent=1)
     print(json.dumps({k: v for k, v in result.items() if k != "forward_ms"}))
-    if params != EXPECTED_PARAMS:
+    if on_gpu and params != EXPECTED_PARAMS:
         print(f"warning: {params} parameters, expected {EXPECTED_PARAMS}", file=sys.stderr)
 
 
@@ -284,7 +304,19 @@ def compare(args):
         ok = ok and abs(v_flops / d_flops - 1) <= args.flops_tolerance
     print("RESULT:", "agree" if ok else "DISAGREE",
           f"(time within {args.time_tolerance:.0%}, FLOPs within {args.flops_tolerance:.0%})")
+    write_json(args.json, {"agree": ok, "vxperf_step_ms": v_ms, "direct_step_ms": d_ms,
+                           "time_ratio": v_ms / d_ms, "vxperf_flops_per_fwd": v_flops,
+                           "direct_flops": d_flops,
+                           "flops_ratio": v_flops / d_flops if v_flops else None,
+                           "mfu": dit.get("mfu"), "peak_tflops": dit.get("peak_tflops")})
     return 0 if ok else 1
+
+
+def write_json(path, numbers):
+    """A part's numbers, for the summary (nothing when no path was given)."""
+    if path:
+        with open(path, "w") as handle:
+            json.dump(numbers, handle, indent=1)
 
 
 # ---- the Python package: the reference module and vxperf side by side ----------------------------
@@ -325,16 +357,22 @@ def python_run(args):
     runs a warmup request and --requests more; the records go to --out."""
     import torch
 
-    if not torch.cuda.is_available():
+    on_gpu = args.device != "cpu"
+    if on_gpu and not torch.cuda.is_available():
         sys.exit("gpu_check.py python-run: no CUDA device visible to PyTorch")
     perf = measuring_implementation(args)
     nn = torch.nn
-    device = torch.device("cuda", args.device)
+    device = torch.device("cuda", int(args.device)) if on_gpu else torch.device("cpu")
+    dtype = torch.bfloat16 if on_gpu else torch.float32
+    # The rehearsal on the CPU: one block over one latent frame of 8x8.
+    latent, tokens = (PY_LATENT, PY_TOKENS) if on_gpu else ((1, 8, 8), 16)
     torch.manual_seed(0)
     with torch.device(device):
-        dit = build_model(torch)
-        text_encoder = nn.Sequential(nn.Embedding(32000, TEXT_DIM), nn.Linear(TEXT_DIM, TEXT_DIM),
-                                     nn.GELU(), nn.Linear(TEXT_DIM, TEXT_DIM))
+        dit = build_model(torch, LAYERS if on_gpu else 1)
+        vocabulary = 32000 if on_gpu else 1000
+        text_encoder = nn.Sequential(nn.Embedding(vocabulary, TEXT_DIM),
+                                     nn.Linear(TEXT_DIM, TEXT_DIM), nn.GELU(),
+                                     nn.Linear(TEXT_DIM, TEXT_DIM))
         vae = build_vae_decoder(torch)
 
     class Transformer(nn.Module):
@@ -350,9 +388,9 @@ def python_run(args):
 
     class Pipeline:
         def __init__(self):
-            self.text_encoder = text_encoder.to(torch.bfloat16).eval()
-            self.transformer = Transformer(dit).to(torch.bfloat16).eval()
-            self.vae = vae.to(torch.bfloat16).eval()
+            self.text_encoder = text_encoder.to(dtype).eval()
+            self.transformer = Transformer(dit).to(dtype).eval()
+            self.vae = vae.to(dtype).eval()
 
         @property
         def components(self):
@@ -361,14 +399,14 @@ def python_run(args):
 
         @torch.inference_mode()
         def __call__(self, steps, guidance=5.0):
-            ids = torch.randint(0, 32000, (1, TEXT_LEN), device=device)
+            ids = torch.randint(0, vocabulary, (1, TEXT_LEN), device=device)
             context = self.text_encoder(ids)
             null = self.text_encoder(torch.zeros_like(ids))
-            latents = torch.randn(1, IN_CH, *PY_LATENT, device=device, dtype=torch.bfloat16)
+            latents = torch.randn(1, IN_CH, *latent, device=device, dtype=dtype)
             for i in range(steps):
                 t = torch.full((1,), 999.0 - i, device=device)
-                cond = self.transformer(x=latents, t=t, context=context, seq_len=PY_TOKENS)
-                uncond = self.transformer(x=latents, t=t, context=null, seq_len=PY_TOKENS)
+                cond = self.transformer(x=latents, t=t, context=context, seq_len=tokens)
+                uncond = self.transformer(x=latents, t=t, context=null, seq_len=tokens)
                 latents = latents + 0.1 * (uncond + guidance * (cond - uncond))
             return self.vae.decode(latents).float().cpu()
 
@@ -502,6 +540,7 @@ def python_compare(args):
         print("  ", problem)
     print("RESULT:", "agree" if not problems else "DISAGREE",
           f"(records equal, stage times within {args.time_tolerance:.0%})")
+    write_json(args.json, {"agree": not problems, "problems": problems})
     return 0 if not problems else 1
 
 
@@ -554,6 +593,239 @@ def context_parallel_compare(args):
     return 0 if not problems else 1
 
 
+# ---- energy and the capture range: the comparisons (GPU runs and their rehearsal alike) ----------
+
+
+def energy_plausible(args):
+    """Every request that NVML read carries counter energy, a power a GPU can draw and an energy
+    within 15% of that power x its time. No readings at all is said, not a failure."""
+    requests = [r for r in read_jsonl(args.records) if r.get("kind") == "request"]
+    metered = [r for r in requests if "energy_j" in r]
+    if not metered:
+        print("gpu_check: energy: no NVML readings in the records (libnvidia-ml.so.1 absent?)")
+        write_json(args.json, {"metered": 0})
+        return 0
+    bad = 0
+    for r in metered:
+        e, p, t = r["energy_j"], r.get("power_w_mean"), r["e2e_s"]
+        ok = e > 0 and p is not None and 20 <= p <= 2000 and abs(e - p * t) <= 0.15 * e
+        bad += not ok
+        print(f"gpu_check: energy req#{r['req']}: {e:.1f} J ({r.get('energy_from')}), "
+              f"{p} W mean over {t:.2f} s, SM clock min {r.get('sm_clock_mhz_min')} MHz, "
+              f"temp max {r.get('temp_c_max')} C, throttle {r.get('throttle')}, "
+              f"host {r.get('cpu_energy_j')} J" + ("" if ok else "  <- implausible"))
+    write_json(args.json, {"metered": len(metered), "implausible": bad,
+                           "energy_j": [r["energy_j"] for r in metered]})
+    return 1 if bad else 0
+
+
+def read_smi(path):
+    """nvidia-smi's polls of timestamp,total_energy_consumption: [(epoch s, mJ)]."""
+    import datetime
+
+    polls = []
+    for line in open(path):
+        parts = [p.strip() for p in line.split(",")]
+        if len(parts) != 2 or not parts[1].replace(".", "", 1).isdigit():
+            continue
+        when = datetime.datetime.strptime(parts[0], "%Y/%m/%d %H:%M:%S.%f").timestamp()
+        polls.append((when, float(parts[1])))
+    return polls
+
+
+def energy_compare(args):
+    """Each request's energy_j against the counter nvidia-smi polled over the same interval (the
+    record's [ts - e2e_s, ts], interpolated between polls): within 5% for requests of 2 s or
+    more (shorter ones are within nvidia-smi's own resolution, and said)."""
+    import bisect
+
+    if not os.path.exists(args.records):
+        print("gpu_check: energy: the demo wrote no records")
+        return 1
+    polls = read_smi(args.smi)
+    if len(polls) < 2:
+        print("gpu_check: energy: nvidia-smi gave no total_energy_consumption (not supported?)")
+        write_json(args.json, {"compared": 0})
+        return 0
+    times = [t for t, _ in polls]
+
+    def counter_at(t):
+        i = bisect.bisect_left(times, t)
+        if i == 0 or i == len(polls):
+            return None
+        (t0, e0), (t1, e1) = polls[i - 1], polls[i]
+        return e0 + (e1 - e0) * (t - t0) / (t1 - t0) if t1 > t0 else e0
+
+    bad, diffs = 0, []
+    for r in read_jsonl(args.records):
+        if r.get("kind") != "request" or "energy_j" not in r:
+            continue
+        start, end = r["ts"] - r["e2e_s"], r["ts"]
+        a, b = counter_at(start), counter_at(end)
+        if a is None or b is None:
+            print(f"gpu_check: energy req#{r['req']}: outside nvidia-smi's polls")
+            bad += 1
+            continue
+        smi_j = (b - a) / 1000.0
+        diff = (r["energy_j"] - smi_j) / smi_j if smi_j > 0 else float("inf")
+        short = r["e2e_s"] < 2.0
+        ok = short or abs(diff) <= 0.05
+        bad += not ok
+        if not short:
+            diffs.append(diff)
+        print(f"gpu_check: energy req#{r['req']}: vxperf {r['energy_j']:.1f} J, nvidia-smi "
+              f"{smi_j:.1f} J over the same {r['e2e_s']:.2f} s ({diff:+.1%})"
+              + (" (shorter than 2 s: not compared)" if short else "" if ok else
+                 "  <- beyond 5%"))
+    write_json(args.json, {"compared": len(diffs), "beyond_5pct": bad,
+                           "relative_differences": diffs})
+    return 1 if bad or not diffs else 0
+
+
+def capture_compare(args):
+    """The GPU activity a capture holds (a GPU trace's CSV, as `nsys stats --report
+    cuda_gpu_trace` writes it) spans no more than request 1 alone, and at least half of it."""
+    import csv
+
+    rows = list(csv.reader(open(args.trace)))
+    try:
+        head = next(i for i, row in enumerate(rows) if any(c.startswith("Start") for c in row))
+    except StopIteration:
+        print("gpu_check: capture range: the trace has no Start column")
+        return 1
+    cols = rows[head]
+    start_col = next(i for i, c in enumerate(cols) if c.startswith("Start"))
+    dur_col = next(i for i, c in enumerate(cols) if c.startswith("Duration"))
+    spans = [(float(r[start_col]), float(r[dur_col])) for r in rows[head + 1:]
+             if len(r) > dur_col and r[start_col].replace(".", "", 1).isdigit()]
+    if not spans:
+        print("gpu_check: capture range: the capture holds no GPU activity")
+        return 1
+    span_s = (max(s + d for s, d in spans) - min(s for s, _ in spans)) / 1e9
+    request = next(r for r in read_jsonl(args.records)
+                   if r.get("kind") == "request" and r["req"] == 1)
+    ok = 0.5 * request["e2e_s"] <= span_s <= 1.05 * request["e2e_s"] + 0.05
+    print(f"gpu_check: capture range: {len(spans)} GPU activities over {span_s:.3f} s; request 1 "
+          f"took {request['e2e_s']:.3f} s" + ("" if ok else "  <- not that request alone"))
+    write_json(args.json, {"activities": len(spans), "span_s": span_s,
+                           "request_e2e_s": request["e2e_s"], "agree": ok})
+    return 0 if ok else 1
+
+
+# ---- the rehearsal of the comparisons above, on the fake driver and the fake NVML ----------------
+
+FAKE_BUS = "00000000:01:00.0"
+
+
+def fake_counter_mj(watts, now):
+    """The energy counter of a device drawing `watts` since the epoch: what the fake NVML
+    (fake_nvml_follow_clock) reads, and so what the fake nvidia-smi prints."""
+    return watts * 1000.0 * now
+
+
+def fake_smi(args):
+    """Prints what `nvidia-smi --query-gpu=timestamp,total_energy_consumption --format=csv,
+    noheader,nounits -lms N` prints, for a device drawing --watts (until killed)."""
+    import datetime
+    import time
+
+    while True:
+        now = time.time()
+        stamp = datetime.datetime.fromtimestamp(now).strftime("%Y/%m/%d %H:%M:%S.%f")[:-3]
+        print(f"{stamp}, {fake_counter_mj(args.watts, now):.0f}", flush=True)
+        time.sleep(args.interval_ms / 1000.0)
+
+
+def rehearse_meters(args):
+    """The energy and capture-range checks' inputs, made on the fake CUDA driver and the fake NVML
+    (built with the tests): requests of --seconds each on "cuda:0", whose NVML device draws
+    --watts, with VIDEOX_PERF_PROFILE=requests:1-1. Writes the records, and the GPU trace a
+    profiler would have captured (the events recorded while capturing) as nsys's CSV. Run with
+    LD_LIBRARY_PATH holding the fake NVML as libnvidia-ml.so.1."""
+    import ctypes
+    import time
+
+    os.environ.update(VIDEOX_PERF="1", VIDEOX_PERF_JSON=args.records,
+                      VIDEOX_PERF_PROFILE="requests:1-1", VIDEOX_PERF_NVML="1")
+    if os.path.exists(args.records):
+        os.remove(args.records)
+    cuda = ctypes.CDLL(args.fake_cuda)
+    cuda.fake_cuda_set_pci_bus_id(0, FAKE_BUS.encode())
+    nvml = ctypes.CDLL("libnvidia-ml.so.1")  # the fake, as the engine will load it
+    device = nvml.fake_nvml_add_device(FAKE_BUS.encode())
+    nvml.fake_nvml_draw(device, ctypes.c_double(args.watts), ctypes.c_double(0.0),
+                        ctypes.c_double(0.0))
+    nvml.fake_nvml_follow_clock(1)
+    cuda.fake_cuda_captured_first_s.restype = ctypes.c_double
+    cuda.fake_cuda_captured_last_s.restype = ctypes.c_double
+    import vxperf
+    from vxperf import _state
+
+    assert _state.ensure_cuda(0, args.fake_cuda, lambda device: (0, 0), lambda device: None)
+    for _ in range(args.requests):
+        with vxperf.request(device=0, stream=0x5000):  # a stream handle: torch's CPU build has none
+            for _ in range(4):
+                with vxperf.stage("transformer", tokens=1024):
+                    time.sleep(args.seconds / 4)
+    vxperf.shutdown()
+    first, last = cuda.fake_cuda_captured_first_s(), cuda.fake_cuda_captured_last_s()
+    with open(args.trace, "w") as handle:
+        handle.write('"Start (ns)","Duration (ns)","Name"\n')
+        if first >= 0:
+            handle.write(f'0,0,"fake"\n{(last - first) * 1e9:.0f},0,"fake"\n')
+    print(f"gpu_check: rehearsal: {args.requests} requests on the fake driver and NVML "
+          f"({args.watts} W), capture {first:.3f}..{last:.3f}")
+
+
+# ---- the training scenarios, the reference and vxperf side by side -----------------------------
+
+
+def scenarios_compare(args):
+    """A tiny training scenario's results under both implementations, where the reference is
+    right (tests/python/scenarios.py's REFERENCE_WRONG left out)."""
+    sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tests",
+                                    "python"))
+    import scenarios
+
+    with open(args.reference_result) as a, open(args.vxperf_result) as b:
+        theirs, ours = json.load(a), json.load(b)
+    same = scenarios.comparable(args.scenario, theirs) == scenarios.comparable(args.scenario, ours)
+    print(f"gpu_check: {args.scenario} with accelerate: records "
+          + ("agree" if same else "DIFFER (where the reference is right)"))
+    return 0 if same else 1
+
+
+# ---- the summary -------------------------------------------------------------------------------
+
+
+def summary(args):
+    """One file of the check's numbers: each part's status and seconds (parts.tsv, written as they
+    ran) and the numbers each wrote (<part>.json) under --work, into --out's summary.json; a table
+    on stdout."""
+    parts = []
+    with open(os.path.join(args.work, "parts.tsv")) as handle:
+        for line in handle:
+            name, status, seconds, note = (line.rstrip("\n").split("\t") + [""])[:4]
+            entry = {"part": name, "status": status, "seconds": int(seconds), "note": note}
+            numbers = os.path.join(args.work, f"{name}.json")
+            if os.path.exists(numbers):
+                try:
+                    entry["numbers"] = json.load(open(numbers))
+                except json.JSONDecodeError as error:
+                    entry["numbers_unreadable"] = str(error)
+            parts.append(entry)
+    result = {"rehearsal": args.rehearsal, "parts": parts,
+              "seconds": sum(p["seconds"] for p in parts),
+              "failed": [p["part"] for p in parts if p["status"] == "failed"]}
+    write_json(os.path.join(args.out, "summary.json"), result)
+    print(f"gpu_check: {'rehearsal ' if args.rehearsal else ''}summary "
+          f"({os.path.join(args.out, 'summary.json')}):")
+    for p in parts:
+        print(f"  {p['part']:18} {p['status']:8} {p['seconds']:5d}s  {p['note']}")
+    print(f"  {'total':18} {'':8} {result['seconds']:5d}s")
+    return 1 if result["failed"] else 0
+
+
 def run_parser(sub, name, device, requests, steps, layers=None):
     """The subcommand `name`, which runs one implementation: --impl, --reference, --device (its
     add_argument keywords `device`), --layers (when given its default), --requests, --steps
@@ -576,7 +848,9 @@ def main():
     sub = p.add_subparsers(dest="cmd", required=True)
     pd = sub.add_parser("direct")
     pd.add_argument("--batch", type=int, default=1)
-    pd.add_argument("--device", type=int, default=0)
+    pd.add_argument("--device", default="0", help="a CUDA index, or cpu to rehearse")
+    pd.add_argument("--layers", type=int, default=LAYERS)
+    pd.add_argument("--latent", type=int, nargs=3, default=LATENT, metavar=("F", "H", "W"))
     pd.add_argument("--warmup", type=int, default=2)
     pd.add_argument("--iters", type=int, default=5)
     pd.add_argument("--out", required=True)
@@ -587,7 +861,9 @@ def main():
     pc.add_argument("--direct", required=True)
     pc.add_argument("--time-tolerance", type=float, default=0.15)
     pc.add_argument("--flops-tolerance", type=float, default=0.06)
-    run_parser(sub, "python-run", dict(type=int, default=0), requests=3, steps=3)
+    pc.add_argument("--json", help="also write the numbers here")
+    run_parser(sub, "python-run", dict(default="0", help="a CUDA index, or cpu to rehearse"),
+               requests=3, steps=3)
     pp = sub.add_parser("python-compare")
     pp.add_argument("--vxperf", required=True)
     pp.add_argument("--reference-records", required=True)
@@ -596,16 +872,50 @@ def main():
     pp.add_argument("--expect-peak", type=float, help="the job peak they must be priced against")
     pp.add_argument("--cpu", dest="on_gpu", action="store_false",
                     help="records of a CPU rehearsal (no device, no peak memory)")
+    pp.add_argument("--json", help="also write the result here")
     run_parser(sub, "real-run", dict(default="0", help="a CUDA index, or cpu to rehearse"),
                requests=2, steps=4, layers=8)
     sub.add_parser("context-parallel")
     pcc = sub.add_parser("context-parallel-compare")
     pcc.add_argument("--records", required=True)
+    pe = sub.add_parser("energy-plausible")
+    pe.add_argument("--records", required=True)
+    pe.add_argument("--json")
+    pec = sub.add_parser("energy-compare")
+    pec.add_argument("--records", required=True)
+    pec.add_argument("--smi", required=True, help="nvidia-smi's polls (CSV)")
+    pec.add_argument("--json")
+    pcap = sub.add_parser("capture-compare")
+    pcap.add_argument("--trace", required=True, help="the GPU trace (nsys stats CSV)")
+    pcap.add_argument("--records", required=True)
+    pcap.add_argument("--json")
+    psmi = sub.add_parser("fake-smi")
+    psmi.add_argument("--watts", type=float, required=True)
+    psmi.add_argument("--interval-ms", type=float, default=100)
+    prm = sub.add_parser("rehearse-meters")
+    prm.add_argument("--fake-cuda", required=True, help="the fake driver (libfake_cuda.so)")
+    prm.add_argument("--watts", type=float, required=True)
+    prm.add_argument("--requests", type=int, default=3)
+    prm.add_argument("--seconds", type=float, default=2.2)
+    prm.add_argument("--records", required=True)
+    prm.add_argument("--trace", required=True)
+    psc = sub.add_parser("scenarios-compare")
+    psc.add_argument("--scenario", required=True)
+    psc.add_argument("--reference-result", required=True)
+    psc.add_argument("--vxperf-result", required=True)
+    psum = sub.add_parser("summary")
+    psum.add_argument("--work", required=True, help="where the parts wrote")
+    psum.add_argument("--out", required=True, help="where summary.json goes")
+    psum.add_argument("--rehearsal", action="store_true")
     args = p.parse_args()
     commands = {"direct": direct, "batch": batch_of, "compare": compare, "python-run": python_run,
                 "python-compare": python_compare, "real-run": real_run,
                 "context-parallel": context_parallel,
-                "context-parallel-compare": context_parallel_compare}
+                "context-parallel-compare": context_parallel_compare,
+                "energy-plausible": energy_plausible, "energy-compare": energy_compare,
+                "capture-compare": capture_compare, "fake-smi": fake_smi,
+                "rehearse-meters": rehearse_meters, "scenarios-compare": scenarios_compare,
+                "summary": summary}
     # The comparisons return their exit status; the runs return None, which exits with 0.
     sys.exit(commands[args.cmd](args))
 

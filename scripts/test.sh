@@ -49,6 +49,10 @@ if [[ ! -d build/python/vxperf ]]; then
   exit 1
 fi
 stage "pytest" env VXPERF_BUILD="$PWD/build" build-venv/bin/python -m pytest -q tests/python
+# The GPU check rehearsed without a GPU, over the build above (no second build): every part that
+# runs on the CPU, energy and the capture range on the fake driver and NVML (docs/CUDA.md).
+stage "gpu check rehearsal" env GPU_CHECK_REHEARSE=1 PYTHON=build-venv/bin/python BUILD=build \
+  OUT="$PWD/build/gpu_check" bash scripts/gpu_check.sh
 # The package as pip users get it: a wheel from pyproject.toml into a fresh venv, an example, the
 # console command, pip uninstall leaving nothing behind.
 stage "wheel" bash scripts/wheel_check.sh

@@ -50,35 +50,10 @@ def same(a, b, path="record"):
         assert a == b, f"{path}: {a!r} != {b!r}"
 
 
-# Where the reference is wrong against a truth ("Differences from the reference" in the README):
-# the fields it gets wrong, left out of the comparison and checked on their own.
-PRICED = ("tokens", "flops_per_fwd", "flops_per_step", "attn_share")
-REFERENCE_WRONG = {
-    # the look-alike's whole parameters multiplied by 2 (test_sharded_counts_what_the_ranks_hold)
-    "sharded": ("dit", None),
-    # the text joined to the latents before the blocks: the reference prices the latents alone
-    # (test_scenarios_cover_the_conventions)
-    "packed": ("dit", PRICED),
-    # micro-steps of two lengths priced at the first one's (test_mixed_micro_steps_are_each_...)
-    "train_full": ("throughput", PRICED),
-}
-
-
 def comparable(name, result):
-    """A result as both implementations must agree on it: the fields the reference gets wrong
-    (REFERENCE_WRONG) left out."""
-    if name not in REFERENCE_WRONG:
-        return result
-    part, fields = REFERENCE_WRONG[name]
-    result = json.loads(json.dumps(result))
-    for record in result["records"]:
-        if fields is None:
-            record.pop(part, None)
-            record.pop("parallel", None)  # vxperf's own: the layout it priced with
-        elif record.get(part):
-            for field in fields:
-                record[part].pop(field, None)
-    return result
+    """A result as both implementations must agree on it (scenarios.comparable: the fields the
+    reference gets wrong left out, each checked on its own below)."""
+    return scenarios.comparable(name, result)
 
 
 @pytest.fixture(scope="module")

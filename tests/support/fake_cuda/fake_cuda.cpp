@@ -9,6 +9,7 @@
 // Thread safety: every entry point takes one global lock; the context stack is per thread, as in
 // the driver.
 #include <algorithm>
+#include <chrono>
 #include <cstdint>
 #include <cstdio>
 #include <cstring>
@@ -115,6 +116,10 @@ struct State {
   unsigned last_event_flags = 0;
   int profiling = -1;  // the device whose context cuProfilerStart made current; -1: off
   int captured_records[kMaxDevices] = {};  // events recorded while profiling
+  // The wall-clock seconds of the first and last events recorded while profiling (what a
+  // profiler's GPU trace would span; the GPU check's rehearsal reads them).
+  double captured_first_s = -1;
+  double captured_last_s = -1;
   std::uint64_t generation = 0;  // bumped by reset: stale per-thread context stacks are dropped
 
   void reset() {
@@ -146,6 +151,7 @@ struct State {
     last_event_flags = 0;
     profiling = -1;
     std::fill(std::begin(captured_records), std::end(captured_records), 0);
+    captured_first_s = captured_last_s = -1;
     ++generation;
   }
   State() { reset(); }
@@ -350,7 +356,13 @@ FAKE_EXPORT CUresult cuEventRecord(CUevent event, CUstream stream) {
   }
   s.last_stream = sv;
   ++s.records[e->device];
-  if (s.profiling >= 0) ++s.captured_records[e->device];
+  if (s.profiling >= 0) {
+    ++s.captured_records[e->device];
+    double now = std::chrono::duration<double>(
+                     std::chrono::system_clock::now().time_since_epoch()).count();
+    if (s.captured_first_s < 0) s.captured_first_s = now;
+    s.captured_last_s = now;
+  }
   s.clock_ms += s.record_step_ms;
   e->ts_ms = s.clock_ms;
   e->recorded = true;
@@ -557,6 +569,17 @@ FAKE_EXPORT int fake_cuda_profiling() {
   return s.profiling;
 }
 // Events recorded on `device` while the profiler captured.
+// The wall-clock seconds (since the epoch) of the first and last events recorded while
+// profiling; -1 when none was.
+FAKE_EXPORT double fake_cuda_captured_first_s() {
+  FAKE_CONTROL();
+  return s.captured_first_s;
+}
+FAKE_EXPORT double fake_cuda_captured_last_s() {
+  FAKE_CONTROL();
+  return s.captured_last_s;
+}
+
 FAKE_EXPORT int fake_cuda_captured_records(int device) {
   FAKE_CONTROL();
   return device >= 0 && device < kMaxDevices ? s.captured_records[device] : 0;

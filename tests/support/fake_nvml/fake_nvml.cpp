@@ -5,6 +5,7 @@
 // to return a given code (NOT_SUPPORTED, ...). Devices are found by PCI bus id only
 // (case-insensitive), as NVML finds them for the meter.
 #include <cctype>
+#include <chrono>
 #include <cmath>
 #include <cstdint>
 #include <deque>
@@ -63,7 +64,15 @@ struct State {
   long calls[kCallCount] = {};
   std::vector<Device> devices;  // nvmlDevice_t is the index + 1
   double time_s = 0;            // the fake's time (fake_nvml_set_time), for drawing devices
+  bool wall_clock = false;      // the fake's time is the wall clock's (fake_nvml_follow_clock)
 };
+
+// The fake's time now: as set, or the wall clock's seconds since the epoch.
+double now_s(const State& s) {
+  if (!s.wall_clock) return s.time_s;
+  return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch())
+      .count();
+}
 
 State& state() {
   static State s;
@@ -136,7 +145,8 @@ FAKE_EXPORT Return nvmlDeviceGetHandleByPciBusId_v2(const char* bus, void** devi
 FAKE_EXPORT Return nvmlDeviceGetTotalEnergyConsumption(void* device, unsigned long long* out) {
   FAKE_DEVICE(kEnergy);
   if (d->watts >= 0) {
-    double t = d->period_s > 0 ? std::floor(s.time_s / d->period_s + 1e-9) * d->period_s : s.time_s;
+    double now = now_s(s);
+    double t = d->period_s > 0 ? std::floor(now / d->period_s + 1e-9) * d->period_s : now;
     *out = static_cast<unsigned long long>(std::llround(d->base_mj + t * d->watts * 1000.0));
     return kSuccess;
   }
@@ -245,6 +255,13 @@ FAKE_EXPORT void fake_nvml_draw(int device, double watts, double period_s, doubl
 FAKE_EXPORT void fake_nvml_set_time(double seconds) {
   FAKE_CONTROL();
   s.time_s = seconds;
+}
+// The fake's time follows the wall clock (seconds since the epoch) from now on (on != 0), as a
+// real counter does, so that another program (the GPU check's rehearsal of nvidia-smi) can read
+// the same counter from the same model; or is set by fake_nvml_set_time again (0).
+FAKE_EXPORT void fake_nvml_follow_clock(int on) {
+  FAKE_CONTROL();
+  s.wall_clock = on != 0;
 }
 // Makes the entry point `name` return `code` (0: success again).
 FAKE_EXPORT void fake_nvml_set_result(const char* name, int code) {
