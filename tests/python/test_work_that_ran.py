@@ -161,8 +161,12 @@ configs = {{
         current_timestep_callback=step, attention_weight_callback=lambda _: 0.5,
         unconditional_batch_skip_range=2, unconditional_batch_timestep_skip_range=(-1, 1001),
         tensor_format="BFCHW"),
+    "sea_cache": lambda: hooks.SeaCacheConfig(threshold=10.0),
 }}
-model.enable_cache(configs[NAME]())
+if NAME == "layer_skip":  # skip-layer guidance's hook: blocks 1 and 2 left out of every call
+    hooks.apply_layer_skip(model, hooks.LayerSkipConfig(indices=[1, 2]))
+else:
+    model.enable_cache(configs[NAME]())
 model.register_forward_pre_hook(lambda m, a: calls.append([]))
 if perf is not None:
     perf.instrument_pipeline(pipe)
@@ -181,6 +185,7 @@ for name, sub in model.named_modules():
                          "width": sub.to_q.out_features, "cross": name.endswith("attn2")}}
 owner = {{id(m): i for i, b in enumerate(blocks) for m in b.modules() if id(m) in attn}}
 print(json.dumps({{"calls": calls, "digest": digest(frames), "attn": attn, "owner": owner,
+                  "blocks": [id(b) for b in blocks],
                   "params": sum(p.numel() for p in model.parameters()),
                   "block_sizes": [sum(p.numel() for p in b.parameters()) for b in blocks]}}))
 """
@@ -201,7 +206,7 @@ def expected_fractions(seen, tokens, rows):
     linear = 2.0 * seen["params"] * tokens  # the model's cost per sample, its two terms
     quadratic = 4.0 * sum(i["width"] for i in attn.values() if not i["cross"]) * tokens ** 2
     total = linear + quadratic
-    block_of = {}
+    block_of = {key: index for index, key in enumerate(seen["blocks"])}
     fractions = []
     for call in seen["calls"]:
         work = 0.0
@@ -212,7 +217,7 @@ def expected_fractions(seen, tokens, rows):
         for kind, key, r in call:
             if kind != "block":
                 continue
-            index = block_of.setdefault(key, len(block_of))
+            index = block_of[key]
             work += r * (sizes[index] / sum(sizes) * linear
                          + self_widths[index] / sum(self_widths) * quadratic)
             for m, info in attn.items():
@@ -230,7 +235,8 @@ def expected_fractions(seen, tokens, rows):
 
 
 @pytest.mark.parametrize("name", ["first_block_cache", "pyramid_attention_broadcast",
-                                  "taylorseer_lite", "mag_cache", "faster_cache"])
+                                  "taylorseer_lite", "mag_cache", "faster_cache", "sea_cache",
+                                  "layer_skip"])
 def test_every_diffusers_cache_is_priced_at_what_ran(tmp_path, name):
     code = DIFFUSERS_CACHE.format(name=name)
     results = {impl: run(tmp_path, impl, code) for impl in ("none", "vxperf")}
