@@ -240,15 +240,13 @@ def _refresh(model, watch):
     """What changes between requests: the modules a cache may skip now (counted innermost), and
     the sequence shards each block's input arrives in."""
     watched, totals, attention = model.__dict__[WATCHED]
-    block_ids = {id(block) for block in watched.blocks}
-    inside = {}
-    for block in watched.blocks:
-        for sub in block.modules():
-            inside[id(sub)] = sub
+    inside = None  # the blocks' modules, by id: made only for a part a cache may skip
     for reader in CACHE_READERS:
         for module in reader.skippable(model):
             key = id(module)
-            if key in block_ids or key in watched.parts:
+            if key not in watched.probes and inside is None:
+                inside = {id(sub) for block in watched.blocks for sub in block.modules()}
+            if key in watched.probes:
                 probe = watched.probes[key][1]
             elif key in inside:
                 shares = _Shares(totals, _size(module), _widths(module, attention))
