@@ -24,8 +24,9 @@ inline constexpr EventId kNoEvent = 0;
 // What a device says about one interval (a request, a training window), read at the interval's
 // boundaries and never on a stage's hot path: the allocator's memory peaks (the backend's), and
 // what a DeviceMeter read (NVML, vxperf/nvml.h: energy, power, clocks, temperature, throttling).
-// A reading added here is one member and one row of its field table (src/schema/record_fields.h);
-// the records, their JSON, the report's reader, the live trace and its replay carry it from there.
+// A reading added here is one member and one row of its field table (src/schema/record_fields.h),
+// and the meter that reads it: a meter's readings join the backend's through that table, and the
+// records, their JSON, the report's reader, the live trace and its replay carry it from there.
 // The meter's readings are each present only when read, so that a record without them is the
 // reference's.
 struct DeviceReadings {

@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <string>
 
+#include "schema/held_fields.h"
+
 namespace vxperf::internal {
 
 Context::Context(Settings settings, std::shared_ptr<Clock> clock)
@@ -108,14 +110,8 @@ void Context::roll_metering(Metering& m, DeviceReadings& readings, DeviceBackend
 }
 
 void Context::add_meter_readings(DeviceReadings& into, const DeviceReadings& metered) {
-  if (metered.energy_j) into.energy_j = metered.energy_j;
-  if (metered.energy_from) into.energy_from = metered.energy_from;
-  if (metered.energy_shared) into.energy_shared = true;
-  if (metered.power_w_mean) into.power_w_mean = metered.power_w_mean;
-  if (metered.sm_clock_mhz_min) into.sm_clock_mhz_min = metered.sm_clock_mhz_min;
-  if (metered.temp_c_max) into.temp_c_max = metered.temp_c_max;
-  if (metered.throttle) into.throttle = metered.throttle;
-  if (metered.cpu_energy_j) into.cpu_energy_j = metered.cpu_energy_j;
+  // Through the readings' field table: a reading added there reaches the record by itself.
+  merge_held(into, metered);
 }
 
 // ---- VIDEOX_PERF_PROFILE ------------------------------------------------------------------------

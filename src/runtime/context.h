@@ -100,7 +100,9 @@ class Context {
   // DeviceMeter::mark and roll: a training window's step closes (roll: `m` is the next window's).
   void mark_metering(const Metering& m);
   void roll_metering(Metering& m, DeviceReadings& readings, DeviceBackend& backend, int device);
-  // A meter's readings over what the backend said (its peaks), field by field.
+  // A meter's readings over what the backend said (its peaks): each member the meter holds
+  // (read: an optional with a value, a true flag, a non-zero count) replaces the backend's,
+  // through the readings' field table (schema/held_fields.h).
   static void add_meter_readings(DeviceReadings& into, const DeviceReadings& metered);
 
   // VIDEOX_PERF_PROFILE's range (cuProfilerStart / cuProfilerStop on `device` of `backend`, and

@@ -18,8 +18,10 @@ struct Row {
       false;  // the field of an `object` row: a member of this struct, its key one level in
 };
 
-// fn(const Row&) for each row at the level of the object walked. A nested struct with a table of
-// its own (an object, the stages, the readings) is one row: it is walked on its own.
+// fn(const Row&) for each row at the level of the object walked, or fn(const Row&, const T&) with
+// the member itself where fn takes it (a row without a member is fn(const Row&) still). A nested
+// struct with a table of its own (an object, the stages, the readings) is one row: it is walked
+// on its own.
 template <class Fn>
 class RowWalk {
  public:
@@ -158,7 +160,11 @@ class RowWalk {
  private:
   template <class T>
   void row(const char* key, const T& member) {
-    fn_(Row{key, &member, sizeof(T), alignof(T), nested_});
+    if constexpr (std::is_invocable_v<Fn&, const Row&, const T&>) {
+      fn_(Row{key, &member, sizeof(T), alignof(T), nested_}, member);
+    } else {
+      fn_(Row{key, &member, sizeof(T), alignof(T), nested_});
+    }
   }
 
   Fn& fn_;
