@@ -89,6 +89,11 @@ static_assert(call_phases_have_events(), "a call phase, and only a call phase, n
 inline constexpr const PhaseInfo& phase_info(Phase phase) {
   return kPhases[static_cast<std::size_t>(phase)];
 }
+// Whether a phase is timed as calls of its own that leave the step where it is (clip, an EMA
+// update): what begin_call / PhaseCall / vxperf.phase() time.
+constexpr bool is_plain_call_phase(Phase phase) {
+  return phase_info(phase).source == PhaseSource::kCall && !phase_info(phase).bounds_step;
+}
 // "data", "prep", "vae_enc", "vae_dec", "text_encoder", "aux", "fwd", "bwd", "clip", "opt", "other"
 inline const char* phase_name(Phase phase) { return phase_info(phase).name; }
 std::optional<Phase> phase_from_name(std::string_view name);

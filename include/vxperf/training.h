@@ -135,16 +135,24 @@ class Backward {
   TrainMark mark_;
 };
 
-class Clip {
+// One call of a call phase (vxperf/phases.h: clip, or a program's own such as an EMA update; a
+// row and its enumerator are all a new one takes).
+class PhaseCall {
  public:
-  explicit Clip(Trainer* t = trainer()) noexcept;
-  ~Clip();
-  Clip(const Clip&) = delete;
-  Clip& operator=(const Clip&) = delete;
+  explicit PhaseCall(Phase phase, Trainer* t = trainer()) noexcept;
+  ~PhaseCall();
+  PhaseCall(const PhaseCall&) = delete;
+  PhaseCall& operator=(const PhaseCall&) = delete;
   static void* operator new(std::size_t) = delete;
 
  private:
   TrainMark mark_;
+  Phase phase_;
+};
+
+class Clip : public PhaseCall {
+ public:
+  explicit Clip(Trainer* t = trainer()) noexcept : PhaseCall(Phase::kClip, t) {}
 };
 
 // One optimizer step call. `optimizer` identifies the optimizer (its address); `synced` says

@@ -28,8 +28,13 @@ void end_model_call(const TrainMark& mark, Phase phase, std::int64_t tokens = 0,
                     std::int64_t samples = 1, double fraction = 1.0) noexcept;
 TrainMark begin_backward(Trainer* t = trainer()) noexcept;
 void end_backward(const TrainMark& mark) noexcept;
-TrainMark begin_clip(Trainer* t = trainer()) noexcept;
-void end_clip(const TrainMark& mark) noexcept;
+// One call of a call phase (vxperf/phases.h: a kCall row that does not bound the step: clip, or
+// a program's own such as an EMA update). A phase that is not one is not timed (an empty mark).
+TrainMark begin_call(Phase phase, Trainer* t = trainer()) noexcept;
+void end_call(const TrainMark& mark, Phase phase) noexcept;
+// begin_call / end_call of Phase::kClip.
+inline TrainMark begin_clip(Trainer* t = trainer()) noexcept { return begin_call(Phase::kClip, t); }
+inline void end_clip(const TrainMark& mark) noexcept { end_call(mark, Phase::kClip); }
 TrainMark begin_optimizer_step(Trainer* t = trainer()) noexcept;
 void end_optimizer_step(const TrainMark& mark, const void* optimizer, bool synced = true) noexcept;
 // As note_forward_fraction and note_compute_dtype (vxperf/inference.h) outside a request, for a

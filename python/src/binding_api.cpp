@@ -309,9 +309,15 @@ TrainMark train_backward_begin() { return vxperf::begin_backward(trainer()); }
 
 void train_backward_end(const TrainMark& mark) { vxperf::end_backward(mark); }
 
-TrainMark train_clip_begin() { return vxperf::begin_clip(trainer()); }
+TrainMark train_call_phase_begin(int phase) {
+  if (phase < 0 || phase >= kPhaseCount) return {};
+  return vxperf::begin_call(static_cast<Phase>(phase), trainer());
+}
 
-void train_clip_end(const TrainMark& mark) { vxperf::end_clip(mark); }
+void train_call_phase_end(const TrainMark& mark, int phase) {
+  if (phase < 0 || phase >= kPhaseCount) return;
+  vxperf::end_call(mark, static_cast<Phase>(phase));
+}
 
 TrainMark train_optimizer_begin() { return vxperf::begin_optimizer_step(trainer()); }
 

@@ -183,8 +183,10 @@ void train_call_end(const TrainMark& mark, int phase, std::int64_t tokens, std::
                     double fraction = 1.0);
 TrainMark train_backward_begin();
 void train_backward_end(const TrainMark& mark);
-TrainMark train_clip_begin();
-void train_clip_end(const TrainMark& mark);
+// One call of a call phase (clip, or another call phase of the table that leaves the step where
+// it is: vxperf/phases.h); a phase that is not one is not timed.
+TrainMark train_call_phase_begin(int phase);
+void train_call_phase_end(const TrainMark& mark, int phase);
 TrainMark train_optimizer_begin();
 // owner: identifies the optimizer (the first to close a step owns the boundary); synced: whether
 // this call really stepped (false on a gradient-accumulation pass-through).

@@ -452,6 +452,16 @@ PYBIND11_MODULE(_ext, m) {
         return py::tuple(names);
       },
       "The phases a model call can be classified into, in the engine's order.");
+  m.def(
+      "call_phases",
+      [] {
+        py::list names;
+        for (const vxperf::PhaseInfo& info : api::phases()) {
+          if (vxperf::is_plain_call_phase(info.phase)) names.append(info.name);
+        }
+        return py::tuple(names);
+      },
+      "The phases timed as calls of their own (vxperf.phase()), in the engine's order.");
   m.def("phase_id", &api::phase_id, py::arg("name"));
   m.def("training_active", &api::training_active);
   m.def("train_set_device", &api::train_set_device, py::arg("device"), py::arg("stream"));
@@ -470,8 +480,8 @@ PYBIND11_MODULE(_ext, m) {
         py::arg("tokens"), py::arg("samples"), py::arg("fraction") = 1.0);
   m.def("train_backward_begin", &api::train_backward_begin);
   m.def("train_backward_end", &api::train_backward_end, py::arg("mark"));
-  m.def("train_clip_begin", &api::train_clip_begin);
-  m.def("train_clip_end", &api::train_clip_end, py::arg("mark"));
+  m.def("train_call_phase_begin", &api::train_call_phase_begin, py::arg("phase"));
+  m.def("train_call_phase_end", &api::train_call_phase_end, py::arg("mark"), py::arg("phase"));
   m.def("train_optimizer_begin", &api::train_optimizer_begin);
   m.def(
       "train_optimizer_end",

@@ -45,7 +45,7 @@ from ._install import install, install_training
 from ._peak import calibrate
 from ._records import add_sink, last_request, remove_sink
 from ._training import (backward, clip, finish, instrument_module, micro_step, model_call,
-                        optimizer_step, register_model, training_device)
+                        optimizer_step, phase, register_model, training_device)
 from ._training import instrument_class as instrument_model_class
 from .integrations.diffusers import track_cache
 
@@ -72,7 +72,7 @@ __all__ = [
     "add_sink", "backward", "calibrate", "clip", "declare_model", "enabled", "finish",
     "forward_fraction", "install", "install_training", "instrument_model_class",
     "instrument_module", "instrument_pipeline", "last_request", "micro_step", "model_call",
-    "optimizer_step", "profile_range", "register_model", "remove_sink", "request",
+    "optimizer_step", "phase", "profile_range", "register_model", "remove_sink", "request",
     "set_attention_density", "shutdown", "skip_forward", "stage", "timed", "track_cache",
     "training_device",
 ]

@@ -3,8 +3,8 @@
 Two ways in. `install_training()` (vxperf/_install.py) patches accelerate (integrations/
 accelerate.py: what every training script of the reference's framework shares) and wraps the model
 classes it is given, classified into phases here. Loops without accelerate use the explicit
-scopes: micro_step(), model_call(), backward(), clip(), optimizer_step(), plus register_model() and
-instrument_module(). Both end in the engine's trainer: steps, settling, windows, records and log
+scopes: micro_step(), model_call(), backward(), phase() (clip() is phase("clip")),
+optimizer_step(), plus register_model() and instrument_module(). Both end in the engine's trainer: steps, settling, windows, records and log
 lines are the C++ engine's."""
 
 import importlib.util
@@ -17,6 +17,7 @@ from . import _blocks, _ext, _layout, _model, _params, _peak, _profiler, _readin
 # those a model call can be.
 PHASES = tuple(_ext.phases())
 MODEL_PHASES = tuple(_ext.model_phases())
+CALL_PHASES = tuple(_ext.call_phases())  # timed as calls of their own: phase()
 # A VAE's methods and the phase each is timed in: the phase of its stage in the stage table.
 VAE_METHODS = (("encode", _stages.VAE_ENCODE.phase), ("decode", _stages.VAE_DECODE.phase),
                ("encode_stream", _stages.VAE_ENCODE.phase),
@@ -116,11 +117,38 @@ def backward():
     return _Interval(_ext.train_backward_begin, _ext.train_backward_end)
 
 
-def clip():
-    """A `with` scope around gradient clipping."""
+class _PhaseCall:
+    __slots__ = ("phase", "mark")
+
+    def __init__(self, phase):
+        self.phase = phase
+
+    def __enter__(self):
+        self.mark = _ext.train_call_phase_begin(self.phase)
+        return self
+
+    def __exit__(self, kind, value, traceback):
+        _ext.train_call_phase_end(self.mark, self.phase)
+        return False
+
+
+def phase(name):
+    """A `with` scope around one call of a call phase of the phase table: "clip", or a program's
+    own (a row in include/vxperf/phases.h, such as an EMA update, is all a new one takes). Its
+    time is the phase's in the step, as records, lines, traces, the report and trackers show it.
+    A name that is not a call phase is said once and not timed."""
     if not _state.on:
         return _ext.NULL_SCOPE
-    return _Interval(_ext.train_clip_begin, _ext.train_clip_end)
+    if name not in CALL_PHASES:
+        _state.warn(("call-phase", name), f"'{name}' is not a call phase (one of "
+                    f"{', '.join(CALL_PHASES)}); not timed")
+        return _ext.NULL_SCOPE
+    return _PhaseCall(_ext.phase_id(name))
+
+
+def clip():
+    """A `with` scope around gradient clipping: phase("clip")."""
+    return phase("clip")
 
 
 class _OptimizerStep:

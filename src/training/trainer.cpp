@@ -163,12 +163,15 @@ void end_backward(const TrainMark& m) noexcept {
   });
 }
 
-TrainMark begin_clip(Trainer* t) noexcept { return plain_mark(t, Phase::kClip); }
+TrainMark begin_call(Phase phase, Trainer* t) noexcept {
+  if (!is_plain_call_phase(phase)) return {};
+  return plain_mark(t, phase);
+}
 
-void end_clip(const TrainMark& m) noexcept {
-  if (m.trainer == nullptr) return;
-  close_call(m, Phase::kClip, [&](internal::TrainerCore& c, internal::Marker end) {
-    c.add_call(Phase::kClip, marker(m), end);
+void end_call(const TrainMark& m, Phase phase) noexcept {
+  if (m.trainer == nullptr || !is_plain_call_phase(phase)) return;
+  close_call(m, phase, [&](internal::TrainerCore& c, internal::Marker end) {
+    c.add_call(phase, marker(m), end);
   });
 }
 
@@ -205,8 +208,8 @@ ModelCall::~ModelCall() { end_model_call(mark_, phase_, tokens_, samples_, fract
 Backward::Backward(Trainer* t) noexcept : mark_(begin_backward(t)) {}
 Backward::~Backward() { end_backward(mark_); }
 
-Clip::Clip(Trainer* t) noexcept : mark_(begin_clip(t)) {}
-Clip::~Clip() { end_clip(mark_); }
+PhaseCall::PhaseCall(Phase phase, Trainer* t) noexcept : mark_(begin_call(phase, t)), phase_(phase) {}
+PhaseCall::~PhaseCall() { end_call(mark_, phase_); }
 
 OptimizerStep::OptimizerStep(const void* optimizer, bool synced, Trainer* t) noexcept
     : mark_(begin_optimizer_step(t)), optimizer_(optimizer), synced_(synced) {}

@@ -191,3 +191,26 @@ for _ in range(2):
     key = lambda r: (r["kind"], r.get("req", r.get("step_first")))  # noqa: E731
     assert [normalized(r) for r in sorted(replayed, key=key)] == [
         normalized(r) for r in sorted(live, key=key)]
+
+
+def test_a_call_phase_by_name(tmp_path):
+    """vxperf.phase(name) times any call phase of the phase table (clip() is phase("clip")); a
+    name that is not one (a model phase, a typo) is said once and leaves the step as it was."""
+    records = tmp_path / "records.jsonl"
+    code = LOOP.replace("vxperf.clip()", 'vxperf.phase("clip")') + """
+for _ in range(2):
+    with vxperf.phase("fwd"), vxperf.phase("emaa"):
+        pass
+    step()
+vxperf.finish()
+"""
+    proc = run_python(code, env=clean_env(VIDEOX_PERF=1, VIDEOX_PERF_EVERY=1,
+                                          VIDEOX_PERF_JSON=records))
+    said = [line for line in proc.stderr.splitlines() if "is not a call phase" in line]
+    assert len(said) == 2, proc.stderr
+    assert "'fwd'" in said[0] and "'emaa'" in said[1] and "clip" in said[1]
+    windows = read_records(records)
+    assert len(windows) == 2
+    for window in windows:
+        assert window["phases_s"]["clip"] > 0
+        assert math.isclose(sum(window["phases_s"].values()), window["step_s_p50"], rel_tol=1e-9)

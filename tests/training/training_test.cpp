@@ -86,6 +86,33 @@ TEST(Training, ReadyAtCloseUsesDeviceTime) {
   EXPECT_EQ(rig.t.device->synchronize_count(), 0);  // no synchronize, ever
 }
 
+TEST(Training, APhaseCallTimesOnlyPlainCallPhases) {
+  TrainRig rig(0, {{"VIDEOX_PERF", "1"}, {"VIDEOX_PERF_EVERY", "1"}});
+  rig.step();
+  {
+    MicroStep micro(rig.trainer);
+    {
+      PhaseCall forward(Phase::kForward, rig.trainer);  // a model phase: not a call of its own
+      PhaseCall optimizer(Phase::kOptimizer, rig.trainer);  // closes steps: its own scope only
+      rig.work(0.3, 1.0);
+    }
+    PhaseCall clip(Phase::kClip, rig.trainer);  // the same as Clip
+    rig.work(0.02);
+  }
+  {
+    OptimizerStep o(&rig.opt, true, rig.trainer);
+    rig.work(0.05);
+  }
+  auto r = rig.records();
+  ASSERT_EQ(r.size(), 2u);
+  EXPECT_NEAR(r[0]["phases_s"]["clip"].get<double>(), 0.03, 1e-9);
+  EXPECT_NEAR(r[1]["phases_s"]["clip"].get<double>(), 0.03, 1e-9);
+  // the 0.3 s under the refused scopes is the step's remainder (other), not fwd or another opt
+  EXPECT_FALSE(r[1]["phases_s"].contains("fwd"));
+  EXPECT_NEAR(r[1]["phases_s"]["other"].get<double>(), 0.37 - 0.03 - 0.075, 1e-9);
+  EXPECT_NEAR(r[1]["phases_s"]["opt"].get<double>(), 0.075, 1e-9);
+}
+
 TEST(Training, LateEventsSettleLateFromTheDevice) {
   for (int lag : {1, 2}) {
     TrainRig rig(lag, {{"VIDEOX_PERF", "1"}, {"VIDEOX_PERF_EVERY", "1"}});

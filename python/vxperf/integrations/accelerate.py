@@ -136,13 +136,16 @@ def _backward(function):
     return _patched(function, backward)
 
 
+_CLIP = _ext.phase_id("clip")
+
+
 def _clip(function):
     def clip_grad_norm_(self, *args, **kwargs):
-        mark = _ext.train_clip_begin()
+        mark = _ext.train_call_phase_begin(_CLIP)
         try:
             return function(self, *args, **kwargs)
         finally:
-            _ext.train_clip_end(mark)
+            _ext.train_call_phase_end(mark, _CLIP)
 
     return _patched(function, clip_grad_norm_)
 
