@@ -12,6 +12,7 @@ packages=(
   build-essential cmake ninja-build ccache pkg-config git
   libgtest-dev libgmock-dev libbenchmark-dev nlohmann-json3-dev
   libsimdjson-dev  # the records reader of `vxperf report`
+  zlib1g-dev  # gzip traces read by `vxperf explain`
   clang libclang-rt-14-dev clang-format clang-tidy  # the sanitizer and fuzzer build, lint
   python3 python3-dev python3-venv pybind11-dev  # the Python package
   libcpp-httplib-dev  # the Prometheus endpoint

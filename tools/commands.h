@@ -13,6 +13,7 @@ int replay_command(int argc, char** argv);
 int inspect_command(int argc, char** argv);
 int demo_command(int argc, char** argv);
 int report_command(int argc, char** argv);
+int explain_command(int argc, char** argv);
 int trace_command(int argc, char** argv);
 int flops_command(int argc, char** argv);
 int watch_command(int argc, char** argv);
@@ -36,6 +37,8 @@ inline constexpr Command kCommands[] = {
      "run the embedded text-to-video workload (inference + training) with metrics on"},
     {"report", report_command,
      "summarize records files: latency, stages, step times, MFU, stragglers (text/JSON/HTML)"},
+    {"explain", explain_command,
+     "where a profiled step's device time went: HTA's numbers and the loss waterfall with FLOPs"},
     {"trace", trace_command, "convert event scripts into a Chrome trace-event file for Perfetto"},
     {"flops", flops_command, "parameters, tokens, FLOPs and ideal time of a Wan2.1-style DiT"},
     {"watch", watch_command,

@@ -1,0 +1,267 @@
+"""Oracle: Holistic Trace Analysis (HTA) numbers for one Kineto trace directory, as JSON.
+
+Bench tool only -- never a dependency of vxperf. It imports ``hta`` (HolisticTraceAnalysis
+0.6.1, commit f4d0062c), so it runs only inside a virtual environment where HTA is installed:
+
+    /path/to/hta-venv/bin/python bench/hta_numbers.py TRACE_DIR > out.json
+
+The JSON has the layout that ``vxperf explain --json`` prints (see
+bench/explain_vs_hta.py, which compares the two). Every analysis is run the way HTA's
+``TraceAnalysis`` runs it by default (``include_last_profiler_step=False``, default
+arguments), except that the analyses whose public API defaults to rank 0 are run for every
+rank. The definitions behind each number are in the project's reference note
+``hta_definitions.md``:
+
+* ``steps``: ``extract_iteration_info`` (what ``get_profiler_steps`` uses), per rank.
+* ``temporal``: ``get_temporal_breakdown``.
+* ``idle_by_stream``: ``get_idle_time_breakdown`` for each rank.
+* ``comm_comp_overlap_pct``: ``get_comm_comp_overlap``.
+* ``kernel_types`` / ``kernel_types_pct`` (top level) and ``kernels`` (per rank):
+  ``get_gpu_kernel_breakdown``. The per-rank ``kernel_types`` come from HTA's own
+  ``BreakdownAnalysis._get_gpu_kernel_type_time`` applied to one rank's GPU rows exactly as
+  ``get_gpu_kernel_breakdown`` prepares them; their sum over ranks is checked against the
+  public frame.
+* ``launches``: ``get_cuda_kernel_launch_stats(ranks=[rank])``, counted with the default
+  cutoffs (runtime 50 us, launch delay 100 us) as HTA's plots select them.
+
+Numbers are printed as integers where HTA's value is integral, NaN becomes null. An analysis
+that raises is left out and its error is listed under ``"hta_errors"``. ``"hta_seconds"`` is the
+wall time of loading plus all analyses, ``"hta_peak_rss_mb"`` the process's peak RSS.
+All of HTA's own output (logging, prints) goes to stderr; stdout carries only the JSON.
+"""
+
+from __future__ import annotations
+
+import argparse
+import functools
+import json
+import math
+import os
+import resource
+import sys
+import time
+import traceback
+from typing import Any, Callable, Dict, List, Optional
+
+JSONValue = Any
+RUNTIME_CUTOFF = 50
+LAUNCH_DELAY_CUTOFF = 100
+IDLE_CATEGORIES = ("host_wait", "kernel_wait", "other")
+
+
+def num(value: Any) -> Optional[int | float]:
+    """Convert a pandas/numpy scalar to int (when integral), float, or None (NaN)."""
+    if value is None:
+        return None
+    try:
+        f = float(value)
+    except (TypeError, ValueError) as exc:
+        raise TypeError(f"not a number: {value!r}") from exc
+    if math.isnan(f):
+        return None
+    if math.isinf(f):
+        return f
+    if f.is_integer():
+        return int(f)
+    return f
+
+
+def _guard(errors: Dict[str, str], key: str, fn: Callable[[], Any]) -> Any:
+    """Run one analysis; on failure record the error and return None."""
+    try:
+        return fn()
+    except Exception as exc:  # noqa: BLE001 - an oracle reports whatever HTA raises
+        errors[key] = f"{type(exc).__name__}: {exc}"
+        traceback.print_exc(file=sys.stderr)
+        return None
+
+
+def run(trace_dir: str) -> Dict[str, JSONValue]:
+    """Load TRACE_DIR with HTA, run the analyses and return the JSON-ready dict."""
+    import pandas as pd
+
+    from hta.analyzers.breakdown_analysis import BreakdownAnalysis
+    from hta.analyzers.straggler import extract_iteration_info
+    from hta.trace_analysis import TraceAnalysis
+    from hta.utils.utils import KernelType, get_kernel_type
+
+    errors: Dict[str, str] = {}
+    start = time.perf_counter()
+    analyzer = TraceAnalysis(trace_dir=trace_dir)
+    trace = analyzer.t
+    ranks: List[int] = sorted(int(r) for r in trace.get_all_traces().keys())
+    per_rank: Dict[int, Dict[str, JSONValue]] = {r: {"rank": r} for r in ranks}
+
+    # Profiler steps, per rank (get_profiler_steps is the sorted union of these).
+    iters = _guard(errors, "steps", lambda: extract_iteration_info(trace))
+    if iters is not None:
+        for r in ranks:
+            sel = iters[(iters["rank"] == r) & (iters["iter"] != -1)]["iter"]
+            per_rank[r]["steps"] = sorted(int(i) for i in sel.unique())
+
+    # Temporal breakdown.
+    temporal = _guard(
+        errors, "temporal", lambda: analyzer.get_temporal_breakdown(visualize=False)
+    )
+    if temporal is not None:
+        for _, row in temporal.iterrows():
+            per_rank[int(row["rank"])]["temporal"] = {
+                "kernel_time_us": num(row["kernel_time(us)"]),
+                "idle_time_us": num(row["idle_time(us)"]),
+                "compute_time_us": num(row["compute_time(us)"]),
+                "non_compute_time_us": num(row["non_compute_time(us)"]),
+                "idle_pct": num(row["idle_time_pctg"]),
+                "compute_pct": num(row["compute_time_pctg"]),
+                "non_compute_pct": num(row["non_compute_time_pctg"]),
+            }
+
+    # Idle-time breakdown per stream. TraceAnalysis.get_idle_time_breakdown(ranks=all) only
+    # loops over the ranks and concatenates, so one call per rank gives the same frame while
+    # keeping one failing rank from hiding the others.
+    def idle_frame(rank: int) -> Any:
+        return analyzer.get_idle_time_breakdown(ranks=[rank], visualize=False)[0]
+
+    def launch_frame(rank: int) -> Any:
+        return analyzer.get_cuda_kernel_launch_stats(ranks=[rank], visualize=False)[rank]
+
+    for r in ranks:
+        idle = _guard(errors, f"idle_by_stream[rank {r}]", functools.partial(idle_frame, r))
+        if idle is None:
+            continue
+        streams: List[Dict[str, JSONValue]] = []
+        for stream in sorted(int(s) for s in idle["stream"].unique()):
+            rows = idle[idle["stream"] == stream]
+            by_cat = {str(c): row for c, row in zip(rows["idle_category"], rows.itertuples())}
+            ratios_nan = bool(rows["idle_time_ratio"].isna().all())
+            entry: Dict[str, JSONValue] = {"stream": stream}
+            for cat in IDLE_CATEGORIES:
+                entry[f"{cat}_us"] = num(by_cat[cat].idle_time) if cat in by_cat else 0
+            for cat in IDLE_CATEGORIES:
+                if cat in by_cat:
+                    entry[f"{cat}_ratio"] = num(by_cat[cat].idle_time_ratio)
+                else:
+                    entry[f"{cat}_ratio"] = None if ratios_nan else 0
+            unknown = set(by_cat) - set(IDLE_CATEGORIES)
+            if unknown:
+                errors[f"idle_by_stream[rank {r}]"] = f"unknown categories {sorted(unknown)}"
+            streams.append(entry)
+        per_rank[r]["idle_by_stream"] = streams
+
+    # Communication/computation overlap.
+    overlap = _guard(
+        errors, "comm_comp_overlap", lambda: analyzer.get_comm_comp_overlap(visualize=False)
+    )
+    if overlap is not None:
+        for _, row in overlap.iterrows():
+            per_rank[int(row["rank"])]["comm_comp_overlap_pct"] = num(
+                row["comp_comm_overlap_pctg"]
+            )
+
+    # GPU kernel breakdown (public frames).
+    top: Dict[str, JSONValue] = {}
+    breakdown = _guard(
+        errors, "gpu_kernel_breakdown", lambda: analyzer.get_gpu_kernel_breakdown(visualize=False)
+    )
+    if breakdown is not None:
+        kernel_type_df, kernel_df = breakdown
+        nonzero = kernel_type_df[kernel_type_df["sum"] != 0]
+        top["kernel_types"] = {str(k): num(s) for k, s in zip(nonzero["kernel_type"], nonzero["sum"])}
+        top["kernel_types_pct"] = {
+            str(k): num(p) for k, p in zip(nonzero["kernel_type"], nonzero["percentage"])
+        }
+        for r in ranks:
+            rows = kernel_df[kernel_df["rank"] == r]
+            per_rank[r]["kernels"] = [
+                {
+                    "name": str(row["name"]),
+                    "type": str(row["kernel_type"]),
+                    "sum_us": num(row["sum (us)"]),
+                    "max_us": num(row["max (us)"]),
+                    "min_us": num(row["min (us)"]),
+                    "mean_us": num(row["mean (us)"]),
+                    "std_us": num(row["stddev"]) if not pd.isna(row["stddev"]) else 0,
+                }
+                for _, row in rows.iterrows()
+            ]
+
+    # Per-rank kernel-type segments: the same computation get_gpu_kernel_breakdown does for
+    # each rank before it sums over ranks (breakdown_analysis.py, include_memory_kernels=True).
+    def kernel_types_per_rank() -> Dict[int, Dict[str, int | float | None]]:
+        sym_table = trace.symbol_table.get_sym_table()
+        types = [KernelType.COMPUTATION.name, KernelType.COMMUNICATION.name, KernelType.MEMORY.name]
+        out: Dict[int, Dict[str, int | float | None]] = {}
+        for r, trace_df in trace.get_all_traces().items():
+            gpu = trace_df[trace_df["stream"].ne(-1)].copy()
+            gpu["kernel_type"] = gpu[["name"]].apply(
+                lambda x: get_kernel_type(sym_table[x["name"]]), axis=1
+            )
+            gpu["name"] = gpu["name"].apply(lambda x: sym_table[x])
+            frame = BreakdownAnalysis._get_gpu_kernel_type_time(gpu, types)
+            out[int(r)] = {
+                str(k): num(s) for k, s in zip(frame["kernel_type"], frame["sum"]) if s != 0
+            }
+        return out
+
+    kt_rank = _guard(errors, "kernel_types_per_rank", kernel_types_per_rank)
+    if kt_rank is not None:
+        for r, d in kt_rank.items():
+            per_rank[r]["kernel_types"] = d
+        if "kernel_types" in top:
+            summed: Dict[str, float] = {}
+            for d in kt_rank.values():
+                for k, v in d.items():
+                    summed[k] = summed.get(k, 0) + (v or 0)
+            if summed != top["kernel_types"]:
+                errors["kernel_types_per_rank"] = (
+                    f"per-rank sums {summed} differ from HTA's frame {top['kernel_types']}"
+                )
+
+    # Kernel launch statistics, one rank at a time.
+    for r in ranks:
+        launch = _guard(errors, f"launches[rank {r}]", functools.partial(launch_frame, r))
+        if launch is None:
+            continue
+        cpu = launch["cpu_duration"]
+        gpu = launch["gpu_duration"]
+        per_rank[r]["launches"] = {
+            "n_events": int(len(launch)),
+            "n_long_runtime": int((cpu > RUNTIME_CUTOFF).sum()),
+            "n_long_launch_delay": int((launch["launch_delay"] > LAUNCH_DELAY_CUTOFF).sum()),
+            "n_short_gpu": int(((cpu <= RUNTIME_CUTOFF) & (gpu < cpu)).sum()),
+        }
+
+    seconds = time.perf_counter() - start
+    result: Dict[str, JSONValue] = {"ranks": [per_rank[r] for r in ranks]}
+    result.update(top)
+    result["hta_seconds"] = round(seconds, 3)
+    result["hta_peak_rss_mb"] = round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1)
+    if errors:
+        result["hta_errors"] = errors
+    return result
+
+
+def main(argv: Optional[List[str]] = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("trace_dir", help="directory with one Kineto trace file per rank")
+    args = parser.parse_args(argv)
+    if not os.path.isdir(args.trace_dir):
+        parser.error(f"not a directory: {args.trace_dir}")
+
+    # HTA logs and prints to stdout in places; send fd 1 to stderr while it runs and keep the
+    # real stdout for the JSON.
+    sys.stdout.flush()
+    real_stdout = os.dup(1)
+    os.dup2(2, 1)
+    try:
+        result = run(args.trace_dir)
+    finally:
+        sys.stdout.flush()
+        os.dup2(real_stdout, 1)
+        os.close(real_stdout)
+    json.dump(result, sys.stdout, indent=1, allow_nan=False)
+    sys.stdout.write("\n")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,107 @@
+// `vxperf explain`: PyTorch-profiler (Kineto) traces read and analysed the way Holistic Trace
+// Analysis 0.6.1 analyses them (temporal breakdown, idle time per stream, communication overlap,
+// kernel types and kernels, launch statistics, profiler steps), its numbers equal to HTA's on the
+// same files, and joined with vxperf's records: the loss waterfall of each vxperf range.
+//
+// Thread safety: explain_traces() is reentrant; it starts one worker thread per trace file (at most
+// ExplainOptions::threads at once) and joins them before it returns.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace vxperf::explain {
+
+// Microseconds, the traces' unit. Sums are integers after HTA's rounding; they stay doubles so that
+// a file HTA leaves unrounded (integer ts, fractional dur) keeps its fractions as HTA does.
+struct Temporal {
+  double kernel_time_us = 0;  // last device end - first device start, all streams
+  double idle_time_us = 0;    // kernel_time - |union of all device rows|
+  double compute_time_us = 0;  // |union of computation rows|
+  double non_compute_time_us = 0;
+  // Percents of kernel_time rounded to 2 decimals as numpy.round does; absent when it is 0.
+  std::optional<double> idle_pct, compute_pct, non_compute_pct;
+};
+
+// Gaps between consecutive kernels, copies and sets of one stream, by HTA's three causes.
+struct StreamIdle {
+  std::int64_t stream = 0;
+  double host_wait_us = 0, kernel_wait_us = 0, other_us = 0;  // rounded to 2 decimals
+  std::optional<double> host_wait_ratio, kernel_wait_ratio, other_ratio;  // absent: no idle time
+};
+
+// One row of HTA's per-kernel table: a kernel name (or "others") of one type on one rank.
+struct KernelStats {
+  std::string name;
+  std::string type;  // COMPUTATION, COMMUNICATION, MEMORY
+  std::int64_t count = 0;  // device rows (for "others": names)
+  double sum_us = 0, max_us = 0, min_us = 0, mean_us = 0, std_us = 0;
+};
+
+struct LaunchStats {
+  std::int64_t n_events = 0;             // launch calls paired with their device rows
+  std::int64_t n_long_runtime = 0;       // launch call > 50 us
+  std::int64_t n_long_launch_delay = 0;  // device start - launch end > 100 us
+  std::int64_t n_short_gpu = 0;          // launch <= 50 us and the device row shorter than it
+};
+
+// One vxperf range's device span split into parts that add up to it exactly (seconds).
+struct WaterfallRow {
+  std::string range;     // the range as it is shown: "denoise", "step" (index), "forward", ...
+  std::string kind;      // "request", "stage", "denoising_step", "train_step", "phase"
+  std::int64_t step_index = -1;  // for denoising steps: which one (0-based)
+  std::int64_t count = 0;        // ranges aggregated
+  double host_s = 0;  // the ranges' own (host) duration
+  double span_s = 0;  // first start to last end of the device work they launched
+  std::optional<double> ideal_s;  // its FLOPs at the priced peak; absent when unknown
+  double kernel_excess_s = 0;     // computation beyond ideal (all computation without FLOPs)
+  double exposed_comm_s = 0, memory_s = 0;
+  double idle_host_wait_s = 0, idle_kernel_wait_s = 0, idle_other_s = 0;
+  double other_s = 0;  // device time of rows of none of the three types with nothing else running
+  std::optional<double> flops;
+  std::optional<double> mfu;  // ideal_s / span_s
+};
+
+struct RankExplanation {
+  int rank = 0;
+  std::string file;
+  bool has_device_rows = true;  // false: a CPU-only profile, host ranges only
+  std::vector<std::int64_t> steps;
+  Temporal temporal;
+  std::vector<StreamIdle> idle_by_stream;
+  std::optional<double> comm_comp_overlap_pct;
+  std::map<std::string, double> kernel_types;  // this rank's segments by label
+  std::vector<KernelStats> kernels;
+  LaunchStats launches;
+  std::vector<WaterfallRow> waterfall;
+};
+
+struct Explanation {
+  std::vector<RankExplanation> ranks;  // by rank
+  std::map<std::string, double> kernel_types;      // summed over ranks, as HTA does
+  std::map<std::string, double> kernel_types_pct;  // rounded to 1 decimal
+  std::vector<std::string> problems;  // "FILE: what was wrong", one each
+  std::vector<std::string> records_files;  // the records the waterfall was priced from
+};
+
+struct ExplainOptions {
+  // Records files (JSON lines) for the waterfall's FLOPs; empty: those the traces name, else a
+  // records file beside them.
+  std::vector<std::string> records;
+  unsigned threads = 0;  // 0: the machine's cores
+};
+
+// Reads every trace (files, or directories of *.json / *.json.gz) and analyses it. A file that
+// cannot be read is in `problems` and the others are analysed; throws std::invalid_argument only
+// for a path that does not exist.
+Explanation explain_traces(const std::vector<std::string>& paths, const ExplainOptions& options);
+
+// The forms it is shown in.
+std::string explanation_json(const Explanation& e);
+std::string explanation_text(const Explanation& e);
+std::string explanation_html(const Explanation& e);
+
+}  // namespace vxperf::explain

@@ -1,0 +1,132 @@
+// `vxperf explain --html`: the report page's frame and charts with the explanation's numbers: the
+// waterfall per stage or phase as stacked bars, the ranks' temporal breakdown side by side, the
+// idle split per stream, and the tables. Every name from the trace is escaped.
+#include <algorithm>
+#include <cstdio>
+
+#include "analysis/html_parts.h"
+#include "analysis/svg_charts.h"
+#include "vxperf/explain.h"
+
+namespace vxperf::explain {
+namespace {
+
+namespace html = analysis::html;
+namespace svg = analysis::svg;
+
+std::string fixed(double v, const char* fmt = "%.3f") {
+  char buf[64];
+  std::snprintf(buf, sizeof buf, fmt, v);
+  return buf;
+}
+
+std::string label_of(const WaterfallRow& w) {
+  if (w.kind == "denoising_step") return w.range + " #" + std::to_string(w.step_index);
+  return w.range;
+}
+
+std::string waterfall_section(const RankExplanation& r) {
+  if (r.waterfall.empty()) return "";
+  const std::vector<std::string> parts = {"ideal",     "kernel excess", "exposed comm",
+                                          "memory",    "other",         "idle: host wait",
+                                          "idle: kernel wait", "idle: other"};
+  std::vector<std::string> labels;
+  std::vector<std::vector<double>> values;
+  double top = 0;
+  html::Table table;
+  table.head = {"range", "kind", "n", "host", "span", "ideal", "excess", "comm", "memory",
+                "other", "host wait", "kernel wait", "idle other", "MFU"};
+  for (const WaterfallRow& w : r.waterfall) {
+    const double n = static_cast<double>(std::max<std::int64_t>(w.count, 1));
+    const double ideal = w.ideal_s.value_or(0) / n;
+    // A negative excess (the peak is off) draws as none; the table keeps its sign.
+    values.push_back({ideal, std::max(0.0, w.kernel_excess_s / n), w.exposed_comm_s / n,
+                      w.memory_s / n, w.other_s / n, w.idle_host_wait_s / n,
+                      w.idle_kernel_wait_s / n, w.idle_other_s / n});
+    labels.push_back(label_of(w));
+    top = std::max(top, w.span_s / n);
+    auto ms = [&](double s) { return fixed(s / n * 1e3); };
+    table.rows.push_back({svg::escape(label_of(w)), svg::escape(w.kind), std::to_string(w.count),
+                          ms(w.host_s), ms(w.span_s), w.ideal_s ? ms(*w.ideal_s) : "-",
+                          ms(w.kernel_excess_s), ms(w.exposed_comm_s), ms(w.memory_s),
+                          ms(w.other_s), ms(w.idle_host_wait_s), ms(w.idle_kernel_wait_s),
+                          ms(w.idle_other_s), w.mfu ? html::percent(*w.mfu) : "-"});
+    table.row_class.push_back("");
+  }
+  return "<h3>Where the time went: the waterfall, rank " + std::to_string(r.rank) +
+         " (mean per range, ms)</h3>\n" +
+         svg::stacked_bars("device span per range", html::time_axis("span", top), parts, labels,
+                           values) +
+         html::table_html(table);
+}
+
+std::string temporal_section(const Explanation& e) {
+  std::vector<std::string> labels;
+  std::vector<std::vector<double>> values;
+  double top = 0;
+  for (const RankExplanation& r : e.ranks) {
+    const Temporal& t = r.temporal;
+    labels.push_back(html::rank_label(r.rank));
+    values.push_back({t.compute_time_us * 1e-6, t.non_compute_time_us * 1e-6,
+                      t.idle_time_us * 1e-6});
+    top = std::max(top, t.kernel_time_us * 1e-6);
+  }
+  return "<h2>Temporal breakdown per rank</h2>\n" +
+         svg::stacked_bars("device time", html::time_axis("time", top),
+                           {"compute", "non-compute", "idle"}, labels, values);
+}
+
+std::string idle_section(const RankExplanation& r) {
+  if (r.idle_by_stream.empty()) return "";
+  std::vector<std::string> labels;
+  std::vector<std::vector<double>> values;
+  double top = 0;
+  for (const StreamIdle& s : r.idle_by_stream) {
+    labels.push_back("stream " + std::to_string(s.stream));
+    values.push_back({std::max(0.0, s.host_wait_us) * 1e-6, std::max(0.0, s.kernel_wait_us) * 1e-6,
+                      std::max(0.0, s.other_us) * 1e-6});
+    top = std::max(top, values.back()[0] + values.back()[1] + values.back()[2]);
+  }
+  return svg::stacked_bars("idle time per stream, rank " + std::to_string(r.rank),
+                           html::time_axis("idle", top), {"host wait", "kernel wait", "other"},
+                           labels, values);
+}
+
+std::string rank_summary(const RankExplanation& r) {
+  html::Table t;
+  t.head = {"kernel", "type", "count", "sum (us)", "mean (us)", "max (us)", "min (us)", "std"};
+  for (const KernelStats& k : r.kernels) {
+    t.rows.push_back({svg::escape(k.name), k.type, std::to_string(k.count), fixed(k.sum_us, "%.0f"),
+                      fixed(k.mean_us, "%.2f"), fixed(k.max_us, "%.0f"), fixed(k.min_us, "%.0f"),
+                      fixed(k.std_us, "%.2f")});
+    t.row_class.push_back("");
+  }
+  const Temporal& tm = r.temporal;
+  std::string overlap = r.comm_comp_overlap_pct ? fixed(*r.comm_comp_overlap_pct, "%.2f%%")
+                                                : std::string("no communication");
+  const LaunchStats& l = r.launches;
+  return "<h2>" + html::rank_label(r.rank) + " — " + svg::escape(r.file) + "</h2>\n<p>" +
+         (r.has_device_rows ? "" : "No device events (a CPU-only profile): host ranges only. ") +
+         "Device time " + fixed(tm.kernel_time_us, "%.0f") + " us; communication under "
+         "computation: " + overlap + "; launches " + std::to_string(l.n_events) + " (" +
+         std::to_string(l.n_long_runtime) + " over 50 us, " + std::to_string(l.n_long_launch_delay) +
+         " started over 100 us late, " + std::to_string(l.n_short_gpu) +
+         " shorter on the device than to launch).</p>\n" + idle_section(r) +
+         html::table_html(t) + waterfall_section(r);
+}
+
+}  // namespace
+
+std::string explanation_html(const Explanation& e) {
+  std::string page = html::page_open("vxperf explain");
+  if (!e.problems.empty()) {
+    page += "<ul class=\"warnings\">";
+    for (const std::string& p : e.problems) page += "<li>" + svg::escape(p) + "</li>";
+    page += "</ul>\n";
+  }
+  page += temporal_section(e);
+  for (const RankExplanation& r : e.ranks) page += rank_summary(r);
+  return page + html::page_close();
+}
+
+}  // namespace vxperf::explain

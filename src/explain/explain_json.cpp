@@ -1,0 +1,116 @@
+// `vxperf explain --json`: HTA's numbers under the keys docs/EXPLAIN.md lists, per rank and
+// summed over ranks, and the waterfall. A whole number is written as one (HTA's sums are).
+#include <cmath>
+#include <optional>
+
+#include "schema/json.h"
+#include "vxperf/explain.h"
+
+namespace vxperf::explain {
+namespace {
+
+using internal::Json;
+
+Json number(double v) {
+  if (std::isfinite(v) && v == std::floor(v) && std::fabs(v) < 9007199254740992.0) {
+    return static_cast<std::int64_t>(v);
+  }
+  return v;
+}
+
+Json number(const std::optional<double>& v) { return v ? number(*v) : Json(nullptr); }
+
+Json waterfall_json(const WaterfallRow& w) {
+  Json j;
+  j["range"] = w.range;
+  j["kind"] = w.kind;
+  if (w.step_index >= 0) j["step_index"] = w.step_index;
+  j["count"] = w.count;
+  j["host_s"] = w.host_s;
+  j["span_s"] = w.span_s;
+  j["ideal_s"] = number(w.ideal_s);
+  j["kernel_excess_s"] = w.kernel_excess_s;
+  j["exposed_comm_s"] = w.exposed_comm_s;
+  j["memory_s"] = w.memory_s;
+  j["other_s"] = w.other_s;
+  j["idle_host_wait_s"] = w.idle_host_wait_s;
+  j["idle_kernel_wait_s"] = w.idle_kernel_wait_s;
+  j["idle_other_s"] = w.idle_other_s;
+  j["flops"] = number(w.flops);
+  j["mfu"] = number(w.mfu);
+  return j;
+}
+
+Json rank_json(const RankExplanation& r) {
+  Json j;
+  j["rank"] = r.rank;
+  j["file"] = r.file;
+  j["has_device_rows"] = r.has_device_rows;
+  j["steps"] = r.steps;
+  const Temporal& t = r.temporal;
+  j["temporal"] = {{"kernel_time_us", number(t.kernel_time_us)},
+                   {"idle_time_us", number(t.idle_time_us)},
+                   {"compute_time_us", number(t.compute_time_us)},
+                   {"non_compute_time_us", number(t.non_compute_time_us)},
+                   {"idle_pct", number(t.idle_pct)},
+                   {"compute_pct", number(t.compute_pct)},
+                   {"non_compute_pct", number(t.non_compute_pct)}};
+  Json idle = Json::array();
+  for (const StreamIdle& s : r.idle_by_stream) {
+    idle.push_back({{"stream", s.stream},
+                    {"host_wait_us", number(s.host_wait_us)},
+                    {"kernel_wait_us", number(s.kernel_wait_us)},
+                    {"other_us", number(s.other_us)},
+                    {"host_wait_ratio", number(s.host_wait_ratio)},
+                    {"kernel_wait_ratio", number(s.kernel_wait_ratio)},
+                    {"other_ratio", number(s.other_ratio)}});
+  }
+  j["idle_by_stream"] = idle;
+  j["comm_comp_overlap_pct"] = number(r.comm_comp_overlap_pct);
+  Json types = Json::object();
+  for (const auto& [label, us] : r.kernel_types) {
+    if (us != 0) types[label] = number(us);
+  }
+  j["kernel_types"] = types;
+  Json kernels = Json::array();
+  for (const KernelStats& k : r.kernels) {
+    kernels.push_back({{"name", k.name},
+                       {"type", k.type},
+                       {"count", k.count},
+                       {"sum_us", number(k.sum_us)},
+                       {"max_us", number(k.max_us)},
+                       {"min_us", number(k.min_us)},
+                       {"mean_us", number(k.mean_us)},
+                       {"std_us", number(k.std_us)}});
+  }
+  j["kernels"] = kernels;
+  const LaunchStats& l = r.launches;
+  j["launches"] = {{"n_events", l.n_events},
+                   {"n_long_runtime", l.n_long_runtime},
+                   {"n_long_launch_delay", l.n_long_launch_delay},
+                   {"n_short_gpu", l.n_short_gpu}};
+  Json waterfall = Json::array();
+  for (const WaterfallRow& w : r.waterfall) waterfall.push_back(waterfall_json(w));
+  j["waterfall"] = waterfall;
+  return j;
+}
+
+}  // namespace
+
+std::string explanation_json(const Explanation& e) {
+  Json j;
+  Json ranks = Json::array();
+  for (const RankExplanation& r : e.ranks) ranks.push_back(rank_json(r));
+  j["ranks"] = ranks;
+  Json types = Json::object(), pct = Json::object();
+  for (const auto& [label, us] : e.kernel_types) types[label] = number(us);
+  for (const auto& [label, p] : e.kernel_types_pct) pct[label] = number(p);
+  j["kernel_types"] = types;
+  j["kernel_types_pct"] = pct;
+  j["records"] = e.records_files;
+  j["problems"] = e.problems;
+  // A name that is not UTF-8 (a trace is untrusted) is written with U+FFFD, not refused.
+  return j.dump(1, ' ', false, Json::error_handler_t::replace) + "\n";
+}
+
+}  // namespace vxperf::explain

@@ -1,0 +1,109 @@
+#include "explain/hta_rules.h"
+
+#include <algorithm>
+
+namespace vxperf::explain {
+namespace {
+
+bool starts_with(std::string_view s, std::string_view p) {
+  return s.size() >= p.size() && s.compare(0, p.size(), p) == 0;
+}
+
+// Python's `.*X` under re.match: X within the first line (`.` stops at a newline).
+bool in_first_line(std::string_view s, std::string_view x) {
+  return s.substr(0, s.find('\n')).find(x) != std::string_view::npos;
+}
+
+}  // namespace
+
+const char* kernel_type_name(KernelType t) {
+  switch (t) {
+    case KernelType::kComputation:
+      return "COMPUTATION";
+    case KernelType::kCommunication:
+      return "COMMUNICATION";
+    case KernelType::kMemory:
+      return "MEMORY";
+    case KernelType::kOther:
+      break;
+  }
+  return "OTHER";
+}
+
+KernelType kernel_type_of(std::string_view name) {
+  if (starts_with(name, "nccl") || starts_with(name, "hip") || starts_with(name, "hccl") ||
+      in_first_line(name, "ncclKernel")) {
+    return KernelType::kCommunication;
+  }
+  if (starts_with(name, "Memcpy") || starts_with(name, "Memset") || starts_with(name, "dma")) {
+    return KernelType::kMemory;
+  }
+  static constexpr std::string_view kExcludedPrefixes[] = {
+      "nccl",   "Stream Wait Event", "runFunction",       "hip",  "job_exe",
+      "packet", "pe_exe",            "cpum_exe_subgraph", "hccl", "collective_subgraph_execution"};
+  static constexpr std::string_view kExcludedWords[] = {"Memcpy", "Memset", "dma", "Sync"};
+  for (std::string_view p : kExcludedPrefixes) {
+    if (starts_with(name, p)) return KernelType::kOther;
+  }
+  for (std::string_view w : kExcludedWords) {
+    if (in_first_line(name, w)) return KernelType::kOther;
+  }
+  if (starts_with(name, "cuda") && in_first_line(name.substr(4), "LaunchKernel")) {
+    return KernelType::kOther;
+  }
+  return KernelType::kComputation;
+}
+
+std::vector<Interval> union_of(std::vector<Interval> rows) {
+  std::stable_sort(rows.begin(), rows.end(),
+                   [](const Interval& a, const Interval& b) { return a.begin < b.begin; });
+  std::vector<Interval> out;
+  // A row starts a group when it starts after every earlier row's end (the running maximum, as
+  // HTA's cummax: it differs from the group's own end only for rows of negative length).
+  double latest_end = 0;
+  for (const Interval& r : rows) {
+    if (out.empty() || r.begin > latest_end) {
+      out.push_back(r);
+    } else {
+      out.back().end = std::max(out.back().end, r.end);
+    }
+    latest_end = out.size() == 1 && &r == &rows.front() ? r.end : std::max(latest_end, r.end);
+  }
+  return out;
+}
+
+double length(const std::vector<Interval>& u) {
+  double total = 0;
+  for (const Interval& i : u) total += i.end - i.begin;
+  return total;
+}
+
+std::vector<Edge> sorted_edges(const std::vector<std::vector<Interval>>& unions) {
+  std::vector<Edge> edges;
+  for (std::size_t i = 0; i < unions.size(); ++i) {
+    for (const Interval& r : unions[i]) {
+      edges.push_back({r.begin, 1 << i});
+      edges.push_back({r.end, -(1 << i)});
+    }
+  }
+  std::stable_sort(edges.begin(), edges.end(),
+                   [](const Edge& a, const Edge& b) { return a.time < b.time; });
+  return edges;
+}
+
+double numpy_quantile(std::vector<double> values, double q) {
+  std::sort(values.begin(), values.end());
+  const double n = static_cast<double>(values.size());
+  // numpy's virtual index for method "linear" (alpha = beta = 1), then its lerp.
+  double index = n * q + (1.0 + q * (1.0 - 1.0 - 1.0)) - 1.0;
+  index = std::clamp(index, 0.0, n - 1);
+  const double below = std::floor(index);
+  const double t = index - below;
+  const auto lo = static_cast<std::size_t>(below);
+  const std::size_t hi = std::min(lo + 1, values.size() - 1);
+  const double a = values[lo], b = values[hi];
+  const double diff = b - a;
+  return t >= 0.5 ? b - diff * (1.0 - t) : a + diff * t;
+}
+
+}  // namespace vxperf::explain

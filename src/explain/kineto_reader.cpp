@@ -1,0 +1,539 @@
+// Kineto trace reader: zlib reads plain and gzip files alike a buffer at a time; a scanner that
+// knows only strings and brackets finds the `traceEvents` array and cuts it into its elements;
+// each element is parsed on its own by simdjson's On-Demand API and forgotten. Nothing holds more
+// than one element's text, so memory follows the rows kept, not the file.
+#include <simdjson.h>
+#include <zlib.h>
+
+#include <algorithm>
+#include <charconv>
+#include <cmath>
+#include <functional>
+#include <memory>
+#include <string>
+#include <unordered_map>
+
+#include "explain/kineto_trace.h"
+
+namespace vxperf::explain {
+namespace {
+
+namespace od = simdjson::ondemand;
+
+// Deeper than any event Kineto writes (an event, its args, a list of shapes): an element nested
+// deeper is skipped and counted, never handed to the parser.
+constexpr int kMaxEventDepth = 64;
+constexpr std::size_t kReadBuffer = 1 << 20;
+
+bool is_space(char c) { return c == ' ' || c == '\t' || c == '\n' || c == '\r'; }
+
+// HTA's rank: the first line matching `"rank":\s+(\d+)`, matched byte by byte as the text streams
+// (a line ends a match: \s never spans lines there, since HTA matches line by line).
+class RankMatcher {
+ public:
+  bool found() const { return found_; }
+  int rank() const { return static_cast<int>(value_); }
+
+  void feed(char c) {
+    static constexpr std::string_view kKey = "\"rank\":";
+    if (found_) return;
+    if (pos_ < kKey.size()) {
+      if (c == kKey[pos_]) {
+        ++pos_;
+      } else {
+        pos_ = c == '"' ? 1 : 0;
+      }
+      return;
+    }
+    if (pos_ == kKey.size()) {  // at least one space before the digits
+      if (c == ' ' || c == '\t' || c == '\r' || c == '\f' || c == '\v') {
+        pos_ = kKey.size() + 1;
+      } else {
+        pos_ = c == '"' ? 1 : 0;
+      }
+      return;
+    }
+    if (c >= '0' && c <= '9') {
+      digits_ = true;
+      if (value_ < 1000000000) value_ = value_ * 10 + (c - '0');
+      return;
+    }
+    if (digits_) {
+      found_ = true;
+      return;
+    }
+    if (c == ' ' || c == '\t' || c == '\r' || c == '\f' || c == '\v') return;
+    pos_ = c == '"' ? 1 : 0;
+    value_ = 0;
+  }
+  // The text ended (a match at the very end counts).
+  void finish() {
+    if (digits_) found_ = true;
+  }
+
+ private:
+  std::size_t pos_ = 0;
+  bool digits_ = false;
+  bool found_ = false;
+  std::int64_t value_ = 0;
+};
+
+// A number or a numeric string as an integer (HTA's stream and correlation); else `absent`.
+std::int64_t integer_arg(od::value v, std::int64_t absent) {
+  od::json_type type;
+  if (v.type().get(type) != simdjson::SUCCESS) return absent;
+  if (type == od::json_type::number) {
+    od::number_type kind;
+    if (v.get_number_type().get(kind) != simdjson::SUCCESS) return absent;
+    if (kind == od::number_type::signed_integer) {
+      std::int64_t i = 0;
+      return v.get_int64().get(i) == simdjson::SUCCESS ? i : absent;
+    }
+    if (kind == od::number_type::unsigned_integer) {
+      std::uint64_t u = 0;
+      return v.get_uint64().get(u) == simdjson::SUCCESS ? static_cast<std::int64_t>(u) : absent;
+    }
+    double d = 0;
+    if (v.get_double().get(d) != simdjson::SUCCESS || !std::isfinite(d)) return absent;
+    return static_cast<std::int64_t>(d);
+  }
+  if (type == od::json_type::string) {
+    std::string_view s;
+    if (v.get_string().get(s) != simdjson::SUCCESS) return absent;
+    std::int64_t out = 0;
+    auto [end, ec] = std::from_chars(s.data(), s.data() + s.size(), out);
+    return ec == std::errc() && end == s.data() + s.size() && !s.empty() ? out : absent;
+  }
+  return absent;
+}
+
+struct Event {
+  bool has_ts = false, ts_float = false, has_dur = false, has_cat = false;
+  double ts = 0, dur = 0;
+  std::string_view name, cat;
+  std::int64_t stream = -1, correlation = -1, tid = 0;
+};
+
+// A number's value, correctly rounded; `is_float` for a JSON number with a fraction or exponent.
+// False: not a number. (get_double, not number::as_double: simdjson 3.0's number reads a float
+// of 19 and more digits, a Kineto ts in ns precision, as 0.)
+bool read_number(od::value v, double& out, bool& is_float) {
+  od::number_type type;
+  if (v.get_number_type().get(type) != simdjson::SUCCESS) return false;
+  is_float = type == od::number_type::floating_point_number;
+  if (type == od::number_type::unsigned_integer) {
+    std::uint64_t u = 0;
+    if (v.get_uint64().get(u) != simdjson::SUCCESS) return false;
+    out = static_cast<double>(u);
+    return true;
+  }
+  return v.get_double().get(out) == simdjson::SUCCESS;
+}
+
+std::string_view string_or_raw(od::value v) {
+  std::string_view s;
+  if (v.get_string().get(s) == simdjson::SUCCESS) return s;
+  return v.raw_json_token();
+}
+
+void read_args(od::value v, Event& e) {
+  od::object args;
+  if (v.get_object().get(args) != simdjson::SUCCESS) return;
+  for (auto field : args) {
+    std::string_view key;
+    if (field.unescaped_key().get(key) != simdjson::SUCCESS) throw TraceError("malformed args");
+    if (key == "stream") {
+      e.stream = integer_arg(field.value(), -1);
+    } else if (key == "correlation") {
+      e.correlation = integer_arg(field.value(), -1);
+    }
+  }
+}
+
+Event parse_event(od::object obj) {
+  Event e;
+  for (auto field : obj) {
+    std::string_view key;
+    if (field.unescaped_key().get(key) != simdjson::SUCCESS) throw TraceError("malformed key");
+    od::value v = field.value();
+    if (key == "ts") {
+      e.has_ts = read_number(v, e.ts, e.ts_float);
+    } else if (key == "dur") {
+      bool ignored = false;
+      e.has_dur = read_number(v, e.dur, ignored);
+    } else if (key == "name") {
+      e.name = string_or_raw(v);
+    } else if (key == "cat") {
+      e.cat = string_or_raw(v);
+      e.has_cat = true;
+    } else if (key == "tid") {
+      od::json_type type;
+      if (v.type().get(type) == simdjson::SUCCESS && type == od::json_type::number) {
+        e.tid = integer_arg(v, 0);
+      } else {
+        e.tid = static_cast<std::int64_t>(std::hash<std::string_view>()(string_or_raw(v)) >> 1);
+      }
+    } else if (key == "args") {
+      read_args(v, e);
+    }
+  }
+  return e;
+}
+
+bool starts_with(std::string_view s, std::string_view prefix) {
+  return s.size() >= prefix.size() && s.compare(0, prefix.size(), prefix) == 0;
+}
+
+// Reads the events of one trace into `trace` as the scanner hands them over.
+class EventSink {
+ public:
+  explicit EventSink(KinetoTrace& trace) : trace_(trace), table_(trace.strings) {
+    table_.intern("");
+  }
+
+  void element(std::string& text, bool too_deep) {
+    const std::uint64_t index = trace_.events++;
+    if (too_deep) {
+      ++too_deep_;
+      return;
+    }
+    text.reserve(text.size() + simdjson::SIMDJSON_PADDING);
+    od::document doc;
+    auto error = parser_.iterate(simdjson::padded_string_view(text.data(), text.size(),
+                                                              text.capacity()))
+                     .get(doc);
+    od::object obj;
+    if (!error) error = doc.get_object().get(obj);
+    if (error) {
+      if (error == simdjson::INCORRECT_TYPE) {
+        ++not_objects_;
+        return;
+      }
+      throw TraceError("event #" + std::to_string(index) + " is not valid JSON (" +
+                       simdjson::error_message(error) + ")");
+    }
+    Event e;
+    try {
+      e = parse_event(obj);
+    } catch (const simdjson::simdjson_error& err) {
+      throw TraceError("event #" + std::to_string(index) + " is not valid JSON (" + err.what() +
+                       ")");
+    } catch (const TraceError& err) {
+      throw TraceError("event #" + std::to_string(index) + " is not valid JSON (" + err.what() +
+                       ")");
+    }
+    if (!e.has_ts || e.ts_float) trace_.rounded = true;
+    // HTA's rows: events with a duration and a category other than "Trace".
+    if (!e.has_ts || !e.has_dur || !e.has_cat || e.cat == "Trace") return;
+    const bool device = (e.stream >= 0 && e.correlation >= 0) || e.name == "Event Sync" ||
+                        e.name == "Context Sync";
+    const bool keep = device || e.correlation != -1 || e.stream != -1 || index == 0 ||
+                      starts_with(e.name, "ProfilerStep") || starts_with(e.cat, "ProfilerStep") ||
+                      e.cat == "user_annotation";
+    if (!keep) {
+      trace_.plain_host_ts.push_back(e.ts);
+      return;
+    }
+    Row r;
+    r.ts = e.ts;
+    r.dur = e.dur;
+    r.stream = e.stream;
+    r.correlation = e.correlation;
+    r.index = static_cast<std::uint32_t>(index);
+    r.name = table_.intern(e.name);
+    r.cat = table_.intern(e.cat);
+    r.tid = e.tid;
+    r.device = device;
+    trace_.rows.push_back(r);
+  }
+
+  void finish() {
+    if (too_deep_ > 0) {
+      trace_.warnings.push_back(std::to_string(too_deep_) + " events nested deeper than " +
+                                std::to_string(kMaxEventDepth) + " levels skipped");
+    }
+    if (not_objects_ > 0) {
+      trace_.warnings.push_back(std::to_string(not_objects_) +
+                                " elements of traceEvents that are not objects skipped");
+    }
+  }
+
+ private:
+  KinetoTrace& trace_;
+  StringTable table_;
+  od::parser parser_;
+  std::uint64_t too_deep_ = 0;
+  std::uint64_t not_objects_ = 0;
+};
+
+// Finds `traceEvents` in the root object and cuts its array into elements. Knows strings (with
+// their escapes) and brackets, nothing else: the rest of the file is not validated.
+class Scanner {
+ public:
+  explicit Scanner(EventSink& sink) : sink_(sink) {}
+
+  void feed(const char* data, std::size_t n) {
+    for (std::size_t i = 0; i < n; ++i) {
+      const char c = data[i];
+      rank_.feed(c);
+      if (collecting_) {
+        if (!too_deep_) element_.push_back(c);
+        step_element(c);
+      } else {
+        step_outside(c);
+      }
+    }
+  }
+
+  // The text ended: was it whole?
+  void finish(std::uint64_t bytes) {
+    rank_.finish();
+    if (!seen_root_) throw TraceError("empty file, not a trace");
+    if (!found_events_) throw TraceError("no \"traceEvents\" array: not a Kineto trace");
+    if (collecting_ || in_events_ || depth_ != 0 || in_string_) {
+      throw TraceError("truncated: the text ends inside " +
+                       std::string(in_events_ || collecting_ ? "traceEvents" : "the trace") +
+                       " after " + std::to_string(bytes) + " bytes");
+    }
+  }
+
+  const RankMatcher& rank() const { return rank_; }
+
+ private:
+  // Inside an element: track strings and depth until it closes.
+  void step_element(char c) {
+    if (in_string_) {
+      if (escaped_) {
+        escaped_ = false;
+      } else if (c == '\\') {
+        escaped_ = true;
+      } else if (c == '"') {
+        in_string_ = false;
+        if (element_depth_ == 0) end_element();  // a string element
+      }
+      return;
+    }
+    switch (c) {
+      case '"':
+        in_string_ = true;
+        return;
+      case '{':
+      case '[':
+        if (++element_depth_ > kMaxEventDepth && !too_deep_) {
+          too_deep_ = true;
+          element_.clear();
+          element_.shrink_to_fit();
+        }
+        return;
+      case '}':
+      case ']':
+        if (element_depth_ == 0) {  // closes the array after a scalar element
+          element_.pop_back();
+          end_element();
+          in_events_ = false;
+          --depth_;
+          return;
+        }
+        if (--element_depth_ == 0) end_element();
+        return;
+      case ',':
+        if (element_depth_ == 0) {  // after a scalar element
+          element_.pop_back();
+          end_element();
+        }
+        return;
+      default:
+        return;
+    }
+  }
+
+  void end_element() {
+    collecting_ = false;
+    sink_.element(element_, too_deep_);
+    element_.clear();
+    too_deep_ = false;
+    element_depth_ = 0;
+  }
+
+  // Outside the events: the root object, its keys, the events array's separators.
+  void step_outside(char c) {
+    if (in_string_) {
+      if (escaped_) {
+        escaped_ = false;
+      } else if (c == '\\') {
+        escaped_ = true;
+      } else if (c == '"') {
+        in_string_ = false;
+        if (depth_ == 1) key_is_events_ = key_ == "traceEvents";
+      } else if (depth_ == 1 && key_.size() < 16) {
+        key_.push_back(c);
+      }
+      return;
+    }
+    if (is_space(c)) return;
+    if (!seen_root_) {
+      if (c != '{') throw TraceError("not a JSON object: a Kineto trace is one");
+      seen_root_ = true;
+      depth_ = 1;
+      return;
+    }
+    if (in_events_) {
+      if (c == ',') return;
+      if (c == ']') {
+        in_events_ = false;
+        --depth_;
+        return;
+      }
+      collecting_ = true;
+      element_.push_back(c);
+      if (c == '{' || c == '[') {
+        element_depth_ = 1;
+      } else if (c == '"') {
+        in_string_ = true;
+      }
+      return;
+    }
+    switch (c) {
+      case '"':
+        in_string_ = true;
+        if (depth_ == 1) {
+          key_.clear();
+          key_is_events_ = false;
+        }
+        return;
+      case '[':
+        if (depth_ == 1 && key_is_events_ && after_colon_) {
+          in_events_ = true;
+          found_events_ = true;
+        }
+        ++depth_;
+        after_colon_ = false;
+        return;
+      case '{':
+        ++depth_;
+        after_colon_ = false;
+        return;
+      case '}':
+      case ']':
+        --depth_;
+        return;
+      case ':':
+        after_colon_ = depth_ == 1;
+        return;
+      default:
+        after_colon_ = false;
+        return;
+    }
+  }
+
+  EventSink& sink_;
+  RankMatcher rank_;
+  std::string element_;
+  std::string key_;
+  std::int64_t depth_ = 0;
+  int element_depth_ = 0;
+  bool seen_root_ = false, in_string_ = false, escaped_ = false;
+  bool key_is_events_ = false, after_colon_ = false;
+  bool in_events_ = false, found_events_ = false;
+  bool collecting_ = false, too_deep_ = false;
+};
+
+struct GzClose {
+  void operator()(gzFile f) const { gzclose(f); }
+};
+
+// HTA's launch link (index_correlation): each row with a correlation points at the last row of
+// the other side with the same one, or at min(correlation, 0).
+void link_launches(KinetoTrace& t) {
+  struct Last {
+    std::int64_t host = -1, device = -1;
+  };
+  std::unordered_map<std::int64_t, Last> last;
+  for (const Row& r : t.rows) {
+    if (r.correlation == -1) continue;
+    Last& l = last[r.correlation];
+    (r.device ? l.device : l.host) = r.index;
+  }
+  for (Row& r : t.rows) {
+    if (r.correlation == -1) {
+      r.partner = -1;
+      continue;
+    }
+    const Last& l = last[r.correlation];
+    const std::int64_t p = r.device ? l.host : l.device;
+    r.partner = p >= 0 ? p : std::min<std::int64_t>(r.correlation, 0);
+  }
+}
+
+// HTA's nanosecond rounding, applied to every row when the file has a fractional or missing ts.
+void round_times(KinetoTrace& t) {
+  if (!t.rounded) return;
+  for (Row& r : t.rows) {
+    const double end = std::floor(r.ts + r.dur);
+    r.ts = std::ceil(r.ts);
+    r.dur = end - r.ts;
+  }
+  for (double& ts : t.plain_host_ts) ts = std::ceil(ts);
+}
+
+}  // namespace
+
+std::uint64_t KinetoTrace::host_rows() const {
+  std::uint64_t n = plain_host_ts.size();
+  for (const Row& r : rows) n += r.device ? 0 : 1;
+  return n;
+}
+
+StringTable::StringTable(std::deque<std::string>& strings) : strings_(strings) {
+  for (std::size_t i = 0; i < strings_.size(); ++i) {
+    ids_.emplace(strings_[i], static_cast<std::uint32_t>(i));
+  }
+}
+
+std::uint32_t StringTable::intern(std::string_view s) {
+  auto it = ids_.find(s);
+  if (it != ids_.end()) return it->second;
+  strings_.emplace_back(s);
+  const auto id = static_cast<std::uint32_t>(strings_.size() - 1);
+  ids_.emplace(strings_.back(), id);
+  return id;
+}
+
+KinetoTrace read_kineto_trace(const std::string& path) {
+  KinetoTrace trace;
+  trace.file = path;
+  std::unique_ptr<gzFile_s, GzClose> in(gzopen(path.c_str(), "rb"));
+  if (!in) throw TraceError("cannot open");
+  gzbuffer(in.get(), 256 * 1024);
+  EventSink sink(trace);
+  Scanner scanner(sink);
+  std::unique_ptr<char[]> buffer(new char[kReadBuffer]);
+  std::uint64_t bytes = 0;
+  for (;;) {
+    const int n = gzread(in.get(), buffer.get(), static_cast<unsigned>(kReadBuffer));
+    if (n < 0) {
+      int code = 0;
+      const char* message = gzerror(in.get(), &code);
+      throw TraceError(std::string("unreadable (") + message + ") after " +
+                       std::to_string(bytes) + " bytes");
+    }
+    if (n == 0) break;
+    scanner.feed(buffer.get(), static_cast<std::size_t>(n));
+    bytes += static_cast<std::uint64_t>(n);
+  }
+  int code = 0;
+  const char* message = gzerror(in.get(), &code);
+  if (code != Z_OK && code != Z_STREAM_END) {
+    throw TraceError(std::string("compressed data ends early (") + message + ") after " +
+                     std::to_string(bytes) + " bytes");
+  }
+  scanner.finish(bytes);
+  sink.finish();
+  trace.rank = scanner.rank().found() ? scanner.rank().rank() : 0;
+  trace.rank_found = scanner.rank().found();
+  link_launches(trace);
+  round_times(trace);
+  return trace;
+}
+
+}  // namespace vxperf::explain

@@ -1,0 +1,442 @@
+#include "explain/waterfall.h"
+
+#include <algorithm>
+#include <charconv>
+#include <cmath>
+#include <filesystem>
+#include <limits>
+#include <unordered_map>
+
+#include "explain/hta_analysis.h"
+#include "explain/hta_rules.h"
+#include "vxperf/records_reader.h"
+#include "vxperf/stages.h"
+
+namespace vxperf::explain {
+namespace {
+
+namespace fs = std::filesystem;
+
+// "request 12" -> 12 for prefix "request "; else -1.
+std::int64_t numbered(std::string_view name, std::string_view prefix) {
+  if (name.size() <= prefix.size() || name.compare(0, prefix.size(), prefix) != 0) return -1;
+  std::int64_t n = -1;
+  const char* first = name.data() + prefix.size();
+  const char* last = name.data() + name.size();
+  auto [end, ec] = std::from_chars(first, last, n);
+  return ec == std::errc() && end == last ? n : -1;
+}
+
+enum class Kind { kNone, kRequest, kStage, kTrainStep, kMicroStep, kPhase };
+
+struct Node {
+  const Row* row = nullptr;
+  Kind kind = Kind::kNone;
+  std::int64_t number = -1;     // the request's or step's
+  std::int64_t parent = -1;     // the enclosing range on its thread
+  std::int64_t owner = -1;      // itself when it is one of vxperf's, else its nearest such parent
+  std::int64_t root = -1;       // its request or step
+  std::int64_t step_index = -1;  // a priced stage's call number within its request
+  std::vector<std::uint32_t> device;  // rows (into trace.rows) its launches ran
+};
+
+class Builder {
+ public:
+  Builder(const KinetoTrace& t, const Records& records) : t_(t), records_(records) {}
+
+  std::vector<WaterfallRow> build() {
+    collect_ranges();
+    if (nodes_.empty()) return {};
+    attribute_launches();
+    return aggregate();
+  }
+
+ private:
+  void collect_ranges() {
+    for (const Row& r : t_.rows) {
+      if (r.device || t_.str(r.cat) != "user_annotation") continue;
+      if (t_.str(r.name).rfind("ProfilerStep", 0) == 0) continue;
+      Node n;
+      n.row = &r;
+      nodes_.push_back(n);
+    }
+    // Nesting per thread: sorted by start, the longer first, a stack of the open ones.
+    std::vector<std::int64_t> order(nodes_.size());
+    for (std::size_t i = 0; i < order.size(); ++i) order[i] = static_cast<std::int64_t>(i);
+    std::sort(order.begin(), order.end(), [&](std::int64_t a, std::int64_t b) {
+      const Row& x = *nodes_[a].row;
+      const Row& y = *nodes_[b].row;
+      if (x.tid != y.tid) return x.tid < y.tid;
+      if (x.ts != y.ts) return x.ts < y.ts;
+      return x.dur > y.dur;
+    });
+    std::vector<std::int64_t> stack;
+    std::int64_t tid = 0;
+    for (std::int64_t i : order) {
+      const Row& r = *nodes_[i].row;
+      if (stack.empty() || tid != r.tid) stack.clear();
+      tid = r.tid;
+      while (!stack.empty() && nodes_[stack.back()].row->end() <= r.ts) stack.pop_back();
+      nodes_[i].parent = stack.empty() ? -1 : stack.back();
+      stack.push_back(i);
+    }
+    // Which are vxperf's: requests and steps, the stages of a request, the phases of a step (or
+    // of its micro-step); parents come first in `order`.
+    for (std::int64_t i : order) {
+      Node& n = nodes_[i];
+      const std::string_view name = t_.str(n.row->name);
+      const Node* p = n.parent >= 0 ? &nodes_[n.parent] : nullptr;
+      const Kind pk = p != nullptr && p->owner == n.parent ? p->kind : Kind::kNone;
+      if ((n.number = numbered(name, "request ")) >= 0) {
+        n.kind = Kind::kRequest;
+      } else if ((n.number = numbered(name, "step ")) >= 0) {
+        n.kind = Kind::kTrainStep;
+      } else if (pk == Kind::kRequest) {
+        n.kind = Kind::kStage;
+      } else if (pk == Kind::kTrainStep && name == "micro_step") {
+        n.kind = Kind::kMicroStep;
+      } else if (pk == Kind::kTrainStep || pk == Kind::kMicroStep) {
+        n.kind = Kind::kPhase;
+      }
+      if (n.kind != Kind::kNone) {
+        n.owner = i;
+        n.root = n.kind == Kind::kRequest || n.kind == Kind::kTrainStep ? i : p->root;
+      } else if (p != nullptr) {
+        n.owner = p->owner;
+        n.root = p->root;
+      }
+    }
+    // A priced stage's calls are the request's denoising steps, numbered in order.
+    std::map<std::pair<std::int64_t, std::uint32_t>, std::int64_t> calls;
+    for (std::int64_t i : order) {
+      Node& n = nodes_[i];
+      if (n.kind == Kind::kStage && is_priced_stage(t_.str(n.row->name))) {
+        n.step_index = calls[{n.parent, n.row->name}]++;
+      }
+    }
+    order_ = std::move(order);
+  }
+
+  // The innermost of the thread's ranges holding `ts`, by a walk from the last range that
+  // started at or before it.
+  std::int64_t innermost(std::int64_t tid, double ts) const {
+    auto range = by_tid_.find(tid);
+    if (range == by_tid_.end()) return -1;
+    const std::vector<std::int64_t>& v = range->second;
+    auto it = std::upper_bound(v.begin(), v.end(), ts, [&](double x, std::int64_t i) {
+      return x < nodes_[i].row->ts;
+    });
+    if (it == v.begin()) return -1;
+    for (std::int64_t i = *(it - 1); i >= 0; i = nodes_[i].parent) {
+      if (nodes_[i].row->end() >= ts) return i;
+    }
+    return -1;
+  }
+
+  void attribute_launches() {
+    for (std::int64_t i : order_) by_tid_[nodes_[i].row->tid].push_back(i);
+    std::vector<std::int64_t> roots;
+    for (std::int64_t i : order_) {
+      if (nodes_[i].owner == i && nodes_[i].root == i) roots.push_back(i);
+    }
+    std::sort(roots.begin(), roots.end(), [&](std::int64_t a, std::int64_t b) {
+      return nodes_[a].row->ts < nodes_[b].row->ts;
+    });
+    std::unordered_map<std::int64_t, std::vector<std::uint32_t>> device_by_correlation;
+    for (std::size_t i = 0; i < t_.rows.size(); ++i) {
+      const Row& r = t_.rows[i];
+      if (r.device && r.correlation != -1) {
+        device_by_correlation[r.correlation].push_back(static_cast<std::uint32_t>(i));
+      }
+    }
+    for (const Row& r : t_.rows) {
+      if (r.device || r.correlation == -1) continue;
+      auto ran = device_by_correlation.find(r.correlation);
+      if (ran == device_by_correlation.end()) continue;
+      std::int64_t at = innermost(r.tid, r.ts);
+      if (at < 0 || nodes_[at].owner < 0) at = by_time(roots, r.ts);  // another thread (autograd)
+      if (at < 0) continue;
+      for (std::int64_t n = nodes_[at].owner; n >= 0;) {
+        Node& node = nodes_[n];
+        node.device.insert(node.device.end(), ran->second.begin(), ran->second.end());
+        n = node.parent >= 0 ? nodes_[node.parent].owner : -1;
+      }
+    }
+  }
+
+  // A launch on a thread without ranges: the innermost of vxperf's ranges on its root's thread.
+  std::int64_t by_time(const std::vector<std::int64_t>& roots, double ts) const {
+    auto it = std::upper_bound(roots.begin(), roots.end(), ts, [&](double x, std::int64_t i) {
+      return x < nodes_[i].row->ts;
+    });
+    if (it == roots.begin()) return -1;
+    const Node& root = nodes_[*(it - 1)];
+    if (root.row->end() < ts) return -1;
+    const std::int64_t at = innermost(root.row->tid, ts);
+    return at >= 0 && nodes_[at].owner >= 0 ? at : *(it - 1);
+  }
+
+  // The split of one range's device span (microseconds until the end).
+  WaterfallRow split(const Node& n) const {
+    WaterfallRow w;
+    w.count = 1;
+    std::vector<Interval> all, comp, comm, mem;
+    std::vector<const Row*> rows;
+    for (std::uint32_t i : n.device) rows.push_back(&t_.rows[i]);
+    std::sort(rows.begin(), rows.end(), [](const Row* a, const Row* b) { return a->ts < b->ts; });
+    rows.erase(std::unique(rows.begin(), rows.end()), rows.end());
+    for (const Row* r : rows) {
+      all.push_back({r->ts, r->end()});
+      switch (types_[r->name]) {
+        case KernelType::kComputation:
+          comp.push_back(all.back());
+          break;
+        case KernelType::kCommunication:
+          comm.push_back(all.back());
+          break;
+        case KernelType::kMemory:
+          mem.push_back(all.back());
+          break;
+        case KernelType::kOther:
+          break;
+      }
+    }
+    if (rows.empty()) return w;
+    const std::vector<Interval> u = union_of(all);
+    const double span = u.back().end - u.front().begin;
+    std::vector<Interval> cc = comp;
+    cc.insert(cc.end(), comm.begin(), comm.end());
+    std::vector<Interval> mcc = cc;
+    mcc.insert(mcc.end(), mem.begin(), mem.end());
+    const double comp_us = length(union_of(comp));
+    const double cc_us = length(union_of(cc));
+    const double mcc_us = length(union_of(mcc));
+    const double busy_us = length(u);
+    // Gaps of the union, each by the row that ends it.
+    double host = 0, kernel = 0, other = 0;
+    std::size_t next = 0;
+    for (std::size_t g = 1; g < u.size(); ++g) {
+      const double gap = u[g].begin - u[g - 1].end;
+      while (next < rows.size() && rows[next]->ts < u[g].begin) ++next;
+      const Row* ender = next < rows.size() ? rows[next] : nullptr;
+      auto launch = ender != nullptr ? launch_ts_.find(ender->partner) : launch_ts_.end();
+      if (launch != launch_ts_.end() && launch->second > u[g - 1].end) {
+        host += gap;
+      } else if (gap < 30) {
+        kernel += gap;
+      } else {
+        other += gap;
+      }
+    }
+    constexpr double kS = 1e-6;
+    w.span_s = span * kS;
+    w.kernel_excess_s = comp_us * kS;
+    w.exposed_comm_s = (cc_us - comp_us) * kS;
+    w.memory_s = (mcc_us - cc_us) * kS;
+    w.other_s = (busy_us - mcc_us) * kS;
+    w.idle_host_wait_s = host * kS;
+    w.idle_kernel_wait_s = kernel * kS;
+    w.idle_other_s = other * kS;
+    return w;
+  }
+
+  // What the records say the range should take at the peak; absent when they do not.
+  std::optional<std::pair<double, double>> ideal(const Node& n) const {
+    const Node& root = nodes_[n.root];
+    if (root.kind == Kind::kRequest) {
+      auto it = records_.requests.find({t_.rank, root.number});
+      if (it == records_.requests.end()) return std::nullopt;
+      const Records::Request& r = it->second;
+      if (n.kind == Kind::kRequest) return std::make_pair(r.ideal_s, r.flops);
+      if (n.step_index < 0 || r.calls == 0) return std::nullopt;
+      const double calls = static_cast<double>(r.calls);
+      return std::make_pair(r.ideal_s / calls, r.flops / calls);
+    }
+    auto windows = records_.windows.find(t_.rank);
+    if (windows == records_.windows.end()) return std::nullopt;
+    for (const Records::Window& w : windows->second) {
+      if (root.number < w.first || root.number > w.last) continue;
+      if (n.kind == Kind::kTrainStep) return std::make_pair(w.ideal_step_s, w.flops_step);
+      if (n.kind != Kind::kPhase || w.coef <= 0) return std::nullopt;
+      const std::string_view name = t_.str(n.row->name);
+      // The forward is one of the coefficient's passes, the backward the rest.
+      const double share = name == "fwd" ? 1 / w.coef : name == "bwd" ? (w.coef - 1) / w.coef : 0;
+      if (share == 0) return std::nullopt;
+      return std::make_pair(w.ideal_step_s * share, w.flops_step * share);
+    }
+    return std::nullopt;
+  }
+
+  static const char* kind_name(Kind k, std::int64_t step_index) {
+    switch (k) {
+      case Kind::kRequest:
+        return "request";
+      case Kind::kStage:
+        return step_index >= 0 ? "denoising_step" : "stage";
+      case Kind::kTrainStep:
+        return "train_step";
+      case Kind::kMicroStep:
+        return "micro_step";
+      case Kind::kPhase:
+      case Kind::kNone:
+        break;
+    }
+    return "phase";
+  }
+
+  static void add(WaterfallRow& into, const WaterfallRow& w) {
+    into.count += w.count;
+    into.host_s += w.host_s;
+    into.span_s += w.span_s;
+    into.kernel_excess_s += w.kernel_excess_s;
+    into.exposed_comm_s += w.exposed_comm_s;
+    into.memory_s += w.memory_s;
+    into.other_s += w.other_s;
+    into.idle_host_wait_s += w.idle_host_wait_s;
+    into.idle_kernel_wait_s += w.idle_kernel_wait_s;
+    into.idle_other_s += w.idle_other_s;
+    if (into.ideal_s && w.ideal_s) {
+      *into.ideal_s += *w.ideal_s;
+      *into.flops += *w.flops;
+    } else {
+      into.ideal_s.reset();
+      into.flops.reset();
+    }
+  }
+
+  std::vector<WaterfallRow> aggregate() {
+    types_ = types_of(t_);
+    for (const Row& r : t_.rows) {
+      if (!r.device) launch_ts_.emplace(r.index, r.ts);
+    }
+    std::map<std::tuple<int, std::string, std::int64_t>, WaterfallRow> rows;
+    auto put = [&](int order, const std::string& range, const char* kind, std::int64_t index,
+                   WaterfallRow w) {
+      w.range = range;
+      w.kind = kind;
+      w.step_index = index;
+      auto [it, fresh] = rows.try_emplace({order, range, index}, w);
+      if (!fresh) add(it->second, w);
+    };
+    for (std::int64_t i : order_) {
+      const Node& n = nodes_[i];
+      if (n.owner != i) continue;
+      WaterfallRow w = split(n);
+      w.host_s = n.row->dur * 1e-6;
+      if (auto priced = ideal(n)) {
+        w.ideal_s = priced->first;
+        w.flops = priced->second;
+      }
+      const std::string name(t_.str(n.row->name));
+      const int order = static_cast<int>(n.kind);
+      switch (n.kind) {
+        case Kind::kRequest:
+          put(order, "request", "request", -1, w);
+          break;
+        case Kind::kTrainStep:
+          put(order, "step", "train_step", -1, w);
+          break;
+        case Kind::kStage:
+          if (n.step_index >= 0) put(order, name, "denoising_step", n.step_index, w);
+          put(order, name, "stage", -1, w);
+          break;
+        default:
+          put(order, name, kind_name(n.kind, -1), -1, w);
+          break;
+      }
+    }
+    std::vector<WaterfallRow> out;
+    for (auto& [key, w] : rows) {
+      // Computation beyond the ideal; all of it when the FLOPs are unknown.
+      if (w.ideal_s) {
+        w.kernel_excess_s -= *w.ideal_s;
+        if (w.span_s > 0) w.mfu = *w.ideal_s / w.span_s;
+      }
+      out.push_back(std::move(w));
+    }
+    return out;
+  }
+
+  const KinetoTrace& t_;
+  const Records& records_;
+  std::vector<Node> nodes_;
+  std::vector<std::int64_t> order_;
+  std::unordered_map<std::int64_t, std::vector<std::int64_t>> by_tid_;
+  std::vector<KernelType> types_;
+  std::unordered_map<std::int64_t, double> launch_ts_;
+};
+
+class RecordsInto : public analysis::RecordHandler {
+ public:
+  explicit RecordsInto(Records& r) : r_(r) {}
+  void request(const RequestRecord& q) override {
+    if (!q.dit || !q.dit->mfu) return;
+    double priced_s = 0;
+    std::int64_t calls = 0;
+    for (const StageSummary& s : q.stages) {
+      if (!is_priced_stage(s.name)) continue;
+      priced_s += s.total_ms / 1000;
+      calls += s.count;
+    }
+    Records::Request r;
+    r.ideal_s = *q.dit->mfu * priced_s;
+    r.flops = q.dit->tflops * 1e12 * priced_s;
+    r.calls = calls;
+    r_.requests[{q.rank, q.req}] = r;
+  }
+  void window(const TrainWindowRecord& w) override {
+    if (!w.throughput || !w.throughput->priced || !w.throughput->peak_tflops) return;
+    const TrainThroughput& t = *w.throughput;
+    Records::Window out;
+    out.first = w.step_first;
+    out.last = w.step_last;
+    out.flops_step = t.flops_per_step * t.dp;
+    out.ideal_step_s = out.flops_step / (*t.peak_tflops * 1e12);
+    out.coef = t.flops_coef;
+    r_.windows[w.rank].push_back(out);
+  }
+  void warning(const std::string&) override {}
+
+ private:
+  Records& r_;
+};
+
+}  // namespace
+
+Records load_records(const std::vector<std::string>& files,
+                     const std::vector<std::string>& trace_files,
+                     std::vector<std::string>& problems) {
+  Records out;
+  std::vector<std::string> candidates = files;
+  const bool found_by_us = files.empty();
+  if (found_by_us) {
+    std::set<std::string> dirs;
+    for (const std::string& f : trace_files) dirs.insert(fs::path(f).parent_path().string());
+    for (const std::string& d : dirs) {
+      std::error_code ec;
+      for (const auto& e : fs::directory_iterator(d.empty() ? "." : d, ec)) {
+        if (e.path().extension() == ".jsonl") candidates.push_back(e.path().string());
+      }
+    }
+    std::sort(candidates.begin(), candidates.end());
+  }
+  analysis::ReadOptions options;
+  options.skip_bad_lines = true;
+  options.threads = 1;
+  for (const std::string& f : candidates) {
+    RecordsInto into(out);
+    try {
+      analysis::stream_record_files({f}, into, options);
+      out.files.push_back(f);
+    } catch (const std::exception& e) {
+      if (!found_by_us) problems.push_back(std::string(e.what()));
+    }
+  }
+  return out;
+}
+
+std::vector<WaterfallRow> waterfall_of(const KinetoTrace& trace, const Records& records) {
+  return Builder(trace, records).build();
+}
+
+}  // namespace vxperf::explain

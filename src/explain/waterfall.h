@@ -1,0 +1,44 @@
+// The loss waterfall: vxperf's ranges in a trace (`request N` and its stages, `step N` and its
+// phases), the device work each one's host calls launched (by the launch link), and that work's
+// span split into parts that add up to it, priced against the FLOPs the run's records give.
+#pragma once
+
+#include <map>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "explain/kineto_trace.h"
+#include "vxperf/explain.h"
+
+namespace vxperf::explain {
+
+// What the records say a range's work should have taken at the peak.
+struct Records {
+  std::vector<std::string> files;
+  // (rank, request number) -> the request's priced calls: their ideal seconds and how many.
+  struct Request {
+    double ideal_s = 0;
+    std::int64_t calls = 0;
+    double flops = 0;
+  };
+  std::map<std::pair<int, std::int64_t>, Request> requests;
+  // rank -> windows: [first, last] step, ideal seconds and FLOPs per step, the FLOPs coefficient.
+  struct Window {
+    std::int64_t first = 0, last = 0;
+    double ideal_step_s = 0, flops_step = 0, coef = 0;
+  };
+  std::map<int, std::vector<Window>> windows;
+};
+
+// Reads `files`, else the *.jsonl files beside the traces that hold records; a file that cannot
+// be read goes to `problems`.
+Records load_records(const std::vector<std::string>& files,
+                     const std::vector<std::string>& trace_files,
+                     std::vector<std::string>& problems);
+
+// The waterfall rows of one trace, aggregated per request stage, denoising step index, training
+// step and phase.
+std::vector<WaterfallRow> waterfall_of(const KinetoTrace& trace, const Records& records);
+
+}  // namespace vxperf::explain
