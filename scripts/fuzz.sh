@@ -19,7 +19,7 @@ if [[ -z "$build" ]]; then
   CC=clang CXX=clang++ cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
     -DVXPERF_FUZZ=ON -DVXPERF_WITH_TORCH=OFF -DVXPERF_BUILD_TESTS=OFF -DVXPERF_BUILD_BENCH=OFF \
     >/dev/null
-  cmake --build "$build" -j "$jobs" --target records_fuzzer script_fuzzer
+  cmake --build "$build" -j "$jobs" --target records_fuzzer script_fuzzer trace_fuzzer
 fi
 
 cases=tests/conformance/cases
@@ -55,4 +55,5 @@ run() {
 }
 run records_fuzzer "$cases"/*.expected.jsonl tests/fuzz_regressions/*.records.jsonl
 run script_fuzzer "$cases"/*.events.jsonl tests/fuzz_regressions/*.events.jsonl
+run trace_fuzzer tests/explain/traces/*.json
 echo "fuzz: no crash, no sanitizer report"

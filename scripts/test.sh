@@ -71,7 +71,8 @@ sanitizer_build() {  # DIR C-COMPILER C++-COMPILER DEBUG-FLAG SANITIZER-OPTION T
 }
 stage "build asan+ubsan and fuzzers" sanitizer_build build-asan clang clang++ -gline-tables-only \
   -DVXPERF_FUZZ=ON vxperf_tests vxperf_live_tests vxperf_cuda_tests vxperf_analysis_tests \
-  vxperf_prometheus_tests vxperf_faults_tests vxperf_nvml_tests records_fuzzer script_fuzzer
+  vxperf_prometheus_tests vxperf_faults_tests vxperf_nvml_tests vxperf_explain_tests \
+  records_fuzzer script_fuzzer trace_fuzzer
 # The CLI's fault tests stay in the normal build: they limit address space (ulimit -v), which the
 # sanitizers' shadow memory cannot live with. intercept_tls_get_addr=0: clang 14's LeakSanitizer
 # otherwise crashes now and then in its own exit-time tracer ("Tracer caught signal 11", LLVM
@@ -84,7 +85,8 @@ stage "fuzz (20,000 inputs each)" env VXPERF_FUZZ_BUILD=build-asan \
   bash scripts/fuzz.sh 90
 
 stage "build tsan" sanitizer_build build-tsan gcc g++ -g1 -DVXPERF_SANITIZE=thread vxperf_live_tests \
-  vxperf_cuda_tests vxperf_prometheus_tests vxperf_faults_tests vxperf_nvml_tests vxperf_analysis_tests
+  vxperf_cuda_tests vxperf_prometheus_tests vxperf_faults_tests vxperf_nvml_tests vxperf_analysis_tests \
+  vxperf_explain_tests
 tsan() {
   export TSAN_OPTIONS=halt_on_error=1
   ./build-tsan/tests/vxperf_live_tests --gtest_filter='Concurrency*:Inference*:LiveTrace*'
@@ -93,5 +95,6 @@ tsan() {
   ./build-tsan/tests/vxperf_nvml_tests  # the power sampler's thread
   ./build-tsan/tests/vxperf_prometheus_tests
   ./build-tsan/tests/vxperf_analysis_tests --gtest_filter='ParallelRead*'  # the parsing threads
+  ./build-tsan/tests/vxperf_explain_tests --gtest_filter="*Ranks*:*BadFiles*"  # a worker per file
 }
 stage "tsan tests" tsan

@@ -82,7 +82,7 @@ void rank_text(const RankExplanation& r, std::string& out) {
     const double n = static_cast<double>(w.count > 0 ? w.count : 1);
     const double ms = 1e3 / n;
     std::string label = w.kind == "denoising_step"
-                            ? w.range + " #" + std::to_string(w.step_index)
+                            ? "    " + w.range + " #" + std::to_string(w.step_index)
                             : w.kind == "stage" || w.kind == "phase" || w.kind == "micro_step"
                                   ? "  " + w.range
                                   : w.range;

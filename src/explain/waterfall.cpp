@@ -9,6 +9,7 @@
 
 #include "explain/hta_analysis.h"
 #include "explain/hta_rules.h"
+#include "vxperf/phases.h"
 #include "vxperf/records_reader.h"
 #include "vxperf/stages.h"
 
@@ -25,6 +26,12 @@ std::int64_t numbered(std::string_view name, std::string_view prefix) {
   const char* last = name.data() + name.size();
   auto [end, ec] = std::from_chars(first, last, n);
   return ec == std::errc() && end == last ? n : -1;
+}
+
+// A training phase's range: the phase table's names, and "model_call", the range of a model call
+// whose phase is said only at its end (a forward, in a training step).
+bool is_phase_name(std::string_view name) {
+  return name == "model_call" || phase_from_name(name).has_value();
 }
 
 enum class Kind { kNone, kRequest, kStage, kTrainStep, kMicroStep, kPhase };
@@ -95,7 +102,7 @@ class Builder {
         n.kind = Kind::kStage;
       } else if (pk == Kind::kTrainStep && name == "micro_step") {
         n.kind = Kind::kMicroStep;
-      } else if (pk == Kind::kTrainStep || pk == Kind::kMicroStep) {
+      } else if ((pk == Kind::kTrainStep || pk == Kind::kMicroStep) && is_phase_name(name)) {
         n.kind = Kind::kPhase;
       }
       if (n.kind != Kind::kNone) {
@@ -260,7 +267,8 @@ class Builder {
       if (n.kind != Kind::kPhase || w.coef <= 0) return std::nullopt;
       const std::string_view name = t_.str(n.row->name);
       // The forward is one of the coefficient's passes, the backward the rest.
-      const double share = name == "fwd" ? 1 / w.coef : name == "bwd" ? (w.coef - 1) / w.coef : 0;
+      const bool forward = name == "fwd" || name == "model_call";
+      const double share = forward ? 1 / w.coef : name == "bwd" ? (w.coef - 1) / w.coef : 0;
       if (share == 0) return std::nullopt;
       return std::make_pair(w.ideal_step_s * share, w.flops_step * share);
     }
@@ -297,9 +305,12 @@ class Builder {
     into.idle_other_s += w.idle_other_s;
     if (into.ideal_s && w.ideal_s) {
       *into.ideal_s += *w.ideal_s;
-      *into.flops += *w.flops;
     } else {
       into.ideal_s.reset();
+    }
+    if (into.flops && w.flops) {
+      *into.flops += *w.flops;
+    } else {
       into.flops.reset();
     }
   }
@@ -324,8 +335,9 @@ class Builder {
       WaterfallRow w = split(n);
       w.host_s = n.row->dur * 1e-6;
       if (auto priced = ideal(n)) {
-        w.ideal_s = priced->first;
         w.flops = priced->second;
+        // Without device work there is no span to split (a CPU-only profile): no ideal in it.
+        if (!n.device.empty()) w.ideal_s = priced->first;
       }
       const std::string name(t_.str(n.row->name));
       const int order = static_cast<int>(n.kind);

@@ -1,0 +1,99 @@
+"""`vxperf explain` on real traces of torch 2's profiler (CPU only here): vxperf's ranges around an
+instrumented pipeline and an accelerate training loop, found in the trace and joined by range
+(the host side of the waterfall end to end); a CPU-only profile says so and keeps its ranges."""
+import json
+import subprocess
+
+from conftest import CLI, clean_env, read_records, run_python
+
+INFERENCE = """
+import json, sys, torch, vxperf
+with torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CPU]) as prof:
+    for _ in range(2):
+        with vxperf.request():
+            with vxperf.stage("text_encoder"):
+                torch.ones(64) * 2
+            for _ in range(3):
+                with vxperf.stage("transformer", tokens=16, batch=1):
+                    torch.mm(torch.ones(64, 64), torch.ones(64, 64))
+            with vxperf.stage("vae_dec"):
+                torch.ones(8) + 1
+prof.export_chrome_trace(sys.argv[1])
+spans = {e.name: e.time_range.elapsed_us() for e in prof.events() if e.name.startswith("request ")}
+print(json.dumps(spans))
+"""
+
+
+def explain(*args):
+    proc = subprocess.run([CLI, "explain", "--json", *map(str, args)], capture_output=True,
+                          text=True, check=False)
+    assert proc.returncode == 0, proc.stderr
+    return json.loads(proc.stdout), proc.stderr
+
+
+def rows(rank, kind):
+    return {(w["range"], w.get("step_index")): w for w in rank["waterfall"] if w["kind"] == kind}
+
+
+def test_an_instrumented_pipelines_ranges_in_a_cpu_trace(tmp_path):
+    trace, records = tmp_path / "trace.json", tmp_path / "records.jsonl"
+    proc = run_python(INFERENCE.replace("sys.argv[1]", repr(str(trace))),
+                      env=clean_env(VIDEOX_PERF=1, VIDEOX_PERF_JSON=records))
+    spans = json.loads(proc.stdout.strip().splitlines()[-1])
+    assert len(read_records(records)) == 2
+    got, stderr = explain(trace, "--records", records)
+    assert "CPU-only" in stderr
+    (rank,) = got["ranks"]
+    assert rank["has_device_rows"] is False and rank["temporal"]["kernel_time_us"] == 0
+    (request,) = rows(rank, "request").values()
+    assert request["count"] == 2 and request["span_s"] == 0
+    # The requests' own time, as the profiler measured them (the trace keeps whole microseconds).
+    assert abs(request["host_s"] * 1e6 - sum(spans.values())) <= 2 * len(spans), (request, spans)
+    stages = rows(rank, "stage")
+    assert {name for name, _ in stages} == {"text_encoder", "transformer", "vae_dec"}
+    assert stages[("transformer", None)]["count"] == 6
+    steps = rows(rank, "denoising_step")
+    assert sorted(steps) == [("transformer", 0), ("transformer", 1), ("transformer", 2)]
+    assert all(s["count"] == 2 for s in steps.values())
+    # Each stage call lies inside its request.
+    assert sum(s["host_s"] for s in stages.values()) <= request["host_s"]
+    assert got["records"] == [str(records)]
+
+
+ACCELERATE = """
+import sys, torch, vxperf
+from accelerate import Accelerator
+vxperf.install_training()
+torch.manual_seed(0)
+model = torch.nn.Sequential(torch.nn.Linear(16, 32), torch.nn.GELU(), torch.nn.Linear(32, 16))
+vxperf.register_model(model)
+optimizer = torch.optim.SGD(model.parameters(), lr=1e-2)
+accelerator = Accelerator(cpu=True)
+model, optimizer = accelerator.prepare(model, optimizer)
+prof = vxperf.profile_range(torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CPU]))
+for _ in range(6):
+    with accelerator.accumulate(model):
+        with vxperf.model_call("fwd", tokens=8, samples=4):
+            loss = model(torch.randn(4, 16)).pow(2).mean()
+        accelerator.backward(loss)
+        optimizer.step()
+        optimizer.zero_grad()
+vxperf.finish()
+prof.export_chrome_trace(sys.argv[1])
+"""
+
+
+def test_an_accelerate_loops_steps_and_phases_in_a_cpu_trace(tmp_path):
+    trace, records = tmp_path / "trace.json", tmp_path / "records.jsonl"
+    run_python(ACCELERATE.replace("sys.argv[1]", repr(str(trace))),
+               env=clean_env(VIDEOX_PERF=1, VIDEOX_PERF_JSON=records,
+                             VIDEOX_PERF_PROFILE="steps:2-3", VIDEOX_PERF_EVERY=3))
+    got, _ = explain(tmp_path)  # the records found beside the trace
+    (rank,) = got["ranks"]
+    (step,) = rows(rank, "train_step").values()
+    assert step["count"] == 2, rank["waterfall"]  # steps 2 and 3, as VIDEOX_PERF_PROFILE said
+    phases = rows(rank, "phase")
+    assert {"model_call", "bwd", "opt"} <= {name for name, _ in phases}, phases
+    assert all(p["count"] == 2 for name, p in phases.items() if name[0] in ("bwd", "opt"))
+    assert sum(p["host_s"] for p in phases.values()) <= step["host_s"] + 1e-6
+    assert got["records"] == [str(records)]
