@@ -9,6 +9,7 @@ timed directly, the comparisons with vxperf's records, and the rehearsal's fakes
   gpu_check.py energy-plausible --records R.jsonl | energy-compare --records R --smi POLLS.csv
   gpu_check.py capture-compare --trace GPU_TRACE.csv --records R.jsonl
   gpu_check.py rehearse-meters ... | fake-smi --watts W      # the rehearsal on the fakes
+  gpu_check.py python-run ... --profile-trace DIR; explain-check --explanation E.json --json OUT
   gpu_check.py scenarios-compare ... | summary --work DIR --out DIR
 
 `direct` builds the Wan2.1 T2V-1.3B transformer with random weights in bf16 (30 blocks, width
@@ -340,15 +341,15 @@ def load_implementation(impl, reference):
     return module
 
 
-def measuring_implementation(args):
+def measuring_implementation(args, **settings):
     """--impl loaded to measure into a fresh --out (the first request a warmup), with no other
-    VIDEOX_PERF* setting of this process's environment."""
+    VIDEOX_PERF* setting of this process's environment than `settings`."""
     if os.path.exists(args.out):
         os.remove(args.out)
     for key in list(os.environ):
         if key.startswith("VIDEOX_PERF"):
             del os.environ[key]
-    os.environ.update(VIDEOX_PERF_JSON=args.out, VIDEOX_PERF_WARMUP="1")
+    os.environ.update(VIDEOX_PERF_JSON=args.out, VIDEOX_PERF_WARMUP="1", **settings)
     return load_implementation(args.impl, args.reference)
 
 
@@ -360,7 +361,11 @@ def python_run(args):
     on_gpu = args.device != "cpu"
     if on_gpu and not torch.cuda.is_available():
         sys.exit("gpu_check.py python-run: no CUDA device visible to PyTorch")
-    perf = measuring_implementation(args)
+    profile = getattr(args, "profile_trace", None)
+    # --profile-trace: request 1 (after the warmup) under torch's profiler, started and stopped
+    # by vxperf (VIDEOX_PERF_PROFILE), its Kineto trace written there for `vxperf explain`.
+    perf = measuring_implementation(args, **({"VIDEOX_PERF_PROFILE": "requests:1-1"}
+                                             if profile else {}))
     nn = torch.nn
     device = torch.device("cuda", int(args.device)) if on_gpu else torch.device("cpu")
     dtype = torch.bfloat16 if on_gpu else torch.float32
@@ -411,9 +416,59 @@ def python_run(args):
             return self.vae.decode(latents).float().cpu()
 
     pipe = perf.instrument_pipeline(Pipeline())
+    profiler = None
+    if profile:  # metrics are on once the pipeline is instrumented
+        activities = [torch.profiler.ProfilerActivity.CPU]
+        if on_gpu:
+            activities.append(torch.profiler.ProfilerActivity.CUDA)
+        profiler = perf.profile_range(torch.profiler.profile(activities=activities))
     for _ in range(1 + args.requests):
         pipe(args.steps)
     print(f"gpu_check: {args.impl}: {1 + args.requests} requests on {device}")
+    if profiler is not None:
+        os.makedirs(profile, exist_ok=True)
+        profiler.export_chrome_trace(os.path.join(profile, "trace.json"))
+
+
+def explain_check(args):
+    """`vxperf explain --json`'s answer on the profiled request: the device work found and split
+    (on a GPU), every waterfall row adding up to its span, the denoising steps priced; on the CPU
+    rehearsal, a CPU-only profile said and its ranges kept. Writes the numbers to --json."""
+    with open(args.explanation) as handle:
+        got = json.load(handle)
+    problems = []
+    (rank,) = got["ranks"]
+    rows = {(w["kind"], w["range"], w.get("step_index")): w for w in rank["waterfall"]}
+    for key in [("request", "request", None), ("denoising_step", "transformer", 0),
+                ("denoising_step", "transformer", 1), ("stage", "text_encoder", None)]:
+        if key not in rows:
+            problems.append(f"no waterfall row {key}")
+    for w in rank["waterfall"]:
+        parts = sum(w[k] or 0 for k in ("ideal_s", "kernel_excess_s", "exposed_comm_s", "memory_s",
+                                        "other_s", "idle_host_wait_s", "idle_kernel_wait_s",
+                                        "idle_other_s"))
+        if not math.isclose(parts, w["span_s"], rel_tol=1e-9, abs_tol=1e-12):
+            problems.append(f"{w['kind']} {w['range']}: parts {parts} != span {w['span_s']}")
+    request = rows.get(("request", "request", None), {})
+    numbers = {"kernel_time_us": rank["temporal"]["kernel_time_us"],
+               "compute_pct": rank["temporal"]["compute_pct"],
+               "idle_pct": rank["temporal"]["idle_pct"],
+               "launches": rank["launches"]["n_events"],
+               "request_span_s": request.get("span_s"), "request_host_s": request.get("host_s"),
+               "request_mfu": request.get("mfu"),
+               "step_mfu": rows.get(("denoising_step", "transformer", 0), {}).get("mfu")}
+    if args.on_gpu:
+        if not rank["has_device_rows"] or not rank["temporal"]["kernel_time_us"]:
+            problems.append("no device work in the trace")
+        mfu = numbers["step_mfu"]
+        if mfu is None or not 0 < mfu <= 1:
+            problems.append(f"denoising step MFU {mfu} not in (0, 1]")
+    elif rank["has_device_rows"] or not any("CPU-only" in p for p in got["problems"]):
+        problems.append("a CPU profile not said to be CPU-only")
+    numbers["problems"] = problems
+    write_json(args.json, numbers)
+    print("gpu_check: explain " + json.dumps(numbers))
+    return 1 if problems else 0
 
 
 def real_run(args):
@@ -862,8 +917,13 @@ def main():
     pc.add_argument("--time-tolerance", type=float, default=0.15)
     pc.add_argument("--flops-tolerance", type=float, default=0.06)
     pc.add_argument("--json", help="also write the numbers here")
-    run_parser(sub, "python-run", dict(default="0", help="a CUDA index, or cpu to rehearse"),
-               requests=3, steps=3)
+    ppr = run_parser(sub, "python-run", dict(default="0", help="a CUDA index, or cpu to rehearse"),
+                     requests=3, steps=3)
+    ppr.add_argument("--profile-trace", help="profile request 1; its Kineto trace goes here")
+    pex = sub.add_parser("explain-check")
+    pex.add_argument("--explanation", required=True, help="vxperf explain --json's output")
+    pex.add_argument("--cpu", dest="on_gpu", action="store_false")
+    pex.add_argument("--json", required=True)
     pp = sub.add_parser("python-compare")
     pp.add_argument("--vxperf", required=True)
     pp.add_argument("--reference-records", required=True)
@@ -915,6 +975,7 @@ def main():
                 "energy-plausible": energy_plausible, "energy-compare": energy_compare,
                 "capture-compare": capture_compare, "fake-smi": fake_smi,
                 "rehearse-meters": rehearse_meters, "scenarios-compare": scenarios_compare,
+                "explain-check": explain_check,
                 "summary": summary}
     # The comparisons return their exit status; the runs return None, which exits with 0.
     sys.exit(commands[args.cmd](args))

@@ -18,7 +18,8 @@
 #                 on the real diffusers WanPipeline with model CPU offload under bf16 autocast,
 #                 and on the training scenarios through accelerate
 #   cp            diffusers' context parallel over two GPUs (where there are two)
-#   explain       `vxperf explain` on a profile (skipped until the command exists)
+#   explain       two denoising steps of the Python pipeline profiled by torch (VIDEOX_PERF_PROFILE),
+#                 `vxperf explain` on the trace: device work found, the waterfall adding up
 # $OUT/summary.json holds every part's status, seconds and numbers, $OUT/gpu_check.log all it
 # printed; each part's own files are under $OUT/work/parts/all. See docs/CUDA.md.
 #
@@ -427,7 +428,24 @@ context_parallel() {
   "$PYTHON" scripts/gpu_check.py context-parallel-compare --records "$WORK/cp/records.jsonl"
 }
 
-explain() { skip "vxperf explain is not there yet (#37)"; }
+explain() {
+  [[ -d "$BUILD/python/vxperf" ]] ||
+    { skip "the Python package was not built (python3-dev, pybind11)"; return; }
+  local dir="$WORK/explain" device=0 cpu=()
+  if [[ "$REHEARSE" == "1" ]]; then device=cpu cpu=(--cpu); fi
+  rm -rf "$dir"
+  mkdir -p "$dir"
+  PYTHONPATH="$(cd "$BUILD" && pwd)/python${PYTHONPATH:+:$PYTHONPATH}" timeout 300 "$PYTHON" \
+    scripts/gpu_check.py python-run --impl vxperf --device "$device" --requests 1 --steps 2 \
+    --profile-trace "$dir" --out "$dir/records.jsonl" >"$dir/run.log" 2>&1 ||
+    { echo "gpu_check: the profiled run failed"; tail -n 20 "$dir/run.log"; return 1; }
+  timeout 120 "$vxperf" explain "$dir" --html "$dir/explain.html" >"$dir/explain.txt" 2>&1 ||
+    { echo "gpu_check: vxperf explain failed"; tail -n 20 "$dir/explain.txt"; return 1; }
+  sed 's/^/gpu_check: /' "$dir/explain.txt" | head -n 40
+  "$vxperf" explain "$dir" --json >"$dir/explain.json" 2>/dev/null &&
+    "$PYTHON" scripts/gpu_check.py explain-check --explanation "$dir/explain.json" "${cpu[@]}" \
+      --json "$WORK/explain.json"
+}
 
 part environment environment
 part deps deps
