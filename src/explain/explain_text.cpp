@@ -51,12 +51,12 @@ void rank_text(const RankExplanation& r, std::string& out) {
            (r.comm_comp_overlap_pct
                 ? format("%.2f%% of communication under computation\n", *r.comm_comp_overlap_pct)
                 : std::string("no communication\n"));
-    std::string types;
+    const char* head = "  kernel types   ";
     for (const auto& [label, us] : r.kernel_types) {
       if (us == 0) continue;
-      types += (types.empty() ? "" : ", ") + label + format(" %.0f us", us);
+      out += format("%s%-56s %10.0f us\n", head, label.c_str(), us);
+      head = "                 ";
     }
-    out += "  kernel types   " + (types.empty() ? std::string("-") : types) + "\n";
     for (const StreamIdle& s : r.idle_by_stream) {
       out += format("  idle, stream %-3" PRId64 " host wait %.2f us, kernel wait %.2f us, other %.2f us\n",
                     s.stream, s.host_wait_us, s.kernel_wait_us, s.other_us);

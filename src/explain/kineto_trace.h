@@ -17,16 +17,16 @@ namespace vxperf::explain {
 // An event that took time (it has `dur` and `cat`), kept whole because an analysis reads it:
 // device rows, host rows with a correlation or a stream, profiler steps, user annotations, the
 // first event.
-struct Row {
+struct Row {  // 64 bytes
   double ts = 0;   // microseconds, HTA's rounding applied once the file is read
   double dur = 0;
   std::int64_t stream = -1;       // args.stream, -1 when absent or not a number
   std::int64_t correlation = -1;  // args.correlation
   std::int64_t partner = -1;      // index of the launch link's partner (HTA's index_correlation)
+  std::int64_t tid = 0;           // the thread (a string tid hashed)
   std::uint32_t index = 0;        // position in traceEvents
   std::uint32_t name = 0;         // into KinetoTrace::strings
   std::uint32_t cat = 0;
-  std::int64_t tid = 0;           // the thread (a string tid hashed)
   bool device = false;            // HTA's is_gpu rule
   double end() const { return ts + dur; }
 };
