@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """Renders `vxperf report --html` pages in headless Chromium and checks what came out.
 
-Three pages: a small report (conformance cases, denoising steps from a level-2 log), the
+Four pages: `vxperf explain --html` on a trace of tests/explain (the waterfall, the ranks'
+temporal breakdown, idle per stream), a small report (conformance cases, denoising steps from a level-2 log), the
 comparison of two runs, and a large one (1024 ranks x 40 windows with one straggler, and 20000
 requests). For each: the page's script ran without an error (the DOM Chromium dumps carries
 data-drawn, the number of heatmaps drawn, and no data-errors), Chromium logged no console error,
@@ -158,6 +159,15 @@ def main():
     vxperf_report(vxperf, "--compare", case("training-2-02.expected.jsonl"),
                   case("training-2-03.expected.jsonl"), "--html", compare)
     browser.check(compare, 0, (1200, 1400), [((89, 161, 79), 200)])  # a "better" bar at least
+
+    traces = os.path.join(ROOT, "tests", "explain", "traces")
+    explained = os.path.join(work, "explain.html")
+    out = subprocess.run([vxperf, "explain", os.path.join(traces, "waterfall_rank0.json"),
+                          "--records", os.path.join(traces, "waterfall.records.jsonl"),
+                          "--html", explained], capture_output=True, text=True)
+    if out.returncode != 0:
+        fail(f"vxperf explain --html: exit {out.returncode}: {out.stderr[-500:]}")
+    browser.check(explained, 0, (1200, 1600))
 
     random.seed(7)
     big = os.path.join(work, "large")
