@@ -4,7 +4,21 @@ as the last one closes, the same points at which it calls the CUDA driver's cuPr
 cuProfilerStop. Not in _profiler.py (torch profiler ranges): the package's state imports that one,
 and this one reads the state."""
 
+import json
+import os
+
 from . import _ext, _state
+
+
+def _records_file():
+    """This process's records file (VIDEOX_PERF_JSON, with its rank's suffix on a multi-rank
+    run), absolute; None without one."""
+    base = os.environ.get("VIDEOX_PERF_JSON")
+    if not base:
+        return None
+    _state.refresh_topology()
+    rank, world = _ext.topology()[:2]
+    return os.path.abspath(base if world <= 1 else f"{base}.rank{rank}")
 
 
 def profile_range(profiler):
@@ -14,12 +28,20 @@ def profile_range(profiler):
     a torch.profiler.profile not started yet (no schedule needed), or anything with start() and
     stop(). Returns it. An exception either raises is reported, never raised into the loop. With
     metrics off it is handed back untouched; without VIDEOX_PERF_PROFILE it is never started
-    (said once)."""
+    (said once). A torch profiler's trace names the records file it was taken beside
+    (`vxperf_records`), where `vxperf explain` finds the run's FLOPs."""
     if not _state.on:
         return profiler
     if _ext.capture_range() is None:
         _state.warn(("profile_range",), "profile_range(): VIDEOX_PERF_PROFILE is not set "
                     "(steps:A-B or requests:A-B): the profiler handed over is never started")
         return profiler
-    _ext.add_capture_hook(profiler.start, profiler.stop)
+    def start():
+        profiler.start()
+        records = _records_file()
+        name = getattr(profiler, "add_metadata_json", None)
+        if records is not None and name is not None:
+            name("vxperf_records", json.dumps(records))
+
+    _ext.add_capture_hook(start, profiler.stop)
     return profiler

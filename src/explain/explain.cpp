@@ -108,7 +108,11 @@ Explanation explain_traces(const std::vector<std::string>& paths, const ExplainO
   for (const auto& [rank, i] : by_rank) order.push_back(i);
   std::vector<RankExplanation> ranks(order.size());
   std::vector<std::set<std::int64_t>> rank_steps(order.size());
-  const Records records = load_records(options.records, files, out.problems);
+  std::vector<std::string> named;
+  for (std::size_t i : order) {
+    if (!traces[i]->records_file.empty()) named.push_back(traces[i]->records_file);
+  }
+  const Records records = load_records(options.records, named, files, out.problems);
   out.records_files = records.files;
   parallel_for(order.size(), options.threads, [&](std::size_t k) {
     const KinetoTrace& t = *traces[order[k]];

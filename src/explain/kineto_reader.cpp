@@ -360,12 +360,13 @@ class Scanner {
     if (in_string_) {
       if (escaped_) {
         escaped_ = false;
+        if (depth_ == 1 && key_.size() < kMaxTopLevelString) key_.push_back(c);
       } else if (c == '\\') {
         escaped_ = true;
       } else if (c == '"') {
         in_string_ = false;
-        if (depth_ == 1) key_is_events_ = key_ == "traceEvents";
-      } else if (depth_ == 1 && key_.size() < 16) {
+        if (depth_ == 1) end_top_level_string();
+      } else if (depth_ == 1 && key_.size() < kMaxTopLevelString) {
         key_.push_back(c);
       }
       return;
@@ -426,8 +427,26 @@ class Scanner {
     }
   }
 
+  // A string of the root object: a key, or the value of the key before it. The records file
+  // vxperf names is the one value kept (its escapes kept as the character they escape).
+  void end_top_level_string() {
+    if (after_colon_) {
+      if (last_key_ == "vxperf_records") records_file_ = key_;
+      key_is_events_ = false;
+    } else {
+      last_key_ = key_;
+      key_is_events_ = key_ == "traceEvents";
+    }
+  }
+
+ public:
+  const std::string& records_file() const { return records_file_; }
+
+ private:
+  static constexpr std::size_t kMaxTopLevelString = 4096;
   EventSink& sink_;
   RankMatcher rank_;
+  std::string last_key_, records_file_;
   std::string element_;
   std::string key_;
   std::int64_t depth_ = 0;
@@ -531,6 +550,7 @@ KinetoTrace read_kineto_trace(const std::string& path) {
   sink.finish();
   trace.rank = scanner.rank().found() ? scanner.rank().rank() : 0;
   trace.rank_found = scanner.rank().found();
+  trace.records_file = scanner.records_file();
   link_launches(trace);
   round_times(trace);
   return trace;

@@ -40,6 +40,7 @@ struct KinetoTrace {
   std::string file;
   int rank = 0;
   bool rank_found = false;      // a line matched "rank": N
+  std::string records_file;     // the records the trace names (vxperf's "vxperf_records")
   bool rounded = false;         // HTA's ns rounding was applied (a fractional or missing ts)
   std::uint64_t events = 0;     // elements of traceEvents
   std::vector<Row> rows;        // in file order

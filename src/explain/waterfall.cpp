@@ -415,19 +415,29 @@ class RecordsInto : public analysis::RecordHandler {
 
 }  // namespace
 
-Records load_records(const std::vector<std::string>& files,
+Records load_records(const std::vector<std::string>& given, const std::vector<std::string>& named,
                      const std::vector<std::string>& trace_files,
                      std::vector<std::string>& problems) {
   Records out;
-  std::vector<std::string> candidates = files;
-  const bool found_by_us = files.empty();
-  if (found_by_us) {
+  std::vector<std::string> candidates = given;
+  bool said = !given.empty();  // a file the user or the trace chose: its problems are said
+  if (candidates.empty()) {
+    std::error_code ec;
+    for (const std::string& f : std::set<std::string>(named.begin(), named.end())) {
+      if (fs::exists(f, ec)) candidates.push_back(f);
+    }
+    said = !candidates.empty();
+  }
+  if (candidates.empty()) {
     std::set<std::string> dirs;
     for (const std::string& f : trace_files) dirs.insert(fs::path(f).parent_path().string());
     for (const std::string& d : dirs) {
       std::error_code ec;
       for (const auto& e : fs::directory_iterator(d.empty() ? "." : d, ec)) {
-        if (e.path().extension() == ".jsonl") candidates.push_back(e.path().string());
+        const std::string name = e.path().filename().string();
+        if (e.is_regular_file(ec) && name.find(".jsonl") != std::string::npos) {
+          candidates.push_back(e.path().string());
+        }
       }
     }
     std::sort(candidates.begin(), candidates.end());
@@ -441,7 +451,7 @@ Records load_records(const std::vector<std::string>& files,
       analysis::stream_record_files({f}, into, options);
       out.files.push_back(f);
     } catch (const std::exception& e) {
-      if (!found_by_us) problems.push_back(std::string(e.what()));
+      if (said) problems.push_back(std::string(e.what()));
     }
   }
   return out;

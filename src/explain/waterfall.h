@@ -31,9 +31,10 @@ struct Records {
   std::map<int, std::vector<Window>> windows;
 };
 
-// Reads `files`, else the *.jsonl files beside the traces that hold records; a file that cannot
-// be read goes to `problems`.
-Records load_records(const std::vector<std::string>& files,
+// Reads the records `given`, else those the traces name (`named`) where they exist, else the
+// files beside the traces whose name holds ".jsonl" (a rank's "records.jsonl.rank3" too) and that
+// hold records. A file given or named that cannot be read goes to `problems`.
+Records load_records(const std::vector<std::string>& given, const std::vector<std::string>& named,
                      const std::vector<std::string>& trace_files,
                      std::vector<std::string>& problems);
 

@@ -1,6 +1,7 @@
 """`vxperf explain` on real traces of torch 2's profiler (CPU only here): vxperf's ranges around an
 instrumented pipeline and an accelerate training loop, found in the trace and joined by range
-(the host side of the waterfall end to end); a CPU-only profile says so and keeps its ranges."""
+(the host side of the waterfall end to end), the records found where the trace names them; a
+CPU-only profile says so and keeps its ranges."""
 import json
 import subprocess
 
@@ -84,11 +85,14 @@ prof.export_chrome_trace(sys.argv[1])
 
 
 def test_an_accelerate_loops_steps_and_phases_in_a_cpu_trace(tmp_path):
-    trace, records = tmp_path / "trace.json", tmp_path / "records.jsonl"
+    (tmp_path / "traces").mkdir()
+    trace, records = tmp_path / "traces" / "trace.json", tmp_path / "records.jsonl"
     run_python(ACCELERATE.replace("sys.argv[1]", repr(str(trace))),
                env=clean_env(VIDEOX_PERF=1, VIDEOX_PERF_JSON=records,
                              VIDEOX_PERF_PROFILE="steps:2-3", VIDEOX_PERF_EVERY=3))
-    got, _ = explain(tmp_path)  # the records found beside the trace
+    # The trace names the records it was taken beside: found from another folder.
+    assert json.loads(trace.read_text())["vxperf_records"] == str(records)
+    got, _ = explain(trace)
     (rank,) = got["ranks"]
     (step,) = rows(rank, "train_step").values()
     assert step["count"] == 2, rank["waterfall"]  # steps 2 and 3, as VIDEOX_PERF_PROFILE said
