@@ -116,10 +116,13 @@ Explanation explain_traces(const std::vector<std::string>& paths, const ExplainO
   out.records_files = records.files;
   parallel_for(order.size(), options.threads, [&](std::size_t k) {
     const KinetoTrace& t = *traces[order[k]];
-    const RankWindow w = apply_window(t, steps);
-    ranks[k] = analyse_rank(w);
-    rank_steps[k] = profiler_steps(w);
+    {  // the window is gone before the waterfall is made
+      const RankWindow w = apply_window(t, steps);
+      ranks[k] = analyse_rank(w);
+      rank_steps[k] = profiler_steps(w);
+    }
     ranks[k].waterfall = waterfall_of(t, records);
+    traces[order[k]].reset();  // its rows are not needed any more
   });
   std::set<std::int64_t> all_steps;
   for (const auto& s : rank_steps) all_steps.insert(s.begin(), s.end());

@@ -1,5 +1,9 @@
 #include "explain/hta_analysis.h"
 
+#include <memory>
+#include <optional>
+
+
 #include <algorithm>
 #include <cmath>
 #include <limits>
@@ -11,13 +15,6 @@ namespace {
 
 bool starts_with(std::string_view s, std::string_view p) {
   return s.size() >= p.size() && s.compare(0, p.size(), p) == 0;
-}
-
-// ^ProfilerStep#\d+ under re.match: the prefix and at least one digit.
-bool is_step_string(std::string_view s) {
-  constexpr std::string_view kPrefix = "ProfilerStep#";
-  return starts_with(s, kPrefix) && s.size() > kPrefix.size() && s[kPrefix.size()] >= '0' &&
-         s[kPrefix.size()] <= '9';
 }
 
 // ProfilerStep\s*#\s*(\d+) at the start of the name: its number, or -1.
@@ -43,12 +40,17 @@ std::optional<double> percent_of(double part, double whole, int decimals) {
   return numpy_round(100 * (part / whole), decimals);
 }
 
-std::vector<Interval> union_of_type(const std::vector<DeviceRow>& rows, KernelType type) {
-  std::vector<Interval> v;
-  for (const DeviceRow& r : rows) {
-    if (r.type == type) v.push_back({r.ts, r.end()});
+// The union of the rows of one type (or of all, without one); `rows` are in order of start.
+std::vector<Interval> union_of_type(const std::vector<DeviceRow>& rows,
+                                    std::optional<KernelType> type) {
+  UnionBuilder u;
+  for (int pass = 0; pass < 2; ++pass) {  // the groups counted, then made in a vector that size
+    if (pass == 1) u.reserve();
+    for (const DeviceRow& r : rows) {
+      if (!type || r.type == *type) u.add(r.ts(), r.end());
+    }
   }
-  return union_of(std::move(v));
+  return u.take();
 }
 
 Temporal temporal_breakdown(const std::vector<DeviceRow>& rows) {
@@ -56,15 +58,12 @@ Temporal temporal_breakdown(const std::vector<DeviceRow>& rows) {
   if (rows.empty()) return t;
   double first = std::numeric_limits<double>::infinity();
   double last = -first;
-  std::vector<Interval> all;
-  all.reserve(rows.size());
   for (const DeviceRow& r : rows) {
-    first = std::min(first, r.ts);
+    first = std::min(first, r.ts());
     last = std::max(last, r.end());
-    all.push_back({r.ts, r.end()});
   }
   t.kernel_time_us = last - first;
-  t.idle_time_us = t.kernel_time_us - length(union_of(std::move(all)));
+  t.idle_time_us = t.kernel_time_us - length(union_of_type(rows, std::nullopt));
   t.compute_time_us = length(union_of_type(rows, KernelType::kComputation));
   t.non_compute_time_us = t.kernel_time_us - t.compute_time_us - t.idle_time_us;
   t.idle_pct = percent_of(t.idle_time_us, t.kernel_time_us, 2);
@@ -80,33 +79,33 @@ bool is_idle_category(std::string_view cat) {
 
 std::vector<StreamIdle> idle_by_stream(const RankWindow& w) {
   const KinetoTrace& trace = *w.trace;
-  // The launch's start, looked up by the row index the launch link gives.
-  std::unordered_map<std::int64_t, double> kept_ts;
-  for (const Row* r : w.host) kept_ts.emplace(r->index, r->ts);
-  for (const Row& r : trace.rows) {  // kept device rows may be looked up too (index 0)
-    if (r.device && r.index == 0 && !w.device.empty()) kept_ts.emplace(r.index, r.ts);
-  }
+  // The launch's start: the kept row at the index the launch link gives (a device row is kept
+  // when the window kept it).
+  auto launch_ts = [&](std::int64_t index) -> std::optional<double> {
+    const Row* r = trace.row_at(index);
+    if (r == nullptr) return std::nullopt;
+    if (r->device ? !w.keeps_device(*r) : !w.keeps_host(*r)) return std::nullopt;
+    return r->ts;
+  };
   std::map<std::int64_t, std::vector<const DeviceRow*>> streams;
-  std::vector<char> counted(trace.strings.size(), 0);
-  for (std::size_t i = 0; i < trace.strings.size(); ++i) {
-    counted[i] = is_idle_category(trace.strings[i]) ? 1 : 0;
+  std::vector<char> counted(trace.categories.size(), 0);
+  for (std::size_t i = 0; i < trace.categories.size(); ++i) {
+    counted[i] = is_idle_category(trace.categories[i]) ? 1 : 0;
   }
-  for (const DeviceRow& r : w.device) {
-    if (counted[r.cat]) streams[r.stream].push_back(&r);
+  for (const DeviceRow& r : w.device) {  // in order of start
+    if (counted[r.row->cat]) streams[r.row->stream].push_back(&r);
   }
   std::vector<StreamIdle> out;
   for (auto& [stream, rows] : streams) {
-    std::stable_sort(rows.begin(), rows.end(),
-                     [](const DeviceRow* a, const DeviceRow* b) { return a->ts < b->ts; });
     double host = 0, kernel = 0, other = 0;
     bool first = true;
     double prev_end = 0;
     for (const DeviceRow* r : rows) {
-      auto launch = kept_ts.find(r->partner);
+      const std::optional<double> launch = launch_ts(r->row->partner);
       for (std::uint32_t copy = 0; copy < r->weight; ++copy) {
         if (!first) {
-          const double gap = r->ts - prev_end;
-          if (launch != kept_ts.end() && launch->second > prev_end) {
+          const double gap = r->ts() - prev_end;
+          if (launch && *launch > prev_end) {
             host += gap;
           } else if (gap < 30) {
             kernel += gap;
@@ -119,7 +118,7 @@ std::vector<StreamIdle> idle_by_stream(const RankWindow& w) {
       }
     }
     StreamIdle s;
-    s.stream = stream;
+    s.stream = trace.stream(*rows.front()->row);
     s.host_wait_us = numpy_round(host, 2);
     s.kernel_wait_us = numpy_round(kernel, 2);
     s.other_us = numpy_round(other, 2);
@@ -155,13 +154,33 @@ std::map<std::string, double> kernel_type_segments(const std::vector<DeviceRow>&
   return out;
 }
 
+// One name's durations, summed as they come: count, sum, max, min, and the squared deviations
+// by Welford's update (weighted: a row the window keeps k times counts k times).
 struct NameStats {
-  std::uint32_t name;
+  std::uint32_t name = 0;
   std::int64_t count = 0;
   double sum = 0, max = -std::numeric_limits<double>::infinity(),
          min = std::numeric_limits<double>::infinity(), mean = 0, std = 0;
+  double running_mean = 0, m2 = 0;
+
+  void add(double v, std::uint32_t weight) {
+    for (std::uint32_t k = 0; k < weight; ++k) {
+      ++count;
+      sum += v;
+      const double delta = v - running_mean;
+      running_mean += delta / static_cast<double>(count);
+      m2 += delta * (v - running_mean);
+    }
+    max = std::max(max, v);
+    min = std::min(min, v);
+  }
+  void finish() {
+    mean = sum / static_cast<double>(count);
+    std = count > 1 ? std::sqrt(m2 / static_cast<double>(count - 1)) : 0;
+  }
 };
 
+// The sample standard deviation of weighted values (0 for fewer than two).
 double sample_std(const std::vector<std::pair<double, std::uint32_t>>& values, double mean,
                   std::int64_t n) {
   if (n < 2) return 0;
@@ -173,22 +192,16 @@ double sample_std(const std::vector<std::pair<double, std::uint32_t>>& values, d
 // HTA's per-kernel table of one type: stats of `dur` per name, the names past the 10th or the 0.8
 // quantile of the cumulative sum folded into "others".
 std::vector<KernelStats> kernel_table(const RankWindow& w, KernelType type) {
-  std::unordered_map<std::uint32_t, std::vector<std::pair<double, std::uint32_t>>> by_name;
+  std::unordered_map<std::uint32_t, NameStats> by_name;
   for (const DeviceRow& r : w.device) {
-    if (r.type == type) by_name[r.name].push_back({r.dur, r.weight});
+    if (r.type != type) continue;
+    NameStats& s = by_name[r.row->name];
+    s.name = r.row->name;
+    s.add(r.dur(), r.weight);
   }
   std::vector<NameStats> stats;
-  for (auto& [name, values] : by_name) {
-    NameStats s;
-    s.name = name;
-    for (const auto& [v, weight] : values) {
-      s.count += weight;
-      s.sum += v * weight;
-      s.max = std::max(s.max, v);
-      s.min = std::min(s.min, v);
-    }
-    s.mean = s.sum / static_cast<double>(s.count);
-    s.std = sample_std(values, s.mean, s.count);
+  for (auto& [name, s] : by_name) {
+    s.finish();
     stats.push_back(s);
   }
   const KinetoTrace& trace = *w.trace;
@@ -244,28 +257,37 @@ bool is_launch_name(std::string_view n) {
 
 LaunchStats launch_stats(const RankWindow& w) {
   const KinetoTrace& trace = *w.trace;
-  std::unordered_map<std::int64_t, std::vector<const Row*>> launches;
-  for (const Row* r : w.host) {
-    if (is_launch_name(trace.str(r->name))) launches[r->correlation];
+  // The correlations of the kept launch calls, then the kept host rows without a stream that
+  // carry one of them (the CPU side), sorted by correlation to be paired with the device rows.
+  std::vector<std::int64_t> launched;
+  for (const Row& r : trace.rows) {
+    if (w.keeps_host(r) && is_launch_name(trace.str(r.name))) launched.push_back(r.correlation);
   }
   for (const DeviceRow& r : w.device) {
-    if (is_launch_name(trace.str(r.name))) launches[r.correlation];
+    if (is_launch_name(trace.str(r.row->name))) launched.push_back(r.row->correlation);
   }
-  for (const Row* r : w.host) {
-    if (r->stream != -1) continue;
-    auto it = launches.find(r->correlation);
-    if (it != launches.end()) it->second.push_back(r);
+  std::sort(launched.begin(), launched.end());
+  launched.erase(std::unique(launched.begin(), launched.end()), launched.end());
+  auto is_launched = [&](std::int64_t c) {
+    return std::binary_search(launched.begin(), launched.end(), c);
+  };
+  std::vector<const Row*> cpu;
+  for (const Row& r : trace.rows) {
+    if (w.keeps_host(r) && r.stream == -1 && is_launched(r.correlation)) cpu.push_back(&r);
   }
+  auto by_correlation = [](const Row* a, const Row* b) { return a->correlation < b->correlation; };
+  std::stable_sort(cpu.begin(), cpu.end(), by_correlation);
   LaunchStats s;
   for (const DeviceRow& g : w.device) {
-    auto it = launches.find(g.correlation);
-    if (it == launches.end()) continue;
-    for (const Row* cpu : it->second) {
-      const double launch_delay = std::max(0.0, g.ts - cpu->ts - cpu->dur);
+    if (!is_launched(g.row->correlation)) continue;
+    auto [lo, hi] = std::equal_range(cpu.begin(), cpu.end(), g.row, by_correlation);
+    for (auto it = lo; it != hi; ++it) {
+      const Row* c = *it;
+      const double launch_delay = std::max(0.0, g.ts() - c->ts - c->dur);
       s.n_events += g.weight;
-      if (cpu->dur > 50) s.n_long_runtime += g.weight;
+      if (c->dur > 50) s.n_long_runtime += g.weight;
       if (launch_delay > 100) s.n_long_launch_delay += g.weight;
-      if (cpu->dur <= 50 && g.dur < cpu->dur) s.n_short_gpu += g.weight;
+      if (c->dur <= 50 && g.dur() < c->dur) s.n_short_gpu += g.weight;
     }
   }
   return s;
@@ -281,14 +303,16 @@ std::vector<KernelType> types_of(const KinetoTrace& trace) {
 }
 
 std::set<std::string> profiler_step_strings(const KinetoTrace& trace) {
-  std::vector<char> seen(trace.strings.size(), 0);
+  std::vector<char> seen_name(trace.strings.size(), 0), seen_cat(trace.categories.size(), 0);
   std::set<std::string> out;
+  auto add = [&](std::vector<char>& seen, std::size_t id, std::string_view s) {
+    if (seen[id]) return;
+    seen[id] = 1;
+    if (is_step_string(s)) out.emplace(s);
+  };
   for (const Row& r : trace.rows) {
-    for (std::uint32_t id : {r.name, r.cat}) {
-      if (seen[id]) continue;
-      seen[id] = 1;
-      if (is_step_string(trace.str(id))) out.emplace(trace.str(id));
-    }
+    add(seen_name, r.name, trace.str(r.name));
+    add(seen_cat, r.cat, trace.category(r));
   }
   return out;
 }
@@ -297,9 +321,8 @@ RankWindow apply_window(const KinetoTrace& trace, const std::set<std::string>& s
   RankWindow w;
   w.trace = &trace;
   const std::vector<KernelType> types = types_of(trace);
-  const bool filter = steps.size() >= 2 && trace.host_rows() > 0;
-  std::unordered_map<std::int64_t, std::uint32_t> host_by_correlation;
-  if (filter) {
+  w.filtered = steps.size() >= 2 && trace.host_rows() > 0;
+  if (w.filtered) {
     std::vector<char> is_step(trace.strings.size(), 0);
     for (std::size_t i = 0; i < trace.strings.size(); ++i) {
       is_step[i] = steps.count(trace.strings[i]) ? 1 : 0;
@@ -315,46 +338,48 @@ RankWindow apply_window(const KinetoTrace& trace, const std::set<std::string>& s
         last = std::max(last, r.ts);
       }
     }
-    for (double ts : trace.plain_host_ts) first = std::min(first, ts);
+    if (trace.plain_host.count > 0) first = std::min(first, trace.plain_host.first_ts);
     w.last_start = any_step ? last : first;
-    w.filtered = true;
   }
+  // The join: a device row is kept once per kept host row of its correlation.
+  std::size_t device_rows = 0;
   for (const Row& r : trace.rows) {
-    if (r.device || (filter && r.ts >= w.last_start)) continue;
-    w.host.push_back(&r);
-    ++host_by_correlation[r.correlation];
-  }
-  for (double ts : trace.plain_host_ts) {
-    if (!filter || ts < w.last_start) ++w.plain_host_kept;
-  }
-  host_by_correlation[-1] += static_cast<std::uint32_t>(w.plain_host_kept);
-  auto device_row = [&](const Row& r, std::uint32_t weight) {
-    DeviceRow d;
-    d.ts = r.ts;
-    d.dur = r.dur;
-    d.stream = r.stream;
-    d.correlation = r.correlation;
-    d.partner = r.partner;
-    d.name = r.name;
-    d.cat = r.cat;
-    d.weight = weight;
-    d.type = types[r.name];
-    return d;
-  };
-  for (const Row& r : trace.rows) {
-    if (r.device) {
-      // The join keeps a device row once per kept host row of its correlation.
-      std::uint32_t weight = 1;
-      if (filter) {
-        auto it = host_by_correlation.find(r.correlation);
-        weight = it == host_by_correlation.end() ? 0 : it->second;
-      }
-      if (weight > 0 && r.stream != -1) w.device.push_back(device_row(r, weight));
-    } else if (r.stream != -1 && (!filter || r.ts < w.last_start)) {
-      w.device.push_back(device_row(r, 1));  // a host row with a stream counts as a device row
+    device_rows += r.device || r.stream != -1 ? 1 : 0;
+    if (!w.keeps_host(r)) continue;
+    if (r.correlation == -1) {
+      ++w.hosts_without_correlation;
+    } else {
+      w.host_correlations.push_back(r.correlation);
     }
   }
+  std::sort(w.host_correlations.begin(), w.host_correlations.end());
+  w.device.reserve(device_rows);
+  w.plain_host_kept =
+      w.filtered ? trace.plain_host.before(w.last_start) : trace.plain_host.count;
+  w.hosts_without_correlation += w.plain_host_kept;
+  for (const Row& r : trace.rows) {
+    if (r.device) {
+      const std::uint32_t weight = w.copies_of(r);
+      if (weight > 0 && r.stream != -1) w.device.push_back({&r, weight, types[r.name]});
+    } else if (r.stream != -1 && w.keeps_host(r)) {
+      w.device.push_back({&r, 1, types[r.name]});  // a host row with a stream counts as one
+    }
+  }
+  // In order of start (stable: rows starting together stay in file order), as every union and
+  // every stream's gaps take them.
+  std::stable_sort(w.device.begin(), w.device.end(),
+                   [](const DeviceRow& a, const DeviceRow& b) { return a.ts() < b.ts(); });
   return w;
+}
+
+std::uint32_t RankWindow::copies_of(const Row& device_row) const {
+  if (!filtered) return 1;
+  if (device_row.correlation == -1) {
+    return static_cast<std::uint32_t>(std::min<std::uint64_t>(hosts_without_correlation, UINT32_MAX));
+  }
+  auto [lo, hi] = std::equal_range(host_correlations.begin(), host_correlations.end(),
+                                   device_row.correlation);
+  return static_cast<std::uint32_t>(hi - lo);
 }
 
 std::set<std::int64_t> profiler_steps(const RankWindow& w) {
@@ -364,8 +389,10 @@ std::set<std::int64_t> profiler_steps(const RankWindow& w) {
     const std::int64_t n = step_number(trace.str(name));
     if (n >= 0) out.insert(n);
   };
-  for (const Row* r : w.host) add(r->name);
-  for (const DeviceRow& r : w.device) add(r.name);
+  for (const Row& r : trace.rows) {
+    if (w.keeps_host(r)) add(r.name);
+  }
+  for (const DeviceRow& r : w.device) add(r.row->name);
   return out;
 }
 

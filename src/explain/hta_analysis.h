@@ -14,26 +14,34 @@
 
 namespace vxperf::explain {
 
-// A row of the window that ran on the device side (HTA's "GPU rows": stream != -1).
+// A row of the window that ran on the device side (HTA's "GPU rows": stream != -1): the row, the
+// copies the window's join keeps of it (HTA duplicates the row), its type. 16 bytes.
 struct DeviceRow {
-  double ts = 0, dur = 0;
-  std::int64_t stream = -1;
-  std::int64_t correlation = -1;
-  std::int64_t partner = -1;
-  std::uint32_t name = 0, cat = 0;
-  std::uint32_t weight = 1;  // copies the window's join keeps (HTA duplicates the row)
+  const Row* row = nullptr;
+  std::uint32_t weight = 1;
   KernelType type = KernelType::kOther;
-  double end() const { return ts + dur; }
+  double ts() const { return row->ts; }
+  double dur() const { return row->dur; }
+  double end() const { return row->end(); }
 };
 
 // What the window keeps of one rank.
 struct RankWindow {
   const KinetoTrace* trace = nullptr;
   std::vector<DeviceRow> device;      // in file order
-  std::vector<const Row*> host;       // kept host rows read whole
   std::uint64_t plain_host_kept = 0;  // kept host rows read as their start only
   double last_start = 0;              // where the window ends (when it filters)
   bool filtered = false;
+  // The correlations of the kept host rows read whole (sorted), and the number of kept host rows
+  // without one, plain ones included: what the join counts a device row's copies by.
+  std::vector<std::int64_t> host_correlations;
+  std::uint64_t hosts_without_correlation = 0;
+
+  // The copies of a device row the window keeps (0: none).
+  std::uint32_t copies_of(const Row& device_row) const;
+  bool keeps_device(const Row& device_row) const { return copies_of(device_row) > 0; }
+  // Whether a host row read whole is in the window (those after the last step's start are not).
+  bool keeps_host(const Row& r) const { return !r.device && (!filtered || r.ts < last_start); }
 };
 
 // The strings matching ^ProfilerStep#\d+ among a trace's names and categories (W1).

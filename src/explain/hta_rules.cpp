@@ -16,6 +16,12 @@ bool in_first_line(std::string_view s, std::string_view x) {
 
 }  // namespace
 
+bool is_step_string(std::string_view s) {
+  constexpr std::string_view kPrefix = "ProfilerStep#";
+  return starts_with(s, kPrefix) && s.size() > kPrefix.size() && s[kPrefix.size()] >= '0' &&
+         s[kPrefix.size()] <= '9';
+}
+
 const char* kernel_type_name(KernelType t) {
   switch (t) {
     case KernelType::kComputation:
@@ -57,19 +63,10 @@ KernelType kernel_type_of(std::string_view name) {
 std::vector<Interval> union_of(std::vector<Interval> rows) {
   std::stable_sort(rows.begin(), rows.end(),
                    [](const Interval& a, const Interval& b) { return a.begin < b.begin; });
-  std::vector<Interval> out;
-  // A row starts a group when it starts after every earlier row's end (the running maximum, as
-  // HTA's cummax: it differs from the group's own end only for rows of negative length).
-  double latest_end = 0;
-  for (const Interval& r : rows) {
-    if (out.empty() || r.begin > latest_end) {
-      out.push_back(r);
-    } else {
-      out.back().end = std::max(out.back().end, r.end);
-    }
-    latest_end = out.size() == 1 && &r == &rows.front() ? r.end : std::max(latest_end, r.end);
-  }
-  return out;
+  UnionBuilder u;
+  u.reserve();
+  for (const Interval& r : rows) u.add(r.begin, r.end);
+  return u.take();
 }
 
 double length(const std::vector<Interval>& u) {

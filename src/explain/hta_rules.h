@@ -2,6 +2,7 @@
 // numpy's rounding and quantile (docs/EXPLAIN.md, "HTA's definitions").
 #pragma once
 
+#include <algorithm>
 #include <cmath>
 #include <string_view>
 #include <utility>
@@ -13,6 +14,9 @@ enum class KernelType { kComputation = 0, kCommunication = 1, kMemory = 2, kOthe
 
 const char* kernel_type_name(KernelType t);
 
+// ^ProfilerStep#\d+ under re.match: a profiler step's name (W1).
+bool is_step_string(std::string_view s);
+
 // HTA's get_kernel_type: COMMUNICATION, MEMORY, COMPUTATION unless excluded, OTHER.
 KernelType kernel_type_of(std::string_view name);
 
@@ -20,8 +24,40 @@ struct Interval {
   double begin = 0, end = 0;
 };
 
-// Sorts `rows` by begin and merges them: a row begins a new group only when it starts strictly
-// after every earlier end, so touching intervals merge.
+// HTA's union of intervals fed in order of begin: an interval begins a new group only when it
+// starts strictly after every earlier end (the running maximum, as HTA's cummax: it differs from
+// the group's own end only for intervals of negative length), so touching intervals merge.
+class UnionBuilder {
+ public:
+  void add(double begin, double end) {
+    if (!started_ || begin > latest_end_) {
+      ++count_;
+      if (keep_) groups_.push_back({begin, end});
+      latest_end_ = started_ ? std::max(latest_end_, end) : end;
+    } else {
+      if (keep_) groups_.back().end = std::max(groups_.back().end, end);
+      latest_end_ = std::max(latest_end_, end);
+    }
+    started_ = true;
+  }
+  // Until called, the groups are only counted; then made afresh (add the same intervals again)
+  // in a vector of exactly that size.
+  void reserve() {
+    groups_.reserve(count_);
+    keep_ = true;
+    started_ = false;
+    count_ = 0;
+  }
+  std::vector<Interval> take() { return std::move(groups_); }
+
+ private:
+  std::vector<Interval> groups_;
+  std::size_t count_ = 0;
+  double latest_end_ = 0;
+  bool started_ = false, keep_ = false;
+};
+
+// Sorts `rows` by begin (stably) and merges them.
 std::vector<Interval> union_of(std::vector<Interval> rows);
 double length(const std::vector<Interval>& u);
 // HTA's sweep over unions: each union i adds 1 << i from its begins to its ends, a running sum
@@ -43,16 +79,58 @@ struct Edge {
   double time;
   int delta;
 };
+// Every union's begins and ends, sorted by time.
 std::vector<Edge> sorted_edges(const std::vector<std::vector<Interval>>& unions);
 
 template <typename Segment>
 void sweep(const std::vector<std::vector<Interval>>& unions, Segment segment) {
-  const std::vector<Edge> edges = sorted_edges(unions);
+  // A union without intervals of negative length lists its begins and ends in time order: the
+  // unions are then merged as they are read, with no list of their edges made.
+  bool ordered = true;
+  for (const auto& u : unions) {
+    for (std::size_t i = 0; ordered && i < u.size(); ++i) {
+      ordered = u[i].end >= u[i].begin && (i == 0 || u[i].begin >= u[i - 1].end);
+    }
+  }
   int running = 0;
-  for (std::size_t i = 0; i < edges.size();) {
-    const double t = edges[i].time;
-    while (i < edges.size() && edges[i].time == t) running += edges[i++].delta;
-    if (i < edges.size()) segment(running, edges[i].time - t);
+  if (!ordered) {
+    const std::vector<Edge> edges = sorted_edges(unions);
+    for (std::size_t i = 0; i < edges.size();) {
+      const double t = edges[i].time;
+      while (i < edges.size() && edges[i].time == t) running += edges[i++].delta;
+      if (i < edges.size()) segment(running, edges[i].time - t);
+    }
+    return;
+  }
+  // Cursor k of a union: edge k (even: the begin of interval k/2, odd: its end).
+  std::vector<std::size_t> at(unions.size(), 0);
+  auto time_of = [&](std::size_t u) {
+    const Interval& i = unions[u][at[u] / 2];
+    return at[u] % 2 == 0 ? i.begin : i.end;
+  };
+  auto next_time = [&](double& t) {
+    bool any = false;
+    for (std::size_t u = 0; u < unions.size(); ++u) {
+      if (at[u] < 2 * unions[u].size() && (!any || time_of(u) < t)) {
+        t = time_of(u);
+        any = true;
+      }
+    }
+    return any;
+  };
+  double t = 0;
+  bool more = next_time(t);
+  while (more) {
+    for (std::size_t u = 0; u < unions.size(); ++u) {
+      while (at[u] < 2 * unions[u].size() && time_of(u) == t) {
+        running += (at[u] % 2 == 0 ? 1 : -1) * (1 << u);
+        ++at[u];
+      }
+    }
+    double next = 0;
+    more = next_time(next);
+    if (more) segment(running, next - t);
+    t = next;
   }
 }
 

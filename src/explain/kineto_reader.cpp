@@ -10,9 +10,11 @@
 #include <cmath>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 #include <unordered_map>
 
+#include "explain/hta_rules.h"
 #include "explain/kineto_trace.h"
 
 namespace vxperf::explain {
@@ -24,6 +26,7 @@ namespace od = simdjson::ondemand;
 // deeper is skipped and counted, never handed to the parser.
 constexpr int kMaxEventDepth = 64;
 constexpr std::size_t kReadBuffer = 1 << 20;
+constexpr std::uint64_t kMaxEvents = std::uint64_t{1} << 31;
 
 bool is_space(char c) { return c == ' ' || c == '\t' || c == '\n' || c == '\r'; }
 
@@ -171,7 +174,7 @@ Event parse_event(od::object obj) {
       if (v.type().get(type) == simdjson::SUCCESS && type == od::json_type::number) {
         e.tid = integer_arg(v, 0);
       } else {
-        e.tid = static_cast<std::int64_t>(std::hash<std::string_view>()(string_or_raw(v)) >> 1);
+        e.tid = static_cast<std::int64_t>(std::hash<std::string_view>()(string_or_raw(v)));
       }
     } else if (key == "args") {
       read_args(v, e);
@@ -187,12 +190,15 @@ bool starts_with(std::string_view s, std::string_view prefix) {
 // Reads the events of one trace into `trace` as the scanner hands them over.
 class EventSink {
  public:
-  explicit EventSink(KinetoTrace& trace) : trace_(trace), table_(trace.strings) {
+  explicit EventSink(KinetoTrace& trace)
+      : trace_(trace), table_(trace.strings), categories_(trace.categories) {
     table_.intern("");
+    categories_.intern("");
   }
 
   void element(std::string& text, bool too_deep) {
     const std::uint64_t index = trace_.events++;
+    if (index >= kMaxEvents) throw TraceError("more than 2^31 events");
     if (too_deep) {
       ++too_deep_;
       return;
@@ -231,19 +237,22 @@ class EventSink {
                       starts_with(e.name, "ProfilerStep") || starts_with(e.cat, "ProfilerStep") ||
                       e.cat == "user_annotation";
     if (!keep) {
-      trace_.plain_host_ts.push_back(e.ts);
+      trace_.plain_host.add(e.ts);
       return;
     }
     Row r;
     r.ts = e.ts;
     r.dur = e.dur;
-    r.stream = e.stream;
+    r.stream = stream_code(e.stream);
     r.correlation = e.correlation;
     r.index = static_cast<std::uint32_t>(index);
     r.name = table_.intern(e.name);
-    r.cat = table_.intern(e.cat);
-    r.tid = e.tid;
+    r.cat = category_id(e.cat);
+    r.tid = static_cast<std::int32_t>(e.tid ^ (e.tid >> 32));  // a thread's key, not its number
     r.device = device;
+    if (!device && is_step_string(e.name)) {
+      trace_.plain_host.latest_step = std::max(trace_.plain_host.latest_step, e.ts);
+    }
     trace_.rows.push_back(r);
   }
 
@@ -259,8 +268,32 @@ class EventSink {
   }
 
  private:
+  // A stream in 32 bits: the value itself, or a code for one beyond them (kept in big_streams).
+  std::int32_t stream_code(std::int64_t stream) {
+    if (stream > KinetoTrace::kBigStream && stream <= 2147483647) {
+      return static_cast<std::int32_t>(stream);
+    }
+    auto& big = trace_.big_streams;
+    auto it = std::find(big.begin(), big.end(), stream);
+    if (it == big.end()) {
+      if (big.size() >= (std::size_t{1} << 30)) throw TraceError("too many distinct streams");
+      it = big.insert(big.end(), stream);
+    }
+    return KinetoTrace::kFirstBig + static_cast<std::int32_t>(it - big.begin());
+  }
+
+  // Categories are few; past 65535 of them, the rest share the last id ("...", no rule's).
+  std::uint16_t category_id(std::string_view cat) {
+    constexpr std::uint32_t kLast = 65535;
+    if (trace_.categories.size() < kLast) return static_cast<std::uint16_t>(categories_.intern(cat));
+    if (auto id = categories_.find(cat)) return static_cast<std::uint16_t>(*id);
+    if (trace_.categories.size() == kLast) categories_.intern("...");
+    return static_cast<std::uint16_t>(kLast);
+  }
+
   KinetoTrace& trace_;
   StringTable table_;
+  StringTable categories_;
   od::parser parser_;
   std::uint64_t too_deep_ = 0;
   std::uint64_t not_objects_ = 0;
@@ -462,25 +495,31 @@ struct GzClose {
 };
 
 // HTA's launch link (index_correlation): each row with a correlation points at the last row of
-// the other side with the same one, or at min(correlation, 0).
+// the other side with the same one, or at min(correlation, 0). The rows are taken by correlation
+// through a list of their positions (4 bytes a row), sorted stably: file order within one.
 void link_launches(KinetoTrace& t) {
-  struct Last {
-    std::int64_t host = -1, device = -1;
-  };
-  std::unordered_map<std::int64_t, Last> last;
-  for (const Row& r : t.rows) {
-    if (r.correlation == -1) continue;
-    Last& l = last[r.correlation];
-    (r.device ? l.device : l.host) = r.index;
+  std::vector<std::uint32_t> by_correlation;
+  for (std::size_t i = 0; i < t.rows.size(); ++i) {
+    if (t.rows[i].correlation != -1) by_correlation.push_back(static_cast<std::uint32_t>(i));
   }
-  for (Row& r : t.rows) {
-    if (r.correlation == -1) {
-      r.partner = -1;
-      continue;
+  std::stable_sort(by_correlation.begin(), by_correlation.end(),
+                   [&](std::uint32_t a, std::uint32_t b) {
+                     return t.rows[a].correlation < t.rows[b].correlation;
+                   });
+  for (std::size_t lo = 0; lo < by_correlation.size();) {
+    const std::int64_t c = t.rows[by_correlation[lo]].correlation;
+    std::size_t hi = lo;
+    std::int64_t last_host = -1, last_device = -1;
+    for (; hi < by_correlation.size() && t.rows[by_correlation[hi]].correlation == c; ++hi) {
+      const Row& r = t.rows[by_correlation[hi]];
+      (r.device ? last_device : last_host) = r.index;  // file order: the last one wins
     }
-    const Last& l = last[r.correlation];
-    const std::int64_t p = r.device ? l.host : l.device;
-    r.partner = p >= 0 ? p : std::min<std::int64_t>(r.correlation, 0);
+    for (std::size_t k = lo; k < hi; ++k) {
+      Row& r = t.rows[by_correlation[k]];
+      const std::int64_t p = r.device ? last_host : last_device;
+      r.partner = static_cast<std::int32_t>(p >= 0 ? p : std::max<std::int64_t>(std::min<std::int64_t>(c, 0), -2));
+    }
+    lo = hi;
   }
 }
 
@@ -492,13 +531,53 @@ void round_times(KinetoTrace& t) {
     r.ts = std::ceil(r.ts);
     r.dur = end - r.ts;
   }
-  for (double& ts : t.plain_host_ts) ts = std::ceil(ts);
+  KinetoTrace::PlainHostRows& plain = t.plain_host;
+  plain.first_ts = std::ceil(plain.first_ts);
+  for (double& ts : plain.later) ts = std::ceil(ts);
 }
 
 }  // namespace
 
+const Row* KinetoTrace::row_at(std::int64_t index) const {
+  if (index < 0) return nullptr;
+  auto it = std::lower_bound(rows.begin(), rows.end(), index,
+                             [](const Row& r, std::int64_t i) { return r.index < i; });
+  return it != rows.end() && it->index == index ? &*it : nullptr;
+}
+
+void KinetoTrace::PlainHostRows::add(double ts) {
+  first_ts = count == 0 ? ts : std::min(first_ts, ts);
+  ++count;
+  // The last step starts at or after `latest_step`, rounded or not (ceil keeps the order, and
+  // the strict one where the ceilings differ).
+  if (surely_before(ts)) {
+    ++before_a_step;
+    return;
+  }
+  // A step read since may have put earlier starts surely before: they leave the list when it
+  // would grow (each start is looked at O(1) times over all).
+  if (later.size() == later.capacity() && later.size() >= 1024) {
+    const std::size_t kept = static_cast<std::size_t>(
+        std::remove_if(later.begin(), later.end(), [&](double t) { return surely_before(t); }) -
+        later.begin());
+    before_a_step += later.size() - kept;
+    later.resize(kept);
+  }
+  later.push_back(ts);
+}
+
+bool KinetoTrace::PlainHostRows::surely_before(double ts) const {
+  return ts < latest_step && std::ceil(ts) < std::ceil(latest_step);
+}
+
+std::uint64_t KinetoTrace::PlainHostRows::before(double last_start) const {
+  std::uint64_t n = before_a_step;
+  for (double ts : later) n += ts < last_start ? 1 : 0;
+  return n;
+}
+
 std::uint64_t KinetoTrace::host_rows() const {
-  std::uint64_t n = plain_host_ts.size();
+  std::uint64_t n = plain_host.count;
   for (const Row& r : rows) n += r.device ? 0 : 1;
   return n;
 }
@@ -507,6 +586,12 @@ StringTable::StringTable(std::deque<std::string>& strings) : strings_(strings) {
   for (std::size_t i = 0; i < strings_.size(); ++i) {
     ids_.emplace(strings_[i], static_cast<std::uint32_t>(i));
   }
+}
+
+std::optional<std::uint32_t> StringTable::find(std::string_view s) const {
+  auto it = ids_.find(s);
+  if (it == ids_.end()) return std::nullopt;
+  return it->second;
 }
 
 std::uint32_t StringTable::intern(std::string_view s) {
@@ -523,6 +608,7 @@ KinetoTrace read_kineto_trace(const std::string& path) {
   trace.file = path;
   std::unique_ptr<gzFile_s, GzClose> in(gzopen(path.c_str(), "rb"));
   if (!in) throw TraceError("cannot open");
+  // Row indices and the launch link are 32-bit: 2^31 events is a trace of some 600 GB.
   gzbuffer(in.get(), 256 * 1024);
   EventSink sink(trace);
   Scanner scanner(sink);

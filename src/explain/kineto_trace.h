@@ -6,6 +6,7 @@
 
 #include <cstdint>
 #include <deque>
+#include <optional>
 #include <stdexcept>
 #include <string>
 #include <string_view>
@@ -17,16 +18,20 @@ namespace vxperf::explain {
 // An event that took time (it has `dur` and `cat`), kept whole because an analysis reads it:
 // device rows, host rows with a correlation or a stream, profiler steps, user annotations, the
 // first event.
-struct Row {  // 64 bytes
+struct Row {  // 48 bytes: a 1-GB trace keeps about 1.5M of them
   double ts = 0;   // microseconds, HTA's rounding applied once the file is read
   double dur = 0;
-  std::int64_t stream = -1;       // args.stream, -1 when absent or not a number
   std::int64_t correlation = -1;  // args.correlation
-  std::int64_t partner = -1;      // index of the launch link's partner (HTA's index_correlation)
-  std::int64_t tid = 0;           // the thread (a string tid hashed)
+  // args.stream, -1 when absent or not a number; a value beyond 32 bits (4294967295, Kineto's
+  // "Context Sync") is a code into KinetoTrace::big_streams (KinetoTrace::stream() reads both).
+  std::int32_t stream = -1;
+  // The index of the launch link's partner (HTA's index_correlation): -1 without a correlation,
+  // min(correlation, 0) without a partner (a negative value finds no row).
+  std::int32_t partner = -1;
+  std::int32_t tid = 0;           // the thread (a string tid hashed)
   std::uint32_t index = 0;        // position in traceEvents
   std::uint32_t name = 0;         // into KinetoTrace::strings
-  std::uint32_t cat = 0;
+  std::uint16_t cat = 0;          // into KinetoTrace::categories
   bool device = false;            // HTA's is_gpu rule
   double end() const { return ts + dur; }
 };
@@ -43,14 +48,39 @@ struct KinetoTrace {
   std::string records_file;     // the records the trace names (vxperf's "vxperf_records")
   bool rounded = false;         // HTA's ns rounding was applied (a fractional or missing ts)
   std::uint64_t events = 0;     // elements of traceEvents
-  std::vector<Row> rows;        // in file order
-  // Host rows kept only as their start: everything W2 asks of them is their count and order.
-  std::vector<double> plain_host_ts;
-  std::deque<std::string> strings;  // interned names and categories (a deque: views stay); 0 is ""
+  // In file order (by index). Deques: grown a block at a time, never copied whole.
+  std::deque<Row> rows;
+  // The host rows no analysis reads but the window counts (CPU ops, Python functions): W2 asks
+  // only how many start before the last profiler step's start, and the first start. A row that
+  // starts before a step already read is counted as it is read; only the others are kept.
+  struct PlainHostRows {
+    std::uint64_t count = 0;
+    std::uint64_t before_a_step = 0;  // surely before the last step's start, rounded or not
+    double first_ts = 0;
+    std::vector<double> later;        // the starts of the others
+    double latest_step = -1e308;      // the latest step start read so far (raw)
+    void add(double ts);
+    bool surely_before(double ts) const;
+    // How many start before `last_start` (the window's end, in the file's final times).
+    std::uint64_t before(double last_start) const;
+  } plain_host;
+  std::deque<std::string> strings;     // interned names (a deque: views stay); 0 is ""
+  std::deque<std::string> categories;  // interned categories; past 65535, the rest share "..."
+  std::vector<std::int64_t> big_streams;  // the stream values a row's 32 bits could not hold
   std::vector<std::string> warnings;
 
   std::string_view str(std::uint32_t id) const { return strings[id]; }
+  std::string_view category(const Row& r) const { return categories[r.cat]; }
+  std::int64_t stream(const Row& r) const {
+    return r.stream <= kBigStream ? big_streams[static_cast<std::size_t>(r.stream - kFirstBig)]
+                                  : r.stream;
+  }
+  // Row::stream at or below kBigStream is big_streams[stream - kFirstBig].
+  static constexpr std::int32_t kFirstBig = -2147483647 - 1;
+  static constexpr std::int32_t kBigStream = kFirstBig + (1 << 30);
   std::uint64_t host_rows() const;
+  // The row at traceEvents position `index`, if it is one kept whole.
+  const Row* row_at(std::int64_t index) const;
 };
 
 // Interns strings for one trace.
@@ -58,6 +88,7 @@ class StringTable {
  public:
   explicit StringTable(std::deque<std::string>& strings);
   std::uint32_t intern(std::string_view s);
+  std::optional<std::uint32_t> find(std::string_view s) const;
 
  private:
   std::deque<std::string>& strings_;

@@ -61,7 +61,7 @@ class Builder {
  private:
   void collect_ranges() {
     for (const Row& r : t_.rows) {
-      if (r.device || t_.str(r.cat) != "user_annotation") continue;
+      if (r.device || t_.category(r) != "user_annotation") continue;
       if (t_.str(r.name).rfind("ProfilerStep", 0) == 0) continue;
       Node n;
       n.row = &r;
@@ -149,23 +149,33 @@ class Builder {
     std::sort(roots.begin(), roots.end(), [&](std::int64_t a, std::int64_t b) {
       return nodes_[a].row->ts < nodes_[b].row->ts;
     });
-    std::unordered_map<std::int64_t, std::vector<std::uint32_t>> device_by_correlation;
+    // The device rows by correlation: their positions (4 bytes each), sorted, for each launch
+    // call to find its own.
+    std::vector<std::uint32_t> ran;
+    std::size_t device_rows = 0;
+    for (const Row& r : t_.rows) device_rows += r.device && r.correlation != -1 ? 1 : 0;
+    ran.reserve(device_rows);
     for (std::size_t i = 0; i < t_.rows.size(); ++i) {
       const Row& r = t_.rows[i];
-      if (r.device && r.correlation != -1) {
-        device_by_correlation[r.correlation].push_back(static_cast<std::uint32_t>(i));
-      }
+      if (r.device && r.correlation != -1) ran.push_back(static_cast<std::uint32_t>(i));
     }
+    auto correlation = [&](std::uint32_t i) { return t_.rows[i].correlation; };
+    std::stable_sort(ran.begin(), ran.end(), [&](std::uint32_t a, std::uint32_t b) {
+      return correlation(a) < correlation(b);
+    });
     for (const Row& r : t_.rows) {
       if (r.device || r.correlation == -1) continue;
-      auto ran = device_by_correlation.find(r.correlation);
-      if (ran == device_by_correlation.end()) continue;
+      auto lo = std::lower_bound(ran.begin(), ran.end(), r.correlation,
+                                 [&](std::uint32_t i, std::int64_t c) { return correlation(i) < c; });
+      auto hi = std::upper_bound(lo, ran.end(), r.correlation,
+                                 [&](std::int64_t c, std::uint32_t i) { return c < correlation(i); });
+      if (lo == hi) continue;
       std::int64_t at = innermost(r.tid, r.ts);
       if (at < 0 || nodes_[at].owner < 0) at = by_time(roots, r.ts);  // another thread (autograd)
       if (at < 0) continue;
       for (std::int64_t n = nodes_[at].owner; n >= 0;) {
         Node& node = nodes_[n];
-        node.device.insert(node.device.end(), ran->second.begin(), ran->second.end());
+        node.device.insert(node.device.end(), lo, hi);
         n = node.parent >= 0 ? nodes_[node.parent].owner : -1;
       }
     }
@@ -226,8 +236,8 @@ class Builder {
       const double gap = u[g].begin - u[g - 1].end;
       while (next < rows.size() && rows[next]->ts < u[g].begin) ++next;
       const Row* ender = next < rows.size() ? rows[next] : nullptr;
-      auto launch = ender != nullptr ? launch_ts_.find(ender->partner) : launch_ts_.end();
-      if (launch != launch_ts_.end() && launch->second > u[g - 1].end) {
+      const Row* launch = ender != nullptr ? t_.row_at(ender->partner) : nullptr;
+      if (launch != nullptr && launch->ts > u[g - 1].end) {
         host += gap;
       } else if (gap < 30) {
         kernel += gap;
@@ -317,9 +327,6 @@ class Builder {
 
   std::vector<WaterfallRow> aggregate() {
     types_ = types_of(t_);
-    for (const Row& r : t_.rows) {
-      if (!r.device) launch_ts_.emplace(r.index, r.ts);
-    }
     std::map<std::tuple<int, std::string, std::int64_t>, WaterfallRow> rows;
     auto put = [&](int order, const std::string& range, const char* kind, std::int64_t index,
                    WaterfallRow w) {
@@ -375,7 +382,6 @@ class Builder {
   std::vector<std::int64_t> order_;
   std::unordered_map<std::int64_t, std::vector<std::int64_t>> by_tid_;
   std::vector<KernelType> types_;
-  std::unordered_map<std::int64_t, double> launch_ts_;
 };
 
 class RecordsInto : public analysis::RecordHandler {
