@@ -14,6 +14,9 @@ std::string join(const std::vector<std::string>& parts, std::string_view separat
 // Without leading and trailing whitespace.
 std::string strip(std::string_view text);
 std::string lower(std::string text);
+inline bool starts_with(std::string_view text, std::string_view prefix) {
+  return text.substr(0, prefix.size()) == prefix;
+}
 // "%g" of a number ("3", "2.5").
 std::string format_g(double value);
 

@@ -1,27 +1,19 @@
 // `vxperf explain`'s text: per rank, HTA's numbers in a few lines, then the waterfall of each
 // vxperf range kind (means over the ranges captured, in milliseconds).
 #include <cinttypes>
-#include <cstdarg>
 #include <cstdio>
 #include <string>
 
+#include "base/strings.h"
 #include "vxperf/explain.h"
 
 namespace vxperf::explain {
 namespace {
 
-std::string format(const char* fmt, ...) __attribute__((format(printf, 1, 2)));
-std::string format(const char* fmt, ...) {
-  char buf[512];
-  va_list args;
-  va_start(args, fmt);
-  std::vsnprintf(buf, sizeof buf, fmt, args);
-  va_end(args);
-  return buf;
-}
+using internal::strprintf;
 
 std::string pct(const std::optional<double>& v) {
-  return v ? format("%.2f%%", *v) : std::string("-");
+  return v ? strprintf("%.2f%%", *v) : std::string("-");
 }
 
 std::string short_name(const std::string& name, std::size_t width) {
@@ -39,42 +31,42 @@ std::string steps_text(const std::vector<std::int64_t>& steps) {
 }
 
 void rank_text(const RankExplanation& r, std::string& out) {
-  out += format("rank %d  %s\n", r.rank, r.file.c_str());
+  out += strprintf("rank %d  %s\n", r.rank, r.file.c_str());
   if (!r.has_device_rows) {
     out += "  no device events (a CPU-only profile): host ranges only\n";
   } else {
     const Temporal& t = r.temporal;
-    out += format("  device time    %.0f us: compute %s, non-compute %s, idle %s\n",
+    out += strprintf("  device time    %.0f us: compute %s, non-compute %s, idle %s\n",
                   t.kernel_time_us, pct(t.compute_pct).c_str(), pct(t.non_compute_pct).c_str(),
                   pct(t.idle_pct).c_str());
     out += "  comm overlap   " +
            (r.comm_comp_overlap_pct
-                ? format("%.2f%% of communication under computation\n", *r.comm_comp_overlap_pct)
+                ? strprintf("%.2f%% of communication under computation\n", *r.comm_comp_overlap_pct)
                 : std::string("no communication\n"));
     const char* head = "  kernel types   ";
     for (const auto& [label, us] : r.kernel_types) {
       if (us == 0) continue;
-      out += format("%s%-56s %10.0f us\n", head, label.c_str(), us);
+      out += strprintf("%s%-56s %10.0f us\n", head, label.c_str(), us);
       head = "                 ";
     }
     for (const StreamIdle& s : r.idle_by_stream) {
-      out += format("  idle, stream %-3" PRId64 " host wait %.2f us, kernel wait %.2f us, other %.2f us\n",
+      out += strprintf("  idle, stream %-3" PRId64 " host wait %.2f us, kernel wait %.2f us, other %.2f us\n",
                     s.stream, s.host_wait_us, s.kernel_wait_us, s.other_us);
     }
     const LaunchStats& l = r.launches;
-    out += format("  launches       %" PRId64 ": %" PRId64 " over 50 us, %" PRId64
+    out += strprintf("  launches       %" PRId64 ": %" PRId64 " over 50 us, %" PRId64
                   " started over 100 us late, %" PRId64 " ran shorter than their launch\n",
                   l.n_events, l.n_long_runtime, l.n_long_launch_delay, l.n_short_gpu);
     int shown = 0;
     for (const KernelStats& k : r.kernels) {
       if (shown++ == 5) break;
-      out += format("  kernel         %-50s %-13s %10.0f us  x%" PRId64 "\n",
+      out += strprintf("  kernel         %-50s %-13s %10.0f us  x%" PRId64 "\n",
                     short_name(k.name, 50).c_str(), k.type.c_str(), k.sum_us, k.count);
     }
   }
   if (r.waterfall.empty()) return;
   out += "  waterfall (ms, mean per range; parts add up to the device span)\n";
-  out += format("    %-26s %5s %8s %8s | %8s %8s %8s %8s %8s %8s %8s %8s %6s\n", "range", "n",
+  out += strprintf("    %-26s %5s %8s %8s | %8s %8s %8s %8s %8s %8s %8s %8s %6s\n", "range", "n",
                 "host", "span", "ideal", "excess", "comm", "memory", "other", "hostwait",
                 "kernwait", "idle", "MFU");
   bool off = false;
@@ -86,12 +78,12 @@ void rank_text(const RankExplanation& r, std::string& out) {
                             : w.kind == "stage" || w.kind == "phase" || w.kind == "micro_step"
                                   ? "  " + w.range
                                   : w.range;
-    out += format("    %-26s %5" PRId64 " %8.3f %8.3f | %8s %8.3f %8.3f %8.3f %8.3f %8.3f %8.3f %8.3f %6s\n",
+    out += strprintf("    %-26s %5" PRId64 " %8.3f %8.3f | %8s %8.3f %8.3f %8.3f %8.3f %8.3f %8.3f %8.3f %6s\n",
                   short_name(label, 26).c_str(), w.count, w.host_s * ms, w.span_s * ms,
-                  w.ideal_s ? format("%.3f", *w.ideal_s * ms).c_str() : "-",
+                  w.ideal_s ? strprintf("%.3f", *w.ideal_s * ms).c_str() : "-",
                   w.kernel_excess_s * ms, w.exposed_comm_s * ms, w.memory_s * ms,
                   w.other_s * ms, w.idle_host_wait_s * ms, w.idle_kernel_wait_s * ms,
-                  w.idle_other_s * ms, w.mfu ? format("%.1f%%", *w.mfu * 100).c_str() : "-");
+                  w.idle_other_s * ms, w.mfu ? strprintf("%.1f%%", *w.mfu * 100).c_str() : "-");
     off = off || (w.ideal_s && w.kernel_excess_s < 0);
   }
   if (off) {
@@ -105,7 +97,7 @@ void rank_text(const RankExplanation& r, std::string& out) {
 std::string explanation_text(const Explanation& e) {
   std::string out;
   std::vector<std::int64_t> steps = e.ranks.empty() ? std::vector<std::int64_t>{} : e.ranks[0].steps;
-  out += format("vxperf explain: %zu rank(s); profiler steps analysed: %s\n", e.ranks.size(),
+  out += strprintf("vxperf explain: %zu rank(s); profiler steps analysed: %s\n", e.ranks.size(),
                 steps_text(steps).c_str());
   for (const RankExplanation& r : e.ranks) {
     out += "\n";
@@ -115,7 +107,7 @@ std::string explanation_text(const Explanation& e) {
     out += "\nkernel types, all ranks:";
     for (const auto& [label, us] : e.kernel_types) {
       auto p = e.kernel_types_pct.find(label);
-      out += format("\n  %-60s %12.0f us %6.1f%%", label.c_str(), us,
+      out += strprintf("\n  %-60s %12.0f us %6.1f%%", label.c_str(), us,
                     p == e.kernel_types_pct.end() ? 0.0 : p->second);
     }
     out += "\n";

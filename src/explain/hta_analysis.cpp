@@ -1,3 +1,4 @@
+#include "base/strings.h"
 #include "explain/hta_analysis.h"
 
 #include <memory>
@@ -13,9 +14,7 @@
 namespace vxperf::explain {
 namespace {
 
-bool starts_with(std::string_view s, std::string_view p) {
-  return s.size() >= p.size() && s.compare(0, p.size(), p) == 0;
-}
+using internal::starts_with;
 
 // ProfilerStep\s*#\s*(\d+) at the start of the name: its number, or -1.
 std::int64_t step_number(std::string_view s) {

@@ -1,3 +1,4 @@
+#include "base/strings.h"
 #include "explain/hta_rules.h"
 
 #include <algorithm>
@@ -5,9 +6,7 @@
 namespace vxperf::explain {
 namespace {
 
-bool starts_with(std::string_view s, std::string_view p) {
-  return s.size() >= p.size() && s.compare(0, p.size(), p) == 0;
-}
+using internal::starts_with;
 
 // Python's `.*X` under re.match: X within the first line (`.` stops at a newline).
 bool in_first_line(std::string_view s, std::string_view x) {

@@ -14,11 +14,14 @@
 #include <string>
 #include <unordered_map>
 
+#include "base/strings.h"
 #include "explain/hta_rules.h"
 #include "explain/kineto_trace.h"
 
 namespace vxperf::explain {
 namespace {
+
+using internal::starts_with;
 
 namespace od = simdjson::ondemand;
 
@@ -181,10 +184,6 @@ Event parse_event(od::object obj) {
     }
   }
   return e;
-}
-
-bool starts_with(std::string_view s, std::string_view prefix) {
-  return s.size() >= prefix.size() && s.compare(0, prefix.size(), prefix) == 0;
 }
 
 // Reads the events of one trace into `trace` as the scanner hands them over.
