@@ -14,7 +14,8 @@ repeats its whole event list. The events before the first step are written once,
 last one once after the last repetition; the other top-level keys (distributedInfo,
 deviceProperties, ...) are kept. The output is streamed, one event at a time, never held whole.
 With --ranks N it writes N files into a directory (distributedInfo.rank = 0..N-1, sources taken
-in turn when several are given), each of the size asked for.
+in turn when several are given), each with the first file's number of repetitions (every rank
+the same profiler steps, as in a real run), so of about the size asked for.
 
   python3 bench/explain_bench.py make SOURCE.json[.gz]... --out DIR [--size-mb 1024] [--ranks 1]
                                       [--gzip] [--whole]
@@ -282,9 +283,9 @@ class Writer:
 
 
 def make_file(data: Dict[str, Any], out: str, size: int, rank: Optional[int], compress: bool,
-              whole: bool) -> Tuple[int, int, int]:
-    """Writes one trace of about `size` bytes (uncompressed) to out; returns (bytes,
-    repetitions, events)."""
+              whole: bool, reps: Optional[int] = None) -> Tuple[int, int, int]:
+    """Writes one trace of about `size` bytes (uncompressed) to out, or of `reps` repetitions;
+    returns (bytes, repetitions, events)."""
     p = plan(data, whole)
     events, sides, step_numbers = p.events, p.sides, p.step_numbers
     if rank is not None:
@@ -321,7 +322,8 @@ def make_file(data: Dict[str, Any], out: str, size: int, rank: Optional[int], co
     first = len(rep_text(0).encode("utf-8")) + 2
     guess = max(1, (size - fixed) // max(first, 1))
     far = len(rep_text(max(guess - 1, 0)).encode("utf-8")) + 2
-    reps = max(1, -(-(size - fixed) // ((first + far) // 2)))
+    if reps is None:
+        reps = max(1, -(-(size - fixed) // ((first + far) // 2)))
     stretch = (reps - 1) * p.span
     stretched_ids = {id(e) for e in p.stretched}
     before = [template(e, None, stretch if id(e) in stretched_ids else 0)
@@ -364,12 +366,17 @@ def cmd_make(args: argparse.Namespace) -> None:
     else:
         parent = os.path.dirname(os.path.abspath(args.out))
         os.makedirs(parent, exist_ok=True)
-        out = args.out if args.out.endswith((".json", ".json.gz")) else args.out + ext
+        out = args.out[:-len(".json")] if args.out.endswith(".json") else args.out
+        out = out if out.endswith(ext) or (args.gzip and out.endswith(".json.gz")) else out + ext
+        if not args.gzip and out.endswith(".gz"):
+            raise SystemExit("--out %s: a .gz name needs --gzip" % args.out)
         targets = [(out, None)]
+    reps: Optional[int] = None
     for i, (path, rank) in enumerate(targets):
         start = time.perf_counter()
+        # Every rank the same steps (as in a real run): the first file's repetitions for all.
         written, reps, count = make_file(sources[i % len(sources)], path, size, rank, args.gzip,
-                                         args.whole)
+                                         args.whole, reps)
         print("wrote %s: %d events, %d repetitions, %.1f MiB uncompressed, %.1f MiB on disk, "
               "%.1f s" % (path, count, reps, written / MIB, os.path.getsize(path) / MIB,
                           time.perf_counter() - start), file=sys.stderr, flush=True)

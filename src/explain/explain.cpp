@@ -124,11 +124,12 @@ Explanation explain_traces(const std::vector<std::string>& paths, const ExplainO
     ranks[k].waterfall = waterfall_of(t, records);
     traces[order[k]].reset();  // its rows are not needed any more
   });
-  std::set<std::int64_t> all_steps;
-  for (const auto& s : rank_steps) all_steps.insert(s.begin(), s.end());
   double total = 0;
-  for (RankExplanation& r : ranks) {
-    r.steps.assign(all_steps.begin(), all_steps.end());
+  for (std::size_t k = 0; k < ranks.size(); ++k) {
+    RankExplanation& r = ranks[k];
+    // Each rank's own steps in its window, as HTA lists them (ranks that ran more steps than
+    // others keep more: each drops its own last one).
+    r.steps.assign(rank_steps[k].begin(), rank_steps[k].end());
     if (!r.has_device_rows) {
       out.problems.push_back(r.file + ": no device events (a CPU-only profile): host ranges only");
     }
