@@ -54,6 +54,13 @@ struct RequestOptions {
   // Videos (or images) the call generates: a batch of prompts, or several per prompt. The record
   // says it and its energy per video (`videos`, `energy_j_per_video`) when it is more than 1.
   std::int64_t videos = 1;
+  // Seconds the request waited before this scope opened (a server's queue): the record's
+  // `queue_s`. Negative or not finite: not said.
+  double queue_s = -1;
+  // The video it makes, `frames` at `fps` (0: VIDEOX_PERF_FPS): the record then says its length
+  // (`video_s`) and the end-to-end time over it (`realtime_factor`). 0 frames: not said.
+  std::int64_t frames = 0;
+  double fps = 0;
 };
 
 class RequestScope {

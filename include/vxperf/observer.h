@@ -75,6 +75,9 @@ struct SettledRequest {
   double t0 = 0, t1 = 0;
   bool failed = false;
   std::int64_t videos = 1;                // generated (RequestOptions::videos)
+  double queue_s = -1;                    // RequestOptions::queue_s (-1: not said)
+  std::int64_t frames = 0;                // RequestOptions::frames and fps (0: not said)
+  double fps = 0;
   std::vector<SettledCall> calls;         // in closing order
   std::optional<DeviceReadings> readings;  // with a device
   // Transformers declared for this request alone (declare_request_model), as declared.

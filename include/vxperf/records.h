@@ -67,6 +67,13 @@ struct RequestRecord {
   // over them (with readings->energy_j).
   std::optional<std::int64_t> videos;
   std::optional<double> energy_j_per_video;
+  // Serving: the seconds it waited in a queue before it began (RequestOptions::queue_s), from its
+  // start to the end of its first denoising step (a priced stage's first call), and the video's
+  // length (frames over fps) with the end-to-end time over it.
+  std::optional<double> queue_s;
+  std::optional<double> first_step_s;
+  std::optional<double> video_s;
+  std::optional<double> realtime_factor;
   std::optional<ParallelLayout> parallel;  // what it was priced with, on a multi-rank run
 };
 

@@ -48,6 +48,7 @@ struct Settings {
   std::string prometheus;  // VIDEOX_PERF_PROMETHEUS: "[host:]port" to serve /metrics on ("" = none)
   bool xrank = false;      // VIDEOX_PERF_XRANK: 1 exchanges window numbers across ranks (live view)
   double xrank_timeout_s = 30;  // VIDEOX_PERF_XRANK_TIMEOUT: seconds an exchange may take
+  std::optional<double> fps;    // VIDEOX_PERF_FPS: a request's video's fps where it says none
   // VIDEOX_PERF_TRACKERS: 1 logs each training window through the training framework's
   // experiment trackers (accelerate's log()), 0 never; nullopt: unset, the program decides.
   std::optional<bool> trackers;

@@ -213,10 +213,14 @@ std::uint32_t stage_id(const std::string& name) { return vxperf::stage(name).val
 
 bool in_request() { return vxperf::in_request(); }
 
-const void* begin_request(int device, std::uintptr_t stream, bool own_models, std::int64_t videos) {
+const void* begin_request(int device, std::uintptr_t stream, bool own_models, std::int64_t videos,
+                          double queue_s, std::int64_t frames, double fps) {
   Engine* e = eng();
   RequestOptions options{device, reinterpret_cast<void*>(stream), own_models};
   options.videos = videos > 0 ? videos : 1;
+  options.queue_s = queue_s;
+  options.frames = frames;
+  options.fps = fps;
   if (e != nullptr && vxperf::begin_request(*e, options)) return vxperf::current_request_id();
   return nullptr;
 }

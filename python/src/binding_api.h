@@ -126,9 +126,12 @@ bool in_request();
 // Opens a request on this thread (device -1: host clock only, no device call). Returns its handle,
 // or nullptr when metrics are off or a request is already open here (the outer one owns the
 // stages). own_models: priced only by models declared inside it (a pipeline's own components).
-// videos: what the call generates (a batch of prompts, several per prompt), at least 1.
+// videos: what the call generates (a batch of prompts, several per prompt), at least 1. queue_s:
+// the seconds it waited before (negative: not said); frames at fps: the video it makes (0: not
+// said).
 const void* begin_request(int device, std::uintptr_t stream, bool own_models,
-                          std::int64_t videos = 1);
+                          std::int64_t videos = 1, double queue_s = -1, std::int64_t frames = 0,
+                          double fps = 0);
 // Closes and reports the request `handle` names, when it is still this thread's open request (one
 // synchronize of its device first). `failed`: the measured call raised; reported all the same.
 void end_request(const void* handle, bool failed);

@@ -414,11 +414,13 @@ PYBIND11_MODULE(_ext, m) {
   m.def("in_request", &api::in_request);
   m.def(
       "begin_request",
-      [](int device, std::uintptr_t stream, bool own_models, std::int64_t videos) {
+      [](int device, std::uintptr_t stream, bool own_models, std::int64_t videos, double queue_s,
+         std::int64_t frames, double fps) {
         return reinterpret_cast<std::uintptr_t>(
-            api::begin_request(device, stream, own_models, videos));
+            api::begin_request(device, stream, own_models, videos, queue_s, frames, fps));
       },
       py::arg("device"), py::arg("stream"), py::arg("own_models") = false, py::arg("videos") = 1,
+      py::arg("queue_s") = -1.0, py::arg("frames") = 0, py::arg("fps") = 0.0,
       "Opens a request on this thread; 0 when off or nested (the outer request owns it).");
   m.def(
       "end_request",

@@ -10,7 +10,9 @@ for a VAE, around its encode/decode methods; it sees keyword arguments on every 
 costs one crossing into C++ per marker."""
 
 import functools
+import os
 import threading
+import time
 
 from . import (_blocks, _ext, _hooks, _layout, _model, _params, _peak, _profiler, _reading,
                _stages, _state)
@@ -232,6 +234,72 @@ def videos_of(args, kwargs):
         return 1
 
 
+def serving_of(queued_at=None, queue_s=None, frames=None, fps=None):
+    """(queue_s, frames, fps) for begin_request from what a server said: the seconds a request
+    waited (`queue_s`), or when it was queued (`queued_at`: time.time() when it arrived); the video
+    it makes (`frames` at `fps`, else at VIDEOX_PERF_FPS). A value that cannot be one is said
+    once and left out; the request is measured all the same."""
+    waited = -1.0
+    try:
+        if queue_s is not None:
+            waited = float(queue_s)
+            if not waited >= 0 or waited == float("inf"):
+                raise ValueError("not a number of seconds at least 0")
+        elif queued_at is not None:
+            now = time.time()
+            at = float(queued_at)
+            if at > now:
+                raise ValueError("in the future")
+            if at < _process_start():
+                raise ValueError("before this process started")
+            waited = now - at
+    except (TypeError, ValueError) as error:
+        _state.warn(("request-queue", type(error).__name__, str(error)),
+                    f"request queue time {queued_at if queue_s is None else queue_s!r}: {error}; "
+                    "not said")
+        waited = -1.0
+    count, rate = 0, 0.0
+    if frames is not None:
+        try:
+            count = int(frames)
+            rate = float(fps) if fps is not None else 0.0  # 0: VIDEOX_PERF_FPS says it
+            if count <= 0 or rate < 0 or rate != rate or rate == float("inf"):
+                raise ValueError("frames must be above 0, fps a number above 0")
+        except (TypeError, ValueError) as error:
+            _state.warn(("request-video", repr(frames), repr(fps)),
+                        f"request video frames={frames!r} fps={fps!r}: {error}; not said")
+            count, rate = 0, 0.0
+    return waited, count, rate
+
+
+def _process_start():
+    """When this process began, on time.time()'s clock."""
+    global _started_at
+    if _started_at is None:
+        try:  # the process's start in clock ticks after boot, and the time since boot
+            with open("/proc/self/stat") as handle:
+                ticks = float(handle.read().rsplit(")", 1)[1].split()[19])
+            with open("/proc/uptime") as handle:
+                uptime = float(handle.read().split()[0])
+            _started_at = time.time() - uptime + ticks / os.sysconf("SC_CLK_TCK")
+        except (OSError, ValueError, IndexError):
+            _started_at = 0.0
+    return _started_at
+
+
+_started_at = None
+
+
+def video_of(pipe, kwargs):
+    """(frames, fps) of one pipeline call as diffusers names them: num_frames, and fps (else
+    frame_rate, else the pipeline's config); None where they do not say."""
+    frames = kwargs.get("num_frames")
+    fps = kwargs.get("fps", kwargs.get("frame_rate"))
+    if fps is None:
+        fps = getattr(getattr(pipe, "config", None), "fps", None)
+    return frames, fps
+
+
 def begin(pipe, args=(), kwargs=None):
     """Opens the request of one pipeline call; 0 when not measured (metrics off, a call nested in
     another pipeline's, or a pipeline that could not be read). `args`, `kwargs`: the call's, for
@@ -254,7 +322,10 @@ def begin(pipe, args=(), kwargs=None):
         _peak.ensure(index, running or next(iter(models.values())).dtype or None)
     # Priced by this pipeline's own transformers only, as the reference prices a request by its
     # pipeline's components: two pipelines served at once never price each other's calls.
-    handle = _ext.begin_request(index, stream, True, videos_of(args, kwargs or {}))
+    frames, fps = video_of(pipe, kwargs or {})
+    waited, count, rate = serving_of(frames=frames, fps=fps)
+    handle = _ext.begin_request(index, stream, True, videos_of(args, kwargs or {}), waited, count,
+                                rate)
     if handle:
         for stage, model in models.items():
             _ext.declare_model(stage, model)
@@ -327,12 +398,13 @@ def instrument_pipeline(pipe, level=1):
 
 
 class _Request:
-    __slots__ = ("device", "stream", "videos", "handle")
+    __slots__ = ("device", "stream", "videos", "serving", "handle")
 
-    def __init__(self, device, stream, videos):
+    def __init__(self, device, stream, videos, serving):
         self.device = device
         self.stream = stream
         self.videos = videos
+        self.serving = serving  # (queued_at, queue_s, frames, fps) as given
         self.handle = 0
 
     def __enter__(self):
@@ -343,7 +415,8 @@ class _Request:
             _state.warn(("request-device", repr(self.device)),
                         f"request(device={self.device!r}): {error!r}; timed on the host clock")
             index, stream = -1, 0
-        self.handle = _ext.begin_request(index, stream, False, self.videos)
+        waited, frames, fps = serving_of(*self.serving)
+        self.handle = _ext.begin_request(index, stream, False, self.videos, waited, frames, fps)
         return self
 
     def __exit__(self, kind, value, traceback):
@@ -353,15 +426,19 @@ class _Request:
         return False
 
 
-def request(device=None, stream=None, videos=1):
+def request(device=None, stream=None, videos=1, *, queued_at=None, queue_s=None, frames=None,
+            fps=None):
     """A `with` scope measuring one request on this thread: what a pipeline call is.
 
     device: the CUDA device the work runs on (torch.device, "cuda:N" or an index); None times on
     the host clock only. stream: the stream to record on (a torch stream or its integer handle;
     default: torch's current stream of that device). videos: what the request generates (a batch
-    of prompts); above 1 the record says it, with its energy per video. A request opened inside
-    another on the same thread is ignored: its stages belong to the outer one. An exception inside
-    is reported with the request and propagates unchanged."""
+    of prompts); above 1 the record says it, with its energy per video. A server says how long the
+    request waited in its queue, as `queue_s` (seconds) or `queued_at` (time.time() when it
+    arrived): the record's `queue_s`. frames (at fps, else VIDEOX_PERF_FPS): the video it makes,
+    for the record's `video_s` and `realtime_factor`. A request opened inside another on the same
+    thread is ignored: its stages belong to the outer one. An exception inside is reported with
+    the request and propagates unchanged."""
     if not _state.on:
         return _ext.NULL_SCOPE
     try:
@@ -370,7 +447,7 @@ def request(device=None, stream=None, videos=1):
         _state.warn(("request-videos", repr(videos)),
                     f"request(videos={videos!r}) is not a count; 1 video")
         videos = 1
-    return _Request(device, stream, videos)
+    return _Request(device, stream, videos, (queued_at, queue_s, frames, fps))
 
 
 def timed(stage):

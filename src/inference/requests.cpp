@@ -1,6 +1,7 @@
 #include "inference/requests.h"
 
 #include <algorithm>
+#include <cmath>
 #include <chrono>
 #include <exception>
 #include <memory>
@@ -105,6 +106,11 @@ Request* Requests::begin(const RequestOptions& options) {
   request->stream = options.stream;
   request->own_models = options.own_models;
   request->videos = std::max<std::int64_t>(options.videos, 1);
+  request->queue_s = std::isfinite(options.queue_s) && options.queue_s >= 0 ? options.queue_s : -1;
+  const double fps = options.fps > 0 ? options.fps : ctx_.settings().fps.value_or(0);
+  const bool video = options.frames > 0 && std::isfinite(fps) && fps > 0;
+  request->frames = video ? options.frames : 0;
+  request->fps = video ? fps : 0;
   request->warmup = request->index < ctx_.settings().warmup;
   // Before the clock is read, so that the profiler's start and the meters' readings stay outside
   // the request.
@@ -275,6 +281,17 @@ void Requests::settle(Request& request, double t_end, bool failed) {
       record.energy_j_per_video = *record.readings->energy_j / static_cast<double>(request.videos);
     }
   }
+  if (request.queue_s >= 0) record.queue_s = request.queue_s;
+  // The first denoising step done: the earliest end of a priced stage's call.
+  for (const Request::Pair& p : request.pairs) {
+    if (!request.stages[p.stage].priced) continue;
+    const double first = p.t1 - request.t0;
+    if (!record.first_step_s || first < *record.first_step_s) record.first_step_s = first;
+  }
+  if (request.frames > 0) {
+    record.video_s = static_cast<double>(request.frames) / request.fps;
+    record.realtime_factor = record.e2e_s / *record.video_s;
+  }
   record.parallel = Context::record_layout(topo);
   if (request.observers != nullptr) {
     SettledRequest settled;
@@ -284,6 +301,9 @@ void Requests::settle(Request& request, double t_end, bool failed) {
     settled.t1 = t_end;
     settled.failed = failed;
     settled.videos = request.videos;
+    settled.queue_s = request.queue_s;
+    settled.frames = request.frames;
+    settled.fps = request.fps;
     settled.readings = record.readings;
     // A request priced by its own models carries them, so that its replay prices it the same.
     for (const DeclaredModel& m : request.models) settled.models.emplace_back(m.stage, m.declared);

@@ -115,6 +115,9 @@ void Request::clear() {
   meter = Context::Metering{};
   metered = DeviceReadings{};
   videos = 1;
+  queue_s = -1;
+  frames = 0;
+  fps = 0;
   models.clear();
   own_models = false;
   pairs.clear();

@@ -168,6 +168,15 @@ class Replayer {
           RequestOptions options{device_, nullptr};
           options.videos = ev.count("videos", 1);
           if (options.videos < 1) ev.fail("\"videos\" must be at least 1");
+          options.queue_s = ev.optional_number("queue_s").value_or(-1);
+          if (ev.has("queue_s") && !(options.queue_s >= 0)) {
+            ev.fail("\"queue_s\" must be at least 0");
+          }
+          options.frames = ev.count("frames", 0);
+          options.fps = ev.optional_number("fps").value_or(0);
+          if (options.frames < 0 || options.fps < 0 || (options.frames > 0) != (options.fps > 0)) {
+            ev.fail("\"frames\" and \"fps\" go together, both above 0");
+          }
           request_ = core_->requests().begin(options);
         }
         break;

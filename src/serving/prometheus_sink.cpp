@@ -14,10 +14,16 @@
 namespace vxperf {
 namespace {
 
-// A request end to end: video generation runs from well under a second (tiny or cached) to
-// minutes; finer where most requests land (5 s - 2 min).
-const std::vector<double> kRequestBuckets = {0.05, 0.1, 0.25, 0.5, 1,   2.5, 5,   10, 20,
-                                             30,   45,  60,   90,  120, 180, 240, 300};
+// A request end to end: video generation runs from well under a second (tiny or cached) to half
+// an hour (Wan2.1 14B at 720p on one GPU); finer where most requests land (5 s - 10 min). The
+// queue a request waited in spans the same range.
+const std::vector<double> kRequestBuckets = {0.05, 0.1, 0.25, 0.5, 1,   2.5, 5,   10,  20,   30,
+                                             45,   60,  90,   120, 180, 240, 300, 450, 600, 900,
+                                             1200, 1800, 2700, 3600};
+// The time to the first denoising step: a text encoder and one forward, seconds to a minute or
+// two (a 14B forward at 720p).
+const std::vector<double> kFirstStepBuckets = {0.05, 0.1, 0.25, 0.5, 1,  2,  3,   5,
+                                               7.5,  10,  15,   20,  30, 60, 120, 300};
 // One stage call: a text encoder or a scheduler step in milliseconds, a DiT forward in tenths of
 // a second to seconds, a VAE decode of a long video in minutes.
 const std::vector<double> kStageBuckets = {0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5,
@@ -113,6 +119,16 @@ struct PrometheusSink::Metrics {
   serving::HistogramFamily& request_seconds = registry.add_histogram(
       "vxperf_request_seconds", "End-to-end seconds of each completed request, warmup excluded.",
       {"rank"}, kRequestBuckets);
+  serving::HistogramFamily& queue_seconds = registry.add_histogram(
+      "vxperf_request_queue_seconds",
+      "Seconds each completed request waited in a queue before it began, where the server said "
+      "it, warmup excluded.",
+      {"rank"}, kRequestBuckets);
+  serving::HistogramFamily& first_step_seconds = registry.add_histogram(
+      "vxperf_request_first_step_seconds",
+      "Seconds from each completed request's start to the end of its first denoising step, "
+      "warmup excluded.",
+      {"rank"}, kFirstStepBuckets);
   serving::HistogramFamily& stage_seconds = registry.add_histogram(
       "vxperf_stage_seconds",
       "Seconds of each call of each stage of completed requests, warmup excluded.",
@@ -147,6 +163,8 @@ void PrometheusSink::on_request(const RequestRecord& record, const RequestDetail
     return;
   }
   m.request_seconds.with({rank}).observe(record.e2e_s);
+  if (record.queue_s) m.queue_seconds.with({rank}).observe(*record.queue_s);
+  if (record.first_step_s) m.first_step_seconds.with({rank}).observe(*record.first_step_s);
   for (std::size_t i = 0; i < record.stages.size() && i < detail.stage_calls_ms.size(); ++i) {
     m.stage_seconds.with({rank, record.stages[i].name}).observe_all(detail.stage_calls_ms[i], 1e-3);
   }

@@ -350,3 +350,53 @@ def test_videos_a_call_generates_are_recorded(tmp_path):
     assert [r.get("videos") for r in got] == [4, None, 3, None]
     assert "energy_j_per_video" not in got[0]  # no device meter on the CPU
     assert proc.stderr.count("request(videos='three') is not a count") == 1
+
+
+def test_a_served_requests_queue_wait_first_step_and_video(tmp_path):
+    """A server's request: the wait it queued (as seconds, or as time.time() when it arrived),
+    its time to the first denoising step, its video's length (num_frames at fps, else
+    VIDEOX_PERF_FPS) and real-time factor; a queued time in the future or before the process
+    began, or frames that are no count, are said once and left out, the request kept."""
+    records = tmp_path / "records.jsonl"
+    code = """
+        import time, torch, vxperf
+        import tiny_models as tm
+        arrived = time.time()  # a request that arrived now waits until the fourth one begins
+
+        class Video(tm.WanPipeline):
+            def __call__(self, prompt, num_frames=None, fps=None, steps=2):
+                return tm.WanPipeline.__call__(self, "x", steps=steps)
+
+        pipe = vxperf.instrument_pipeline(Video(**tm.wan_pipeline().components))
+        pipe("a", num_frames=81, fps=16)
+        pipe("a", num_frames=33)  # fps from VIDEOX_PERF_FPS
+        with vxperf.request(queue_s=1.5, frames=48, fps=24):
+            with vxperf.stage("transformer", tokens=8, batch=1):
+                time.sleep(0.01)
+        with vxperf.request(queued_at=arrived):
+            pass
+        for bad in (dict(queued_at=time.time() + 60), dict(queued_at=1.0),
+                    dict(queue_s="soon"), dict(frames="many", fps=16)):
+            with vxperf.request(**bad):
+                pass
+        print("ok")
+    """
+    proc = run_python(code, env=clean_env(VIDEOX_PERF=1, VIDEOX_PERF_JSON=records,
+                                          VIDEOX_PERF_FPS=11))
+    assert proc.stdout.strip() == "ok", proc.stderr
+    got = read_records(records)
+    assert len(got) == 8
+    first, second, explicit, arrived = got[:4]
+    assert first["video_s"] == 81 / 16
+    assert abs(first["realtime_factor"] - first["e2e_s"] / (81 / 16)) < 1e-9
+    assert 0 < first["first_step_s"] < first["e2e_s"]
+    assert second["video_s"] == 3.0 and "queue_s" not in second
+    assert explicit["queue_s"] == 1.5 and explicit["video_s"] == 2.0
+    assert 0.01 <= explicit["first_step_s"] <= explicit["e2e_s"]
+    assert 0 < arrived["queue_s"] < 60 and "first_step_s" not in arrived
+    for bad in got[4:]:
+        assert "queue_s" not in bad and "video_s" not in bad
+    assert proc.stderr.count("in the future") == 1, proc.stderr
+    assert proc.stderr.count("before this process started") == 1, proc.stderr
+    assert proc.stderr.count("queue time 'soon'") == 1, proc.stderr
+    assert proc.stderr.count("frames='many'") == 1, proc.stderr

@@ -59,6 +59,51 @@ TEST(LiveTrace, InferenceReplayReproducesTheRecords) {
   testing::expect_replay_reproduces(*t.output, path + ".rank0");
 }
 
+// A served request: its queue wait, its time to the first denoising step (the first transformer
+// call's end), its video's length and real-time factor; the trace carries them to the replay.
+TEST(LiveTrace, ServingFieldsInTheRecordAndTheReplay) {
+  std::string path = temp_path("serving.jsonl");
+  TestEngine t({{"VIDEOX_PERF", "1"}, {"VIDEOX_PERF_TRACE", path}, {"VIDEOX_PERF_FPS", "16"}});
+  t.engine->declare_model("transformer", testing::wan_1_3b());
+  RequestOptions served;
+  served.queue_s = 2.5;
+  served.frames = 81;
+  served.fps = 24;
+  RequestOptions by_setting;  // fps from VIDEOX_PERF_FPS
+  by_setting.frames = 32;
+  RequestOptions bad;  // a negative queue and frames without any fps: not said
+  bad.queue_s = -1;
+  bad.frames = 0;
+  for (const RequestOptions& options : {served, by_setting, bad}) {
+    RequestScope request(*t.engine, options);
+    {
+      StageScope s(kTextEncoder);
+      t.clock->advance(0.25);
+    }
+    for (int i = 0; i < 3; ++i) {
+      StageScope s(kTransformer, 32760, 1);
+      t.clock->advance(0.5);
+    }
+  }
+  t.engine->shutdown();
+  const std::vector<RequestRecord> r = t.output->requests();
+  ASSERT_EQ(r.size(), 3u);
+  EXPECT_DOUBLE_EQ(*r[0].queue_s, 2.5);
+  EXPECT_NEAR(*r[0].first_step_s, 0.75, 1e-9);  // text encoder 0.25 + one forward 0.5
+  EXPECT_NEAR(*r[0].video_s, 81.0 / 24, 1e-12);
+  EXPECT_NEAR(*r[0].realtime_factor, 1.75 / (81.0 / 24), 1e-9);
+  EXPECT_FALSE(r[1].queue_s.has_value());
+  EXPECT_NEAR(*r[1].video_s, 2.0, 1e-12);  // 32 frames at 16 fps
+  EXPECT_FALSE(r[2].queue_s.has_value());
+  EXPECT_FALSE(r[2].video_s.has_value());
+  EXPECT_FALSE(r[2].realtime_factor.has_value());
+  EXPECT_NEAR(*r[2].first_step_s, 0.75, 1e-9);
+  const std::string line = to_json_line(r[0]);
+  EXPECT_NE(line.find("\"queue_s\":2.5"), std::string::npos) << line;
+  EXPECT_NE(line.find("\"realtime_factor\""), std::string::npos) << line;
+  testing::expect_replay_reproduces(*t.output, path);
+}
+
 TEST(LiveTrace, TrainingReplayReproducesTheRecords) {
   std::string path = temp_path("training.jsonl");
   TestEngine t({{"VIDEOX_PERF", "2"},

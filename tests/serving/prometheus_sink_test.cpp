@@ -60,6 +60,27 @@ TEST(PrometheusSink, RequestCountsLatencyAndEveryStageCall) {
             static_cast<double>(102ull << 30));
 }
 
+// Serving: a request of half an hour lands in its bucket; the queue wait and the time to the
+// first step where the records say them.
+TEST(PrometheusSink, QueueWaitFirstStepAndRequestsToAnHour) {
+  PrometheusSink sink;
+  Request a = make_request(0, 1700);
+  a.record.queue_s = 40;
+  a.record.first_step_s = 12;
+  sink.on_request(a.record, a.detail);
+  Request b = make_request(0, 20);  // a server that says no queue
+  sink.on_request(b.record, b.detail);
+  auto s = scrape(sink);
+  EXPECT_EQ(value_of(s, R"(vxperf_request_seconds_bucket{rank="0",le="1200.0"})"), 1);
+  EXPECT_EQ(value_of(s, R"(vxperf_request_seconds_bucket{rank="0",le="1800.0"})"), 2);
+  EXPECT_EQ(value_of(s, R"(vxperf_request_seconds_bucket{rank="0",le="3600.0"})"), 2);
+  EXPECT_EQ(value_of(s, R"(vxperf_request_queue_seconds_count{rank="0"})"), 1);
+  EXPECT_EQ(value_of(s, R"(vxperf_request_queue_seconds_bucket{rank="0",le="30.0"})"), 0);
+  EXPECT_EQ(value_of(s, R"(vxperf_request_queue_seconds_bucket{rank="0",le="45.0"})"), 1);
+  EXPECT_EQ(value_of(s, R"(vxperf_request_first_step_seconds_count{rank="0"})"), 1);
+  EXPECT_DOUBLE_EQ(value_of(s, R"(vxperf_request_first_step_seconds_sum{rank="0"})"), 12);
+}
+
 TEST(PrometheusSink, FailedRequestsOnlyCountAndWarmupIsLeftOut) {
   PrometheusSink sink;
   Request ok = make_request(0, 10);
