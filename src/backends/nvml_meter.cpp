@@ -37,6 +37,7 @@ using nvmlShutdown_t = nvmlReturn_t (*)();
 using nvmlDeviceGetHandleByPciBusId_v2_t = nvmlReturn_t (*)(const char*, nvmlDevice_t*);
 using nvmlDeviceGetTotalEnergyConsumption_t = nvmlReturn_t (*)(nvmlDevice_t, unsigned long long*);
 using nvmlDeviceGetPowerUsage_t = nvmlReturn_t (*)(nvmlDevice_t, unsigned*);
+using nvmlDeviceGetEnforcedPowerLimit_t = nvmlReturn_t (*)(nvmlDevice_t, unsigned*);
 using nvmlDeviceGetClockInfo_t = nvmlReturn_t (*)(nvmlDevice_t, int, unsigned*);
 using nvmlDeviceGetTemperature_t = nvmlReturn_t (*)(nvmlDevice_t, int, unsigned*);
 using nvmlDeviceGetCurrentClocksThrottleReasons_t = nvmlReturn_t (*)(nvmlDevice_t,
@@ -64,6 +65,12 @@ constexpr double kMaxPowerW = 100000;  // a reading above it makes no sense for 
 // An NVML counter holding one value longer than this (and than twice the longest hold seen before
 // it moved) has stalled; shorter, the interval was shorter than its update period.
 constexpr double kStillS = 1.0;
+// Over fewer of the counter's update periods than this, its difference is mostly the steps that
+// happened to fall inside (a 30 ms request spanning one 100 ms step of a 250 W device would take
+// 25 J, 833 W): the power read times the time stands in, as where the counter did not move.
+constexpr double kCounterPeriods = 3.0;
+// A hold seen shorter than this says nothing of the update period (no counter updates faster).
+constexpr double kMinUpdateS = 0.001;
 
 struct Library {
   nvmlInit_v2_t init = nullptr;
@@ -71,6 +78,7 @@ struct Library {
   nvmlDeviceGetHandleByPciBusId_v2_t by_bus = nullptr;
   nvmlDeviceGetTotalEnergyConsumption_t energy = nullptr;
   nvmlDeviceGetPowerUsage_t power = nullptr;
+  nvmlDeviceGetEnforcedPowerLimit_t power_limit = nullptr;  // optional: the cap on any interval
   nvmlDeviceGetClockInfo_t clock = nullptr;
   nvmlDeviceGetTemperature_t temperature = nullptr;
   nvmlDeviceGetCurrentClocksThrottleReasons_t throttle = nullptr;
@@ -202,6 +210,7 @@ class NvmlMeter final : public DeviceMeter {
     // moved (`held_since`: when the value now held was first read).
     double update_s = 0;
     double held_since = 0;
+    std::optional<double> limit_w;  // the enforced power limit, where NVML says it
   };
   struct Mark {
     std::size_t samples = 0;  // the interval's samples up to the mark
@@ -249,6 +258,11 @@ class NvmlMeter final : public DeviceMeter {
     d.clock = lib_.clock != nullptr;
     d.temperature = lib_.temperature != nullptr;
     d.throttle = lib_.throttle != nullptr;
+    unsigned limit_mw = 0;
+    if (lib_.power_limit != nullptr && lib_.power_limit(handle, &limit_mw) == kNvmlSuccess &&
+        limit_mw > 0) {
+      d.limit_w = limit_mw / 1000.0;
+    }
     return &d;
   }
 
@@ -402,10 +416,23 @@ class NvmlMeter final : public DeviceMeter {
                    "reading to estimate it; energy left out of that interval",
                    "short");
         }
+      } else if (d.update_s >= kMinUpdateS && seconds < kCounterPeriods * d.update_s &&
+                 !power.empty()) {
+        out.energy_j = power_mean * share.share_s;
+        out.energy_from = "power_x_time";
       } else {
         out.energy_j = share.energy_j;
         out.energy_from = "counter";
       }
+    }
+    // No interval draws more than the device may: the enforced power limit over its time.
+    if (out.energy_j && d.limit_w && *out.energy_j > *d.limit_w * share.share_s) {
+      say_once(d,
+               strprintf("an interval's energy above the enforced power limit (%.0f W) over its "
+                         "time; capped at it",
+                         *d.limit_w),
+               "limit");
+      out.energy_j = *d.limit_w * share.share_s;
     }
     if (out.energy_j) out.energy_shared = share.shared;
     if (out.energy_j && seconds > 0) {
@@ -491,6 +518,7 @@ std::shared_ptr<DeviceMeter> make_nvml_meter(const NvmlOptions& options) {
   }
   resolve(handle, lib.energy, {"nvmlDeviceGetTotalEnergyConsumption"});
   resolve(handle, lib.power, {"nvmlDeviceGetPowerUsage"});
+  resolve(handle, lib.power_limit, {"nvmlDeviceGetEnforcedPowerLimit"});
   resolve(handle, lib.clock, {"nvmlDeviceGetClockInfo"});
   resolve(handle, lib.temperature, {"nvmlDeviceGetTemperature"});
   resolve(handle, lib.throttle,

@@ -32,6 +32,7 @@ enum Call {
   kClock,
   kTemperature,
   kThrottle,
+  kPowerLimit,
   kCallCount
 };
 const char* const kCallNames[kCallCount] = {"nvmlInit_v2",
@@ -41,7 +42,8 @@ const char* const kCallNames[kCallCount] = {"nvmlInit_v2",
                                             "nvmlDeviceGetPowerUsage",
                                             "nvmlDeviceGetClockInfo",
                                             "nvmlDeviceGetTemperature",
-                                            "nvmlDeviceGetCurrentClocksThrottleReasons"};
+                                            "nvmlDeviceGetCurrentClocksThrottleReasons",
+                                            "nvmlDeviceGetEnforcedPowerLimit"};
 
 struct Device {
   std::string bus;
@@ -55,6 +57,7 @@ struct Device {
   double watts = -1;
   double period_s = 0;
   double base_mj = 0;  // the counter at time 0
+  unsigned limit_mw = 0;  // the enforced power limit (fake_nvml_set_power_limit); 0: not supported
 };
 
 struct State {
@@ -165,6 +168,13 @@ FAKE_EXPORT Return nvmlDeviceGetPowerUsage(void* device, unsigned* out) {
   return kSuccess;
 }
 
+FAKE_EXPORT Return nvmlDeviceGetEnforcedPowerLimit(void* device, unsigned* out) {
+  FAKE_DEVICE(kPowerLimit);
+  if (d->limit_mw == 0) return 3;  // NOT_SUPPORTED
+  *out = d->limit_mw;
+  return kSuccess;
+}
+
 FAKE_EXPORT Return nvmlDeviceGetClockInfo(void* device, int type, unsigned* out) {
   FAKE_DEVICE(kClock);
   if (type != 1) return kInvalidArgument;  // the meter asks for the SM clock only
@@ -249,6 +259,12 @@ FAKE_EXPORT void fake_nvml_draw(int device, double watts, double period_s, doubl
   d.watts = watts;
   d.period_s = period_s;
   d.base_mj = base_mj;
+}
+// The enforced power limit `device` reports, in milliwatts (0: not supported, the default).
+FAKE_EXPORT void fake_nvml_set_power_limit(int device, unsigned milliwatts) {
+  FAKE_CONTROL();
+  if (device < 0 || device >= static_cast<int>(s.devices.size())) return;
+  s.devices[device].limit_mw = milliwatts;
 }
 // The fake's time in seconds (what drawing devices have drawn up to); tests keep it at their
 // clock's.
