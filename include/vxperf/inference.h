@@ -61,7 +61,17 @@ struct RequestOptions {
   // (`video_s`) and the end-to-end time over it (`realtime_factor`). 0 frames: not said.
   std::int64_t frames = 0;
   double fps = 0;
+  // The request comes out of the server's queue (note_queued said it entered): the queued count
+  // drops as it begins.
+  bool from_queue = false;
 };
+
+// A server's queue in front of the pipeline: +1 as a request enters it, -1 as one leaves it
+// without being served (a client that hung up); a request that begins with
+// RequestOptions::from_queue leaves it then. The queued and in-flight counts go to every sink's
+// on_request_load (Prometheus: vxperf_requests_queued, vxperf_requests_in_flight). Never below
+// 0; inert when metrics are off.
+void note_queued(Engine& engine, std::int64_t delta) noexcept;
 
 class RequestScope {
  public:

@@ -49,7 +49,8 @@ inline constexpr char kPrometheusContentType[] = "text/plain; version=0.0.4; cha
 
 // Keeps the metrics above from the records it is handed.
 //
-// Thread safety: on_request, on_train_window and render may be called from any threads at once.
+// Thread safety: on_request, on_request_load, on_train_window and render may be called from any
+// threads at once.
 // A scrape sees each record's updates all together or not at all (so vxperf_requests_total's ok
 // count always equals vxperf_request_seconds_count). Updates happen once per settled record,
 // never per stage call: on_request costs about a microsecond (bench/prometheus_bench.cpp).
@@ -59,6 +60,7 @@ class PrometheusSink final : public RecordSink {
   ~PrometheusSink() override;
 
   void on_request(const RequestRecord& record, const RequestDetail& detail) override;
+  void on_request_load(const RequestLoad& load) override;
   void on_train_window(const TrainWindowRecord& record, const WindowDetail& detail) override;
 
   // The exposition text, for kPrometheusContentType.

@@ -84,9 +84,20 @@ struct WindowDetail {
   std::vector<StepRecord> steps;
 };
 
+// A serving rank's requests now: those running and those its server said are waiting in its
+// queue (note_queued, RequestOptions::from_queue).
+struct RequestLoad {
+  int rank = 0;
+  std::int64_t in_flight = 0;
+  std::int64_t queued = 0;
+};
+
 class RecordSink {
  public:
   virtual ~RecordSink() = default;
+  // The load changed: a request began or ended, or one entered or left the server's queue. Called
+  // on that thread, the changes of a rank in order.
+  virtual void on_request_load(const RequestLoad& load) { (void)load; }
   virtual void on_request(const RequestRecord& record, const RequestDetail& detail) {
     (void)record;
     (void)detail;

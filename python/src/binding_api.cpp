@@ -213,10 +213,15 @@ std::uint32_t stage_id(const std::string& name) { return vxperf::stage(name).val
 
 bool in_request() { return vxperf::in_request(); }
 
+void note_queued(std::int64_t delta) {
+  if (Engine* e = eng()) vxperf::note_queued(*e, delta);
+}
+
 const void* begin_request(int device, std::uintptr_t stream, bool own_models, std::int64_t videos,
-                          double queue_s, std::int64_t frames, double fps) {
+                          double queue_s, std::int64_t frames, double fps, bool from_queue) {
   Engine* e = eng();
   RequestOptions options{device, reinterpret_cast<void*>(stream), own_models};
+  options.from_queue = from_queue;
   options.videos = videos > 0 ? videos : 1;
   options.queue_s = queue_s;
   options.frames = frames;

@@ -129,9 +129,12 @@ bool in_request();
 // videos: what the call generates (a batch of prompts, several per prompt), at least 1. queue_s:
 // the seconds it waited before (negative: not said); frames at fps: the video it makes (0: not
 // said).
+// from_queue: it leaves the server's queue as it begins (note_queued said it entered).
 const void* begin_request(int device, std::uintptr_t stream, bool own_models,
                           std::int64_t videos = 1, double queue_s = -1, std::int64_t frames = 0,
-                          double fps = 0);
+                          double fps = 0, bool from_queue = false);
+// A server's queue grew (+1) or lost a request unserved (-1): vxperf::note_queued.
+void note_queued(std::int64_t delta);
 // Closes and reports the request `handle` names, when it is still this thread's open request (one
 // synchronize of its device first). `failed`: the measured call raised; reported all the same.
 void end_request(const void* handle, bool failed);

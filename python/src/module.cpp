@@ -412,15 +412,18 @@ PYBIND11_MODULE(_ext, m) {
         "The open (else last) call of a stage, or the training forward, computed a fraction of a "
         "full forward.");
   m.def("in_request", &api::in_request);
+  m.def("note_queued", &api::note_queued, py::arg("delta"),
+        "A server's queue grew (+1) or lost a request unserved (-1).");
   m.def(
       "begin_request",
       [](int device, std::uintptr_t stream, bool own_models, std::int64_t videos, double queue_s,
-         std::int64_t frames, double fps) {
-        return reinterpret_cast<std::uintptr_t>(
-            api::begin_request(device, stream, own_models, videos, queue_s, frames, fps));
+         std::int64_t frames, double fps, bool from_queue) {
+        return reinterpret_cast<std::uintptr_t>(api::begin_request(
+            device, stream, own_models, videos, queue_s, frames, fps, from_queue));
       },
       py::arg("device"), py::arg("stream"), py::arg("own_models") = false, py::arg("videos") = 1,
       py::arg("queue_s") = -1.0, py::arg("frames") = 0, py::arg("fps") = 0.0,
+      py::arg("from_queue") = false,
       "Opens a request on this thread; 0 when off or nested (the outer request owns it).");
   m.def(
       "end_request",

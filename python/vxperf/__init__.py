@@ -38,7 +38,7 @@ summaries are the C++ engine's; `vxperf report`/`replay`/`trace` read what it wr
 """
 
 from . import _ext, _state, integrations
-from ._inference import (declare_model, forward_fraction, instrument_pipeline, request,
+from ._inference import (declare_model, forward_fraction, instrument_pipeline, queued, request,
                          set_attention_density, skip_forward, timed)
 from ._capture import profile_range
 from ._install import install, install_training
@@ -72,7 +72,8 @@ __all__ = [
     "add_sink", "backward", "calibrate", "clip", "declare_model", "enabled", "finish",
     "forward_fraction", "install", "install_training", "instrument_model_class",
     "instrument_module", "instrument_pipeline", "last_request", "micro_step", "model_call",
-    "optimizer_step", "phase", "profile_range", "register_model", "remove_sink", "request",
+    "optimizer_step", "phase", "profile_range", "queued", "register_model", "remove_sink",
+    "request",
     "set_attention_density", "shutdown", "skip_forward", "stage", "timed", "track_cache",
     "training_device",
 ]

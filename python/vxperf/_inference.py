@@ -397,14 +397,62 @@ def instrument_pipeline(pipe, level=1):
 # ---- the explicit API ---------------------------------------------------------------------------
 
 
-class _Request:
-    __slots__ = ("device", "stream", "videos", "serving", "handle")
+class Queued:
+    """A request waiting in a server's queue (vxperf.queued()): when it arrived, on time.time()'s
+    clock. Handed to request(queued=) it leaves the queue as its request begins, its wait the
+    record's `queue_s`; one that leaves unserved (a client that hung up) is cancel()led. Either
+    happens once: a second use, or a cancel after its request began, does nothing."""
 
-    def __init__(self, device, stream, videos, serving):
+    __slots__ = ("at", "_open", "_lock")
+
+    def __init__(self):
+        self.at = time.time()
+        self._open = True
+        self._lock = threading.Lock()
+        _ext.note_queued(1)
+
+    def _leave(self):
+        """True the first time it leaves the queue (by its request or a cancel)."""
+        with self._lock:
+            left, self._open = self._open, False
+        return left
+
+    def cancel(self):
+        """It left the queue unserved."""
+        if self._leave():
+            _ext.note_queued(-1)
+
+
+class _NoQueue:
+    """What queued() gives while metrics are off: nothing to count."""
+
+    __slots__ = ("at",)
+
+    def __init__(self):
+        self.at = time.time()
+
+    def cancel(self):
+        pass
+
+
+def queued():
+    """A request entered the server's queue now: the queued count (Prometheus'
+    vxperf_requests_queued) grows until the returned ticket is handed to request(queued=) or
+    cancelled."""
+    if not _state.on:
+        return _NoQueue()
+    return Queued()
+
+
+class _Request:
+    __slots__ = ("device", "stream", "videos", "serving", "ticket", "handle")
+
+    def __init__(self, device, stream, videos, serving, ticket):
         self.device = device
         self.stream = stream
         self.videos = videos
         self.serving = serving  # (queued_at, queue_s, frames, fps) as given
+        self.ticket = ticket  # a Queued it leaves as it begins, or None
         self.handle = 0
 
     def __enter__(self):
@@ -415,8 +463,15 @@ class _Request:
             _state.warn(("request-device", repr(self.device)),
                         f"request(device={self.device!r}): {error!r}; timed on the host clock")
             index, stream = -1, 0
-        waited, frames, fps = serving_of(*self.serving)
-        self.handle = _ext.begin_request(index, stream, False, self.videos, waited, frames, fps)
+        queued_at, queue_s, frames, fps = self.serving
+        from_queue = isinstance(self.ticket, Queued) and self.ticket._leave()
+        if self.ticket is not None and queued_at is None and queue_s is None:
+            queued_at = self.ticket.at
+        waited, frames, fps = serving_of(queued_at, queue_s, frames, fps)
+        self.handle = _ext.begin_request(index, stream, False, self.videos, waited, frames, fps,
+                                         from_queue)
+        if from_queue and not self.handle:  # nested or off: it left the queue all the same
+            _ext.note_queued(-1)
         return self
 
     def __exit__(self, kind, value, traceback):
@@ -426,15 +481,16 @@ class _Request:
         return False
 
 
-def request(device=None, stream=None, videos=1, *, queued_at=None, queue_s=None, frames=None,
-            fps=None):
+def request(device=None, stream=None, videos=1, *, queued=None, queued_at=None, queue_s=None,
+            frames=None, fps=None):
     """A `with` scope measuring one request on this thread: what a pipeline call is.
 
     device: the CUDA device the work runs on (torch.device, "cuda:N" or an index); None times on
     the host clock only. stream: the stream to record on (a torch stream or its integer handle;
     default: torch's current stream of that device). videos: what the request generates (a batch
     of prompts); above 1 the record says it, with its energy per video. A server says how long the
-    request waited in its queue, as `queue_s` (seconds) or `queued_at` (time.time() when it
+    request waited in its queue, as `queued` (the ticket vxperf.queued() gave as it arrived: it
+    leaves the queue's count now), `queue_s` (seconds) or `queued_at` (time.time() when it
     arrived): the record's `queue_s`. frames (at fps, else VIDEOX_PERF_FPS): the video it makes,
     for the record's `video_s` and `realtime_factor`. A request opened inside another on the same
     thread is ignored: its stages belong to the outer one. An exception inside is reported with
@@ -447,7 +503,7 @@ def request(device=None, stream=None, videos=1, *, queued_at=None, queue_s=None,
         _state.warn(("request-videos", repr(videos)),
                     f"request(videos={videos!r}) is not a count; 1 video")
         videos = 1
-    return _Request(device, stream, videos, (queued_at, queue_s, frames, fps))
+    return _Request(device, stream, videos, (queued_at, queue_s, frames, fps), queued)
 
 
 def timed(stage):

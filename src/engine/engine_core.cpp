@@ -377,8 +377,8 @@ Trainer& EngineCore::trainer() {
 
 // ---- output -------------------------------------------------------------------------------------
 
-template <class Record, class Detail>
-void EngineCore::deliver(const Record& record, const Detail& detail) {
+template <class Call>
+void EngineCore::deliver(Call call) {
   std::shared_ptr<const SinkList> sinks;
   {
     std::lock_guard<std::mutex> lock(sinks_mu_);
@@ -387,11 +387,7 @@ void EngineCore::deliver(const Record& record, const Detail& detail) {
   if (sink_failed_.size() < sinks->size()) sink_failed_.resize(sinks->size(), false);
   for (std::size_t i = 0; i < sinks->size(); ++i) {
     try {
-      if constexpr (std::is_same_v<Record, RequestRecord>) {
-        (*sinks)[i]->on_request(record, detail);
-      } else {
-        (*sinks)[i]->on_train_window(record, detail);
-      }
+      call(*(*sinks)[i]);
     } catch (const std::exception& e) {
       if (!sink_failed_[i]) {
         sink_failed_[i] = true;
@@ -415,7 +411,12 @@ void EngineCore::emit(const RequestRecord& record, const RequestDetail& detail) 
       for (const auto& line : request_dump_lines(record, detail)) log_(line);
     }
   }
-  deliver(record, detail);
+  deliver([&](RecordSink& sink) { sink.on_request(record, detail); });
+}
+
+void EngineCore::emit(const RequestLoad& load) {
+  std::lock_guard<std::mutex> lock(emit_mu_);
+  deliver([&](RecordSink& sink) { sink.on_request_load(load); });
 }
 
 void EngineCore::emit(const TrainWindowRecord& record, const WindowDetail& detail) {
@@ -428,7 +429,7 @@ void EngineCore::emit(const TrainWindowRecord& record, const WindowDetail& detai
       for (const auto& line : window_dump_lines(record, detail)) log_(line);
     }
   }
-  deliver(record, detail);
+  deliver([&](RecordSink& sink) { sink.on_train_window(record, detail); });
 }
 
 void EngineCore::log_line(std::string_view line) {

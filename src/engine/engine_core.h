@@ -69,6 +69,7 @@ class EngineCore final : public Context {
   ResolvedPeak peak(std::optional<int> device, Dtype dtype) override;
   void emit(const RequestRecord& record, const RequestDetail& detail) override;
   void emit(const TrainWindowRecord& record, const WindowDetail& detail) override;
+  void emit(const RequestLoad& load) override;
   void notice(std::string_view line) override { log_(line); }
   void log_line(std::string_view line) override;
   RankExchange rank_exchange() const override;
@@ -76,8 +77,8 @@ class EngineCore final : public Context {
  private:
   using SinkList = std::vector<std::shared_ptr<RecordSink>>;
 
-  template <class Record, class Detail>
-  void deliver(const Record& record, const Detail& detail);
+  template <class Call>
+  void deliver(Call call);  // each sink, its first failure said once (under emit_mu_)
   // `t` made the topology, observers told when it changed.
   void change_topology(Topology t);
   // Publishes `observers` as the list the hot path reads (under mu_).

@@ -30,6 +30,10 @@ RequestScope::~RequestScope() {
   }
 }
 
+void note_queued(Engine& engine, std::int64_t delta) noexcept {
+  internal::core_of(engine).requests().note_queued(delta);
+}
+
 bool begin_request(const RequestOptions& options) noexcept {
   Engine* e = engine();
   return e != nullptr && internal::open_request(internal::core_of(*e).requests(), options);

@@ -97,6 +97,7 @@ Request* Requests::begin(const RequestOptions& options) {
     std::lock_guard<std::mutex> lock(mu_);
     request->index = next_request_++;
   }
+  change_load(+1, options.from_queue ? -1 : 0);
   request->owner = this;
   request->clock = &ctx_.clock();
   request->observers = ctx_.observers();
@@ -123,7 +124,18 @@ Request* Requests::begin(const RequestOptions& options) {
   return request.release();
 }
 
+void Requests::note_queued(std::int64_t delta) { change_load(0, delta); }
+
+void Requests::change_load(std::int64_t in_flight, std::int64_t queued) {
+  std::lock_guard<std::mutex> lock(load_mu_);
+  load_.rank = ctx_.topology().rank;
+  load_.in_flight = std::max<std::int64_t>(load_.in_flight + in_flight, 0);
+  load_.queued = std::max<std::int64_t>(load_.queued + queued, 0);
+  ctx_.emit(load_);
+}
+
 void Requests::end(Request* raw, bool failed) {
+  if (!ctx_.forked()) change_load(-1, 0);
   std::unique_ptr<Request> request(raw);
   if (ctx_.forked()) {
     // Opened in the parent, ended in a forked child: dropped, no device call, no record.
@@ -156,6 +168,7 @@ void Requests::end(Request* raw, bool failed) {
 void Requests::abandon(Request* raw) {
   std::unique_ptr<Request> request(raw);
   if (!ctx_.forked()) {
+    change_load(-1, 0);
     ctx_.cancel_metering(request->meter);
     ctx_.capture_ends(Settings::CaptureRange::Kind::kRequests, request->index, *request->backend,
                       request->device);

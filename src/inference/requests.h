@@ -35,6 +35,9 @@ class Requests {
   // line, as the reference never reports a call that did not return; its events are released.
   void abandon(Request* request);
 
+  // The server's queue grew or shrank by `delta` (vxperf::note_queued).
+  void note_queued(std::int64_t delta);
+
   // A transformer priced in every request from now on (Engine::declare_model).
   void declare_model(std::string_view stage, const ModelInfo& info);
   // The same for one request only (see Request::models).
@@ -51,6 +54,11 @@ class Requests {
  private:
   DeclaredModel declared(std::string_view stage, const ModelInfo& info) const;
   void settle(Request& request, double t_end, bool failed);
+  // Changes the load and tells the sinks, in order (under load_mu_).
+  void change_load(std::int64_t in_flight, std::int64_t queued);
+
+  std::mutex load_mu_;
+  RequestLoad load_;
 
   Context& ctx_;
   std::mutex mu_;

@@ -136,6 +136,14 @@ struct PrometheusSink::Metrics {
   serving::HistogramFamily& step_seconds = registry.add_histogram(
       "vxperf_train_step_seconds", "Seconds of each training step, warmup excluded.", {"rank"},
       kStepBuckets);
+  // A server's load as it changes (RecordSink::on_request_load).
+  serving::GaugeFamily& in_flight = registry.add_gauge(
+      "vxperf_requests_in_flight", "Requests running now (pipeline calls begun, not ended).",
+      {"rank"});
+  serving::GaugeFamily& queued = registry.add_gauge(
+      "vxperf_requests_queued",
+      "Requests waiting in the server's queue now, as the server said (vxperf.queued()).",
+      {"rank"});
   // The videos the requests made (joules per video: rate(vxperf_energy_joules_total) over
   // rate(vxperf_videos_total), requests only).
   serving::CounterFamily& videos = registry.add_counter(
@@ -171,6 +179,14 @@ void PrometheusSink::on_request(const RequestRecord& record, const RequestDetail
   set_series(m.request_series, record, rank);
   m.videos.with({rank}).inc(static_cast<double>(record.videos.value_or(1)));
   m.requests.with({rank, "ok"}).inc();
+}
+
+void PrometheusSink::on_request_load(const RequestLoad& load) {
+  const std::string rank = std::to_string(load.rank);
+  Metrics& m = *metrics_;
+  auto update = m.registry.atomic_update();
+  m.in_flight.with({rank}).set(static_cast<double>(load.in_flight));
+  m.queued.with({rank}).set(static_cast<double>(load.queued));
 }
 
 void PrometheusSink::on_train_window(const TrainWindowRecord& record, const WindowDetail& detail) {

@@ -79,6 +79,34 @@ TEST(Inference, RequestRecordAndLogLine) {
   EXPECT_EQ(t.device->live_events(), 0);  // every event went back
 }
 
+// A server's load: requests queued (note_queued), one leaving the queue as it begins
+// (from_queue), one leaving unserved; every change reaches the sinks in order, never below 0.
+TEST(Inference, TheLoadOfQueuedAndRunningRequestsReachesTheSinks) {
+  struct Loads : RecordSink {
+    std::vector<std::pair<std::int64_t, std::int64_t>> seen;
+    void on_request_load(const RequestLoad& load) override {
+      seen.emplace_back(load.in_flight, load.queued);
+    }
+  };
+  TestEngine t;
+  auto loads = std::make_shared<Loads>();
+  t.engine->add_sink(loads);
+  note_queued(*t.engine, 1);
+  note_queued(*t.engine, 1);
+  {
+    RequestOptions options;
+    options.from_queue = true;
+    RequestScope request(*t.engine, options);
+    RequestScope nested(*t.engine);  // the outer request owns it: no change
+  }
+  note_queued(*t.engine, -1);  // the other one's client hung up
+  note_queued(*t.engine, -1);  // one too many: stays at 0
+  { RequestScope request(*t.engine); }
+  using P = std::pair<std::int64_t, std::int64_t>;
+  EXPECT_EQ(loads->seen, (std::vector<P>{{0, 1}, {0, 2}, {1, 1}, {0, 1}, {0, 0}, {0, 0}, {1, 0},
+                                         {0, 0}}));
+}
+
 TEST(Inference, SynchronizesTheRequestsDevice) {
   TestEngine t;
   run_request(t, 2, RequestOptions{3, nullptr});

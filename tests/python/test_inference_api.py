@@ -400,3 +400,38 @@ def test_a_served_requests_queue_wait_first_step_and_video(tmp_path):
     assert proc.stderr.count("before this process started") == 1, proc.stderr
     assert proc.stderr.count("queue time 'soon'") == 1, proc.stderr
     assert proc.stderr.count("frames='many'") == 1, proc.stderr
+
+
+def test_a_servers_queue_counts_and_its_tickets_wait(tmp_path):
+    """vxperf.queued() as a request arrives: the queued count grows; the ticket handed to
+    request(queued=) leaves the queue as the request begins, its wait the record's queue_s; a
+    cancelled one leaves unserved; each leaves once. The gauges say so between requests."""
+    records = tmp_path / "records.jsonl"
+    code = """
+        import time, vxperf, vxperf.prometheus
+        from prometheus_client import CollectorRegistry
+        registry = CollectorRegistry()
+        vxperf.prometheus.register(registry)
+        with vxperf.request():
+            pass
+        gauge = lambda name: registry.get_sample_value(name, {"rank": "0"})
+        first, second, third = vxperf.queued(), vxperf.queued(), vxperf.queued()
+        print("queued", gauge("vxperf_requests_queued"))
+        time.sleep(0.05)
+        with vxperf.request(queued=first):
+            print("inside", gauge("vxperf_requests_in_flight"), gauge("vxperf_requests_queued"))
+        second.cancel()
+        second.cancel()
+        with vxperf.request(queued=first):  # a ticket already used: no second leave
+            pass
+        print("after", gauge("vxperf_requests_in_flight"), gauge("vxperf_requests_queued"))
+        third.cancel()
+        print("empty", gauge("vxperf_requests_queued"))
+    """
+    proc = run_python(code, env=clean_env(VIDEOX_PERF=1, VIDEOX_PERF_JSON=records))
+    lines = dict(line.split(" ", 1) for line in proc.stdout.strip().splitlines())
+    assert lines == {"queued": "3.0", "inside": "1.0 2.0", "after": "0.0 1.0",
+                     "empty": "0.0"}, proc.stdout + proc.stderr
+    got = read_records(records)
+    assert "queue_s" not in got[0] and 0.05 <= got[1]["queue_s"] < 60
+    assert got[2]["queue_s"] >= got[1]["queue_s"]  # the used ticket still says when it arrived

@@ -81,6 +81,15 @@ TEST(PrometheusSink, QueueWaitFirstStepAndRequestsToAnHour) {
   EXPECT_DOUBLE_EQ(value_of(s, R"(vxperf_request_first_step_seconds_sum{rank="0"})"), 12);
 }
 
+TEST(PrometheusSink, InFlightAndQueuedAsTheyChange) {
+  PrometheusSink sink;
+  sink.on_request_load({0, 1, 3});
+  sink.on_request_load({0, 2, 2});
+  auto s = scrape(sink);
+  EXPECT_EQ(value_of(s, R"(vxperf_requests_in_flight{rank="0"})"), 2);
+  EXPECT_EQ(value_of(s, R"(vxperf_requests_queued{rank="0"})"), 2);
+}
+
 TEST(PrometheusSink, FailedRequestsOnlyCountAndWarmupIsLeftOut) {
   PrometheusSink sink;
   Request ok = make_request(0, 10);
