@@ -26,7 +26,7 @@ bool ends_with(const std::string& s, const std::string& suffix) {
 }
 
 bool is_trace_name(const std::string& name) {
-  return ends_with(name, ".json") || ends_with(name, ".json.gz") || ends_with(name, ".pt.trace.json");
+  return ends_with(name, ".json") || ends_with(name, ".json.gz");
 }
 
 std::vector<std::string> trace_files(const std::vector<std::string>& paths) {

@@ -179,15 +179,6 @@ struct NameStats {
   }
 };
 
-// The sample standard deviation of weighted values (0 for fewer than two).
-double sample_std(const std::vector<std::pair<double, std::uint32_t>>& values, double mean,
-                  std::int64_t n) {
-  if (n < 2) return 0;
-  double ss = 0;
-  for (const auto& [v, w] : values) ss += w * (v - mean) * (v - mean);
-  return std::sqrt(ss / static_cast<double>(n - 1));
-}
-
 // HTA's per-kernel table of one type: stats of `dur` per name, the names past the 10th or the 0.8
 // quantile of the cumulative sum folded into "others".
 std::vector<KernelStats> kernel_table(const RankWindow& w, KernelType type) {
@@ -210,12 +201,12 @@ std::vector<KernelStats> kernel_table(const RankWindow& w, KernelType type) {
   });
   std::vector<KernelStats> out;
   const char* type_name = kernel_type_name(type);
+  auto row = [&](std::string name, const NameStats& s, std::int64_t count) {
+    out.push_back({std::move(name), type_name, count, s.sum, s.max, s.min, s.mean, s.std});
+  };
   constexpr std::size_t kNamed = 10;
   if (stats.size() <= kNamed) {
-    for (const NameStats& s : stats) {
-      out.push_back({std::string(trace.str(s.name)), type_name, s.count, s.sum, s.max, s.min,
-                     s.mean, s.std});
-    }
+    for (const NameStats& s : stats) row(std::string(trace.str(s.name)), s, s.count);
     return out;
   }
   std::vector<double> cumsum;
@@ -223,25 +214,16 @@ std::vector<KernelStats> kernel_table(const RankWindow& w, KernelType type) {
   for (const NameStats& s : stats) cumsum.push_back(running += s.sum);
   const double cut = numpy_quantile(cumsum, 0.8);
   // Regrouped as HTA does: over the per-name sums, so a named row's max, min and mean are its sum.
-  std::map<std::string, std::vector<std::pair<double, std::uint32_t>>> groups;
-  std::map<std::string, std::int64_t> counts;
+  std::map<std::string, std::pair<NameStats, std::int64_t>> groups;  // and the rows (or names)
   for (std::size_t i = 0; i < stats.size(); ++i) {
     const bool other = cumsum[i] > cut || i >= kNamed;
-    std::string name = other ? "others" : std::string(trace.str(stats[i].name));
-    groups[name].push_back({stats[i].sum, 1});
-    counts[name] += other ? 1 : stats[i].count;
+    auto& [sums, count] = groups[other ? "others" : std::string(trace.str(stats[i].name))];
+    sums.add(stats[i].sum, 1);
+    count += other ? 1 : stats[i].count;
   }
-  for (auto& [name, sums] : groups) {
-    KernelStats k{name, type_name, counts[name], 0, -std::numeric_limits<double>::infinity(),
-                  std::numeric_limits<double>::infinity(), 0, 0};
-    for (const auto& [v, weight] : sums) {
-      k.sum_us += v;
-      k.max_us = std::max(k.max_us, v);
-      k.min_us = std::min(k.min_us, v);
-    }
-    k.mean_us = k.sum_us / static_cast<double>(sums.size());
-    k.std_us = sample_std(sums, k.mean_us, static_cast<std::int64_t>(sums.size()));
-    out.push_back(std::move(k));
+  for (auto& [name, group] : groups) {
+    group.first.finish();
+    row(name, group.first, group.second);
   }
   std::stable_sort(out.begin(), out.end(),
                    [](const KernelStats& a, const KernelStats& b) { return a.sum_us > b.sum_us; });

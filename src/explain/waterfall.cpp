@@ -285,23 +285,6 @@ class Builder {
     return std::nullopt;
   }
 
-  static const char* kind_name(Kind k, std::int64_t step_index) {
-    switch (k) {
-      case Kind::kRequest:
-        return "request";
-      case Kind::kStage:
-        return step_index >= 0 ? "denoising_step" : "stage";
-      case Kind::kTrainStep:
-        return "train_step";
-      case Kind::kMicroStep:
-        return "micro_step";
-      case Kind::kPhase:
-      case Kind::kNone:
-        break;
-    }
-    return "phase";
-  }
-
   static void add(WaterfallRow& into, const WaterfallRow& w) {
     into.count += w.count;
     into.host_s += w.host_s;
@@ -360,7 +343,7 @@ class Builder {
           put(order, name, "stage", -1, w);
           break;
         default:
-          put(order, name, kind_name(n.kind, -1), -1, w);
+          put(order, name, n.kind == Kind::kMicroStep ? "micro_step" : "phase", -1, w);
           break;
       }
     }
