@@ -39,8 +39,13 @@ using LogFn = std::function<void(std::string_view line)>;
 struct RequestDetail {
   // The request ended by an exception (a failed pipeline call). It is still recorded.
   bool failed = false;
+  // When it began, in wall-clock seconds since the epoch (record.ts less the host time since).
+  double start_ts = 0;
   // Milliseconds of every call of every stage, in call order; parallel to record.stages.
   std::vector<std::vector<double>> stage_calls_ms;
+  // When each of those calls began: host seconds after the request's start; parallel to
+  // stage_calls_ms.
+  std::vector<std::vector<double>> stage_calls_start_s;
 };
 
 // What the micro-steps and forwards of one training step came to: counted by the trainer as the

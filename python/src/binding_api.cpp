@@ -356,6 +356,11 @@ int trackers_setting() {
   return *e->settings().trackers ? 1 : 0;
 }
 
+bool otel_requested() {
+  Engine* e = eng();
+  return e != nullptr && e->settings().otel;
+}
+
 bool xrank_requested() {
   Engine* e = eng();
   return e != nullptr && e->settings().xrank;

@@ -207,6 +207,9 @@ void train_finish();
 // VIDEOX_PERF_TRACKERS: 1 or 0 as set, -1 unset (or metrics off).
 int trackers_setting();
 
+// VIDEOX_PERF_OTEL=1: requests as OpenTelemetry spans.
+bool otel_requested();
+
 // Whether VIDEOX_PERF_XRANK asks for the view, and how long one exchange may take (seconds).
 bool xrank_requested();
 double xrank_timeout_s();

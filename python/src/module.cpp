@@ -504,6 +504,7 @@ PYBIND11_MODULE(_ext, m) {
 
   // ---- the live cross-rank view
   m.def("xrank_requested", &api::xrank_requested);
+  m.def("otel_requested", &api::otel_requested, "VIDEOX_PERF_OTEL=1.");
   m.def("trackers_setting", &api::trackers_setting,
         "VIDEOX_PERF_TRACKERS: 1 or 0 as set, -1 when unset.");
   m.def("xrank_timeout", &api::xrank_timeout_s);

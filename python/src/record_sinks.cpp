@@ -80,9 +80,12 @@ struct Pending {
 // records over when the call that settled them returns into Python (deliver_pending).
 class PythonRecords final : public RecordSink {
  public:
-  void on_request(const RequestRecord& record, const RequestDetail&) override {
+  void on_request(const RequestRecord& record, const RequestDetail& detail) override {
     auto copy = std::make_shared<const RequestRecord>(record);
     last_ = copy;
+    if (keep_detail_.load(std::memory_order_relaxed)) {
+      last_detail_ = std::make_shared<const RequestDetail>(detail);
+    }
     if (active_.load(std::memory_order_relaxed)) push(Pending{std::move(copy), nullptr});
   }
   void on_train_window(const TrainWindowRecord& record, const WindowDetail&) override {
@@ -122,6 +125,8 @@ class PythonRecords final : public RecordSink {
   }
 
   static std::shared_ptr<const RequestRecord> last() { return last_; }
+  static std::shared_ptr<const RequestDetail> last_detail() { return last_detail_; }
+  void keep_detail(bool keep) { keep_detail_.store(keep, std::memory_order_relaxed); }
 
  private:
   void push(Pending p) {
@@ -135,10 +140,13 @@ class PythonRecords final : public RecordSink {
   std::vector<Pending> pending_;
   std::atomic<bool> active_{false};
   std::atomic<std::size_t> waiting_{0};
+  std::atomic<bool> keep_detail_{false};
   static thread_local std::shared_ptr<const RequestRecord> last_;
+  static thread_local std::shared_ptr<const RequestDetail> last_detail_;  // while keep_detail_
 };
 
 thread_local std::shared_ptr<const RequestRecord> PythonRecords::last_;
+thread_local std::shared_ptr<const RequestDetail> PythonRecords::last_detail_;
 
 // Made with the engine, kept for the life of the process (as the engine is).
 std::shared_ptr<PythonRecords>* sink_slot = nullptr;
@@ -169,6 +177,26 @@ py::object last_request() {
   return to_dict(*record);
 }
 
+void keep_request_detail(bool keep) {
+  if (install_record_sinks()) (*sink_slot)->keep_detail(keep);
+}
+
+py::object last_request_detail() {
+  auto detail = PythonRecords::last_detail();
+  if (!detail) return py::none();
+  py::list stages;
+  for (std::size_t i = 0; i < detail->stage_calls_ms.size(); ++i) {
+    const auto& ms = detail->stage_calls_ms[i];
+    const auto& starts = detail->stage_calls_start_s[i];
+    py::list calls;
+    for (std::size_t j = 0; j < ms.size() && j < starts.size(); ++j) {
+      calls.append(py::make_tuple(starts[j], ms[j] * 1e-3));
+    }
+    stages.append(py::tuple(calls));
+  }
+  return py::make_tuple(detail->failed, detail->start_ts, py::tuple(stages));
+}
+
 void add_record_functions(py::module_& m) {
   m.def("install_record_sinks", &install_record_sinks,
         "Adds the engine sink behind add_sink() and last_request(); False while metrics are off.");
@@ -178,6 +206,12 @@ void add_record_functions(py::module_& m) {
         "handler(record: dict) for every settled record from now on (None: none).");
   m.def("last_request", &last_request,
         "The record of the request this thread finished last, as a dict (None before one).");
+  m.def("keep_request_detail", &keep_request_detail, py::arg("keep"),
+        "Keeps each thread's last request's call times for last_request_detail() (spans).");
+  m.def("last_request_detail", &last_request_detail,
+        "(failed, start_ts, stages) of the request this thread finished last, while "
+        "keep_request_detail(True): stages parallel to the record's, each a tuple of its calls' "
+        "(start_s after the request's start, seconds as resolved); None before one.");
   m.def(
       "tracker_fields",
       [] {

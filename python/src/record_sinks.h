@@ -26,6 +26,12 @@ void set_record_handler(pybind11::object handler);
 // The record of the request this thread finished last, as a dict; None before the first.
 pybind11::object last_request();
 
+// Whether each thread's last request keeps its call-by-call detail (the spans of the OpenTelemetry
+// integration read it), and that detail as (failed, start_ts, ((start_s, seconds), ...) per
+// stage); None before one or while not kept.
+void keep_request_detail(bool keep);
+pybind11::object last_request_detail();
+
 // Adds install_record_sinks, deliver_records, set_record_handler and last_request to `m`.
 void add_record_functions(pybind11::module_& m);
 

@@ -9,6 +9,7 @@ module call (`_hooks`: around whatever forward accelerate, diffusers or peft giv
 for a VAE, around its encode/decode methods; it sees keyword arguments on every torch version and
 costs one crossing into C++ per marker."""
 
+import contextvars
 import functools
 import os
 import threading
@@ -28,6 +29,51 @@ VAE_METHODS = (("encode", "_enc"), ("decode", "_dec"), ("encode_stream", "_enc")
 
 # Two threads starting requests on one pipeline must not both hook a new component.
 _hook_lock = threading.Lock()
+
+
+class Settled:
+    """A request this thread just finished, as listeners (on_settled) are told of it: its name
+    (the pipeline's class, or request(name=)), whether it raised, its record (the dict add_sink()
+    gets) and what its call said of itself (the pipeline call's keyword arguments; a request()
+    scope's frames and fps)."""
+
+    __slots__ = ("name", "failed", "record", "call")
+
+    def __init__(self, name, failed, record, call):
+        self.name = name
+        self.failed = failed
+        self.record = record
+        self.call = call
+
+
+# Told of every request settled from now on, on its own thread and in its context (a server's
+# span, an HTTP request's context variables), after its one synchronize: the OpenTelemetry spans
+# and the ASGI middleware. Replaced whole, read without a lock; empty unless one is on.
+_listeners = ()
+_last_told = threading.local()
+
+
+def on_settled(fn, add=True):
+    """Adds (or, add=False, removes) `fn(Settled)`, told of each request as it settles."""
+    global _listeners
+    with _hook_lock:
+        rest = tuple(f for f in _listeners if f is not fn)
+        _listeners = rest + (fn,) if add else rest
+
+
+def _tell(name, failed, call):
+    """Hands the request this thread settled last to the listeners (none told twice of one)."""
+    record = _ext.last_request()
+    if record is None or getattr(_last_told, "req", None) == record["req"]:
+        return  # no record came of it (a forked child's)
+    _last_told.req = record["req"]
+    settled = Settled(name, failed, record, call)
+    for fn in _listeners:
+        try:
+            fn(settled)
+        except Exception as error:
+            _state.warn(("listener", id(fn)), f"{getattr(fn, '__qualname__', fn)} raised "
+                        f"{error!r} on a request's record (said once); the request is unchanged")
 
 
 def _stage_names(name, component):
@@ -323,9 +369,14 @@ def begin(pipe, args=(), kwargs=None):
     # Priced by this pipeline's own transformers only, as the reference prices a request by its
     # pipeline's components: two pipelines served at once never price each other's calls.
     frames, fps = video_of(pipe, kwargs or {})
-    waited, count, rate = serving_of(frames=frames, fps=fps)
+    ticket = _waiting.get()
+    from_queue = ticket is not None and ticket._leave()
+    queued_at = ticket.at if from_queue else _queued_at_from_context()
+    waited, count, rate = serving_of(queued_at=queued_at, frames=frames, fps=fps)
     handle = _ext.begin_request(index, stream, True, videos_of(args, kwargs or {}), waited, count,
-                                rate)
+                                rate, from_queue)
+    if from_queue and not handle:
+        _ext.note_queued(-1)
     if handle:
         for stage, model in models.items():
             _ext.declare_model(stage, model)
@@ -351,8 +402,12 @@ def _measured(call):
             result = call(self, *args, **kwargs)
         except BaseException:
             _end(self, handle, True)  # reported all the same
+            if _listeners:
+                _tell(type(self).__name__, True, kwargs)
             raise
         _end(self, handle, False)
+        if _listeners:
+            _tell(type(self).__name__, False, kwargs)
         return result
 
     __call__._vxperf_wrapped = True
@@ -397,19 +452,44 @@ def instrument_pipeline(pipe, level=1):
 # ---- the explicit API ---------------------------------------------------------------------------
 
 
+# The ticket of the request waiting in this context (`with ticket:`): the next request begun in
+# it, a pipeline call or a request() scope, takes it.
+_waiting = contextvars.ContextVar("vxperf_waiting", default=None)
+# When the request about to begin was queued, from what the server's tracing says (set by the
+# OpenTelemetry integration); None: nothing to ask.
+queued_at_source = None
+
+
+def _queued_at_from_context():
+    source = queued_at_source
+    return source() if source is not None else None
+
+
 class Queued:
     """A request waiting in a server's queue (vxperf.queued()): when it arrived, on time.time()'s
-    clock. Handed to request(queued=) it leaves the queue as its request begins, its wait the
-    record's `queue_s`; one that leaves unserved (a client that hung up) is cancel()led. Either
-    happens once: a second use, or a cancel after its request began, does nothing."""
+    clock. It leaves the queue as the request it is handed to begins (request(queued=), or the
+    first request begun inside `with ticket:`, a pipeline call included, in this thread or one
+    that carries its context), its wait the record's `queue_s`; one that leaves unserved (a client
+    that hung up) is cancel()led, as the `with` block's end does. Either happens once: a second
+    use, or a cancel after its request began, does nothing."""
 
-    __slots__ = ("at", "_open", "_lock")
+    __slots__ = ("at", "_open", "_lock", "_tokens")
 
     def __init__(self):
         self.at = time.time()
         self._open = True
         self._lock = threading.Lock()
+        self._tokens = []
         _ext.note_queued(1)
+
+    def __enter__(self):
+        self._tokens.append(_waiting.set(self))
+        return self
+
+    def __exit__(self, kind, value, traceback):
+        _waiting.reset(self._tokens.pop())
+        self.cancel()
+        return False
 
     def _leave(self):
         """True the first time it leaves the queue (by its request or a cancel)."""
@@ -431,23 +511,30 @@ class _NoQueue:
     def __init__(self):
         self.at = time.time()
 
+    def __enter__(self):
+        return self
+
+    def __exit__(self, kind, value, traceback):
+        return False
+
     def cancel(self):
         pass
 
 
 def queued():
     """A request entered the server's queue now: the queued count (Prometheus'
-    vxperf_requests_queued) grows until the returned ticket is handed to request(queued=) or
-    cancelled."""
+    vxperf_requests_queued) grows until the returned ticket's request begins (request(queued=),
+    or the first begun inside `with ticket:`) or it is cancelled."""
     if not _state.on:
         return _NoQueue()
     return Queued()
 
 
 class _Request:
-    __slots__ = ("device", "stream", "videos", "serving", "ticket", "handle")
+    __slots__ = ("name", "device", "stream", "videos", "serving", "ticket", "handle")
 
-    def __init__(self, device, stream, videos, serving, ticket):
+    def __init__(self, name, device, stream, videos, serving, ticket):
+        self.name = name
         self.device = device
         self.stream = stream
         self.videos = videos
@@ -464,9 +551,13 @@ class _Request:
                         f"request(device={self.device!r}): {error!r}; timed on the host clock")
             index, stream = -1, 0
         queued_at, queue_s, frames, fps = self.serving
-        from_queue = isinstance(self.ticket, Queued) and self.ticket._leave()
-        if self.ticket is not None and queued_at is None and queue_s is None:
-            queued_at = self.ticket.at
+        ticket = self.ticket if self.ticket is not None else _waiting.get()
+        from_queue = isinstance(ticket, Queued) and ticket._leave()
+        if queued_at is None and queue_s is None:
+            if ticket is not None and (from_queue or self.ticket is not None):
+                queued_at = ticket.at
+            else:
+                queued_at = _queued_at_from_context()
         waited, frames, fps = serving_of(queued_at, queue_s, frames, fps)
         self.handle = _ext.begin_request(index, stream, False, self.videos, waited, frames, fps,
                                          from_queue)
@@ -478,11 +569,14 @@ class _Request:
         if self.handle:
             handle, self.handle = self.handle, 0
             _ext.end_request(handle, kind is not None)
+            if _listeners:
+                frames, fps = self.serving[2:]
+                _tell(self.name, kind is not None, {"num_frames": frames, "fps": fps})
         return False
 
 
 def request(device=None, stream=None, videos=1, *, queued=None, queued_at=None, queue_s=None,
-            frames=None, fps=None):
+            frames=None, fps=None, name="request"):
     """A `with` scope measuring one request on this thread: what a pipeline call is.
 
     device: the CUDA device the work runs on (torch.device, "cuda:N" or an index); None times on
@@ -492,7 +586,8 @@ def request(device=None, stream=None, videos=1, *, queued=None, queued_at=None, 
     request waited in its queue, as `queued` (the ticket vxperf.queued() gave as it arrived: it
     leaves the queue's count now), `queue_s` (seconds) or `queued_at` (time.time() when it
     arrived): the record's `queue_s`. frames (at fps, else VIDEOX_PERF_FPS): the video it makes,
-    for the record's `video_s` and `realtime_factor`. A request opened inside another on the same
+    for the record's `video_s` and `realtime_factor`. name: its OpenTelemetry span's
+    (VIDEOX_PERF_OTEL). A request opened inside another on the same
     thread is ignored: its stages belong to the outer one. An exception inside is reported with
     the request and propagates unchanged."""
     if not _state.on:
@@ -503,7 +598,7 @@ def request(device=None, stream=None, videos=1, *, queued=None, queued_at=None, 
         _state.warn(("request-videos", repr(videos)),
                     f"request(videos={videos!r}) is not a count; 1 video")
         videos = 1
-    return _Request(device, stream, videos, (queued_at, queue_s, frames, fps), queued)
+    return _Request(str(name), device, stream, videos, (queued_at, queue_s, frames, fps), queued)
 
 
 def timed(stage):

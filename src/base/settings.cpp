@@ -273,6 +273,7 @@ Settings Settings::parse(const EnvLookup& env, std::vector<std::string>* problem
   }
   if (auto v = r.positive_number("VIDEOX_PERF_XRANK_TIMEOUT")) s.xrank_timeout_s = *v;
   if (auto v = r.positive_number("VIDEOX_PERF_FPS")) s.fps = *v;
+  s.otel = r.switch_("VIDEOX_PERF_OTEL", s.otel);
   if (auto raw = read(env, "VIDEOX_PERF_TRACKERS")) {
     std::string value = strip(*raw);
     if (value == "0" || value == "1") {

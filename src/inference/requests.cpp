@@ -185,6 +185,7 @@ void Requests::settle(Request& request, double t_end, bool failed) {
   DeviceBackend& backend = *request.backend;
   // Every call resolved to the larger of its host and device time, grouped by stage.
   std::vector<std::vector<double>> values(request.order.size());  // by slot
+  std::vector<std::vector<double>> starts(request.order.size());  // host, from the request's t0
   std::vector<double> device_ms(request.pairs.size(), -1.0);
   // Per stage (by slot): its calls by length and batch, each group's full forwards (the sum of
   // its calls' fractions), and the calls skipped outright.
@@ -205,6 +206,7 @@ void Requests::settle(Request& request, double t_end, bool failed) {
     if (p.e1 != kNoEvent) backend.release(p.e1);
     std::uint32_t slot = request.stages[p.stage].slot;
     values[slot].push_back(r.ms);
+    starts[slot].push_back(p.t0 - request.t0);
     const Request::Pair* shape = p.tokens > 0 ? &p : first_known[slot];
     std::int64_t tokens = shape != nullptr ? shape->tokens : 0;
     std::int64_t batch = shape != nullptr ? shape->batch : 1;
@@ -223,6 +225,7 @@ void Requests::settle(Request& request, double t_end, bool failed) {
   RequestDetail detail;
   detail.failed = failed;
   record.ts = wall_clock_s();
+  detail.start_ts = record.ts - (request.clock->now_s() - request.t0);
   Topology topo = ctx_.topology();
   record.rank = topo.rank;
   record.world_size = topo.world_size;
@@ -245,6 +248,7 @@ void Requests::settle(Request& request, double t_end, bool failed) {
     if (is_transformer_stage(id)) transformer_ms.insert(transformer_ms.end(), v.begin(), v.end());
     record.stages.push_back(std::move(s));
     detail.stage_calls_ms.push_back(std::move(v));
+    detail.stage_calls_start_s.push_back(std::move(starts[slot]));
   }
 
   std::vector<DeclaredModel> engine_models;

@@ -287,6 +287,11 @@ TEST(Inference, SinksSeeFailuresAndEveryCall) {
   EXPECT_FALSE(details[1].failed);
   ASSERT_EQ(details[0].stage_calls_ms.size(), 1u);
   EXPECT_EQ(details[0].stage_calls_ms[0], (std::vector<double>{250.0, 500.0}));
+  // Each call's start after the request's (the clock stood still between them).
+  ASSERT_EQ(details[0].stage_calls_start_s.size(), 1u);
+  EXPECT_EQ(details[0].stage_calls_start_s[0], (std::vector<double>{0.0, 0.25}));
+  // Its wall-clock start: its end less the 0.75 s it took.
+  EXPECT_NEAR(t.output->requests()[0].ts - details[0].start_ts, 0.75, 1e-9);
 }
 
 }  // namespace

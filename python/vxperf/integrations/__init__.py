@@ -5,12 +5,14 @@
     transformers        its model base class, which classifies a training model as a text encoder
     transformer_engine  its fp8 autocast, as the dtype of a priced call
     prometheus          a prometheus_client collector over the engine's serving metrics
+    opentelemetry       requests as span trees (VIDEOX_PERF_OTEL=1, or enable())
+    asgi                Server-Timing and the records in an HTTP response (ServerTiming)
 
 None of them imports its library before the program has (or before an entry point asks for it).
 The core modules (_reading, _training) know no library: register() hands them these readers, and
 `import vxperf` calls it."""
 
-from . import diffusers, transformer_engine, transformers
+from . import diffusers, opentelemetry, transformer_engine, transformers
 
 
 def register():
