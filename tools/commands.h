@@ -18,6 +18,8 @@ int trace_command(int argc, char** argv);
 int flops_command(int argc, char** argv);
 int watch_command(int argc, char** argv);
 int env_command(int argc, char** argv);
+// Runs a program with every Python process it starts measured, unmodified (execs it).
+int run_command(int argc, char** argv);
 // Measures a device's matmul peak with LibTorch (--list reads the cache in every build).
 int calibrate_command(int argc, char** argv);
 
@@ -46,6 +48,8 @@ inline constexpr Command kCommands[] = {
     {"calibrate", calibrate_command,
      "measure this device's matmul peak per dtype, cached for VIDEOX_PERF_PEAK_TFLOPS=auto"},
     {"env", env_command, "every VIDEOX_PERF* variable: its default and its value here"},
+    {"run", run_command,
+     "run a program (python, torchrun, accelerate launch) measured without changing it"},
 };
 
 }  // namespace vxperf::cli

@@ -1,0 +1,69 @@
+"""Read at every interpreter start under `vxperf run`, whose folder leads PYTHONPATH: the program
+is measured unmodified. Nothing of vxperf is imported here: the first import of diffusers in a
+process calls vxperf.install() right after diffusers has loaded, the first import of accelerate
+calls vxperf.install_training(), and a process that imports neither (a launcher, a compiler
+worker) is left alone. Then the sitecustomize this one stands in front of, if any, runs."""
+
+import importlib.abc
+import importlib.machinery
+import importlib.util
+import os
+import sys
+
+_HERE = os.path.dirname(os.path.abspath(__file__))
+
+
+def _measure(entry):
+    try:
+        import vxperf
+
+        getattr(vxperf, entry)()
+    except Exception as error:
+        sys.stderr.write(f"vxperf run: vxperf.{entry}() failed ({error!r}); this process runs "
+                         "unmeasured\n")
+
+
+class _AfterImport(importlib.abc.MetaPathFinder):
+    """Calls a vxperf entry point once a watched library's module has run (once per library)."""
+
+    def __init__(self):
+        self.waiting = {"diffusers": "install", "accelerate": "install_training"}
+
+    def find_spec(self, name, path=None, target=None):
+        entry = self.waiting.pop(name, None)
+        if entry is None:
+            return None
+        for finder in sys.meta_path:
+            find = getattr(finder, "find_spec", None)
+            if finder is self or find is None:
+                continue
+            spec = find(name, path, target)
+            if spec is not None:
+                break
+        else:
+            return None
+        loader = spec.loader
+        run = getattr(loader, "exec_module", None)
+        if run is None:
+            return spec
+
+        def run_then_measure(module):
+            run(module)
+            _measure(entry)
+
+        loader.exec_module = run_then_measure
+        return spec
+
+
+def _chain():
+    """Runs the next sitecustomize on the path, the one this file shadows."""
+    rest = [p for p in sys.path if os.path.abspath(p or os.curdir) != _HERE]
+    spec = importlib.machinery.PathFinder.find_spec("sitecustomize", rest)
+    if spec is not None and spec.loader is not None:
+        module = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(module)
+
+
+if os.environ.get("VXPERF_RUN") == "1":
+    sys.meta_path.insert(0, _AfterImport())
+_chain()
