@@ -56,13 +56,10 @@ class SimulatedBackend final : public DeviceBackend {
   // Adds an event directly (what replay does instead of recording): its device timestamp in ms and
   // when it reports complete (always, when `ready` is empty).
   EventId add_event(double device_ms, ReadyTest ready = {});
-  // Scripts an event recorded earlier.
-  void set_event(EventId event, double device_ms, ReadyTest ready = {});
   // Default device time for events recorded live: called at each record().
   void set_auto_time(std::function<double()> now_ms);
   // Default readiness for events recorded live: called at each record().
   void set_auto_ready(std::function<ReadyTest()> make_ready);
-  void set_name(std::string name);
   // What peak_memory answers from now on: memory peaks and any meter readings (replay's events).
   void set_readings(DeviceReadings readings);
 

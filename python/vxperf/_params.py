@@ -137,9 +137,3 @@ def count_params(module):
     """All parameters of the model, as before sharding."""
     return count(module).params
 
-
-def count_trainable(module, lora=False):
-    """Parameters that get gradients, as before sharding; with lora=True, those of the adapters
-    (names holding `lora_`), whatever requires_grad says."""
-    found = count(module)
-    return found.lora if lora else found.trainable

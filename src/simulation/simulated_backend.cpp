@@ -63,12 +63,6 @@ EventId SimulatedBackend::add_event(double device_ms, ReadyTest ready) {
   return id;
 }
 
-void SimulatedBackend::set_event(EventId event, double device_ms, ReadyTest ready) {
-  std::lock_guard<std::mutex> lock(mu_);
-  auto it = events_.find(event);
-  if (it != events_.end()) it->second = Event{device_ms, std::move(ready)};
-}
-
 void SimulatedBackend::set_auto_time(std::function<double()> now_ms) {
   std::lock_guard<std::mutex> lock(mu_);
   auto_time_ = std::move(now_ms);
@@ -77,11 +71,6 @@ void SimulatedBackend::set_auto_time(std::function<double()> now_ms) {
 void SimulatedBackend::set_auto_ready(std::function<ReadyTest()> make_ready) {
   std::lock_guard<std::mutex> lock(mu_);
   auto_ready_ = std::move(make_ready);
-}
-
-void SimulatedBackend::set_name(std::string name) {
-  std::lock_guard<std::mutex> lock(mu_);
-  name_ = std::move(name);
 }
 
 void SimulatedBackend::set_readings(DeviceReadings readings) {
