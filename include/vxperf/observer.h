@@ -96,6 +96,7 @@ struct TrainCall {
   std::optional<Dtype> dtype;
   const void* optimizer = nullptr;  // an optimizer step's optimizer, and whether it really stepped
   bool synced = false;
+  std::int64_t bytes = -1;  // a checkpoint's bytes written or read, where said (-1: not said)
 };
 
 // What a front end said of a training call after it closed (a hook outside the timed call).

@@ -30,6 +30,9 @@ enum class Phase : std::uint8_t {
   kClip,
   kOptimizer,
   kOther,
+  kSave,
+  kRestore,
+  kEval,
 };
 
 // How a phase's time is measured.
@@ -39,13 +42,16 @@ enum class PhaseSource : std::uint8_t {
   kBackward,   // the backward pass
   kCall,       // a call of its own (clip, the optimizer step)
   kResidual,   // what the other phases leave of the step (other)
+  kOutside,    // a call outside the steps (a checkpoint saved or restored, an evaluation): its
+               // time is taken out of the step it falls in, never a phase of one
 };
 
 struct PhaseInfo {
   Phase phase;         // its key: the index of the wire layout and of per-phase arrays
   const char* name;    // in records, lines, scripts and the Python package
   PhaseSource source;
-  // A call phase (kCall) only: the event-script kind its calls are written as, and whether its
+  // A call phase (kCall, kOutside) only: the event-script kind its calls are written as, and
+  // whether its
   // call bounds the step (the optimizer step: an owner, synced or a gradient-accumulation pass,
   // the first owner to step closing the step). Every other call phase is timed, traced, replayed
   // and drawn by one generic path.
@@ -54,7 +60,7 @@ struct PhaseInfo {
 };
 
 // In order: records, lines and reports list phases in this order.
-inline constexpr std::array<PhaseInfo, 11> kPhases = {{
+inline constexpr std::array<PhaseInfo, 14> kPhases = {{
     {Phase::kData, "data", PhaseSource::kHost},
     {Phase::kPrep, "prep", PhaseSource::kHost},
     {Phase::kVaeEncode, "vae_enc", PhaseSource::kModelCall},
@@ -66,6 +72,9 @@ inline constexpr std::array<PhaseInfo, 11> kPhases = {{
     {Phase::kClip, "clip", PhaseSource::kCall, "clip"},
     {Phase::kOptimizer, "opt", PhaseSource::kCall, "optimizer_step", /*bounds_step=*/true},
     {Phase::kOther, "other", PhaseSource::kResidual},
+    {Phase::kSave, "save", PhaseSource::kOutside, "checkpoint_save"},
+    {Phase::kRestore, "restore", PhaseSource::kOutside, "checkpoint_restore"},
+    {Phase::kEval, "eval", PhaseSource::kOutside, "evaluation"},
 }};
 inline constexpr int kPhaseCount = static_cast<int>(kPhases.size());
 
@@ -79,7 +88,8 @@ static_assert(phase_table_in_order(), "kPhases rows must follow the Phase enumer
 
 constexpr bool call_phases_have_events() {
   for (const PhaseInfo& p : kPhases) {
-    if ((p.source == PhaseSource::kCall) != (p.event != nullptr)) return false;
+    const bool call = p.source == PhaseSource::kCall || p.source == PhaseSource::kOutside;
+    if (call != (p.event != nullptr)) return false;
     if (p.bounds_step && p.source != PhaseSource::kCall) return false;
   }
   return true;
@@ -94,7 +104,12 @@ inline constexpr const PhaseInfo& phase_info(Phase phase) {
 constexpr bool is_plain_call_phase(Phase phase) {
   return phase_info(phase).source == PhaseSource::kCall && !phase_info(phase).bounds_step;
 }
-// "data", "prep", "vae_enc", "vae_dec", "text_encoder", "aux", "fwd", "bwd", "clip", "opt", "other"
+// Whether a phase is time outside the steps (a checkpoint's save or restore, an evaluation).
+constexpr bool is_outside_phase(Phase phase) {
+  return phase_info(phase).source == PhaseSource::kOutside;
+}
+// "data", "prep", "vae_enc", "vae_dec", "text_encoder", "aux", "fwd", "bwd", "clip", "opt",
+// "other"; outside the steps "save", "restore", "eval"
 inline const char* phase_name(Phase phase) { return phase_info(phase).name; }
 std::optional<Phase> phase_from_name(std::string_view name);
 // Kept for callers holding a std::string.

@@ -112,6 +112,21 @@ struct CrossRankView {
   double exchange_s = 0;                                    // the exchange, on this rank
 };
 
+// The time a window's loop spent outside its steps, in calls it said (vxperf::CheckpointSave,
+// CheckpointRestore, Evaluation; Python's vxperf.checkpoint() and evaluation(), accelerate's
+// save_state/load_state, torch.distributed.checkpoint's save/load): never a step's time. The bytes
+// where the calls said them.
+struct OutsideSteps {
+  std::int64_t saves = 0;
+  double save_s = 0;
+  std::optional<std::int64_t> save_bytes;
+  std::int64_t restores = 0;
+  double restore_s = 0;
+  std::optional<std::int64_t> restore_bytes;
+  std::int64_t evals = 0;
+  double eval_s = 0;
+};
+
 struct TrainWindowRecord {
   double ts = 0;
   int rank = 0;
@@ -132,6 +147,9 @@ struct TrainWindowRecord {
   std::optional<TrainThroughput> throughput;
   std::optional<double> eta_s;
   std::optional<CrossRankView> xrank;  // rank 0 with VIDEOX_PERF_XRANK=1, full windows
+  // Checkpoints and evaluations since the previous window went out (this window's, or made after
+  // the previous window's last step), when there were any.
+  std::optional<OutsideSteps> outside;
   std::optional<ParallelLayout> parallel;  // what it was priced with, on a multi-rank run
 };
 

@@ -155,6 +155,41 @@ class Clip : public PhaseCall {
   explicit Clip(Trainer* t = trainer()) noexcept : PhaseCall(Phase::kClip, t) {}
 };
 
+// A call outside the steps: a checkpoint saved or restored, an evaluation. Its seconds (host
+// clock) and bytes go to the next window's "outside" object and are taken out of the step they
+// fall in, so a save every N steps never shows as a slow step or a long data wait.
+class OutsideCall {
+ public:
+  explicit OutsideCall(Phase phase, Trainer* t = trainer()) noexcept;
+  ~OutsideCall();
+  OutsideCall(const OutsideCall&) = delete;
+  OutsideCall& operator=(const OutsideCall&) = delete;
+  static void* operator new(std::size_t) = delete;
+
+  // Bytes written (a save) or read (a restore), where the program knows them.
+  void set_bytes(std::int64_t bytes) noexcept { bytes_ = bytes; }
+
+ private:
+  TrainMark mark_;
+  Phase phase_;
+  std::int64_t bytes_ = -1;
+};
+
+class CheckpointSave : public OutsideCall {
+ public:
+  explicit CheckpointSave(Trainer* t = trainer()) noexcept : OutsideCall(Phase::kSave, t) {}
+};
+
+class CheckpointRestore : public OutsideCall {
+ public:
+  explicit CheckpointRestore(Trainer* t = trainer()) noexcept : OutsideCall(Phase::kRestore, t) {}
+};
+
+class Evaluation : public OutsideCall {
+ public:
+  explicit Evaluation(Trainer* t = trainer()) noexcept : OutsideCall(Phase::kEval, t) {}
+};
+
 // One optimizer step call. `optimizer` identifies the optimizer (its address); `synced` says
 // whether this call really stepped (false on a gradient-accumulation pass-through).
 class OptimizerStep {

@@ -35,6 +35,11 @@ void end_call(const TrainMark& mark, Phase phase) noexcept;
 // begin_call / end_call of Phase::kClip.
 inline TrainMark begin_clip(Trainer* t = trainer()) noexcept { return begin_call(Phase::kClip, t); }
 inline void end_clip(const TrainMark& mark) noexcept { end_call(mark, Phase::kClip); }
+// A call outside the steps (Phase::kSave, kRestore, kEval): host clock only; its time is taken out
+// of the step it falls in. `bytes`: written or read, where known (-1: not). A phase that is not
+// one is not timed.
+TrainMark begin_outside(Phase phase, Trainer* t = trainer()) noexcept;
+void end_outside(const TrainMark& mark, Phase phase, std::int64_t bytes = -1) noexcept;
 TrainMark begin_optimizer_step(Trainer* t = trainer()) noexcept;
 void end_optimizer_step(const TrainMark& mark, const void* optimizer, bool synced = true) noexcept;
 // As note_forward_fraction and note_compute_dtype (vxperf/inference.h) outside a request, for a

@@ -328,6 +328,16 @@ void train_call_phase_end(const TrainMark& mark, int phase) {
   vxperf::end_call(mark, static_cast<Phase>(phase));
 }
 
+TrainMark train_outside_begin(int phase) {
+  if (phase < 0 || phase >= kPhaseCount) return {};
+  return vxperf::begin_outside(static_cast<Phase>(phase), trainer());
+}
+
+void train_outside_end(const TrainMark& mark, int phase, std::int64_t bytes) {
+  if (phase < 0 || phase >= kPhaseCount) return;
+  vxperf::end_outside(mark, static_cast<Phase>(phase), bytes);
+}
+
 TrainMark train_optimizer_begin() { return vxperf::begin_optimizer_step(trainer()); }
 
 void train_optimizer_end(const TrainMark& mark, std::uintptr_t owner, bool synced) {

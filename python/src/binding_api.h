@@ -193,6 +193,9 @@ void train_backward_end(const TrainMark& mark);
 // it is: vxperf/phases.h); a phase that is not one is not timed.
 TrainMark train_call_phase_begin(int phase);
 void train_call_phase_end(const TrainMark& mark, int phase);
+// A call outside the steps (save, restore, eval); `bytes` -1: not said.
+TrainMark train_outside_begin(int phase);
+void train_outside_end(const TrainMark& mark, int phase, std::int64_t bytes);
 TrainMark train_optimizer_begin();
 // owner: identifies the optimizer (the first to close a step owns the boundary); synced: whether
 // this call really stepped (false on a gradient-accumulation pass-through).

@@ -487,6 +487,9 @@ PYBIND11_MODULE(_ext, m) {
   m.def("train_backward_end", &api::train_backward_end, py::arg("mark"));
   m.def("train_call_phase_begin", &api::train_call_phase_begin, py::arg("phase"));
   m.def("train_call_phase_end", &api::train_call_phase_end, py::arg("mark"), py::arg("phase"));
+  m.def("train_outside_begin", &api::train_outside_begin, py::arg("phase"));
+  m.def("train_outside_end", &api::train_outside_end, py::arg("mark"), py::arg("phase"),
+        py::arg("bytes") = -1);
   m.def("train_optimizer_begin", &api::train_optimizer_begin);
   m.def(
       "train_optimizer_end",

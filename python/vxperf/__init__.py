@@ -44,8 +44,9 @@ from ._capture import profile_range
 from ._install import install, install_training
 from ._peak import calibrate
 from ._records import add_sink, last_request, remove_sink
-from ._training import (backward, clip, finish, instrument_module, micro_step, model_call,
-                        optimizer_step, phase, register_model, training_device)
+from ._training import (backward, checkpoint, clip, evaluation, finish, instrument_module,
+                        micro_step, model_call, optimizer_step, phase, register_model,
+                        training_device)
 from ._training import instrument_class as instrument_model_class
 from .integrations.diffusers import track_cache
 
@@ -69,7 +70,8 @@ def shutdown():
 
 
 __all__ = [
-    "add_sink", "backward", "calibrate", "clip", "declare_model", "enabled", "finish",
+    "add_sink", "backward", "calibrate", "checkpoint", "clip", "declare_model", "enabled",
+    "evaluation", "finish",
     "forward_fraction", "install", "install_training", "instrument_model_class",
     "instrument_module", "instrument_pipeline", "last_request", "micro_step", "model_call",
     "optimizer_step", "phase", "profile_range", "queued", "register_model", "remove_sink",

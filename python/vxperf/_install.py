@@ -5,7 +5,7 @@ import importlib
 import inspect
 
 from . import _ext, _inference, _state, _training
-from .integrations import accelerate, diffusers
+from .integrations import accelerate, diffusers, torch_checkpoint
 
 _announced = {"inference": False, "training": False}
 
@@ -71,8 +71,9 @@ def install(level=None, pipelines=None):
 def install_training(level=None, models=None, trackers=False):
     """Measures the training loop from now on. No-op unless VIDEOX_PERF is set (or `level` > 0).
 
-    Patches accelerate when it is importable (accumulate, backward, clip_grad_norm_, prepare and
-    the accelerated optimizers' step), and times the model classes in `models` (a class, a list of
+    Patches accelerate when it is importable (accumulate, backward, clip_grad_norm_, prepare,
+    save_state, load_state and the accelerated optimizers' step) and torch.distributed.checkpoint's
+    save and load (checkpoints, outside the steps), and times the model classes in `models` (a class, a list of
     them, or a module holding them; plus videox_fun.models when importable) as the phases their
     names say. `trackers`: also log every window through accelerate's trackers
     (Accelerator.log, names under perf/); VIDEOX_PERF_TRACKERS=0/1 overrides it. Returns whether
@@ -84,6 +85,7 @@ def install_training(level=None, models=None, trackers=False):
         accelerate.enable_trackers()
     try:
         methods = accelerate.patch()
+        checkpoints = torch_checkpoint.patch()
         bases = _training.base_classes()
         targets = [] if models is None else [models]
         if _training.present("videox_fun"):
@@ -101,6 +103,8 @@ def install_training(level=None, models=None, trackers=False):
     if not _announced["training"]:
         _announced["training"] = True
         named = f" (accelerate: {', '.join(methods)})" if methods else ""
+        if checkpoints:
+            named += f"; checkpoints: {', '.join(checkpoints)}"
         _ext.perf_line(f"training metrics enabled (level {_ext.level()}) on {len(methods)} "
                        f"accelerate methods and {wrapped} model classes ({skipped} non-model "
                        f"classes skipped), reporting every {_ext.window_steps()} steps{named}")

@@ -151,6 +151,72 @@ def clip():
     return phase("clip")
 
 
+class _Outside:
+    """A call outside the steps; `bytes` may be set inside the scope."""
+
+    __slots__ = ("phase", "bytes", "mark")
+
+    def __init__(self, phase, size):
+        self.phase = phase
+        self.bytes = size
+
+    def __enter__(self):
+        self.mark = _ext.train_outside_begin(self.phase)
+        return self
+
+    def __exit__(self, kind, value, traceback):
+        size = self.bytes
+        try:
+            size = -1 if size is None else max(int(size), -1)
+        except (TypeError, ValueError):
+            _state.warn(("outside-bytes", repr(size)), f"checkpoint bytes {size!r} is not a "
+                        "count; not said")
+            size = -1
+        _ext.train_outside_end(self.mark, self.phase, size)
+        return False
+
+
+class _NoOutside:
+    """What checkpoint() and evaluation() give while not timing: `.bytes` can still be set."""
+
+    __slots__ = ("bytes",)
+
+    def __init__(self):
+        self.bytes = None
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, kind, value, traceback):
+        return False
+
+
+_OUTSIDE_KINDS = ("save", "restore")
+
+
+def checkpoint(kind="save", bytes=None):
+    """A `with` scope around saving (kind="save") or restoring ("restore") a checkpoint: its
+    seconds, and `bytes` written or read where known (or set `.bytes` on the scope inside), go
+    to the next window's "outside" object, never into a step's time or data wait. accelerate's
+    save_state/load_state and torch.distributed.checkpoint's save/load are timed so already
+    (install_training()). Another kind is said once and not timed."""
+    if not _state.on:
+        return _NoOutside()
+    if kind not in _OUTSIDE_KINDS:
+        _state.warn(("checkpoint-kind", repr(kind)), f"checkpoint({kind!r}): the kind is "
+                    "\"save\" or \"restore\"; not timed")
+        return _NoOutside()
+    return _Outside(_ext.phase_id(kind), bytes)
+
+
+def evaluation():
+    """A `with` scope around an evaluation (validation) pass inside the training loop: its time
+    goes to the next window's "outside" object, never into a step."""
+    if not _state.on:
+        return _NoOutside()
+    return _Outside(_ext.phase_id("eval"), None)
+
+
 class _OptimizerStep:
     __slots__ = ("owner", "synced", "mark")
 

@@ -171,8 +171,13 @@ class Converter {
   // its owner and sync, the first owner to really step closing the step, as in the engine.
   void call(const Event& ev, const PhaseInfo& phase) {
     double t0 = time(ev, "t0"), t1 = time(ev, "t1");
-    open_step(t0);
     Json args = pair_args(ev);
+    if (phase.source == PhaseSource::kOutside) {  // a checkpoint or an evaluation: of no step
+      if (ev.has("bytes")) args["bytes"] = ev.integer("bytes", 0);
+      complete(phase.name, "outside", kTrainTid, t0, t1, std::move(args));
+      return;
+    }
+    open_step(t0);
     if (!phase.bounds_step) {
       complete(phase.name, phase.name, kTrainTid, t0, t1, std::move(args));
       return;

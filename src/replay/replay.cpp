@@ -348,7 +348,9 @@ class Replayer {
       const std::string& owner = *owners_.insert(ev.string("owner", "opt")).first;
       t.add_optimizer_step(start, end, &owner, ev.boolean("sync", true));
     } else {
-      t.add_call(phase, start, end);
+      std::int64_t bytes = ev.integer("bytes", -1);
+      if (bytes < -1) ev.fail("\"bytes\" must be a count");
+      t.add_call(phase, start, end, bytes);
     }
   }
 

@@ -301,6 +301,28 @@ void describe(Io& io, R& v) {
   io.number("exchange_s", v.exchange_s, 0.0);
 }
 
+// GB/s of `bytes` over `seconds`, 0 when either is not known.
+inline double gb_per_s(const std::optional<std::int64_t>& bytes, double seconds) {
+  return bytes && seconds > 0 ? static_cast<double>(*bytes) / seconds / 1e9 : 0.0;
+}
+
+template <class Io, class R, Same<R, OutsideSteps> = 0>
+void describe(Io& io, R& o) {
+  io.integer("saves", o.saves, 0);
+  io.number(show("save_s", "checkpoint save", "s", 3).summarized(Fold::kMean), o.save_s,
+            0.0);
+  io.optional_count("save_bytes", o.save_bytes);
+  if (o.save_bytes) io.derived("save_gb_per_s", gb_per_s(o.save_bytes, o.save_s));
+  io.integer("restores", o.restores, 0);
+  io.number(show("restore_s", "checkpoint restore", "s", 3).summarized(Fold::kMean),
+            o.restore_s, 0.0);
+  io.optional_count("restore_bytes", o.restore_bytes);
+  if (o.restore_bytes) io.derived("restore_gb_per_s", gb_per_s(o.restore_bytes, o.restore_s));
+  io.integer("evals", o.evals, 0);
+  io.number(show("eval_s", "evaluation", "s", 3).summarized(Fold::kMean), o.eval_s,
+            0.0);
+}
+
 template <class Io, class R, Same<R, TrainWindowRecord> = 0>
 void describe(Io& io, R& r) {
   describe_head(io, "train_window", r);
@@ -325,6 +347,7 @@ void describe(Io& io, R& r) {
   io.nullable_object("throughput", r.throughput);
   io.optional(show("eta_s").tracked(), r.eta_s);
   io.optional_object("xrank", r.xrank);
+  io.optional_object("outside", r.outside);
   io.optional_object("parallel", r.parallel);
 }
 

@@ -52,6 +52,7 @@ void TrainTrace::add_call(const TrainCall& call) {
     ev["sync"] = call.synced;
   }
   if (call.dtype) ev["dtype"] = dtype_name(*call.dtype);
+  if (call.bytes >= 0) ev["bytes"] = call.bytes;
   push(std::move(ev), call.step, call.id);
 }
 

@@ -175,6 +175,26 @@ void end_call(const TrainMark& m, Phase phase) noexcept {
   });
 }
 
+TrainMark begin_outside(Phase phase, Trainer* t) noexcept {
+  if (t == nullptr || !is_outside_phase(phase)) return {};
+  TrainMark m;
+  guarded([&] {
+    core(t).phase_begins(phase_name(phase));
+    m = TrainMark{t, core(t).now(), kNoEvent, nullptr};
+  });
+  return m;
+}
+
+void end_outside(const TrainMark& m, Phase phase, std::int64_t bytes) noexcept {
+  if (m.trainer == nullptr || !is_outside_phase(phase)) return;
+  guarded([&] {
+    internal::TrainerCore& c = core(m.trainer);
+    internal::Marker end{c.now(), kNoEvent};
+    c.add_call(phase, internal::Marker{m.host_s, kNoEvent}, end, bytes);
+    c.phase_ends(phase_name(phase), m.host_s, end.host_s);
+  });
+}
+
 TrainMark begin_optimizer_step(Trainer* t) noexcept { return plain_mark(t, Phase::kOptimizer); }
 
 void end_optimizer_step(const TrainMark& m, const void* optimizer, bool synced) noexcept {
@@ -210,6 +230,10 @@ Backward::~Backward() { end_backward(mark_); }
 
 PhaseCall::PhaseCall(Phase phase, Trainer* t) noexcept : mark_(begin_call(phase, t)), phase_(phase) {}
 PhaseCall::~PhaseCall() { end_call(mark_, phase_); }
+
+OutsideCall::OutsideCall(Phase phase, Trainer* t) noexcept
+    : mark_(begin_outside(phase, t)), phase_(phase) {}
+OutsideCall::~OutsideCall() { end_outside(mark_, phase_, bytes_); }
 
 OptimizerStep::OptimizerStep(const void* optimizer, bool synced, Trainer* t) noexcept
     : mark_(begin_optimizer_step(t)), optimizer_(optimizer), synced_(synced) {}

@@ -36,6 +36,7 @@ void TrainerCore::Step::reset() {
   for (Phase phase : order) pairs[static_cast<std::size_t>(phase)].clear();
   order.clear();
   begun = false;
+  outside_s = 0;
   static_cast<StepCounts&>(*this) = StepCounts{};
 }
 
@@ -346,7 +347,41 @@ void TrainerCore::end_backward(Marker start, Marker end) {
   add_pair(Phase::kBackward, start, end);
 }
 
-void TrainerCore::add_call(Phase phase, Marker start, Marker end) { add_pair(phase, start, end); }
+void TrainerCore::add_call(Phase phase, Marker start, Marker end, std::int64_t bytes) {
+  if (is_outside_phase(phase)) {
+    add_outside(phase, start, end, bytes);
+  } else {
+    add_pair(phase, start, end);
+  }
+}
+
+void TrainerCore::add_outside(Phase phase, Marker start, Marker end, std::int64_t bytes) {
+  if (forked_) return;
+  in_use_ = true;
+  const double seconds = std::max(0.0, end.host_s - start.host_s);
+  // Out of the step it falls in (there is none before the first point of the loop) and out of the
+  // data wait it interrupted.
+  if (step_) step_->outside_s += seconds;
+  if (prev_exit_ && *prev_exit_ <= start.host_s) *prev_exit_ += seconds;
+  auto add = [&](std::int64_t& count, double& total, std::optional<std::int64_t>* said) {
+    ++count;
+    total += seconds;
+    if (said != nullptr && bytes >= 0) *said = said->value_or(0) + bytes;
+  };
+  if (phase == Phase::kSave) add(outside_.saves, outside_.save_s, &outside_.save_bytes);
+  if (phase == Phase::kRestore) add(outside_.restores, outside_.restore_s, &outside_.restore_bytes);
+  if (phase == Phase::kEval) add(outside_.evals, outside_.eval_s, nullptr);
+  if (const ObserverList* list = observers_ != nullptr ? observers_ : engine_.observers()) {
+    TrainCall call;
+    call.id = next_call_id_++;
+    call.phase = phase;
+    call.step = -1;  // of no step: written at once, never settled
+    call.t0 = start.host_s;
+    call.t1 = end.host_s;
+    call.bytes = bytes;
+    notify(list, [&](Observer& o) { o.on_train_call(call); });
+  }
+}
 
 void TrainerCore::add_optimizer_step(Marker start, Marker end, const void* optimizer, bool synced) {
   Pair& pair = add_pair(Phase::kOptimizer, start, end, 0, 0, optimizer, synced);
@@ -368,7 +403,7 @@ void TrainerCore::close_step(double t_close) {
     head_open_ = false;
     return;
   }
-  step_->total_s = t_close - step_->t0;
+  step_->total_s = t_close - step_->t0 - step_->outside_s;
   if (step_->begun) {
     if (const ObserverList* list = observers()) {
       Span span = step_span(*step_);
@@ -500,6 +535,10 @@ void TrainerCore::emit_window(bool full) {
     return engine_.peak(device_ >= 0 ? std::optional<int>(device_) : std::nullopt, dtype);
   };
   TrainWindowRecord record = aggregate_window(detail.steps, ctx);
+  if (outside_.saves + outside_.restores + outside_.evals > 0) {
+    record.outside = outside_;
+    outside_ = OutsideSteps{};
+  }
   if (record.readings && record.readings->energy_j) {
     // The meter's interval spans every step of the window, warmup ones too.
     std::int64_t samples = 0;

@@ -78,8 +78,10 @@ class TrainerCore {
   void note_dtype(Dtype dtype);
   void begin_backward(double start_s);
   void end_backward(Marker start, Marker end);
-  // A call phase's call (clip, or any kCall phase that does not bound the step).
-  void add_call(Phase phase, Marker start, Marker end);
+  // A call phase's call (clip, or any kCall phase that does not bound the step), or a call outside
+  // the steps (a checkpoint's save or restore, an evaluation: `bytes` written or read, -1 not
+  // said), whose time is taken out of the step it falls in.
+  void add_call(Phase phase, Marker start, Marker end, std::int64_t bytes = -1);
   void add_optimizer_step(Marker start, Marker end, const void* optimizer, bool synced);
 
  private:
@@ -91,6 +93,7 @@ class TrainerCore {
     std::int64_t index = 0;
     double t0 = 0;
     double total_s = 0;
+    double outside_s = 0;  // calls outside the steps that fell in its span, taken out of it
     // Pairs per phase, indexed by Phase; the vectors keep their capacity from step to step.
     std::array<std::vector<Pair>, kPhaseCount> pairs;
     std::vector<Phase> order;  // phases in order of first use
@@ -122,6 +125,7 @@ class TrainerCore {
   // A window's steps have settled: its record goes out (a full window's is held on rank 0 while
   // the cross-rank view waits for its exchange).
   void settle(Step& step);
+  void add_outside(Phase phase, Marker start, Marker end, std::int64_t bytes);
   void emit_window(bool full);
   // The cross-rank view (VIDEOX_PERF_XRANK=1): every rank exchanges a full window's numbers when
   // step `step_last + kSettleLag` closes, a point of the loop that does not depend on when its
@@ -184,6 +188,8 @@ class TrainerCore {
     WindowDetail detail;
   };
   std::deque<HeldWindow> held_;
+  // Calls outside the steps since the last window went out: the next window's `checkpoint`.
+  OutsideSteps outside_;
 };
 
 }  // namespace vxperf::internal

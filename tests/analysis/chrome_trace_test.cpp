@@ -163,6 +163,9 @@ TEST(ChromeTrace, ConvertsEveryKindOfEvent) {
 {"ev": "clip", "t0": 3.4, "t1": 3.5, "device_ms": null}
 {"ev": "optimizer_step", "t0": 3.5, "t1": 3.6, "device_ms": null, "owner": "adam", "sync": true}
 {"ev": "memory", "peak_alloc_bytes": 1024}
+{"ev": "checkpoint_save", "t0": 3.7, "t1": 3.8, "device_ms": null, "bytes": 4096}
+{"ev": "evaluation", "t0": 3.8, "t1": 3.85, "device_ms": null}
+{"ev": "checkpoint_restore", "t0": 3.9, "t1": 3.95, "device_ms": null, "bytes": 4096}
 {"ev": "finish", "t": 4.0}
 )";
   std::set<std::string> written;
@@ -180,6 +183,12 @@ TEST(ChromeTrace, ConvertsEveryKindOfEvent) {
   Json trace = Json::parse(builder.json());
   EXPECT_EQ(events_of(trace, "X", "request").size(), 1u);
   EXPECT_EQ(events_of(trace, "X", "clip").size(), 1u);
+  auto outside = events_of(trace, "X", "outside");  // beside the steps, never in one
+  ASSERT_EQ(outside.size(), 3u);
+  EXPECT_EQ(outside[0]["name"], "save");
+  EXPECT_EQ(outside[0]["args"]["bytes"], 4096);
+  EXPECT_EQ(outside[1]["name"], "eval");
+  EXPECT_EQ(outside[2]["name"], "restore");
   auto opt = events_of(trace, "X", "optimizer");
   ASSERT_EQ(opt.size(), 1u);
   EXPECT_EQ(opt[0]["name"], "opt");

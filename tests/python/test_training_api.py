@@ -214,3 +214,72 @@ vxperf.finish()
     for window in windows:
         assert window["phases_s"]["clip"] > 0
         assert math.isclose(sum(window["phases_s"].values()), window["step_s_p50"], rel_tol=1e-9)
+
+
+CHECKPOINTS = """
+import os, sys, time, torch, vxperf
+vxperf.install_training()
+from accelerate import Accelerator
+import torch.distributed.checkpoint as dcp
+import real_models
+out = sys.argv[1]
+torch.manual_seed(0)
+accelerator = Accelerator(cpu=True, project_dir=out)
+model = real_models.wan_transformer()
+optimizer = torch.optim.AdamW(model.parameters(), lr=1e-3)
+model, optimizer = accelerator.prepare(model, optimizer)
+text = torch.randn(2, 8, 16)
+for step in range(8):
+    with accelerator.accumulate(model):
+        latents = torch.randn(2, 16, 2, 8, 8)
+        t = torch.randint(0, 1000, (2,))
+        out_ = model(hidden_states=latents, timestep=t, encoder_hidden_states=text).sample
+        accelerator.backward(torch.nn.functional.mse_loss(out_.float(), latents))
+        optimizer.step()
+        optimizer.zero_grad()
+    if step == 3:
+        accelerator.save_state(os.path.join(out, "state"))
+        with vxperf.checkpoint("save") as scope:  # a slow upload, say
+            time.sleep(0.6)
+            scope.bytes = 10**9
+    if step == 5:
+        accelerator.load_state(os.path.join(out, "state"))
+        dcp.save({"model": model.state_dict()}, checkpoint_id=os.path.join(out, "dcp"))
+        with vxperf.evaluation():
+            time.sleep(0.3)
+accelerator.end_training()
+with vxperf.checkpoint("upload"):  # no such kind: said once
+    pass
+"""
+
+
+def test_checkpoints_and_evaluations_are_outside_the_steps(tmp_path):
+    """accelerate's save_state/load_state, DCP's save and the explicit scopes: timed with their
+    bytes in the next window's "outside" object, none of it in a step or its data wait; the trace
+    replays to the same records."""
+    pytest.importorskip("accelerate")
+    records, trace = tmp_path / "r.jsonl", tmp_path / "t.jsonl"
+    script = tmp_path / "loop.py"
+    script.write_text(CHECKPOINTS)
+    proc = run_python(f"import runpy, sys; sys.argv = ['loop', {str(tmp_path)!r}]; "
+                      f"runpy.run_path({str(script)!r}, run_name='__main__')",
+                      env=clean_env(VIDEOX_PERF=1, VIDEOX_PERF_EVERY=4, VIDEOX_PERF_JSON=records,
+                                    VIDEOX_PERF_TRACE=trace))
+    assert proc.stderr.count("checkpoint('upload')") == 1, proc.stderr
+    first, second = read_records(records)
+    assert "outside" not in first  # the save came after its last step closed
+    outside = second["outside"]
+    state = sum(f.stat().st_size for f in (tmp_path / "state").rglob("*") if f.is_file())
+    params = sum(p.numel() * 4 for p in __import__("real_models").wan_transformer().parameters())
+    assert outside["saves"] == 3 and outside["save_bytes"] == state + 10**9 + params
+    assert outside["save_s"] >= 0.6
+    assert outside["restores"] == 1 and outside["restore_bytes"] == state
+    assert outside["evals"] == 1 and outside["eval_s"] >= 0.3
+    assert outside["save_gb_per_s"] == pytest.approx(outside["save_bytes"] / outside["save_s"] / 1e9)
+    # none of the 0.9 s slept is in a step: the steps are milliseconds
+    assert second["step_s_p95"] < 0.3 and second["phases_s"]["data"] < 0.05
+    replayed = subprocess.run([CLI, "replay", str(trace)], capture_output=True, text=True,
+                              check=True).stdout.splitlines()
+    for live, again in zip((first, second), map(json.loads, replayed)):
+        live.pop("ts"), again.pop("ts")
+        assert live == again

@@ -74,6 +74,56 @@ struct TrainRig {
   }
 };
 
+// A checkpoint restored before the first step, one saved between steps and an evaluation: each
+// goes to the next window's "outside" object with its bytes and GB/s, and none is a step's time or
+// part of its data wait.
+TEST(Training, CheckpointsAndEvaluationsAreTakenOutOfTheirSteps) {
+  TrainRig rig(0, {{"VIDEOX_PERF", "1"}, {"VIDEOX_PERF_EVERY", "2"}});
+  {
+    CheckpointRestore restore(rig.trainer);
+    restore.set_bytes(1000);
+    rig.work(3.0, 1.0);
+  }
+  rig.step();
+  {
+    CheckpointSave save(rig.trainer);
+    save.set_bytes(2000000000);
+    rig.work(4.0, 1.0);
+  }
+  rig.work(0.1, 1.0);  // the data wait
+  rig.step();
+  {
+    Evaluation eval(rig.trainer);
+    rig.work(1.0, 1.0);
+  }
+  rig.step();
+  rig.step();
+  auto r = rig.records();
+  ASSERT_EQ(r.size(), 2u);
+  // Steps of 1.28 s of host work (the device's 1.5x on the model calls: 1.98 s), the second with
+  // its 0.1 s of data wait: the save's 4 s is in neither.
+  EXPECT_NEAR(r[0]["phases_s"]["data"].get<double>(), 0.05, 1e-9);  // a mean over the 2 steps
+  EXPECT_NEAR(r[0]["step_s_p95"].get<double>(), 1.28 + 0.1, 0.01);
+  const Json& first = r[0]["outside"];
+  EXPECT_EQ(first["restores"], 1);
+  EXPECT_NEAR(first["restore_s"].get<double>(), 3.0, 1e-9);
+  EXPECT_EQ(first["restore_bytes"], 1000);
+  EXPECT_EQ(first["saves"], 1);
+  EXPECT_NEAR(first["save_s"].get<double>(), 4.0, 1e-9);
+  EXPECT_NEAR(first["save_gb_per_s"].get<double>(), 0.5, 1e-9);
+  EXPECT_EQ(first["evals"], 0);
+  const Json& second = r[1]["outside"];
+  EXPECT_EQ(second["evals"], 1);
+  EXPECT_NEAR(second["eval_s"].get<double>(), 1.0, 1e-9);
+  EXPECT_FALSE(second.contains("save_bytes"));
+  EXPECT_NEAR(r[1]["step_s_p95"].get<double>(), 1.28, 0.01);
+  // A window with none has no object; a phase that is no outside call is not timed as one.
+  TrainRig plain(0, {{"VIDEOX_PERF", "1"}, {"VIDEOX_PERF_EVERY", "1"}});
+  { OutsideCall wrong(Phase::kClip, plain.trainer); }
+  plain.step();
+  EXPECT_FALSE(plain.records()[0].contains("outside"));
+}
+
 TEST(Training, ReadyAtCloseUsesDeviceTime) {
   TrainRig rig(0, {{"VIDEOX_PERF", "1"}, {"VIDEOX_PERF_EVERY", "1"}});
   rig.step();

@@ -179,7 +179,7 @@ TEST(RankWindowWire, RefusesWhatIsNotAPackedWindow) {
   EXPECT_FALSE(broken(4, 5.0));  // ends before it starts
   EXPECT_FALSE(broken(5, NAN));
   EXPECT_FALSE(broken(8, -1.0));
-  EXPECT_TRUE(broken(19, NAN));  // tflops: absent
+  EXPECT_TRUE(broken(7 + kPhaseCount + 1, NAN));  // tflops: absent
 }
 
 // ---- checking the answers ----------------------------------------------------------------------

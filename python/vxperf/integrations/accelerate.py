@@ -4,12 +4,15 @@ framework's scripts are. install_training() patches `Accelerator.accumulate` (a 
 whatever shape it returns them, priced in the dtype its `mixed_precision` runs in, in the
 parallel layout of its ParallelismConfig and the model's mesh), `maybe_context_parallel` (the
 forwards inside it see a sequence shard: their token count is scaled back to the sample's),
-`end_training` (pending windows are flushed to the trackers before they close) and the
+`end_training` (pending windows are flushed to the trackers before they close), `save_state` and
+`load_state` (checkpoints: outside the steps, with the bytes of the folder) and the
 accelerated optimizers' `step` (the step boundary, where `sync_gradients` says the step really
 happened). With trackers on, every window also goes to the experiment trackers the program
 configured."""
 
+import os
 import sys
+import time
 
 from .. import _ext, _layout, _params, _peak, _reading, _records, _state, _training
 
@@ -223,6 +226,48 @@ def _maybe_context_parallel(function):
     return _patched(function, maybe_context_parallel)
 
 
+def folder_bytes(path, since=None):
+    """Bytes of the files under `path` (those modified at or after `since`, a time.time(), when
+    given); -1 when it cannot be read."""
+    try:
+        total = 0
+        for root, _, files in os.walk(path):
+            for name in files:
+                info = os.stat(os.path.join(root, name))
+                if since is None or info.st_mtime >= since:
+                    total += info.st_size
+        return total
+    except (OSError, TypeError, ValueError):
+        return -1
+
+
+def _save_state(function):
+    def save_state(self, *args, **kwargs):
+        if not _state.on:
+            return function(self, *args, **kwargs)
+        # The folder's files written during the call (by any rank sharing it), to the second
+        # before it began: filesystems keep mtimes that coarse.
+        began = time.time() - 1.0
+        with _training.checkpoint("save") as scope:
+            location = function(self, *args, **kwargs)
+            scope.bytes = folder_bytes(os.fspath(location), began) if location else None
+        return location
+
+    return _patched(function, save_state)
+
+
+def _load_state(function):
+    def load_state(self, input_dir=None, *args, **kwargs):
+        if not _state.on:
+            return function(self, input_dir, *args, **kwargs)
+        with _training.checkpoint("restore") as scope:
+            result = function(self, input_dir, *args, **kwargs)
+            scope.bytes = folder_bytes(os.fspath(input_dir)) if input_dir else None
+        return result
+
+    return _patched(function, load_state)
+
+
 def _end_training(function):
     def end_training(self, *args, **kwargs):
         # The windows still pending (held for the cross-rank exchange, or waiting on device
@@ -268,6 +313,7 @@ def patch():
               (Accelerator, "clip_grad_norm_", _clip), (Accelerator, "prepare", _prepare),
               (Accelerator, "maybe_context_parallel", _maybe_context_parallel),
               (Accelerator, "end_training", _end_training),
+              (Accelerator, "save_state", _save_state), (Accelerator, "load_state", _load_state),
               (AcceleratedOptimizer, "step", _optimizer_step)]
     try:
         from accelerate.utils import DeepSpeedOptimizerWrapper

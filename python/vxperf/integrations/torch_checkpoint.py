@@ -1,0 +1,69 @@
+"""torch.distributed.checkpoint (DCP): its `save` and `load` timed as a checkpoint's save and
+restore (vxperf.checkpoint()): outside the steps, with the bytes of the state this rank holds
+(each tensor's local shard). install_training() patches them when torch.distributed is
+available; a program's `dcp.save(...)` through the module is then timed."""
+
+from .. import _state, _training
+
+_NAMES = (("save", "save"), ("load", "restore"))
+
+
+def state_bytes(state):
+    """Bytes of the tensors in a (nested) state dict, a DTensor's local shard only."""
+    total = 0
+    stack = [state]
+    while stack:
+        value = stack.pop()
+        if isinstance(value, dict):
+            stack.extend(value.values())
+        elif isinstance(value, (list, tuple)):
+            stack.extend(value)
+        else:
+            local = getattr(value, "_local_tensor", value)
+            nbytes = getattr(local, "nbytes", None)
+            if isinstance(nbytes, int) and hasattr(local, "dtype"):
+                total += nbytes
+            elif hasattr(value, "state_dict") and callable(value.state_dict):
+                try:  # a Stateful (an optimizer wrapper, say): what it saves
+                    stack.append(value.state_dict())
+                except Exception:
+                    pass
+    return total
+
+
+def _timed(function, kind):
+    def timed(state_dict, *args, **kwargs):
+        if not _state.on:
+            return function(state_dict, *args, **kwargs)
+        with _training.checkpoint(kind) as scope:
+            result = function(state_dict, *args, **kwargs)
+            scope.bytes = state_bytes(state_dict)
+        return result
+
+    timed.__name__ = function.__name__
+    timed.__qualname__ = getattr(function, "__qualname__", function.__name__)
+    timed.__doc__ = function.__doc__
+    timed.__wrapped__ = function
+    timed._vxperf_patched = True
+    return timed
+
+
+def patch():
+    """Patches dcp.save and dcp.load once. Returns the functions patched."""
+    try:
+        import torch.distributed as dist
+
+        if not dist.is_available():
+            return []
+        import torch.distributed.checkpoint as dcp
+    except Exception:
+        return []
+    patched = []
+    for name, kind in _NAMES:
+        function = getattr(dcp, name, None)
+        if function is None:
+            continue
+        if not getattr(function, "_vxperf_patched", False):
+            setattr(dcp, name, _timed(function, kind))
+        patched.append(f"torch.distributed.checkpoint.{name}")
+    return patched
