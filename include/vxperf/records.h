@@ -127,6 +127,25 @@ struct OutsideSteps {
   double eval_s = 0;
 };
 
+// Where the loop's time went, from its first point (its first step, or a checkpoint restored
+// before it) to the close of the window's last step: parts that add up to `wall_s` exactly. A step
+// is split into its data wait and its compute; the ideal step is the mean compute of the steps
+// after the first at most their median plus three median absolute deviations.
+struct Ledger {
+  double wall_s = 0;
+  std::int64_t steps = 0;
+  double ideal_step_s = 0;
+  double productive_s = 0;         // ideal step x steps
+  double first_step_excess_s = 0;  // the first step's compute beyond the ideal (compile, warmup)
+  double slow_step_excess_s = 0;   // the later steps' compute beyond the ideal, net
+  double data_wait_s = 0;
+  double save_s = 0;
+  double restore_s = 0;
+  double eval_s = 0;
+  double between_steps_s = 0;  // host time in no step and no call outside the steps
+  double goodput = 0;          // productive over wall
+};
+
 struct TrainWindowRecord {
   double ts = 0;
   int rank = 0;
@@ -150,6 +169,7 @@ struct TrainWindowRecord {
   // Checkpoints and evaluations since the previous window went out (this window's, or made after
   // the previous window's last step), when there were any.
   std::optional<OutsideSteps> outside;
+  std::optional<Ledger> ledger;  // the loop's so far, through this window's last step
   std::optional<ParallelLayout> parallel;  // what it was priced with, on a multi-rank run
 };
 

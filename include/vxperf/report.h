@@ -157,6 +157,8 @@ struct RankSummary {
   // The summarized record fields shown per rank (Show::per_rank), as this rank's records folded
   // them: its windows' then its requests'.
   std::vector<ReadingSummary> fields;
+  // Its loop's ledger so far: its latest window's (the highest step_last).
+  std::optional<Ledger> ledger;
 };
 
 struct Report {

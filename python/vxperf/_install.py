@@ -102,9 +102,9 @@ def install_training(level=None, models=None, trackers=False):
         return False
     if not _announced["training"]:
         _announced["training"] = True
-        named = f" (accelerate: {', '.join(methods)})" if methods else ""
-        if checkpoints:
-            named += f"; checkpoints: {', '.join(checkpoints)}"
+        said = ([f"accelerate: {', '.join(methods)}"] if methods else []) + (
+            [f"checkpoints: {', '.join(checkpoints)}"] if checkpoints else [])
+        named = f" ({'; '.join(said)})" if said else ""
         _ext.perf_line(f"training metrics enabled (level {_ext.level()}) on {len(methods)} "
                        f"accelerate methods and {wrapped} model classes ({skipped} non-model "
                        f"classes skipped), reporting every {_ext.window_steps()} steps{named}")

@@ -682,6 +682,8 @@ struct ReportBuilder::State {
   struct Rank {
     std::optional<RequestSide> requests;
     std::optional<TrainAcc> training;
+    std::optional<Ledger> ledger;  // of its latest window
+    std::int64_t ledger_step = -1;
   };
   ByRank<Rank> ranks;
   std::vector<std::string> warnings;
@@ -714,6 +716,10 @@ void ReportBuilder::window(const TrainWindowRecord& record) {
     rank.training->s.fields = summarized_fields<TrainWindowRecord>(true);
   }
   rank.training->add(record, state_->fields);
+  if (record.ledger && record.step_last >= rank.ledger_step) {
+    rank.ledger = record.ledger;
+    rank.ledger_step = record.step_last;
+  }
 }
 
 void ReportBuilder::warning(const std::string& text) { state_->warnings.push_back(text); }
@@ -772,6 +778,7 @@ Report ReportBuilder::finish(std::vector<std::string> sources) const {
       if (t.peak_alloc_bytes) keep_max(rs.peak_alloc_bytes, *t.peak_alloc_bytes);
       rs.phase_s = t.phase_s;
       rs.fields = t.fields;
+      rs.ledger = r.ledger;
     }
     rs.fields.insert(rs.fields.end(), request_fields.begin(), request_fields.end());
     ranks.push_back(rs);

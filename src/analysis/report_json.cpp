@@ -78,6 +78,14 @@ Json layout_json(const std::optional<ParallelLayout>& layout) {
   return std::move(out.json());
 }
 
+// A rank's ledger as its records carry it (the field table's object).
+Json ledger_json(const Ledger& ledger) {
+  internal::JsonVisitor out(Json::object());
+  internal::Writer writer(out);
+  internal::describe(writer, ledger);
+  return std::move(out.json());
+}
+
 }  // namespace
 
 std::string report_json(const Report& report) {
@@ -159,6 +167,7 @@ std::string report_json(const Report& report) {
                      {"phases_s", phases},
                      {"excess_s", opt_json(rs.excess_s)},
                      {"fields", fields_json(rs.fields)}});
+    if (rs.ledger) ranks.back()["ledger"] = ledger_json(*rs.ledger);
   }
   j["ranks"] = ranks;
   if (report.energy) j["energy"] = job_energy_json(*report.energy);

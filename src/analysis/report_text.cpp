@@ -283,6 +283,22 @@ std::string format_report(const Report& report) {
       line(text);
     }
   }
+  // Each rank's loop so far, in the ledger's parts (its latest window's).
+  bool ledgers = false;
+  for (const auto& rs : report.ranks) ledgers = ledgers || rs.ledger.has_value();
+  if (ledgers) {
+    line("Ledger (each rank's loop so far: goodput = productive / wall):");
+    for (const auto& rs : report.ranks) {
+      if (!rs.ledger) continue;
+      const Ledger& l = *rs.ledger;
+      line(strprintf("  rank %d: wall %.3fs = productive %.3fs (%lld steps x ideal %.3fs) + first "
+                     "step %.3fs + slow steps %.3fs + data %.3fs + save %.3fs + restore %.3fs + "
+                     "eval %.3fs + between %.3fs; goodput %.1f%%",
+                     rs.rank, l.wall_s, l.productive_s, static_cast<long long>(l.steps),
+                     l.ideal_step_s, l.first_step_excess_s, l.slow_step_excess_s, l.data_wait_s,
+                     l.save_s, l.restore_s, l.eval_s, l.between_steps_s, 100.0 * l.goodput));
+    }
+  }
   return out;
 }
 

@@ -93,4 +93,33 @@ double percentile(const std::vector<double>& sorted, double q) {
   return sorted[low] + (sorted[high] - sorted[low]) * (pos - static_cast<double>(low));
 }
 
+double median(std::vector<double> values) {
+  if (values.empty()) return std::numeric_limits<double>::quiet_NaN();
+  const std::size_t mid = values.size() / 2;
+  std::nth_element(values.begin(), values.begin() + static_cast<std::ptrdiff_t>(mid), values.end());
+  const double upper = values[mid];
+  if (values.size() % 2 == 1) return upper;
+  const double lower = *std::max_element(values.begin(),
+                                         values.begin() + static_cast<std::ptrdiff_t>(mid));
+  return (lower + upper) / 2.0;
+}
+
+double ideal_step_s(const std::vector<double>& steps) {
+  if (steps.empty()) return std::numeric_limits<double>::quiet_NaN();
+  const double mid = median(steps);
+  std::vector<double> deviations;
+  deviations.reserve(steps.size());
+  for (double s : steps) deviations.push_back(std::fabs(s - mid));
+  const double limit = mid + 3.0 * median(std::move(deviations));
+  double sum = 0.0;
+  std::size_t kept = 0;
+  for (double s : steps) {
+    if (s <= limit) {
+      sum += s;
+      ++kept;
+    }
+  }
+  return sum / static_cast<double>(kept);  // the median itself is always kept
+}
+
 }  // namespace vxperf::internal

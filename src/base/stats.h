@@ -29,5 +29,11 @@ double stdev(const std::vector<double>& values);
 double plain_sum(const std::vector<double>& values);
 // Linear interpolation between closest ranks of sorted values; NaN when empty.
 double percentile(const std::vector<double>& sorted, double q);
+// The median of values in any order (the middle two's mean for an even count); NaN when empty.
+double median(std::vector<double> values);
+// A loop's ideal step time, as Google's goodput measurement takes it: the mean of the steps at most
+// the median plus three median absolute deviations (a compile, a straggling step or a stall left
+// out). NaN when empty.
+double ideal_step_s(const std::vector<double>& steps);
 
 }  // namespace vxperf::internal

@@ -323,6 +323,27 @@ void describe(Io& io, R& o) {
             0.0);
 }
 
+template <class Io, class R, Same<R, Ledger> = 0>
+void describe(Io& io, R& l) {
+  io.number("wall_s", l.wall_s);
+  io.count("steps", l.steps);
+  io.number("ideal_step_s", l.ideal_step_s);
+  io.number("productive_s", l.productive_s);
+  io.number("first_step_excess_s", l.first_step_excess_s);
+  io.number("slow_step_excess_s", l.slow_step_excess_s);
+  io.number("data_wait_s", l.data_wait_s);
+  io.number("save_s", l.save_s, 0.0);
+  io.number("restore_s", l.restore_s, 0.0);
+  io.number("eval_s", l.eval_s, 0.0);
+  io.number("between_steps_s", l.between_steps_s);
+  io.number(show("goodput")
+                .tracked()
+                .gauge("vxperf_train_goodput",
+                       "Productive time (ideal step x steps) over the loop's wall time so far.",
+                       SeriesLabels::kRank),
+            l.goodput);
+}
+
 template <class Io, class R, Same<R, TrainWindowRecord> = 0>
 void describe(Io& io, R& r) {
   describe_head(io, "train_window", r);
@@ -348,6 +369,7 @@ void describe(Io& io, R& r) {
   io.optional(show("eta_s").tracked(), r.eta_s);
   io.optional_object("xrank", r.xrank);
   io.optional_object("outside", r.outside);
+  io.optional_object("ledger", r.ledger);
   io.optional_object("parallel", r.parallel);
 }
 

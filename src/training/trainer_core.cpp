@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cstring>
 
 #include "base/resolve.h"
 #include "base/stats.h"
@@ -173,6 +174,7 @@ TrainerCore::Step& TrainerCore::current(double t0) {
     step_->index = num_steps_;
     // The previous step's close, not this step's first micro-step: the data wait belongs inside.
     step_->t0 = t0;
+    if (!ledger_.start && !forked_) ledger_.start = t0;
     // Observers added since are told from this step on.
     if (!forked_) {
       observers_ = engine_.observers();
@@ -359,6 +361,8 @@ void TrainerCore::add_outside(Phase phase, Marker start, Marker end, std::int64_
   if (forked_) return;
   in_use_ = true;
   const double seconds = std::max(0.0, end.host_s - start.host_s);
+  if (!ledger_.start || start.host_s < *ledger_.start) ledger_.start = start.host_s;
+  ledger_.outside.push_back({start.host_s, seconds, phase});
   // Out of the step it falls in (there is none before the first point of the loop) and out of the
   // data wait it interrupted.
   if (step_) step_->outside_s += seconds;
@@ -488,8 +492,48 @@ void TrainerCore::settle(Step& step) {
   // Phases can outrun their step when device work of one drains inside the next; reported.
   record.overrun_s = std::max(0.0, -residual);
   if (!record.warmup) measured_step_s_.push_back(step.total_s);
+  double data = 0.0;
+  for (const auto& [name, seconds] : record.phases) {
+    if (std::strcmp(name, phase_name(Phase::kData)) == 0) data += seconds;
+  }
+  const double compute = step.total_s - data;
+  if (ledger_.steps++ == 0) {
+    ledger_.first_compute_s = compute;
+  } else {
+    ledger_.later_compute_s += compute;
+    ledger_.recent_s.push_back(compute);
+    if (ledger_.recent_s.size() > kIdealSteps) ledger_.recent_s.pop_front();
+  }
+  ledger_.data_s += data;
+  ledger_.last_close = step.t0 + step.total_s + step.outside_s;
   window_.push_back(std::move(record));
   if (static_cast<std::int64_t>(window_.size()) >= engine_.settings().every) emit_window(true);
+}
+
+std::optional<Ledger> TrainerCore::ledger() const {
+  if (ledger_.steps == 0 || !ledger_.start) return std::nullopt;
+  Ledger l;
+  const std::int64_t n = ledger_.steps;
+  l.steps = n;
+  l.wall_s = ledger_.last_close - *ledger_.start;
+  // The first step pays for compiling and warming up: the ideal is the later steps' (the last
+  // kIdealSteps of them).
+  l.ideal_step_s =
+      n >= 2 ? ideal_step_s(std::vector<double>(ledger_.recent_s.begin(), ledger_.recent_s.end()))
+             : ledger_.first_compute_s;
+  l.productive_s = l.ideal_step_s * static_cast<double>(n);
+  l.first_step_excess_s = ledger_.first_compute_s - l.ideal_step_s;
+  l.slow_step_excess_s = ledger_.later_compute_s - l.ideal_step_s * static_cast<double>(n - 1);
+  l.data_wait_s = ledger_.data_s;
+  for (const auto& o : ledger_.outside) {
+    if (o.t0 >= ledger_.last_close) continue;  // after this window's last step
+    (o.phase == Phase::kSave ? l.save_s : o.phase == Phase::kRestore ? l.restore_s : l.eval_s) +=
+        o.seconds;
+  }
+  l.between_steps_s = l.wall_s - (l.productive_s + l.first_step_excess_s + l.slow_step_excess_s +
+                                  l.data_wait_s + l.save_s + l.restore_s + l.eval_s);
+  l.goodput = l.wall_s > 0 ? l.productive_s / l.wall_s : 0.0;
+  return l;
 }
 
 void TrainerCore::release_events(Step& step) {
@@ -539,6 +583,7 @@ void TrainerCore::emit_window(bool full) {
     record.outside = outside_;
     outside_ = OutsideSteps{};
   }
+  record.ledger = ledger();
   if (record.readings && record.readings->energy_j) {
     // The meter's interval spans every step of the window, warmup ones too.
     std::int64_t samples = 0;

@@ -188,8 +188,28 @@ class TrainerCore {
     WindowDetail detail;
   };
   std::deque<HeldWindow> held_;
-  // Calls outside the steps since the last window went out: the next window's `checkpoint`.
+  // Calls outside the steps since the last window went out: the next window's `outside`.
   OutsideSteps outside_;
+  // The loop's ledger (vxperf/records.h), kept as steps settle: from its first point, the steps'
+  // compute (their time less their data wait: the first's, the later ones' sum and the last
+  // kIdealSteps of them, for the ideal step), and every call outside the steps. Bounded per step.
+  static constexpr std::size_t kIdealSteps = 4096;
+  struct LedgerState {
+    std::optional<double> start;
+    std::int64_t steps = 0;
+    double first_compute_s = 0;
+    double later_compute_s = 0;
+    std::deque<double> recent_s;  // the later steps' compute, the last kIdealSteps
+    double data_s = 0;
+    double last_close = 0;
+    struct Outside {
+      double t0, seconds;
+      Phase phase;
+    };
+    std::vector<Outside> outside;
+  } ledger_;
+  // The ledger through the last settled step; nullopt before one.
+  std::optional<Ledger> ledger() const;
 };
 
 }  // namespace vxperf::internal

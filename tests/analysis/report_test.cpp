@@ -144,6 +144,31 @@ TEST(Report, FindsStragglersAcrossRanks) {
   EXPECT_TRUE(j["requests"].is_null());
 }
 
+// Each rank's ledger is its latest window's, whatever order the files gave the windows in: a
+// line per rank in the text, the record's object in the JSON.
+TEST(Report, EachRanksLedgerIsItsLatestWindows) {
+  RecordSet set;
+  set.windows.push_back(window(1, 10, 10, 2.0));
+  set.windows.push_back(window(1, 0, 10, 2.0));
+  set.windows.push_back(window(0, 0, 10, 1.0));
+  Report report = build_report(set);
+  ASSERT_EQ(report.ranks.size(), 2u);
+  ASSERT_TRUE(report.ranks[1].ledger);
+  EXPECT_EQ(report.ranks[1].ledger->steps, 20);  // steps 0-19, not the 10 read last
+  const Ledger& l = *report.ranks[1].ledger;
+  std::string text = format_report(report);
+  char expected[160];
+  std::snprintf(expected, sizeof expected,
+                "  rank 1: wall %.3fs = productive %.3fs (20 steps x ideal 1.800s) + first step "
+                "4.200s",
+                l.wall_s, l.productive_s);
+  EXPECT_NE(text.find(expected), std::string::npos) << text;
+  Json j = Json::parse(report_json(report));
+  EXPECT_EQ(j["ranks"][1]["ledger"]["steps"], 20);
+  EXPECT_DOUBLE_EQ(j["ranks"][1]["ledger"]["goodput"].get<double>(), l.goodput);
+  EXPECT_EQ(j["ranks"][0]["ledger"]["steps"], 10);
+}
+
 // The report lists phases in the engine's order (its phase table), whatever order the windows
 // name them in: vae_dec sits between vae_enc and text_encoder, never after "other" (as it did
 // when the report kept a copy of the order that lacked it).

@@ -35,5 +35,23 @@ TEST(Stats, PercentileInterpolatesBetweenRanks) {
   EXPECT_TRUE(std::isnan(percentile({}, 50)));
 }
 
+TEST(Stats, MedianOfAnyOrder) {
+  EXPECT_EQ(median({3.0, 1.0, 2.0}), 2.0);
+  EXPECT_EQ(median({4.0, 1.0, 3.0, 2.0}), 2.5);
+  EXPECT_TRUE(std::isnan(median({})));
+}
+
+// Three 10 s steps among two-second ones (a compile, a stall) leave the ideal at 2 s: the median
+// is 2, its absolute deviation 0, so nothing above 2 s is kept.
+TEST(Stats, IdealStepLeavesOutliersOut) {
+  std::vector<double> steps(20, 2.0);
+  steps[0] = steps[7] = steps[13] = 10.0;
+  EXPECT_DOUBLE_EQ(ideal_step_s(steps), 2.0);
+  // Spread steps: the mean of those within median + 3 MAD (median 3.5, MAD 1.5: up to 8).
+  EXPECT_DOUBLE_EQ(ideal_step_s({1.0, 2.0, 3.0, 4.0, 5.0, 40.0}), 3.0);
+  EXPECT_DOUBLE_EQ(ideal_step_s({7.0}), 7.0);
+  EXPECT_TRUE(std::isnan(ideal_step_s({})));
+}
+
 }  // namespace
 }  // namespace vxperf::internal

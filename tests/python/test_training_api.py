@@ -278,6 +278,18 @@ def test_checkpoints_and_evaluations_are_outside_the_steps(tmp_path):
     assert outside["save_gb_per_s"] == pytest.approx(outside["save_bytes"] / outside["save_s"] / 1e9)
     # none of the 0.9 s slept is in a step: the steps are milliseconds
     assert second["step_s_p95"] < 0.3 and second["phases_s"]["data"] < 0.05
+    # The loop's ledger: its parts add up to its wall time, the time outside the steps is the
+    # calls', and the 0.9 s slept keep the goodput low.
+    ledger = second["ledger"]
+    parts = ("productive_s", "first_step_excess_s", "slow_step_excess_s", "data_wait_s", "save_s",
+             "restore_s", "eval_s", "between_steps_s")
+    assert sum(ledger[p] for p in parts) == pytest.approx(ledger["wall_s"], abs=1e-9)
+    assert ledger["steps"] == 8 and first["ledger"]["steps"] == 4
+    assert ledger["save_s"] == pytest.approx(outside["save_s"])
+    assert ledger["restore_s"] == pytest.approx(outside["restore_s"])
+    assert ledger["eval_s"] == pytest.approx(outside["eval_s"])
+    assert abs(ledger["between_steps_s"]) < 0.05
+    assert 0 < ledger["goodput"] < 0.5
     replayed = subprocess.run([CLI, "replay", str(trace)], capture_output=True, text=True,
                               check=True).stdout.splitlines()
     for live, again in zip((first, second), map(json.loads, replayed)):

@@ -37,14 +37,17 @@ def shape(record):
     drop = {"ts", "e2e_s", "first_step_s", "step_s_p50", "step_s_p95", "wall_s", "tflops",
             "samples_per_s", "eta_s", "overrun_s"}
 
+    def timed(key):  # times, what is made of them, and bytes a save wrote (its pickles vary)
+        return key in drop or key.endswith(("_ms", "_s", "_bytes")) or key == "goodput"
+
     def keep(value):
         if isinstance(value, dict):
-            return {k: keep(v) for k, v in value.items() if k not in drop and not k.endswith("_ms")}
+            return {k: keep(v) for k, v in value.items() if not timed(k)}
         return value
 
     out = keep(record)
-    if "phases_s" in out:
-        out["phases_s"] = sorted(out["phases_s"])
+    if "phases_s" in record:
+        out["phases"] = sorted(record["phases_s"])
     return out
 
 

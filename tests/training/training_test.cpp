@@ -117,6 +117,22 @@ TEST(Training, CheckpointsAndEvaluationsAreTakenOutOfTheirSteps) {
   EXPECT_NEAR(second["eval_s"].get<double>(), 1.0, 1e-9);
   EXPECT_FALSE(second.contains("save_bytes"));
   EXPECT_NEAR(r[1]["step_s_p95"].get<double>(), 1.28, 0.01);
+  // The ledger through step 3, from the restore's start: four steps of 1.28 s compute (the ideal:
+  // nothing slow, nothing to compile), the 0.1 s data wait, the 3 + 4 + 1 s outside the steps.
+  const Json& l = r[1]["ledger"];
+  EXPECT_EQ(l["steps"], 4);
+  EXPECT_NEAR(l["ideal_step_s"].get<double>(), 1.28, 1e-9);
+  EXPECT_NEAR(l["productive_s"].get<double>(), 4 * 1.28, 1e-9);
+  EXPECT_NEAR(l["first_step_excess_s"].get<double>(), 0.0, 1e-9);
+  EXPECT_NEAR(l["slow_step_excess_s"].get<double>(), 0.0, 1e-9);
+  EXPECT_NEAR(l["data_wait_s"].get<double>(), 0.1, 1e-9);
+  EXPECT_NEAR(l["restore_s"].get<double>(), 3.0, 1e-9);
+  EXPECT_NEAR(l["save_s"].get<double>(), 4.0, 1e-9);
+  EXPECT_NEAR(l["eval_s"].get<double>(), 1.0, 1e-9);
+  EXPECT_NEAR(l["between_steps_s"].get<double>(), 0.0, 1e-9);
+  EXPECT_NEAR(l["wall_s"].get<double>(), 3.0 + 4 * 1.28 + 0.1 + 4.0 + 1.0, 1e-9);
+  EXPECT_NEAR(l["goodput"].get<double>(), 4 * 1.28 / 13.22, 1e-9);
+  EXPECT_EQ(r[0]["ledger"]["steps"], 2);  // running: the loop so far
   // A window with none has no object; a phase that is no outside call is not timed as one.
   TrainRig plain(0, {{"VIDEOX_PERF", "1"}, {"VIDEOX_PERF_EVERY", "1"}});
   { OutsideCall wrong(Phase::kClip, plain.trainer); }
