@@ -172,6 +172,28 @@ std::string denoising_chart(const DenoisingSteps& steps) {
                          bands);
 }
 
+// Each rank's loop so far in the ledger's parts, its goodput in its label (the latest window's).
+std::string ledger_bars(const Report& report) {
+  static const std::vector<std::string> parts = {
+      "productive", "first step", "slow steps", "data", "save", "restore", "eval", "between"};
+  std::vector<std::string> labels;
+  std::vector<std::vector<double>> values;
+  double top = 0;
+  for (const auto& rs : report.ranks) {
+    if (!rs.ledger) continue;
+    const Ledger& l = *rs.ledger;
+    labels.push_back(rank_label(rs.rank) + strprintf(" (goodput %.0f%%)", 100.0 * l.goodput));
+    // A part below zero (steps faster than the ideal, net) has no bar of its own.
+    values.push_back({l.productive_s, std::max(0.0, l.first_step_excess_s),
+                      std::max(0.0, l.slow_step_excess_s), l.data_wait_s, l.save_s, l.restore_s,
+                      l.eval_s, std::max(0.0, l.between_steps_s)});
+    top = std::max(top, l.wall_s);
+  }
+  if (labels.empty()) return "";
+  return svg::stacked_bars("Where each rank's loop went (the ledger so far)",
+                           time_axis("wall time", top), parts, labels, values);
+}
+
 }  // namespace
 
 std::string html::training_section(const Report& report, const ChartData::Impl& d) {
@@ -231,6 +253,7 @@ std::string html::training_section(const Report& report, const ChartData::Impl& 
     html += svg::stacked_bars("Phase breakdown per rank (mean per step" + which + ")",
                               time_axis("time per step", sum_top), names, labels, values);
   }
+  html += ledger_bars(report);
   std::size_t charted = 0;
   for (std::size_t row = 0; row < c.ranks.size(); ++row) {
     int rank = c.ranks[row];

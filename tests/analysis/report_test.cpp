@@ -376,11 +376,12 @@ TEST(Report, HtmlIsSelfContainedWithItsCharts) {
     for (auto p = html.find(s); p != std::string::npos; p = html.find(s, p + 1)) ++n;
     return n;
   };
-  // Step time, phases per rank, phases per window of each of the two ranks, MFU, peak memory
-  // allocated and reserved per window; requests: their times, their stages, their memory
-  // (allocated, reserved).
-  EXPECT_EQ(count("<svg"), 11u);
-  EXPECT_EQ(count("</svg>"), 11u);
+  // Step time, phases per rank, the ledger per rank, phases per window of each of the two ranks,
+  // MFU, peak memory allocated and reserved per window; requests: their times, their stages,
+  // their memory (allocated, reserved).
+  EXPECT_EQ(count("<svg"), 12u);
+  EXPECT_EQ(count("</svg>"), 12u);
+  EXPECT_NE(html.find("Where each rank's loop went (the ledger so far)"), std::string::npos);
   EXPECT_NE(html.find("Phase breakdown per rank (mean per step)"), std::string::npos);
   EXPECT_NE(html.find("Phase breakdown per window (rank 1, mean per step)"), std::string::npos);
   // Two ranks: the rank x window heatmaps, drawn by the page's one script.
