@@ -159,6 +159,15 @@ struct RankSummary {
   std::vector<ReadingSummary> fields;
   // Its loop's ledger so far: its latest window's (the highest step_last).
   std::optional<Ledger> ledger;
+  // What it cost as a straggler: for each window the ranks ran over the same steps, the slowest
+  // rank's (the most above the ranks' per-phase medians) seconds above them times the window's
+  // steps, summed for the rank that was slowest, by phase. Absent when it never was.
+  std::optional<double> lost_s;
+  std::vector<std::pair<std::string, double>> lost_phases_s;
+  // NVIDIA Resiliency's straggler scores, from its windows' step p50: relative, the fastest
+  // rank's median over its median; individual, its best window's over its latest window's (1:
+  // as fast as ever, lower: slower now).
+  std::optional<double> relative_score, individual_score;
 };
 
 struct Report {

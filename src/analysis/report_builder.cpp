@@ -1,5 +1,6 @@
 // The report built a record at a time: the run's, ranks' and job's sums, ReportBuilder.
 #include <algorithm>
+#include <array>
 #include <cstring>
 #include <future>
 #include <map>
@@ -423,6 +424,7 @@ class ByRank {
   }
   auto begin() const { return map_.begin(); }
   auto end() const { return map_.end(); }
+  auto find(int rank) const { return map_.find(rank); }
 
  private:
   std::map<int, Entry> map_;
@@ -684,7 +686,16 @@ struct ReportBuilder::State {
     std::optional<TrainAcc> training;
     std::optional<Ledger> ledger;  // of its latest window
     std::int64_t ledger_step = -1;
+    // Its windows' step p50 (for its median and best) and its latest one's, for the scores.
+    std::vector<double> window_p50s;
+    double latest_p50 = 0;
+    std::int64_t latest_first = -1;
   };
+  // Per window of steps (step_first, steps): each rank's mean seconds per step by phase (floats:
+  // 56 bytes a window and rank), for what stragglers cost.
+  std::map<std::pair<std::int64_t, std::int64_t>,
+           std::vector<std::pair<int, std::array<float, kPhaseCount>>>>
+      by_window;
   ByRank<Rank> ranks;
   std::vector<std::string> warnings;
   FieldValues fields;  // the record's at hand (its buffers kept from one record to the next)
@@ -720,7 +731,75 @@ void ReportBuilder::window(const TrainWindowRecord& record) {
     rank.ledger = record.ledger;
     rank.ledger_step = record.step_last;
   }
+  if (record.steps > 0) {
+    rank.window_p50s.push_back(record.step_s_p50);
+    if (record.step_first >= rank.latest_first) {
+      rank.latest_first = record.step_first;
+      rank.latest_p50 = record.step_s_p50;
+    }
+    std::array<float, kPhaseCount> phases{};
+    for (const auto& [name, seconds] : record.phases_s) {
+      if (auto phase = phase_from_name(name)) {
+        phases[static_cast<std::size_t>(*phase)] = static_cast<float>(seconds);
+      }
+    }
+    state_->by_window[{record.step_first, record.steps}].emplace_back(record.rank, phases);
+  }
 }
+
+namespace {
+
+// What stragglers cost (RankSummary::lost_s): per window the ranks share, the rank most above the
+// per-phase medians is charged its seconds above them, times the window's steps.
+void straggler_costs(
+    const std::map<std::pair<std::int64_t, std::int64_t>,
+                   std::vector<std::pair<int, std::array<float, kPhaseCount>>>>& by_window,
+    std::vector<RankSummary>& ranks) {
+  std::map<int, RankSummary*> by_rank;
+  for (auto& rs : ranks) by_rank[rs.rank] = &rs;
+  std::map<int, std::array<double, kPhaseCount>> lost;
+  for (const auto& [span, entries] : by_window) {
+    if (entries.size() < 2) continue;
+    std::array<double, kPhaseCount> medians{};
+    for (int p = 0; p < kPhaseCount; ++p) {
+      std::vector<double> values;
+      for (const auto& e : entries) values.push_back(e.second[static_cast<std::size_t>(p)]);
+      medians[static_cast<std::size_t>(p)] = internal::median(std::move(values));
+    }
+    const std::pair<int, std::array<float, kPhaseCount>>* slowest = nullptr;
+    double most = 0;
+    for (const auto& e : entries) {
+      double excess = 0;
+      for (std::size_t p = 0; p < medians.size(); ++p) {
+        excess += std::max(0.0, e.second[p] - medians[p]);
+      }
+      if (excess > most) {
+        most = excess;
+        slowest = &e;
+      }
+    }
+    if (slowest == nullptr) continue;
+    auto& charged = lost.try_emplace(slowest->first).first->second;
+    for (std::size_t p = 0; p < medians.size(); ++p) {
+      charged[p] += std::max(0.0, slowest->second[p] - medians[p]) *
+                    static_cast<double>(span.second);
+    }
+  }
+  for (const auto& [rank, phases] : lost) {
+    auto it = by_rank.find(rank);
+    if (it == by_rank.end()) continue;
+    double total = 0;
+    for (const PhaseInfo& info : kPhases) {
+      double seconds = phases[static_cast<std::size_t>(info.phase)];
+      if (seconds <= 0) continue;
+      total += seconds;
+      it->second->lost_phases_s.emplace_back(info.name, seconds);
+    }
+    it->second->lost_s = total;
+  }
+}
+
+}  // namespace
 
 void ReportBuilder::warning(const std::string& text) { state_->warnings.push_back(text); }
 
@@ -809,6 +888,23 @@ Report ReportBuilder::finish(std::vector<std::string> sources) const {
     report.straggler_phases = verdict.where;
     for (std::size_t i = 0; i < measured.size(); ++i) measured[i]->excess_s = verdict.excess_s[i];
   }
+  // NVIDIA Resiliency's scores from each rank's windows, and what the stragglers cost.
+  std::optional<double> fastest;
+  std::map<int, double> medians;
+  for (const auto& [rank, r] : st.ranks) {
+    if (r.window_p50s.empty()) continue;
+    medians[rank] = internal::median(r.window_p50s);
+    if (!fastest || medians[rank] < *fastest) fastest = medians[rank];
+  }
+  for (auto& rs : report.ranks) {
+    auto it = st.ranks.find(rs.rank);
+    if (it == st.ranks.end() || it->second.window_p50s.empty()) continue;
+    const auto& r = it->second;
+    if (medians[rs.rank] > 0) rs.relative_score = *fastest / medians[rs.rank];
+    const double best = *std::min_element(r.window_p50s.begin(), r.window_p50s.end());
+    if (r.latest_p50 > 0) rs.individual_score = best / r.latest_p50;
+  }
+  straggler_costs(st.by_window, report.ranks);
   return report;
 }
 

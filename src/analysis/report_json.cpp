@@ -168,6 +168,14 @@ std::string report_json(const Report& report) {
                      {"excess_s", opt_json(rs.excess_s)},
                      {"fields", fields_json(rs.fields)}});
     if (rs.ledger) ranks.back()["ledger"] = ledger_json(*rs.ledger);
+    if (rs.relative_score) ranks.back()["relative_score"] = *rs.relative_score;
+    if (rs.individual_score) ranks.back()["individual_score"] = *rs.individual_score;
+    if (rs.lost_s) {
+      Json lost = Json::object();
+      for (const auto& [phase, seconds] : rs.lost_phases_s) lost[phase] = seconds;
+      ranks.back()["lost_s"] = *rs.lost_s;
+      ranks.back()["lost_phases_s"] = lost;
+    }
   }
   j["ranks"] = ranks;
   if (report.energy) j["energy"] = job_energy_json(*report.energy);

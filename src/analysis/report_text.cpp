@@ -282,6 +282,18 @@ std::string format_report(const Report& report) {
       text += strprintf(" against the median %.3fs", *report.rank_median_s);
       line(text);
     }
+    // What the slowest rank of each window cost, by phase, with its scores.
+    for (const auto& rs : report.ranks) {
+      if (!rs.lost_s) continue;
+      std::string where;
+      for (const auto& [phase, seconds] : rs.lost_phases_s) {
+        where += strprintf("%s%s %.3fs", where.empty() ? "" : ", ", phase.c_str(), seconds);
+      }
+      line(strprintf("Straggler cost: rank %d %.3fs lost as the slowest rank (%s); scores "
+                     "relative %.2f, individual %.2f",
+                     rs.rank, *rs.lost_s, where.c_str(), rs.relative_score.value_or(1.0),
+                     rs.individual_score.value_or(1.0)));
+    }
   }
   // Each rank's loop so far, in the ledger's parts (its latest window's).
   bool ledgers = false;

@@ -144,6 +144,40 @@ TEST(Report, FindsStragglersAcrossRanks) {
   EXPECT_TRUE(j["requests"].is_null());
 }
 
+// Rank 2's data loading slows by 0.5 s a step from step 10: each of its two slow windows of 10
+// steps costs 5 s, all of it in data; NVIDIA Resiliency's scores say it is 2/3 as fast as the
+// fastest rank and as its own best.
+TEST(Report, WhatAStragglerCost) {
+  RecordSet set;
+  for (int rank = 0; rank < 4; ++rank) {
+    for (std::int64_t first : {0, 10, 20}) {
+      TrainWindowRecord w = window(rank, first, 10, 1.0);
+      if (rank == 2 && first > 0) {
+        w.step_s_p50 = 1.5;
+        w.phases_s[0].second += 0.5;  // data
+      }
+      set.windows.push_back(w);
+    }
+  }
+  Report report = build_report(set);
+  const RankSummary& slow = report.ranks[2];
+  ASSERT_TRUE(slow.lost_s);
+  EXPECT_NEAR(*slow.lost_s, 10.0, 1e-6);
+  ASSERT_EQ(slow.lost_phases_s.size(), 1u);
+  EXPECT_EQ(slow.lost_phases_s[0].first, "data");
+  EXPECT_NEAR(*slow.relative_score, 1.0 / 1.5, 1e-12);
+  EXPECT_NEAR(*slow.individual_score, 1.0 / 1.5, 1e-12);
+  EXPECT_FALSE(report.ranks[0].lost_s);
+  EXPECT_DOUBLE_EQ(*report.ranks[0].relative_score, 1.0);
+  std::string text = format_report(report);
+  EXPECT_NE(text.find("Straggler cost: rank 2 10.000s lost as the slowest rank (data 10.000s); "
+                      "scores relative 0.67, individual 0.67"),
+            std::string::npos)
+      << text;
+  Json j = Json::parse(report_json(report));
+  EXPECT_NEAR(j["ranks"][2]["lost_phases_s"]["data"].get<double>(), 10.0, 1e-6);
+}
+
 // Each rank's ledger is its latest window's, whatever order the files gave the windows in: a
 // line per rank in the text, the record's object in the JSON.
 TEST(Report, EachRanksLedgerIsItsLatestWindows) {
