@@ -110,6 +110,13 @@ struct CrossRankView {
   std::optional<double> tflops;               // mean of the job rates the ranks priced
   std::optional<std::pair<int, std::uint64_t>> peak_alloc;  // the largest peak and its rank
   double exchange_s = 0;                                    // the exchange, on this rank
+  // By rank, NVIDIA Resiliency's scores: relative, the fastest rank's step p50 over its own;
+  // individual, its best window p50 so far over this window's.
+  std::vector<double> relative_score;
+  std::vector<double> individual_score;
+  // By rank, the seconds lost so far to it as the slowest rank of a window: its seconds per step
+  // above the ranks' per-phase medians times the window's steps.
+  std::vector<double> lost_s;
 };
 
 // The time a window's loop spent outside its steps, in calls it said (vxperf::CheckpointSave,

@@ -299,6 +299,9 @@ void describe(Io& io, R& v) {
   io.nullable("tflops", v.tflops);
   io.optional_pair("peak_alloc_bytes", v.peak_alloc, "xrank.peak_alloc_bytes", "rank", "bytes");
   io.number("exchange_s", v.exchange_s, 0.0);
+  io.numbers("relative_score", v.relative_score, "xrank.relative_score", "xrank");
+  io.numbers("individual_score", v.individual_score, "xrank.individual_score", "xrank");
+  io.numbers("lost_s", v.lost_s, "xrank.lost_s", "xrank");
 }
 
 // GB/s of `bytes` over `seconds`, 0 when either is not known.

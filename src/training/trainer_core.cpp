@@ -683,7 +683,7 @@ void TrainerCore::exchange(RankWindow& numbers, std::optional<TrainWindowRecord>
   }
   if (record) {
     ParallelLayout layout = parallel_layout(engine_.topology());
-    record->xrank = cross_rank_view(*answers, layout.cp * layout.tp);
+    record->xrank = cross_rank_view(*answers, layout.cp * layout.tp, xrank_history_);
     record->xrank->exchange_s = took;
   }
 }

@@ -14,6 +14,7 @@
 #include "pricing/pricing.h"
 #include "runtime/context.h"
 #include "training/marker.h"
+#include "training/xrank_view.h"
 #include "vxperf/observer.h"
 #include "vxperf/sink.h"
 #include "vxperf/training.h"
@@ -188,6 +189,7 @@ class TrainerCore {
     WindowDetail detail;
   };
   std::deque<HeldWindow> held_;
+  XrankHistory xrank_history_;  // rank 0's, across its views
   // Calls outside the steps since the last window went out: the next window's `outside`.
   OutsideSteps outside_;
   // The loop's ledger (vxperf/records.h), kept as steps settle: from its first point, the steps'

@@ -59,7 +59,8 @@ std::string check_answers(const std::vector<RankWindow>& answers, const RankWind
   return {};
 }
 
-CrossRankView cross_rank_view(const std::vector<RankWindow>& answers, int sharing) {
+CrossRankView cross_rank_view(const std::vector<RankWindow>& answers, int sharing,
+                              XrankHistory& history) {
   std::vector<const RankWindow*> by_rank;
   for (const auto& a : answers) by_rank.push_back(&a);
   std::sort(by_rank.begin(), by_rank.end(),
@@ -107,6 +108,25 @@ CrossRankView cross_rank_view(const std::vector<RankWindow>& answers, int sharin
   v.straggler_phases = verdict.where;
   if (all_samples && !by_rank.empty()) v.samples_per_s = samples / std::max(1, sharing);
   if (priced > 0) v.tflops = tflops / priced;
+  // The scores, and the window's slowest rank charged its excess for the window's steps.
+  const std::size_t ranks = by_rank.size();
+  history.best_p50.resize(ranks, 0.0);
+  history.lost_s.resize(ranks, 0.0);
+  const double fastest = ranks > 0 ? by_rank[static_cast<std::size_t>(v.min_rank)]->step_s_p50 : 0;
+  std::size_t slowest = 0;
+  for (std::size_t i = 0; i < ranks; ++i) {
+    const double p50 = by_rank[i]->step_s_p50;
+    double& best = history.best_p50[i];
+    if (p50 > 0 && (best <= 0 || p50 < best)) best = p50;
+    v.relative_score.push_back(p50 > 0 ? fastest / p50 : 1.0);
+    v.individual_score.push_back(p50 > 0 ? best / p50 : 1.0);
+    if (v.excess_s[i] > v.excess_s[slowest]) slowest = i;
+  }
+  if (ranks > 0 && v.excess_s[slowest] > 0) {
+    const double steps = static_cast<double>(by_rank[0]->step_last - by_rank[0]->step_first + 1);
+    history.lost_s[slowest] += v.excess_s[slowest] * steps;
+  }
+  v.lost_s = history.lost_s;
   return v;
 }
 

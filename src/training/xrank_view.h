@@ -16,8 +16,17 @@ RankWindow rank_window_of(const TrainWindowRecord& record);
 // rank claimed twice or missing, windows ending at different steps, this rank's numbers absent.
 std::string check_answers(const std::vector<RankWindow>& answers, const RankWindow& mine);
 
+// What rank 0's view keeps from one window to the next, by rank: each rank's best step p50 and
+// the seconds lost to it as a window's slowest rank.
+struct XrankHistory {
+  std::vector<double> best_p50;
+  std::vector<double> lost_s;
+};
+
 // Every rank's numbers (checked: one per rank of the world) into rank 0's view. `sharing`: ranks
-// sharing one sample (cp x tp), so that the job's samples/s counts each sample once.
-CrossRankView cross_rank_view(const std::vector<RankWindow>& answers, int sharing);
+// sharing one sample (cp x tp), so that the job's samples/s counts each sample once. `history`
+// (updated): for the individual scores and the seconds lost.
+CrossRankView cross_rank_view(const std::vector<RankWindow>& answers, int sharing,
+                              XrankHistory& history);
 
 }  // namespace vxperf::internal

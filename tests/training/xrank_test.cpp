@@ -225,7 +225,8 @@ TEST(RankAnswers, ViewHasEveryRankStragglersAndJobRates) {
     if (r == 3) w.step_s_p50 = 1.2;
     all.push_back(w);
   }
-  CrossRankView v = internal::cross_rank_view(all, 2);
+  internal::XrankHistory history;
+  CrossRankView v = internal::cross_rank_view(all, 2, history);
   EXPECT_EQ(v.step_s_p50, (std::vector<double>{1.25, 1.26, 1.25, 1.2}));
   EXPECT_EQ(v.min_rank, 3);
   EXPECT_EQ(v.max_rank, 1);
@@ -236,6 +237,22 @@ TEST(RankAnswers, ViewHasEveryRankStragglersAndJobRates) {
   EXPECT_FALSE(v.tflops);
   ASSERT_TRUE(v.peak_alloc);
   EXPECT_EQ(v.peak_alloc->first, 1);
+  // NVRx's scores by rank, and the 10 steps' 0.5 s of excess charged to rank 1.
+  EXPECT_NEAR(v.relative_score[0], 1.2 / 1.25, 1e-12);
+  EXPECT_NEAR(v.relative_score[1], 1.2 / 1.26, 1e-12);
+  EXPECT_EQ(v.relative_score[3], 1.0);
+  EXPECT_EQ(v.individual_score, (std::vector<double>{1, 1, 1, 1}));
+  EXPECT_NEAR(v.lost_s[1], 5.0, 1e-9);
+  EXPECT_EQ(v.lost_s[0], 0.0);
+  // The next window: rank 3 slows to 1.5 s (its best was 1.2); rank 1 keeps straggling.
+  for (auto& w : all) {
+    w.step_first += 10;
+    w.step_last += 10;
+    if (w.rank == 3) w.step_s_p50 = 1.5;
+  }
+  v = internal::cross_rank_view(all, 2, history);
+  EXPECT_NEAR(v.individual_score[3], 1.2 / 1.5, 1e-12);
+  EXPECT_NEAR(v.lost_s[1], 10.0, 1e-9);  // so far
 }
 
 // ---- the trainer's view ------------------------------------------------------------------------
