@@ -54,6 +54,10 @@ class Trainer {
 
   // Flushes pending steps and the partial window, then prints the summary line. Once.
   void finish();
+  // The job was told to stop (a launcher's SIGTERM after a peer died): the cross-rank view goes
+  // off, saying `why`, and the windows held for its exchange are written now, without it. Call
+  // finish() (or shutdown()) next.
+  void stop_exchanges(const std::string& why);
 
   std::int64_t steps_closed() const;
   // Closed steps whose timings are still waiting for their device events.

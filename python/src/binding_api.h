@@ -204,6 +204,8 @@ std::int64_t train_steps_closed();
 std::int64_t train_pending_steps();
 // Settles every pending step, emits the partial window and prints the training summary. Once.
 void train_finish();
+// Trainer::stop_exchanges: the held windows written now, the cross-rank view off.
+void train_stop_exchanges(const std::string& why);
 
 // ---- the live cross-rank view (VIDEOX_PERF_XRANK=1) --------------------------------------------
 

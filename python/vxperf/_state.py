@@ -43,6 +43,33 @@ def _at_exit():
         _ext.python_closing()
 
 
+def _on_sigterm(signum, frame):
+    """A launcher's SIGTERM (torchrun's, after a peer died): the windows held for the cross-rank
+    exchange and everything pending are written, then the process ends by SIGTERM as it would
+    have."""
+    import signal
+
+    try:
+        _ext.train_stop_exchanges("the job was told to stop (SIGTERM)")
+        _at_exit()
+    finally:
+        signal.signal(signal.SIGTERM, signal.SIG_DFL)
+        os.kill(os.getpid(), signal.SIGTERM)
+
+
+def _flush_on_sigterm():
+    """Writes what is pending when the process is told to stop, where the program left SIGTERM
+    to its default (ending the process at once, atexit unrun) and this is the main thread."""
+    import signal
+
+    try:
+        if (threading.current_thread() is threading.main_thread()
+                and signal.getsignal(signal.SIGTERM) is signal.SIG_DFL):
+            signal.signal(signal.SIGTERM, _on_sigterm)
+    except (ValueError, OSError):
+        pass  # no signals here (an embedded interpreter)
+
+
 def switch_on(level):
     """What install() and install_training() start with: `level` (VIDEOX_PERF when None) turns
     metrics on; False when that level is off or the engine could not be made."""
@@ -60,6 +87,7 @@ def configure(level):
         enabled = _ext.configure(int(level or 0))
         if enabled and not _exit_registered:
             atexit.register(_at_exit)
+            _flush_on_sigterm()
             _exit_registered = True
             if _ext.xrank_requested():
                 # The live cross-rank view's all-gather; torch is imported at the first window.

@@ -81,6 +81,9 @@ void Trainer::set_device(int device, void* stream) {
 void Trainer::finish() {
   guarded([&] { core_->finish(); });
 }
+void Trainer::stop_exchanges(const std::string& why) {
+  guarded([&] { core_->stop_exchanges(why); });
+}
 std::int64_t Trainer::steps_closed() const { return core_->steps_closed(); }
 std::size_t Trainer::pending_steps() const { return core_->pending_steps(); }
 

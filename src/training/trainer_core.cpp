@@ -688,6 +688,13 @@ void TrainerCore::exchange(RankWindow& numbers, std::optional<TrainWindowRecord>
   }
 }
 
+void TrainerCore::stop_exchanges(const std::string& why) {
+  if (off()) return;
+  if (xrank_ == Xrank::kOn) xrank_off(why);
+  xrank_ = Xrank::kOff;
+  run_exchanges(std::nullopt);  // with the view off: the held windows go out as they are
+}
+
 void TrainerCore::finish() {
   if (finished_ || off()) return;  // a forked child: the parent reports its own steps
   finished_ = true;

@@ -32,6 +32,7 @@ class TrainerCore {
   void set_model(const ModelInfo& info);
   void set_device(int device, void* stream);
   void finish();
+  void stop_exchanges(const std::string& why);
 
   // The engine is off in a forked child (runtime/fork_guard.h). The measurement points stay as
   // cheap as ever there: no device event is recorded, no step closes (so nothing settles, is

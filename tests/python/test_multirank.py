@@ -5,6 +5,7 @@ the variable set on one rank only, two processes claiming one rank) over small j
 process per rank. Every run is bounded in steps and time; only loopback is used."""
 import json
 import os
+import signal
 import socket
 import subprocess
 import sys
@@ -203,6 +204,25 @@ def test_a_dead_rank_switches_the_view_off_without_waiting(tmp_path):
         assert finish(procs[1], 10)[0] == 3
         assert err.count("vxperf: cross-rank view off: the exchange of window step 5-9 failed") == 1
         assert "rank 0 trained 20 steps" in out
+    finally:
+        stop(procs)
+
+
+def test_a_held_window_is_written_when_the_job_is_told_to_stop(tmp_path):
+    # Rank 1 dies at step 10; rank 0, at step 10 too, still holds window 5-9 for its exchange (due
+    # at step 11) when a launcher's SIGTERM comes: it writes it, without the view, and ends by
+    # SIGTERM as it would have.
+    procs = start_ranks(tmp_path, 2, {0: ["--hang-at", "10", "--hang-s", "60"],
+                                      1: ["--die-at", "10"]}, timeout_s=30)
+    try:
+        assert finish(procs[1], 60)[0] == 3
+        time.sleep(1.0)  # rank 0 is in its step 10 by now
+        procs[0].send_signal(signal.SIGTERM)
+        code, out, err = finish(procs[0], 30)
+        assert code == -signal.SIGTERM, err
+        assert err.count("cross-rank view off: the job was told to stop (SIGTERM)") == 1, err
+        windows = read_records(f"{tmp_path / 'r.jsonl'}.rank0")
+        assert [(w["step_first"], "xrank" in w) for w in windows] == [(0, True), (5, False)]
     finally:
         stop(procs)
 
