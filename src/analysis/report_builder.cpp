@@ -684,12 +684,16 @@ struct ReportBuilder::State {
   struct Rank {
     std::optional<RequestSide> requests;
     std::optional<TrainAcc> training;
-    std::optional<Ledger> ledger;  // of its latest window
-    std::int64_t ledger_step = -1;
+    std::optional<Ledger> ledger;  // of its latest window (by ts: a restarted job's last attempt)
+    double ledger_ts = -1;
     // Its windows' step p50 (for its median and best) and its latest one's, for the scores.
     std::vector<double> window_p50s;
     double latest_p50 = 0;
-    std::int64_t latest_first = -1;
+    double latest_ts = -1;
+    // The steps its windows began at: one seen twice means two runs (or two attempts of one,
+    // each counting from 0) in the records, said once per rank.
+    std::set<std::int64_t> firsts;
+    bool said_twice = false;
   };
   // Per window of steps (step_first, steps): each rank's mean seconds per step by phase (floats:
   // 56 bytes a window and rank), for what stragglers cost.
@@ -727,14 +731,21 @@ void ReportBuilder::window(const TrainWindowRecord& record) {
     rank.training->s.fields = summarized_fields<TrainWindowRecord>(true);
   }
   rank.training->add(record, state_->fields);
-  if (record.ledger && record.step_last >= rank.ledger_step) {
+  if (record.ledger && record.ts >= rank.ledger_ts) {
     rank.ledger = record.ledger;
-    rank.ledger_step = record.step_last;
+    rank.ledger_ts = record.ts;
+  }
+  if (!rank.firsts.insert(record.step_first).second && !rank.said_twice) {
+    rank.said_twice = true;
+    state_->warnings.push_back(strprintf(
+        "rank %d has two windows from step %lld: records of two runs, or of a restarted run's "
+        "attempts, read together (its ledger and scores are its latest window's)",
+        record.rank, static_cast<long long>(record.step_first)));
   }
   if (record.steps > 0) {
     rank.window_p50s.push_back(record.step_s_p50);
-    if (record.step_first >= rank.latest_first) {
-      rank.latest_first = record.step_first;
+    if (record.ts >= rank.latest_ts) {
+      rank.latest_ts = record.ts;
       rank.latest_p50 = record.step_s_p50;
     }
     std::array<float, kPhaseCount> phases{};

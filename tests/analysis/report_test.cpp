@@ -178,14 +178,23 @@ TEST(Report, WhatAStragglerCost) {
   EXPECT_NEAR(j["ranks"][2]["lost_phases_s"]["data"].get<double>(), 10.0, 1e-6);
 }
 
-// Each rank's ledger is its latest window's, whatever order the files gave the windows in: a
-// line per rank in the text, the record's object in the JSON.
+// Each rank's ledger is its latest window's (by time), whatever order the files gave the windows
+// in: a line per rank in the text, the record's object in the JSON. Windows of two runs read
+// together are said once per rank.
 TEST(Report, EachRanksLedgerIsItsLatestWindows) {
   RecordSet set;
   set.windows.push_back(window(1, 10, 10, 2.0));
+  set.windows.back().ts = 20;
   set.windows.push_back(window(1, 0, 10, 2.0));
+  set.windows.back().ts = 10;
   set.windows.push_back(window(0, 0, 10, 1.0));
   Report report = build_report(set);
+  EXPECT_TRUE(report.warnings.empty());
+  set.windows.push_back(window(0, 0, 10, 1.0));  // another run's, read with the first
+  set.windows.push_back(window(0, 0, 10, 1.0));
+  Report twice = build_report(set);
+  ASSERT_EQ(twice.warnings.size(), 1u);
+  EXPECT_NE(twice.warnings[0].find("rank 0 has two windows from step 0"), std::string::npos);
   ASSERT_EQ(report.ranks.size(), 2u);
   ASSERT_TRUE(report.ranks[1].ledger);
   EXPECT_EQ(report.ranks[1].ledger->steps, 20);  // steps 0-19, not the 10 read last
