@@ -374,7 +374,7 @@ python_side_by_side() {
     name=$(device_name)
     peak=$("$vxperf" flops --preset wan2.1-t2v-1.3b --size 832x480 --device "$name" \
       --dtype bf16 --json 2>/dev/null | "$PYTHON" -c \
-      'import json,sys; print(json.load(sys.stdin)["peak_tflops"] or "")' || true)
+      'import json,sys; print(json.load(sys.stdin)["peak_tflops"] or "")' 2>/dev/null || true)
     for impl in reference vxperf; do
       timeout 300 "$PYTHON" scripts/gpu_check.py real-run --impl "$impl" --device "$device" \
         --reference "$reference" --out "$WORK/real-$impl.jsonl" 2>"$WORK/real-$impl.log" ||
