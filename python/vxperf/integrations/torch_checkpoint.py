@@ -3,6 +3,8 @@ restore (vxperf.checkpoint()): outside the steps, with the bytes of the state th
 (each tensor's local shard). install_training() patches them when torch.distributed is
 available; a program's `dcp.save(...)` through the module is then timed."""
 
+import functools
+
 from .. import _state, _training
 
 _NAMES = (("save", "save"), ("load", "restore"))
@@ -32,6 +34,7 @@ def state_bytes(state):
 
 
 def _timed(function, kind):
+    @functools.wraps(function)
     def timed(state_dict, *args, **kwargs):
         if not _state.on:
             return function(state_dict, *args, **kwargs)
@@ -40,10 +43,6 @@ def _timed(function, kind):
             scope.bytes = state_bytes(state_dict)
         return result
 
-    timed.__name__ = function.__name__
-    timed.__qualname__ = getattr(function, "__qualname__", function.__name__)
-    timed.__doc__ = function.__doc__
-    timed.__wrapped__ = function
     timed._vxperf_patched = True
     return timed
 
