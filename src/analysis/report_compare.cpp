@@ -51,6 +51,34 @@ std::vector<Metric> report_metrics(const Report& report) {
     add("training.peak_alloc_gib", bytes(t->peak_alloc_bytes), true, "GiB");
     add("training.eta_h", t->eta_s ? std::optional<double>(*t->eta_s / 3600.0) : std::nullopt, true,
         "h");
+    // The ranks' ledgers together: the job's goodput (its productive time over its wall time)
+    // and the seconds of each part that is not productive.
+    Ledger job;
+    bool any = false;
+    for (const auto& rs : report.ranks) {
+      if (!rs.ledger) continue;
+      any = true;
+      const Ledger& l = *rs.ledger;
+      job.wall_s += l.wall_s;
+      job.productive_s += l.productive_s;
+      job.first_step_excess_s += l.first_step_excess_s;
+      job.slow_step_excess_s += l.slow_step_excess_s;
+      job.data_wait_s += l.data_wait_s;
+      job.save_s += l.save_s;
+      job.restore_s += l.restore_s;
+      job.eval_s += l.eval_s;
+      job.between_steps_s += l.between_steps_s;
+    }
+    if (any && job.wall_s > 0) {
+      add("training.goodput", job.productive_s / job.wall_s, false, "");
+      add("training.ledger.first_step_excess_s", job.first_step_excess_s, true, "s");
+      add("training.ledger.slow_step_excess_s", job.slow_step_excess_s, true, "s");
+      add("training.ledger.data_wait_s", job.data_wait_s, true, "s");
+      add("training.ledger.save_s", job.save_s, true, "s");
+      add("training.ledger.restore_s", job.restore_s, true, "s");
+      add("training.ledger.eval_s", job.eval_s, true, "s");
+      add("training.ledger.between_steps_s", job.between_steps_s, true, "s");
+    }
   }
   if (const auto& e = report.energy) {
     add("energy.j_per_video", e->j_per_video, true, "J");

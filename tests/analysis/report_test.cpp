@@ -388,6 +388,9 @@ TEST(Report, ComparesTwoRunsWithDirection) {
   EXPECT_EQ(find("training.mfu").direction, "better");
   EXPECT_EQ(find("training.samples_per_s").direction, "better");
   EXPECT_EQ(find("requests.e2e_p50_s").direction, "same");
+  // The ledgers: the same share productive, a shorter first step.
+  EXPECT_EQ(find("training.goodput").direction, "same");
+  EXPECT_EQ(find("training.ledger.first_step_excess_s").direction, "better");
   std::string text = format_comparison("a.jsonl", "b.jsonl", changes);
   EXPECT_NE(text.find("training.step_p50_s"), std::string::npos);
   Json j = Json::parse(comparison_json("a.jsonl", "b.jsonl", changes));
