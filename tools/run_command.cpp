@@ -1,3 +1,4 @@
+#include <glob.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -23,19 +24,29 @@ constexpr const char* kUsage =
     "  --level N   VIDEOX_PERF for the program (default: VIDEOX_PERF as set, else 1)\n\n"
     "The other VIDEOX_PERF* variables are read as usual (VIDEOX_PERF_JSON for records, say).\n"
     "Works through PYTHONPATH: a sitecustomize.py of the vxperf package leads it, and runs the\n"
-    "one it shadows.\n";
+    "one it shadows. The package is looked for beside this command (pip), in the build tree, or\n"
+    "in the site-packages of the prefix it was installed in (CMake).\n";
 
 // The folder of the package's sitecustomize.py: beside the command inside a pip-installed package
-// (vxperf/_bin/vxperf), or in the build tree's python/ (build/vxperf).
+// (vxperf/_bin/vxperf), in the build tree's python/ (build/vxperf), or in the site-packages of the
+// prefix a CMake install put the command in (PREFIX/bin/vxperf).
 std::string bootstrap_dir() {
   char self[PATH_MAX];
   ssize_t n = ::readlink("/proc/self/exe", self, sizeof self - 1);
   if (n <= 0) return {};
   std::string dir(self, static_cast<std::size_t>(n));
   dir.erase(dir.rfind('/') + 1);
-  for (const std::string& candidate : {dir + "../_bootstrap", dir + "python/vxperf/_bootstrap"}) {
+  std::vector<std::string> candidates = {dir + "../_bootstrap/sitecustomize.py",
+                                         dir + "python/vxperf/_bootstrap/sitecustomize.py"};
+  glob_t found{};
+  const std::string pattern = dir + "../lib/python3*/*-packages/vxperf/_bootstrap/sitecustomize.py";
+  if (::glob(pattern.c_str(), 0, nullptr, &found) == 0) {
+    for (std::size_t i = 0; i < found.gl_pathc; ++i) candidates.emplace_back(found.gl_pathv[i]);
+  }
+  ::globfree(&found);
+  for (const std::string& candidate : candidates) {
     char real[PATH_MAX];
-    if (::realpath((candidate + "/sitecustomize.py").c_str(), real) != nullptr) {
+    if (::realpath(candidate.c_str(), real) != nullptr) {
       std::string path(real);
       return path.substr(0, path.rfind('/'));
     }

@@ -85,3 +85,8 @@ def test_install_into_a_fresh_venv(tmp_path):
                             capture_output=True, text=True)
     assert report.returncode == 0, report.stderr
     assert len(read_records(records)) == 1
+    # `vxperf run` finds the installed package's bootstrap in the prefix's site-packages.
+    ran = subprocess.run([str(venv / "bin" / "vxperf"), "run", "--", python, "-c",
+                          "import sys; print(any('_bootstrap' in p for p in sys.path))"],
+                         env=env, capture_output=True, text=True)
+    assert (ran.returncode, ran.stdout.strip()) == (0, "True"), ran.stderr
