@@ -383,13 +383,15 @@ def begin(pipe, args=(), kwargs=None):
     return handle
 
 
-def _end(pipe, handle, failed):
+def _end(pipe, handle, failed, kwargs):
     try:
         _check_lost(pipe)
     except Exception as error:
         _state.warn(("check", type(pipe)), f"cannot check the stages of {type(pipe).__name__} "
                     f"({error!r})")
     _ext.end_request(handle, failed)
+    if _listeners:
+        _tell(type(pipe).__name__, failed, kwargs)
 
 
 def _measured(call):
@@ -401,13 +403,9 @@ def _measured(call):
         try:
             result = call(self, *args, **kwargs)
         except BaseException:
-            _end(self, handle, True)  # reported all the same
-            if _listeners:
-                _tell(type(self).__name__, True, kwargs)
+            _end(self, handle, True, kwargs)  # reported all the same
             raise
-        _end(self, handle, False)
-        if _listeners:
-            _tell(type(self).__name__, False, kwargs)
+        _end(self, handle, False, kwargs)
         return result
 
     __call__._vxperf_wrapped = True

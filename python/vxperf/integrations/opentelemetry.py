@@ -44,6 +44,7 @@ _OPERATION = "generate_content"
 _CALL_KEYS = (("num_frames", "vxperf.frames"), ("height", "vxperf.height"),
               ("width", "vxperf.width"), ("num_inference_steps", "vxperf.steps"))
 _tracer = None
+_api = None  # (opentelemetry.trace, Status, StatusCode), imported once by enable()
 #: The attribute a server sets on its request's span: when the request arrived (time.time()).
 QUEUED_AT = "vxperf.queued_at"
 
@@ -52,17 +53,19 @@ def enable(tracer_provider=None):
     """Makes every request from now on a span tree, through `tracer_provider` (default: the global
     one, also when the program sets it later). Returns False, said once, where opentelemetry-api
     is not installed or metrics are off."""
-    global _tracer
+    global _tracer, _api
     if not _state.on:
         return False
     try:
         from opentelemetry import trace
+        from opentelemetry.trace import Status, StatusCode
     except ImportError as error:
         _state.warn(("otel", "import"), f"VIDEOX_PERF_OTEL: opentelemetry-api cannot be imported "
                     f"({error}); no spans")
         return False
     from .. import __version__
 
+    _api = (trace, Status, StatusCode)
     _tracer = trace.get_tracer("vxperf", __version__, tracer_provider=tracer_provider)
     _ext.keep_request_detail(True)
     _inference.on_settled(_emit)
@@ -125,13 +128,12 @@ def _scalars(prefix, values):
 
 
 def _emit(settled):
-    if _tracer is None:
+    if _tracer is None or _api is None:
         return
     detail = _ext.last_request_detail()
     if detail is None:
         return
-    from opentelemetry import trace
-    from opentelemetry.trace import Status, StatusCode
+    trace, Status, StatusCode = _api
 
     failed, start_ts, calls_by_stage = detail
     start = _ns(start_ts)

@@ -1,6 +1,7 @@
 """torch.distributed.checkpoint (DCP): its `save` and `load` timed as a checkpoint's save and
 restore (vxperf.checkpoint()): outside the steps, with the bytes of the state this rank holds
-(each tensor's local shard). install_training() patches them when torch.distributed is
+(each tensor's local shard; a Stateful object in it, whose state DCP asks for itself, is not
+counted). install_training() patches them when torch.distributed is
 available; a program's `dcp.save(...)` through the module is then timed."""
 
 import functools
@@ -23,13 +24,9 @@ def state_bytes(state):
         else:
             local = getattr(value, "_local_tensor", value)
             nbytes = getattr(local, "nbytes", None)
+            # A Stateful's state_dict() is not asked for again: it may gather across ranks.
             if isinstance(nbytes, int) and hasattr(local, "dtype"):
                 total += nbytes
-            elif hasattr(value, "state_dict") and callable(value.state_dict):
-                try:  # a Stateful (an optimizer wrapper, say): what it saves
-                    stack.append(value.state_dict())
-                except Exception:
-                    pass
     return total
 
 
