@@ -97,6 +97,9 @@ struct TrainCall {
   const void* optimizer = nullptr;  // an optimizer step's optimizer, and whether it really stepped
   bool synced = false;
   std::int64_t bytes = -1;  // a checkpoint's bytes written or read, where said (-1: not said)
+  // A restore's: the step the loop goes on from, the one its checkpoint was saved at (-1: not
+  // known, the numbering goes on).
+  std::int64_t resume_step = -1;
 };
 
 // What a front end said of a training call after it closed (a hook outside the timed call).

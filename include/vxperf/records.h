@@ -56,6 +56,10 @@ struct RequestRecord {
   double ts = 0;  // wall-clock seconds since the epoch at settle time
   int rank = 0;
   int world_size = 1;
+  // The attempt of the job that wrote it (torchrun's restart count) and the run's name
+  // (VIDEOX_PERF_RUN_ID), where said.
+  std::optional<std::int64_t> attempt;
+  std::optional<std::string> run_id;
   std::int64_t req = 0;
   bool warmup = false;
   double e2e_s = 0;
@@ -157,6 +161,8 @@ struct TrainWindowRecord {
   double ts = 0;
   int rank = 0;
   int world_size = 1;
+  std::optional<std::int64_t> attempt;  // as RequestRecord's
+  std::optional<std::string> run_id;
   std::int64_t step_first = 0;
   std::int64_t step_last = 0;
   std::int64_t steps = 0;

@@ -49,6 +49,9 @@ struct Settings {
   bool xrank = false;      // VIDEOX_PERF_XRANK: 1 exchanges window numbers across ranks (live view)
   double xrank_timeout_s = 30;  // VIDEOX_PERF_XRANK_TIMEOUT: seconds an exchange may take
   std::optional<double> fps;    // VIDEOX_PERF_FPS: a request's video's fps where it says none
+  // VIDEOX_PERF_RUN_ID: a name for this run of the job (a launcher's attempt: Slurm's job id and
+  // restart count, say), carried by every record; "" none.
+  std::string run_id;
   bool otel = false;  // VIDEOX_PERF_OTEL: 1 makes OpenTelemetry spans of requests (Python)
   // VIDEOX_PERF_TRACKERS: 1 logs each training window through the training framework's
   // experiment trackers (accelerate's log()), 0 never; nullopt: unset, the program decides.

@@ -17,7 +17,7 @@ struct SettingRow {
   const char* summary;
 };
 
-inline constexpr std::array<SettingRow, 26> kSettingRows = {{
+inline constexpr std::array<SettingRow, 27> kSettingRows = {{
     {"VIDEOX_PERF", "0, 1 or 2", "off", "the level: a line per request / window; 2: every step"},
     {"VIDEOX_PERF_JSON", "a path", "none", "one JSON record per request / window appended here"},
     {"VIDEOX_PERF_WARMUP", "a count", "0", "leading requests / steps kept out of the summaries"},
@@ -54,6 +54,8 @@ inline constexpr std::array<SettingRow, 26> kSettingRows = {{
     {"VIDEOX_PERF_PROMETHEUS", "[host:]port", "none", "serve the metrics for Prometheus"},
     {"VIDEOX_PERF_FPS", "a number", "none",
      "frames per second of the videos requests make, where a call says its frames but not its fps"},
+    {"VIDEOX_PERF_RUN_ID", "a name", "none",
+     "names this run (attempt) of the job; every record carries it"},
     {"VIDEOX_PERF_OTEL", "0 or 1", "0",
      "Python: each request an OpenTelemetry span tree (opentelemetry-api)"},
 }};

@@ -10,6 +10,7 @@
 // Thread safety: plain values.
 #pragma once
 
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -41,6 +42,9 @@ struct Topology {
   int group = 0;
   int dp_rank = -1;
   LayoutSources from;
+  // Which attempt of the job this process is: torchrun's restart count (TORCHELASTIC_RESTART_COUNT),
+  // when a launcher that restarts jobs said it.
+  std::optional<int> attempt;
   // An event script of format v1 says nothing of the layout: its requests are priced against the
   // whole world's peak and its records carry no layout, exactly as the reference's.
   bool v1 = false;

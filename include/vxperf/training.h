@@ -58,6 +58,9 @@ class Trainer {
   // off, saying `why`, and the windows held for its exchange are written now, without it. Call
   // finish() (or shutdown()) next.
   void stop_exchanges(const std::string& why);
+  // The loop goes on from global step `step` (a checkpoint restored by other means than
+  // CheckpointRestore): the next step is numbered `step`.
+  void resume_at(std::int64_t step);
 
   std::int64_t steps_closed() const;
   // Closed steps whose timings are still waiting for their device events.
@@ -173,20 +176,30 @@ class OutsideCall {
   // Bytes written (a save) or read (a restore), where the program knows them.
   void set_bytes(std::int64_t bytes) noexcept { bytes_ = bytes; }
 
- private:
+ protected:
   TrainMark mark_;
   Phase phase_;
   std::int64_t bytes_ = -1;
+  std::string path_;
+  std::int64_t resume_step_ = -1;
 };
 
+// `path`: the checkpoint's (a folder, a file), as the program names it when it restores it. The
+// step it was saved at is kept beside the records file, so that a later attempt of the job that
+// restores it numbers its steps on from there.
 class CheckpointSave : public OutsideCall {
  public:
   explicit CheckpointSave(Trainer* t = trainer()) noexcept : OutsideCall(Phase::kSave, t) {}
+  void set_path(std::string path) { path_ = std::move(path); }
 };
 
+// The loop goes on from the step the checkpoint at `path` was saved at (a save vxperf timed, in
+// this attempt or an earlier one), or from `set_step`'s when the program knows it.
 class CheckpointRestore : public OutsideCall {
  public:
   explicit CheckpointRestore(Trainer* t = trainer()) noexcept : OutsideCall(Phase::kRestore, t) {}
+  void set_path(std::string path) { path_ = std::move(path); }
+  void set_step(std::int64_t step) noexcept { resume_step_ = step; }
 };
 
 class Evaluation : public OutsideCall {

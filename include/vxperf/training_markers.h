@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstdint>
+#include <string_view>
 
 #include "vxperf/cost_model.h"
 #include "vxperf/training.h"
@@ -39,7 +40,11 @@ inline void end_clip(const TrainMark& mark) noexcept { end_call(mark, Phase::kCl
 // of the step it falls in. `bytes`: written or read, where known (-1: not). A phase that is not
 // one is not timed.
 TrainMark begin_outside(Phase phase, Trainer* t = trainer()) noexcept;
-void end_outside(const TrainMark& mark, Phase phase, std::int64_t bytes = -1) noexcept;
+// A checkpoint's `path` (as the program names it), where said: a save's step is kept beside the
+// records file, and a restore goes on from the step its checkpoint was saved at, or from
+// `resume_step` where that is said (>= 0).
+void end_outside(const TrainMark& mark, Phase phase, std::int64_t bytes = -1,
+                 std::string_view path = {}, std::int64_t resume_step = -1) noexcept;
 TrainMark begin_optimizer_step(Trainer* t = trainer()) noexcept;
 void end_optimizer_step(const TrainMark& mark, const void* optimizer, bool synced = true) noexcept;
 // As note_forward_fraction and note_compute_dtype (vxperf/inference.h) outside a request, for a

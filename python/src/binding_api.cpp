@@ -333,9 +333,10 @@ TrainMark train_outside_begin(int phase) {
   return vxperf::begin_outside(static_cast<Phase>(phase), trainer());
 }
 
-void train_outside_end(const TrainMark& mark, int phase, std::int64_t bytes) {
+void train_outside_end(const TrainMark& mark, int phase, std::int64_t bytes,
+                       const std::string& path, std::int64_t resume_step) {
   if (phase < 0 || phase >= kPhaseCount) return;
-  vxperf::end_outside(mark, static_cast<Phase>(phase), bytes);
+  vxperf::end_outside(mark, static_cast<Phase>(phase), bytes, path, resume_step);
 }
 
 TrainMark train_optimizer_begin() { return vxperf::begin_optimizer_step(trainer()); }

@@ -195,7 +195,9 @@ TrainMark train_call_phase_begin(int phase);
 void train_call_phase_end(const TrainMark& mark, int phase);
 // A call outside the steps (save, restore, eval); `bytes` -1: not said.
 TrainMark train_outside_begin(int phase);
-void train_outside_end(const TrainMark& mark, int phase, std::int64_t bytes);
+// A checkpoint's `path` ("" none) and a restore's `resume_step` (-1: the step its save was at).
+void train_outside_end(const TrainMark& mark, int phase, std::int64_t bytes,
+                       const std::string& path, std::int64_t resume_step);
 TrainMark train_optimizer_begin();
 // owner: identifies the optimizer (the first to close a step owns the boundary); synced: whether
 // this call really stepped (false on a gradient-accumulation pass-through).

@@ -489,7 +489,7 @@ PYBIND11_MODULE(_ext, m) {
   m.def("train_call_phase_end", &api::train_call_phase_end, py::arg("mark"), py::arg("phase"));
   m.def("train_outside_begin", &api::train_outside_begin, py::arg("phase"));
   m.def("train_outside_end", &api::train_outside_end, py::arg("mark"), py::arg("phase"),
-        py::arg("bytes") = -1);
+        py::arg("bytes") = -1, py::arg("path") = "", py::arg("resume_step") = -1);
   m.def("train_optimizer_begin", &api::train_optimizer_begin);
   m.def(
       "train_optimizer_end",

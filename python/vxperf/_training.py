@@ -9,6 +9,7 @@ lines are the C++ engine's."""
 
 import importlib.util
 import inspect
+import os
 import sys
 
 from . import _blocks, _ext, _layout, _model, _params, _peak, _profiler, _reading, _stages, _state
@@ -151,14 +152,28 @@ def clip():
     return phase("clip")
 
 
+def _checkpoint_path(path):
+    """A checkpoint's path as vxperf keeps it (absolute), "" when there is none or it is no path."""
+    if path is None:
+        return ""
+    try:
+        return os.path.abspath(os.fspath(path))
+    except (TypeError, ValueError):
+        _state.warn(("checkpoint-path", type(path).__name__), f"checkpoint path {path!r} is not a "
+                    "path; its step is not kept")
+        return ""
+
+
 class _Outside:
-    """A call outside the steps; `bytes` may be set inside the scope."""
+    """A call outside the steps; `bytes`, `path` and (a restore's) `step` may be set inside."""
 
-    __slots__ = ("phase", "bytes", "mark")
+    __slots__ = ("phase", "bytes", "path", "step", "mark")
 
-    def __init__(self, phase, size):
+    def __init__(self, phase, size, path=None, step=None):
         self.phase = phase
         self.bytes = size
+        self.path = path
+        self.step = step
 
     def __enter__(self):
         self.mark = _ext.train_outside_begin(self.phase)
@@ -172,17 +187,25 @@ class _Outside:
             _state.warn(("outside-bytes", repr(size)), f"checkpoint bytes {size!r} is not a "
                         "count; not said")
             size = -1
-        _ext.train_outside_end(self.mark, self.phase, size)
+        step = self.step
+        if step is not None and not (isinstance(step, int) and step >= 0):
+            _state.warn(("checkpoint-step", repr(step)), f"checkpoint step {step!r} is not a "
+                        "step number; the saved one is used")
+            step = None
+        _ext.train_outside_end(self.mark, self.phase, size, _checkpoint_path(self.path),
+                               -1 if step is None else step)
         return False
 
 
 class _NoOutside:
     """What checkpoint() and evaluation() give while not timing: `.bytes` can still be set."""
 
-    __slots__ = ("bytes",)
+    __slots__ = ("bytes", "path", "step")
 
     def __init__(self):
         self.bytes = None
+        self.path = None
+        self.step = None
 
     def __enter__(self):
         return self
@@ -194,19 +217,22 @@ class _NoOutside:
 _OUTSIDE_KINDS = ("save", "restore")
 
 
-def checkpoint(kind="save", bytes=None):
+def checkpoint(kind="save", bytes=None, path=None, step=None):
     """A `with` scope around saving (kind="save") or restoring ("restore") a checkpoint: its
     seconds, and `bytes` written or read where known (or set `.bytes` on the scope inside), go
-    to the next window's "outside" object, never into a step's time or data wait. accelerate's
-    save_state/load_state and torch.distributed.checkpoint's save/load are timed so already
-    (install_training()). Another kind is said once and not timed."""
+    to the next window's "outside" object, never into a step's time or data wait. With `path`
+    (the checkpoint's folder or file), a save's step is kept beside the records file and a
+    restore of it, in this attempt of the job or a later one, numbers the steps on from there
+    (`step=` says the restored step outright). accelerate's save_state/load_state and
+    torch.distributed.checkpoint's save/load are timed so already (install_training()). Another
+    kind is said once and not timed."""
     if not _state.on:
         return _NoOutside()
     if kind not in _OUTSIDE_KINDS:
         _state.warn(("checkpoint-kind", repr(kind)), f"checkpoint({kind!r}): the kind is "
                     "\"save\" or \"restore\"; not timed")
         return _NoOutside()
-    return _Outside(_ext.phase_id(kind), bytes)
+    return _Outside(_ext.phase_id(kind), bytes, path, step)
 
 
 def evaluation():

@@ -273,6 +273,18 @@ Settings Settings::parse(const EnvLookup& env, std::vector<std::string>* problem
   }
   if (auto v = r.positive_number("VIDEOX_PERF_XRANK_TIMEOUT")) s.xrank_timeout_s = *v;
   if (auto v = r.positive_number("VIDEOX_PERF_FPS")) s.fps = *v;
+  if (auto raw = read(env, "VIDEOX_PERF_RUN_ID")) {
+    std::string value = strip(*raw);
+    bool printable = !value.empty() && value.size() <= 128 &&
+                     std::all_of(value.begin(), value.end(),
+                                 [](unsigned char c) { return c > 0x20 && c < 0x7f; });
+    if (printable) {
+      s.run_id = value;
+    } else {
+      r.complain("VIDEOX_PERF_RUN_ID", *raw, "a name of 1 to 128 printable characters", "none");
+      s.run_id.clear();
+    }
+  }
   s.otel = r.switch_("VIDEOX_PERF_OTEL", s.otel);
   if (auto raw = read(env, "VIDEOX_PERF_TRACKERS")) {
     std::string value = strip(*raw);
@@ -324,6 +336,7 @@ std::vector<std::pair<std::string, std::string>> Settings::to_env() const {
   if (sp != 0) out.emplace_back("VIDEOX_PERF_SP", std::to_string(sp));
   if (tp != 0) out.emplace_back("VIDEOX_PERF_TP", std::to_string(tp));
   if (dp_shard != 0) out.emplace_back("VIDEOX_PERF_DP_SHARD", std::to_string(dp_shard));
+  if (!run_id.empty()) out.emplace_back("VIDEOX_PERF_RUN_ID", run_id);
   // VIDEOX_PERF_XRANK is left out too: a replay has no other ranks to exchange with.
   return out;
 }

@@ -6,7 +6,36 @@
 
 namespace vxperf::internal {
 
+namespace {
+
+Topology ranks_from_env(const EnvLookup& env, std::vector<std::string>* problems);
+
+// torchrun's restart count: the attempt this process is of its job.
+std::optional<int> attempt_from_env(const EnvLookup& env, std::vector<std::string>* problems) {
+  auto text = env("TORCHELASTIC_RESTART_COUNT");
+  if (!text) return std::nullopt;
+  auto count = parse_int(*text);
+  if (!count || *count < 0 || *count > INT32_MAX) {
+    if (problems != nullptr) {
+      problems->push_back("vxperf: TORCHELASTIC_RESTART_COUNT=\"" + *text +
+                          "\" is not a restart count; the records say no attempt");
+    }
+    return std::nullopt;
+  }
+  return static_cast<int>(*count);
+}
+
+}  // namespace
+
 Topology topology_from_env(const EnvLookup& env, std::vector<std::string>* problems) {
+  Topology t = ranks_from_env(env, problems);
+  t.attempt = attempt_from_env(env, problems);
+  return t;
+}
+
+namespace {
+
+Topology ranks_from_env(const EnvLookup& env, std::vector<std::string>* problems) {
   // The launchers' conventions, most common first.
   static const char* const kPairs[][2] = {{"RANK", "WORLD_SIZE"},
                                           {"OMPI_COMM_WORLD_RANK", "OMPI_COMM_WORLD_SIZE"},
@@ -40,5 +69,7 @@ Topology topology_from_env(const EnvLookup& env, std::vector<std::string>* probl
   }
   return t;
 }
+
+}  // namespace
 
 }  // namespace vxperf::internal

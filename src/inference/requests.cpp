@@ -229,6 +229,7 @@ void Requests::settle(Request& request, double t_end, bool failed) {
   Topology topo = ctx_.topology();
   record.rank = topo.rank;
   record.world_size = topo.world_size;
+  ctx_.stamp_run(record, topo);
   record.req = request.index;
   record.warmup = request.warmup;
   record.e2e_s = t_end - request.t0;

@@ -134,6 +134,11 @@ class Replayer {
     parts.topology.rank = static_cast<int>(rank);
     parts.topology.world_size = static_cast<int>(world);
     parts.topology.sp = static_cast<int>(sp);
+    if (ev.has("attempt")) {
+      std::int64_t attempt = ev.integer("attempt", 0);
+      if (attempt < 0 || attempt > INT32_MAX) ev.fail("\"attempt\" must be a restart count");
+      parts.topology.attempt = static_cast<int>(attempt);
+    }
     if (ev.has("parallel")) {
       set_parallel_spec(parts.topology, layout_of(ev, static_cast<int>(sp)));
     } else {
@@ -350,7 +355,9 @@ class Replayer {
     } else {
       std::int64_t bytes = ev.integer("bytes", -1);
       if (bytes < -1) ev.fail("\"bytes\" must be a count");
-      t.add_call(phase, start, end, bytes);
+      std::int64_t resume = ev.integer("resume_step", -1);
+      if (resume < -1) ev.fail("\"resume_step\" must be a step");
+      t.add_call(phase, start, end, bytes, {}, resume);
     }
   }
 

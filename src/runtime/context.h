@@ -57,6 +57,12 @@ class Context {
   // A record's "parallel" object: the layout, on a multi-rank run whose layout is known (not a
   // v1 event script).
   static std::optional<ParallelLayout> record_layout(const Topology& t);
+  // Stamps a record with the run it belongs to: the attempt `t` says and VIDEOX_PERF_RUN_ID.
+  template <class Record>
+  void stamp_run(Record& record, const Topology& t) const {
+    if (t.attempt) record.attempt = *t.attempt;
+    if (!settings_.run_id.empty()) record.run_id = settings_.run_id;
+  }
   // Whether this rank logs (rank 0, or every rank with VIDEOX_PERF_RANKS=all).
   bool should_log() const;
   // The per-device peak of `device` (nullopt: host only) in `dtype`.

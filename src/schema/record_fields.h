@@ -210,6 +210,8 @@ void describe_head(Io& io, const char* kind, R& r) {
   io.number("ts", r.ts, 0.0);
   io.small_int("rank", r.rank, 0);
   io.small_int("world_size", r.world_size, 1);
+  io.optional_count("attempt", r.attempt);
+  io.optional_string("run_id", r.run_id);
 }
 
 template <class Io, class R, Same<R, RequestRecord> = 0>

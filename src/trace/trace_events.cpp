@@ -37,6 +37,7 @@ std::string config_event(const Settings& settings, const std::optional<std::stri
                  {"sp", topology.sp}};
   // Beyond format v1: the layout the front end read, so that a replay prices as the run did.
   config["parallel"] = with_fields(Json::object(), parallel_spec(topology));
+  if (topology.attempt) config["attempt"] = *topology.attempt;
   return dump(config);
 }
 

@@ -53,6 +53,7 @@ void TrainTrace::add_call(const TrainCall& call) {
   }
   if (call.dtype) ev["dtype"] = dtype_name(*call.dtype);
   if (call.bytes >= 0) ev["bytes"] = call.bytes;
+  if (call.resume_step >= 0) ev["resume_step"] = call.resume_step;
   push(std::move(ev), call.step, call.id);
 }
 

@@ -84,6 +84,9 @@ void Trainer::finish() {
 void Trainer::stop_exchanges(const std::string& why) {
   guarded([&] { core_->stop_exchanges(why); });
 }
+void Trainer::resume_at(std::int64_t step) {
+  guarded([&] { core_->resume_at(step); });
+}
 std::int64_t Trainer::steps_closed() const { return core_->steps_closed(); }
 std::size_t Trainer::pending_steps() const { return core_->pending_steps(); }
 
@@ -188,12 +191,13 @@ TrainMark begin_outside(Phase phase, Trainer* t) noexcept {
   return m;
 }
 
-void end_outside(const TrainMark& m, Phase phase, std::int64_t bytes) noexcept {
+void end_outside(const TrainMark& m, Phase phase, std::int64_t bytes, std::string_view path,
+                 std::int64_t resume_step) noexcept {
   if (m.trainer == nullptr || !is_outside_phase(phase)) return;
   guarded([&] {
     internal::TrainerCore& c = core(m.trainer);
     internal::Marker end{c.now(), kNoEvent};
-    c.add_call(phase, internal::Marker{m.host_s, kNoEvent}, end, bytes);
+    c.add_call(phase, internal::Marker{m.host_s, kNoEvent}, end, bytes, path, resume_step);
     c.phase_ends(phase_name(phase), m.host_s, end.host_s);
   });
 }
@@ -236,7 +240,7 @@ PhaseCall::~PhaseCall() { end_call(mark_, phase_); }
 
 OutsideCall::OutsideCall(Phase phase, Trainer* t) noexcept
     : mark_(begin_outside(phase, t)), phase_(phase) {}
-OutsideCall::~OutsideCall() { end_outside(mark_, phase_, bytes_); }
+OutsideCall::~OutsideCall() { end_outside(mark_, phase_, bytes_, path_, resume_step_); }
 
 OptimizerStep::OptimizerStep(const void* optimizer, bool synced, Trainer* t) noexcept
     : mark_(begin_optimizer_step(t)), optimizer_(optimizer), synced_(synced) {}

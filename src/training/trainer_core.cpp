@@ -7,6 +7,7 @@
 #include "base/resolve.h"
 #include "base/stats.h"
 #include "base/strings.h"
+#include "output/records_file.h"
 #include "runtime/fork_guard.h"
 #include "schema/log_lines.h"
 #include "training/window.h"
@@ -44,7 +45,8 @@ void TrainerCore::Step::reset() {
 TrainerCore::TrainerCore(Context& engine)
     : engine_(engine),
       forked_(engine.forked()),
-      observers_(forked_ ? nullptr : engine.observers()) {}
+      observers_(forked_ ? nullptr : engine.observers()),
+      checkpoint_steps_([&engine](std::string_view line) { engine.notice(line); }) {}
 
 TrainerCore::~TrainerCore() = default;
 
@@ -349,17 +351,31 @@ void TrainerCore::end_backward(Marker start, Marker end) {
   add_pair(Phase::kBackward, start, end);
 }
 
-void TrainerCore::add_call(Phase phase, Marker start, Marker end, std::int64_t bytes) {
+void TrainerCore::add_call(Phase phase, Marker start, Marker end, std::int64_t bytes,
+                           std::string_view path, std::int64_t resume_step) {
   if (is_outside_phase(phase)) {
-    add_outside(phase, start, end, bytes);
+    add_outside(phase, start, end, bytes, path, resume_step);
   } else {
     add_pair(phase, start, end);
   }
 }
 
-void TrainerCore::add_outside(Phase phase, Marker start, Marker end, std::int64_t bytes) {
+std::string TrainerCore::checkpoint_steps_file() const {
+  const Topology topo = engine_.topology();
+  return CheckpointSteps::path_for(
+      RecordsFile::path_for(engine_.settings().json_path, topo.rank, topo.world_size));
+}
+
+void TrainerCore::add_outside(Phase phase, Marker start, Marker end, std::int64_t bytes,
+                              std::string_view path, std::int64_t resume_step) {
   if (forked_) return;
   in_use_ = true;
+  if (!path.empty() && phase == Phase::kSave) {
+    checkpoint_steps_.saved(checkpoint_steps_file(), path, current_step_index(), wall_clock_s());
+  }
+  if (!path.empty() && phase == Phase::kRestore && resume_step < 0) {
+    resume_step = checkpoint_steps_.step_of(checkpoint_steps_file(), path).value_or(-1);
+  }
   const double seconds = std::max(0.0, end.host_s - start.host_s);
   if (!ledger_.start || start.host_s < *ledger_.start) ledger_.start = start.host_s;
   ledger_.outside.push_back({start.host_s, seconds, phase});
@@ -383,8 +399,28 @@ void TrainerCore::add_outside(Phase phase, Marker start, Marker end, std::int64_
     call.t0 = start.host_s;
     call.t1 = end.host_s;
     call.bytes = bytes;
+    if (phase == Phase::kRestore) call.resume_step = resume_step;
     notify(list, [&](Observer& o) { o.on_train_call(call); });
   }
+  if (phase == Phase::kRestore && resume_step >= 0) resume_at(resume_step);
+}
+
+void TrainerCore::resume_at(std::int64_t step) {
+  const std::int64_t next = current_step_index();
+  if (forked_ || step < 0 || step == next) return;
+  if (step_ && !step_->order.empty()) {
+    engine_.notice("vxperf: a checkpoint was restored inside a step (after its first call); the "
+                   "steps stay numbered as they were");
+    return;
+  }
+  // The steps numbered before settle and their partial window goes out (their device events are
+  // waited for: a restore is outside the steps), so that no window spans the jump.
+  drain(true);
+  if (!window_.empty()) emit_window(false);
+  if (steps_run_ == 0) warmup_from_ = step;
+  num_steps_ = step;
+  if (step_) step_->index = step;
+  if (meter_step_ == next) meter_step_ = step;
 }
 
 void TrainerCore::add_optimizer_step(Marker start, Marker end, const void* optimizer, bool synced) {
@@ -416,6 +452,7 @@ void TrainerCore::close_step(double t_close) {
     }
   }
   ++num_steps_;
+  ++steps_run_;
   // Before anything settles: the window this step ends may settle now.
   meter_step_close(num_steps_ - 1);
   engine_.capture_ends(Settings::CaptureRange::Kind::kSteps, num_steps_ - 1, engine_.device(),
@@ -463,7 +500,7 @@ void TrainerCore::settle(Step& step) {
   StepRecord record;
   static_cast<StepCounts&>(record) = step;
   record.step = step.index;
-  record.warmup = step.index < engine_.settings().warmup;
+  record.warmup = step.index - warmup_from_ < engine_.settings().warmup;
   record.total_s = step.total_s;
   // Sums run left to right, in the order calls happened, so the residual below comes out
   // bit-for-bit as the reference computes it (whether `other` is exactly zero depends on it).
@@ -579,6 +616,7 @@ void TrainerCore::emit_window(bool full) {
     return engine_.peak(device_ >= 0 ? std::optional<int>(device_) : std::nullopt, dtype);
   };
   TrainWindowRecord record = aggregate_window(detail.steps, ctx);
+  engine_.stamp_run(record, topo);
   if (outside_.saves + outside_.restores + outside_.evals > 0) {
     record.outside = outside_;
     outside_ = OutsideSteps{};

@@ -11,6 +11,7 @@
 #include <optional>
 #include <vector>
 
+#include "output/checkpoint_steps.h"
 #include "pricing/pricing.h"
 #include "runtime/context.h"
 #include "training/marker.h"
@@ -83,7 +84,13 @@ class TrainerCore {
   // A call phase's call (clip, or any kCall phase that does not bound the step), or a call outside
   // the steps (a checkpoint's save or restore, an evaluation: `bytes` written or read, -1 not
   // said), whose time is taken out of the step it falls in.
-  void add_call(Phase phase, Marker start, Marker end, std::int64_t bytes = -1);
+  // A checkpoint's `path`, where said: a save's step is kept (output/checkpoint_steps.h), and a
+  // restore without `resume_step` (-1) goes on from the step its checkpoint was saved at.
+  void add_call(Phase phase, Marker start, Marker end, std::int64_t bytes = -1,
+                std::string_view path = {}, std::int64_t resume_step = -1);
+  // The loop goes on from global step `step` (a checkpoint restored): the next step closed is
+  // numbered `step`. What settled before goes out first, so no window spans the jump.
+  void resume_at(std::int64_t step);
   void add_optimizer_step(Marker start, Marker end, const void* optimizer, bool synced);
 
  private:
@@ -127,7 +134,9 @@ class TrainerCore {
   // A window's steps have settled: its record goes out (a full window's is held on rank 0 while
   // the cross-rank view waits for its exchange).
   void settle(Step& step);
-  void add_outside(Phase phase, Marker start, Marker end, std::int64_t bytes);
+  void add_outside(Phase phase, Marker start, Marker end, std::int64_t bytes,
+                   std::string_view path, std::int64_t resume_step);
+  std::string checkpoint_steps_file() const;
   void emit_window(bool full);
   // The cross-rank view (VIDEOX_PERF_XRANK=1): every rank exchanges a full window's numbers when
   // step `step_last + kSettleLag` closes, a point of the loop that does not depend on when its
@@ -144,6 +153,8 @@ class TrainerCore {
   bool forked_;  // see off(); set in a forked child only
   const ObserverList* observers_ = nullptr;
   std::int64_t num_steps_ = 0;
+  std::int64_t steps_run_ = 0;     // closed in this process (num_steps_ jumps on a resume)
+  std::int64_t warmup_from_ = 0;   // the first step of this process: warmup counts from it
   std::unique_ptr<Step> step_;
   std::deque<std::unique_ptr<Step>> pending_;
   std::vector<std::unique_ptr<Step>> spare_;  // settled steps kept for reuse (no allocation)
@@ -193,6 +204,7 @@ class TrainerCore {
   XrankHistory xrank_history_;  // rank 0's, across its views
   // Calls outside the steps since the last window went out: the next window's `outside`.
   OutsideSteps outside_;
+  CheckpointSteps checkpoint_steps_;
   // The loop's ledger (vxperf/records.h), kept as steps settle: from its first point, the steps'
   // compute (their time less their data wait: the first's, the later ones' sum and the last
   // kIdealSteps of them, for the ideal step), and every call outside the steps. Bounded per step.

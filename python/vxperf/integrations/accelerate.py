@@ -251,6 +251,7 @@ def _save_state(function):
         with _training.checkpoint("save") as scope:
             location = function(self, *args, **kwargs)
             scope.bytes = folder_bytes(os.fspath(location), began) if location else None
+            scope.path = location
         return location
 
     return _patched(function, save_state)
@@ -263,6 +264,7 @@ def _load_state(function):
         with _training.checkpoint("restore") as scope:
             result = function(self, input_dir, *args, **kwargs)
             scope.bytes = folder_bytes(os.fspath(input_dir)) if input_dir else None
+            scope.path = input_dir
         return result
 
     return _patched(function, load_state)

@@ -30,12 +30,22 @@ def state_bytes(state):
     return total
 
 
+def checkpoint_location(kwargs):
+    """Where a DCP save or load goes: its `checkpoint_id`, else its storage writer's or reader's
+    `path`; None when neither says."""
+    location = kwargs.get("checkpoint_id")
+    if location is None:
+        storage = kwargs.get("storage_writer") or kwargs.get("storage_reader")
+        location = getattr(storage, "path", None)
+    return location
+
+
 def _timed(function, kind):
     @functools.wraps(function)
     def timed(state_dict, *args, **kwargs):
         if not _state.on:
             return function(state_dict, *args, **kwargs)
-        with _training.checkpoint(kind) as scope:
+        with _training.checkpoint(kind, path=checkpoint_location(kwargs)) as scope:
             result = function(state_dict, *args, **kwargs)
             scope.bytes = state_bytes(state_dict)
         return result
