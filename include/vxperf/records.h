@@ -154,7 +154,17 @@ struct Ledger {
   double restore_s = 0;
   double eval_s = 0;
   double between_steps_s = 0;  // host time in no step and no call outside the steps
-  double goodput = 0;          // productive over wall
+  // Across the attempts of a restarted job (`vxperf report` stitches them; a record's own ledger
+  // is its attempt's, these left 0): the earlier attempts' time on steps a later one ran again
+  // (taken out of their productive, slow-step and data parts), and the time between an attempt's
+  // end and the next one's start. Both are parts of `wall_s`.
+  double lost_progress_s = 0;
+  double between_attempts_s = 0;
+  double goodput = 0;  // productive over wall
+  // Not parts: the attempts stitched, and the time from each failure to the next attempt's
+  // first step (between attempts, then its restore).
+  std::int64_t attempts = 1;
+  double recovery_s = 0;
 };
 
 struct TrainWindowRecord {

@@ -86,6 +86,8 @@ struct RequestSummary {
 struct TrainSummary {
   std::int64_t windows = 0;
   std::int64_t steps = 0;  // global steps measured (the most any rank reported)
+  // Of a restarted job: steps a later attempt ran again (the most of any rank), left out of `steps`.
+  std::int64_t steps_run_again = 0;
   std::int64_t warmup_excluded = 0;
   // From the windows' percentiles, weighted by their step counts (per-step times are not in the
   // records): the weighted median of window medians, the weighted p95 of window p95s.

@@ -6,7 +6,9 @@
 #include <map>
 #include <set>
 #include <system_error>
+#include <tuple>
 
+#include "analysis/attempt_ledgers.h"
 #include "base/stats.h"
 #include "base/strings.h"
 #include "schema/show_walk.h"
@@ -677,6 +679,9 @@ const ReadingSummary* find_reading(const std::vector<ReadingSummary>& readings,
   return nullptr;
 }
 
+// A window as the ranks share it: its attempt (run id hashed, restart count), first step, steps.
+using WindowKey = std::tuple<std::size_t, std::int64_t, std::int64_t, std::int64_t>;
+
 struct ReportBuilder::State {
   RequestSide requests{true};
   TrainAcc training;
@@ -684,22 +689,21 @@ struct ReportBuilder::State {
   struct Rank {
     std::optional<RequestSide> requests;
     std::optional<TrainAcc> training;
-    std::optional<Ledger> ledger;  // of its latest window (by ts: a restarted job's last attempt)
-    double ledger_ts = -1;
+    AttemptLedgers attempts;  // its ledger, across a restarted job's attempts
     // Its windows' step p50 (for its median and best) and its latest one's, for the scores.
     std::vector<double> window_p50s;
     double latest_p50 = 0;
     double latest_ts = -1;
     // The steps its windows began at: one seen twice means two runs (or two attempts of one,
     // each counting from 0) in the records, said once per rank.
-    std::set<std::int64_t> firsts;
+    // Keyed by the attempt the records say (its run id hashed), so that a restarted job's attempts,
+    // which run some steps again, are not mistaken for two runs.
+    std::set<std::tuple<std::size_t, std::int64_t, std::int64_t>> firsts;
     bool said_twice = false;
   };
-  // Per window of steps (step_first, steps): each rank's mean seconds per step by phase (floats:
+  // Per window of steps (its attempt, step_first, steps): each rank's mean seconds per step by phase (floats:
   // 56 bytes a window and rank), for what stragglers cost.
-  std::map<std::pair<std::int64_t, std::int64_t>,
-           std::vector<std::pair<int, std::array<float, kPhaseCount>>>>
-      by_window;
+  std::map<WindowKey, std::vector<std::pair<int, std::array<float, kPhaseCount>>>> by_window;
   ByRank<Rank> ranks;
   std::vector<std::string> warnings;
   FieldValues fields;  // the record's at hand (its buffers kept from one record to the next)
@@ -731,11 +735,11 @@ void ReportBuilder::window(const TrainWindowRecord& record) {
     rank.training->s.fields = summarized_fields<TrainWindowRecord>(true);
   }
   rank.training->add(record, state_->fields);
-  if (record.ledger && record.ts >= rank.ledger_ts) {
-    rank.ledger = record.ledger;
-    rank.ledger_ts = record.ts;
-  }
-  if (!rank.firsts.insert(record.step_first).second && !rank.said_twice) {
+  rank.attempts.add(record);
+  const std::tuple<std::size_t, std::int64_t, std::int64_t> first{
+      std::hash<std::string>{}(record.run_id.value_or("")), record.attempt.value_or(-1),
+      record.step_first};
+  if (!rank.firsts.insert(first).second && !rank.said_twice) {
     rank.said_twice = true;
     state_->warnings.push_back(strprintf(
         "rank %d has two windows from step %lld: records of two runs, or of a restarted run's "
@@ -754,7 +758,8 @@ void ReportBuilder::window(const TrainWindowRecord& record) {
         phases[static_cast<std::size_t>(*phase)] = static_cast<float>(seconds);
       }
     }
-    state_->by_window[{record.step_first, record.steps}].emplace_back(record.rank, phases);
+    state_->by_window[{std::get<0>(first), std::get<1>(first), record.step_first, record.steps}]
+        .emplace_back(record.rank, phases);
   }
 }
 
@@ -763,8 +768,8 @@ namespace {
 // What stragglers cost (RankSummary::lost_s): per window the ranks share, the rank most above the
 // per-phase medians is charged its seconds above them, times the window's steps.
 void straggler_costs(
-    const std::map<std::pair<std::int64_t, std::int64_t>,
-                   std::vector<std::pair<int, std::array<float, kPhaseCount>>>>& by_window,
+    const std::map<WindowKey, std::vector<std::pair<int, std::array<float, kPhaseCount>>>>&
+        by_window,
     std::vector<RankSummary>& ranks) {
   std::map<int, RankSummary*> by_rank;
   for (auto& rs : ranks) by_rank[rs.rank] = &rs;
@@ -793,7 +798,7 @@ void straggler_costs(
     auto& charged = lost.try_emplace(slowest->first).first->second;
     for (std::size_t p = 0; p < medians.size(); ++p) {
       charged[p] += std::max(0.0, slowest->second[p] - medians[p]) *
-                    static_cast<double>(span.second);
+                    static_cast<double>(std::get<3>(span));
     }
   }
   for (const auto& [rank, phases] : lost) {
@@ -842,6 +847,7 @@ Report ReportBuilder::finish(std::vector<std::string> sources) const {
     run_summaries();
   }
   std::vector<RankSummary> ranks;
+  std::int64_t run_again = 0;  // the most steps any rank ran again after a restart
 
   for (const auto& [rank, r] : st.ranks) {
     RankSummary rs;
@@ -868,12 +874,19 @@ Report ReportBuilder::finish(std::vector<std::string> sources) const {
       if (t.peak_alloc_bytes) keep_max(rs.peak_alloc_bytes, *t.peak_alloc_bytes);
       rs.phase_s = t.phase_s;
       rs.fields = t.fields;
-      rs.ledger = r.ledger;
+      rs.ledger = r.attempts.ledger(rank, &report.warnings);
+      if (rs.ledger && rs.ledger->attempts > 1) {
+        run_again = std::max(run_again, r.attempts.steps_run() - rs.ledger->steps);
+      }
     }
     rs.fields.insert(rs.fields.end(), request_fields.begin(), request_fields.end());
     ranks.push_back(rs);
   }
   if (run.valid()) run.get();
+  if (report.training && run_again > 0) {
+    report.training->steps_run_again = run_again;
+    report.training->steps -= std::min(report.training->steps, run_again);
+  }
   report.ranks = std::move(ranks);
 
   report.energy = st.job.summary();

@@ -68,6 +68,8 @@ std::vector<Metric> report_metrics(const Report& report) {
       job.restore_s += l.restore_s;
       job.eval_s += l.eval_s;
       job.between_steps_s += l.between_steps_s;
+      job.lost_progress_s += l.lost_progress_s;
+      job.between_attempts_s += l.between_attempts_s;
     }
     if (any && job.wall_s > 0) {
       add("training.goodput", job.productive_s / job.wall_s, false, "");
@@ -78,6 +80,10 @@ std::vector<Metric> report_metrics(const Report& report) {
       add("training.ledger.restore_s", job.restore_s, true, "s");
       add("training.ledger.eval_s", job.eval_s, true, "s");
       add("training.ledger.between_steps_s", job.between_steps_s, true, "s");
+      // A restarted job's only: runs that never restarted keep their rows as they were.
+      auto restarts = [](double v) { return v != 0 ? std::optional<double>(v) : std::nullopt; };
+      add("training.ledger.lost_progress_s", restarts(job.lost_progress_s), true, "s");
+      add("training.ledger.between_attempts_s", restarts(job.between_attempts_s), true, "s");
     }
   }
   if (const auto& e = report.energy) {

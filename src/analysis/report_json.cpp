@@ -142,6 +142,7 @@ std::string report_json(const Report& report) {
                      {"peak_reserved_bytes", opt_json(t->peak_reserved_bytes)},
                      {"eta_s", opt_json(t->eta_s)},
                      {"layout", layout_json(t->layout)}};
+    if (t->steps_run_again > 0) j["training"]["steps_run_again"] = t->steps_run_again;
     add_basis(j["training"], t->params, t->peak_tflops, t->peak_source, t->dtype, t->skipped_fwd,
               t->effective_fwd);
     j["training"]["fields"] = fields_json(t->fields);

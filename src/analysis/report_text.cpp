@@ -204,7 +204,11 @@ std::string format_report(const Report& report) {
     }
   }
   if (const auto& t = report.training) {
-    line(strprintf("Training: %lld steps in %lld windows%s", static_cast<long long>(t->steps),
+    line(strprintf("Training: %lld steps%s in %lld windows%s", static_cast<long long>(t->steps),
+                   t->steps_run_again ? strprintf(" (and %lld run again after a restart)",
+                                                  static_cast<long long>(t->steps_run_again))
+                                            .c_str()
+                                      : "",
                    static_cast<long long>(t->windows),
                    t->warmup_excluded ? strprintf(" (%lld warmup excluded)",
                                                   static_cast<long long>(t->warmup_excluded))
@@ -303,12 +307,24 @@ std::string format_report(const Report& report) {
     for (const auto& rs : report.ranks) {
       if (!rs.ledger) continue;
       const Ledger& l = *rs.ledger;
+      // A restarted job's attempts, stitched: what the restarts cost.
+      std::string restarts;
+      if (l.attempts > 1) {
+        restarts = strprintf(" + lost progress %.3fs + between attempts %.3fs", l.lost_progress_s,
+                             l.between_attempts_s);
+      }
       line(strprintf("  rank %d: wall %.3fs = productive %.3fs (%lld steps x ideal %.3fs) + first "
                      "step %.3fs + slow steps %.3fs + data %.3fs + save %.3fs + restore %.3fs + "
-                     "eval %.3fs + between %.3fs; goodput %.1f%%",
+                     "eval %.3fs + between %.3fs%s; goodput %.1f%%",
                      rs.rank, l.wall_s, l.productive_s, static_cast<long long>(l.steps),
                      l.ideal_step_s, l.first_step_excess_s, l.slow_step_excess_s, l.data_wait_s,
-                     l.save_s, l.restore_s, l.eval_s, l.between_steps_s, 100.0 * l.goodput));
+                     l.save_s, l.restore_s, l.eval_s, l.between_steps_s, restarts.c_str(),
+                     100.0 * l.goodput));
+      if (l.attempts > 1) {
+        line(strprintf("    %lld attempts; recovery (failure to the next attempt's first step) "
+                       "%.3fs",
+                       static_cast<long long>(l.attempts), l.recovery_s));
+      }
     }
   }
   return out;

@@ -11,7 +11,10 @@ CheckpointSteps::CheckpointSteps(LogFn notice)
            "a restore in a later attempt will not know its step") {}
 
 std::string CheckpointSteps::path_for(const std::string& records_path) {
-  return records_path.empty() ? std::string() : records_path + ".checkpoints";
+  if (records_path.empty()) return {};
+  const std::size_t slash = records_path.rfind('/');
+  const std::size_t name = slash == std::string::npos ? 0 : slash + 1;
+  return records_path.substr(0, name) + "." + records_path.substr(name) + ".checkpoints";
 }
 
 void CheckpointSteps::saved(const std::string& file, std::string_view checkpoint,

@@ -1,5 +1,6 @@
-// The step each checkpoint was saved at, kept beside the rank's records file
-// ("<records file>.checkpoints", one JSON line per save), so that a later attempt of the job that
+// The step each checkpoint was saved at, kept beside the rank's records file (a hidden
+// ".<records file's name>.checkpoints", one JSON line per save, out of the way of a glob of the
+// rank files), so that a later attempt of the job that
 // restores one numbers its steps on from where that checkpoint left off. Without a records file
 // they are kept in memory only (a restore in the same process still finds them).
 //
@@ -20,7 +21,7 @@ class CheckpointSteps {
  public:
   explicit CheckpointSteps(LogFn notice);
 
-  // The file the saves go to ("" none): the records file's path with ".checkpoints".
+  // The file the saves go to ("" none): beside the records file, hidden.
   static std::string path_for(const std::string& records_path);
 
   // `checkpoint` (its path, as the program named it) was saved when `step` was the next step.

@@ -341,12 +341,17 @@ void describe(Io& io, R& l) {
   io.number("restore_s", l.restore_s, 0.0);
   io.number("eval_s", l.eval_s, 0.0);
   io.number("between_steps_s", l.between_steps_s);
+  // Only where the report stitched attempts (a record's own ledger never has them).
+  io.unless("lost_progress_s", l.lost_progress_s, 0.0);
+  io.unless("between_attempts_s", l.between_attempts_s, 0.0);
   io.number(show("goodput")
                 .tracked()
                 .gauge("vxperf_train_goodput",
                        "Productive time (ideal step x steps) over the loop's wall time so far.",
                        SeriesLabels::kRank),
             l.goodput);
+  if (l.attempts != 1) io.derived("attempts", l.attempts);
+  io.unless("recovery_s", l.recovery_s, 0.0);
 }
 
 template <class Io, class R, Same<R, TrainWindowRecord> = 0>

@@ -1,0 +1,131 @@
+#include "analysis/attempt_ledgers.h"
+
+#include <algorithm>
+
+#include "base/strings.h"
+
+namespace vxperf::analysis {
+
+using internal::strprintf;
+
+namespace {
+
+double compute_s(const Ledger& l) {
+  return l.productive_s + l.first_step_excess_s + l.slow_step_excess_s;
+}
+
+}  // namespace
+
+void AttemptLedgers::add(const TrainWindowRecord& record) {
+  if (!record.ledger) return;
+  const Ledger& l = *record.ledger;
+  auto key = std::make_pair(record.run_id.value_or(""), record.attempt.value_or(-1));
+  auto [it, fresh] = attempts_.try_emplace(key);
+  Attempt& a = it->second;
+  if (fresh || record.ts < a.first_ts) {
+    a.first_ts = record.ts;
+    a.start = record.ts - l.wall_s;
+  }
+  if (fresh || record.ts >= a.latest_ts) {
+    a.latest_ts = record.ts;
+    a.ledger = l;
+    a.world_size = record.world_size;
+  }
+  a.marks.push_back({record.step_first, record.step_last, compute_s(l), l.data_wait_s});
+}
+
+std::int64_t AttemptLedgers::steps_run() const {
+  std::int64_t steps = 0;
+  for (const auto& [key, a] : attempts_) steps += a.ledger.steps;
+  return steps;
+}
+
+std::optional<Ledger> AttemptLedgers::ledger(int rank, std::vector<std::string>* warnings) const {
+  if (attempts_.empty()) return std::nullopt;
+  if (attempts_.size() == 1) return attempts_.begin()->second.ledger;
+  std::vector<const Attempt*> order;
+  for (const auto& [key, a] : attempts_) order.push_back(&a);
+  std::sort(order.begin(), order.end(),
+            [](const Attempt* x, const Attempt* y) { return x->start < y->start; });
+  auto say = [&](const std::string& text) {
+    if (warnings != nullptr) warnings->push_back(text);
+  };
+  Ledger job;
+  job.attempts = static_cast<std::int64_t>(order.size());
+  bool said_world = false, said_overlap = false;
+  for (std::size_t k = 0; k < order.size(); ++k) {
+    const Attempt& a = *order[k];
+    Ledger l = a.ledger;
+    if (k + 1 < order.size()) {
+      const Attempt& next = *order[k + 1];
+      // The steps the next attempt ran again: from its first step on.
+      std::int64_t resume = next.marks.front().step_first;
+      for (const Mark& m : next.marks) resume = std::min(resume, m.step_first);
+      std::vector<Mark> marks = a.marks;
+      std::sort(marks.begin(), marks.end(),
+                [](const Mark& x, const Mark& y) { return x.step_first < y.step_first; });
+      double lost_compute = 0, lost_data = 0, lost_steps = 0;
+      double prev_compute = 0, prev_data = 0;
+      for (const Mark& m : marks) {
+        const double steps = static_cast<double>(m.step_last - m.step_first + 1);
+        if (m.step_last >= resume && steps > 0) {
+          const double share =
+              static_cast<double>(m.step_last - std::max(m.step_first, resume) + 1) / steps;
+          lost_compute += (m.compute_s - prev_compute) * share;
+          lost_data += (m.data_s - prev_data) * share;
+          lost_steps += steps * share;
+        }
+        prev_compute = m.compute_s;
+        prev_data = m.data_s;
+      }
+      // Out of the parts those steps were counted in: their data wait, their ideal time, and
+      // what they took beyond it.
+      const double ideal = std::min(l.productive_s, l.ideal_step_s * lost_steps);
+      l.productive_s -= ideal;
+      l.slow_step_excess_s -= lost_compute - ideal;
+      l.data_wait_s -= lost_data;
+      l.lost_progress_s += lost_compute + lost_data;
+      l.steps -= std::min(l.steps, static_cast<std::int64_t>(lost_steps + 0.5));
+      const double gap = next.start - (a.start + a.ledger.wall_s);
+      if (gap < 0 && !said_overlap) {
+        said_overlap = true;
+        say(strprintf("rank %d: two attempts' records overlap in time (records of two jobs in one "
+                      "folder?); the time between them is counted below zero",
+                      rank));
+      }
+      l.between_attempts_s += gap;
+      l.recovery_s += gap + next.ledger.restore_s;
+      if (next.world_size != a.world_size && !said_world) {
+        said_world = true;
+        say(strprintf("rank %d: the job was restarted with a world size of %d after %d; its "
+                      "attempts are stitched as they ran",
+                      rank, next.world_size, a.world_size));
+      }
+    }
+    job.wall_s += l.wall_s + l.between_attempts_s;
+    job.steps += l.steps;
+    job.productive_s += l.productive_s;
+    job.first_step_excess_s += l.first_step_excess_s;
+    job.slow_step_excess_s += l.slow_step_excess_s;
+    job.data_wait_s += l.data_wait_s;
+    job.save_s += l.save_s;
+    job.restore_s += l.restore_s;
+    job.eval_s += l.eval_s;
+    job.between_steps_s += l.between_steps_s;
+    job.lost_progress_s += l.lost_progress_s;
+    job.between_attempts_s += l.between_attempts_s;
+    job.recovery_s += l.recovery_s;
+  }
+  // The job's ideal step: its attempts', weighed by their steps.
+  double weighted = 0;
+  for (const Attempt* a : order) {
+    weighted += a->ledger.ideal_step_s * static_cast<double>(a->ledger.steps);
+  }
+  std::int64_t all_steps = 0;
+  for (const Attempt* a : order) all_steps += a->ledger.steps;
+  job.ideal_step_s = all_steps > 0 ? weighted / static_cast<double>(all_steps) : 0.0;
+  job.goodput = job.wall_s > 0 ? job.productive_s / job.wall_s : 0.0;
+  return job;
+}
+
+}  // namespace vxperf::analysis

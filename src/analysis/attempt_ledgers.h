@@ -1,0 +1,48 @@
+// A rank's ledger across the attempts of a restarted job, as `vxperf report` stitches it: windows
+// are grouped by the attempt their records say (torchrun's restart count, VIDEOX_PERF_RUN_ID),
+// each attempt's ledger is its latest window's, and one attempt's end and the next's start are
+// placed on the wall clock by their windows' times. The steps a later attempt ran again (its
+// first step below the earlier one's last) are the earlier one's lost progress; the time between
+// attempts is a part of its own; the parts still add up to the wall time exactly.
+//
+// Thread safety: none; one report builder's.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "vxperf/records.h"
+
+namespace vxperf::analysis {
+
+class AttemptLedgers {
+ public:
+  void add(const TrainWindowRecord& record);
+  // The rank's ledger: its one attempt's latest, or its attempts stitched (nullopt: no window had
+  // a ledger). What could not be stitched cleanly is said in `warnings`, once each.
+  std::optional<Ledger> ledger(int rank, std::vector<std::string>* warnings) const;
+  // The steps its attempts ran, those run again included (the stitched ledger's `steps` leaves
+  // them out).
+  std::int64_t steps_run() const;
+
+ private:
+  // A window's place in its attempt: its steps and the attempt's step time through it.
+  struct Mark {
+    std::int64_t step_first = 0, step_last = 0;
+    double compute_s = 0, data_s = 0;  // cumulative: the ledger's step parts at this window
+  };
+  struct Attempt {
+    double first_ts = 0, start = 0;  // the earliest window's time, less its ledger's wall
+    double latest_ts = 0;
+    Ledger ledger;  // its latest window's
+    int world_size = 1;
+    std::vector<Mark> marks;
+  };
+  std::map<std::pair<std::string, std::int64_t>, Attempt> attempts_;
+};
+
+}  // namespace vxperf::analysis

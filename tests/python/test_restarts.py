@@ -1,0 +1,74 @@
+"""A restarted job on the real thing: torchrun --max-restarts 1 over 4 gloo ranks of an accelerate
+loop (restart_worker.py) that saves state every 20 steps, with rank 2 slowed by 30 ms a step from
+step 10 and rank 3 leaving with os._exit at step 30; torchrun restarts the job, which restores the
+checkpoint of step 20 and trains to step 60. With the live view on and off: no window lost (rank
+0's window held for the exchange is written when the job is told to stop), every attempt in the
+files, the steps of the restored attempt numbered from 20, and `vxperf report` stitching the
+attempts: 60 steps trained and 10 run again, lost progress equal to the re-run steps' time, the
+slowed rank's cost equal to what was injected, the ledger adding up to the wall on every rank."""
+import json
+import os
+import subprocess
+import sys
+
+import pytest
+
+from conftest import CLI, HERE, clean_env, read_records
+from test_multirank import free_port
+
+WORKER = os.path.join(HERE, "restart_worker.py")
+RANKS, EVERY, SLOW_S = 4, 10, 0.03
+ATTEMPT_WINDOWS = {0: [(0, 9), (10, 19), (20, 29)], 1: [(20, 29), (30, 39), (40, 49), (50, 59)]}
+PARTS = ("productive_s", "first_step_excess_s", "slow_step_excess_s", "data_wait_s", "save_s",
+         "restore_s", "eval_s", "between_steps_s", "lost_progress_s", "between_attempts_s")
+
+
+@pytest.mark.parametrize("xrank", ["1", "0"])
+def test_a_restarted_job_is_stitched_from_its_attempts(tmp_path, xrank):
+    records = tmp_path / "perf.jsonl"
+    env = clean_env(VIDEOX_PERF=1, VIDEOX_PERF_EVERY=EVERY, VIDEOX_PERF_JSON=records,
+                    VIDEOX_PERF_XRANK=xrank, OMP_NUM_THREADS=1)
+    command = [sys.executable, "-m", "torch.distributed.run", "--nnodes", "1", "--nproc_per_node",
+               str(RANKS), "--max-restarts", "1", "--rdzv_backend", "c10d", "--rdzv_endpoint",
+               f"127.0.0.1:{free_port()}", WORKER, "--out", str(tmp_path / "checkpoints"),
+               "--slow-s", str(SLOW_S)]
+    proc = subprocess.run(command, env=env, capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+
+    files = [f"{records}.rank{r}" for r in range(RANKS)]
+    assert sorted(str(p) for p in tmp_path.glob("perf.jsonl.rank*")) == files
+    rerun_s = {}
+    for rank, path in enumerate(files):
+        windows = read_records(path)
+        by_attempt = {}
+        for w in windows:
+            by_attempt.setdefault(w["attempt"], []).append((w["step_first"], w["step_last"]))
+        assert by_attempt == ATTEMPT_WINDOWS, (rank, by_attempt)
+        # The restored attempt's first window: exactly the steps run again, its loop from the
+        # restore on; their time from the restore's end to the close of step 29.
+        first = next(w for w in windows if w["attempt"] == 1)
+        assert first["outside"]["restores"] == 1 and first["outside"]["restore_bytes"] > 0
+        rerun_s[rank] = first["ledger"]["wall_s"] - first["ledger"]["restore_s"]
+        # The steps each save was at, beside the records file (hidden from a glob of rank files).
+        sidecar = tmp_path / f".perf.jsonl.rank{rank}.checkpoints"
+        saved = [json.loads(line) for line in open(sidecar)]
+        assert [s["step"] for s in saved] == [20, 40, 60]  # attempt 0 died before 40
+
+    report = subprocess.run([CLI, "report", "--json", *files], capture_output=True, text=True)
+    assert report.returncode == 0 and report.stderr == "", report.stderr
+    data = json.loads(report.stdout)
+    assert data["training"]["steps"] == 60 and data["training"]["steps_run_again"] == 10
+    for rs in data["ranks"]:
+        ledger = rs["ledger"]
+        assert ledger["attempts"] == 2 and ledger["steps"] == 60
+        assert sum(ledger.get(k, 0.0) for k in PARTS) == pytest.approx(ledger["wall_s"], abs=1e-6)
+        assert ledger["lost_progress_s"] == pytest.approx(rerun_s[rs["rank"]], rel=0.05)
+        assert ledger["between_attempts_s"] > 0
+        assert ledger["recovery_s"] >= ledger["between_attempts_s"]
+    # The slowed rank: 30 ms on each of its 20 + 40 slowed steps in the windows, in its data wait.
+    slow = data["ranks"][2]
+    assert slow["lost_s"] == pytest.approx(SLOW_S * 60, rel=0.15)
+    assert max(slow["lost_phases_s"], key=slow["lost_phases_s"].get) == "data"
+    text = subprocess.run([CLI, "report", *files], capture_output=True, text=True).stdout
+    assert "Training: 60 steps (and 10 run again after a restart)" in text
+    assert "2 attempts; recovery" in text
