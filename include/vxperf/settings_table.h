@@ -54,10 +54,10 @@ inline constexpr std::array<SettingRow, 27> kSettingRows = {{
     {"VIDEOX_PERF_PROMETHEUS", "[host:]port", "none", "serve the metrics for Prometheus"},
     {"VIDEOX_PERF_FPS", "a number", "none",
      "frames per second of the videos requests make, where a call says its frames but not its fps"},
-    {"VIDEOX_PERF_RUN_ID", "a name", "none",
-     "names this run (attempt) of the job; every record carries it"},
     {"VIDEOX_PERF_OTEL", "0 or 1", "0",
      "Python: each request an OpenTelemetry span tree (opentelemetry-api)"},
+    {"VIDEOX_PERF_RUN_ID", "a name", "none",
+     "names this run (attempt) of the job; every record carries it"},
 }};
 
 }  // namespace vxperf

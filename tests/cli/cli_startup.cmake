@@ -45,7 +45,7 @@ execute_process(COMMAND ${CMAKE_COMMAND} -E env VIDEOX_PERF=1 VIDEOX_PERF_EVERY=
                 OUTPUT_VARIABLE out RESULT_VARIABLE rc)
 string(REGEX MATCHALL "\n  VIDEOX_PERF[A-Z_]*" names "${out}")
 list(LENGTH names count)
-if(NOT rc EQUAL 1 OR NOT out MATCHES "^set:\n  VIDEOX_PERF=1\n" OR NOT count EQUAL 26
+if(NOT rc EQUAL 1 OR NOT out MATCHES "^set:\n  VIDEOX_PERF=1\n" OR NOT count EQUAL 27
    OR NOT out MATCHES "VIDEOX_PERF_EVERY=\"abc\" is not an integer; using 50")
   message(FATAL_ERROR "vxperf env: exit ${rc}, ${count} variables:\n${out}")
 endif()
