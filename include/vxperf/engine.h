@@ -60,6 +60,9 @@ struct EngineOptions {
   std::shared_ptr<DeviceMeter> host_meter;
   // The all-gather behind the live cross-rank view (settings.xrank; see vxperf/xrank.h).
   RankExchange rank_exchange;
+  // When the process started, on `clock`: a training ledger's start-up begins there (the
+  // process-wide engine reads it from the kernel; none: the ledger begins at the loop).
+  std::optional<double> process_start_s;
 };
 
 class Engine {

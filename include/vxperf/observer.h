@@ -159,6 +159,8 @@ class Observer {
   }
   // The job's rank, world size or parallel layout changed (Engine::set_topology, set_parallel).
   virtual void on_topology(const Topology& topology) { (void)topology; }
+  // The program began setting up its training at `t` (Trainer::mark_setup; its device set).
+  virtual void on_train_setup(double t) { (void)t; }
   // A measured peak handed to the engine (device -1: the host).
   virtual void on_peak(int device, const MeasuredPeak& peak) {
     (void)device;

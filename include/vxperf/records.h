@@ -146,6 +146,11 @@ struct Ledger {
   double wall_s = 0;
   std::int64_t steps = 0;
   double ideal_step_s = 0;
+  // Before the loop, where the process's start is known: start-up (from it to the training's
+  // set-up: Trainer::mark_setup, or the device set) and set-up (from there to the loop's first
+  // point: the model, its wrapping, the optimizer).
+  double startup_s = 0;
+  double setup_s = 0;
   double productive_s = 0;         // ideal step x steps
   double first_step_excess_s = 0;  // the first step's compute beyond the ideal (compile, warmup)
   double slow_step_excess_s = 0;   // the later steps' compute beyond the ideal, net
@@ -162,7 +167,7 @@ struct Ledger {
   double between_attempts_s = 0;
   double goodput = 0;  // productive over wall
   // Not parts: the attempts stitched, and the time from each failure to the next attempt's
-  // first step (between attempts, then its restore).
+  // first step (between attempts, then its start-up, set-up and restore).
   std::int64_t attempts = 1;
   double recovery_s = 0;
 };

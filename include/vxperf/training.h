@@ -49,6 +49,10 @@ class Trainer {
   void register_model(const ModelInfo& info);
   // Sets the trained model outright, whatever its size (a re-reading of the same model).
   void set_model(const ModelInfo& info);
+  // The program begins setting up its training (building the model, wrapping it, the
+  // optimizer): the ledger's start-up, from the process's start, ends here and its set-up begins.
+  // Once, before the loop; set_device marks it too.
+  void mark_setup();
   // The device this rank trains on and the stream to record events on (-1: host clock only).
   void set_device(int device, void* stream = nullptr);
 

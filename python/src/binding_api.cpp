@@ -355,6 +355,10 @@ std::int64_t train_pending_steps() {
   return t != nullptr ? static_cast<std::int64_t>(t->pending_steps()) : 0;
 }
 
+void train_mark_setup() {
+  if (Trainer* t = trainer()) t->mark_setup();
+}
+
 void train_stop_exchanges(const std::string& why) {
   if (Trainer* t = existing_trainer()) t->stop_exchanges(why);
 }

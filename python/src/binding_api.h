@@ -208,6 +208,8 @@ std::int64_t train_pending_steps();
 void train_finish();
 // Trainer::stop_exchanges: the held windows written now, the cross-rank view off.
 void train_stop_exchanges(const std::string& why);
+// Trainer::mark_setup: the program begins setting up its training.
+void train_mark_setup();
 
 // ---- the live cross-rank view (VIDEOX_PERF_XRANK=1) --------------------------------------------
 

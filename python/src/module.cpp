@@ -500,6 +500,7 @@ PYBIND11_MODULE(_ext, m) {
       py::arg("mark"), py::arg("owner"), py::arg("synced"));
   m.def("train_steps_closed", &api::train_steps_closed);
   m.def("train_pending_steps", &api::train_pending_steps);
+  m.def("train_mark_setup", &api::train_mark_setup);
   m.def("train_stop_exchanges", [](const std::string& why) {
     {
       py::gil_scoped_release release;

@@ -32,6 +32,9 @@ void AttemptLedgers::add(const TrainWindowRecord& record) {
     a.world_size = record.world_size;
   }
   a.marks.push_back({record.step_first, record.step_last, compute_s(l), l.data_wait_s});
+  if (!fresh && record.step_first > a.last_first && record.ts < a.last_ts) a.clock_back = true;
+  a.last_first = record.step_first;
+  a.last_ts = record.ts;
 }
 
 std::int64_t AttemptLedgers::steps_run() const {
@@ -42,6 +45,15 @@ std::int64_t AttemptLedgers::steps_run() const {
 
 std::optional<Ledger> AttemptLedgers::ledger(int rank, std::vector<std::string>* warnings) const {
   if (attempts_.empty()) return std::nullopt;
+  for (const auto& [key, a] : attempts_) {
+    if (!a.clock_back || warnings == nullptr) continue;
+    // The ledger's parts are on the monotonic clock: only where attempts meet is the wall's.
+    warnings->push_back(strprintf("rank %d: a window's time is before the window ahead of it (the "
+                                  "wall clock was set back?); its ledger stands, and where "
+                                  "attempts meet is placed by the first window of each",
+                                  rank));
+    break;
+  }
   if (attempts_.size() == 1) return attempts_.begin()->second.ledger;
   std::vector<const Attempt*> order;
   for (const auto& [key, a] : attempts_) order.push_back(&a);
@@ -94,7 +106,7 @@ std::optional<Ledger> AttemptLedgers::ledger(int rank, std::vector<std::string>*
                       rank));
       }
       l.between_attempts_s += gap;
-      l.recovery_s += gap + next.ledger.restore_s;
+      l.recovery_s += gap + next.ledger.startup_s + next.ledger.setup_s + next.ledger.restore_s;
       if (next.world_size != a.world_size && !said_world) {
         said_world = true;
         say(strprintf("rank %d: the job was restarted with a world size of %d after %d; its "
@@ -104,6 +116,8 @@ std::optional<Ledger> AttemptLedgers::ledger(int rank, std::vector<std::string>*
     }
     job.wall_s += l.wall_s + l.between_attempts_s;
     job.steps += l.steps;
+    job.startup_s += l.startup_s;
+    job.setup_s += l.setup_s;
     job.productive_s += l.productive_s;
     job.first_step_excess_s += l.first_step_excess_s;
     job.slow_step_excess_s += l.slow_step_excess_s;

@@ -41,6 +41,11 @@ class AttemptLedgers {
     Ledger ledger;  // its latest window's
     int world_size = 1;
     std::vector<Mark> marks;
+    // The window read last and whether a later window's time went back before it (the wall
+    // clock was set back).
+    std::int64_t last_first = -1;
+    double last_ts = 0;
+    bool clock_back = false;
   };
   std::map<std::pair<std::string, std::int64_t>, Attempt> attempts_;
 };

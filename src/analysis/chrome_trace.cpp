@@ -80,7 +80,8 @@ class Converter {
         break;
       case EventKind::kPeak:
       case EventKind::kTopology:
-        break;  // what the run was priced with: no time on them
+      case EventKind::kTrainSetup:
+        break;  // what the run was priced with, or a point before the loop: no time on them
       case EventKind::kRequestBegin:
         request_begin(ev);
         break;

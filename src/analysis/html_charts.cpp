@@ -175,8 +175,8 @@ std::string denoising_chart(const DenoisingSteps& steps) {
 // Each rank's loop so far in the ledger's parts, its goodput in its label (the latest window's).
 std::string ledger_bars(const Report& report) {
   static const std::vector<std::string> parts = {
-      "productive", "first step", "slow steps", "data",  "save",
-      "restore",    "eval",       "between",    "lost progress", "between attempts"};
+      "start-up", "set-up",  "productive", "first step",    "slow steps",      "data",
+      "save",     "restore", "eval",       "between steps", "lost progress", "between attempts"};
   std::vector<std::string> labels;
   std::vector<std::vector<double>> values;
   double top = 0;
@@ -185,7 +185,7 @@ std::string ledger_bars(const Report& report) {
     const Ledger& l = *rs.ledger;
     labels.push_back(rank_label(rs.rank) + strprintf(" (goodput %.0f%%)", 100.0 * l.goodput));
     // A part below zero (steps faster than the ideal, net) has no bar of its own.
-    values.push_back({l.productive_s, std::max(0.0, l.first_step_excess_s),
+    values.push_back({l.startup_s, l.setup_s, l.productive_s, std::max(0.0, l.first_step_excess_s),
                       std::max(0.0, l.slow_step_excess_s), l.data_wait_s, l.save_s, l.restore_s,
                       l.eval_s, std::max(0.0, l.between_steps_s), l.lost_progress_s,
                       std::max(0.0, l.between_attempts_s)});

@@ -60,6 +60,8 @@ std::vector<Metric> report_metrics(const Report& report) {
       any = true;
       const Ledger& l = *rs.ledger;
       job.wall_s += l.wall_s;
+      job.startup_s += l.startup_s;
+      job.setup_s += l.setup_s;
       job.productive_s += l.productive_s;
       job.first_step_excess_s += l.first_step_excess_s;
       job.slow_step_excess_s += l.slow_step_excess_s;
@@ -80,10 +82,13 @@ std::vector<Metric> report_metrics(const Report& report) {
       add("training.ledger.restore_s", job.restore_s, true, "s");
       add("training.ledger.eval_s", job.eval_s, true, "s");
       add("training.ledger.between_steps_s", job.between_steps_s, true, "s");
-      // A restarted job's only: runs that never restarted keep their rows as they were.
-      auto restarts = [](double v) { return v != 0 ? std::optional<double>(v) : std::nullopt; };
-      add("training.ledger.lost_progress_s", restarts(job.lost_progress_s), true, "s");
-      add("training.ledger.between_attempts_s", restarts(job.between_attempts_s), true, "s");
+      // Only where said (start-up and set-up: the process's start known; the rest: a restarted
+      // job), so that the rows of runs without them stay as they were.
+      auto said = [](double v) { return v != 0 ? std::optional<double>(v) : std::nullopt; };
+      add("training.ledger.startup_s", said(job.startup_s), true, "s");
+      add("training.ledger.setup_s", said(job.setup_s), true, "s");
+      add("training.ledger.lost_progress_s", said(job.lost_progress_s), true, "s");
+      add("training.ledger.between_attempts_s", said(job.between_attempts_s), true, "s");
     }
   }
   if (const auto& e = report.energy) {

@@ -313,10 +313,16 @@ std::string format_report(const Report& report) {
         restarts = strprintf(" + lost progress %.3fs + between attempts %.3fs", l.lost_progress_s,
                              l.between_attempts_s);
       }
-      line(strprintf("  rank %d: wall %.3fs = productive %.3fs (%lld steps x ideal %.3fs) + first "
+      // Start-up and set-up where the process's start was known.
+      std::string before;
+      if (l.startup_s != 0 || l.setup_s != 0) {
+        before = strprintf("start-up %.3fs + set-up %.3fs + ", l.startup_s, l.setup_s);
+      }
+      line(strprintf("  rank %d: wall %.3fs = %sproductive %.3fs (%lld steps x ideal %.3fs) + first "
                      "step %.3fs + slow steps %.3fs + data %.3fs + save %.3fs + restore %.3fs + "
                      "eval %.3fs + between %.3fs%s; goodput %.1f%%",
-                     rs.rank, l.wall_s, l.productive_s, static_cast<long long>(l.steps),
+                     rs.rank, l.wall_s, before.c_str(), l.productive_s,
+                     static_cast<long long>(l.steps),
                      l.ideal_step_s, l.first_step_excess_s, l.slow_step_excess_s, l.data_wait_s,
                      l.save_s, l.restore_s, l.eval_s, l.between_steps_s, restarts.c_str(),
                      100.0 * l.goodput));

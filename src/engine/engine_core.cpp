@@ -85,6 +85,7 @@ EngineCore::EngineCore(Engine& engine, EngineOptions options)
       rank_exchange_(std::move(options.rank_exchange)),
       requests_(*this) {
   cuda_on_demand_ = options.cuda_on_demand && !options.device;
+  process_start_ = options.process_start_s;
   for (auto [given, lazy] : {std::make_pair(&options.meter, &meter_),
                              std::make_pair(&options.host_meter, &host_meter_)}) {
     if (!*given) continue;
@@ -104,7 +105,8 @@ EngineCore::EngineCore(Engine& engine, EngineOptions options)
       std::optional<std::string> name;
       if (device >= 0 && backend.available()) name = backend.device_name(device);
       Topology t = topology();
-      return TraceHeader{config_event(settings_, name, device, t), t.rank, t.world_size};
+      return TraceHeader{config_event(settings_, name, device, t, process_start_), t.rank,
+                         t.world_size};
     }));
   }
   if (settings_.nvtx) {

@@ -5,10 +5,12 @@
 #include <mutex>
 
 #include "base/env_parse.h"
+#include "base/process_age.h"
 #include "base/topology_env.h"
 #include "engine/engine_core.h"
 #include "output/stderr_log.h"
 #include "runtime/fork_guard.h"
+#include "vxperf/clock.h"
 #include "vxperf/config.h"
 #include "vxperf/listen_address.h"
 #include "vxperf/prometheus_endpoint.h"
@@ -105,6 +107,8 @@ Engine* build_locked() {
   options.topology =
       config.topology ? *config.topology : internal::topology_from_env(process_env(), &problems);
   options.cuda_on_demand = true;
+  options.clock = std::make_shared<SteadyClock>();
+  if (auto age = internal::process_age_s()) options.process_start_s = options.clock->now_s() - *age;
   options.log = log;
   options.sinks = config.sinks;
   options.rank_exchange = config.rank_exchange;

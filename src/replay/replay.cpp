@@ -134,6 +134,7 @@ class Replayer {
     parts.topology.rank = static_cast<int>(rank);
     parts.topology.world_size = static_cast<int>(world);
     parts.topology.sp = static_cast<int>(sp);
+    if (ev.has("process_start")) parts.process_start_s = ev.number("process_start");
     if (ev.has("attempt")) {
       std::int64_t attempt = ev.integer("attempt", 0);
       if (attempt < 0 || attempt > INT32_MAX) ev.fail("\"attempt\" must be a restart count");
@@ -248,6 +249,10 @@ class Replayer {
       }
       case EventKind::kMemory:
         if (simulated_) update_readings(ev);
+        break;
+      case EventKind::kTrainSetup:
+        clock_->set(ev.number("t"));
+        trainer().mark_setup(ev.number("t"));
         break;
       case EventKind::kFinish:
         clock_->set(ev.number("t"));

@@ -36,6 +36,8 @@ class Context {
   Context& operator=(const Context&) = delete;
 
   const Settings& settings() const { return settings_; }
+  // When the process started, on the clock (EngineOptions::process_start_s).
+  std::optional<double> process_start() const { return process_start_; }
   // The level in effect (settings().level, or higher when raised since).
   int level() const { return level_.load(std::memory_order_relaxed); }
   Clock& clock() { return *clock_; }
@@ -136,6 +138,7 @@ class Context {
   std::atomic<DeviceBackend*> device_{nullptr};
   bool forked_ = false;
   std::atomic<const ObserverList*> observers_{nullptr};
+  std::optional<double> process_start_;  // EngineOptions::process_start_s
 
  private:
   void capture_point(Settings::CaptureRange::Kind kind, std::int64_t index, bool begins,

@@ -30,6 +30,7 @@ enum class EventKind : std::uint8_t {
   kFinish,        // the run's end
   kPeak,          // a measured peak
   kTopology,      // rank, world and layout, set after the start
+  kTrainSetup,    // the program began setting up its training (its device set)
 };
 
 struct EventKindInfo {
@@ -37,7 +38,7 @@ struct EventKindInfo {
   const char* name;  // its "ev"; empty for kCall, whose names are the call phases' events
 };
 
-inline constexpr std::array<EventKindInfo, 14> kEventKinds = {{
+inline constexpr std::array<EventKindInfo, 15> kEventKinds = {{
     {EventKind::kConfig, "config"},
     {EventKind::kModel, "model"},
     {EventKind::kRequestBegin, "request_begin"},
@@ -52,6 +53,7 @@ inline constexpr std::array<EventKindInfo, 14> kEventKinds = {{
     {EventKind::kFinish, "finish"},
     {EventKind::kPeak, "peak"},
     {EventKind::kTopology, "topology"},
+    {EventKind::kTrainSetup, "train_setup"},
 }};
 
 constexpr bool event_kinds_in_order() {

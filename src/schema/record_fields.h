@@ -333,6 +333,9 @@ void describe(Io& io, R& l) {
   io.number("wall_s", l.wall_s);
   io.count("steps", l.steps);
   io.number("ideal_step_s", l.ideal_step_s);
+  // Where the process's start is known (a live run, or a trace that says it).
+  io.unless("startup_s", l.startup_s, 0.0);
+  io.unless("setup_s", l.setup_s, 0.0);
   io.number("productive_s", l.productive_s);
   io.number("first_step_excess_s", l.first_step_excess_s);
   io.number("slow_step_excess_s", l.slow_step_excess_s);

@@ -56,6 +56,8 @@ void LiveTrace::on_train_model(const ModelInfo& info, std::int64_t trainable) {
   train_.add(train_model_event(info, trainable));
 }
 
+void LiveTrace::on_train_setup(double t) { train_.add(train_setup_event(t)); }
+
 void LiveTrace::on_topology(const Topology& topology) {
   // Before the first line, that line will say it.
   if (writer_.has_header()) writer_.write(topology_event(topology));

@@ -42,6 +42,7 @@ class LiveTrace final : public Observer {
   void on_model(std::string_view stage, const ModelInfo& info) override;
   void on_train_model(const ModelInfo& info, std::int64_t trainable) override;
   void on_topology(const Topology& topology) override;
+  void on_train_setup(double t) override;
   void on_peak(int device, const MeasuredPeak& peak) override;
   void on_finish(double t) override;
 

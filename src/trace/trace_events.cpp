@@ -25,7 +25,8 @@ Json with_fields(Json head, const T& value, Args... args) {
 }  // namespace
 
 std::string config_event(const Settings& settings, const std::optional<std::string>& device_name,
-                         int device_index, const Topology& topology) {
+                         int device_index, const Topology& topology,
+                         std::optional<double> process_start) {
   Json env = Json::object();
   for (const auto& [name, value] : settings.to_env()) env[name] = value;
   Json config = {{"ev", event_name(EventKind::kConfig)},
@@ -38,8 +39,11 @@ std::string config_event(const Settings& settings, const std::optional<std::stri
   // Beyond format v1: the layout the front end read, so that a replay prices as the run did.
   config["parallel"] = with_fields(Json::object(), parallel_spec(topology));
   if (topology.attempt) config["attempt"] = *topology.attempt;
+  if (process_start) config["process_start"] = *process_start;
   return dump(config);
 }
+
+Json train_setup_event(double t) { return {{"ev", event_name(EventKind::kTrainSetup)}, {"t", t}}; }
 
 std::string topology_event(const Topology& topology) {
   Json ev = {{"ev", event_name(EventKind::kTopology)}, {"rank", topology.rank}, {"world_size", topology.world_size}};

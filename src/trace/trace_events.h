@@ -17,9 +17,13 @@
 
 namespace vxperf::internal {
 
-// The first line: the settings as variables, the device, the topology.
+// The first line: the settings as variables, the device, the topology, and when the process
+// started (on the trace's clock), where known.
 std::string config_event(const Settings& settings, const std::optional<std::string>& device_name,
-                         int device_index, const Topology& topology);
+                         int device_index, const Topology& topology,
+                         std::optional<double> process_start = std::nullopt);
+// The program began setting up its training (its device set): what came before was start-up.
+Json train_setup_event(double t);
 // A change of rank, world size or layout after the first line.
 std::string topology_event(const Topology& topology);
 std::string model_event(std::string_view stage, const ModelInfo& info);

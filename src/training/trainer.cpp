@@ -75,6 +75,9 @@ void Trainer::set_model(const ModelInfo& info) {
   guarded([&] { core_->set_model(info); });
 }
 bool Trainer::in_use() const { return core_->in_use(); }
+void Trainer::mark_setup() {
+  guarded([&] { core_->mark_setup(core_->now()); });
+}
 void Trainer::set_device(int device, void* stream) {
   guarded([&] { core_->set_device(device, stream); });
 }
@@ -186,6 +189,7 @@ TrainMark begin_outside(Phase phase, Trainer* t) noexcept {
   TrainMark m;
   guarded([&] {
     core(t).phase_begins(phase_name(phase));
+    core(t).outside_opened();
     m = TrainMark{t, core(t).now(), kNoEvent, nullptr};
   });
   return m;

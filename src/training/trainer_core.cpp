@@ -75,8 +75,15 @@ void TrainerCore::set_model(const ModelInfo& info) {
   }
 }
 
+void TrainerCore::mark_setup(double t) {
+  if (off() || setup_at_ || ledger_.start) return;  // once, and only before the loop
+  setup_at_ = t;
+  notify(engine_.observers(), [&](Observer& o) { o.on_train_setup(t); });
+}
+
 void TrainerCore::set_device(int device, void* stream) {
   if (off()) return;
+  mark_setup(now());
   int was = device_;
   device_ = device >= 0 && engine_.backend_for(device).available() ? device : -1;
   stream_ = stream;
@@ -370,10 +377,13 @@ void TrainerCore::add_outside(Phase phase, Marker start, Marker end, std::int64_
                               std::string_view path, std::int64_t resume_step) {
   if (forked_) return;
   in_use_ = true;
+  if (outside_open_ > 0) --outside_open_;
   if (!path.empty() && phase == Phase::kSave) {
     checkpoint_steps_.saved(checkpoint_steps_file(), path, current_step_index(), wall_clock_s());
   }
-  if (!path.empty() && phase == Phase::kRestore && resume_step < 0) {
+  // A restore before this process's first step resumes a job; one later (a roll-back, an
+  // evaluation's swap) keeps the numbering unless the program says the step.
+  if (!path.empty() && phase == Phase::kRestore && resume_step < 0 && steps_run_ == 0) {
     resume_step = checkpoint_steps_.step_of(checkpoint_steps_file(), path).value_or(-1);
   }
   const double seconds = std::max(0.0, end.host_s - start.host_s);
@@ -553,6 +563,14 @@ std::optional<Ledger> TrainerCore::ledger() const {
   const std::int64_t n = ledger_.steps;
   l.steps = n;
   l.wall_s = ledger_.last_close - *ledger_.start;
+  // Before the loop's first point: start-up from the process's start to the set-up's (its device
+  // set), then the set-up (model, wrapping, optimizer).
+  if (auto born = engine_.process_start(); born && *born <= *ledger_.start) {
+    const double setup_at = setup_at_ && *setup_at_ >= *born ? *setup_at_ : *ledger_.start;
+    l.startup_s = setup_at - *born;
+    l.setup_s = *ledger_.start - setup_at;
+    l.wall_s += l.startup_s + l.setup_s;
+  }
   // The first step pays for compiling and warming up: the ideal is the later steps' (the last
   // kIdealSteps of them).
   l.ideal_step_s =
@@ -567,8 +585,9 @@ std::optional<Ledger> TrainerCore::ledger() const {
     (o.phase == Phase::kSave ? l.save_s : o.phase == Phase::kRestore ? l.restore_s : l.eval_s) +=
         o.seconds;
   }
-  l.between_steps_s = l.wall_s - (l.productive_s + l.first_step_excess_s + l.slow_step_excess_s +
-                                  l.data_wait_s + l.save_s + l.restore_s + l.eval_s);
+  l.between_steps_s =
+      l.wall_s - (l.startup_s + l.setup_s + l.productive_s + l.first_step_excess_s +
+                  l.slow_step_excess_s + l.data_wait_s + l.save_s + l.restore_s + l.eval_s);
   l.goodput = l.wall_s > 0 ? l.productive_s / l.wall_s : 0.0;
   return l;
 }
@@ -736,6 +755,11 @@ void TrainerCore::stop_exchanges(const std::string& why) {
 void TrainerCore::finish() {
   if (finished_ || off()) return;  // a forked child: the parent reports its own steps
   finished_ = true;
+  if (outside_open_ > 0) {
+    engine_.notice("vxperf: " + std::to_string(outside_open_) +
+                   " checkpoint or evaluation scope(s) opened and never closed; their time is in "
+                   "the steps or between them");
+  }
   closing_call_ = 0;
   // The partial window ends at its last step's close (its interval's last mark), not now.
   if (meter_.open()) {

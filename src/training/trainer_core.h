@@ -31,6 +31,9 @@ class TrainerCore {
   void register_model(const ModelInfo& info);
   // Sets the trained model outright, whatever its size (replay's train_model event).
   void set_model(const ModelInfo& info);
+  // The program begins setting up its training (model, wrapping, optimizer) at `t`: the ledger's
+  // start-up ends there. Once, before the loop's first point; set_device marks it too.
+  void mark_setup(double t);
   void set_device(int device, void* stream);
   void finish();
   void stop_exchanges(const std::string& why);
@@ -85,13 +88,16 @@ class TrainerCore {
   // the steps (a checkpoint's save or restore, an evaluation: `bytes` written or read, -1 not
   // said), whose time is taken out of the step it falls in.
   // A checkpoint's `path`, where said: a save's step is kept (output/checkpoint_steps.h), and a
-  // restore without `resume_step` (-1) goes on from the step its checkpoint was saved at.
+  // restore before this process's first step without `resume_step` (-1) goes on from the step
+  // its checkpoint was saved at.
   void add_call(Phase phase, Marker start, Marker end, std::int64_t bytes = -1,
                 std::string_view path = {}, std::int64_t resume_step = -1);
   // The loop goes on from global step `step` (a checkpoint restored): the next step closed is
   // numbered `step`. What settled before goes out first, so no window spans the jump.
   void resume_at(std::int64_t step);
   void add_optimizer_step(Marker start, Marker end, const void* optimizer, bool synced);
+  // A call outside the steps opened (its add_call closes it): one never closed is said at finish.
+  void outside_opened() { ++outside_open_; }
 
  private:
   struct Pair {
@@ -223,6 +229,8 @@ class TrainerCore {
     };
     std::vector<Outside> outside;
   } ledger_;
+  std::optional<double> setup_at_;  // mark_setup's
+  std::int64_t outside_open_ = 0;   // calls outside the steps opened and not closed
   // The ledger through the last settled step; nullopt before one.
   std::optional<Ledger> ledger() const;
 };

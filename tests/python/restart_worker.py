@@ -7,6 +7,7 @@ first attempt. A later attempt restores the last checkpoint and trains on to --s
 """
 import argparse
 import os
+import sys
 import time
 
 import torch
@@ -77,6 +78,16 @@ def main():
         if (step + 1) % args.save_every == 0:
             accelerator.save_state(os.path.join(args.out, f"checkpoint-{step + 1}"))
     accelerator.end_training()
+    # The group this script made is its to end (accelerate's end_training may have ended it).
+    if dist.is_initialized():
+        dist.destroy_process_group()
+    # Then out, past the interpreter's teardown of torch's threads, which aborted one run in a
+    # few here ("terminate called without an active exception", after every record was out):
+    # vxperf's own end is taken first.
+    vxperf.shutdown()
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(0)
 
 
 if __name__ == "__main__":

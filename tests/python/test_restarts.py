@@ -19,7 +19,7 @@ from test_multirank import free_port
 WORKER = os.path.join(HERE, "restart_worker.py")
 RANKS, EVERY, SLOW_S = 4, 10, 0.03
 ATTEMPT_WINDOWS = {0: [(0, 9), (10, 19), (20, 29)], 1: [(20, 29), (30, 39), (40, 49), (50, 59)]}
-PARTS = ("productive_s", "first_step_excess_s", "slow_step_excess_s", "data_wait_s", "save_s",
+PARTS = ("startup_s", "setup_s", "productive_s", "first_step_excess_s", "slow_step_excess_s", "data_wait_s", "save_s",
          "restore_s", "eval_s", "between_steps_s", "lost_progress_s", "between_attempts_s")
 
 
@@ -48,7 +48,9 @@ def test_a_restarted_job_is_stitched_from_its_attempts(tmp_path, xrank):
         # restore on; their time from the restore's end to the close of step 29.
         first = next(w for w in windows if w["attempt"] == 1)
         assert first["outside"]["restores"] == 1 and first["outside"]["restore_bytes"] > 0
-        rerun_s[rank] = first["ledger"]["wall_s"] - first["ledger"]["restore_s"]
+        before = first["ledger"]
+        rerun_s[rank] = before["wall_s"] - sum(before[k] for k in ("startup_s", "setup_s",
+                                                                 "restore_s"))
         # The steps each save was at, beside the records file (hidden from a glob of rank files).
         sidecar = tmp_path / f".perf.jsonl.rank{rank}.checkpoints"
         saved = [json.loads(line) for line in open(sidecar)]
@@ -63,8 +65,8 @@ def test_a_restarted_job_is_stitched_from_its_attempts(tmp_path, xrank):
         assert ledger["attempts"] == 2 and ledger["steps"] == 60
         assert sum(ledger.get(k, 0.0) for k in PARTS) == pytest.approx(ledger["wall_s"], abs=1e-6)
         assert ledger["lost_progress_s"] == pytest.approx(rerun_s[rs["rank"]], rel=0.05)
-        assert ledger["between_attempts_s"] > 0
-        assert ledger["recovery_s"] >= ledger["between_attempts_s"]
+        assert ledger["between_attempts_s"] > 0 and ledger["startup_s"] > 0
+        assert ledger["recovery_s"] >= ledger["between_attempts_s"] + before["restore_s"]
     # The slowed rank: 30 ms on each of its 20 + 40 slowed steps in the windows, in its data wait.
     slow = data["ranks"][2]
     assert slow["lost_s"] == pytest.approx(SLOW_S * 60, rel=0.15)
