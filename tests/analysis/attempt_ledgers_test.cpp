@@ -1,0 +1,99 @@
+// A restarted job's ledger, stitched from its attempts' windows: the steps run again are lost
+// progress, the gap between attempts a part of its own, the parts still the wall; what cannot be
+// stitched cleanly is said.
+#include "analysis/attempt_ledgers.h"
+
+#include <gtest/gtest.h>
+
+#include <string>
+#include <vector>
+
+namespace vxperf {
+namespace {
+
+using analysis::AttemptLedgers;
+
+// A window of `attempt` over [first, last] whose steps each took 1 s of compute and 0.5 s of data
+// wait, closing `wall` seconds after its attempt's loop began at `start` (wall clock).
+TrainWindowRecord window(int attempt, std::int64_t first, std::int64_t last, double start,
+                         std::int64_t steps_before, int world = 4) {
+  TrainWindowRecord r;
+  r.attempt = attempt;
+  r.world_size = world;
+  r.step_first = first;
+  r.step_last = last;
+  const std::int64_t steps = steps_before + (last - first + 1);
+  Ledger l;
+  l.steps = steps;
+  l.ideal_step_s = 1.0;
+  l.productive_s = static_cast<double>(steps);
+  l.data_wait_s = 0.5 * static_cast<double>(steps);
+  l.restore_s = attempt > 0 ? 2.0 : 0.0;
+  l.wall_s = l.productive_s + l.data_wait_s + l.restore_s;
+  l.goodput = l.productive_s / l.wall_s;
+  r.ledger = l;
+  r.ts = start + l.wall_s;
+  return r;
+}
+
+double parts(const Ledger& l) {
+  return l.startup_s + l.setup_s + l.productive_s + l.first_step_excess_s + l.slow_step_excess_s +
+         l.data_wait_s + l.save_s + l.restore_s + l.eval_s + l.between_steps_s +
+         l.lost_progress_s + l.between_attempts_s;
+}
+
+TEST(AttemptLedgers, StepsRunAgainAreLostProgressAndThePartsStayTheWall) {
+  AttemptLedgers job;
+  // Attempt 0: steps 0-29 from t=1000 (ends at 1045); attempt 1 restores step 20 at t=1100.
+  job.add(window(0, 0, 9, 1000, 0));
+  job.add(window(0, 10, 19, 1000, 10));
+  job.add(window(0, 20, 29, 1000, 20));
+  for (std::int64_t first = 20; first < 60; first += 10) {
+    job.add(window(1, first, first + 9, 1100, first - 20));
+  }
+  std::vector<std::string> said;
+  auto l = job.ledger(0, &said);
+  ASSERT_TRUE(l.has_value());
+  EXPECT_TRUE(said.empty());
+  EXPECT_EQ(l->attempts, 2);
+  EXPECT_EQ(l->steps, 60);  // 30 + 40 run, 10 of them again
+  EXPECT_EQ(job.steps_run(), 70);
+  EXPECT_DOUBLE_EQ(l->lost_progress_s, 15.0);     // steps 20-29 of attempt 0: 10 x 1.5 s
+  EXPECT_DOUBLE_EQ(l->between_attempts_s, 55.0);  // 1045 to 1100
+  EXPECT_DOUBLE_EQ(l->recovery_s, 57.0);          // and the restore
+  EXPECT_DOUBLE_EQ(l->productive_s, 60.0);
+  EXPECT_DOUBLE_EQ(l->wall_s, 1100 + 62.0 - 1000);
+  EXPECT_NEAR(parts(*l), l->wall_s, 1e-9);
+  EXPECT_DOUBLE_EQ(l->goodput, 60.0 / l->wall_s);
+}
+
+TEST(AttemptLedgers, OneAttemptIsItsLatestWindowsLedger) {
+  AttemptLedgers job;
+  job.add(window(0, 0, 9, 1000, 0));
+  job.add(window(0, 10, 19, 1000, 10));
+  auto l = job.ledger(0, nullptr);
+  ASSERT_TRUE(l.has_value());
+  EXPECT_EQ(l->attempts, 1);
+  EXPECT_EQ(l->steps, 20);
+  EXPECT_EQ(AttemptLedgers().ledger(0, nullptr), std::nullopt);
+}
+
+TEST(AttemptLedgers, AnotherWorldSizeAndAClockSetBackAreSaidOnce) {
+  AttemptLedgers job;
+  job.add(window(0, 0, 9, 1000, 0));
+  TrainWindowRecord back = window(0, 10, 19, 1000, 10);
+  back.ts = 900;  // the wall clock set back between two windows
+  job.add(back);
+  job.add(window(1, 10, 19, 1100, 0, /*world=*/2));
+  job.add(window(1, 20, 29, 1100, 10, /*world=*/2));
+  std::vector<std::string> said;
+  auto l = job.ledger(3, &said);
+  ASSERT_TRUE(l.has_value());
+  ASSERT_EQ(said.size(), 2u);
+  EXPECT_NE(said[0].find("rank 3: a window's time is before"), std::string::npos);
+  EXPECT_NE(said[1].find("world size of 2 after 4"), std::string::npos);
+  EXPECT_NEAR(parts(*l), l->wall_s, 1e-9);  // still made, still adding up
+}
+
+}  // namespace
+}  // namespace vxperf
