@@ -20,6 +20,7 @@
 #include <string_view>
 #include <utility>
 
+#include "analysis/decimal_digits.h"
 #include "schema/row_walk.h"
 
 namespace vxperf::analysis {
@@ -180,11 +181,10 @@ class OnDemandObject {
   }
   // A number as the writers of records write nearly all of theirs, -?(0|[1-9][0-9]*)(.[0-9]+)?
   // with at most 19 digits and nothing after it, read eight digits at a time (get_double reads a
-  // digit at a time: the larger part of reading a records line). Its digits and exponent go to
-  // simdjson's own conversion, the one get_double ends in, so the double is the same; false
-  // (another form, or a number that conversion leaves to its slow path) leaves it to get_double.
+  // digit at a time: the larger part of reading a records line) and converted correctly rounded
+  // (decimal_digits.h), so the double is get_double's; false (another form) leaves it to
+  // get_double.
   static bool plain_number(std::string_view token, double& out) {
-    namespace impl = simdjson::SIMDJSON_BUILTIN_IMPLEMENTATION;
     const auto* p = reinterpret_cast<const std::uint8_t*>(token.data());
     const std::uint8_t* end = p + token.size();
     bool negative = p != end && *p == '-';
@@ -193,9 +193,7 @@ class OnDemandObject {
     std::uint64_t i = 0;
     auto is_digit = [](std::uint8_t c) { return static_cast<std::uint8_t>(c - '0') <= 9; };
     auto digits = [&] {
-      for (; end - p >= 8 && impl::numberparsing::is_made_of_eight_digits_fast(p); p += 8) {
-        i = i * 100000000 + impl::parse_eight_digits_unrolled(p);
-      }
+      for (; end - p >= 8 && eight_digits(p); p += 8) i = i * 100000000 + eight_digits_value(p);
       for (; p != end && is_digit(*p); ++p) i = i * 10 + (*p - '0');
     };
     if (p == end || !is_digit(*p)) return false;
@@ -218,7 +216,7 @@ class OnDemandObject {
       out = 0.0;  // "-0" is the integer 0 to the DOM parser: no sign
       return true;
     }
-    return impl::numberparsing::compute_float_64(exponent, i, negative, out);
+    return decimal_to_double(i, exponent, negative, token, out);
   }
   static simdjson::ondemand::json_type type_of(Value& v) {
     simdjson::ondemand::json_type type;

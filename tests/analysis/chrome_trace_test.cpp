@@ -156,6 +156,7 @@ TEST(ChromeTrace, ConvertsEveryKindOfEvent) {
 {"ev": "request_begin", "t": 1.0}
 {"ev": "stage", "name": "transformer", "t0": 1.1, "t1": 1.5, "device_ms": null}
 {"ev": "request_end", "t": 2.0}
+{"ev": "train_setup", "t": 2.5}
 {"ev": "train_model", "params": 1000}
 {"ev": "micro_enter", "t": 3.0}
 {"ev": "phase", "name": "fwd", "t0": 3.1, "t1": 3.2, "device_ms": null}
@@ -165,7 +166,7 @@ TEST(ChromeTrace, ConvertsEveryKindOfEvent) {
 {"ev": "memory", "peak_alloc_bytes": 1024}
 {"ev": "checkpoint_save", "t0": 3.7, "t1": 3.8, "device_ms": null, "bytes": 4096}
 {"ev": "evaluation", "t0": 3.8, "t1": 3.85, "device_ms": null}
-{"ev": "checkpoint_restore", "t0": 3.9, "t1": 3.95, "device_ms": null, "bytes": 4096}
+{"ev": "checkpoint_restore", "t0": 3.9, "t1": 3.95, "device_ms": null, "bytes": 4096, "resume_step": 0}
 {"ev": "finish", "t": 4.0}
 )";
   std::set<std::string> written;

@@ -126,8 +126,8 @@ TEST(RecordLine, TheReferencesRecordsAreReadOnDemand) {
 }
 
 // Numbers in every form a writer might give one, in a line read On-Demand: each is the double the
-// DOM walk reads (the fast path reads plain ones eight digits at a time and leaves the rest to
-// simdjson's own parser), bit for bit, and the line stays on the fast path unless it has more
+// DOM walk reads (the fast path reads plain ones eight digits at a time, converting them itself or
+// through std::from_chars, and leaves the rest to simdjson's parser), bit for bit, and the line stays on the fast path unless it has more
 // digits than a double needs.
 TEST(RecordLine, EveryNumberIsTheDoubleTheDomReads) {
   const std::string window_line = to_json_line(full_window());
