@@ -144,7 +144,7 @@ class TrainerCore {
                    std::string_view path, std::int64_t resume_step);
   std::string checkpoint_steps_file() const;
   void emit_window(bool full);
-  // The cross-rank view (VIDEOX_PERF_XRANK=1): every rank exchanges a full window's numbers when
+  // The cross-rank view (VIDEOX_PERF_XRANK=1; trainer_exchange.cpp): every rank exchanges a full window's numbers when
   // step `step_last + kSettleLag` closes, a point of the loop that does not depend on when its
   // device events completed, so ranks never wait in the exchange for one another's training.
   bool xrank_on();
@@ -154,6 +154,10 @@ class TrainerCore {
   void release_events(Step& step);
   // Observers may write out what has settled (`all`: everything, at finish).
   void tell_progress(bool all);
+
+  // How many later steps may close before an unsettled step is read off the host clock. The loops
+  // that sync once per micro-step need none; the margin is for loops that never sync.
+  static constexpr std::int64_t kSettleLag = 2;
 
   Context& engine_;
   bool forked_;  // see off(); set in a forked child only
