@@ -49,6 +49,16 @@ if [[ "${VXPERF_SETUP_MINIMAL:-0}" != "1" ]]; then
     "$venv/bin/python" -m pip install -q --no-input --disable-pip-version-check -r "$requirements"
     echo "$stamp" > "$venv/.requirements"
   fi
+  # The package's type checker and linter (scripts/test.sh's "typing and lint" stage), pinned
+  # with what they pull in beyond the requirements (pathspec, typing_extensions are there);
+  # installed on their own, so that a new pin does not remake the environment.
+  lint=(mypy==2.4.1 mypy_extensions==1.2.0 librt==0.17.0 ast_serialize==0.13.1 ruff==0.17.6)
+  if ! "$venv/bin/python" -c 'import sys; from importlib.metadata import version as v
+sys.exit(any(v(p.split("==")[0]) != p.split("==")[1] for p in sys.argv[1:]))' "${lint[@]}" \
+      2>/dev/null; then  # a missing one raises: installed too
+    echo "setup: installing ${lint[*]} into $venv"
+    "$venv/bin/python" -m pip install -q --no-input --disable-pip-version-check "${lint[@]}"
+  fi
   # The pure-Python wheels scripts/gpu_check.sh installs on a GPU host that has torch, accelerate
   # and transformers but no package index (carried there with the working tree).
   if [[ ! -f build-wheels/.done ]]; then

@@ -49,6 +49,12 @@ if [[ ! -d build/python/vxperf ]]; then
   exit 1
 fi
 stage "pytest" env VXPERF_BUILD="$PWD/build" build-venv/bin/python -m pytest -q tests/python
+# The package's types and lint (configured in pyproject.toml; both pinned in scripts/setup.sh).
+typing_and_lint() {
+  build-venv/bin/python -m mypy --strict python/vxperf
+  build-venv/bin/python -m ruff check python/vxperf
+}
+stage "typing and lint" typing_and_lint
 # The GPU check rehearsed without a GPU, over the build above (no second build): every part that
 # runs on the CPU, energy and the capture range on the fake driver and NVML (docs/CUDA.md).
 stage "gpu check rehearsal" env GPU_CHECK_REHEARSE=1 PYTHON=build-venv/bin/python BUILD=build \

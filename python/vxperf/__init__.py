@@ -37,6 +37,8 @@ unset every call here returns after one attribute read. Records, log lines, sett
 summaries are the C++ engine's; `vxperf report`/`replay`/`trace` read what it writes.
 """
 
+from __future__ import annotations
+
 from . import _ext, _state, integrations
 from ._inference import (declare_model, forward_fraction, instrument_pipeline, queued, request,
                          set_attention_density, skip_forward, timed)
@@ -59,12 +61,12 @@ __version__ = _ext.version()
 stage = _ext.stage
 
 
-def enabled():
+def enabled() -> bool:
     """Whether metrics are on in this process."""
     return _state.on
 
 
-def shutdown():
+def shutdown() -> None:
     """Flushes training and prints the exit summaries now (otherwise done at exit)."""
     _ext.shutdown()
 

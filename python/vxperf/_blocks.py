@@ -24,10 +24,18 @@ A model is not watched while it is compiled (its probes would break torch.compil
 calls are priced from their inputs, as before. A call in which no block ran is priced as skipped
 only once the probes are found still in place."""
 
+from __future__ import annotations
+
 import sys
 import typing
+from typing import TYPE_CHECKING, Any, Callable
 
 from . import _ext, _params, _reading, _state
+
+if TYPE_CHECKING:
+    import types
+
+    from torch import nn
 
 WATCH = "_vxperf_watch"  # in a model's __dict__: its BlockWatch, or None (not watched)
 WATCHED = "_vxperf_watched"  # ... and what keeps its probes: (_Watched, block totals, widths)
@@ -38,17 +46,19 @@ class CacheReader(typing.NamedTuple):
     """What an integration sees of caches (diffusers' hook registry)."""
 
     # skippable(model) -> [module]: the modules of `model` whose own forward a cache hook may skip
-    skippable: typing.Callable
+    skippable: Callable[[nn.Module], list[nn.Module]]
     # count_runs(module, probe): registers, innermost on the module, what calls probe.ran()
-    count_runs: typing.Callable
+    count_runs: Callable[[nn.Module, _ext.BlockProbe], None]
     # counting(module) -> whether that counter is on the module now
-    counting: typing.Callable
+    counting: Callable[[nn.Module], bool]
 
 
-CACHE_READERS = []
+CACHE_READERS: list[CacheReader] = []
+# A sequence-parallel reader: (degree, {id(module)}) of a model (see SHARD_READERS).
+ShardReader = Callable[[Any], tuple[int, set[int]]]
 
 
-def _own_sequence_shards(model):
+def _own_sequence_shards(model: Any) -> tuple[int, set[int]]:
     """VideoX-Fun's transformers keep their sequence-parallel degree as `sp_world_size` and chunk
     the sequence before their blocks."""
     degree = getattr(model, "sp_world_size", 1)
@@ -58,15 +68,15 @@ def _own_sequence_shards(model):
 # Sequence-parallel layouts an integration can see: shards(model) -> (degree, {id(module)}) the
 # degree of sequence parallelism `model` runs in (1: none) and the modules that split their own
 # input (they receive the whole sequence; the rest a 1/degree shard of it).
-SHARD_READERS = [_own_sequence_shards]
+SHARD_READERS: list[ShardReader] = [_own_sequence_shards]
 
 
-def block_lists(model):
+def block_lists(model: nn.Module) -> list[tuple[str, nn.ModuleList]]:
     """[(name, ModuleList)] of a model's blocks: every ModuleList whose entries each hold an
     attention module, outside the text-only towers and not inside another's entries."""
     import torch
 
-    found = []
+    found: list[tuple[str, nn.ModuleList]] = []
     for name, sub in model.named_modules():
         if not isinstance(sub, torch.nn.ModuleList) or len(sub) == 0:
             continue
@@ -79,14 +89,14 @@ def block_lists(model):
     return found
 
 
-def _compiled(module):
+def _compiled(module: Any) -> bool:
     return module.__dict__.get("_compiled_call_impl") is not None
 
 
-def _under_compile():
+def _under_compile() -> bool:
     """Whether the calling code runs inside torch.compile (a frame of dynamo's on the stack): a
     model first called there is not watched."""
-    frame = sys._getframe(1)
+    frame: types.FrameType | None = sys._getframe(1)
     for _ in range(64):
         if frame is None:
             return False
@@ -102,14 +112,15 @@ class _Watched:
 
     __slots__ = ("model", "names", "blocks", "probes", "parts")
 
-    def __init__(self, model, lists):
+    def __init__(self, model: nn.Module, lists: list[tuple[str, nn.ModuleList]]) -> None:
         self.model = model
         self.names = [name for name, _ in lists]
         self.blocks = [block for _, blocks in lists for block in blocks]
-        self.probes = {}  # id(module) -> (module, probe, what its _call_impl was before)
-        self.parts = set()  # ids of the parts probed
+        # id(module) -> (module, probe, what its _call_impl was before)
+        self.probes: dict[int, tuple[nn.Module, _ext.BlockProbe, Any]] = {}
+        self.parts: set[int] = set()  # ids of the parts probed
 
-    def __call__(self):
+    def __call__(self) -> bool:
         """What a call in which no block ran asks: False when the probes are no longer where the
         calls reach them; the model is then unwatched until its next priced call watches it
         again (that call is priced from its inputs)."""
@@ -120,9 +131,9 @@ class _Watched:
         self.model.__dict__.pop(WATCHED, None)
         return False
 
-    def current_blocks(self):
+    def current_blocks(self) -> list[nn.Module] | None:
         """The model's blocks as its lists hold them now (None: a list is gone)."""
-        blocks = []
+        blocks: list[nn.Module] = []
         for name in self.names:
             try:
                 blocks.extend(self.model.get_submodule(name))
@@ -130,7 +141,7 @@ class _Watched:
                 return None
         return blocks
 
-    def in_place(self):
+    def in_place(self) -> bool:
         if _compiled(self.model):
             return False
         blocks = self.current_blocks()
@@ -144,7 +155,7 @@ class _Watched:
                 return False
         return True
 
-    def remove(self):
+    def remove(self) -> None:
         """Takes every probe off (where nothing replaced it since)."""
         for module, probe, before in self.probes.values():
             if module.__dict__.get(PROBED) is probe:
@@ -156,11 +167,11 @@ class _Watched:
         self.parts.clear()
 
 
-def _size(module):
+def _size(module: nn.Module) -> int:
     return sum(p.numel() for p in module.parameters())
 
 
-def _widths(module, attention):
+def _widths(module: nn.Module, attention: dict[int, tuple[int, bool]]) -> tuple[int, int]:
     """(self, cross) query widths of `module`'s attention modules, as the model's reading
     classified them (`attention`: {id(module): (width, cross)})."""
     self_width = cross_width = 0
@@ -177,13 +188,14 @@ def _widths(module, attention):
 class _Shares:
     """A module's share of the blocks' linear, self- and cross-attention terms."""
 
-    def __init__(self, totals, size, widths):
+    def __init__(self, totals: tuple[float, float, float], size: int,
+                 widths: tuple[int, int]) -> None:
         self.linear = size / totals[0] if totals[0] else 0.0
         self.self_attn = widths[0] / totals[1] if totals[1] else self.linear
         self.cross = widths[1] / totals[2] if totals[2] else self.linear
 
 
-def _costs(model):
+def _costs(model: nn.Module) -> tuple[float, float, float]:
     """(linear, self_attn, cross_attn): the model's cost per sample over T tokens, linear*T +
     self_attn*T^2 + cross_attn*T, by the engine's cost model (its widths only where attention is
     priced). Only their ratios matter here: the engine prices the call."""
@@ -196,12 +208,13 @@ def _costs(model):
     return 2.0 * params, 4.0 * widths[0] * float(density), 4.0 * text * widths[1]
 
 
-def _install(watched, watch, module, shares, part):
+def _install(watched: _Watched, watch: _ext.BlockWatch, module: nn.Module, shares: _Shares,
+             part: bool) -> _ext.BlockProbe:
     current = module.__dict__.get(PROBED)
     if isinstance(current, _ext.BlockProbe):  # one left by a watch no longer held: what it wraps
         wrapped = current.__wrapped__
         own = (getattr(wrapped, "__self__", None) is module
-               and getattr(wrapped, "__func__", None) is type(module)._call_impl)
+               and getattr(wrapped, "__func__", None) is type(module)._call_impl)  # type: ignore[union-attr]
         current = None if own else wrapped
     if current is None:
         func, self_arg = type(module)._call_impl, module
@@ -216,7 +229,7 @@ def _install(watched, watch, module, shares, part):
     return probe
 
 
-def _build(model, lists):
+def _build(model: nn.Module, lists: list[tuple[str, nn.ModuleList]]) -> _ext.BlockWatch:
     """The watch of `model` whose blocks are `lists`, its probes set."""
     attention = {id(sub): (width, cross) for sub, width, cross in
                  _reading.attention_modules(model)}
@@ -236,11 +249,12 @@ def _build(model, lists):
     return watch
 
 
-def _refresh(model, watch):
+def _refresh(model: nn.Module, watch: _ext.BlockWatch) -> None:
     """What changes between requests: the modules a cache may skip now (counted innermost), and
     the sequence shards each block's input arrives in."""
     watched, totals, attention = model.__dict__[WATCHED]
-    inside = None  # the blocks' modules, by id: made only for a part a cache may skip
+    # the blocks' modules, by id: made only for a part a cache may skip
+    inside: set[int] | None = None
     for reader in CACHE_READERS:
         for module in reader.skippable(model):
             key = id(module)
@@ -248,7 +262,7 @@ def _refresh(model, watch):
                 inside = {id(sub) for block in watched.blocks for sub in block.modules()}
             if key in watched.probes:
                 probe = watched.probes[key][1]
-            elif key in inside:
+            elif inside is not None and key in inside:  # made just above
                 shares = _Shares(totals, _size(module), _widths(module, attention))
                 probe = _install(watched, watch, module, shares, True)
             else:
@@ -259,7 +273,8 @@ def _refresh(model, watch):
     # since takes the counter with it).
     for module, probe, _ in watched.probes.values():
         probe.inner = any(reader.counting(module) for reader in CACHE_READERS)
-    degree, splitting = 1, set()
+    degree = 1
+    splitting: set[int] = set()
     for shards in SHARD_READERS:
         found, own = shards(model)
         if found > 1:
@@ -269,7 +284,7 @@ def _refresh(model, watch):
         probe.shard = 1 if id(module) in splitting else degree
 
 
-def unwatch(model):
+def unwatch(model: Any) -> None:
     """Takes `model`'s probes off and marks it unwatched."""
     held = model.__dict__.pop(WATCHED, None)
     if held is not None:
@@ -277,14 +292,14 @@ def unwatch(model):
     model.__dict__[WATCH] = None
 
 
-def watch(model):
+def watch(model: nn.Module) -> _ext.BlockWatch | None:
     """Watches `model`'s blocks, or refreshes the watch it has (the caches on it, its sequence
     shards; probes set again where its blocks changed). Returns its BlockWatch, or None when it
     has no blocks or runs compiled (then it is marked unwatched)."""
     if not _state.on:
         return None
     try:
-        held = model.__dict__.get(WATCH)
+        held: _ext.BlockWatch | None = model.__dict__.get(WATCH)
         watched = model.__dict__.get(WATCHED)
         if _compiled(model) or any(_compiled(block) for block in
                                    (watched[0].blocks if watched else ())):
@@ -309,7 +324,7 @@ def watch(model):
         return None
 
 
-def first_priced(model):
+def first_priced(model: nn.Module) -> None:
     """The engine's factory: a model priced for the first time (the trained model's first
     forward) is watched, unless it runs under torch.compile."""
     if _under_compile():
@@ -318,11 +333,11 @@ def first_priced(model):
     watch(model)
 
 
-_registered = []
+_registered: list[bool] = []
 
 
 @_state.when_on
-def register():
+def register() -> None:
     """Hands the extension what its probes read (torch's tensor and module types) and its factory,
     once torch is imported: metrics on, and a model about to be priced (idempotent)."""
     torch = sys.modules.get("torch")

@@ -4,13 +4,26 @@ as the last one closes, the same points at which it calls the CUDA driver's cuPr
 cuProfilerStop. Not in _profiler.py (torch profiler ranges): the package's state imports that one,
 and this one reads the state."""
 
+from __future__ import annotations
+
 import json
 import os
+from typing import Protocol, TypeVar
 
 from . import _ext, _state
 
+class _Profiler(Protocol):
+    """What profile_range() takes: a torch profiler, or anything with start() and stop()."""
 
-def _records_file():
+    def start(self) -> object: ...
+
+    def stop(self) -> object: ...
+
+
+_AnyProfiler = TypeVar("_AnyProfiler", bound=_Profiler)
+
+
+def _records_file() -> str | None:
     """This process's records file (VIDEOX_PERF_JSON, with its rank's suffix on a multi-rank
     run), absolute; None without one."""
     base = os.environ.get("VIDEOX_PERF_JSON")
@@ -21,7 +34,7 @@ def _records_file():
     return os.path.abspath(base if world <= 1 else f"{base}.rank{rank}")
 
 
-def profile_range(profiler):
+def profile_range(profiler: _AnyProfiler) -> _AnyProfiler:
     """Starts `profiler` as VIDEOX_PERF_PROFILE's range begins and stops it as the range ends
     (steps:A-B: from step A's start to step B's close; requests:A-B: from request A's start to
     the end of the last of A..B), where the CUDA profiler's capture starts and stops. `profiler`:
@@ -36,7 +49,8 @@ def profile_range(profiler):
         _state.warn(("profile_range",), "profile_range(): VIDEOX_PERF_PROFILE is not set "
                     "(steps:A-B or requests:A-B): the profiler handed over is never started")
         return profiler
-    def start():
+
+    def start() -> None:
         profiler.start()
         records = _records_file()
         name = getattr(profiler, "add_metadata_json", None)

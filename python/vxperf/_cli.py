@@ -2,17 +2,19 @@
 installed inside the package (vxperf/_bin/vxperf), with the same arguments, exit status and
 output. A package installed with CMake has the command in the prefix's bin/ instead."""
 
+from __future__ import annotations
+
 import os
 import sys
 
 
-def command_path():
+def command_path() -> str | None:
     """The C++ command inside this package, or None when it was not built into it."""
     path = os.path.join(os.path.dirname(os.path.abspath(__file__)), "_bin", "vxperf")
     return path if os.access(path, os.X_OK) else None
 
 
-def main():
+def main() -> int:
     path = command_path()
     if path is None:
         sys.stderr.write("vxperf: this vxperf package holds no command (installed without it); "

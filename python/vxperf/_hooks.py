@@ -11,19 +11,29 @@ the instance has at call time, as a torch module hook does.
 The timer of a module is kept in its `__dict__` (never through a wrapper's attribute forwarding,
 as torch.compile's OptimizedModule does), so a module is timed once whatever pipelines share it."""
 
+from __future__ import annotations
+
 import functools
 import inspect
+from collections.abc import Iterable
+from typing import TYPE_CHECKING, Any, Callable, Optional
 
 from . import _ext
+
+if TYPE_CHECKING:
+    from torch import nn
+
+# What prices a call from its arguments (vxperf._reading.infer_tokens), or None.
+Infer = Optional[Callable[..., Any]]
 
 # Keys in a module's __dict__.
 TIMER = "_vxperf_timer"  # {attribute: TimedCall} this module is timed through
 
 # torch >= 2.1: Module.__call__ looks the implementation up on the instance.
-_INSTANCE_CALL = None
+_INSTANCE_CALL: bool | None = None
 
 
-def instance_call():
+def instance_call() -> bool:
     """Whether Module.__call__ reaches the instance's `_call_impl` (torch >= 2.1)."""
     global _INSTANCE_CALL
     if _INSTANCE_CALL is None:
@@ -35,7 +45,7 @@ def instance_call():
     return _INSTANCE_CALL
 
 
-def require_instance_call():
+def require_instance_call() -> None:
     """Raises, naming the torch found, where a component's calls cannot be timed (torch < 2.1)."""
     if not instance_call():
         import torch
@@ -44,7 +54,7 @@ def require_instance_call():
                            f"{torch.__version__}")
 
 
-def owner_key(module):
+def owner_key(module: Any) -> Any:
     """The module whose work a call is: torch.compile's wrapper times its original module, so a
     timer on each never counts one call twice."""
     for _ in range(8):
@@ -57,13 +67,15 @@ def owner_key(module):
     return module
 
 
-def _timed_call(function, module, stage, flags, infer, bound):
+def _timed_call(function: Callable[..., Any], module: nn.Module, stage: str, flags: int,
+                infer: Infer, bound: bool) -> _ext.TimedCall:
     # `bound`: `function` is the plain function of a method of `module` (module goes in front).
     return _ext.TimedCall(function, module if bound else None, owner_key(module), stage, flags, -1,
                           infer)
 
 
-def _wrap(module, attribute, stage, flags, infer):
+def _wrap(module: nn.Module, attribute: str, stage: str, flags: int,
+          infer: Infer) -> _ext.TimedCall:
     """Sets a timer of `module`'s current `attribute` (a method or a callable) on the instance."""
     current = getattr(module, attribute)
     if inspect.ismethod(current) and current.__self__ is module:
@@ -74,12 +86,12 @@ def _wrap(module, attribute, stage, flags, infer):
     return timer
 
 
-def timers(module):
+def timers(module: Any) -> dict[str, _ext.TimedCall]:
     """{attribute: timer} of a module vxperf times (empty when it times none)."""
     return module.__dict__.get(TIMER) or {}
 
 
-def timer_of(module):
+def timer_of(module: Any) -> _ext.TimedCall | None:
     """The timer of a module's calls (its `_call_impl` or `_compiled_call_impl` one), None when
     it has none."""
     held = timers(module)
@@ -89,19 +101,19 @@ def timer_of(module):
     return None
 
 
-def _compiled_over(compiled, timer):
+def _compiled_over(compiled: object, timer: object) -> bool:
     """Whether a compiled call implementation runs `timer` (module.compile() after vxperf hooked:
     torch.compile captured the timer)."""
     return getattr(compiled, "_torchdynamo_orig_callable", None) is timer or reaches(compiled,
                                                                                     timer)
 
 
-def reaches(callable_, timer, limit=24):
+def reaches(callable_: object, timer: object, limit: int = 24) -> bool:
     """Whether calling `callable_` goes through `timer`, following the links wrappers leave:
     `__wrapped__` (functools.wraps, accelerate, diffusers), partials, bound methods, and
     diffusers' hook chains (the closures that hold their function references)."""
-    stack = [callable_]
-    seen = set()
+    stack: list[Any] = [callable_]
+    seen: set[int] = set()
     while stack and len(seen) < limit:
         item = stack.pop()
         if item is None or id(item) in seen:
@@ -130,7 +142,7 @@ def reaches(callable_, timer, limit=24):
     return False
 
 
-def in_place(module, attribute, timer):
+def in_place(module: Any, attribute: str, timer: object) -> bool:
     """Whether `timer` still times the calls that reach `module`'s `attribute`."""
     current = module.__dict__.get(attribute)
     if current is timer:
@@ -146,7 +158,7 @@ def in_place(module, attribute, timer):
     return old is not None and reaches(old, timer)
 
 
-def hook_calls(module, stage, flags, infer):
+def hook_calls(module: nn.Module, stage: str, flags: int, infer: Infer) -> list[str]:
     """Times every call of `module` as `stage`. Returns the attributes newly timed."""
     require_instance_call()
     held = dict(timers(module))
@@ -167,7 +179,7 @@ def hook_calls(module, stage, flags, infer):
     return done
 
 
-def hook_methods(module, methods, flags):
+def hook_methods(module: nn.Module, methods: Iterable[tuple[str, str]], flags: int) -> list[str]:
     """Times `module`'s methods [(name, stage)] (a VAE's encode/decode) from now on. Returns the
     names newly timed."""
     held = dict(timers(module))
@@ -184,7 +196,7 @@ def hook_methods(module, methods, flags):
     return done
 
 
-def lost(module):
+def lost(module: Any) -> list[str]:
     """The attributes whose timer no longer times `module`'s calls (replaced since, and not
     called through)."""
     held = timers(module)
@@ -206,7 +218,7 @@ def lost(module):
     return gone
 
 
-def unhook(module):
+def unhook(module: Any) -> None:
     """Puts back what vxperf replaced on `module` (where nothing replaced it since)."""
     for attribute, timer in timers(module).items():
         if module.__dict__.get(attribute) is timer:

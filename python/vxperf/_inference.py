@@ -9,14 +9,28 @@ module call (`_hooks`: around whatever forward accelerate, diffusers or peft giv
 for a VAE, around its encode/decode methods; it sees keyword arguments on every torch version and
 costs one crossing into C++ per marker."""
 
+from __future__ import annotations
+
 import contextvars
 import functools
 import os
 import threading
 import time
+from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING, Any, Callable, Literal, TypeVar, cast
 
 from . import (_blocks, _ext, _hooks, _layout, _model, _params, _peak, _profiler, _reading,
                _stages, _state)
+
+if TYPE_CHECKING:
+    from types import TracebackType
+
+    from torch import nn
+
+    from .records_types import RequestRecord
+
+_T = TypeVar("_T")
+_Module = TypeVar("_Module", bound="nn.Module")
 
 PRICED = _ext.FLAG_PRICED
 RECORD_ON_ERROR = _ext.FLAG_RECORD_ON_ERROR
@@ -39,7 +53,8 @@ class Settled:
 
     __slots__ = ("name", "failed", "record", "call")
 
-    def __init__(self, name, failed, record, call):
+    def __init__(self, name: str, failed: bool, record: RequestRecord,
+                 call: Mapping[str, Any]) -> None:
         self.name = name
         self.failed = failed
         self.record = record
@@ -49,11 +64,11 @@ class Settled:
 # Told of every request settled from now on, on its own thread and in its context (a server's
 # span, an HTTP request's context variables), after its one synchronize: the OpenTelemetry spans
 # and the ASGI middleware. Replaced whole, read without a lock; empty unless one is on.
-_listeners = ()
+_listeners: tuple[Callable[[Settled], object], ...] = ()
 _last_told = threading.local()
 
 
-def on_settled(fn, add=True):
+def on_settled(fn: Callable[[Settled], object], add: bool = True) -> None:
     """Adds (or, add=False, removes) `fn(Settled)`, told of each request as it settles."""
     global _listeners
     with _hook_lock:
@@ -61,7 +76,7 @@ def on_settled(fn, add=True):
         _listeners = rest + (fn,) if add else rest
 
 
-def _tell(name, failed, call):
+def _tell(name: str, failed: bool, call: Mapping[str, Any]) -> None:
     """Hands the request this thread settled last to the listeners (none told twice of one)."""
     record = _ext.last_request()
     if record is None or getattr(_last_told, "req", None) == record["req"]:
@@ -76,7 +91,7 @@ def _tell(name, failed, call):
                         f"{error!r} on a request's record (said once); the request is unchanged")
 
 
-def _stage_names(name, component):
+def _stage_names(name: str, component: nn.Module) -> list[tuple[str | None, str]]:
     """[(attribute, stage)] a component is timed through: a VAE's encode/decode methods (forward
     never runs on one), any other module's whole call. A module already timed keeps the names it
     was first seen with (one shared by two pipelines is timed once)."""
@@ -88,7 +103,7 @@ def _stage_names(name, component):
     return [(None, timer._vxperf_stage if timer is not None else name)]
 
 
-def _describe(component, attribute):
+def _describe(component: Any, attribute: str) -> str:
     """Who set `attribute` of `component` now: the function behind it (a partial's, not the name
     functools.update_wrapper copied onto it from the function it wraps)."""
     if attribute not in component.__dict__:
@@ -102,7 +117,7 @@ def _describe(component, attribute):
     return f"by {name} from {owner}"
 
 
-def _hook(name, component):
+def _hook(name: str, component: nn.Module) -> None:
     """Times `component` as stage `name` from now on, or puts back its timer where something
     replaced it since (said once per component and attribute)."""
     try:
@@ -110,7 +125,9 @@ def _hook(name, component):
         names = _stage_names(name, component)
         had = dict(_hooks.timers(component))
         if "vae" in name:
-            done = _hooks.hook_methods(component, names, RECORD_ON_ERROR)
+            # A VAE's: every name is a method's.
+            done = _hooks.hook_methods(component, cast("list[tuple[str, str]]", names),
+                                       RECORD_ON_ERROR)
             stages = dict(names)
         else:
             stage = names[0][1]
@@ -131,7 +148,7 @@ def _hook(name, component):
                     "its calls are not measured")
 
 
-def _model_of(name, component):
+def _model_of(name: str, component: nn.Module) -> _model.Model:
     """The Model of a transformer component, read once and kept on it (set_attention_density()
     forgets it)."""
     model = getattr(component, "_vxperf_model", None)
@@ -145,13 +162,13 @@ def _model_of(name, component):
     return model
 
 
-def attention_density_of(module):
+def attention_density_of(module: object) -> float:
     """The attention density declared for a module (set_attention_density), 1 when none."""
     density = getattr(module, "_vxperf_attn_density", None)
     return float(density) if density is not None else 1.0
 
 
-def set_attention_density(module, density):
+def set_attention_density(module: _Module, density: float) -> _Module:
     """Declares that `module`'s self-attention computes `density` of the full T x T square (about
     0.5 causal, the kept share of a block-sparse mask): its core attention term is scaled by it.
     VIDEOX_PERF_ATTN_DENSITY, when set, wins. Returns the module."""
@@ -164,7 +181,7 @@ def set_attention_density(module, density):
     return module
 
 
-def _watch_blocks(component):
+def _watch_blocks(component: nn.Module) -> None:
     """Watches what a transformer's blocks run (or refreshes the watch: the caches on it now); a
     compiled one is priced from its inputs, its original's probes taken off. Its timers are told
     the watch, so that a call looks nothing up."""
@@ -178,7 +195,7 @@ def _watch_blocks(component):
         timer.watch = watch
 
 
-def _unhook_compiled_original(component):
+def _unhook_compiled_original(component: nn.Module) -> None:
     """torch.compile's wrapper arrived over a module vxperf times: the wrapper is timed from now
     on, and the original's timer is taken out of the compiled call (where dynamo would meet it)."""
     inner = _hooks.owner_key(component)
@@ -186,7 +203,7 @@ def _unhook_compiled_original(component):
         _hooks.unhook(inner)
 
 
-def attach(pipe):
+def attach(pipe: Any) -> dict[str, _model.Model]:
     """Hooks the pipeline's module components not hooked yet (and puts back timers replaced
     since); returns the transformers' models by stage name."""
     import torch
@@ -198,9 +215,9 @@ def attach(pipe):
                     f"cannot read the components of {type(pipe).__name__} ({error!r}); its calls "
                     "are timed end to end, without stages")
         return {}
-    models = {}
-    timed = []
-    priced = None
+    models: dict[str, _model.Model] = {}
+    timed: list[nn.Module] = []
+    priced: tuple[str, nn.Module] | None = None
     _blocks.register()
     with _hook_lock:
         for name, component in components.items():
@@ -224,7 +241,7 @@ def attach(pipe):
     return models
 
 
-def _check_lost(pipe):
+def _check_lost(pipe: Any) -> None:
     """Says once when a stage timed in earlier requests of `pipe` got no call in this one while
     its component's timer no longer sits where calls reach it (replaced during the call): those
     calls may have run unmeasured. The timer is put back at the next request start."""
@@ -249,7 +266,7 @@ def _check_lost(pipe):
         seen |= called
 
 
-def _device_and_stream(device, stream=None):
+def _device_and_stream(device: object, stream: Any = None) -> tuple[int, int]:
     index = _state.cuda_index(device) if device is not None else -1
     if index < 0:
         return -1, 0
@@ -259,7 +276,7 @@ def _device_and_stream(device, stream=None):
     return index, int(getattr(stream, "cuda_stream", stream))
 
 
-def videos_of(args, kwargs):
+def videos_of(args: Sequence[Any], kwargs: Mapping[str, Any]) -> int:
     """The videos (or images) one pipeline call generates, from its arguments as diffusers names
     them: num_videos_per_prompt (else num_images_per_prompt) times the prompts (a list of them,
     else the rows of prompt_embeds); 1 when they do not say."""
@@ -280,7 +297,8 @@ def videos_of(args, kwargs):
         return 1
 
 
-def serving_of(queued_at=None, queue_s=None, frames=None, fps=None):
+def serving_of(queued_at: Any = None, queue_s: Any = None, frames: Any = None,
+               fps: Any = None) -> tuple[float, int, float]:
     """(queue_s, frames, fps) for begin_request from what a server said: the seconds a request
     waited (`queue_s`), or when it was queued (`queued_at`: time.time() when it arrived); the video
     it makes (`frames` at `fps`, else at VIDEOX_PERF_FPS). A value that cannot be one is said
@@ -318,7 +336,7 @@ def serving_of(queued_at=None, queue_s=None, frames=None, fps=None):
     return waited, count, rate
 
 
-def _process_start():
+def _process_start() -> float:
     """When this process began, on time.time()'s clock."""
     global _started_at
     if _started_at is None:
@@ -333,10 +351,10 @@ def _process_start():
     return _started_at
 
 
-_started_at = None
+_started_at: float | None = None
 
 
-def video_of(pipe, kwargs):
+def video_of(pipe: Any, kwargs: Mapping[str, Any]) -> tuple[Any, Any]:
     """(frames, fps) of one pipeline call as diffusers names them: num_frames, and fps (else
     frame_rate, else the pipeline's config); None where they do not say."""
     frames = kwargs.get("num_frames")
@@ -346,7 +364,7 @@ def video_of(pipe, kwargs):
     return frames, fps
 
 
-def begin(pipe, args=(), kwargs=None):
+def begin(pipe: Any, args: Sequence[Any] = (), kwargs: Mapping[str, Any] | None = None) -> int:
     """Opens the request of one pipeline call; 0 when not measured (metrics off, a call nested in
     another pipeline's, or a pipeline that could not be read). `args`, `kwargs`: the call's, for
     the videos it generates."""
@@ -371,7 +389,7 @@ def begin(pipe, args=(), kwargs=None):
     frames, fps = video_of(pipe, kwargs or {})
     ticket = _waiting.get()
     from_queue = ticket is not None and ticket._leave()
-    queued_at = ticket.at if from_queue else _queued_at_from_context()
+    queued_at = ticket.at if ticket is not None and from_queue else _queued_at_from_context()
     waited, count, rate = serving_of(queued_at=queued_at, frames=frames, fps=fps)
     handle = _ext.begin_request(index, stream, True, videos_of(args, kwargs or {}), waited, count,
                                 rate, from_queue)
@@ -383,7 +401,7 @@ def begin(pipe, args=(), kwargs=None):
     return handle
 
 
-def _end(pipe, handle, failed, kwargs):
+def _end(pipe: Any, handle: int, failed: bool, kwargs: Mapping[str, Any]) -> None:
     try:
         _check_lost(pipe)
     except Exception as error:
@@ -394,9 +412,9 @@ def _end(pipe, handle, failed, kwargs):
         _tell(type(pipe).__name__, failed, kwargs)
 
 
-def _measured(call):
+def _measured(call: Callable[..., Any]) -> Callable[..., Any]:
     @functools.wraps(call)
-    def __call__(self, *args, **kwargs):
+    def __call__(self: Any, *args: Any, **kwargs: Any) -> Any:
         handle = begin(self, args, kwargs)
         if not handle:
             return call(self, *args, **kwargs)
@@ -408,26 +426,26 @@ def _measured(call):
         _end(self, handle, False, kwargs)
         return result
 
-    __call__._vxperf_wrapped = True
+    __call__._vxperf_wrapped = True  # type: ignore[attr-defined]
     return __call__
 
 
-def measures(cls):
+def measures(cls: type) -> bool:
     """Whether calls of pipeline class `cls` are measured: the `__call__` it defines is wrapped."""
     return bool(getattr(cls.__dict__.get("__call__"), "_vxperf_wrapped", False))
 
 
-def instrument_class(cls):
+def instrument_class(cls: type) -> bool:
     """Wraps the `__call__` a pipeline class defines itself. Returns whether it did (a class that
     inherits its `__call__` is measured through the class that defines it)."""
     call = cls.__dict__.get("__call__")
     if call is None or getattr(call, "_vxperf_wrapped", False):
         return False
-    cls.__call__ = _measured(call)
+    cls.__call__ = _measured(call)  # type: ignore[method-assign]
     return True
 
 
-def instrument_pipeline(pipe, level=1):
+def instrument_pipeline(pipe: _T, level: int | None = 1) -> _T:
     """Measures `pipe` whatever VIDEOX_PERF says (metrics on at `level` if the process has not
     turned them on yet): wraps the class that defines its `__call__` and hooks its components now.
     Call it after any FSDP or offload wrapping. Returns `pipe`."""
@@ -452,13 +470,14 @@ def instrument_pipeline(pipe, level=1):
 
 # The ticket of the request waiting in this context (`with ticket:`): the next request begun in
 # it, a pipeline call or a request() scope, takes it.
-_waiting = contextvars.ContextVar("vxperf_waiting", default=None)
+_waiting: contextvars.ContextVar[Queued | None] = contextvars.ContextVar("vxperf_waiting",
+                                                                            default=None)
 # When the request about to begin was queued, from what the server's tracing says (set by the
 # OpenTelemetry integration); None: nothing to ask.
-queued_at_source = None
+queued_at_source: Callable[[], float | None] | None = None
 
 
-def _queued_at_from_context():
+def _queued_at_from_context() -> float | None:
     source = queued_at_source
     return source() if source is not None else None
 
@@ -473,29 +492,30 @@ class Queued:
 
     __slots__ = ("at", "_open", "_lock", "_tokens")
 
-    def __init__(self):
+    def __init__(self) -> None:
         self.at = time.time()
         self._open = True
         self._lock = threading.Lock()
-        self._tokens = []
+        self._tokens: list[contextvars.Token[Queued | None]] = []
         _ext.note_queued(1)
 
-    def __enter__(self):
+    def __enter__(self) -> Queued:
         self._tokens.append(_waiting.set(self))
         return self
 
-    def __exit__(self, kind, value, traceback):
+    def __exit__(self, kind: type[BaseException] | None, value: BaseException | None,
+                 traceback: TracebackType | None) -> Literal[False]:
         _waiting.reset(self._tokens.pop())
         self.cancel()
         return False
 
-    def _leave(self):
+    def _leave(self) -> bool:
         """True the first time it leaves the queue (by its request or a cancel)."""
         with self._lock:
             left, self._open = self._open, False
         return left
 
-    def cancel(self):
+    def cancel(self) -> None:
         """It left the queue unserved."""
         if self._leave():
             _ext.note_queued(-1)
@@ -506,20 +526,21 @@ class _NoQueue:
 
     __slots__ = ("at",)
 
-    def __init__(self):
+    def __init__(self) -> None:
         self.at = time.time()
 
-    def __enter__(self):
+    def __enter__(self) -> _NoQueue:
         return self
 
-    def __exit__(self, kind, value, traceback):
+    def __exit__(self, kind: type[BaseException] | None, value: BaseException | None,
+                 traceback: TracebackType | None) -> Literal[False]:
         return False
 
-    def cancel(self):
+    def cancel(self) -> None:
         pass
 
 
-def queued():
+def queued() -> Queued | _NoQueue:
     """A request entered the server's queue now: the queued count (Prometheus'
     vxperf_requests_queued) grows until the returned ticket's request begins (request(queued=),
     or the first begun inside `with ticket:`) or it is cancelled."""
@@ -531,7 +552,9 @@ def queued():
 class _Request:
     __slots__ = ("name", "device", "stream", "videos", "serving", "ticket", "handle")
 
-    def __init__(self, name, device, stream, videos, serving, ticket):
+    def __init__(self, name: str, device: object, stream: object, videos: int,
+                 serving: tuple[Any, Any, Any, Any],
+                 ticket: Queued | _NoQueue | None) -> None:
         self.name = name
         self.device = device
         self.stream = stream
@@ -540,7 +563,7 @@ class _Request:
         self.ticket = ticket  # a Queued it leaves as it begins, or None
         self.handle = 0
 
-    def __enter__(self):
+    def __enter__(self) -> _Request:
         _profiler.attach()
         try:
             index, stream = _device_and_stream(self.device, self.stream)
@@ -563,7 +586,8 @@ class _Request:
             _ext.note_queued(-1)
         return self
 
-    def __exit__(self, kind, value, traceback):
+    def __exit__(self, kind: type[BaseException] | None, value: BaseException | None,
+                 traceback: TracebackType | None) -> Literal[False]:
         if self.handle:
             handle, self.handle = self.handle, 0
             _ext.end_request(handle, kind is not None)
@@ -573,8 +597,10 @@ class _Request:
         return False
 
 
-def request(device=None, stream=None, videos=1, *, queued=None, queued_at=None, queue_s=None,
-            frames=None, fps=None, name="request"):
+def request(device: object = None, stream: object = None, videos: int = 1, *,
+            queued: Queued | _NoQueue | None = None, queued_at: float | None = None,
+            queue_s: float | None = None, frames: int | None = None,
+            fps: float | None = None, name: str = "request") -> _Request | _ext.NullContext:
     """A `with` scope measuring one request on this thread: what a pipeline call is.
 
     device: the CUDA device the work runs on (torch.device, "cuda:N" or an index); None times on
@@ -599,12 +625,12 @@ def request(device=None, stream=None, videos=1, *, queued=None, queued_at=None, 
     return _Request(str(name), device, stream, videos, (queued_at, queue_s, frames, fps), queued)
 
 
-def timed(stage):
+def timed(stage: str) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
     """Decorator: each call of the function is one call of `stage` in this thread's open request.
     Returns the function unchanged while metrics are off. A `transformer*` stage is priced from the
     call's inputs as a component's forward is (the first argument may be the module)."""
 
-    def decorate(function):
+    def decorate(function: Callable[..., Any]) -> Callable[..., Any]:
         if not _state.on:
             return function
         flags = RECORD_ON_ERROR | (PRICED if _ext.is_priced_stage(stage) else 0)
@@ -614,8 +640,9 @@ def timed(stage):
     return decorate
 
 
-def declare_model(stage, module=None, *, params=None, widths=None, text_tokens=None, dtype=None,
-                  attn_density=None):
+def declare_model(stage: str, module: nn.Module | None = None, *, params: int | None = None,
+                  widths: Sequence[int] | None = None, text_tokens: int | None = None,
+                  dtype: object = None, attn_density: float | None = None) -> None:
     """Prices the forwards of `stage` (a `transformer*` stage) for code that opens its own stages:
     parameters, attention widths, text length, dtype (which picks the peak) and attention density
     are read from `module`, or given. With VIDEOX_PERF_PEAK_TFLOPS=auto, the peak of the module's
@@ -638,7 +665,8 @@ def declare_model(stage, module=None, *, params=None, widths=None, text_tokens=N
     name = _reading.dtype_name(dtype) if dtype is not None else None
     if dtype is not None and name is None:
         raise ValueError(f"unknown dtype {dtype!r}")
-    model = _model.Model(params=int(params), widths=tuple(widths) if widths else None,
+    model = _model.Model(params=int(params),
+                         widths=cast("tuple[int, int, int]", tuple(widths)) if widths else None,
                          text_tokens=int(text_tokens or 0), dtype=name or "",
                          attn_density=float(attn_density) if attn_density is not None else 1.0)
     _ext.declare_model(stage, model)
@@ -648,7 +676,7 @@ def declare_model(stage, module=None, *, params=None, widths=None, text_tokens=N
         _peak.ensure(_reading.module_device(module), name)
 
 
-def forward_fraction(fraction, stage=_stages.TRANSFORMER.name):
+def forward_fraction(fraction: float, stage: str = _stages.TRANSFORMER.name) -> None:
     """Says that the call of `stage` open on this thread (else the last one closed in its request)
     computed `fraction` of a full forward: 0 for a skipped call (a cache hit), 0.25 for one that ran
     a quarter of its blocks. The call stays timed; it is priced at that fraction, and the record's
@@ -659,6 +687,6 @@ def forward_fraction(fraction, stage=_stages.TRANSFORMER.name):
     _ext.note_forward_fraction(_ext.stage_id(stage), float(fraction))
 
 
-def skip_forward(stage=_stages.TRANSFORMER.name):
+def skip_forward(stage: str = _stages.TRANSFORMER.name) -> None:
     """forward_fraction(0.0, stage): this call was a cache hit, timed but not priced."""
     forward_fraction(0.0, stage)

@@ -1,21 +1,34 @@
 """install() and install_training(): the reference module's entry points, wiring the core
 (_inference, _training) to the libraries a program uses (vxperf/integrations)."""
 
+from __future__ import annotations
+
+import dataclasses
 import importlib
 import inspect
+from typing import Any
 
 from . import _ext, _inference, _state, _training
 from .integrations import accelerate, diffusers, torch_checkpoint
 
-_announced = {"inference": False, "training": False}
+
+@dataclasses.dataclass
+class _Announced:
+    """Whether the one line saying each half is on was written (once per process)."""
+
+    inference: bool = False
+    training: bool = False
 
 
-def _pipeline_classes(target, base):
+_announced = _Announced()
+
+
+def _pipeline_classes(target: Any, base: type | None) -> list[type]:
     """The pipeline classes named by `target`: a class, a module holding them, or an iterable."""
     if isinstance(target, type):
         return [target]
     if inspect.ismodule(target):
-        found = []
+        found: list[type] = []
         for value in list(vars(target).values()):
             if not isinstance(value, type):
                 continue
@@ -31,7 +44,7 @@ def _pipeline_classes(target, base):
     return []
 
 
-def install(level=None, pipelines=None):
+def install(level: int | None = None, pipelines: Any = None) -> bool:
     """Measures every pipeline call from now on. No-op unless VIDEOX_PERF is set (or `level` > 0).
 
     Wraps the `__call__` of: the classes in `pipelines` (a class, a module holding pipeline
@@ -41,7 +54,7 @@ def install(level=None, pipelines=None):
     if not _state.switch_on(level):
         return False
     base = diffusers.pipeline_base()
-    classes = []
+    classes: list[type] = []
     if pipelines is not None:
         classes += _pipeline_classes(pipelines, base)
     if base is not None:
@@ -51,14 +64,14 @@ def install(level=None, pipelines=None):
     if videox is not None:
         classes += _pipeline_classes(videox, base)
     measured = 0
-    seen = set()
+    seen: set[int] = set()
     for cls in classes:
         if id(cls) not in seen:
             seen.add(id(cls))
             _inference.instrument_class(cls)
             measured += _inference.measures(cls)
-    if not _announced["inference"]:
-        _announced["inference"] = True
+    if not _announced.inference:
+        _announced.inference = True
         # The classes measured now (wrapped by this call or an earlier one), and how the ones
         # defined later are (diffusers imports its pipelines as they are first named).
         later = (f", and on each {base.__name__} subclass as it is defined" if base is not None
@@ -68,13 +81,15 @@ def install(level=None, pipelines=None):
     return True
 
 
-def install_training(level=None, models=None, trackers=False):
+def install_training(level: int | None = None, models: Any = None,
+                     trackers: bool = False) -> bool:
     """Measures the training loop from now on. No-op unless VIDEOX_PERF is set (or `level` > 0).
 
     Patches accelerate when it is importable (accumulate, backward, clip_grad_norm_, prepare,
     save_state, load_state and the accelerated optimizers' step) and torch.distributed.checkpoint's
-    save and load (checkpoints, outside the steps), and times the model classes in `models` (a class, a list of
-    them, or a module holding them; plus videox_fun.models when importable) as the phases their
+    save and load (checkpoints, outside the steps), and times the model classes in `models` (a
+    class, a list of them, or a module holding them; plus videox_fun.models when importable) as
+    the phases their
     names say. `trackers`: also log every window through accelerate's trackers
     (Accelerator.log, names under perf/); VIDEOX_PERF_TRACKERS=0/1 overrides it. Returns whether
     metrics are on."""
@@ -87,7 +102,7 @@ def install_training(level=None, models=None, trackers=False):
         methods = accelerate.patch()
         checkpoints = torch_checkpoint.patch()
         bases = _training.base_classes()
-        targets = [] if models is None else [models]
+        targets: list[Any] = [] if models is None else [models]
         if _training.present("videox_fun"):
             try:
                 targets.append(importlib.import_module("videox_fun.models"))
@@ -100,8 +115,8 @@ def install_training(level=None, models=None, trackers=False):
     except Exception as error:
         _state.warn(("install_training",), f"training metrics not installed: {error!r}")
         return False
-    if not _announced["training"]:
-        _announced["training"] = True
+    if not _announced.training:
+        _announced.training = True
         said = ([f"accelerate: {', '.join(methods)}"] if methods else []) + (
             [f"checkpoints: {', '.join(checkpoints)}"] if checkpoints else [])
         named = f" ({'; '.join(said)})" if said else ""

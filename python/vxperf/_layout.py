@@ -19,15 +19,23 @@ Where each is read, the first source that gives a dimension winning it:
 A later source that disagrees with an earlier one is said once, naming which won and why. Nothing
 here raises into the program: a layout that cannot be read is said and left to the world."""
 
+from __future__ import annotations
+
+import dataclasses
 import sys
+from collections.abc import Hashable, Iterable, Mapping
+from typing import TYPE_CHECKING, Any
 
 from . import _ext, _state
+
+if TYPE_CHECKING:
+    from torch import nn
 
 DIMS = ("dp_replicate", "dp_shard", "cp", "tp")
 
 # Mesh dimension names -> the dimension they are (lower case). "dp" alone is either data-parallel
 # kind: sharded when FSDP shards over it, else replicated.
-_ROLES = {}
+_ROLES: dict[str, str] = {}
 for _role, _names in (("dp_replicate", ("dp_replicate", "replicate", "ddp", "dp_rep", "rep")),
                       ("dp_shard", ("dp_shard", "fsdp", "shard", "zero", "dp_sh")),
                       ("dp", ("dp", "data", "data_parallel", "batch")),
@@ -52,19 +60,19 @@ class Layout:
 
     __slots__ = ("dims", "group", "dp_rank", "notes")
 
-    def __init__(self):
-        self.dims = {}
-        self.group = None  # (size, source)
-        self.dp_rank = None
-        self.notes = []
+    def __init__(self) -> None:
+        self.dims: dict[str, tuple[int, str]] = {}
+        self.group: tuple[int, str] | None = None  # (size, source)
+        self.dp_rank: int | None = None
+        self.notes: list[str] = []
 
-    def offer(self, dim, size, source):
+    def offer(self, dim: str, size: Any, source: str) -> None:
         """A source's word on one dimension, kept when the dimension is still open."""
         size = int(size)
         if size >= 1 and dim not in self.dims:
             self.dims[dim] = (size, source)
 
-    def offer_all(self, sizes, source):
+    def offer_all(self, sizes: Mapping[str, Any], source: str) -> None:
         """A configuration's dimensions, taken whole or not at all: one that disagrees with what
         an earlier source read describes another run, and is said once and left out."""
         sizes = {dim: int(size) for dim, size in sizes.items() if int(size) >= 1}
@@ -81,17 +89,17 @@ class Layout:
         for dim, size in sizes.items():
             self.offer(dim, size, source)
 
-    def key(self):
+    def key(self) -> Hashable:
         return (tuple(sorted(self.dims.items())), self.group, self.dp_rank)
 
 
-def _describe(source):
+def _describe(source: str) -> str:
     return {"model": "the model's mesh and wrappers", "accelerate": "accelerate's "
             "ParallelismConfig", "diffusers": "diffusers' parallel config",
             "xfuser": "xfuser"}.get(source, source)
 
 
-def _class(module_name, class_name):
+def _class(module_name: str, class_name: str) -> Any:
     module = sys.modules.get(module_name)
     return getattr(module, class_name, None) if module is not None else None
 
@@ -99,14 +107,14 @@ def _class(module_name, class_name):
 # ---- the model ------------------------------------------------------------------------------
 
 
-def _group_size(group):
+def _group_size(group: Any) -> int | None:
     try:
         return int(group.size())
     except Exception:
         return None
 
 
-def _fsdp2_mesh_infos(module):
+def _fsdp2_mesh_infos(module: nn.Module) -> list[Any]:
     """The mesh info of every FSDP2 module in `module`, outermost first."""
     fsdp2 = (_class("torch.distributed.fsdp._fully_shard._fully_shard", "FSDPModule")
              or _class("torch.distributed._composable.fsdp.fully_shard", "FSDPModule"))
@@ -125,13 +133,13 @@ def _fsdp2_mesh_infos(module):
     return infos
 
 
-def _signature(mesh):
+def _signature(mesh: Any) -> Hashable:
     """A mesh as its ranks, shape and names: FSDP2 makes a mesh of its own at each call."""
     return (tuple(int(r) for r in mesh.mesh.flatten().tolist()), tuple(mesh.mesh.shape),
             _mesh_names(mesh))
 
 
-def _wrappers(module, layout):
+def _wrappers(module: nn.Module, layout: Layout) -> None:
     """FSDP1 units and DDP: their process groups."""
     fsdp1 = _class("torch.distributed.fsdp.fully_sharded_data_parallel", "FullyShardedDataParallel")
     ddp = _class("torch.nn.parallel.distributed", "DistributedDataParallel")
@@ -157,13 +165,13 @@ def _wrappers(module, layout):
             return
 
 
-def _dtensor_meshes(module):
+def _dtensor_meshes(module: nn.Module) -> list[tuple[Any, set[int]]]:
     """[(mesh, placements)] of the model's DTensor parameters, one per distinct mesh."""
     dtensor = (_class("torch.distributed.tensor", "DTensor")
                or _class("torch.distributed._tensor.api", "DTensor"))
     if dtensor is None:
         return []
-    seen = {}
+    seen: dict[int, tuple[Any, set[int]]] = {}
     for param in module.parameters():
         if isinstance(param, dtensor):
             mesh = param.device_mesh
@@ -174,12 +182,12 @@ def _dtensor_meshes(module):
     return list(seen.values())
 
 
-def _mesh_names(mesh):
+def _mesh_names(mesh: Any) -> tuple[str, ...] | None:
     names = getattr(mesh, "mesh_dim_names", None)
     return tuple(names) if names else None
 
 
-def _root(mesh):
+def _root(mesh: Any) -> Any:
     try:
         root = mesh._get_root_mesh()
     except Exception:
@@ -187,14 +195,14 @@ def _root(mesh):
     return root if root is not None else mesh
 
 
-def _read_named(mesh, layout, shard_names, label):
+def _read_named(mesh: Any, layout: Layout, shard_names: set[str], label: str) -> list[int]:
     """Every dimension of a mesh whose dimensions are named; returns the coordinates of this rank
     along the data-parallel ones ([(index, size)]) for its data-parallel index."""
     names = _mesh_names(mesh)
     shape = tuple(int(s) for s in mesh.mesh.shape)
-    sizes = {}
-    data = []
-    for index, (name, size) in enumerate(zip(names, shape)):
+    sizes: dict[str, int] = {}
+    data: list[int] = []
+    for index, (name, size) in enumerate(zip(names or (), shape)):
         role = _ROLES.get(name.lower())
         if role == "dp":
             role = "dp_shard" if name in shard_names else "dp_replicate"
@@ -219,7 +227,7 @@ def _read_named(mesh, layout, shard_names, label):
     return data
 
 
-def _coordinates(mesh):
+def _coordinates(mesh: Any) -> list[int] | None:
     """This rank's coordinate along each dimension of `mesh`, or None when it is not in it."""
     try:
         import torch.distributed as dist
@@ -233,7 +241,7 @@ def _coordinates(mesh):
     return [int(c) for c in positions[0].tolist()]
 
 
-def _dp_rank(mesh, data_dims):
+def _dp_rank(mesh: Any, data_dims: Iterable[int]) -> int | None:
     """This rank's index among the data-parallel groups: its coordinates along the data-parallel
     dimensions of the mesh, row-major."""
     coords = _coordinates(mesh)
@@ -246,10 +254,10 @@ def _dp_rank(mesh, data_dims):
     return index
 
 
-def _from_model(module, layout, label):
+def _from_model(module: nn.Module, layout: Layout, label: str) -> None:
     # FSDP2's own meshes: the dimensions it shards and replicates over.
-    fsdp_dims = {}  # mesh signature -> the dimensions FSDP uses
-    shard_names = set()
+    fsdp_dims: dict[Hashable, set[int]] = {}  # mesh signature -> the dimensions FSDP uses
+    shard_names: set[str] = set()
     for info in _fsdp2_mesh_infos(module):
         names = _mesh_names(info.mesh)
         shard_dim = getattr(info, "shard_mesh_dim", None)
@@ -290,12 +298,12 @@ def _from_model(module, layout, label):
             layout.dp_rank = _dp_rank(mesh, sorted(owned))
 
 
-def _model_layout(model, label):
+def _model_layout(model: nn.Module, label: str) -> Layout:
     """What the model's own tensors and wrappers say, read once per model (a Layout). Sharded in
     place since (fully_shard, parallelize_module: a new class, new parameters): read again."""
     first = next(iter(model.parameters()), None)
     signature = (type(model), id(first))
-    cached = model.__dict__.get("_vxperf_layout")
+    cached: tuple[Hashable, Layout] | None = model.__dict__.get("_vxperf_layout")
     if cached is not None and cached[0] == signature:
         return cached[1]
     held = Layout()
@@ -315,7 +323,7 @@ def _model_layout(model, label):
 # ---- configurations -------------------------------------------------------------------------
 
 
-def _from_accelerate(config, layout):
+def _from_accelerate(config: Any, layout: Layout) -> None:
     if config is None:
         return
     sequence = (getattr(config, "cp_size", 1) or 1) * (getattr(config, "sp_size", 1) or 1)
@@ -327,12 +335,12 @@ def _from_accelerate(config, layout):
         return  # said nothing new, or left out
     mesh = getattr(config, "device_mesh", None)
     if layout.dp_rank is None and mesh is not None and _mesh_names(mesh):
-        names = _mesh_names(mesh)
+        names = _mesh_names(mesh) or ()
         data = [i for i, n in enumerate(names) if n in ("dp_replicate", "dp_shard")]
         layout.dp_rank = _dp_rank(mesh, data)
 
 
-def _accelerate_config(accelerator):
+def _accelerate_config(accelerator: Any) -> Any:
     """The ParallelismConfig of the accelerator (or of accelerate's shared state), or None."""
     if accelerator is not None:
         try:
@@ -345,11 +353,11 @@ def _accelerate_config(accelerator):
     return shared.get("parallelism_config") if isinstance(shared, dict) else None
 
 
-def _from_diffusers(module, layout):
+def _from_diffusers(module: nn.Module, layout: Layout) -> None:
     config = getattr(module, "_parallel_config", None)
     if config is None:
         return
-    sizes = {}
+    sizes: dict[str, Any] = {}
     cp = getattr(config, "context_parallel_config", None)
     if cp is not None:
         sizes["cp"] = (getattr(cp, "ring_degree", 1) or 1) * (getattr(cp, "ulysses_degree", 1) or 1)
@@ -359,7 +367,7 @@ def _from_diffusers(module, layout):
     layout.offer_all(sizes, "diffusers")
 
 
-def _from_xfuser(layout, world):
+def _from_xfuser(layout: Layout, world: int) -> None:
     state = sys.modules.get("xfuser.core.distributed.parallel_state")
     if state is None:
         return
@@ -380,7 +388,8 @@ def _from_xfuser(layout, world):
 # ---- reading and handing over -------------------------------------------------------------------
 
 
-def read(model=None, accelerator=None, label="the model"):
+def read(model: nn.Module | None = None, accelerator: Any = None,
+         label: str = "the model") -> Layout:
     """The Layout of a run whose priced model is `model` (None: the configurations alone)."""
     layout = Layout()
     world = _state.world_size()
@@ -406,24 +415,36 @@ def read(model=None, accelerator=None, label="the model"):
         product *= layout.dims.get(dim, (1, None))[0]
     if world > 1 and layout.dims and product > world:
         _state.warn(("layout-world", product, world),
-                    f"parallel layout: {' x '.join(f'{d}={s}' for d, (s, _) in layout.dims.items())}"
+                    "parallel layout: "
+                    f"{' x '.join(f'{d}={s}' for d, (s, _) in layout.dims.items())}"
                     f" spans {product} ranks, more than the world's {world}; the world decides dp")
     return layout
 
 
-_applied = {"key": None}
+@dataclasses.dataclass
+class _Applied:
+    """The layout last handed to the engine (its key), so that an unchanged one is not."""
+
+    key: Hashable | None = None
 
 
-def apply(model=None, accelerator=None, label="the model"):
+_applied = _Applied()
+
+
+def apply(model: nn.Module | None = None, accelerator: Any = None,
+          label: str = "the model") -> None:
     """Reads the layout and hands it to the engine (only when it changed)."""
     if not _state.on:
         return
     layout = read(model, accelerator, label)
     key = layout.key()
-    if key == _applied["key"]:
+    if key == _applied.key:
         return
-    _applied["key"] = key
-    size = lambda dim: layout.dims.get(dim, (0, None))[0]
+    _applied.key = key
+
+    def size(dim: str) -> int:
+        return layout.dims.get(dim, (0, ""))[0]
+
     sources = [(dim, source) for dim, (_, source) in layout.dims.items()]
     group, group_from = layout.group if layout.group else (0, None)
     if group_from:

@@ -9,9 +9,15 @@ Never a local count times the world size: shards are padded, and ranks hold diff
 A model only partly sharded is counted part by part. A module that looks sharded but carries none
 of that metadata is counted as it is, and said once (VIDEOX_PERF_DIT_PARAMS is the way out)."""
 
+from __future__ import annotations
+
 import sys
+from typing import TYPE_CHECKING, Any
 
 from . import _state
+
+if TYPE_CHECKING:
+    from torch import nn
 
 
 class Count:
@@ -21,11 +27,11 @@ class Count:
 
     __slots__ = ("params", "trainable", "lora", "kinds")
 
-    def __init__(self):
+    def __init__(self) -> None:
         self.params = self.trainable = self.lora = 0
-        self.kinds = set()
+        self.kinds: set[str] = set()
 
-    def add(self, name, numel, requires_grad):
+    def add(self, name: str, numel: int, requires_grad: bool) -> None:
         self.params += numel
         if requires_grad:
             self.trainable += numel
@@ -33,24 +39,24 @@ class Count:
             self.lora += numel
 
 
-def _class(module_name, class_name):
+def _class(module_name: str, class_name: str) -> Any:
     """A class of a torch module already imported, or None (nothing is imported here)."""
     module = sys.modules.get(module_name)
     return getattr(module, class_name, None) if module is not None else None
 
 
-def _is_flat(param, flat_class):
+def _is_flat(param: object, flat_class: type | None) -> bool:
     if flat_class is not None:
         return isinstance(param, flat_class)
     return hasattr(param, "_numels") and hasattr(param, "_unpadded_unsharded_size")
 
 
-def _dtensor_class():
+def _dtensor_class() -> Any:
     return (_class("torch.distributed.tensor", "DTensor")
             or _class("torch.distributed._tensor.api", "DTensor"))
 
 
-def _fsdp1_units(module):
+def _fsdp1_units(module: nn.Module) -> list[tuple[str, nn.Module]]:
     """[(qualified name, FSDP1 unit)] inside `module` (itself included)."""
     fsdp = _class("torch.distributed.fsdp.fully_sharded_data_parallel", "FullyShardedDataParallel")
     if fsdp is None:
@@ -58,7 +64,7 @@ def _fsdp1_units(module):
     return [(name, sub) for name, sub in module.named_modules() if isinstance(sub, fsdp)]
 
 
-def looks_sharded(module):
+def looks_sharded(module: nn.Module) -> bool:
     """Whether some wrapper in `module` says its parameters are sharded (FSDP1, FSDP2, a
     look-alike holding `_fsdp_wrapped_module`)."""
     fsdp2 = _class("torch.distributed.fsdp._fully_shard._fully_shard", "FSDPModule")
@@ -70,7 +76,7 @@ def looks_sharded(module):
     return False
 
 
-def _add_flat(count, prefix, flat):
+def _add_flat(count: Count, prefix: str, flat: Any) -> None:
     """The original parameters one FlatParameter holds, at their unsharded, unpadded sizes."""
     numels = tuple(int(n) for n in flat._numels)
     fqns = tuple(getattr(flat, "_fqns", None) or ("",) * len(numels))
@@ -85,14 +91,14 @@ def _add_flat(count, prefix, flat):
     count.kinds.add("fsdp1")
 
 
-def count(module):
+def count(module: nn.Module) -> Count:
     """The Count of `module`'s parameters as they were before sharding."""
     flat_class = _class("torch.distributed.fsdp._flat_param", "FlatParameter")
     dtensor = _dtensor_class()
     result = Count()
-    counted = set()  # ids of parameters already in the count (flat ones and their views)
+    counted: set[int] = set()  # ids of parameters already in the count (flat ones and their views)
 
-    def take_flat(prefix, flat):
+    def take_flat(prefix: str, flat: Any) -> None:
         if flat is None or id(flat) in counted or not _is_flat(flat, flat_class):
             return
         counted.add(id(flat))
@@ -133,7 +139,7 @@ def count(module):
     return result
 
 
-def count_params(module):
+def count_params(module: nn.Module) -> int:
     """All parameters of the model, as before sharding."""
     return count(module).params
 

@@ -4,16 +4,23 @@ The engine has no torch, so this side measures and hands the result over. What i
 into the cache the C++ engine reads and writes ($XDG_CACHE_HOME/vxperf/peaks.json, one format for
 every front end), so a machine is probed once per device and dtype."""
 
+from __future__ import annotations
+
 import threading
 import time
+from typing import TYPE_CHECKING, Any
 
 from . import _ext, _reading, _state
 
+if TYPE_CHECKING:
+    import torch
+
 _lock = threading.Lock()
-_handed = {}  # (device index, dtype) -> the calibration handed to the engine, or None
+# (device index, dtype) -> the calibration handed to the engine, or None
+_handed: dict[tuple[int, str], dict[str, Any] | None] = {}
 
 
-def _device(device):
+def _device(device: Any) -> torch.device:
     import torch
 
     if device is None:
@@ -28,17 +35,18 @@ def _device(device):
     return device
 
 
-def device_key(device, threads=None):
+def device_key(device: Any, threads: int | None = None) -> str:
     """The cache key of a device: a GPU's name, or the host CPU with its thread count."""
     import torch
 
     device = _device(device)
     if device.type == "cuda":
-        return torch.cuda.get_device_name(device.index)
+        return str(torch.cuda.get_device_name(device.index))
     return _ext.cpu_device_key(int(threads or torch.get_num_threads()))
 
 
-def probe(device=None, dtype="bf16", budget_s=2.0, rounds=5, threads=None, max_n=None):
+def probe(device: Any = None, dtype: object = "bf16", budget_s: float = 2.0, rounds: int = 5,
+          threads: int | None = None, max_n: int | None = None) -> dict[str, Any]:
     """Measures dense matmul throughput (TFLOPS) of one device in one dtype: square GEMMs grown
     until one takes a twenty-fifth of the budget, then the best of a few timed rounds
     (synchronized on a GPU). No GEMM starts once `budget_s` is spent. Returns a dict (tflops, n,
@@ -63,7 +71,7 @@ def probe(device=None, dtype="bf16", budget_s=2.0, rounds=5, threads=None, max_n
     torch_dtype = {"bf16": torch.bfloat16, "fp16": torch.float16, "fp32": torch.float32,
                    "tf32": torch.float32, "fp8": torch.bfloat16}[name]
 
-    def sync():
+    def sync() -> None:
         if device.type == "cuda":
             torch.cuda.synchronize(device)
 
@@ -90,13 +98,13 @@ def probe(device=None, dtype="bf16", budget_s=2.0, rounds=5, threads=None, max_n
                     b = b.to(torch.float8_e4m3fn).t().contiguous().t()
                     one = torch.ones((), device=device, dtype=torch.float32)
 
-                    def gemm():
+                    def gemm() -> Any:
                         return torch._scaled_mm(a, b, scale_a=one, scale_b=one,
                                                 out_dtype=torch.bfloat16)
                 else:
                     c = torch.empty(n, n, device=device, dtype=torch_dtype)
 
-                    def gemm():
+                    def gemm() -> Any:
                         return torch.mm(a, b, out=c)
                 gemm()  # first-use costs are not a rate
                 sync()
@@ -134,7 +142,8 @@ def probe(device=None, dtype="bf16", budget_s=2.0, rounds=5, threads=None, max_n
                 rounds=stats["rounds"], longest_s=stats["longest_s"], by="torch")
 
 
-def calibrate(device=None, dtype=None, force=False, budget_s=2.0, threads=None):
+def calibrate(device: Any = None, dtype: object = None, force: bool = False,
+              budget_s: float = 2.0, threads: int | None = None) -> dict[str, Any] | None:
     """The peak of `device` (None: torch's current CUDA device when CUDA is up, else the CPU) in
     `dtype` (a torch dtype or "bf16", "fp16", "fp32", "tf32", "fp8"; None: VIDEOX_PERF_DTYPE, else
     bf16): from the cache when it holds one (unless `force`), else measured by probe() and cached.
@@ -147,9 +156,9 @@ def calibrate(device=None, dtype=None, force=False, budget_s=2.0, threads=None):
         raise ValueError(f"unknown dtype {dtype!r}")
     where = _device(device)
     key = device_key(where, threads)
-    why = []
+    why: list[str] = []
 
-    def run_probe():
+    def run_probe() -> tuple[float, int, int, float, str] | None:
         try:
             r = probe(where, name, budget_s=budget_s, threads=threads)
         except ValueError as error:
@@ -171,7 +180,7 @@ def calibrate(device=None, dtype=None, force=False, budget_s=2.0, threads=None):
                 from_cache=from_cache)
 
 
-def ensure(index, dtype):
+def ensure(index: int, dtype: str | None) -> None:
     """Hands the engine a measured peak for a device (-1: the host) and a model's dtype, once per
     process, when it wants one (VIDEOX_PERF_PEAK_TFLOPS=auto). Called before a request or a step
     is timed, so that a probe never lands inside one."""

@@ -9,14 +9,17 @@ has been imported; never imports torch itself.
 Capture ranges (VIDEOX_PERF_PROFILE, profile_range()) are _capture.py's: it reads the package's
 state, which imports this module."""
 
+from __future__ import annotations
+
 import sys
+from typing import Any
 
 from . import _ext
 
 _attached = False
 
 
-def _enter(name):
+def _enter(name: str) -> Any:
     from torch.autograd import profiler
 
     scope = profiler.record_function(name)
@@ -24,11 +27,11 @@ def _enter(name):
     return scope
 
 
-def _leave(scope):
+def _leave(scope: Any) -> None:
     scope.__exit__(None, None, None)
 
 
-def attach():
+def attach() -> bool:
     """Adds the range observer to the engine once (metrics on, torch imported); True once done."""
     global _attached
     if _attached:

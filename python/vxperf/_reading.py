@@ -1,10 +1,19 @@
 """What the cost model needs, read off torch modules and call arguments.
 
 Attention widths, text length, gradient checkpointing and the token count of a transformer call
-(parameter counts are `_params`'s). The rules are the reference module's, so that the two price a model
-identically; the words and the code are ours."""
+(parameter counts are `_params`'s). The rules are the reference module's, so that the two price a
+model identically; the words and the code are ours."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Mapping, Sequence
+from typing import TYPE_CHECKING, Any, Callable
 
 from . import _ext, _stages, _state
+
+if TYPE_CHECKING:
+    import torch
+    from torch import nn
 
 # Query/key/value projection names, one tuple per role, across the model families measured: Wan
 # (q, k, v), diffusers (to_q, ...), transformers towers (q_proj, ...).
@@ -15,15 +24,15 @@ FUSED_NAMES = ("qkv", "to_qkv", "qkv_proj")
 TEXT_ONLY_TOWERS = ("token_refiner", "context_refiner")
 
 
-def _out_features(module):
+def _out_features(module: object) -> int | None:
     width = getattr(module, "out_features", None)
     return width if isinstance(width, int) else None
 
 
-def query_width(module):
+def query_width(module: object) -> int | None:
     """The query width of an attention module (separate q/k/v first, else a fused qkv whose output
     splits in three), or None when `module` is not one."""
-    widths = []
+    widths: list[int] = []
     for names in QKV_NAMES:
         for name in names:
             width = _out_features(getattr(module, name, None))
@@ -41,7 +50,7 @@ def query_width(module):
     return None
 
 
-def attention_modules(module):
+def attention_modules(module: nn.Module) -> Iterator[tuple[nn.Module, int, bool]]:
     """(submodule, query width, whether it is cross-attention) of each attention module priced:
     outside the text-only towers; cross-attention told by name (`cross`, or a last name part
     `attn2`)."""
@@ -54,7 +63,7 @@ def attention_modules(module):
             yield sub, width, "cross" in lowered or lowered.rsplit(".", 1)[-1] == "attn2"
 
 
-def attention_widths(module):
+def attention_widths(module: nn.Module) -> tuple[int, int, int]:
     """(self, cross, modules): summed query widths over the latent sequence and over the text, and
     how many attention modules were found."""
     self_width = cross_width = count = 0
@@ -67,17 +76,17 @@ def attention_widths(module):
     return self_width, cross_width, count
 
 
-def text_tokens(module):
+def text_tokens(module: object) -> int:
     """The padded text length cross-attention runs against (`text_len`), 0 when not advertised."""
     value = getattr(module, "text_len", None)
     return value if isinstance(value, int) and value > 0 else 0
 
 
-def checkpointing(module):
+def checkpointing(module: nn.Module) -> bool:
     return any(bool(getattr(sub, "gradient_checkpointing", False)) for sub in module.modules())
 
 
-def priced_widths(module, owner_label):
+def priced_widths(module: nn.Module, owner_label: str) -> tuple[int, int, int] | None:
     """Attention widths for pricing, or None when attention pricing is off or no self-attention was
     found (then the model is priced linear-only, and that is said once)."""
     if not _state.on or not _ext.attention_pricing():
@@ -93,7 +102,7 @@ def priced_widths(module, owner_label):
     return widths
 
 
-def _patch_size(module):
+def _patch_size(module: object) -> tuple[int, ...] | None:
     # The model's config only, as the reference reads it: Wan models carry a `patch_size` of their
     # own but are priced from `seq_len`. A temporal patch of its own (CogVideoX 1.5's
     # `patch_size_t`) joins a square one.
@@ -108,7 +117,7 @@ def _patch_size(module):
     return None
 
 
-def _frames_first(module, hidden):
+def _frames_first(module: object, hidden: torch.Tensor) -> bool:
     """Whether a 5-D latent is laid out (B, F, C, H, W), as CogVideoX's are: its third axis is the
     model's input channels and its second is not."""
     channels = getattr(getattr(module, "config", None), "in_channels", None)
@@ -116,12 +125,13 @@ def _frames_first(module, hidden):
             and int(hidden.shape[1]) != channels)
 
 
-def _warn_layout(module, message):
+def _warn_layout(module: object, message: str) -> None:
     name = type(module).__name__ if module is not None else "a decorated function"
     _state.warn(("layout", id(module)), f"{name}: {message}; its calls are timed but not priced")
 
 
-def infer_tokens(module, args, kwargs):
+def infer_tokens(module: object, args: Sequence[Any],
+                 kwargs: Mapping[str, Any]) -> tuple[int, int, str | None] | None:
     """(latent tokens per sample, samples, dtype) of one transformer call, or None when its inputs
     do not say: the guess a call opens with, which what its blocks receive replaces (_blocks). An
     explicit `seq_len` wins (Wan: the padded length its blocks run on); else a (B, T, D) input
@@ -139,13 +149,14 @@ def infer_tokens(module, args, kwargs):
     return shape[0] * _ext.sequence_shards(), shape[1], call_dtype(shape[2])
 
 
-def _token_shape(module, args, kwargs):
+def _token_shape(module: Any, args: Sequence[Any],
+                 kwargs: Mapping[str, Any]) -> tuple[int, int, torch.Tensor] | None:
     """(tokens, samples, the input tensor) of a transformer call, or None."""
     import torch
 
     if module is None and args and isinstance(args[0], torch.nn.Module):
         module, args = args[0], args[1:]
-    hidden = kwargs.get("hidden_states")
+    hidden: Any = kwargs.get("hidden_states")
     if hidden is None:
         hidden = kwargs.get("x")
     if hidden is None and args:
@@ -179,10 +190,11 @@ def _token_shape(module, args, kwargs):
 # The engine's dtype table (include/vxperf/cost_model.h): its names, which pick the peak an MFU is
 # taken against.
 DTYPE_NAMES = tuple(_ext.dtype_names())
-_dtype_names = {}  # a spelling -> the engine's name or None, as read by the engine once
+# a spelling -> the engine's name or None, as read by the engine once
+_dtype_names: dict[str, str | None] = {}
 
 
-def dtype_name(dtype):
+def dtype_name(dtype: object) -> str | None:
     """The engine's name ("bf16", "fp16", "fp8", "tf32", "fp32") of a torch dtype or of one of
     those names and spellings (its table's); None for anything else (integers, float64: no peak
     to compare with)."""
@@ -199,15 +211,15 @@ def dtype_name(dtype):
 #   WEIGHT_DTYPE_READERS: module -> {submodule id: compute torch dtype} of the submodules whose
 #                         weights are stored in another dtype (diffusers' layerwise casting)
 #   CALL_DTYPE_READERS:   a call's main input -> the engine's dtype name, or None (an fp8 recipe)
-WEIGHT_DTYPE_READERS = []
-CALL_DTYPE_READERS = []
+WEIGHT_DTYPE_READERS: list[Callable[[nn.Module], Mapping[int, Any]]] = []
+CALL_DTYPE_READERS: list[Callable[[Any], str | None]] = []
 
 
-def param_dtype(module):
+def param_dtype(module: nn.Module) -> str | None:
     """The floating dtype most of a module's weights compute in: their own dtype, or the compute
     dtype a weight reader says (diffusers' layerwise casting stores them in another). Autocast,
     read at each priced call, wins over this. None when no parameter is floating."""
-    cast = {}
+    cast: dict[int, Any] = {}
     for reader in WEIGHT_DTYPE_READERS:
         try:
             cast.update(reader(module))
@@ -215,7 +227,7 @@ def param_dtype(module):
             _state.warn(("cast", type(module).__name__),
                         f"cannot read the layerwise casting of {type(module).__name__} "
                         f"({error!r}); priced at its parameters' dtype")
-    counts = {}
+    counts: dict[str, int] = {}
     if cast:
         pairs = ((cast.get(id(sub)), p) for sub in module.modules()
                  for p in sub.parameters(recurse=False))
@@ -225,21 +237,21 @@ def param_dtype(module):
         name = dtype_name(compute if compute is not None else param.dtype)
         if name is not None:
             counts[name] = counts.get(name, 0) + param.numel()
-    return max(counts, key=counts.get) if counts else None
+    return max(counts, key=counts.__getitem__) if counts else None
 
 
-def _autocast_reader():
+def _autocast_reader() -> Callable[[str], Any]:
     """A function device_type -> torch dtype or None: what autocast runs matmuls in there now."""
     import torch
 
     if hasattr(torch, "get_autocast_dtype"):  # torch >= 2.4: one API for every device type
-        def read(device_type):
+        def read(device_type: str) -> Any:
             if not torch.is_autocast_enabled(device_type):
                 return None
             return torch.get_autocast_dtype(device_type)
         return read
 
-    def read_apart(device_type):  # torch 2.1 to 2.3: CUDA and CPU autocast apart
+    def read_apart(device_type: str) -> Any:  # torch 2.1 to 2.3: CUDA and CPU autocast apart
         if device_type == "cuda":
             return torch.get_autocast_gpu_dtype() if torch.is_autocast_enabled() else None
         if device_type == "cpu":
@@ -248,10 +260,10 @@ def _autocast_reader():
     return read_apart
 
 
-_autocast = []
+_autocast: list[Callable[[str], Any]] = []
 
 
-def autocast_dtype(device_type):
+def autocast_dtype(device_type: str) -> str | None:
     """The engine's name of the dtype autocast runs matmuls in on `device_type` now, or None when
     autocast is off there or its state cannot be read (said once)."""
     try:
@@ -265,7 +277,7 @@ def autocast_dtype(device_type):
         return None
 
 
-def call_dtype(hidden):
+def call_dtype(hidden: object) -> str | None:
     """What a call whose main input is `hidden` runs its matmuls in, when something other than
     the parameters decides: a recipe an integration reads (Transformer Engine's fp8 autocast),
     else torch autocast on the input's device. None: the parameters' dtype."""
@@ -277,7 +289,7 @@ def call_dtype(hidden):
     return autocast_dtype(device.type) if device is not None else None
 
 
-def module_device(module):
+def module_device(module: nn.Module) -> int:
     """The CUDA index a module's parameters live on, -1 for the host."""
     for param in module.parameters():
         if param.device.type == "cuda":
@@ -286,7 +298,7 @@ def module_device(module):
     return -1
 
 
-def pipeline_device(pipe):
+def pipeline_device(pipe: Any) -> torch.device | None:
     """The CUDA device a pipeline computes on, or None to make no CUDA call at all.
 
     Read from the pipeline's own modules (under multi-GPU, torch's current device is often 0 while

@@ -6,16 +6,24 @@ call settled them (a request's own thread as its pipeline call returns, the trai
 optimizer step or finish() returns), outside the engine's locks. A function that raises is said
 once and keeps receiving records; nothing it does reaches the measured code."""
 
+from __future__ import annotations
+
 import threading
+from typing import Callable, TypeVar
 
 from . import _ext, _state
+from .records_types import Record, RequestRecord
+
+#: A records sink: called with each record; what it returns is ignored.
+Sink = Callable[[Record], object]
+_AnySink = TypeVar("_AnySink", bound=Sink)
 
 _lock = threading.Lock()
-_sinks = ()  # replaced whole under _lock, read without it
+_sinks: tuple[Sink, ...] = ()  # replaced whole under _lock, read without it
 _installed = False
 
 
-def _handle(record):
+def _handle(record: Record) -> None:
     for fn in _sinks:
         try:
             fn(record)
@@ -26,7 +34,7 @@ def _handle(record):
 
 
 @_state.when_on
-def activate():
+def activate() -> None:
     """Makes the engine keep records for Python once metrics are on (_state.configure calls it)."""
     global _installed
     with _lock:
@@ -37,7 +45,7 @@ def activate():
             _ext.set_record_handler(_handle)
 
 
-def add_sink(fn):
+def add_sink(fn: _AnySink) -> _AnySink:
     """Hands every request and training-window record settled from now on to `fn(record)`, a dict
     with the keys of its JSON line (`record["kind"]` tells the two apart), on the thread that
     settled it. Returns `fn`, so it can decorate. Keep it quick: it runs as the pipeline call or
@@ -54,7 +62,7 @@ def add_sink(fn):
     return fn
 
 
-def remove_sink(fn):
+def remove_sink(fn: Sink) -> bool:
     """Stops handing records to `fn` (records already on their way to it may still arrive).
     Returns whether it was a sink."""
     global _sinks
@@ -67,7 +75,7 @@ def remove_sink(fn):
     return True
 
 
-def last_request():
+def last_request() -> RequestRecord | None:
     """The record of the request this thread finished last (a dict, as add_sink() gets it), or
     None before the first one or while metrics are off. A server returns it with what it
     generated."""

@@ -2,28 +2,48 @@
 halves. Everything measured goes through the C++ engine in `_ext`; this module only decides when
 to make it and what to tell it."""
 
+from __future__ import annotations
+
 import atexit
+import dataclasses
 import os
 import sys
 import threading
+from collections.abc import Hashable
+from typing import TYPE_CHECKING, Callable, TypeVar
 
 from . import _ext
+
+if TYPE_CHECKING:
+    from types import FrameType
+
+_Activate = TypeVar("_Activate", bound=Callable[[], object])
 
 # True once the engine is on. Read by every public entry point before doing anything else, so a
 # process with metrics off pays one global read per call.
 on = False
 
 _lock = threading.RLock()
-_warned = set()
+_warned: set[Hashable] = set()
 # What turns on with the engine, registered by the modules above this one (records in process):
 # called once metrics are on, outside the lock.
-_when_on = []
+_when_on: list[Callable[[], object]] = []
 _exit_registered = False
 _topology_final = False
-_cuda = {"tried": False, "ok": False}
 
 
-def env_level():
+@dataclasses.dataclass
+class _CudaBackend:
+    """Whether the engine was given the CUDA backend (once per process), and whether it took."""
+
+    tried: bool = False
+    ok: bool = False
+
+
+_cuda = _CudaBackend()
+
+
+def env_level() -> int:
     """VIDEOX_PERF as the reference reads it: Python's int(), 0 when unset or unreadable."""
     raw = os.environ.get("VIDEOX_PERF")
     if raw is None or not raw.strip():
@@ -34,7 +54,7 @@ def env_level():
         return 0
 
 
-def _at_exit():
+def _at_exit() -> None:
     # The engine's own exit handler runs after the interpreter is gone, too late to ask torch for
     # its memory counters: flush everything while Python is still here.
     try:
@@ -43,7 +63,7 @@ def _at_exit():
         _ext.python_closing()
 
 
-def _on_sigterm(signum, frame):
+def _on_sigterm(signum: int, frame: FrameType | None) -> None:
     """A launcher's SIGTERM (torchrun's, after a peer died): the windows held for the cross-rank
     exchange and everything pending are written, then the process ends by SIGTERM as it would
     have."""
@@ -57,7 +77,7 @@ def _on_sigterm(signum, frame):
         os.kill(os.getpid(), signal.SIGTERM)
 
 
-def _flush_on_sigterm():
+def _flush_on_sigterm() -> None:
     """Writes what is pending when the process is told to stop, where the program left SIGTERM
     to its default (ending the process at once, atexit unrun) and this is the main thread."""
     import signal
@@ -70,7 +90,7 @@ def _flush_on_sigterm():
         pass  # no signals here (an embedded interpreter)
 
 
-def switch_on(level):
+def switch_on(level: int | None) -> bool:
     """What install() and install_training() start with: `level` (VIDEOX_PERF when None) turns
     metrics on; False when that level is off or the engine could not be made."""
     if level is None:
@@ -78,7 +98,7 @@ def switch_on(level):
     return level > 0 and configure(level)
 
 
-def configure(level):
+def configure(level: int | None) -> bool:
     """Makes the engine (metrics on at `level`, or as VIDEOX_PERF says when level is None or 0).
 
     The engine is made once per process; a later call only reports whether it is on."""
@@ -105,13 +125,13 @@ def configure(level):
     return enabled
 
 
-def when_on(fn):
+def when_on(fn: _Activate) -> _Activate:
     """Calls `fn()` each time configure() finds metrics on (it must be idempotent)."""
     _when_on.append(fn)
     return fn
 
 
-def warn(key, message):
+def warn(key: Hashable, message: str) -> None:
     """One line on stderr, once per key (a pipeline class, a module, ...)."""
     with _lock:
         if key in _warned:
@@ -124,12 +144,12 @@ def warn(key, message):
         sys.stderr.write(line + "\n")
 
 
-def world_size():
+def world_size() -> int:
     refresh_topology()
     return _ext.topology()[1] if on else 1
 
 
-def refresh_topology():
+def refresh_topology() -> None:
     """Takes rank and world size from torch.distributed once its process group is up (the launcher's
     environment, which the engine read at start, is all there is before). How the world splits its
     work is `_layout`'s."""
@@ -147,7 +167,7 @@ def refresh_topology():
             pass
 
 
-def cuda_index(device):
+def cuda_index(device: object) -> int:
     """The CUDA device index of a torch.device (or int / "cuda:N"), or -1 for anything else."""
     import torch
 
@@ -155,41 +175,43 @@ def cuda_index(device):
         return -1
     if isinstance(device, int):
         return device
-    device = torch.device(device)
-    if device.type != "cuda":
+    parsed = torch.device(device)
+    if parsed.type != "cuda":
         return -1
-    return device.index if device.index is not None else torch.cuda.current_device()
+    return int(parsed.index if parsed.index is not None else torch.cuda.current_device())
 
 
-def current_stream(index):
+def current_stream(index: int) -> int:
     """Torch's current CUDA stream on device `index`, as the integer handle events go on."""
     import torch
 
     return int(torch.cuda.current_stream(index).cuda_stream)
 
 
-def _peaks(index):
+def _peaks(index: int) -> tuple[int, int]:
     import torch
 
     return int(torch.cuda.max_memory_allocated(index)), int(torch.cuda.max_memory_reserved(index))
 
 
-def _reset_peaks(index):
+def _reset_peaks(index: int) -> None:
     import torch
 
     torch.cuda.reset_peak_memory_stats(index)
 
 
-def ensure_cuda(index, library="", peaks=None, reset=None):
+def ensure_cuda(index: int, library: str = "",
+                peaks: Callable[[int], tuple[int, int] | None] | None = None,
+                reset: Callable[[int], None] | None = None) -> bool:
     """Gives the engine the CUDA driver backend, with torch's allocator for the memory peaks, the
     first time a device is used. Host timing stays when the driver cannot be loaded.
 
     library, peaks, reset: another driver library and other memory counters (the tests use the
     fake driver, which torch knows nothing of)."""
     with _lock:
-        if _cuda["tried"]:
-            return _cuda["ok"]
-        _cuda["tried"] = True
-        _cuda["ok"] = bool(_ext.use_cuda_backend(peaks or _peaks, reset or _reset_peaks, index,
-                                                 library))
-        return _cuda["ok"]
+        if _cuda.tried:
+            return _cuda.ok
+        _cuda.tried = True
+        _cuda.ok = bool(_ext.use_cuda_backend(peaks or _peaks, reset or _reset_peaks, index,
+                                              library))
+        return _cuda.ok

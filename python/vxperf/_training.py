@@ -4,16 +4,27 @@ Two ways in. `install_training()` (vxperf/_install.py) patches accelerate (integ
 accelerate.py: what every training script of the reference's framework shares) and wraps the model
 classes it is given, classified into phases here. Loops without accelerate use the explicit
 scopes: micro_step(), model_call(), backward(), phase() (clip() is phase("clip")),
-optimizer_step(), plus register_model() and instrument_module(). Both end in the engine's trainer: steps, settling, windows, records and log
-lines are the C++ engine's."""
+optimizer_step(), plus register_model() and instrument_module(). Both end in the engine's trainer:
+steps, settling, windows, records and log lines are the C++ engine's."""
 
+from __future__ import annotations
+
+import dataclasses
 import importlib.util
 import inspect
 import os
 import sys
+from collections.abc import Iterable, Mapping
+from typing import TYPE_CHECKING, Any, Callable, Literal, TypeVar, cast
 
 from . import _blocks, _ext, _layout, _model, _params, _peak, _profiler, _reading, _stages, _state
 
+if TYPE_CHECKING:
+    from types import ModuleType, TracebackType
+
+    from torch import nn
+
+_Module = TypeVar("_Module", bound="nn.Module")
 # The engine's phase table (include/vxperf/phases.h), in its order: every phase of a step, and
 # those a model call can be.
 PHASES = tuple(_ext.phases())
@@ -26,7 +37,7 @@ VAE_METHODS = (("encode", _stages.VAE_ENCODE.phase), ("decode", _stages.VAE_DECO
 
 # The libraries' model base classes, by library: name -> a function returning the class or None
 # (the integrations fill it: diffusers' ModelMixin, transformers' PreTrainedModel).
-MODEL_BASES = {}
+MODEL_BASES: dict[str, Callable[[], type | None]] = {}
 
 
 # ---- the explicit scopes ------------------------------------------------------------------------
@@ -35,11 +46,12 @@ MODEL_BASES = {}
 class _MicroStep:
     __slots__ = ()
 
-    def __enter__(self):
+    def __enter__(self) -> _MicroStep:
         _ext.train_micro_enter()
         return self
 
-    def __exit__(self, kind, value, traceback):
+    def __exit__(self, kind: type[BaseException] | None, value: BaseException | None,
+                 traceback: TracebackType | None) -> Literal[False]:
         _ext.train_micro_exit()
         return False
 
@@ -47,7 +59,7 @@ class _MicroStep:
 _MICRO_STEP = _MicroStep()
 
 
-def micro_step():
+def micro_step() -> _MicroStep | _ext.NullContext:
     """A `with` scope around one micro-step (one `accumulate` block): gives the `data` wait before
     it and the `prep` work at its head."""
     if not _state.on:
@@ -58,22 +70,23 @@ def micro_step():
 class _ModelCall:
     __slots__ = ("phase", "tokens", "samples", "fraction", "mark")
 
-    def __init__(self, phase, tokens, samples, fraction):
+    def __init__(self, phase: int, tokens: int, samples: int, fraction: float) -> None:
         self.phase = phase
         self.tokens = tokens
         self.samples = samples
         self.fraction = fraction
 
-    def __enter__(self):
+    def __enter__(self) -> _ModelCall:
         self.mark = _ext.train_call_begin()
         return self
 
-    def __exit__(self, kind, value, traceback):
+    def __exit__(self, kind: type[BaseException] | None, value: BaseException | None,
+                 traceback: TracebackType | None) -> Literal[False]:
         _ext.train_call_end(self.mark, self.phase, self.tokens, self.samples, self.fraction)
         return False
 
 
-def _phase(name):
+def _phase(name: str) -> int:
     if name not in MODEL_PHASES:
         _state.warn(("phase", name), f"'{name}' is not a model phase (one of "
                     f"{', '.join(MODEL_PHASES)}); not timed")
@@ -81,7 +94,8 @@ def _phase(name):
     return _ext.phase_id(name)
 
 
-def model_call(phase="fwd", tokens=0, samples=1, fraction=1.0):
+def model_call(phase: str = "fwd", tokens: int | None = 0, samples: int | None = 1,
+               fraction: float = 1.0) -> _ModelCall | _ext.NullContext:
     """A `with` scope around one model call of the step, in `phase` (vae_enc, vae_dec,
     text_encoder, aux or fwd). For the trained model's forward, `tokens` per sample and `samples`
     in the call price the step; `fraction` < 1 says the forward computed only part of the model
@@ -98,20 +112,22 @@ def model_call(phase="fwd", tokens=0, samples=1, fraction=1.0):
 class _Interval:
     __slots__ = ("begin", "end", "mark")
 
-    def __init__(self, begin, end):
+    def __init__(self, begin: Callable[[], _ext.TrainMark],
+                 end: Callable[[_ext.TrainMark], None]) -> None:
         self.begin = begin
         self.end = end
 
-    def __enter__(self):
+    def __enter__(self) -> _Interval:
         self.mark = self.begin()
         return self
 
-    def __exit__(self, kind, value, traceback):
+    def __exit__(self, kind: type[BaseException] | None, value: BaseException | None,
+                 traceback: TracebackType | None) -> Literal[False]:
         self.end(self.mark)
         return False
 
 
-def backward():
+def backward() -> _Interval | _ext.NullContext:
     """A `with` scope around the backward pass."""
     if not _state.on:
         return _ext.NULL_SCOPE
@@ -121,19 +137,20 @@ def backward():
 class _PhaseCall:
     __slots__ = ("phase", "mark")
 
-    def __init__(self, phase):
+    def __init__(self, phase: int) -> None:
         self.phase = phase
 
-    def __enter__(self):
+    def __enter__(self) -> _PhaseCall:
         self.mark = _ext.train_call_phase_begin(self.phase)
         return self
 
-    def __exit__(self, kind, value, traceback):
+    def __exit__(self, kind: type[BaseException] | None, value: BaseException | None,
+                 traceback: TracebackType | None) -> Literal[False]:
         _ext.train_call_phase_end(self.mark, self.phase)
         return False
 
 
-def phase(name):
+def phase(name: str) -> _PhaseCall | _ext.NullContext:
     """A `with` scope around one call of a call phase of the phase table: "clip", or a program's
     own (a row in include/vxperf/phases.h, such as an EMA update, is all a new one takes). Its
     time is the phase's in the step, as records, lines, traces, the report and trackers show it.
@@ -147,12 +164,12 @@ def phase(name):
     return _PhaseCall(_ext.phase_id(name))
 
 
-def clip():
+def clip() -> _PhaseCall | _ext.NullContext:
     """A `with` scope around gradient clipping: phase("clip")."""
     return phase("clip")
 
 
-def _checkpoint_path(path):
+def _checkpoint_path(path: str | os.PathLike[str] | None) -> str:
     """A checkpoint's path as vxperf keeps it (absolute), "" when there is none or it is no path."""
     if path is None:
         return ""
@@ -169,17 +186,18 @@ class _Outside:
 
     __slots__ = ("phase", "bytes", "path", "step", "mark")
 
-    def __init__(self, phase, size, path=None, step=None):
+    def __init__(self, phase: int, size: Any, path: Any = None, step: Any = None) -> None:
         self.phase = phase
         self.bytes = size
         self.path = path
         self.step = step
 
-    def __enter__(self):
+    def __enter__(self) -> _Outside:
         self.mark = _ext.train_outside_begin(self.phase)
         return self
 
-    def __exit__(self, kind, value, traceback):
+    def __exit__(self, kind: type[BaseException] | None, value: BaseException | None,
+                 traceback: TracebackType | None) -> Literal[False]:
         size = self.bytes
         try:
             size = -1 if size is None else max(int(size), -1)
@@ -202,22 +220,24 @@ class _NoOutside:
 
     __slots__ = ("bytes", "path", "step")
 
-    def __init__(self):
-        self.bytes = None
-        self.path = None
-        self.step = None
+    def __init__(self) -> None:
+        self.bytes: Any = None
+        self.path: Any = None
+        self.step: Any = None
 
-    def __enter__(self):
+    def __enter__(self) -> _NoOutside:
         return self
 
-    def __exit__(self, kind, value, traceback):
+    def __exit__(self, kind: type[BaseException] | None, value: BaseException | None,
+                 traceback: TracebackType | None) -> Literal[False]:
         return False
 
 
 _OUTSIDE_KINDS = ("save", "restore")
 
 
-def checkpoint(kind="save", bytes=None, path=None, step=None):
+def checkpoint(kind: str = "save", bytes: int | None = None, path: Any = None,
+               step: int | None = None) -> _Outside | _NoOutside:
     """A `with` scope around saving (kind="save") or restoring ("restore") a checkpoint: its
     seconds, and `bytes` written or read where known (or set `.bytes` on the scope inside), go
     to the next window's "outside" object, never into a step's time or data wait. With `path`
@@ -235,7 +255,7 @@ def checkpoint(kind="save", bytes=None, path=None, step=None):
     return _Outside(_ext.phase_id(kind), bytes, path, step)
 
 
-def evaluation():
+def evaluation() -> _Outside | _NoOutside:
     """A `with` scope around an evaluation (validation) pass inside the training loop: its time
     goes to the next window's "outside" object, never into a step."""
     if not _state.on:
@@ -246,20 +266,22 @@ def evaluation():
 class _OptimizerStep:
     __slots__ = ("owner", "synced", "mark")
 
-    def __init__(self, owner, synced):
+    def __init__(self, owner: int, synced: bool) -> None:
         self.owner = owner
         self.synced = synced
 
-    def __enter__(self):
+    def __enter__(self) -> _OptimizerStep:
         self.mark = _ext.train_optimizer_begin()
         return self
 
-    def __exit__(self, kind, value, traceback):
+    def __exit__(self, kind: type[BaseException] | None, value: BaseException | None,
+                 traceback: TracebackType | None) -> Literal[False]:
         _ext.train_optimizer_end(self.mark, self.owner, self.synced)
         return False
 
 
-def optimizer_step(optimizer, synced=True):
+def optimizer_step(optimizer: object,
+                   synced: bool = True) -> _OptimizerStep | _ext.NullContext:
     """A `with` scope around one optimizer step call. `synced`: whether it really stepped (False on
     a gradient-accumulation pass-through). The first optimizer to close a step owns the step
     boundary from then on; the others' time still counts as `opt`."""
@@ -268,7 +290,7 @@ def optimizer_step(optimizer, synced=True):
     return _OptimizerStep(id(optimizer), bool(synced))
 
 
-def read_model(module, lora=False, mixed=None):
+def read_model(module: nn.Module, lora: bool = False, mixed: str | None = None) -> _model.Model:
     """The Model of the trained model; `mixed`: the dtype a mixed-precision recipe runs its
     matmuls in (accelerate's mixed_precision), which beats the weights' own."""
     widths = _reading.priced_widths(module, "the trained model")
@@ -284,8 +306,11 @@ def read_model(module, lora=False, mixed=None):
     )
 
 
-def register_model(module=None, *, params=None, trainable=None, lora=False, checkpointing=None,
-                   widths=None, text_tokens=None, dtype=None, attn_density=None):
+def register_model(module: nn.Module | None = None, *, params: int | None = None,
+                   trainable: int | None = None, lora: bool = False,
+                   checkpointing: bool | None = None, widths: Iterable[int] | None = None,
+                   text_tokens: int | None = None, dtype: object = None,
+                   attn_density: float | None = None) -> None:
     """Says what model is trained; the largest one registered wins.
 
     Read from `module` (parameters unsharded under FSDP, those with requires_grad as trainable, or
@@ -299,7 +324,8 @@ def register_model(module=None, *, params=None, trainable=None, lora=False, chec
     _profiler.attach()
     if module is None and params is None:
         raise TypeError("register_model() needs a module or params")
-    read = read_model(module, lora) if module is not None else _model.Model(params=int(params))
+    read = read_model(module, lora) if module is not None else _model.Model(
+        params=int(cast(int, params)))
     model = read.but(params=None if params is None else int(params),
                      trainable=None if trainable is None else int(trainable),
                      checkpointing=None if checkpointing is None else bool(checkpointing),
@@ -307,14 +333,15 @@ def register_model(module=None, *, params=None, trainable=None, lora=False, chec
                      dtype=_reading.dtype_name(dtype) if dtype else None,
                      attn_density=None if attn_density is None else float(attn_density))
     if widths is not None:  # () says: no attention to price
-        model = _model.dataclasses.replace(model, widths=tuple(widths) or None)
+        model = dataclasses.replace(
+            model, widths=cast("tuple[int, int, int] | None", tuple(widths) or None))
     _ext.train_register_model(model, False)
     if module is not None:
         _layout.apply(module, label="the trained model")
         _peak.ensure(_reading.module_device(module), model.dtype or None)
 
 
-def training_device(device, stream=None):
+def training_device(device: object, stream: Any = None) -> None:
     """Times the training phases on a CUDA device (events on `stream`, default torch's current
     stream of that device) instead of the host clock alone."""
     if not _state.on:
@@ -330,7 +357,7 @@ def training_device(device, stream=None):
     _ext.train_set_device(index, handle)
 
 
-def finish():
+def finish() -> None:
     """Settles every pending step, writes the partial window and the training summary (once; also
     done at exit)."""
     _ext.train_finish()
@@ -339,7 +366,7 @@ def finish():
 # ---- model classes and modules ------------------------------------------------------------------
 
 
-def present(name):
+def present(name: str) -> bool:
     """Whether package `name` can be imported (without importing it when it is not loaded yet)."""
     if name in sys.modules:
         return sys.modules[name] is not None
@@ -349,7 +376,7 @@ def present(name):
         return False
 
 
-def base_classes():
+def base_classes() -> dict[str, type]:
     """{library: model base class} of the libraries importable here."""
     bases = {}
     for library, find in MODEL_BASES.items():
@@ -359,7 +386,7 @@ def base_classes():
     return bases
 
 
-def class_phase(cls, bases=None):
+def class_phase(cls: type, bases: Mapping[str, type] | None = None) -> str:
     """The phase a model class's calls belong to: "vae" (encode/decode), "aux", "text_encoder" or
     "fwd" (the trained transformer, priced). By class name, as the reference classifies them; a
     transformers model that is not a diffusers one is a text encoder."""
@@ -381,7 +408,8 @@ def class_phase(cls, bases=None):
     return "aux"
 
 
-def _phase_call(function, phase, owner=None, self_arg=None):
+def _phase_call(function: Callable[..., Any], phase: str, owner: object = None,
+                self_arg: object = None) -> _ext.TimedCall:
     priced = phase == "fwd"
     if priced:
         _blocks.register()  # the trained model's blocks are watched at its first forward
@@ -389,7 +417,7 @@ def _phase_call(function, phase, owner=None, self_arg=None):
                           _ext.phase_id(phase), _reading.infer_tokens if priced else None)
 
 
-def _wrap_class_attr(cls, attr, phase):
+def _wrap_class_attr(cls: type, attr: str, phase: str) -> bool:
     function = getattr(cls, attr, None)
     # Resolved through the bases: a subclass that inherits a wrapped method is already covered.
     if not callable(function) or isinstance(function, _ext.TimedCall):
@@ -398,7 +426,7 @@ def _wrap_class_attr(cls, attr, phase):
     return True
 
 
-def instrument_class(cls, phase=None):
+def instrument_class(cls: type, phase: str | None = None) -> bool:
     """Times every call of a model class (all its instances, present and future, whatever wraps
     them later: FSDP, DDP, peft) as a training phase. Returns whether anything was wrapped."""
     phase = phase or class_phase(cls)
@@ -410,7 +438,7 @@ def instrument_class(cls, phase=None):
     return _wrap_class_attr(cls, "forward", phase)
 
 
-def instrument_module(module, phase=None):
+def instrument_module(module: _Module, phase: str | None = None) -> _Module:
     """Times every call of one module (its `forward`; a VAE's encode/decode) as a training phase
     (`phase`: vae, vae_enc, vae_dec, text_encoder, aux or fwd; default: from its class). A `fwd`
     call is priced from its inputs. Returns the module."""
@@ -431,13 +459,14 @@ def instrument_module(module, phase=None):
     return module
 
 
-def _bound_phase_call(module, method, phase):
+def _bound_phase_call(module: nn.Module, method: Callable[..., Any], phase: str) -> _ext.TimedCall:
     if inspect.ismethod(method) and method.__self__ is module:
         return _phase_call(method.__func__, phase, owner=module, self_arg=module)
     return _phase_call(method, phase, owner=module)
 
 
-def model_classes(target, bases):
+def model_classes(target: type | ModuleType | Iterable[Any],
+                  bases: Mapping[str, type]) -> tuple[list[type], int]:
     """(classes, skipped) named by `target`: a class, an iterable of classes, or a module whose
     model classes are taken (diffusers/transformers models when those are importable, else the
     torch modules it defines)."""
@@ -446,7 +475,9 @@ def model_classes(target, bases):
     if isinstance(target, type):
         return [target], 0
     if inspect.ismodule(target):
-        found, skipped, seen = [], 0, set()
+        found: list[type] = []
+        skipped = 0
+        seen: set[int] = set()
         for value in list(vars(target).values()):
             if not isinstance(value, type) or id(value) in seen:
                 continue
@@ -465,7 +496,7 @@ def model_classes(target, bases):
                 skipped += 1
         return found, skipped
     found, skipped = [], 0
-    for item in target:
+    for item in cast(Iterable[Any], target):
         classes, more = model_classes(item, bases)
         found += classes
         skipped += more

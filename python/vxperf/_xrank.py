@@ -7,20 +7,34 @@ see no extra collective. Everything is bounded by VIDEOX_PERF_XRANK_TIMEOUT: the
 at the first window, the group's connections and every all-gather. A failure raises; the engine
 then switches the view off on this rank with one notice, and training goes on."""
 
+from __future__ import annotations
+
+import dataclasses
 import datetime
 import os
 import time
+from collections.abc import Sequence
+from typing import Any
 
 from . import _ext
 
-# Made at the first exchange; never used again after a failure (the engine stops calling).
-_group = {"pg": None, "world": 0}
+
+@dataclasses.dataclass
+class _Group:
+    """The view's gloo group and its size. Made at the first exchange; never used again after a
+    failure (the engine stops calling)."""
+
+    pg: Any = None
+    world: int = 0
+
+
+_group = _Group()
 
 # Between two looks at the store while waiting for the other ranks to join.
 _POLL_S = 0.05
 
 
-def _process_group():
+def _process_group() -> Any:
     import torch.distributed as dist
 
     if not (dist.is_available() and dist.is_initialized()):
@@ -29,7 +43,7 @@ def _process_group():
     return dist
 
 
-def _join(store, world, timeout):
+def _join(store: Any, world: int, timeout: float) -> None:
     """Waits until every rank has joined the view, or names those that have not by the deadline.
 
     Polled with add(key, 0), which answers at once: a store wait that times out could deliver its
@@ -47,7 +61,7 @@ def _join(store, world, timeout):
         time.sleep(_POLL_S)
 
 
-def _make_group():
+def _make_group() -> None:
     dist = _process_group()
     from torch.distributed import distributed_c10d
 
@@ -60,16 +74,16 @@ def _make_group():
     _join(store, world, timeout)
     pg = dist.ProcessGroupGloo(dist.PrefixStore("gloo/", store), rank, world,
                                datetime.timedelta(seconds=timeout))
-    _group.update(pg=pg, world=world)
+    _group.pg, _group.world = pg, world
 
 
-def exchange(mine):
+def exchange(mine: Sequence[float]) -> list[list[float]]:
     """This rank's numbers (floats) in, every rank's out, one list per process."""
     import torch
 
-    if _group["pg"] is None:
+    if _group.pg is None:
         _make_group()
     send = torch.tensor(mine, dtype=torch.float64)
-    out = [torch.empty_like(send) for _ in range(_group["world"])]
-    _group["pg"].allgather([out], [send]).wait()
+    out = [torch.empty_like(send) for _ in range(_group.world)]
+    _group.pg.allgather([out], [send]).wait()
     return [t.tolist() for t in out]

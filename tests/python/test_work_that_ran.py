@@ -409,9 +409,9 @@ def test_the_start_lines_say_what_is_measured(tmp_path):
     assert later == "True"
     assert (f"inference metrics enabled (level 1) on {present} pipeline classes, and on each "
             "DiffusionPipeline subclass as it is defined") in proc.stderr, proc.stderr
-    assert ("training metrics enabled (level 1) on 9 accelerate methods and 0 model classes "
+    assert ("training metrics enabled (level 1) on 10 accelerate methods and 0 model classes "
             "(0 non-model classes skipped), reporting every 50 steps (accelerate: "
-            "Accelerator.accumulate, Accelerator.backward, Accelerator.clip_grad_norm_, "
+            "Accelerator.__init__, Accelerator.accumulate, Accelerator.backward, Accelerator.clip_grad_norm_, "
             "Accelerator.prepare, Accelerator.maybe_context_parallel, Accelerator.end_training, "
             "Accelerator.save_state, Accelerator.load_state, AcceleratedOptimizer.step; "
             "checkpoints: torch.distributed.checkpoint.save, torch.distributed.checkpoint.load)"

@@ -4,16 +4,20 @@ process calls vxperf.install() right after diffusers has loaded, the first impor
 calls vxperf.install_training(), and a process that imports neither (a launcher, a compiler
 worker) is left alone. Then the sitecustomize this one stands in front of, if any, runs."""
 
+from __future__ import annotations
+
 import importlib.abc
 import importlib.machinery
 import importlib.util
 import os
 import sys
+import types
+from collections.abc import Sequence
 
 _HERE = os.path.dirname(os.path.abspath(__file__))
 
 
-def _measure(entry):
+def _measure(entry: str) -> None:
     try:
         import vxperf
 
@@ -26,10 +30,12 @@ def _measure(entry):
 class _AfterImport(importlib.abc.MetaPathFinder):
     """Calls a vxperf entry point once a watched library's module has run (once per library)."""
 
-    def __init__(self):
+    def __init__(self) -> None:
         self.waiting = {"diffusers": "install", "accelerate": "install_training"}
 
-    def find_spec(self, name, path=None, target=None):
+    def find_spec(self, name: str, path: Sequence[str] | None = None,
+                  target: types.ModuleType | None = None,
+                  ) -> importlib.machinery.ModuleSpec | None:
         entry = self.waiting.pop(name, None)
         if entry is None:
             return None
@@ -37,7 +43,7 @@ class _AfterImport(importlib.abc.MetaPathFinder):
             find = getattr(finder, "find_spec", None)
             if finder is self or find is None:
                 continue
-            spec = find(name, path, target)
+            spec: importlib.machinery.ModuleSpec | None = find(name, path, target)
             if spec is not None:
                 break
         else:
@@ -47,15 +53,15 @@ class _AfterImport(importlib.abc.MetaPathFinder):
         if run is None:
             return spec
 
-        def run_then_measure(module):
+        def run_then_measure(module: types.ModuleType) -> None:
             run(module)
             _measure(entry)
 
-        loader.exec_module = run_then_measure
+        loader.exec_module = run_then_measure  # type: ignore[method-assign,union-attr]
         return spec
 
 
-def _chain():
+def _chain() -> None:
     """Runs the next sitecustomize on the path, the one this file shadows."""
     rest = [p for p in sys.path if os.path.abspath(p or os.curdir) != _HERE]
     spec = importlib.machinery.PathFinder.find_spec("sitecustomize", rest)

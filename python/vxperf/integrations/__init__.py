@@ -12,10 +12,13 @@ None of them imports its library before the program has (or before an entry poin
 The core modules (_reading, _training) know no library: register() hands them these readers, and
 `import vxperf` calls it."""
 
-from . import diffusers, opentelemetry, transformer_engine, transformers
+from __future__ import annotations
+
+# opentelemetry: imported for what it registers (its spans turn on with VIDEOX_PERF_OTEL).
+from . import diffusers, opentelemetry, transformer_engine, transformers  # noqa: F401
 
 
-def register():
+def register() -> None:
     """Gives the core modules the readers of the libraries above (idempotent)."""
     diffusers.register()
     transformers.register()

@@ -4,37 +4,70 @@ framework's scripts are. install_training() patches `Accelerator.accumulate` (a 
 whatever shape it returns them, priced in the dtype its `mixed_precision` runs in, in the
 parallel layout of its ParallelismConfig and the model's mesh), `maybe_context_parallel` (the
 forwards inside it see a sequence shard: their token count is scaled back to the sample's),
-`end_training` (pending windows are flushed to the trackers before they close), `save_state` and
+`__init__` (the training's set-up begins: the ledger's start-up ends), `end_training` (pending
+windows are flushed to the trackers before they close), `save_state` and
 `load_state` (checkpoints: outside the steps, with the bytes of the folder) and the
 accelerated optimizers' `step` (the step boundary, where `sync_gradients` says the step really
 happened). With trackers on, every window also goes to the experiment trackers the program
 configured."""
 
+from __future__ import annotations
+
+import dataclasses
 import os
 import sys
 import time
+from collections.abc import Iterable, Mapping
+from typing import TYPE_CHECKING, Any, Callable, TypeVar, cast
 
-from .. import _ext, _layout, _params, _peak, _reading, _records, _state, _training
+from .. import _ext, _layout, _model, _params, _peak, _reading, _records, _state, _training
 
-# The model being trained as accelerate's prepare() handed it back: re-read once, at the first
-# real optimizer step, because a script may freeze weights, turn checkpointing on or wrap it again
-# after preparing.
-_trained = {"module": None, "params": 0, "reread": False, "mixed": None, "accelerator": None}
-_device = {"resolved": False}
+if TYPE_CHECKING:
+    from types import TracebackType
+
+    from torch import nn
+
+    from ..records_types import Record, TrainWindowRecord
+
+_Function = TypeVar("_Function", bound=Callable[..., Any])
 
 
-def _note_accelerator(accelerator):
+@dataclasses.dataclass
+class _Trained:
+    """The model being trained as accelerate's prepare() handed it back: re-read once, at the
+    first real optimizer step, because a script may freeze weights, turn checkpointing on or wrap
+    it again after preparing."""
+
+    module: nn.Module | None = None
+    params: int = 0
+    reread: bool = False
+    mixed: str | None = None
+    accelerator: Any = None
+
+
+@dataclasses.dataclass
+class _Device:
+    """Whether the training device was taken from the accelerator (once CUDA is up)."""
+
+    resolved: bool = False
+
+
+_trained = _Trained()
+_device = _Device()
+
+
+def _note_accelerator(accelerator: Any) -> None:
     """Times on the accelerator's CUDA device once CUDA is up (host clock until then); its
     trackers are where windows go when trackers are on."""
-    _tracking["accelerator"] = accelerator
-    if _device["resolved"]:
+    _tracking.accelerator = accelerator
+    if _device.resolved:
         return
     torch = sys.modules.get("torch")
     if torch is None or not (torch.cuda.is_available() and torch.cuda.is_initialized()):
         return
     device = getattr(accelerator, "device", None)
     if getattr(device, "type", None) == "cuda":
-        _device["resolved"] = True
+        _device.resolved = True
         _training.training_device(device)
 
 
@@ -42,13 +75,13 @@ def _note_accelerator(accelerator):
 _MIXED_PRECISION = {"bf16": "bf16", "fp16": "fp16", "fp8": "fp8"}
 
 
-def mixed_precision_dtype(accelerator):
+def mixed_precision_dtype(accelerator: Any) -> str | None:
     """The dtype accelerate runs the prepared model's forward in, or None (full precision)."""
     mode = getattr(accelerator, "mixed_precision", None)
     return _MIXED_PRECISION.get(str(getattr(mode, "value", mode) or "").lower())
 
 
-def prepared_objects(result):
+def prepared_objects(result: Any) -> tuple[Any, ...]:
     """What prepare() handed back as a tuple: accelerate returns a tuple for several objects, one
     object for one, and a list under FSDP2."""
     if isinstance(result, (tuple, list)):
@@ -56,44 +89,44 @@ def prepared_objects(result):
     return (result,)
 
 
-def _register(module, accelerator, again):
-    model = _training.read_model(module, mixed=_trained.get("mixed"))
+def _register(module: nn.Module, accelerator: Any, again: bool) -> _model.Model:
+    model = _training.read_model(module, mixed=_trained.mixed)
     _ext.train_register_model(model, again)
     _layout.apply(module, accelerator, label="the trained model")
     return model
 
 
-def _register_prepared(objects, accelerator=None):
+def _register_prepared(objects: Iterable[Any], accelerator: Any = None) -> None:
     """The largest module prepare() handed back (in this call or an earlier one) is the trained
     model, priced in the dtype the accelerator's mixed precision runs it in."""
     import torch
 
-    _trained["mixed"] = mixed_precision_dtype(accelerator)
-    _trained["accelerator"] = accelerator
+    _trained.mixed = mixed_precision_dtype(accelerator)
+    _trained.accelerator = accelerator
     for obj in objects:
         if not isinstance(obj, torch.nn.Module):
             continue
         params = _params.count_params(obj)
-        if params > _trained["params"]:
-            _trained.update(module=obj, params=params, reread=False)
+        if params > _trained.params:
+            _trained.module, _trained.params, _trained.reread = obj, params, False
             model = _register(obj, accelerator, False)
             _peak.ensure(_reading.module_device(obj), model.dtype or None)
 
 
-def _reread_trained():
-    _trained["reread"] = True
-    if _trained["module"] is not None:
-        _register(_trained["module"], _trained["accelerator"], True)
+def _reread_trained() -> None:
+    _trained.reread = True
+    if _trained.module is not None:
+        _register(_trained.module, _trained.accelerator, True)
 
 
 class _AroundMicroStep:
     """accelerate's accumulate() context, with the micro-step scope around it."""
     __slots__ = ("inner",)
 
-    def __init__(self, inner):
+    def __init__(self, inner: Any) -> None:
         self.inner = inner
 
-    def __enter__(self):
+    def __enter__(self) -> Any:
         _ext.train_micro_enter()
         try:
             return self.inner.__enter__()
@@ -101,24 +134,25 @@ class _AroundMicroStep:
             _ext.train_micro_exit()
             raise
 
-    def __exit__(self, kind, value, traceback):
+    def __exit__(self, kind: type[BaseException] | None, value: BaseException | None,
+                 traceback: TracebackType | None) -> Any:
         try:
             return self.inner.__exit__(kind, value, traceback)
         finally:
             _ext.train_micro_exit()
 
 
-def _patched(function, replacement):
+def _patched(function: Callable[..., Any], replacement: _Function) -> _Function:
     replacement.__name__ = function.__name__
     replacement.__qualname__ = getattr(function, "__qualname__", function.__name__)
     replacement.__doc__ = function.__doc__
-    replacement.__wrapped__ = function
-    replacement._vxperf_patched = True
+    replacement.__wrapped__ = function  # type: ignore[attr-defined]
+    replacement._vxperf_patched = True  # type: ignore[attr-defined]
     return replacement
 
 
-def _accumulate(function):
-    def accumulate(self, *models):
+def _accumulate(function: Callable[..., Any]) -> Callable[..., Any]:
+    def accumulate(self: Any, *models: Any) -> Any:
         if not _state.on:
             return function(self, *models)
         _note_accelerator(self)
@@ -127,8 +161,8 @@ def _accumulate(function):
     return _patched(function, accumulate)
 
 
-def _backward(function):
-    def backward(self, *args, **kwargs):
+def _backward(function: Callable[..., Any]) -> Callable[..., Any]:
+    def backward(self: Any, *args: Any, **kwargs: Any) -> Any:
         _note_accelerator(self)
         mark = _ext.train_backward_begin()
         try:
@@ -142,8 +176,8 @@ def _backward(function):
 _CLIP = _ext.phase_id("clip")
 
 
-def _clip(function):
-    def clip_grad_norm_(self, *args, **kwargs):
+def _clip(function: Callable[..., Any]) -> Callable[..., Any]:
+    def clip_grad_norm_(self: Any, *args: Any, **kwargs: Any) -> Any:
         mark = _ext.train_call_phase_begin(_CLIP)
         try:
             return function(self, *args, **kwargs)
@@ -153,23 +187,23 @@ def _clip(function):
     return _patched(function, clip_grad_norm_)
 
 
-def _optimizer_step(function):
-    def step(self, *args, **kwargs):
+def _optimizer_step(function: Callable[..., Any]) -> Callable[..., Any]:
+    def step(self: Any, *args: Any, **kwargs: Any) -> Any:
         mark = _ext.train_optimizer_begin()
         try:
             return function(self, *args, **kwargs)
         finally:
             # accelerate's step is a no-op on an accumulation micro-step: sync_gradients says which.
             synced = bool(getattr(getattr(self, "gradient_state", None), "sync_gradients", True))
-            if synced and not _trained["reread"]:
+            if synced and not _trained.reread:
                 _reread_trained()
             _ext.train_optimizer_end(mark, id(self), synced)
 
     return _patched(function, step)
 
 
-def _prepare(function):
-    def prepare(self, *args, **kwargs):
+def _prepare(function: Callable[..., Any]) -> Callable[..., Any]:
+    def prepare(self: Any, *args: Any, **kwargs: Any) -> Any:
         result = function(self, *args, **kwargs)
         try:
             _note_accelerator(self)
@@ -187,21 +221,22 @@ class _SequenceShards:
     sequence: each rank's inputs are a 1/cp shard of it."""
     __slots__ = ("inner", "factor")
 
-    def __init__(self, inner, factor):
+    def __init__(self, inner: Any, factor: int) -> None:
         self.inner = inner
         self.factor = factor
 
-    def __enter__(self):
+    def __enter__(self) -> Any:
         value = self.inner.__enter__()
         _ext.push_sequence_shards(self.factor)
         return value
 
-    def __exit__(self, kind, value, traceback):
+    def __exit__(self, kind: type[BaseException] | None, value: BaseException | None,
+                 traceback: TracebackType | None) -> Any:
         _ext.pop_sequence_shards()
         return self.inner.__exit__(kind, value, traceback)
 
 
-def context_parallel_degree(accelerator):
+def context_parallel_degree(accelerator: Any) -> int:
     """The cp degree whose shards accelerate's maybe_context_parallel hands the forwards, or 1
     (it does nothing without torch context parallel)."""
     config = getattr(accelerator, "parallelism_config", None)
@@ -212,8 +247,8 @@ def context_parallel_degree(accelerator):
     return max(1, int(config.cp_size))
 
 
-def _maybe_context_parallel(function):
-    def maybe_context_parallel(self, *args, **kwargs):
+def _maybe_context_parallel(function: Callable[..., Any]) -> Callable[..., Any]:
+    def maybe_context_parallel(self: Any, *args: Any, **kwargs: Any) -> Any:
         inner = function(self, *args, **kwargs)
         if not _state.on:
             return inner
@@ -226,7 +261,7 @@ def _maybe_context_parallel(function):
     return _patched(function, maybe_context_parallel)
 
 
-def folder_bytes(path, since=None):
+def folder_bytes(path: Any, since: float | None = None) -> int:
     """Bytes of the files under `path` (those modified at or after `since`, a time.time(), when
     given); -1 when it cannot be read."""
     try:
@@ -241,8 +276,8 @@ def folder_bytes(path, since=None):
         return -1
 
 
-def _save_state(function):
-    def save_state(self, *args, **kwargs):
+def _save_state(function: Callable[..., Any]) -> Callable[..., Any]:
+    def save_state(self: Any, *args: Any, **kwargs: Any) -> Any:
         if not _state.on:
             return function(self, *args, **kwargs)
         # The folder's files written during the call (by any rank sharing it), to the second
@@ -257,8 +292,8 @@ def _save_state(function):
     return _patched(function, save_state)
 
 
-def _load_state(function):
-    def load_state(self, input_dir=None, *args, **kwargs):
+def _load_state(function: Callable[..., Any]) -> Callable[..., Any]:
+    def load_state(self: Any, input_dir: Any = None, *args: Any, **kwargs: Any) -> Any:
         if not _state.on:
             return function(self, input_dir, *args, **kwargs)
         with _training.checkpoint("restore") as scope:
@@ -270,8 +305,19 @@ def _load_state(function):
     return _patched(function, load_state)
 
 
-def _end_training(function):
-    def end_training(self, *args, **kwargs):
+def _init(function: Callable[..., Any]) -> Callable[..., Any]:
+    def __init__(self: Any, *args: Any, **kwargs: Any) -> None:
+        function(self, *args, **kwargs)
+        # The accelerator made: its device is set, the training's set-up begins (the ledger's
+        # start-up ends).
+        if _state.on:
+            _ext.train_mark_setup()
+
+    return _patched(function, __init__)
+
+
+def _end_training(function: Callable[..., Any]) -> Callable[..., Any]:
+    def end_training(self: Any, *args: Any, **kwargs: Any) -> Any:
         # The windows still pending (held for the cross-rank exchange, or waiting on device
         # events) settle now, while the trackers and the process group are still open.
         if _state.on:
@@ -280,13 +326,14 @@ def _end_training(function):
             except Exception as error:
                 _state.warn(("end_training", id(self)), f"cannot flush the training windows at "
                             f"end_training(): {error!r}")
-        _tracking["closed"].add(id(self))
+        _tracking.closed.add(id(self))
         return function(self, *args, **kwargs)
 
     return _patched(function, end_training)
 
 
-def _patch(cls, name, factory):
+def _patch(cls: type, name: str,
+           factory: Callable[[Callable[..., Any]], Callable[..., Any]]) -> str | None:
     """Patches a method a class defines itself, once. Returns its name when it is patched (now or
     before), else None."""
     function = cls.__dict__.get(name)
@@ -297,7 +344,7 @@ def _patch(cls, name, factory):
     return f"{cls.__name__}.{name}"
 
 
-def patch():
+def patch() -> list[str]:
     """Patches accelerate's measurement points once. Returns the methods patched, as
     "Class.method" (none when accelerate is not importable: said once when it is installed but
     fails to import)."""
@@ -311,7 +358,8 @@ def patch():
                     "the explicit training scopes")
         return []
 
-    points = [(Accelerator, "accumulate", _accumulate), (Accelerator, "backward", _backward),
+    points = [(Accelerator, "__init__", _init),
+              (Accelerator, "accumulate", _accumulate), (Accelerator, "backward", _backward),
               (Accelerator, "clip_grad_norm_", _clip), (Accelerator, "prepare", _prepare),
               (Accelerator, "maybe_context_parallel", _maybe_context_parallel),
               (Accelerator, "end_training", _end_training),
@@ -330,9 +378,18 @@ def patch():
 
 # ---- experiment trackers ----------------------------------------------------------------------
 
-# The accelerator the loop uses (the last one that prepared, accumulated or stepped backward), and
-# the accelerators whose end_training() ran (their trackers are closed).
-_tracking = {"accelerator": None, "on": False, "closed": set()}
+@dataclasses.dataclass
+class _Tracking:
+    """The accelerator the loop uses (the last one that prepared, accumulated or stepped
+    backward), whether windows go to its trackers, and the accelerators whose end_training() ran
+    (their trackers are closed)."""
+
+    accelerator: Any = None
+    on: bool = False
+    closed: set[int] = dataclasses.field(default_factory=set)
+
+
+_tracking = _Tracking()
 
 # Window record fields logged as they are, under perf/ (the record's own units: s, bytes, J, W):
 # (object, key, name), the rows of the field table that say so (_ext.tracker_fields()).
@@ -344,28 +401,29 @@ _TRACKED = _ext.tracker_fields()
 MONOTONIC = ("wandb", "swanlab", "trackio")
 
 
-def tracker_values(record):
+def tracker_values(record: TrainWindowRecord) -> dict[str, Any]:
     """A training-window record as a tracker's log() takes it: numbers under `perf/` (the
     README lists them), with the steps the window covers."""
     values = {"perf/step_s_p50": record["step_s_p50"], "perf/step_s_p95": record["step_s_p95"],
               "perf/step_first": record["step_first"], "perf/step_last": record["step_last"]}
     for phase, seconds in record.get("phases_s", {}).items():
         values[f"perf/phase/{phase}_s"] = seconds
+    fields: Mapping[str, Any] = record  # read by the names the field table gives
     for obj, key, name in _TRACKED:
-        value = (record.get(obj) or {}).get(key) if obj else record.get(key)
+        value = (fields.get(obj) or {}).get(key) if obj else fields.get(key)
         if value is not None:
             values[f"perf/{name}"] = value
     return values
 
 
-def _current_step(tracker):
+def _current_step(tracker: Any) -> int | None:
     """The step a monotonic tracker is at (wandb's run.step), or None when it does not say."""
     run = getattr(tracker, "run", None)
     step = getattr(run, "step", None)
     return step if isinstance(step, int) else None
 
 
-def _define_perf_axis(tracker):
+def _define_perf_axis(tracker: Any) -> None:
     """wandb: the perf/ charts plotted against the steps each window covers, wherever the row
     it joined is."""
     run = getattr(tracker, "run", None)
@@ -379,7 +437,7 @@ def _define_perf_axis(tracker):
         pass
 
 
-def log_to_tracker(tracker, values, step):
+def log_to_tracker(tracker: Any, values: Mapping[str, Any], step: int) -> None:
     """One window into one tracker: at its last step, or, on a tracker that accepts only
     increasing steps and has gone past it, at the step the tracker is at (uncommitted, so that
     the program's own next log keeps its step)."""
@@ -395,16 +453,17 @@ def log_to_tracker(tracker, values, step):
     tracker.log(values, step=step)
 
 
-def _log_window(record):
+def _log_window(record: Record) -> None:
     if record.get("kind") != "train_window":
         return
-    accelerator = _tracking["accelerator"]
+    accelerator = _tracking.accelerator
     if accelerator is None or not getattr(accelerator, "is_main_process", True):
         return
-    if id(accelerator) in _tracking["closed"]:
+    if id(accelerator) in _tracking.closed:
         return  # end_training() closed its trackers; this window went to the records only
-    values = tracker_values(record)
-    step = record["step_last"]
+    window = cast("TrainWindowRecord", record)  # its kind says so
+    values = tracker_values(window)
+    step = window["step_last"]
     for tracker in getattr(accelerator, "trackers", ()) or ():
         try:
             log_to_tracker(tracker, values, step)
@@ -414,10 +473,10 @@ def _log_window(record):
                         f"training window ({error!r}, said once); the records keep it")
 
 
-def enable_trackers():
+def enable_trackers() -> None:
     """Logs every window from now on through the loop's accelerator's trackers, at the window's
     last global step, on its main process (accelerate logs there only); never initializes a
     tracker: whatever the program's init_trackers() set up gets the numbers."""
-    if not _tracking["on"]:
-        _tracking["on"] = True
+    if not _tracking.on:
+        _tracking.on = True
         _records.add_sink(_log_window)

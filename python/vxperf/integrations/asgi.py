@@ -21,21 +21,34 @@ response streamed before its pipeline call ends carries none. A thread the conte
 `collect()`. While metrics are off the middleware passes everything through untouched.
 """
 
+from __future__ import annotations
+
 import contextvars
 import json
+from collections.abc import Awaitable, Iterable, MutableMapping
+from typing import Any, Callable
 
 from .. import _inference, _state
+from ..records_types import RequestRecord
 
-_bucket = contextvars.ContextVar("vxperf_http_records", default=None)
+# ASGI's own shapes (the spec's scope, messages and callables), untyped dicts as the spec has them.
+Scope = MutableMapping[str, Any]
+Message = MutableMapping[str, Any]
+Receive = Callable[[], Awaitable[Message]]
+Send = Callable[[Message], Awaitable[None]]
+ASGIApp = Callable[[Scope, Receive, Send], Awaitable[None]]
+
+_bucket: contextvars.ContextVar[list[RequestRecord] | None] = contextvars.ContextVar(
+    "vxperf_http_records", default=None)
 
 
-def _collect(settled):
+def _collect(settled: _inference.Settled) -> None:
     bucket = _bucket.get()
     if bucket is not None:
         bucket.append(settled.record)
 
 
-def collect(record):
+def collect(record: RequestRecord) -> bool:
     """Adds `record` (a vxperf record dict, say vxperf.last_request() on a worker thread) to the
     response of the HTTP request whose context this runs in; False outside one."""
     bucket = _bucket.get()
@@ -45,10 +58,10 @@ def collect(record):
     return True
 
 
-def server_timing(records):
+def server_timing(records: Iterable[RequestRecord]) -> str:
     """The Server-Timing header value of `records` (request record dicts)."""
-    total = {}
-    calls = {}
+    total: dict[str, float] = {}
+    calls: dict[str, int] = {}
     queue = 0.0
     queued = False
     e2e = 0.0
@@ -72,19 +85,19 @@ class ServerTiming:
     """ASGI middleware: each response carries the records of the requests measured for it (see
     the module's doc). `record_header`: the header each record goes into as JSON (None: none)."""
 
-    def __init__(self, app, record_header=None):
+    def __init__(self, app: ASGIApp, record_header: str | None = None) -> None:
         self.app = app
         self.record_header = record_header.lower().encode("latin-1") if record_header else None
         _inference.on_settled(_collect)
 
-    async def __call__(self, scope, receive, send):
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope.get("type") != "http" or not _state.on:
             await self.app(scope, receive, send)
             return
-        records = []
+        records: list[RequestRecord] = []
         token = _bucket.set(records)
 
-        async def send_with_timing(message):
+        async def send_with_timing(message: Message) -> None:
             if message.get("type") != "http.response.start" or not records:
                 await send(message)
                 return

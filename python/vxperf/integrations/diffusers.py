@@ -11,13 +11,22 @@ diffusers' documented hook API (`diffusers.hooks`: `HookRegistry.check_if_exists
 `register_hook`, `remove_hook`, `get_hook`, `ModelHook` with `pre_forward`); diffusers is imported
 only when the program has, or an entry point asks for it."""
 
+from __future__ import annotations
+
 import importlib
 import importlib.util
+from types import ModuleType
+from typing import TYPE_CHECKING, Any, Callable
 
 from .. import _blocks, _reading, _stages, _state, _training
 
+if TYPE_CHECKING:
+    from torch import nn
 
-def optional_import(name):
+    from .. import _ext
+
+
+def optional_import(name: str) -> ModuleType | None:
     """The module `name`, or None when its package is not importable (or fails to import)."""
     try:
         if importlib.util.find_spec(name.split(".")[0]) is None:
@@ -27,13 +36,13 @@ def optional_import(name):
         return None
 
 
-def pipeline_base():
+def pipeline_base() -> type | None:
     """diffusers.DiffusionPipeline, or None when diffusers is not importable."""
     module = optional_import("diffusers")
     return getattr(module, "DiffusionPipeline", None) if module is not None else None
 
 
-def model_mixin():
+def model_mixin() -> type | None:
     """diffusers' ModelMixin (a whole model, not a building block), or None."""
     if not _training.present("diffusers"):
         return None
@@ -41,12 +50,14 @@ def model_mixin():
         from diffusers.models.modeling_utils import ModelMixin
     except Exception:
         return None
-    return ModelMixin
+    return ModelMixin  # type: ignore[no-any-return]
 
 
-def subclasses(base):
+def subclasses(base: type) -> list[type]:
     """Every class derived from `base`, depth first, each once."""
-    seen, stack = [], [base]
+    seen: list[type] = []
+    stack: list[type] = [base]
+    sub: type
     while stack:
         for sub in stack.pop().__subclasses__():
             if sub not in seen:
@@ -55,29 +66,29 @@ def subclasses(base):
     return seen
 
 
-def watch_subclasses(base, on_new_class):
+def watch_subclasses(base: type, on_new_class: Callable[[type], object]) -> None:
     """Calls `on_new_class(cls)` for every subclass of `base` defined from now on (diffusers
     imports its pipelines lazily)."""
     if base.__dict__.get("_vxperf_watching"):
         return
     inherited = base.__dict__.get("__init_subclass__")
 
-    def __init_subclass__(cls, **kwargs):
+    def __init_subclass__(cls: type, /, **kwargs: Any) -> None:
         if inherited is not None:
             inherited.__get__(None, cls)(**kwargs)
         else:
-            super(base, cls).__init_subclass__(**kwargs)
+            super(base, cls).__init_subclass__(**kwargs)  # type: ignore[arg-type]
         on_new_class(cls)
 
-    base.__init_subclass__ = classmethod(__init_subclass__)
-    base._vxperf_watching = True
+    base.__init_subclass__ = classmethod(__init_subclass__)  # type: ignore[assignment]
+    base._vxperf_watching = True  # type: ignore[attr-defined]
 
 
-def cast_dtypes(module):
+def cast_dtypes(module: nn.Module) -> dict[int, Any]:
     """{submodule id: compute dtype} of the submodules whose weights layerwise casting stores in
     one dtype and casts to another for the matmuls (fp8 storage, bf16 compute). A registry of a
     shape this does not know raises, which the caller says once."""
-    found = {}
+    found: dict[int, Any] = {}
     for sub in module.modules():
         registry = sub.__dict__.get("_diffusers_hook")
         if registry is None:
@@ -92,7 +103,7 @@ def cast_dtypes(module):
     return found
 
 
-def register():
+def register() -> None:
     if cast_dtypes not in _reading.WEIGHT_DTYPE_READERS:
         _reading.WEIGHT_DTYPE_READERS.append(cast_dtypes)
     _training.MODEL_BASES["diffusers"] = model_mixin
@@ -108,17 +119,17 @@ def register():
 RUN_COUNTER = "vxperf_run_counter"  # the name of vxperf's own hook in a registry
 
 
-def _registry(module):
+def _registry(module: nn.Module) -> Any:
     registry = module.__dict__.get("_diffusers_hook")
     hooks = getattr(registry, "hooks", None)
     return registry if isinstance(hooks, dict) else None
 
 
-def skippable(model):
+def skippable(model: nn.Module) -> list[nn.Module]:
     """The modules of `model` whose own forward a hook in diffusers' registry may skip: any hook
     that replaces the forward (`new_forward`: first-block cache, MagCache, TaylorSeer, pyramid
     attention broadcast, FasterCache, layer skip, ...), vxperf's own counter aside."""
-    found = []
+    found: list[nn.Module] = []
     for module in model.modules():
         registry = _registry(module)
         if registry is None:
@@ -129,7 +140,7 @@ def skippable(model):
     return found
 
 
-def _innermost(registry, hook, name):
+def _innermost(registry: Any, hook: Any, name: str) -> None:
     """Registers `hook` under every hook the module already has, so that it sees only the calls
     that really reach the module's own forward (a cache hook that skips never calls inward)."""
     others = [(key, registry.get_hook(key)) for key in list(registry.hooks)]
@@ -140,7 +151,7 @@ def _innermost(registry, hook, name):
         registry.register_hook(other, key)
 
 
-def count_runs(module, probe):
+def count_runs(module: nn.Module, probe: _ext.BlockProbe) -> None:
     """Registers, innermost in the module's hook registry, a counter telling `probe` each time
     the module's own forward runs."""
     from diffusers.hooks import HookRegistry, ModelHook
@@ -149,24 +160,25 @@ def count_runs(module, probe):
     if registry.get_hook(RUN_COUNTER) is not None:
         registry.remove_hook(RUN_COUNTER, recurse=False)
 
-    class RunCounter(ModelHook):
+    class RunCounter(ModelHook):  # type: ignore[misc]
         """Innermost on a module: it sees the module's own forward run, never a call a cache
         answered."""
 
-        def pre_forward(self, module, *args, **kwargs):
+        def pre_forward(self, module: nn.Module, *args: Any,
+                        **kwargs: Any) -> tuple[tuple[Any, ...], dict[str, Any]]:
             probe.ran()
             return args, kwargs
 
     _innermost(registry, RunCounter(), RUN_COUNTER)
 
 
-def counting(module):
+def counting(module: nn.Module) -> bool:
     """Whether vxperf's counter is in the module's hook registry now."""
     registry = _registry(module)
     return registry is not None and RUN_COUNTER in registry.hooks
 
 
-def sequence_shards(model):
+def sequence_shards(model: nn.Module) -> tuple[int, set[int]]:
     """(degree, {id(module)}): diffusers' context parallelism on `model` (ring x ulysses, when its
     split hooks are registered) and the modules that split their own input, which receive the
     whole sequence (the rest of the blocks a 1/degree shard of it). (1, set()) without it."""
@@ -174,7 +186,7 @@ def sequence_shards(model):
     if config is None:
         return 1, set()
     degree = (getattr(config, "ring_degree", 1) or 1) * (getattr(config, "ulysses_degree", 1) or 1)
-    splitting = set()
+    splitting: set[int] = set()
     for module in model.modules():
         registry = _registry(module)
         if registry is not None and any(name.startswith("cp_input---") for name in registry.hooks):
@@ -182,7 +194,7 @@ def sequence_shards(model):
     return (degree, splitting) if splitting else (1, set())
 
 
-def track_cache(transformer, stage=_stages.TRANSFORMER.name):
+def track_cache(transformer: nn.Module, stage: str = _stages.TRANSFORMER.name) -> bool:
     """Kept for programs written before vxperf saw caches by itself: every priced model's blocks
     are watched (vxperf/_blocks.py), so a cache hit is priced at the blocks that ran with or without
     this call. Watches `transformer` now; returns whether its blocks are watched (False, said

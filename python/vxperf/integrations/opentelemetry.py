@@ -38,18 +38,27 @@ A failed request's span has status ERROR. An exporter or processor that raises i
 request and its record are untouched.
 """
 
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any, cast
+
 from .. import _ext, _inference, _state
+
+if TYPE_CHECKING:
+    from opentelemetry.trace import Tracer, TracerProvider
 
 _OPERATION = "generate_content"
 _CALL_KEYS = (("num_frames", "vxperf.frames"), ("height", "vxperf.height"),
               ("width", "vxperf.width"), ("num_inference_steps", "vxperf.steps"))
-_tracer = None
-_api = None  # (opentelemetry.trace, Status, StatusCode), imported once by enable()
+_tracer: Tracer | None = None
+# (opentelemetry.trace, Status, StatusCode), imported once by enable()
+_api: tuple[Any, Any, Any] | None = None
 #: The attribute a server sets on its request's span: when the request arrived (time.time()).
 QUEUED_AT = "vxperf.queued_at"
 
 
-def enable(tracer_provider=None):
+def enable(tracer_provider: TracerProvider | None = None) -> bool:
     """Makes every request from now on a span tree, through `tracer_provider` (default: the global
     one, also when the program sets it later). Returns False, said once, where opentelemetry-api
     is not installed or metrics are off."""
@@ -73,7 +82,7 @@ def enable(tracer_provider=None):
     return True
 
 
-def disable():
+def disable() -> None:
     """No spans from now on."""
     global _tracer
     _inference.on_settled(_emit, add=False)
@@ -82,7 +91,7 @@ def disable():
     _tracer = None
 
 
-def queued_at():
+def queued_at() -> float | None:
     """The `vxperf.queued_at` attribute (time.time() when the request arrived) of the current
     span, where the server set one on it; None otherwise. A request that says no queue time of
     its own takes this one."""
@@ -93,19 +102,20 @@ def queued_at():
 
 
 @_state.when_on
-def _from_environment():
+def _from_environment() -> None:
     if _tracer is None and _ext.otel_requested():
         enable()
 
 
-def _ns(seconds):
+def _ns(seconds: float) -> int:
     return int(round(seconds * 1e9))
 
 
-def attributes(settled):
+def attributes(settled: _inference.Settled) -> dict[str, Any]:
     """The request span's attributes, from its record and its call (see the module's doc)."""
     record = settled.record
-    out = {"gen_ai.operation.name": _OPERATION, "gen_ai.latency.e2e": record["e2e_s"]}
+    out: dict[str, Any] = {"gen_ai.operation.name": _OPERATION,
+                           "gen_ai.latency.e2e": record["e2e_s"]}
     if record.get("queue_s") is not None:
         out["gen_ai.latency.time_in_queue"] = record["queue_s"]
     for key, value in record.items():
@@ -114,7 +124,7 @@ def attributes(settled):
         elif key not in ("e2e_s", "queue_s", "ts"):
             out.update(_scalars("vxperf.", {key: value}))
     if isinstance(record.get("dit"), dict):
-        out.update(_scalars("vxperf.dit.", record["dit"]))
+        out.update(_scalars("vxperf.dit.", cast("Mapping[str, object]", record["dit"])))
     for key, name in _CALL_KEYS:
         value = settled.call.get(key)
         if isinstance(value, int) and not isinstance(value, bool):
@@ -122,12 +132,12 @@ def attributes(settled):
     return out
 
 
-def _scalars(prefix, values):
+def _scalars(prefix: str, values: Mapping[str, object]) -> dict[str, Any]:
     return {prefix + key: value for key, value in values.items()
             if isinstance(value, (bool, int, float, str))}
 
 
-def _emit(settled):
+def _emit(settled: _inference.Settled) -> None:
     if _tracer is None or _api is None:
         return
     detail = _ext.last_request_detail()

@@ -17,22 +17,35 @@ structured families (no exposition text is written or parsed on the way). While 
 the collector yields nothing.
 """
 
+from __future__ import annotations
+
+from collections.abc import Iterator, Sequence
+from typing import TYPE_CHECKING, Any
+
 from .. import _ext, _state
 
+if TYPE_CHECKING:
+    from prometheus_client.metrics_core import Metric
+    from prometheus_client.registry import CollectorRegistry
 
-def _bound(value):
+# The engine's snapshot (vxperf._ext.prometheus_families()): one row per family.
+_Snapshot = Sequence[tuple[str, str, str, list[str], list[float],
+                           list[tuple[list[str], float, list[int], float, int]]]]
+
+
+def _bound(value: float) -> str:
     """A bucket's upper bound as Prometheus spells it in `le` (as prometheus_client does)."""
     from prometheus_client.utils import floatToGoString
 
-    return floatToGoString(value)
+    return str(floatToGoString(value))
 
 
-def _families(snapshot):
+def _families(snapshot: _Snapshot) -> Iterator[Metric]:
     """prometheus_client metric families from the engine's structured snapshot."""
     from prometheus_client.core import (CounterMetricFamily, GaugeMetricFamily,
                                         HistogramMetricFamily)
 
-    kinds = {"counter": CounterMetricFamily, "gauge": GaugeMetricFamily,
+    kinds: dict[str, Any] = {"counter": CounterMetricFamily, "gauge": GaugeMetricFamily,
              "histogram": HistogramMetricFamily}
     for name, help_text, kind, label_names, bounds, samples in snapshot:
         family = kinds[kind](name, help_text, labels=label_names)
@@ -48,27 +61,29 @@ def _families(snapshot):
 class Collector:
     """A `prometheus_client` custom collector over the engine's serving metrics."""
 
-    def __init__(self):
+    def __init__(self) -> None:
         # Made now, so that records settled from here on are counted even before the first scrape.
         if _state.on:
             _ext.prometheus_families()
 
-    def collect(self):
+    def collect(self) -> Iterator[Metric]:
         if not _state.on:
             return
         yield from _families(_ext.prometheus_families())
 
-    def describe(self):
+    def describe(self) -> list[Metric]:
         # Nothing to describe up front: the families appear with their first values, so
         # registering never triggers a collection.
         return []
 
 
-def register(registry=None):
+def register(registry: CollectorRegistry | None = None) -> Collector:
     """Registers a Collector with `registry` (prometheus_client's default REGISTRY when None) and
     returns it."""
     if registry is None:
-        from prometheus_client import REGISTRY as registry
+        from prometheus_client import REGISTRY
+
+        registry = REGISTRY
     collector = Collector()
     registry.register(collector)
     return collector

@@ -4,17 +4,21 @@ restore (vxperf.checkpoint()): outside the steps, with the bytes of the state th
 counted). install_training() patches them when torch.distributed is
 available; a program's `dcp.save(...)` through the module is then timed."""
 
+from __future__ import annotations
+
 import functools
+from collections.abc import Mapping
+from typing import Any, Callable
 
 from .. import _state, _training
 
 _NAMES = (("save", "save"), ("load", "restore"))
 
 
-def state_bytes(state):
+def state_bytes(state: object) -> int:
     """Bytes of the tensors in a (nested) state dict, a DTensor's local shard only."""
     total = 0
-    stack = [state]
+    stack: list[Any] = [state]
     while stack:
         value = stack.pop()
         if isinstance(value, dict):
@@ -30,7 +34,7 @@ def state_bytes(state):
     return total
 
 
-def checkpoint_location(kwargs):
+def checkpoint_location(kwargs: Mapping[str, Any]) -> Any | None:
     """Where a DCP save or load goes: its `checkpoint_id`, else its storage writer's or reader's
     `path`; None when neither says."""
     location = kwargs.get("checkpoint_id")
@@ -40,9 +44,9 @@ def checkpoint_location(kwargs):
     return location
 
 
-def _timed(function, kind):
+def _timed(function: Callable[..., Any], kind: str) -> Callable[..., Any]:
     @functools.wraps(function)
-    def timed(state_dict, *args, **kwargs):
+    def timed(state_dict: Any, *args: Any, **kwargs: Any) -> Any:
         if not _state.on:
             return function(state_dict, *args, **kwargs)
         with _training.checkpoint(kind, path=checkpoint_location(kwargs)) as scope:
@@ -50,11 +54,11 @@ def _timed(function, kind):
             scope.bytes = state_bytes(state_dict)
         return result
 
-    timed._vxperf_patched = True
+    timed._vxperf_patched = True  # type: ignore[attr-defined]
     return timed
 
 
-def patch():
+def patch() -> list[str]:
     """Patches dcp.save and dcp.load once. Returns the functions patched."""
     try:
         import torch.distributed as dist

@@ -1,12 +1,14 @@
 """Transformer Engine: while its fp8_autocast is on, a priced call's matmuls run in fp8. Read only
 when the program has imported `transformer_engine.pytorch` itself."""
 
+from __future__ import annotations
+
 import sys
 
 from .. import _reading, _state
 
 
-def fp8_dtype(hidden):
+def fp8_dtype(hidden: object) -> str | None:
     """'fp8' while Transformer Engine's fp8 autocast is on, else None."""
     te = sys.modules.get("transformer_engine.pytorch")
     if te is None:
@@ -19,6 +21,6 @@ def fp8_dtype(hidden):
         return None
 
 
-def register():
+def register() -> None:
     if fp8_dtype not in _reading.CALL_DTYPE_READERS:
         _reading.CALL_DTYPE_READERS.append(fp8_dtype)

@@ -1,10 +1,13 @@
 """transformers: its model base class. A training model class that is a transformers model and not
 a diffusers one is a text encoder (an LLM or T5 tower), as the reference classifies it."""
 
+from __future__ import annotations
+
+
 from .. import _training
 
 
-def pretrained_base():
+def pretrained_base() -> type | None:
     """transformers.PreTrainedModel, or None when transformers is not importable."""
     if not _training.present("transformers"):
         return None
@@ -12,8 +15,8 @@ def pretrained_base():
         from transformers import PreTrainedModel
     except Exception:
         return None
-    return PreTrainedModel
+    return PreTrainedModel  # type: ignore[no-any-return]
 
 
-def register():
+def register() -> None:
     _training.MODEL_BASES["transformers"] = pretrained_base
