@@ -49,7 +49,7 @@ from ._records import add_sink, last_request, remove_sink
 from ._training import (backward, checkpoint, clip, evaluation, finish, instrument_module,
                         micro_step, model_call, optimizer_step, phase, register_model,
                         training_device)
-from ._training import instrument_class as instrument_model_class
+from ._training import instrument_model_class
 from .integrations.diffusers import track_cache
 
 integrations.register()

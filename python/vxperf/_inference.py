@@ -435,7 +435,7 @@ def measures(cls: type) -> bool:
     return bool(getattr(cls.__dict__.get("__call__"), "_vxperf_wrapped", False))
 
 
-def instrument_class(cls: type) -> bool:
+def instrument_pipeline_class(cls: type) -> bool:
     """Wraps the `__call__` a pipeline class defines itself. Returns whether it did (a class that
     inherits its `__call__` is measured through the class that defines it)."""
     call = cls.__dict__.get("__call__")
@@ -457,7 +457,7 @@ def instrument_pipeline(pipe: _T, level: int | None = 1) -> _T:
         _state.warn(("pipeline", type(pipe)),
                     f"{type(pipe).__name__} is not a pipeline (it cannot be called); not measured")
         return pipe
-    instrument_class(owner)
+    instrument_pipeline_class(owner)
     try:
         attach(pipe)
     except Exception as error:

@@ -58,7 +58,7 @@ def install(level: int | None = None, pipelines: Any = None) -> bool:
     if pipelines is not None:
         classes += _pipeline_classes(pipelines, base)
     if base is not None:
-        diffusers.watch_subclasses(base, _inference.instrument_class)
+        diffusers.watch_subclasses(base, _inference.instrument_pipeline_class)
         classes += diffusers.subclasses(base)
     videox = diffusers.optional_import("videox_fun.pipeline")
     if videox is not None:
@@ -68,7 +68,7 @@ def install(level: int | None = None, pipelines: Any = None) -> bool:
     for cls in classes:
         if id(cls) not in seen:
             seen.add(id(cls))
-            _inference.instrument_class(cls)
+            _inference.instrument_pipeline_class(cls)
             measured += _inference.measures(cls)
     if not _announced.inference:
         _announced.inference = True
@@ -111,7 +111,7 @@ def install_training(level: int | None = None, models: Any = None,
         classes, skipped = _training.model_classes(targets, bases)
         wrapped = 0
         for cls in dict.fromkeys(classes):
-            wrapped += _training.instrument_class(cls, _training.class_phase(cls, bases))
+            wrapped += _training.instrument_model_class(cls, _training.class_phase(cls, bases))
     except Exception as error:
         _state.warn(("install_training",), f"training metrics not installed: {error!r}")
         return False

@@ -58,13 +58,14 @@ class Layout:
     """Dimensions read so far: {dim: (size, source)}, plus the ranks computing one request and
     this rank's data-parallel index when a source says them."""
 
-    __slots__ = ("dims", "group", "dp_rank", "notes")
+    __slots__ = ("dims", "group", "dp_rank", "notes", "ddp_group")
 
     def __init__(self) -> None:
         self.dims: dict[str, tuple[int, str]] = {}
         self.group: tuple[int, str] | None = None  # (size, source)
         self.dp_rank: int | None = None
         self.notes: list[str] = []
+        self.ddp_group: int | None = None  # the size of DDP's process group, where DDP wraps it
 
     def offer(self, dim: str, size: Any, source: str) -> None:
         """A source's word on one dimension, kept when the dimension is still open."""
@@ -162,6 +163,7 @@ def _wrappers(module: nn.Module, layout: Layout) -> None:
             size = _group_size(getattr(sub, "process_group", None))
             if size is not None:
                 layout.offer("dp_replicate", size, "model")
+                layout.ddp_group = size
             return
 
 
@@ -410,6 +412,7 @@ def read(model: nn.Module | None = None, accelerator: Any = None,
             _state.warn(("layout-diffusers",), f"parallel layout: cannot read diffusers' parallel "
                         f"config ({error!r})")
     _from_xfuser(layout, world)
+    _ddp_over_shared_ranks(layout, world)
     product = 1
     for dim in DIMS:
         product *= layout.dims.get(dim, (1, None))[0]
@@ -419,6 +422,19 @@ def read(model: nn.Module | None = None, accelerator: Any = None,
                     f"{' x '.join(f'{d}={s}' for d, (s, _) in layout.dims.items())}"
                     f" spans {product} ranks, more than the world's {world}; the world decides dp")
     return layout
+
+
+def _ddp_over_shared_ranks(layout: Layout, world: int) -> None:
+    """DDP over ranks that also share samples (a DDP over the whole world beside xfuser's sequence
+    parallel, the standard way to train with it): its group holds cp x tp ranks per replica, so the
+    replicas are the group over cp x tp, not the group itself."""
+    shared = layout.dims.get("cp", (1, ""))[0] * layout.dims.get("tp", (1, ""))[0]
+    group = layout.ddp_group
+    if group is None or shared < 2 or layout.dims.get("dp_replicate") != (group, "model"):
+        return
+    product = shared * group * layout.dims.get("dp_shard", (1, ""))[0]
+    if product > world and group % shared == 0:
+        layout.dims["dp_replicate"] = (group // shared, "model")
 
 
 @dataclasses.dataclass

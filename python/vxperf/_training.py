@@ -426,7 +426,7 @@ def _wrap_class_attr(cls: type, attr: str, phase: str) -> bool:
     return True
 
 
-def instrument_class(cls: type, phase: str | None = None) -> bool:
+def instrument_model_class(cls: type, phase: str | None = None) -> bool:
     """Times every call of a model class (all its instances, present and future, whatever wraps
     them later: FSDP, DDP, peft) as a training phase. Returns whether anything was wrapped."""
     phase = phase or class_phase(cls)

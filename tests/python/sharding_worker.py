@@ -204,6 +204,20 @@ def counts_world2(results):
 
     case(results, "ddp", ddp)
 
+    # DDP over the whole world beside xfuser's sequence parallel of 2 (each sample's sequence
+    # split over both ranks): one replica, not two. xfuser's parallel state as its module answers.
+    import types
+
+    state = types.ModuleType("xfuser.core.distributed.parallel_state")
+    state.get_sequence_parallel_world_size = lambda: 2
+    state.get_data_parallel_world_size = lambda: 1
+    state.get_data_parallel_rank = lambda: 0
+    sys.modules[state.__name__] = state
+    try:
+        case(results, "ddp_xfuser_sp", ddp)
+    finally:
+        del sys.modules[state.__name__]
+
     # A wrapper that says it shards but holds whole parameters, no metadata: said once.
     class LooksSharded(nn.Module):
         def __init__(self, inner):
