@@ -400,6 +400,7 @@ def read(model: nn.Module | None = None, accelerator: Any = None,
         for dim, (size, source) in held.dims.items():
             layout.offer(dim, size, source)
         layout.dp_rank = held.dp_rank
+        layout.ddp_group = held.ddp_group
     try:
         _from_accelerate(_accelerate_config(accelerator), layout)
     except Exception as error:
