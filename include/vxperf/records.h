@@ -172,6 +172,25 @@ struct Ledger {
   double recovery_s = 0;
 };
 
+// Adds `from`'s wall time, steps and parts into `into` (a job's ledger over ranks or attempts);
+// the ideal step, goodput, attempts and recovery are not sums and are left as they are.
+inline void add_parts(Ledger& into, const Ledger& from) {
+  into.wall_s += from.wall_s;
+  into.steps += from.steps;
+  into.startup_s += from.startup_s;
+  into.setup_s += from.setup_s;
+  into.productive_s += from.productive_s;
+  into.first_step_excess_s += from.first_step_excess_s;
+  into.slow_step_excess_s += from.slow_step_excess_s;
+  into.data_wait_s += from.data_wait_s;
+  into.save_s += from.save_s;
+  into.restore_s += from.restore_s;
+  into.eval_s += from.eval_s;
+  into.between_steps_s += from.between_steps_s;
+  into.lost_progress_s += from.lost_progress_s;
+  into.between_attempts_s += from.between_attempts_s;
+}
+
 struct TrainWindowRecord {
   double ts = 0;
   int rank = 0;

@@ -106,6 +106,7 @@ std::optional<Ledger> AttemptLedgers::ledger(int rank, std::vector<std::string>*
                       rank));
       }
       l.between_attempts_s += gap;
+      l.wall_s += gap;
       l.recovery_s += gap + next.ledger.startup_s + next.ledger.setup_s + next.ledger.restore_s;
       if (next.world_size != a.world_size && !said_world) {
         said_world = true;
@@ -114,20 +115,7 @@ std::optional<Ledger> AttemptLedgers::ledger(int rank, std::vector<std::string>*
                       rank, next.world_size, a.world_size));
       }
     }
-    job.wall_s += l.wall_s + l.between_attempts_s;
-    job.steps += l.steps;
-    job.startup_s += l.startup_s;
-    job.setup_s += l.setup_s;
-    job.productive_s += l.productive_s;
-    job.first_step_excess_s += l.first_step_excess_s;
-    job.slow_step_excess_s += l.slow_step_excess_s;
-    job.data_wait_s += l.data_wait_s;
-    job.save_s += l.save_s;
-    job.restore_s += l.restore_s;
-    job.eval_s += l.eval_s;
-    job.between_steps_s += l.between_steps_s;
-    job.lost_progress_s += l.lost_progress_s;
-    job.between_attempts_s += l.between_attempts_s;
+    add_parts(job, l);  // the gap after it counted in its wall
     job.recovery_s += l.recovery_s;
   }
   // The job's ideal step: its attempts', weighed by their steps.

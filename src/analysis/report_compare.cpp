@@ -58,20 +58,7 @@ std::vector<Metric> report_metrics(const Report& report) {
     for (const auto& rs : report.ranks) {
       if (!rs.ledger) continue;
       any = true;
-      const Ledger& l = *rs.ledger;
-      job.wall_s += l.wall_s;
-      job.startup_s += l.startup_s;
-      job.setup_s += l.setup_s;
-      job.productive_s += l.productive_s;
-      job.first_step_excess_s += l.first_step_excess_s;
-      job.slow_step_excess_s += l.slow_step_excess_s;
-      job.data_wait_s += l.data_wait_s;
-      job.save_s += l.save_s;
-      job.restore_s += l.restore_s;
-      job.eval_s += l.eval_s;
-      job.between_steps_s += l.between_steps_s;
-      job.lost_progress_s += l.lost_progress_s;
-      job.between_attempts_s += l.between_attempts_s;
+      add_parts(job, *rs.ledger);
     }
     if (any && job.wall_s > 0) {
       add("training.goodput", job.productive_s / job.wall_s, false, "");
