@@ -183,23 +183,14 @@ LIVE = """
     with vxperf.request(videos=2, queue_s=0.5, frames=16, fps=8):
         with vxperf.stage("text_encoder"):
             pass
-    dit = tm.WanTransformer3DModel()
-    vxperf.register_model(dit)
-    optimizer = torch.optim.SGD(dit.parameters(), lr=1e-3)
-    for step in range(4):
-        with vxperf.micro_step():
-            with vxperf.model_call("fwd", 8, 1):
-                loss = dit(x=torch.randn(1, 4, 2, 4, 4), t=torch.ones(1),
-                           context=torch.randn(1, 12, 16), seq_len=8).pow(2).mean()
-            with vxperf.backward():
-                loss.backward()
-            with vxperf.optimizer_step(optimizer):
-                optimizer.step()
+    def outside(step):
         if step == 1:
             with vxperf.checkpoint("save", bytes=1000, path=os.environ["CHECKPOINT"]):
                 pass
             with vxperf.evaluation():
                 pass
+
+    tm.train_dit(4, after_step=outside)
     vxperf.finish()
     print(json.dumps({"sink": got, "last": last}))
 """

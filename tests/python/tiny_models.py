@@ -453,15 +453,16 @@ def make_barrier(parties):
     return threading.Barrier(parties)
 
 
-def train_dit(steps):
+def train_dit(steps, after_step=None):
     """`steps` measured training steps of a tiny WanTransformer3DModel (registered), one micro-step
-    each: fwd (8 tokens, 1 sample), backward, SGD step. Needs vxperf imported with metrics on."""
+    each: fwd (8 tokens, 1 sample), backward, SGD step; `after_step(step)` after each, when given.
+    Needs vxperf imported with metrics on."""
     import vxperf
 
     dit = WanTransformer3DModel()
     vxperf.register_model(dit)
     optimizer = torch.optim.SGD(dit.parameters(), lr=1e-3)
-    for _ in range(steps):
+    for step in range(steps):
         with vxperf.micro_step():
             with vxperf.model_call("fwd", 8, 1):
                 loss = dit(x=torch.randn(1, 4, 2, 4, 4), t=torch.ones(1),
@@ -470,3 +471,5 @@ def train_dit(steps):
                 loss.backward()
             with vxperf.optimizer_step(optimizer):
                 optimizer.step()
+        if after_step is not None:
+            after_step(step)
