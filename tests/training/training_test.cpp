@@ -2,10 +2,13 @@
 
 #include <gtest/gtest.h>
 
+#include <filesystem>
+
 #include <nlohmann/json.hpp>
 
 #include "test_support.h"
 #include "training/trainer_core.h"
+#include "vxperf/training_markers.h"
 
 namespace vxperf {
 namespace {
@@ -138,6 +141,53 @@ TEST(Training, CheckpointsAndEvaluationsAreTakenOutOfTheirSteps) {
   { OutsideCall wrong(Phase::kClip, plain.trainer); }
   plain.step();
   EXPECT_FALSE(plain.records()[0].contains("outside"));
+}
+
+// A checkpoint saved with a path keeps its step beside the records file; a later process (a
+// restarted attempt) that restores the path before its first step numbers its steps on from
+// there, or from the step the program says. A scope outside the steps never closed is said.
+TEST(Training, ARestoredCheckpointResumesTheStepsItWasSavedAt) {
+  const std::string records = ::testing::TempDir() + "vxperf-resume/r.jsonl";
+  std::filesystem::remove_all(::testing::TempDir() + "vxperf-resume");
+  const std::map<std::string, std::string> env = {
+      {"VIDEOX_PERF", "1"}, {"VIDEOX_PERF_EVERY", "2"}, {"VIDEOX_PERF_JSON", records}};
+  {
+    TrainRig first(0, env);
+    for (int i = 0; i < 3; ++i) first.step();
+    CheckpointSave save(first.trainer);
+    save.set_path("/checkpoints/step-3");
+    first.work(0.5, 1.0);
+  }
+  TrainRig again(0, env);
+  {
+    CheckpointRestore restore(again.trainer);
+    restore.set_path("/checkpoints/step-3");
+    again.work(0.2, 1.0);
+  }
+  again.step();
+  again.step();
+  ASSERT_EQ(again.records().size(), 1u);
+  EXPECT_EQ(again.records()[0]["step_first"], 3);
+  EXPECT_EQ(again.records()[0]["step_last"], 4);
+
+  TrainRig told(0, {{"VIDEOX_PERF", "1"}, {"VIDEOX_PERF_EVERY", "2"}});
+  {
+    CheckpointRestore restore(told.trainer);
+    restore.set_step(10);
+  }
+  TrainMark open = begin_outside(Phase::kSave, told.trainer);  // never closed
+  (void)open;
+  told.step();
+  told.step();
+  told.trainer->finish();
+  ASSERT_EQ(told.records().size(), 1u);
+  EXPECT_EQ(told.records()[0]["step_first"], 10);
+  int said = 0;
+  for (const auto& line : told.t.output->logs()) {
+    said += line.find("1 checkpoint or evaluation scope(s) opened and never closed") !=
+            std::string::npos;
+  }
+  EXPECT_EQ(said, 1);
 }
 
 TEST(Training, ReadyAtCloseUsesDeviceTime) {
