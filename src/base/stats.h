@@ -2,6 +2,7 @@
 // reference to the last bits: fsum (exactly rounded sum), fmean, stdev, and its percentile rule.
 #pragma once
 
+#include <utility>
 #include <vector>
 
 namespace vxperf::internal {
@@ -29,6 +30,14 @@ double stdev(const std::vector<double>& values);
 double plain_sum(const std::vector<double>& values);
 // Linear interpolation between closest ranks of sorted values; NaN when empty.
 double percentile(const std::vector<double>& sorted, double q);
+// The same rule over values in any order, q in [0, 100]; 0 for none. The two closest ranks are put
+// in place by selection, not a full sort.
+double unsorted_percentile(std::vector<double> values, double q);
+// The smallest value whose cumulative weight (`second`), over the values (`first`) in ascending
+// order, reaches q percent of the total (q in [0, 100]); unweighted when the weights sum to 0, 0
+// for none. Weights that are whole numbers sum exactly in any order: the value the sorted walk
+// would find.
+double weighted_percentile(std::vector<std::pair<double, double>> values, double q);
 // The median of values in any order (the middle two's mean for an even count); NaN when empty.
 double median(std::vector<double> values);
 // A loop's ideal step time, as Google's goodput measurement takes it: the mean of the steps at most
