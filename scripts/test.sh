@@ -52,7 +52,7 @@ stage "pytest" env VXPERF_BUILD="$PWD/build" build-venv/bin/python -m pytest -q 
 # The package's types and lint (configured in pyproject.toml; both pinned in scripts/setup.sh).
 typing_and_lint() {
   build-venv/bin/python -m mypy --strict python/vxperf
-  build-venv/bin/python -m ruff check python/vxperf
+  build-venv/bin/python -m ruff check python/vxperf tests/python
 }
 stage "typing and lint" typing_and_lint
 # The GPU check rehearsed without a GPU, over the build above (no second build): every part that

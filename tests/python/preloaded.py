@@ -30,7 +30,7 @@ def _child(request):
         os.dup2(target, fd)
         os.close(target)
     os.close(devnull)
-    sys.stdin = open(0, "r", closefd=False)
+    sys.stdin = open(0, closefd=False)
     sys.stdout = open(1, "w", buffering=1, closefd=False)
     sys.stderr = open(2, "w", buffering=1, closefd=False)
     signal.signal(signal.SIGINT, signal.default_int_handler)

@@ -289,7 +289,7 @@ def run_train_bf16(perf, rec):
     weights = accelerator.unwrap_model(model).state_dict()
     rec.digests.append(digest(*(weights[k] for k in sorted(weights))))
     if perf is not None:
-        finish = getattr(perf, "finish", None) or getattr(perf._TRAIN, "finish")
+        finish = getattr(perf, "finish", None) or perf._TRAIN.finish
         finish()
 
 

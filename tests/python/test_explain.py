@@ -71,7 +71,8 @@ vxperf.register_model(model)
 optimizer = torch.optim.SGD(model.parameters(), lr=1e-2)
 accelerator = Accelerator(cpu=True)
 model, optimizer = accelerator.prepare(model, optimizer)
-prof = vxperf.profile_range(torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CPU]))
+activities = [torch.profiler.ProfilerActivity.CPU]
+prof = vxperf.profile_range(torch.profiler.profile(activities=activities))
 for _ in range(6):
     with accelerator.accumulate(model):
         with vxperf.model_call("fwd", tokens=8, samples=4):

@@ -2,7 +2,6 @@
 when something replaced it, a stage that went missing said once, a module never timed twice, and
 the bad inputs of #17 (an autocast state or a hook registry that cannot be read, a module that
 cannot be timed): one warning each, the call runs, the output is unchanged."""
-import os
 
 from conftest import clean_env, read_records, run_python
 

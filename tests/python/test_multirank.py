@@ -249,7 +249,7 @@ def test_two_processes_claiming_one_rank_are_warned_about(tmp_path):
     try:
         results = [finish(p, 45) for p in procs]
         assert [r[0] for r in results] == [0, 0]
-        for code, out, err in results:
+        for _code, _out, err in results:
             assert err.count("vxperf: cross-rank view off: window step 0-4: rank 0 is claimed by 2 "
                              "processes") == 1, err
     finally:

@@ -93,7 +93,8 @@ print(sorted(set(e.name for e in prof.events() if not e.name.startswith("aten::"
 
 
 CAPTURE = TRAIN + """
-prof = vxperf.profile_range(torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CPU]))
+activities = [torch.profiler.ProfilerActivity.CPU]
+prof = vxperf.profile_range(torch.profiler.profile(activities=activities))
 train(8)
 vxperf.finish()
 names = set(e.name for e in prof.events())

@@ -4,7 +4,6 @@ dict of its JSON line, on the thread that settled it; a sink that raises, is slo
 during a run never reaches the measured code; last_request() per thread; trackers get every window
 at its last step under perf/."""
 import json
-import os
 
 import pytest
 
@@ -246,7 +245,7 @@ def test_the_trackers_log_what_the_field_table_says():
     """, env=clean_env())
     out = json.loads(proc.stdout)
     fields, values = out["fields"], out["values"]
-    for n, (obj, key, name) in enumerate(fields):
+    for n, (_obj, _key, name) in enumerate(fields):
         assert values[f"perf/{name}"] == n + 0.5
     assert len(values) == 5 + len(fields)  # the steps, their times and the one phase besides
     assert {("", "peak_alloc_bytes"), ("", "peak_reserved_bytes"), ("", "energy_j"),

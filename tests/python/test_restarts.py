@@ -21,7 +21,8 @@ WORKER = os.path.join(HERE, "restart_worker.py")
 # against the ten run again.
 RANKS, EVERY, DATA_S, SLOW_S = 4, 10, 0.05, 0.03
 ATTEMPT_WINDOWS = {0: [(0, 9), (10, 19), (20, 29)], 1: [(20, 29), (30, 39), (40, 49), (50, 59)]}
-PARTS = ("startup_s", "setup_s", "productive_s", "first_step_excess_s", "slow_step_excess_s", "data_wait_s", "save_s",
+PARTS = ("startup_s", "setup_s", "productive_s", "first_step_excess_s", "slow_step_excess_s",
+         "data_wait_s", "save_s",
          "restore_s", "eval_s", "between_steps_s", "lost_progress_s", "between_attempts_s")
 
 

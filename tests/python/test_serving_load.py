@@ -143,7 +143,7 @@ def test_every_request_has_its_record_spans_header_and_counts(tmp_path):
     children = {}
     for s in spans:
         children.setdefault(s["parent_id"], []).append(s)
-    for n, trace_id, client_span, reply in results:
+    for _n, trace_id, client_span, reply in results:
         assert reply.status_code == 200, reply.text
         req = reply.json()["req"]
         assert req not in answered
@@ -185,12 +185,13 @@ def test_every_request_has_its_record_spans_header_and_counts(tmp_path):
     # Prometheus: the counts are the records', the load is back to nothing, and the median and
     # 95th percentile of e2e fall in the buckets the histogram puts them in.
     def one(name, **labels):
-        return next(v for l, v in metrics[name] if all(l.get(k) == v2 for k, v2 in labels.items()))
+        return next(v for got, v in metrics[name]
+                    if all(got.get(k) == v2 for k, v2 in labels.items()))
 
     assert one("vxperf_requests_total", status="ok") == len(records)
     assert one("vxperf_request_queue_seconds_count") == len(records)
     assert one("vxperf_requests_in_flight") == 0 and one("vxperf_requests_queued") == 0
-    buckets = sorted((float(l["le"]), v) for l, v in metrics["vxperf_request_seconds_bucket"])
+    buckets = sorted((float(got["le"]), v) for got, v in metrics["vxperf_request_seconds_bucket"])
     e2e = sorted(r["e2e_s"] for r in records)
     for q in (0.5, 0.95):
         value = e2e[min(int(q * len(e2e)), len(e2e) - 1)]

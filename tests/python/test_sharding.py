@@ -195,7 +195,7 @@ HSDP = {"hsdp": {"dp_replicate": 2, "dp_shard": 2},
 @pytest.mark.parametrize("name", sorted(HSDP))
 def test_four_ranks_hsdp_tp_and_accelerate_cp(four, name):
     results, _, _ = four
-    for rank, case in enumerate(seen(results, name)):
+    for case in seen(results, name):
         assert case["params"] == case["truth"]["params"], case
         got = {d: s for d, s in dims(case).items() if s > 1}
         assert got == HSDP[name], case

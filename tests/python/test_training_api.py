@@ -277,7 +277,8 @@ def test_checkpoints_and_evaluations_are_outside_the_steps(tmp_path):
     # accelerate's load_state (its folder) and DCP's load (the state it filled in)
     assert outside["restores"] == 2 and outside["restore_bytes"] == state + params
     assert outside["evals"] == 1 and outside["eval_s"] >= 0.3
-    assert outside["save_gb_per_s"] == pytest.approx(outside["save_bytes"] / outside["save_s"] / 1e9)
+    assert outside["save_gb_per_s"] == pytest.approx(outside["save_bytes"] / outside["save_s"]
+                                                     / 1e9)
     # none of the 0.9 s slept is in a step: the steps are milliseconds
     assert second["step_s_p95"] < 0.3 and second["phases_s"]["data"] < 0.05
     # The loop's ledger: its parts add up to its wall time, the time outside the steps is the

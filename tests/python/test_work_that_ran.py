@@ -246,7 +246,8 @@ def test_every_diffusers_cache_is_priced_at_what_ran(tmp_path, name):
     dit = record["dit"]
     fractions = expected_fractions(seen, dit["tokens"], dit["batch"])
     assert len(fractions) == record["stages"]["transformer"]["count"]
-    assert sum(fractions) < len(fractions) - 0.5, "the cache skipped nothing: the test checks nothing"
+    assert sum(fractions) < len(fractions) - 0.5, \
+        "the cache skipped nothing: the test checks nothing"
     assert dit["effective_fwd"] == pytest.approx(sum(fractions), rel=1e-9)
     assert dit["skipped_fwd"] == sum(1 for f in fractions if f == 0)
 
@@ -411,7 +412,8 @@ def test_the_start_lines_say_what_is_measured(tmp_path):
             "DiffusionPipeline subclass as it is defined") in proc.stderr, proc.stderr
     assert ("training metrics enabled (level 1) on 10 accelerate methods and 0 model classes "
             "(0 non-model classes skipped), reporting every 50 steps (accelerate: "
-            "Accelerator.__init__, Accelerator.accumulate, Accelerator.backward, Accelerator.clip_grad_norm_, "
+            "Accelerator.__init__, Accelerator.accumulate, Accelerator.backward, "
+            "Accelerator.clip_grad_norm_, "
             "Accelerator.prepare, Accelerator.maybe_context_parallel, Accelerator.end_training, "
             "Accelerator.save_state, Accelerator.load_state, AcceleratedOptimizer.step; "
             "checkpoints: torch.distributed.checkpoint.save, torch.distributed.checkpoint.load)"
