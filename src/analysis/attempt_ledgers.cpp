@@ -123,9 +123,8 @@ std::optional<Ledger> AttemptLedgers::ledger(int rank, std::vector<std::string>*
   for (const Attempt* a : order) {
     weighted += a->ledger.ideal_step_s * static_cast<double>(a->ledger.steps);
   }
-  std::int64_t all_steps = 0;
-  for (const Attempt* a : order) all_steps += a->ledger.steps;
-  job.ideal_step_s = all_steps > 0 ? weighted / static_cast<double>(all_steps) : 0.0;
+  const std::int64_t run = steps_run();
+  job.ideal_step_s = run > 0 ? weighted / static_cast<double>(run) : 0.0;
   job.goodput = job.wall_s > 0 ? job.productive_s / job.wall_s : 0.0;
   return job;
 }
