@@ -9,9 +9,13 @@
 #endif
 
 namespace vxperf::cli {
-namespace {
 
-constexpr const char* kUsage =
+namespace {
+int run(int argc, char** argv);
+}  // namespace
+
+const Command kCalibrateCommand = {
+    "calibrate", run,
     "usage: vxperf calibrate [--device cpu|cuda[:N]] [--dtype DTYPE] [--threads N]\n"
     "                        [--budget SECONDS] [--force] [--json] | --list [--json]\n\n"
     "Measures the device's dense matmul peak in a dtype (square GEMMs, best of a few rounds,\n"
@@ -25,7 +29,10 @@ constexpr const char* kUsage =
     "  --force         measure even when cached\n"
     "  --json          one JSON object per peak\n"
     "  --list          print the cached peaks (needs no LibTorch)\n\n"
-    "The cache: $XDG_CACHE_HOME/vxperf/peaks.json (default ~/.cache/vxperf/peaks.json).\n";
+    "The cache: $XDG_CACHE_HOME/vxperf/peaks.json (default ~/.cache/vxperf/peaks.json).\n",
+    "measure this device's matmul peak per dtype, cached for VIDEOX_PERF_PEAK_TFLOPS=auto"};
+
+namespace {
 
 std::string json_string(const std::string& s) {
   std::string out = "\"";
@@ -58,43 +65,33 @@ void print_peak(const MeasuredPeak& p, bool json, const char* how) {
               static_cast<long long>(p.n), p.seconds, p.by.c_str());
 }
 
-}  // namespace
-
-int calibrate_command(int argc, char** argv) {
-  if (print_help_if_asked(argc, argv, kUsage)) return 0;
+int run(int argc, char** argv) {
   bool json = false, force = false, list = false;
   std::string device = "cpu";
   Dtype dtype = Dtype::kBf16;
   int threads = 0;
   double budget = 2.0;
-  try {
-    for (int i = 1; i < argc; ++i) {
-      std::string arg = argv[i];
-      if (arg == "--json") {
-        json = true;
-      } else if (arg == "--force") {
-        force = true;
-      } else if (arg == "--list") {
-        list = true;
-      } else if (arg == "--device") {
-        device = next_value(i, argc, argv);
-      } else if (arg == "--dtype") {
-        std::string text = next_value(i, argc, argv);
-        auto parsed = parse_dtype(text);
-        if (!parsed)
-          throw UsageError{"--dtype takes bf16, fp16, fp32, tf32 or fp8, not '" + text + "'"};
-        dtype = *parsed;
-      } else if (arg == "--threads") {
-        threads = static_cast<int>(parse_int(arg, next_value(i, argc, argv), 1, 4096));
-      } else if (arg == "--budget") {
-        budget = parse_double(arg, next_value(i, argc, argv), 0.01, 600);
-      } else {
-        throw UsageError{"unexpected argument '" + arg + "'"};
-      }
+  for (Args args(argc, argv); args.next();) {
+    if (args.is("--json")) {
+      json = true;
+    } else if (args.is("--force")) {
+      force = true;
+    } else if (args.is("--list")) {
+      list = true;
+    } else if (args.is("--device")) {
+      device = args.value();
+    } else if (args.is("--dtype")) {
+      std::string text = args.value();
+      auto parsed = parse_dtype(text);
+      if (!parsed) throw UsageError{"--dtype takes bf16, fp16, fp32, tf32 or fp8, not '" + text + "'"};
+      dtype = *parsed;
+    } else if (args.is("--threads")) {
+      threads = static_cast<int>(args.integer(1, 4096));
+    } else if (args.is("--budget")) {
+      budget = args.number(0.01, 600);
+    } else {
+      throw UsageError{"unexpected argument '" + args.arg() + "'"};
     }
-  } catch (const UsageError& e) {
-    std::fprintf(stderr, "vxperf calibrate: %s\n", e.message.c_str());
-    return 2;
   }
   auto warn = [](const std::string& line) { std::fprintf(stderr, "%s\n", line.c_str()); };
   std::string path = peak_cache_path();
@@ -138,4 +135,5 @@ int calibrate_command(int argc, char** argv) {
 #endif
 }
 
+}  // namespace
 }  // namespace vxperf::cli

@@ -9,6 +9,8 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <exception>
+#include <new>
 
 namespace vxperf::cli {
 
@@ -36,21 +38,60 @@ double parse_double(const std::string& option, const std::string& text, double m
   return v;
 }
 
-bool print_help_if_asked(int argc, char** argv, const char* usage) {
-  for (int i = 1; i < argc; ++i) {
+int run_command(const Command& c, int argc, char** argv) {
+  for (int i = 1; i < argc && !c.own_help; ++i) {
     std::string arg = argv[i];
+    if (arg == "--") break;
     if (arg == "--help" || arg == "-h") {
-      std::fputs(usage, stdout);
-      return true;
+      std::fputs(c.usage, stdout);
+      return 0;
     }
   }
-  return false;
+#if defined(VXPERF_TORCH_HELPER)
+  if (c.needs_torch) return exec_torch_helper(VXPERF_TORCH_HELPER, c.name, argc, argv);
+#elif !defined(VXPERF_HAVE_TORCH)
+  if (c.needs_torch) {
+    std::fprintf(stderr, "vxperf: built without LibTorch\n");
+    return 2;
+  }
+#endif
+  try {
+    return c.run(argc, argv);
+  } catch (const UsageError& e) {
+    std::fprintf(stderr, "vxperf %s: %s\n", c.name, e.message.c_str());
+  } catch (const std::bad_alloc&) {
+    std::fprintf(stderr, "vxperf %s: out of memory (the input is too large to handle at once)\n",
+                 c.name);
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "vxperf %s: failed: %s\n", c.name, e.what());
+  }
+  return 2;
 }
 
-std::string next_value(int& i, int argc, char** argv) {
-  std::string option = argv[i];
-  if (i + 1 >= argc) throw UsageError{option + " needs a value"};
-  return argv[++i];
+bool Args::next() {
+  if (++i_ >= argc_) return false;
+  arg_ = argv_[i_];
+  return true;
+}
+
+std::string Args::value() {
+  if (i_ + 1 >= argc_) throw UsageError{arg_ + " needs a value"};
+  return argv_[++i_];
+}
+
+std::int64_t Args::integer(std::int64_t min, std::int64_t max) {
+  std::string option = arg_;
+  return parse_int(option, value(), min, max);
+}
+
+double Args::number(double min, double max) {
+  std::string option = arg_;
+  return parse_double(option, value(), min, max);
+}
+
+const std::string& Args::operand() const {
+  if (arg_.size() > 1 && arg_[0] == '-') throw UsageError{"unknown option '" + arg_ + "'"};
+  return arg_;
 }
 
 int& stdout_error() {

@@ -1,9 +1,11 @@
-// What the commands share: --help, numbers that must be whole and in range, the one-line error
-// every command prints before returning 2, standard output that must have been written, output
-// streamed onto a descriptor, and the exec of the LibTorch helper. Files are written with
+// What the commands share: the command's row (name, usage, summary) and the run that answers
+// --help and says a usage error in one line, the walk over a command's arguments with numbers that
+// must be whole and in range, standard output that must have been written, output streamed onto a
+// descriptor, and the exec of the LibTorch helper. Files are written with
 // vxperf/file_io.h, as the library writes its own.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 #include <streambuf>
 #include <string>
@@ -13,10 +15,48 @@
 
 namespace vxperf::cli {
 
-// Thrown by the parsers below; the command prints "vxperf NAME: message" and returns 2.
+// Thrown by the parsers below and by a command on bad usage; run_command prints
+// "vxperf NAME: message" and returns 2.
 struct UsageError {
   std::string message;
 };
+
+// A subcommand: its file (tools/<name>_command.cpp) defines the row, commands.h lists it.
+struct Command {
+  const char* name;
+  int (*run)(int argc, char** argv);  // argv[0] is the command's name
+  const char* usage;                  // printed for --help
+  const char* summary;                // its line in `vxperf --help`
+  // The command answers --help itself: `vxperf run`, where a --help after PROGRAM is the
+  // program's.
+  bool own_help = false;
+  // Needs LibTorch: vxperf execs vxperf-torch for it (exec_torch_helper), and a build without
+  // LibTorch says so.
+  bool needs_torch = false;
+};
+
+// Runs `c`: its usage when an argument before "--" asks for help (unless c.own_help), else c.run
+// (in vxperf-torch when c.needs_torch). A UsageError, and
+// anything else that escapes, is said in one line (exit status 2) rather than aborting.
+int run_command(const Command& c, int argc, char** argv);
+
+// The exit status once standard output is flushed: output that could not be written (a full disk,
+// a closed pipe) makes the run a failure, since a status of 0 would say the output is there.
+// `command`: the subcommand's name for the message, or nullptr.
+int finish_output(int rc, const char* command);
+
+// A program's main over its commands: runs the one argv[1] names in `table`, else `other` (help,
+// version, an unknown name), and returns the exit status finish_output gives.
+template <std::size_t N>
+int command_main(const Command* const (&table)[N], int argc, char** argv,
+                 int (*other)(int argc, char** argv)) {
+  for (const Command* c : table) {
+    if (argc >= 2 && std::string(argv[1]) == c->name) {
+      return finish_output(run_command(*c, argc - 1, argv + 1), c->name);
+    }
+  }
+  return finish_output(other(argc, argv), nullptr);
+}
 
 // `text` as a whole number in [min, max], or a UsageError naming `option`.
 std::int64_t parse_int(const std::string& option, const std::string& text, std::int64_t min,
@@ -24,11 +64,36 @@ std::int64_t parse_int(const std::string& option, const std::string& text, std::
 // `text` as a finite number in [min, max], or a UsageError naming `option`.
 double parse_double(const std::string& option, const std::string& text, double min, double max);
 
-// Prints `usage` and says so when any argument asks for help.
-bool print_help_if_asked(int argc, char** argv, const char* usage);
+// A command's arguments, walked in order:
+//   for (Args args(argc, argv); args.next();) {
+//     if (args.is("--json")) json = true;
+//     else if (args.is("--threads")) threads = args.integer(1, 64);
+//     else files.push_back(args.operand());
+//   }
+// Each problem is a UsageError naming the option.
+class Args {
+ public:
+  Args(int argc, char** argv) : argc_(argc), argv_(argv) {}
+  // Moves to the next argument; false past the last.
+  bool next();
+  const std::string& arg() const { return arg_; }
+  bool is(const char* option) const { return arg_ == option; }
+  // The current option's value (the argument after it).
+  std::string value();
+  std::int64_t integer(std::int64_t min, std::int64_t max);
+  double number(double min, double max);
+  // The current argument as an operand: one that starts with '-' (other than "-") is an unknown
+  // option.
+  const std::string& operand() const;
+  // The index of the current argument in argv.
+  int index() const { return i_; }
 
-// The value after an option, or a usage error naming the option.
-std::string next_value(int& i, int argc, char** argv);
+ private:
+  int argc_;
+  char** argv_;
+  int i_ = 0;
+  std::string arg_;
+};
 
 // Why the first write to standard output failed (0: none has); finish_output says it.
 int& stdout_error();
@@ -36,11 +101,6 @@ int& stdout_error();
 // Prints `text` on standard output, keeping the reason of a failure for the final check in main
 // (a later flush that has nothing left to write no longer knows it).
 void print(const std::string& text);
-
-// The exit status once standard output is flushed: output that could not be written (a full disk,
-// a closed pipe) makes the run a failure, since a status of 0 would say the output is there.
-// `command`: the subcommand's name for the message, or nullptr.
-int finish_output(int rc, const char* command);
 
 // An output stream buffer onto a descriptor (64 KiB at a time), for output streamed as it is made.
 // The first write error is kept (error()) and later output dropped.

@@ -1,4 +1,7 @@
+#include <algorithm>
+#include <cstdint>
 #include <cstdio>
+#include <iterator>
 #include <cstdlib>
 #include <exception>
 #include <stdexcept>
@@ -11,9 +14,13 @@
 #endif
 
 namespace vxperf::cli {
-namespace {
 
-constexpr const char* kUsage =
+namespace {
+int run(int argc, char** argv);
+}  // namespace
+
+const Command kDemoCommand = {
+    "demo", run,
     "usage: vxperf demo [OPTIONS]\n\n"
     "Runs the embedded Wan2.1-shaped text-to-video workload (random seeded weights) with metrics\n"
     "on: a few inference requests (text encoder, DiT sampled with flow-matching Euler steps and\n"
@@ -40,106 +47,89 @@ constexpr const char* kUsage =
     "  --seed N             seed of weights, noise and data (default 0)\n"
     "  --out DIR            a new folder for the run's records and trace (default: a new\n"
     "                       vxperf-demo/run-TIME folder); one that holds a run is refused\n"
-    "  --no-metrics         the same work with metrics off (VIDEOX_PERF=0)\n";
+    "  --no-metrics         the same work with metrics off (VIDEOX_PERF=0)\n",
+    "run the embedded text-to-video workload (inference + training) with metrics on",
+    /*own_help=*/false, /*needs_torch=*/true};
 
-}  // namespace
+namespace {
 
-int demo_command(int argc, char** argv) {
-  if (print_help_if_asked(argc, argv, kUsage)) return 0;
-#if defined(VXPERF_TORCH_HELPER)
-  return exec_torch_helper(VXPERF_TORCH_HELPER, "demo", argc, argv);
-#elif !defined(VXPERF_HAVE_DEMO)
-  std::fprintf(stderr, "vxperf: built without LibTorch\n");
-  return 2;
-#else
-  demo::Options o;
-  auto bad = [](const std::string& what) {
-    std::fprintf(stderr, "vxperf demo: %s\n", what.c_str());
-    return 2;
+#if defined(VXPERF_HAVE_DEMO)
+// The options into `o`; a UsageError names the one that is wrong.
+void parse_options(int argc, char** argv, demo::Options& o) {
+  // The whole-number options: where each goes and its least value.
+  const struct {
+    const char* name;
+    int* to;
+    int min;
+  } whole[] = {
+      {"--frames", &o.frames, 1}, {"--steps", &o.steps, 1},         {"--requests", &o.requests, 0},
+      {"--train-steps", &o.train_steps, 0}, {"--lora-rank", &o.lora_rank, 1},
+      {"--accum", &o.accum, 1},   {"--dim", &o.dim, 1},             {"--layers", &o.layers, 1},
+      {"--heads", &o.heads, 1},   {"--ffn", &o.ffn, 1},             {"--text-len", &o.text_len, 1},
+      {"--threads", &o.threads, 1},
   };
-  for (int i = 1; i < argc; ++i) {
-    std::string arg = argv[i];
-    auto value = [&](std::string& out) {
-      if (i + 1 >= argc) return false;
-      out = argv[++i];
-      return true;
+  for (Args args(argc, argv); args.next();) {
+    auto bad_value = [&] { return UsageError{"bad or missing value for " + args.arg() + " (try --help)"}; };
+    auto value = [&] {
+      if (args.index() + 1 >= argc) throw bad_value();
+      return args.value();
     };
-    auto number = [&](int& out, int min) {
-      std::string v;
-      if (!value(v)) return false;
-      char* end = nullptr;
-      long n = std::strtol(v.c_str(), &end, 10);
-      if (end == v.c_str() || *end != '\0' || n < min || n > 1000000) return false;
-      out = static_cast<int>(n);
-      return true;
+    auto number = [&](std::int64_t min) {
+      try {
+        return args.integer(min, 1000000);
+      } catch (const UsageError&) {
+        throw bad_value();
+      }
     };
-    std::string v;
-    int n = 0;
-    bool ok = true;
-    if (arg == "--preset") {
-      ok = value(o.preset);
-    } else if (arg == "--device") {
-      ok = value(o.device);
-    } else if (arg == "--dtype") {
-      ok = value(o.dtype) && (o.dtype == "f32" || o.dtype == "bf16");
-    } else if (arg == "--size") {
-      ok = value(v) && std::sscanf(v.c_str(), "%dx%d", &o.width, &o.height) == 2;
-    } else if (arg == "--frames") {
-      ok = number(o.frames, 1);
-    } else if (arg == "--steps") {
-      ok = number(o.steps, 1);
-    } else if (arg == "--cfg") {
-      o.cfg = true;
-    } else if (arg == "--no-cfg") {
-      o.cfg = false;
-    } else if (arg == "--requests") {
-      ok = number(o.requests, 0);
-    } else if (arg == "--train-steps") {
-      ok = number(o.train_steps, 0);
-    } else if (arg == "--lora") {
-      o.lora = true;
-    } else if (arg == "--full") {
-      o.lora = false;
-    } else if (arg == "--lora-rank") {
-      ok = number(o.lora_rank, 1);
-    } else if (arg == "--accum") {
-      ok = number(o.accum, 1);
-    } else if (arg == "--dim") {
-      ok = number(o.dim, 1);
-    } else if (arg == "--layers") {
-      ok = number(o.layers, 1);
-    } else if (arg == "--heads") {
-      ok = number(o.heads, 1);
-    } else if (arg == "--ffn") {
-      ok = number(o.ffn, 1);
-    } else if (arg == "--text-len") {
-      ok = number(o.text_len, 1);
-    } else if (arg == "--threads") {
-      ok = number(o.threads, 1);
-    } else if (arg == "--seed") {
-      ok = number(n, 0);
-      o.seed = static_cast<std::uint64_t>(n);
-    } else if (arg == "--out") {
-      ok = value(o.out_dir);
-    } else if (arg == "--no-metrics") {
+    auto option = std::find_if(std::begin(whole), std::end(whole),
+                               [&](const auto& w) { return args.is(w.name); });
+    if (option != std::end(whole)) {
+      *option->to = static_cast<int>(number(option->min));
+    } else if (args.is("--preset")) {
+      o.preset = value();
+    } else if (args.is("--device")) {
+      o.device = value();
+    } else if (args.is("--dtype")) {
+      o.dtype = value();
+      if (o.dtype != "f32" && o.dtype != "bf16") throw bad_value();
+    } else if (args.is("--size")) {
+      if (std::sscanf(value().c_str(), "%dx%d", &o.width, &o.height) != 2) throw bad_value();
+    } else if (args.is("--cfg") || args.is("--no-cfg")) {
+      o.cfg = args.is("--cfg");
+    } else if (args.is("--lora") || args.is("--full")) {
+      o.lora = args.is("--lora");
+    } else if (args.is("--seed")) {
+      o.seed = static_cast<std::uint64_t>(number(0));
+    } else if (args.is("--out")) {
+      o.out_dir = value();
+    } else if (args.is("--no-metrics")) {
       o.metrics = false;
     } else {
-      return bad("unexpected argument '" + arg + "' (try --help)");
+      throw UsageError{"unexpected argument '" + args.arg() + "' (try --help)"};
     }
-    if (!ok) return bad("bad or missing value for " + arg + " (try --help)");
   }
+}
+int run(int argc, char** argv) {
+  demo::Options o;
+  parse_options(argc, argv, o);
   try {
     auto result = demo::run(o);
     std::printf("output digest: %s\n", result.digest.c_str());
     std::fflush(stdout);
   } catch (const std::invalid_argument& e) {
-    return bad(e.what());
+    throw UsageError{e.what()};
   } catch (const std::exception& e) {
     std::fprintf(stderr, "vxperf demo: failed: %s\n", e.what());
     return 1;
   }
   return 0;
-#endif
 }
+#else
+int run(int, char**) {
+  std::fprintf(stderr, "vxperf demo: built without the demo (VXPERF_BUILD_DEMO=OFF)\n");
+  return 2;
+}
+#endif
 
+}  // namespace
 }  // namespace vxperf::cli

@@ -1,4 +1,3 @@
-#include <cstdio>
 #include <string>
 #include <vector>
 
@@ -8,22 +7,23 @@
 #include "vxperf/settings_table.h"
 
 namespace vxperf::cli {
-namespace {
 
-constexpr const char* kUsage =
+namespace {
+int run(int argc, char** argv);
+}  // namespace
+
+const Command kEnvCommand = {
+    "env", run,
     "usage: vxperf env\n\n"
     "Every VIDEOX_PERF* variable: what it takes, its default, and its value in this environment\n"
     "(set ones first). Values that would not parse are said as the measured program would say\n"
-    "them, and the exit status is then 1.\n";
+    "them, and the exit status is then 1.\n",
+    "every VIDEOX_PERF* variable: its default and its value here"};
 
-}  // namespace
+namespace {
 
-int env_command(int argc, char** argv) {
-  if (print_help_if_asked(argc, argv, kUsage)) return 0;
-  if (argc > 1) {
-    std::fprintf(stderr, "vxperf env: takes no arguments (%s)\n", argv[1]);
-    return 2;
-  }
+int run(int argc, char** argv) {
+  if (argc > 1) throw UsageError{std::string("takes no arguments (") + argv[1] + ")"};
   EnvLookup env = process_env();
   std::string set, unset;
   for (const SettingRow& row : kSettingRows) {
@@ -41,4 +41,5 @@ int env_command(int argc, char** argv) {
   return problems.empty() ? 0 : 1;
 }
 
+}  // namespace
 }  // namespace vxperf::cli

@@ -10,9 +10,13 @@
 #include "vxperf/file_io.h"
 
 namespace vxperf::cli {
-namespace {
 
-constexpr const char* kUsage =
+namespace {
+int run(int argc, char** argv);
+}  // namespace
+
+const Command kExplainCommand = {
+    "explain", run,
     "usage: vxperf explain TRACE... [--json] [--html OUT.html] [--records FILE]... [--threads N]\n\n"
     "Reads PyTorch-profiler (Kineto) traces, .json or .json.gz, files or directories of them, one\n"
     "file per rank, and says where the device time went, with the numbers Holistic Trace Analysis\n"
@@ -28,38 +32,30 @@ constexpr const char* kUsage =
     "                    files beside the traces\n"
     "  --threads N       files read and analysed at once (default: one per core)\n\n"
     "Exit status: 0 when some trace was analysed (problems with others are said), 1 when none\n"
-    "could be, 2 for bad usage.\n";
+    "could be, 2 for bad usage.\n",
+    "where a profiled step's device time went: HTA's numbers and the loss waterfall with FLOPs"};
 
-}  // namespace
+namespace {
 
-int explain_command(int argc, char** argv) {
-  if (print_help_if_asked(argc, argv, kUsage)) return 0;
+int run(int argc, char** argv) {
   std::vector<std::string> paths;
   explain::ExplainOptions options;
   bool json = false;
   std::string html_path;
-  try {
-    for (int i = 1; i < argc; ++i) {
-      std::string arg = argv[i];
-      if (arg == "--json") {
-        json = true;
-      } else if (arg == "--html") {
-        html_path = next_value(i, argc, argv);
-      } else if (arg == "--records") {
-        options.records.push_back(next_value(i, argc, argv));
-      } else if (arg == "--threads") {
-        options.threads = static_cast<unsigned>(parse_int(arg, next_value(i, argc, argv), 1, 256));
-      } else if (arg.size() > 1 && arg[0] == '-') {
-        throw UsageError{"unknown option '" + arg + "'"};
-      } else {
-        paths.push_back(arg);
-      }
+  for (Args args(argc, argv); args.next();) {
+    if (args.is("--json")) {
+      json = true;
+    } else if (args.is("--html")) {
+      html_path = args.value();
+    } else if (args.is("--records")) {
+      options.records.push_back(args.value());
+    } else if (args.is("--threads")) {
+      options.threads = static_cast<unsigned>(args.integer(1, 256));
+    } else {
+      paths.push_back(args.operand());
     }
-    if (paths.empty()) throw UsageError{"missing TRACE (try --help)"};
-  } catch (const UsageError& e) {
-    std::fprintf(stderr, "vxperf explain: %s\n", e.message.c_str());
-    return 2;
   }
+  if (paths.empty()) throw UsageError{"missing TRACE (try --help)"};
   explain::Explanation e;
   try {
     e = explain::explain_traces(paths, options);
@@ -83,4 +79,5 @@ int explain_command(int argc, char** argv) {
   return finish_output(0, "explain");
 }
 
+}  // namespace
 }  // namespace vxperf::cli

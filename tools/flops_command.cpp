@@ -1,4 +1,7 @@
+#include <algorithm>
 #include <cstdio>
+#include <iterator>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
@@ -8,9 +11,13 @@
 #include "vxperf/cost_model.h"
 
 namespace vxperf::cli {
-namespace {
 
-constexpr const char* kUsage =
+namespace {
+int run(int argc, char** argv);
+}  // namespace
+
+const Command kFlopsCommand = {
+    "flops", run,
     "usage: vxperf flops (--preset NAME | --dim D --ffn F --heads H --layers L) --size WxH\n"
     "                    [--frames N] [--batch B] [--no-cfg] [--steps S]\n"
     "                    [--peak TFLOPS | --device NAME [--dtype DTYPE]] [--devices N]\n"
@@ -35,7 +42,10 @@ constexpr const char* kUsage =
     "  --devices N          devices sharing the work (1)\n"
     "  --mfu FRACTION       assumed utilization, e.g. 0.4, for a realistic time\n"
     "  --json               print one JSON object\n"
-    "  --list-presets       print the preset names\n";
+    "  --list-presets       print the preset names\n",
+    "parameters, tokens, FLOPs and ideal time of a Wan2.1-style DiT"};
+
+namespace {
 
 constexpr std::int64_t kMaxDim = 1 << 20;
 
@@ -57,122 +67,112 @@ std::vector<std::int64_t> parse_dims(const std::string& option, const std::strin
   return out;
 }
 
-}  // namespace
+// Each --preset's dimensions, which explicit ones override wherever they appear.
+bool apply_presets(int argc, char** argv, analysis::DitDims& dims) {
+  bool have_preset = false;
+  for (int i = 1; i + 1 < argc; ++i) {
+    if (std::string(argv[i]) != "--preset") continue;
+    auto preset = analysis::dit_preset(argv[i + 1]);
+    if (!preset) {
+      std::string names;
+      for (const auto& n : analysis::dit_preset_names()) names += (names.empty() ? "" : ", ") + n;
+      throw UsageError{"unknown preset '" + std::string(argv[i + 1]) + "' (known: " + names + ")"};
+    }
+    dims = *preset;
+    have_preset = true;
+  }
+  return have_preset;
+}
 
-int flops_command(int argc, char** argv) {
-  if (print_help_if_asked(argc, argv, kUsage)) return 0;
+int run(int argc, char** argv) {
   analysis::DitDims dims;
   analysis::FlopsQuery query;
   query.frames = 81;
-  bool json = false, have_preset = false, have_size = false;
+  bool json = false, have_size = false;
+  bool have_preset = apply_presets(argc, argv, dims);
   std::optional<std::string> device;
-  try {
-    // The preset first, so that explicit dimensions override it wherever they appear.
-    for (int i = 1; i < argc; ++i) {
-      if (std::string(argv[i]) == "--preset" && i + 1 < argc) {
-        auto preset = analysis::dit_preset(argv[i + 1]);
-        if (!preset) {
-          std::string names;
-          for (const auto& n : analysis::dit_preset_names())
-            names += (names.empty() ? "" : ", ") + n;
-          throw UsageError{"unknown preset '" + std::string(argv[i + 1]) + "' (known: " + names +
-                           ")"};
-        }
-        dims = *preset;
-        have_preset = true;
-      }
+  // The whole-number options: where each goes and its range.
+  const struct {
+    const char* name;
+    std::int64_t* to;
+    std::int64_t min, max;
+  } whole[] = {
+      {"--dim", &dims.dim, 1, kMaxDim},        {"--ffn", &dims.ffn, 1, kMaxDim},
+      {"--heads", &dims.heads, 1, kMaxDim},    {"--layers", &dims.layers, 1, 10000},
+      {"--text-len", &dims.text_len, 0, kMaxDim}, {"--text-dim", &dims.text_dim, 1, kMaxDim},
+      {"--channels", &dims.latent_channels, 1, 4096}, {"--frames", &query.frames, 1, kMaxDim},
+      {"--batch", &query.batch, 1, 1 << 20},   {"--steps", &query.steps, 1, 1 << 20},
+  };
+  for (Args args(argc, argv); args.next();) {
+    auto option = std::find_if(std::begin(whole), std::end(whole),
+                               [&](const auto& o) { return args.is(o.name); });
+    if (option != std::end(whole)) {
+      *option->to = args.integer(option->min, option->max);
+    } else if (args.is("--list-presets")) {
+      for (const auto& n : analysis::dit_preset_names()) std::printf("%s\n", n.c_str());
+      return 0;
+    } else if (args.is("--json")) {
+      json = true;
+    } else if (args.is("--no-cfg")) {
+      query.cfg = false;
+    } else if (args.is("--cfg")) {
+      query.cfg = true;
+    } else if (args.is("--preset")) {
+      args.value();  // applied above
+    } else if (args.is("--patch")) {
+      auto p = parse_dims(args.arg(), args.value(), 3);
+      dims.patch_t = p[0], dims.patch_h = p[1], dims.patch_w = p[2];
+    } else if (args.is("--vae-stride")) {
+      auto v = parse_dims(args.arg(), args.value(), 3);
+      dims.vae_t = v[0], dims.vae_h = v[1], dims.vae_w = v[2];
+    } else if (args.is("--size")) {
+      auto s = parse_dims(args.arg(), args.value(), 2);
+      query.width = s[0], query.height = s[1];
+      have_size = true;
+    } else if (args.is("--peak")) {
+      query.peak_tflops = args.number(1e-6, 1e9);
+    } else if (args.is("--device")) {
+      device = args.value();
+    } else if (args.is("--devices")) {
+      query.devices = static_cast<int>(args.integer(1, 1 << 20));
+    } else if (args.is("--dtype")) {
+      std::string text = args.value();
+      auto dtype = parse_dtype(text);
+      if (!dtype) throw UsageError{"--dtype takes bf16, fp16, fp8, tf32 or fp32, not '" + text + "'"};
+      query.dtype = *dtype;
+    } else if (args.is("--density")) {
+      query.density = args.number(1e-6, 1.0);
+    } else if (args.is("--skip-ratio")) {
+      query.skip_ratio = args.number(0.0, 0.999999);
+    } else if (args.is("--mfu")) {
+      query.mfu = args.number(1e-6, 1.0);
+    } else {
+      throw UsageError{"unexpected argument '" + args.arg() + "'"};
     }
-    for (int i = 1; i < argc; ++i) {
-      std::string arg = argv[i];
-      if (arg == "--list-presets") {
-        for (const auto& n : analysis::dit_preset_names()) std::printf("%s\n", n.c_str());
-        return 0;
-      }
-      if (arg == "--json") {
-        json = true;
-      } else if (arg == "--no-cfg") {
-        query.cfg = false;
-      } else if (arg == "--cfg") {
-        query.cfg = true;
-      } else if (arg == "--preset") {
-        next_value(i, argc, argv);  // handled above
-      } else if (arg == "--dim") {
-        dims.dim = parse_int(arg, next_value(i, argc, argv), 1, kMaxDim);
-      } else if (arg == "--ffn") {
-        dims.ffn = parse_int(arg, next_value(i, argc, argv), 1, kMaxDim);
-      } else if (arg == "--heads") {
-        dims.heads = parse_int(arg, next_value(i, argc, argv), 1, kMaxDim);
-      } else if (arg == "--layers") {
-        dims.layers = parse_int(arg, next_value(i, argc, argv), 1, 10000);
-      } else if (arg == "--text-len") {
-        dims.text_len = parse_int(arg, next_value(i, argc, argv), 0, kMaxDim);
-      } else if (arg == "--text-dim") {
-        dims.text_dim = parse_int(arg, next_value(i, argc, argv), 1, kMaxDim);
-      } else if (arg == "--channels") {
-        dims.latent_channels = parse_int(arg, next_value(i, argc, argv), 1, 4096);
-      } else if (arg == "--patch") {
-        auto p = parse_dims(arg, next_value(i, argc, argv), 3);
-        dims.patch_t = p[0], dims.patch_h = p[1], dims.patch_w = p[2];
-      } else if (arg == "--vae-stride") {
-        auto v = parse_dims(arg, next_value(i, argc, argv), 3);
-        dims.vae_t = v[0], dims.vae_h = v[1], dims.vae_w = v[2];
-      } else if (arg == "--size") {
-        auto s = parse_dims(arg, next_value(i, argc, argv), 2);
-        query.width = s[0], query.height = s[1];
-        have_size = true;
-      } else if (arg == "--frames") {
-        query.frames = parse_int(arg, next_value(i, argc, argv), 1, kMaxDim);
-      } else if (arg == "--batch") {
-        query.batch = parse_int(arg, next_value(i, argc, argv), 1, 1 << 20);
-      } else if (arg == "--steps") {
-        query.steps = parse_int(arg, next_value(i, argc, argv), 1, 1 << 20);
-      } else if (arg == "--peak") {
-        query.peak_tflops = parse_double(arg, next_value(i, argc, argv), 1e-6, 1e9);
-      } else if (arg == "--device") {
-        device = next_value(i, argc, argv);
-      } else if (arg == "--devices") {
-        query.devices = static_cast<int>(parse_int(arg, next_value(i, argc, argv), 1, 1 << 20));
-      } else if (arg == "--dtype") {
-        std::string text = next_value(i, argc, argv);
-        auto dtype = parse_dtype(text);
-        if (!dtype)
-          throw UsageError{"--dtype takes bf16, fp16, fp8, tf32 or fp32, not '" + text + "'"};
-        query.dtype = *dtype;
-      } else if (arg == "--density") {
-        query.density = parse_double(arg, next_value(i, argc, argv), 1e-6, 1.0);
-      } else if (arg == "--skip-ratio") {
-        query.skip_ratio = parse_double(arg, next_value(i, argc, argv), 0.0, 0.999999);
-      } else if (arg == "--mfu") {
-        query.mfu = parse_double(arg, next_value(i, argc, argv), 1e-6, 1.0);
-      } else {
-        throw UsageError{"unexpected argument '" + arg + "'"};
-      }
-    }
-    if (!have_preset && (dims.dim == 0 || dims.ffn == 0 || dims.heads == 0 || dims.layers == 0)) {
-      throw UsageError{"give --preset NAME or all of --dim, --ffn, --heads and --layers"};
-    }
-    if (!have_size) throw UsageError{"missing --size WxH"};
-    if (device) {
-      if (query.peak_tflops) throw UsageError{"give --peak or --device, not both"};
-      query.peak_tflops = table_peak_tflops(*device, query.dtype);
-      if (!query.peak_tflops) {
-        throw UsageError{"device '" + *device + "' has no " + dtype_name(query.dtype) +
-                         " peak in the table; give --peak TFLOPS"};
-      }
-    }
-    if (query.mfu && !query.peak_tflops) throw UsageError{"--mfu needs --peak or --device"};
-    analysis::FlopsEstimate estimate = analysis::estimate_flops(dims, query);
-    std::string out = json ? analysis::flops_json(dims, query, estimate) + "\n"
-                           : analysis::format_flops(dims, query, estimate);
-    print(out);
-  } catch (const UsageError& e) {
-    std::fprintf(stderr, "vxperf flops: %s\n", e.message.c_str());
-    return 2;
-  } catch (const std::invalid_argument& e) {
-    std::fprintf(stderr, "vxperf flops: %s\n", e.what());
-    return 2;
   }
+  if (!have_preset && (dims.dim == 0 || dims.ffn == 0 || dims.heads == 0 || dims.layers == 0)) {
+    throw UsageError{"give --preset NAME or all of --dim, --ffn, --heads and --layers"};
+  }
+  if (!have_size) throw UsageError{"missing --size WxH"};
+  if (device) {
+    if (query.peak_tflops) throw UsageError{"give --peak or --device, not both"};
+    query.peak_tflops = table_peak_tflops(*device, query.dtype);
+    if (!query.peak_tflops) {
+      throw UsageError{"device '" + *device + "' has no " + dtype_name(query.dtype) +
+                       " peak in the table; give --peak TFLOPS"};
+    }
+  }
+  if (query.mfu && !query.peak_tflops) throw UsageError{"--mfu needs --peak or --device"};
+  analysis::FlopsEstimate estimate;
+  try {
+    estimate = analysis::estimate_flops(dims, query);
+  } catch (const std::invalid_argument& e) {
+    throw UsageError{e.what()};
+  }
+  print(json ? analysis::flops_json(dims, query, estimate) + "\n"
+             : analysis::format_flops(dims, query, estimate));
   return 0;
 }
 
+}  // namespace
 }  // namespace vxperf::cli

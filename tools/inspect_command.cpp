@@ -9,9 +9,13 @@
 #endif
 
 namespace vxperf::cli {
-namespace {
 
-constexpr const char* kUsage =
+namespace {
+int run(int argc, char** argv);
+}  // namespace
+
+const Command kInspectCommand = {
+    "inspect", run,
     "usage: vxperf inspect MODEL.pt [--json] [--world-size N --sharded]\n\n"
     "Loads a TorchScript model (torch::jit::load, on the CPU) and prints what vxperf reads off\n"
     "it: parameter and trainable counts, attention query widths split self/cross, the text\n"
@@ -19,50 +23,38 @@ constexpr const char* kUsage =
     "  --json          one JSON object: params, trainable, attn {self, cross, modules},\n"
     "                  text_tokens, patch_size, checkpointing\n"
     "  --world-size N  ranks the model is sharded over (with --sharded)\n"
-    "  --sharded       the file holds one rank's shard: counts are multiplied by N\n";
+    "  --sharded       the file holds one rank's shard: counts are multiplied by N\n",
+    "read a TorchScript model: parameters, attention widths, text length, patch size",
+    /*own_help=*/false, /*needs_torch=*/true};
 
-}  // namespace
+namespace {
 
-int inspect_command(int argc, char** argv) {
-  if (print_help_if_asked(argc, argv, kUsage)) return 0;
-#if defined(VXPERF_TORCH_HELPER)
-  return exec_torch_helper(VXPERF_TORCH_HELPER, "inspect", argc, argv);
-#elif !defined(VXPERF_HAVE_TORCH)
-  std::fprintf(stderr, "vxperf: built without LibTorch\n");
-  return 2;
-#else
+#if defined(VXPERF_HAVE_TORCH)
+int run(int argc, char** argv) {
   std::string path;
   bool json = false;
   torch::ReadOptions options;
   int world_size = 1;
   bool sharded = false;
-  for (int i = 1; i < argc; ++i) {
-    std::string arg = argv[i];
-    if (arg == "--json") {
+  for (Args args(argc, argv); args.next();) {
+    if (args.is("--json")) {
       json = true;
-    } else if (arg == "--sharded") {
+    } else if (args.is("--sharded")) {
       sharded = true;
-    } else if (arg == "--world-size" && i + 1 < argc) {
+    } else if (args.is("--world-size") && args.index() + 1 < argc) {
       try {
-        world_size = std::stoi(argv[++i]);
+        world_size = std::stoi(args.value());
       } catch (const std::exception&) {
         world_size = 0;
       }
-      if (world_size < 1) {
-        std::fprintf(stderr, "vxperf inspect: --world-size takes a positive integer\n");
-        return 2;
-      }
-    } else if (path.empty() && arg.rfind("--", 0) != 0) {
-      path = arg;
+      if (world_size < 1) throw UsageError{"--world-size takes a positive integer"};
+    } else if (path.empty() && args.arg().rfind("--", 0) != 0) {
+      path = args.arg();
     } else {
-      std::fprintf(stderr, "vxperf inspect: unexpected argument '%s'\n", arg.c_str());
-      return 2;
+      throw UsageError{"unexpected argument '" + args.arg() + "'"};
     }
   }
-  if (path.empty()) {
-    std::fprintf(stderr, "vxperf inspect: missing MODEL.pt (try --help)\n");
-    return 2;
-  }
+  if (path.empty()) throw UsageError{"missing MODEL.pt (try --help)"};
   options.world_size = world_size;
   options.sharded = sharded;
   try {
@@ -77,7 +69,10 @@ int inspect_command(int argc, char** argv) {
     return 2;
   }
   return 0;
-#endif
 }
+#else
+int run(int, char**) { return 2; }  // not reached: run_command execs vxperf-torch
+#endif
 
+}  // namespace
 }  // namespace vxperf::cli

@@ -11,47 +11,41 @@
 #include "vxperf/event_script.h"
 
 namespace vxperf::cli {
-namespace {
 
-constexpr const char* kUsage =
+namespace {
+int run(int argc, char** argv);
+}  // namespace
+
+const Command kReplayCommand = {
+    "replay", run,
     "usage: vxperf replay SCRIPT [--set NAME=VALUE]...\n\n"
     "Drives an event script through the metrics engine on a virtual clock and a simulated\n"
     "device. Records (JSON lines) go to stdout, log lines to stderr, exactly as the live run\n"
     "would have written them. SCRIPT '-' reads standard input.\n\n"
-    "  --set NAME=VALUE  override a VIDEOX_PERF* setting of the script (empty VALUE unsets it)\n";
+    "  --set NAME=VALUE  override a VIDEOX_PERF* setting of the script (empty VALUE unsets it)\n",
+    "re-aggregate an event script (a live run's VIDEOX_PERF_TRACE) into records"};
 
-}  // namespace
+namespace {
 
-int replay_command(int argc, char** argv) {
-  if (print_help_if_asked(argc, argv, kUsage)) return 0;
+int run(int argc, char** argv) {
   std::string path;
   ReplayOptions options;
-  for (int i = 1; i < argc; ++i) {
-    std::string arg = argv[i];
-    if (arg == "--set") {
-      if (i + 1 >= argc) {
-        std::fprintf(stderr, "vxperf replay: --set needs NAME=VALUE\n");
-        return 2;
-      }
-      std::string assignment = argv[++i];
+  for (Args args(argc, argv); args.next();) {
+    if (args.is("--set")) {
+      if (args.index() + 1 >= argc) throw UsageError{"--set needs NAME=VALUE"};
+      std::string assignment = args.value();
       auto eq = assignment.find('=');
       if (eq == std::string::npos || assignment.rfind("VIDEOX_PERF", 0) != 0) {
-        std::fprintf(stderr, "vxperf replay: --set takes VIDEOX_PERF...=VALUE, not '%s'\n",
-                     assignment.c_str());
-        return 2;
+        throw UsageError{"--set takes VIDEOX_PERF...=VALUE, not '" + assignment + "'"};
       }
       options.env_overrides.emplace_back(assignment.substr(0, eq), assignment.substr(eq + 1));
     } else if (path.empty()) {
-      path = arg;
+      path = args.arg();
     } else {
-      std::fprintf(stderr, "vxperf replay: unexpected argument '%s'\n", arg.c_str());
-      return 2;
+      throw UsageError{"unexpected argument '" + args.arg() + "'"};
     }
   }
-  if (path.empty()) {
-    std::fprintf(stderr, "vxperf replay: missing SCRIPT (try --help)\n");
-    return 2;
-  }
+  if (path.empty()) throw UsageError{"missing SCRIPT (try --help)"};
   if (std::string why = input_problem(path); !why.empty()) {
     std::fprintf(stderr, "vxperf replay: %s %s, not an event script\n", path.c_str(), why.c_str());
     return 2;
@@ -92,4 +86,5 @@ int replay_command(int argc, char** argv) {
   return 0;
 }
 
+}  // namespace
 }  // namespace vxperf::cli

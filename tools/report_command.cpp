@@ -7,9 +7,13 @@
 #include "vxperf/analysis.h"
 
 namespace vxperf::cli {
-namespace {
 
-constexpr const char* kUsage =
+namespace {
+int run(int argc, char** argv);
+}  // namespace
+
+const Command kReportCommand = {
+    "report", run,
     "usage: vxperf report FILE... [--json] [--html OUT.html [--steps LOG|TRACE]...] [--strict]\n"
     "                     [--threads N]\n"
     "       vxperf report --compare A B [--json] [--html OUT.html] [--strict] [--threads N]\n\n"
@@ -34,7 +38,10 @@ constexpr const char* kUsage =
     "  --compare A B    compare two runs metric by metric with the direction of change\n"
     "  --strict         a line that is not a record is an error (exit 2), not skipped\n"
     "  --threads N      parse on N threads in all (default: one per core, at most 8, besides\n"
-    "                   this one; 1: this thread only)\n";
+    "                   this one; 1: this thread only)\n",
+    "summarize records files: latency, stages, step times, MFU, stragglers (text/JSON/HTML)"};
+
+namespace {
 
 void print_warnings(const std::vector<std::string>& warnings) {
   for (const auto& w : warnings) std::fprintf(stderr, "vxperf report: warning: %s\n", w.c_str());
@@ -62,10 +69,7 @@ bool write_page(const std::string& path, const std::string& html) {
   return false;
 }
 
-}  // namespace
-
-int report_command(int argc, char** argv) {
-  if (print_help_if_asked(argc, argv, kUsage)) return 0;
+int run(int argc, char** argv) {
   std::vector<std::string> files;
   std::vector<std::string> compare;
   std::vector<std::string> step_files;
@@ -73,41 +77,31 @@ int report_command(int argc, char** argv) {
   bool json = false;
   analysis::ReadOptions options;
   options.skip_bad_lines = true;
-  try {
-    for (int i = 1; i < argc; ++i) {
-      std::string arg = argv[i];
-      if (arg == "--json") {
-        json = true;
-      } else if (arg == "--strict") {
-        options.skip_bad_lines = false;
-      } else if (arg == "--threads") {
-        options.threads =
-            static_cast<int>(parse_int("--threads", next_value(i, argc, argv), 1, 64));
-      } else if (arg == "--html") {
-        html_path = next_value(i, argc, argv);
-      } else if (arg == "--steps") {
-        step_files.push_back(next_value(i, argc, argv));
-      } else if (arg == "--compare") {
-        if (i + 2 >= argc) throw UsageError{"--compare needs two files A B"};
-        compare = {argv[i + 1], argv[i + 2]};
-        i += 2;
-      } else if (arg.size() > 1 && arg[0] == '-') {
-        throw UsageError{"unknown option '" + arg + "'"};
-      } else {
-        files.push_back(arg);
-      }
+  for (Args args(argc, argv); args.next();) {
+    if (args.is("--json")) {
+      json = true;
+    } else if (args.is("--strict")) {
+      options.skip_bad_lines = false;
+    } else if (args.is("--threads")) {
+      options.threads = static_cast<int>(args.integer(1, 64));
+    } else if (args.is("--html")) {
+      html_path = args.value();
+    } else if (args.is("--steps")) {
+      step_files.push_back(args.value());
+    } else if (args.is("--compare")) {
+      if (args.index() + 2 >= argc) throw UsageError{"--compare needs two files A B"};
+      compare = {args.value(), args.value()};  // in order: a braced list is evaluated so
+    } else {
+      files.push_back(args.operand());
     }
-    if (!compare.empty() && !files.empty()) {
-      throw UsageError{"--compare takes exactly two files; unexpected '" + files[0] + "'"};
-    }
-    if (!step_files.empty() && (html_path.empty() || !compare.empty())) {
-      throw UsageError{"--steps goes with --html, for one run"};
-    }
-    if (compare.empty() && files.empty()) throw UsageError{"missing FILE (try --help)"};
-  } catch (const UsageError& e) {
-    std::fprintf(stderr, "vxperf report: %s\n", e.message.c_str());
-    return 2;
   }
+  if (!compare.empty() && !files.empty()) {
+    throw UsageError{"--compare takes exactly two files; unexpected '" + files[0] + "'"};
+  }
+  if (!step_files.empty() && (html_path.empty() || !compare.empty())) {
+    throw UsageError{"--steps goes with --html, for one run"};
+  }
+  if (compare.empty() && files.empty()) throw UsageError{"missing FILE (try --help)"};
 
   try {
     if (!compare.empty()) {
@@ -155,4 +149,5 @@ int report_command(int argc, char** argv) {
   return 0;
 }
 
+}  // namespace
 }  // namespace vxperf::cli

@@ -13,9 +13,13 @@
 #include "commands.h"
 
 namespace vxperf::cli {
-namespace {
 
-constexpr const char* kUsage =
+namespace {
+int run(int argc, char** argv);
+}  // namespace
+
+const Command kRunCommand = {
+    "run", run,
     "usage: vxperf run [--level N] [--] PROGRAM [ARGS...]\n\n"
     "Runs PROGRAM (python serve.py, torchrun ... train.py, accelerate launch ...) measured without\n"
     "changing it: every Python process it starts, launchers' workers included, calls\n"
@@ -25,7 +29,11 @@ constexpr const char* kUsage =
     "The other VIDEOX_PERF* variables are read as usual (VIDEOX_PERF_JSON for records, say).\n"
     "Works through PYTHONPATH: a sitecustomize.py of the vxperf package leads it, and runs the\n"
     "one it shadows. The package is looked for beside this command (pip), in the build tree, or\n"
-    "in the site-packages of the prefix it was installed in (CMake).\n";
+    "in the site-packages of the prefix it was installed in (CMake).\n",
+    "run a program (python, torchrun, accelerate launch) measured without changing it",
+    /*own_help=*/true};
+
+namespace {
 
 // The folder of the package's sitecustomize.py: beside the command inside a pip-installed package
 // (vxperf/_bin/vxperf), in the build tree's python/ (build/vxperf), or in the site-packages of the
@@ -60,10 +68,7 @@ std::string joined_path(const std::string& first, const char* rest, const std::s
   return out + ":" + last;
 }
 
-}  // namespace
-
-int run_command(int argc, char** argv) {
-  if (print_help_if_asked(argc, argv, kUsage)) return 0;
+int run(int argc, char** argv) {
   int i = 1;
   std::string level;
   for (; i < argc; ++i) {
@@ -71,6 +76,10 @@ int run_command(int argc, char** argv) {
     if (arg == "--") {
       ++i;
       break;
+    }
+    if (arg == "--help" || arg == "-h") {
+      print(kRunCommand.usage);
+      return 0;
     }
     if (arg == "--level" && i + 1 < argc) {
       level = argv[++i];
@@ -118,4 +127,5 @@ int run_command(int argc, char** argv) {
   return errno == ENOENT ? 127 : 126;
 }
 
+}  // namespace
 }  // namespace vxperf::cli

@@ -15,39 +15,35 @@
 #include "vxperf/event_script.h"
 
 namespace vxperf::cli {
-namespace {
 
-constexpr const char* kUsage =
+namespace {
+int run(int argc, char** argv);
+}  // namespace
+
+const Command kTraceCommand = {
+    "trace", run,
     "usage: vxperf trace SCRIPT... [-o OUT.json]\n\n"
     "Converts event scripts (a live run's VIDEOX_PERF_TRACE files, one per rank, or any script)\n"
     "into one Chrome trace-event file that ui.perfetto.dev and chrome://tracing open: a process\n"
     "per rank, a track per request thread and one for training, a complete event per stage,\n"
     "phase, clip, optimizer call and micro-step, requests and steps as enclosing events, memory\n"
     "peaks as counters. SCRIPT '-' reads standard input.\n\n"
-    "  -o, --output OUT.json  where to write (default: standard output)\n";
+    "  -o, --output OUT.json  where to write (default: standard output)\n",
+    "convert event scripts into a Chrome trace-event file for Perfetto"};
 
-}  // namespace
+namespace {
 
-int trace_command(int argc, char** argv) {
-  if (print_help_if_asked(argc, argv, kUsage)) return 0;
+int run(int argc, char** argv) {
   std::vector<std::string> scripts;
   std::string out_path = "-";
-  try {
-    for (int i = 1; i < argc; ++i) {
-      std::string arg = argv[i];
-      if (arg == "-o" || arg == "--output") {
-        out_path = next_value(i, argc, argv);
-      } else if (arg.size() > 1 && arg[0] == '-') {
-        throw UsageError{"unknown option '" + arg + "'"};
-      } else {
-        scripts.push_back(arg);
-      }
+  for (Args args(argc, argv); args.next();) {
+    if (args.is("-o") || args.is("--output")) {
+      out_path = args.value();
+    } else {
+      scripts.push_back(args.operand());
     }
-    if (scripts.empty()) throw UsageError{"missing SCRIPT (try --help)"};
-  } catch (const UsageError& e) {
-    std::fprintf(stderr, "vxperf trace: %s\n", e.message.c_str());
-    return 2;
   }
+  if (scripts.empty()) throw UsageError{"missing SCRIPT (try --help)"};
 
   // The document is streamed as the scripts are read: into a temporary file renamed over OUT only
   // once complete (an error leaves no half-written OUT, an older one as it was), or onto
@@ -122,4 +118,5 @@ int trace_command(int argc, char** argv) {
   return 0;
 }
 
+}  // namespace
 }  // namespace vxperf::cli

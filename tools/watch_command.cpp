@@ -35,9 +35,13 @@
 #include "vxperf/xrank.h"
 
 namespace vxperf::cli {
-namespace {
 
-constexpr const char* kUsage =
+namespace {
+int run(int argc, char** argv);
+}  // namespace
+
+const Command kWatchCommand = {
+    "watch", run,
     "usage: vxperf watch FILE|PATTERN... [--interval SECONDS] [--once]\n\n"
     "A live view of a running job from its records files (VIDEOX_PERF_JSON of every rank): the\n"
     "latest window per rank (steps, step time, its largest phase, samples/s, MFU, ETA,\n"
@@ -55,7 +59,10 @@ constexpr const char* kUsage =
     "when the whole job stops). A rank with one window yet uses the other ranks' usual interval;\n"
     "serving ranks are never marked (an idle server writes nothing).\n\n"
     "  --interval S   seconds between polls (default 1)\n"
-    "  --once         read what is there, print the view once and exit\n";
+    "  --once         read what is there, print the view once and exit\n",
+    "a live view of a running job's records files: step time, MFU, ETA, stragglers, requests"};
+
+namespace {
 
 volatile std::sig_atomic_t g_stop = 0;
 void on_signal(int) { g_stop = 1; }
@@ -445,38 +452,27 @@ bool wait_for_quit(double seconds) {
   }
 }
 
-}  // namespace
-
-int watch_command(int argc, char** argv) {
-  if (print_help_if_asked(argc, argv, kUsage)) return 0;
-  std::vector<std::string> args;
+int run(int argc, char** argv) {
+  std::vector<std::string> files_named;
   double interval = 1.0;
   bool once = false;
-  try {
-    for (int i = 1; i < argc; ++i) {
-      std::string arg = argv[i];
-      if (arg == "--interval") {
-        interval = parse_double(arg, next_value(i, argc, argv), 0.05, 3600);
-      } else if (arg == "--once") {
-        once = true;
-      } else if (arg.size() > 1 && arg[0] == '-') {
-        throw UsageError{"unknown option '" + arg + "'"};
-      } else {
-        args.push_back(arg);
-      }
+  for (Args args(argc, argv); args.next();) {
+    if (args.is("--interval")) {
+      interval = args.number(0.05, 3600);
+    } else if (args.is("--once")) {
+      once = true;
+    } else {
+      files_named.push_back(args.operand());
     }
-    if (args.empty()) throw UsageError{"missing FILE (try --help)"};
-  } catch (const UsageError& e) {
-    std::fprintf(stderr, "vxperf watch: %s\n", e.message.c_str());
-    return 2;
   }
+  if (files_named.empty()) throw UsageError{"missing FILE (try --help)"};
   std::signal(SIGINT, on_signal);
   std::signal(SIGTERM, on_signal);
   bool terminal = !once && ::isatty(STDOUT_FILENO);
   std::map<std::string, Followed> files;
   View view;
   auto poll_all = [&] {
-    for (const auto& path : expand(args)) {
+    for (const auto& path : expand(files_named)) {
       auto [it, added] = files.emplace(path, Followed{});
       if (added) it->second.path = path;
     }
@@ -523,4 +519,5 @@ int watch_command(int argc, char** argv) {
   return 0;
 }
 
+}  // namespace
 }  // namespace vxperf::cli
