@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "call_through.h"
+#include "gc_slots.h"
 
 // Static type objects are filled in add_block_types(); only their headers are initialized here.
 #pragma GCC diagnostic ignored "-Wmissing-field-initializers"
@@ -80,21 +81,7 @@ PyObject* watch_new(PyTypeObject* type, PyObject* args, PyObject* kwargs) {
   return reinterpret_cast<PyObject*>(w);
 }
 
-int watch_traverse(PyObject* o, visitproc visit, void* arg) {
-  Py_VISIT(reinterpret_cast<BlockWatch*>(o)->verify);
-  return 0;
-}
-
-int watch_clear(PyObject* o) {
-  Py_CLEAR(reinterpret_cast<BlockWatch*>(o)->verify);
-  return 0;
-}
-
-void watch_dealloc(PyObject* o) {
-  PyObject_GC_UnTrack(o);
-  watch_clear(o);
-  Py_TYPE(o)->tp_free(o);
-}
+using WatchGc = GcSlots<BlockWatch, &BlockWatch::verify>;
 
 PyObject* watch_reduce(PyObject* self, PyObject* /*unused*/) {
   auto* w = reinterpret_cast<BlockWatch*>(self);
@@ -272,27 +259,7 @@ PyObject* probe_new(PyTypeObject* type, PyObject* args, PyObject* kwargs) {
   return reinterpret_cast<PyObject*>(p);
 }
 
-int probe_traverse(PyObject* o, visitproc visit, void* arg) {
-  auto* p = reinterpret_cast<BlockProbe*>(o);
-  Py_VISIT(p->func);
-  Py_VISIT(p->self);
-  Py_VISIT(p->watch);
-  return 0;
-}
-
-int probe_clear(PyObject* o) {
-  auto* p = reinterpret_cast<BlockProbe*>(o);
-  Py_CLEAR(p->func);
-  Py_CLEAR(p->self);
-  Py_CLEAR(p->watch);
-  return 0;
-}
-
-void probe_dealloc(PyObject* o) {
-  PyObject_GC_UnTrack(o);
-  probe_clear(o);
-  Py_TYPE(o)->tp_free(o);
-}
+using ProbeGc = GcSlots<BlockProbe, &BlockProbe::func, &BlockProbe::self, &BlockProbe::watch>;
 
 // A copied module (copy.deepcopy: an EMA model) gets a probe of its own, calling the copy.
 PyObject* probe_reduce(PyObject* self, PyObject* /*unused*/) {
@@ -525,31 +492,27 @@ std::optional<ForwardWork> WorkFrame::finish() {
 bool add_block_types(PyObject* module) {
   watch_type.tp_name = "vxperf._ext.BlockWatch";
   watch_type.tp_basicsize = sizeof(BlockWatch);
-  watch_type.tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_GC;
+  watch_type.tp_flags = Py_TPFLAGS_DEFAULT;
   watch_type.tp_doc =
       "BlockWatch(blocks, linear, self_attn, cross_attn, uniform, verify): a model whose "
       "blocks are probed, and its cost per sample over T tokens (linear*T + self_attn*T^2 + "
       "cross_attn*T).";
   watch_type.tp_new = watch_new;
-  watch_type.tp_dealloc = watch_dealloc;
-  watch_type.tp_traverse = watch_traverse;
-  watch_type.tp_clear = watch_clear;
+  WatchGc::set(watch_type);
   watch_type.tp_methods = watch_methods;
   watch_type.tp_getset = watch_getset;
   if (PyType_Ready(&watch_type) < 0) return false;
 
   probe_type.tp_name = "vxperf._ext.BlockProbe";
   probe_type.tp_basicsize = sizeof(BlockProbe);
-  probe_type.tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_GC | Py_TPFLAGS_HAVE_VECTORCALL;
+  probe_type.tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_VECTORCALL;
   probe_type.tp_doc =
       "BlockProbe(func, self, watch, part=False, linear_share=0, self_share=0, cross_share=0, *, "
       "inner=False, shard=1): a block's call implementation, adding what ran to the priced call "
       "open on "
       "this thread.";
   probe_type.tp_new = probe_new;
-  probe_type.tp_dealloc = probe_dealloc;
-  probe_type.tp_traverse = probe_traverse;
-  probe_type.tp_clear = probe_clear;
+  ProbeGc::set(probe_type);
   probe_type.tp_vectorcall_offset = offsetof(BlockProbe, vectorcall);
   probe_type.tp_call = PyVectorcall_Call;
   probe_type.tp_repr = probe_repr;

@@ -8,6 +8,7 @@
 #include "binding_api.h"
 #include "block_probe.h"
 #include "call_through.h"
+#include "gc_slots.h"
 
 // Static type objects are filled in add_timed_types(); only their headers are initialized here.
 #pragma GCC diagnostic ignored "-Wmissing-field-initializers"
@@ -227,33 +228,8 @@ PyObject* timed_vectorcall(PyObject* callable, PyObject* const* args, std::size_
   return call_as_stage(t, args, nargsf, kwnames);
 }
 
-int timed_traverse(PyObject* o, visitproc visit, void* arg) {
-  auto* t = reinterpret_cast<TimedCall*>(o);
-  Py_VISIT(t->func);
-  Py_VISIT(t->self);
-  Py_VISIT(t->owner);
-  Py_VISIT(t->name);
-  Py_VISIT(t->infer);
-  Py_VISIT(t->watch);
-  return 0;
-}
-
-int timed_clear(PyObject* o) {
-  auto* t = reinterpret_cast<TimedCall*>(o);
-  Py_CLEAR(t->func);
-  Py_CLEAR(t->self);
-  Py_CLEAR(t->owner);
-  Py_CLEAR(t->name);
-  Py_CLEAR(t->infer);
-  Py_CLEAR(t->watch);
-  return 0;
-}
-
-void timed_dealloc(PyObject* o) {
-  PyObject_GC_UnTrack(o);
-  timed_clear(o);
-  Py_TYPE(o)->tp_free(o);
-}
+using TimedGc = GcSlots<TimedCall, &TimedCall::func, &TimedCall::self, &TimedCall::owner,
+                        &TimedCall::name, &TimedCall::infer, &TimedCall::watch>;
 
 PyObject* none_to_null(PyObject* o) { return o == Py_None ? nullptr : o; }
 
@@ -520,14 +496,12 @@ void set_stage_scopes_enabled(bool on) { stage_scopes_enabled = on; }
 bool add_timed_types(PyObject* module) {
   timed_type.tp_name = "vxperf._ext.TimedCall";
   timed_type.tp_basicsize = sizeof(TimedCall);
-  timed_type.tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_GC | Py_TPFLAGS_HAVE_VECTORCALL;
+  timed_type.tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_VECTORCALL;
   timed_type.tp_doc =
       "TimedCall(func, self, owner, name, flags=0, phase=-1, infer=None): calls func, timing "
       "each call as a stage of the open request (phase < 0) or as a training phase.";
   timed_type.tp_new = timed_new;
-  timed_type.tp_dealloc = timed_dealloc;
-  timed_type.tp_traverse = timed_traverse;
-  timed_type.tp_clear = timed_clear;
+  TimedGc::set(timed_type);
   timed_type.tp_vectorcall_offset = offsetof(TimedCall, vectorcall);
   timed_type.tp_call = PyVectorcall_Call;
   timed_type.tp_descr_get = timed_descr_get;

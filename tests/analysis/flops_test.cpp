@@ -41,12 +41,18 @@ TEST(Flops, Tokens) {
   EXPECT_THROW(dit_tokens(*dit_preset("wan2.1-t2v-14b"), 0, 720, 81), std::invalid_argument);
 }
 
-TEST(Flops, ForwardSplitAndRequest) {
+// Wan2.1's 480p setting: 832x480, 81 frames, 50 steps.
+FlopsQuery wan_480p_query() {
   FlopsQuery q;
   q.width = 832;
   q.height = 480;
   q.frames = 81;
   q.steps = 50;
+  return q;
+}
+
+TEST(Flops, ForwardSplitAndRequest) {
+  FlopsQuery q = wan_480p_query();
   q.peak_tflops = 989.0;
   q.mfu = 0.5;
   FlopsEstimate e = estimate_flops(*dit_preset("wan2.1-t2v-1.3b"), q);
@@ -79,11 +85,7 @@ TEST(Flops, ForwardSplitAndRequest) {
 }
 
 TEST(Flops, DensityAndSkipRatioPriceExactly) {
-  FlopsQuery q;
-  q.width = 832;
-  q.height = 480;
-  q.frames = 81;
-  q.steps = 50;
+  FlopsQuery q = wan_480p_query();
   FlopsEstimate full = estimate_flops(*dit_preset("wan2.1-t2v-1.3b"), q);
   q.density = 0.5;
   q.skip_ratio = 0.3;

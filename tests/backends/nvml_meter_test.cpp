@@ -623,15 +623,9 @@ class NvmlEngineTest : public NvmlMeterTest {
     Trainer& trainer = e.trainer();
     trainer.set_device(0);
     advance(setup_s);
-    int optimizer = 0;
+    auto advance_both = [this](double s) { advance(s); };
     for (int i = 0; i < steps; ++i) {
-      MicroStep micro(&trainer);
-      {
-        ModelCall fwd(Phase::kForward, 1024, 2, &trainer);
-        advance(step_s * 0.9);
-      }
-      OptimizerStep opt(&optimizer, true, &trainer);
-      advance(step_s * 0.1);
+      testing::train_step(trainer, advance_both, 1024, 2, step_s * 0.9, step_s * 0.1);
     }
     trainer.finish();
   }
@@ -703,16 +697,7 @@ TEST_F(NvmlEngineTest, AWindowGainsEnergyAndJoulesPerSample) {
   auto e = engine(make_nvml_meter(o), {{"VIDEOX_PERF", "1"}, {"VIDEOX_PERF_EVERY", "100"}});
   Trainer& trainer = e->trainer();
   trainer.set_device(0);
-  int optimizer = 0;
-  for (int i = 0; i < 3; ++i) {
-    MicroStep micro(&trainer);
-    {
-      ModelCall fwd(Phase::kForward, 1024, 2, &trainer);
-      clock->advance(0.010);
-    }
-    OptimizerStep opt(&optimizer, true, &trainer);
-    clock->advance(0.001);
-  }
+  for (int i = 0; i < 3; ++i) testing::train_step(trainer, *clock, 1024, 2, 0.010, 0.001);
   trainer.finish();
   auto windows = output->windows();
   ASSERT_EQ(windows.size(), 1u);

@@ -86,16 +86,7 @@ TEST_F(NvtxRangesTest, AStepAndItsPhasesArePushedAndPopped) {
   ASSERT_NE(ranges, nullptr);
   auto e = engine(ranges);
   Trainer& trainer = e->trainer();
-  int optimizer = 0;
-  {
-    MicroStep micro(&trainer);
-    {
-      ModelCall fwd(Phase::kForward, 1024, 1, &trainer);
-      clock->advance(0.010);
-    }
-    OptimizerStep opt(&optimizer, true, &trainer);
-    clock->advance(0.001);
-  }
+  testing::train_step(trainer, *clock, 1024, 1, 0.010, 0.001);
   trainer.finish();
   std::string got = log();
   EXPECT_NE(got.find("push step 0\n"), std::string::npos) << got;

@@ -141,16 +141,7 @@ TEST(MeterReadings, EveryReadingAMeterGivesReachesTheRecords) {
   }
   Trainer& trainer = engine.trainer();
   trainer.set_device(0);
-  int opt = 0;
-  {
-    MicroStep micro(&trainer);
-    {
-      ModelCall fwd(Phase::kForward, 16, 1, &trainer);
-      clock->advance(0.5);
-    }
-    OptimizerStep step(&opt, true, &trainer);
-    clock->advance(0.1);
-  }
+  testing::train_step(trainer, *clock, 16, 1, 0.5, 0.1);
   trainer.finish();
   ASSERT_GT(meter->opened, 0u);
   const Json expected = as_json(every_reading());

@@ -8,6 +8,7 @@
 #include "vxperf/engine.h"
 #include "vxperf/model.h"
 #include "vxperf/testing.h"
+#include "vxperf/training.h"
 
 namespace vxperf::testing {
 
@@ -44,5 +45,27 @@ struct TestEngine {
     engine = std::make_unique<Engine>(std::move(options));
   }
 };
+
+// One optimizer step of one micro-step on `trainer`: a forward over `tokens` tokens x `samples`
+// lasting `forward_s`, then the optimizer's step lasting `optimizer_s`; `advance(seconds)` moves
+// the test's time.
+template <typename Advance>
+void train_step(Trainer& trainer, Advance&& advance, std::int64_t tokens, std::int64_t samples,
+                double forward_s, double optimizer_s) {
+  static const int optimizer = 0;
+  MicroStep micro(&trainer);
+  {
+    ModelCall forward(Phase::kForward, tokens, samples, &trainer);
+    advance(forward_s);
+  }
+  OptimizerStep step(&optimizer, true, &trainer);
+  advance(optimizer_s);
+}
+
+inline void train_step(Trainer& trainer, ManualClock& clock, std::int64_t tokens,
+                       std::int64_t samples, double forward_s, double optimizer_s) {
+  train_step(trainer, [&clock](double s) { clock.advance(s); }, tokens, samples, forward_s,
+             optimizer_s);
+}
 
 }  // namespace vxperf::testing

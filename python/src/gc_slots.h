@@ -1,0 +1,43 @@
+// The garbage-collector slots of the extension's own types (block_probe.cpp, timed_call.cpp):
+// tp_traverse, tp_clear and tp_dealloc, written once for a type from the list of its members that
+// hold references.
+#pragma once
+
+#include <Python.h>
+
+namespace vxperf::python {
+
+// T's members Refs are each null or an owned reference; a T holds no other reference.
+template <typename T, PyObject* T::*... Refs>
+struct GcSlots {
+  static int traverse(PyObject* o, visitproc visit, void* arg) {
+    T* t = reinterpret_cast<T*>(o);
+    for (PyObject* ref : {t->*Refs...}) Py_VISIT(ref);
+    return 0;
+  }
+
+  static int clear(PyObject* o) {
+    T* t = reinterpret_cast<T*>(o);
+    (clear_ref(t->*Refs), ...);
+    return 0;
+  }
+
+  static void dealloc(PyObject* o) {
+    PyObject_GC_UnTrack(o);
+    clear(o);
+    Py_TYPE(o)->tp_free(o);
+  }
+
+  // Makes `type` a collected type with these slots.
+  static void set(PyTypeObject& type) {
+    type.tp_flags |= Py_TPFLAGS_HAVE_GC;
+    type.tp_traverse = traverse;
+    type.tp_clear = clear;
+    type.tp_dealloc = dealloc;
+  }
+
+ private:
+  static void clear_ref(PyObject*& ref) { Py_CLEAR(ref); }
+};
+
+}  // namespace vxperf::python
