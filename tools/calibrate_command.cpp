@@ -4,9 +4,7 @@
 #include "cli_util.h"
 #include "commands.h"
 #include "vxperf/peak.h"
-#if defined(VXPERF_HAVE_TORCH)
 #include "vxperf/torch_probe.h"
-#endif
 
 namespace vxperf::cli {
 
@@ -83,7 +81,8 @@ int run(int argc, char** argv) {
     } else if (args.is("--dtype")) {
       std::string text = args.value();
       auto parsed = parse_dtype(text);
-      if (!parsed) throw UsageError{"--dtype takes bf16, fp16, fp32, tf32 or fp8, not '" + text + "'"};
+      if (!parsed)
+        throw UsageError{"--dtype takes bf16, fp16, fp32, tf32 or fp8, not '" + text + "'"};
       dtype = *parsed;
     } else if (args.is("--threads")) {
       threads = static_cast<int>(args.integer(1, 4096));

@@ -15,7 +15,7 @@
 namespace vxperf::cli {
 
 std::int64_t parse_int(const std::string& option, const std::string& text, std::int64_t min,
-                              std::int64_t max) {
+                       std::int64_t max) {
   errno = 0;
   char* end = nullptr;
   long long v = std::strtoll(text.c_str(), &end, 10);
@@ -26,8 +26,7 @@ std::int64_t parse_int(const std::string& option, const std::string& text, std::
   return v;
 }
 
-double parse_double(const std::string& option, const std::string& text, double min,
-                           double max) {
+double parse_double(const std::string& option, const std::string& text, double min, double max) {
   errno = 0;
   char* end = nullptr;
   double v = std::strtod(text.c_str(), &end);
@@ -39,7 +38,7 @@ double parse_double(const std::string& option, const std::string& text, double m
 }
 
 int run_command(const Command& c, int argc, char** argv) {
-  for (int i = 1; i < argc && !c.own_help; ++i) {
+  for (int i = 1; i < argc && !(c.flags & kOwnHelp); ++i) {
     std::string arg = argv[i];
     if (arg == "--") break;
     if (arg == "--help" || arg == "-h") {
@@ -48,9 +47,9 @@ int run_command(const Command& c, int argc, char** argv) {
     }
   }
 #if defined(VXPERF_TORCH_HELPER)
-  if (c.needs_torch) return exec_torch_helper(VXPERF_TORCH_HELPER, c.name, argc, argv);
+  if (c.flags & kNeedsTorch) return exec_torch_helper(VXPERF_TORCH_HELPER, c.name, argc, argv);
 #elif !defined(VXPERF_HAVE_TORCH)
-  if (c.needs_torch) {
+  if (c.flags & kNeedsTorch) {
     std::fprintf(stderr, "vxperf: built without LibTorch\n");
     return 2;
   }

@@ -21,22 +21,26 @@ struct UsageError {
   std::string message;
 };
 
+enum CommandFlag : unsigned {
+  // The command answers --help itself: `vxperf run`, where a --help after PROGRAM is the
+  // program's.
+  kOwnHelp = 1,
+  // It needs LibTorch: vxperf execs vxperf-torch for it (exec_torch_helper), and a build without
+  // LibTorch says so.
+  kNeedsTorch = 2,
+};
+
 // A subcommand: its file (tools/<name>_command.cpp) defines the row, commands.h lists it.
 struct Command {
   const char* name;
   int (*run)(int argc, char** argv);  // argv[0] is the command's name
   const char* usage;                  // printed for --help
   const char* summary;                // its line in `vxperf --help`
-  // The command answers --help itself: `vxperf run`, where a --help after PROGRAM is the
-  // program's.
-  bool own_help = false;
-  // Needs LibTorch: vxperf execs vxperf-torch for it (exec_torch_helper), and a build without
-  // LibTorch says so.
-  bool needs_torch = false;
+  unsigned flags = 0;                 // CommandFlag bits
 };
 
-// Runs `c`: its usage when an argument before "--" asks for help (unless c.own_help), else c.run
-// (in vxperf-torch when c.needs_torch). A UsageError, and
+// Runs `c`: its usage when an argument before "--" asks for help (unless kOwnHelp), else c.run
+// (in vxperf-torch with kNeedsTorch). A UsageError, and
 // anything else that escapes, is said in one line (exit status 2) rather than aborting.
 int run_command(const Command& c, int argc, char** argv);
 

@@ -27,9 +27,9 @@ extern const Command kRunCommand;
 
 // In the order `vxperf --help` lists them.
 inline constexpr const Command* kCommands[] = {
-    &kReplayCommand, &kInspectCommand, &kDemoCommand,     &kReportCommand,
-    &kExplainCommand, &kTraceCommand,  &kFlopsCommand,    &kWatchCommand,
-    &kCalibrateCommand, &kEnvCommand,  &kRunCommand,
+    &kReplayCommand,    &kInspectCommand, &kDemoCommand,  &kReportCommand,
+    &kExplainCommand,   &kTraceCommand,   &kFlopsCommand, &kWatchCommand,
+    &kCalibrateCommand, &kEnvCommand,     &kRunCommand,
 };
 
 }  // namespace vxperf::cli

@@ -1,17 +1,15 @@
 #include <algorithm>
 #include <cstdint>
 #include <cstdio>
-#include <iterator>
 #include <cstdlib>
 #include <exception>
+#include <iterator>
 #include <stdexcept>
 #include <string>
 
 #include "cli_util.h"
 #include "commands.h"
-#if defined(VXPERF_HAVE_DEMO)
 #include "demo/demo.h"
-#endif
 
 namespace vxperf::cli {
 
@@ -48,8 +46,7 @@ const Command kDemoCommand = {
     "  --out DIR            a new folder for the run's records and trace (default: a new\n"
     "                       vxperf-demo/run-TIME folder); one that holds a run is refused\n"
     "  --no-metrics         the same work with metrics off (VIDEOX_PERF=0)\n",
-    "run the embedded text-to-video workload (inference + training) with metrics on",
-    /*own_help=*/false, /*needs_torch=*/true};
+    "run the embedded text-to-video workload (inference + training) with metrics on", kNeedsTorch};
 
 namespace {
 
@@ -62,14 +59,23 @@ void parse_options(int argc, char** argv, demo::Options& o) {
     int* to;
     int min;
   } whole[] = {
-      {"--frames", &o.frames, 1}, {"--steps", &o.steps, 1},         {"--requests", &o.requests, 0},
-      {"--train-steps", &o.train_steps, 0}, {"--lora-rank", &o.lora_rank, 1},
-      {"--accum", &o.accum, 1},   {"--dim", &o.dim, 1},             {"--layers", &o.layers, 1},
-      {"--heads", &o.heads, 1},   {"--ffn", &o.ffn, 1},             {"--text-len", &o.text_len, 1},
+      {"--frames", &o.frames, 1},
+      {"--steps", &o.steps, 1},
+      {"--requests", &o.requests, 0},
+      {"--train-steps", &o.train_steps, 0},
+      {"--lora-rank", &o.lora_rank, 1},
+      {"--accum", &o.accum, 1},
+      {"--dim", &o.dim, 1},
+      {"--layers", &o.layers, 1},
+      {"--heads", &o.heads, 1},
+      {"--ffn", &o.ffn, 1},
+      {"--text-len", &o.text_len, 1},
       {"--threads", &o.threads, 1},
   };
   for (Args args(argc, argv); args.next();) {
-    auto bad_value = [&] { return UsageError{"bad or missing value for " + args.arg() + " (try --help)"}; };
+    auto bad_value = [&] {
+      return UsageError{"bad or missing value for " + args.arg() + " (try --help)"};
+    };
     auto value = [&] {
       if (args.index() + 1 >= argc) throw bad_value();
       return args.value();

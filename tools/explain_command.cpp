@@ -17,17 +17,20 @@ int run(int argc, char** argv);
 
 const Command kExplainCommand = {
     "explain", run,
-    "usage: vxperf explain TRACE... [--json] [--html OUT.html] [--records FILE]... [--threads N]\n\n"
+    "usage: vxperf explain TRACE... [--json] [--html OUT.html] [--records FILE]... [--threads "
+    "N]\n\n"
     "Reads PyTorch-profiler (Kineto) traces, .json or .json.gz, files or directories of them, one\n"
     "file per rank, and says where the device time went, with the numbers Holistic Trace Analysis\n"
-    "0.6.1 gives on the same files: the temporal breakdown (compute, non-compute, idle), idle time\n"
+    "0.6.1 gives on the same files: the temporal breakdown (compute, non-compute, idle), idle "
+    "time\n"
     "per stream (host wait, kernel wait, other), communication under computation, kernel types\n"
     "and the kernels, launch statistics, the profiler steps analysed (HTA drops the last). Then\n"
     "the waterfall of vxperf's ranges (requests, stages, denoising steps, training steps and\n"
     "phases): each one's device span split into ideal time at the peak (FLOPs from the records),\n"
     "computation beyond it, exposed communication, copies, and idle time by cause.\n\n"
     "  --json            print the machine-readable form\n"
-    "  --html OUT.html   also write a page: the waterfall, the ranks side by side, idle per stream\n"
+    "  --html OUT.html   also write a page: the waterfall, the ranks side by side, idle per "
+    "stream\n"
     "  --records FILE    records (VIDEOX_PERF_JSON) with the run's FLOPs; default: the *.jsonl\n"
     "                    files beside the traces\n"
     "  --threads N       files read and analysed at once (default: one per core)\n\n"

@@ -97,11 +97,16 @@ int run(int argc, char** argv) {
     std::int64_t* to;
     std::int64_t min, max;
   } whole[] = {
-      {"--dim", &dims.dim, 1, kMaxDim},        {"--ffn", &dims.ffn, 1, kMaxDim},
-      {"--heads", &dims.heads, 1, kMaxDim},    {"--layers", &dims.layers, 1, 10000},
-      {"--text-len", &dims.text_len, 0, kMaxDim}, {"--text-dim", &dims.text_dim, 1, kMaxDim},
-      {"--channels", &dims.latent_channels, 1, 4096}, {"--frames", &query.frames, 1, kMaxDim},
-      {"--batch", &query.batch, 1, 1 << 20},   {"--steps", &query.steps, 1, 1 << 20},
+      {"--dim", &dims.dim, 1, kMaxDim},
+      {"--ffn", &dims.ffn, 1, kMaxDim},
+      {"--heads", &dims.heads, 1, kMaxDim},
+      {"--layers", &dims.layers, 1, 10000},
+      {"--text-len", &dims.text_len, 0, kMaxDim},
+      {"--text-dim", &dims.text_dim, 1, kMaxDim},
+      {"--channels", &dims.latent_channels, 1, 4096},
+      {"--frames", &query.frames, 1, kMaxDim},
+      {"--batch", &query.batch, 1, 1 << 20},
+      {"--steps", &query.steps, 1, 1 << 20},
   };
   for (Args args(argc, argv); args.next();) {
     auto option = std::find_if(std::begin(whole), std::end(whole),
@@ -138,7 +143,8 @@ int run(int argc, char** argv) {
     } else if (args.is("--dtype")) {
       std::string text = args.value();
       auto dtype = parse_dtype(text);
-      if (!dtype) throw UsageError{"--dtype takes bf16, fp16, fp8, tf32 or fp32, not '" + text + "'"};
+      if (!dtype)
+        throw UsageError{"--dtype takes bf16, fp16, fp8, tf32 or fp32, not '" + text + "'"};
       query.dtype = *dtype;
     } else if (args.is("--density")) {
       query.density = args.number(1e-6, 1.0);

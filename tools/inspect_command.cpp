@@ -4,9 +4,7 @@
 
 #include "cli_util.h"
 #include "commands.h"
-#if defined(VXPERF_HAVE_TORCH)
 #include "vxperf/torch_reading.h"
-#endif
 
 namespace vxperf::cli {
 
@@ -24,8 +22,7 @@ const Command kInspectCommand = {
     "                  text_tokens, patch_size, checkpointing\n"
     "  --world-size N  ranks the model is sharded over (with --sharded)\n"
     "  --sharded       the file holds one rank's shard: counts are multiplied by N\n",
-    "read a TorchScript model: parameters, attention widths, text length, patch size",
-    /*own_help=*/false, /*needs_torch=*/true};
+    "read a TorchScript model: parameters, attention widths, text length, patch size", kNeedsTorch};
 
 namespace {
 

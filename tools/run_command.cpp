@@ -21,7 +21,8 @@ int run(int argc, char** argv);
 const Command kRunCommand = {
     "run", run,
     "usage: vxperf run [--level N] [--] PROGRAM [ARGS...]\n\n"
-    "Runs PROGRAM (python serve.py, torchrun ... train.py, accelerate launch ...) measured without\n"
+    "Runs PROGRAM (python serve.py, torchrun ... train.py, accelerate launch ...) measured "
+    "without\n"
     "changing it: every Python process it starts, launchers' workers included, calls\n"
     "vxperf.install() once it imports diffusers and vxperf.install_training() once it imports\n"
     "accelerate. PROGRAM's arguments, output and exit status are its own.\n\n"
@@ -30,8 +31,7 @@ const Command kRunCommand = {
     "Works through PYTHONPATH: a sitecustomize.py of the vxperf package leads it, and runs the\n"
     "one it shadows. The package is looked for beside this command (pip), in the build tree, or\n"
     "in the site-packages of the prefix it was installed in (CMake).\n",
-    "run a program (python, torchrun, accelerate launch) measured without changing it",
-    /*own_help=*/true};
+    "run a program (python, torchrun, accelerate launch) measured without changing it", kOwnHelp};
 
 namespace {
 

@@ -6,7 +6,7 @@
 #include <vector>
 
 #include "call_through.h"
-#include "gc_slots.h"
+#include "ext_type.h"
 
 // Static type objects are filled in add_block_types(); only their headers are initialized here.
 #pragma GCC diagnostic ignored "-Wmissing-field-initializers"
@@ -490,27 +490,24 @@ std::optional<ForwardWork> WorkFrame::finish() {
 }
 
 bool add_block_types(PyObject* module) {
-  watch_type.tp_name = "vxperf._ext.BlockWatch";
-  watch_type.tp_basicsize = sizeof(BlockWatch);
-  watch_type.tp_flags = Py_TPFLAGS_DEFAULT;
-  watch_type.tp_doc =
+  describe_type(
+      watch_type, "vxperf._ext.BlockWatch", sizeof(BlockWatch),
       "BlockWatch(blocks, linear, self_attn, cross_attn, uniform, verify): a model whose "
       "blocks are probed, and its cost per sample over T tokens (linear*T + self_attn*T^2 + "
-      "cross_attn*T).";
+      "cross_attn*T).");
   watch_type.tp_new = watch_new;
   WatchGc::set(watch_type);
   watch_type.tp_methods = watch_methods;
   watch_type.tp_getset = watch_getset;
   if (PyType_Ready(&watch_type) < 0) return false;
 
-  probe_type.tp_name = "vxperf._ext.BlockProbe";
-  probe_type.tp_basicsize = sizeof(BlockProbe);
-  probe_type.tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_VECTORCALL;
-  probe_type.tp_doc =
+  describe_type(
+      probe_type, "vxperf._ext.BlockProbe", sizeof(BlockProbe),
       "BlockProbe(func, self, watch, part=False, linear_share=0, self_share=0, cross_share=0, *, "
       "inner=False, shard=1): a block's call implementation, adding what ran to the priced call "
       "open on "
-      "this thread.";
+      "this thread.",
+      Py_TPFLAGS_HAVE_VECTORCALL);
   probe_type.tp_new = probe_new;
   ProbeGc::set(probe_type);
   probe_type.tp_vectorcall_offset = offsetof(BlockProbe, vectorcall);

@@ -8,11 +8,10 @@
 #include "binding_api.h"
 #include "block_probe.h"
 #include "call_through.h"
-#include "gc_slots.h"
+#include "ext_type.h"
 
 // Static type objects are filled in add_timed_types(); only their headers are initialized here.
 #pragma GCC diagnostic ignored "-Wmissing-field-initializers"
-
 
 namespace vxperf::python {
 namespace {
@@ -141,8 +140,7 @@ class CallWork {
 };
 
 // One timed call of the stage in this thread's open request.
-PyObject* time_stage(TimedCall* t, PyObject* const* args, std::size_t nargsf,
-                     PyObject* kwnames) {
+PyObject* time_stage(TimedCall* t, PyObject* const* args, std::size_t nargsf, PyObject* kwnames) {
   CallShape shape;
   const bool priced = (t->flags & kPriced) != 0;
   if (priced && api::stage_needs_tokens(t->stage)) {
@@ -494,12 +492,11 @@ PyMethodDef module_functions[] = {
 void set_stage_scopes_enabled(bool on) { stage_scopes_enabled = on; }
 
 bool add_timed_types(PyObject* module) {
-  timed_type.tp_name = "vxperf._ext.TimedCall";
-  timed_type.tp_basicsize = sizeof(TimedCall);
-  timed_type.tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_VECTORCALL;
-  timed_type.tp_doc =
+  describe_type(
+      timed_type, "vxperf._ext.TimedCall", sizeof(TimedCall),
       "TimedCall(func, self, owner, name, flags=0, phase=-1, infer=None): calls func, timing "
-      "each call as a stage of the open request (phase < 0) or as a training phase.";
+      "each call as a stage of the open request (phase < 0) or as a training phase.",
+      Py_TPFLAGS_HAVE_VECTORCALL);
   timed_type.tp_new = timed_new;
   TimedGc::set(timed_type);
   timed_type.tp_vectorcall_offset = offsetof(TimedCall, vectorcall);
@@ -511,18 +508,14 @@ bool add_timed_types(PyObject* module) {
   timed_type.tp_getset = timed_getset;
   if (PyType_Ready(&timed_type) < 0) return false;
 
-  context_type.tp_name = "vxperf._ext.StageContext";
-  context_type.tp_basicsize = sizeof(StageContext);
-  context_type.tp_flags = Py_TPFLAGS_DEFAULT;
-  context_type.tp_doc = "One call of a stage, as a `with` scope (made by vxperf.stage()).";
+  describe_type(context_type, "vxperf._ext.StageContext", sizeof(StageContext),
+                "One call of a stage, as a `with` scope (made by vxperf.stage()).");
   context_type.tp_dealloc = context_dealloc;
   context_type.tp_methods = context_methods;
   if (PyType_Ready(&context_type) < 0) return false;
 
-  null_type.tp_name = "vxperf._ext.NullContext";
-  null_type.tp_basicsize = sizeof(PyObject);
-  null_type.tp_flags = Py_TPFLAGS_DEFAULT;
-  null_type.tp_doc = "A `with` scope that does nothing (metrics off).";
+  describe_type(null_type, "vxperf._ext.NullContext", sizeof(PyObject),
+                "A `with` scope that does nothing (metrics off).");
   null_type.tp_methods = null_methods;
   if (PyType_Ready(&null_type) < 0) return false;
   null_context = PyObject_New(PyObject, &null_type);

@@ -1,11 +1,20 @@
-// The garbage-collector slots of the extension's own types (block_probe.cpp, timed_call.cpp):
-// tp_traverse, tp_clear and tp_dealloc, written once for a type from the list of its members that
-// hold references.
+// What the extension's own types (block_probe.cpp, timed_call.cpp) are made with: their name, size
+// and doc, and the garbage-collector slots (tp_traverse, tp_clear, tp_dealloc) written once for a
+// type from the list of its members that hold references.
 #pragma once
 
 #include <Python.h>
 
 namespace vxperf::python {
+
+// Names and sizes `type` , with Py_TPFLAGS_DEFAULT | `flags`.
+inline void describe_type(PyTypeObject& type, const char* name, Py_ssize_t size, const char* doc,
+                          unsigned long flags = 0) {
+  type.tp_name = name;
+  type.tp_basicsize = size;
+  type.tp_flags = Py_TPFLAGS_DEFAULT | flags;
+  type.tp_doc = doc;
+}
 
 // T's members Refs are each null or an owned reference; a T holds no other reference.
 template <typename T, PyObject* T::*... Refs>
