@@ -65,13 +65,15 @@ struct Reader {
   }
 
   // "0" or "1"; anything else is reported and leaves `fallback`.
-  bool switch_(const char* name, bool fallback) const {
+  bool switch_(const char* name, bool fallback) const { return switch_(name, fallback, fallback); }
+  // The same, where a bad value gives `on_error` instead of what was set before.
+  bool switch_(const char* name, bool current, bool on_error) const {
     auto raw = read(env, name);
-    if (!raw) return fallback;
+    if (!raw) return current;
     std::string value = strip(*raw);
     if (value == "0" || value == "1") return value == "1";
-    complain(name, *raw, "0 or 1", fallback ? "1" : "0");
-    return fallback;
+    complain(name, *raw, "0 or 1", on_error ? "1" : "0");
+    return on_error;
   }
 
   // A positive finite number; anything else is reported and ignored.
@@ -262,15 +264,7 @@ Settings Settings::parse(const EnvLookup& env, std::vector<std::string>* problem
       s.prometheus.clear();
     }
   }
-  if (auto raw = read(env, "VIDEOX_PERF_XRANK")) {
-    std::string value = strip(*raw);
-    if (value == "0" || value == "1") {
-      s.xrank = value == "1";
-    } else {
-      r.complain("VIDEOX_PERF_XRANK", *raw, "0 or 1", "0");
-      s.xrank = false;
-    }
-  }
+  s.xrank = r.switch_("VIDEOX_PERF_XRANK", s.xrank, false);
   if (auto v = r.positive_number("VIDEOX_PERF_XRANK_TIMEOUT")) s.xrank_timeout_s = *v;
   if (auto v = r.positive_number("VIDEOX_PERF_FPS")) s.fps = *v;
   if (auto raw = read(env, "VIDEOX_PERF_RUN_ID")) {

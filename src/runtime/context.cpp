@@ -56,43 +56,39 @@ void Context::prepare_metering(DeviceBackend& backend, int device) {
   }
 }
 
-void Context::end_metering(Metering& m, DeviceReadings& readings) {
+namespace {
+
+// f(meter, interval) for each of `m`'s intervals whose meter is there.
+template <typename F>
+void each_interval(Context& context, const Context::Metering& m, F&& f) {
   if (m.device != 0) {
-    if (DeviceMeter* d = meter()) d->end(m.device, readings);
+    if (DeviceMeter* d = context.meter()) f(*d, m.device);
   }
   if (m.host != 0) {
-    if (DeviceMeter* h = host_meter()) h->end(m.host, readings);
+    if (DeviceMeter* h = context.host_meter()) f(*h, m.host);
   }
+}
+
+}  // namespace
+
+void Context::end_metering(Metering& m, DeviceReadings& readings) {
+  each_interval(*this, m, [&](DeviceMeter& meter, std::uint64_t id) { meter.end(id, readings); });
   m = Metering{};
 }
 
 void Context::end_metering_at_mark(Metering& m, DeviceReadings& readings) {
-  if (m.device != 0) {
-    if (DeviceMeter* d = meter()) d->end_at_mark(m.device, readings);
-  }
-  if (m.host != 0) {
-    if (DeviceMeter* h = host_meter()) h->end_at_mark(m.host, readings);
-  }
+  each_interval(*this, m,
+                [&](DeviceMeter& meter, std::uint64_t id) { meter.end_at_mark(id, readings); });
   m = Metering{};
 }
 
 void Context::cancel_metering(Metering& m) {
-  if (m.device != 0) {
-    if (DeviceMeter* d = meter()) d->cancel(m.device);
-  }
-  if (m.host != 0) {
-    if (DeviceMeter* h = host_meter()) h->cancel(m.host);
-  }
+  each_interval(*this, m, [](DeviceMeter& meter, std::uint64_t id) { meter.cancel(id); });
   m = Metering{};
 }
 
 void Context::mark_metering(const Metering& m) {
-  if (m.device != 0) {
-    if (DeviceMeter* d = meter()) d->mark(m.device);
-  }
-  if (m.host != 0) {
-    if (DeviceMeter* h = host_meter()) h->mark(m.host);
-  }
+  each_interval(*this, m, [](DeviceMeter& meter, std::uint64_t id) { meter.mark(id); });
 }
 
 void Context::roll_metering(Metering& m, DeviceReadings& readings, DeviceBackend& backend,
