@@ -751,8 +751,7 @@ TEST_F(NvmlEngineTest, APowerOnlyDevicesSamplerStartsAtSetDeviceNotInTheFirstSte
   fake.draw(d, 250.0, 0.0, 0);
   NvmlOptions o = timed_options();
   o.sample_period_s = 10;  // never wakes within the test: the boundaries' readings alone
-  auto e =
-      engine(make_nvml_meter(o), {{"VIDEOX_PERF", "1"}, {"VIDEOX_PERF_EVERY", "3"}});
+  auto e = engine(make_nvml_meter(o), {{"VIDEOX_PERF", "1"}, {"VIDEOX_PERF_EVERY", "3"}});
   int before = threads_now();
   e->trainer().set_device(0);
   EXPECT_EQ(threads_now(), before + 1);  // the sampler, before any step

@@ -64,8 +64,8 @@ void train_step(Trainer& trainer, Advance&& advance, std::int64_t tokens, std::i
 
 inline void train_step(Trainer& trainer, ManualClock& clock, std::int64_t tokens,
                        std::int64_t samples, double forward_s, double optimizer_s) {
-  train_step(trainer, [&clock](double s) { clock.advance(s); }, tokens, samples, forward_s,
-             optimizer_s);
+  train_step(
+      trainer, [&clock](double s) { clock.advance(s); }, tokens, samples, forward_s, optimizer_s);
 }
 
 }  // namespace vxperf::testing
