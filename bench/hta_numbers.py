@@ -47,6 +47,19 @@ JSONValue = Any
 RUNTIME_CUTOFF = 50
 LAUNCH_DELAY_CUTOFF = 100
 IDLE_CATEGORIES = ("host_wait", "kernel_wait", "other")
+# Our key: HTA's column, in get_temporal_breakdown's frame and get_gpu_kernel_breakdown's
+# per-kernel frame (read through nums()).
+TEMPORAL_COLUMNS = {
+    "kernel_time_us": "kernel_time(us)",
+    "idle_time_us": "idle_time(us)",
+    "compute_time_us": "compute_time(us)",
+    "non_compute_time_us": "non_compute_time(us)",
+    "idle_pct": "idle_time_pctg",
+    "compute_pct": "compute_time_pctg",
+    "non_compute_pct": "non_compute_time_pctg",
+}
+KERNEL_COLUMNS = {"sum_us": "sum (us)", "max_us": "max (us)", "min_us": "min (us)",
+                  "mean_us": "mean (us)"}
 
 
 def num(value: Any) -> Optional[int | float]:
@@ -64,6 +77,11 @@ def num(value: Any) -> Optional[int | float]:
     if f.is_integer():
         return int(f)
     return f
+
+
+def nums(row: Any, columns: Dict[str, str]) -> Dict[str, JSONValue]:
+    """{key: num(row[column])} for each key: column of `columns`, in that order."""
+    return {key: num(row[column]) for key, column in columns.items()}
 
 
 def _guard(errors: Dict[str, str], key: str, fn: Callable[[], Any]) -> Any:
@@ -105,15 +123,7 @@ def run(trace_dir: str) -> Dict[str, JSONValue]:
     )
     if temporal is not None:
         for _, row in temporal.iterrows():
-            per_rank[int(row["rank"])]["temporal"] = {
-                "kernel_time_us": num(row["kernel_time(us)"]),
-                "idle_time_us": num(row["idle_time(us)"]),
-                "compute_time_us": num(row["compute_time(us)"]),
-                "non_compute_time_us": num(row["non_compute_time(us)"]),
-                "idle_pct": num(row["idle_time_pctg"]),
-                "compute_pct": num(row["compute_time_pctg"]),
-                "non_compute_pct": num(row["non_compute_time_pctg"]),
-            }
+            per_rank[int(row["rank"])]["temporal"] = nums(row, TEMPORAL_COLUMNS)
 
     # Idle-time breakdown per stream. TraceAnalysis.get_idle_time_breakdown(ranks=all) only
     # loops over the ranks and concatenates, so one call per rank gives the same frame while
@@ -175,10 +185,7 @@ def run(trace_dir: str) -> Dict[str, JSONValue]:
                 {
                     "name": str(row["name"]),
                     "type": str(row["kernel_type"]),
-                    "sum_us": num(row["sum (us)"]),
-                    "max_us": num(row["max (us)"]),
-                    "min_us": num(row["min (us)"]),
-                    "mean_us": num(row["mean (us)"]),
+                    **nums(row, KERNEL_COLUMNS),
                     "std_us": num(row["stddev"]) if not pd.isna(row["stddev"]) else 0,
                 }
                 for _, row in rows.iterrows()

@@ -1,7 +1,10 @@
 """Tiny Wan2.1-shaped models for the examples: a T5-like text encoder, a DiT with 3D patch
 embedding, self- and cross-attention blocks (q/k/v/o) and a padded token sequence, and a causal
 3D VAE (4x temporal, 8x spatial); and the flow-matching loss the training examples train the DiT
-with. Random weights; a request takes milliseconds on a CPU."""
+with. Random weights; a request takes milliseconds on a CPU.
+
+The tests' tiny Wan models (tests/python/tiny_models.py) are built from this module's attention,
+blocks and DiT, smaller."""
 import math
 
 import torch
@@ -28,12 +31,12 @@ class Attention(nn.Module):
 
 
 class Block(nn.Module):
-    def __init__(self, dim, heads):
+    def __init__(self, dim, heads, ffn=4):
         super().__init__()
         self.norm1, self.norm2 = nn.LayerNorm(dim), nn.LayerNorm(dim)
         self.self_attn = Attention(dim, heads)
         self.cross_attn = Attention(dim, heads)  # "cross" in the name: priced against the text
-        self.ffn = nn.Sequential(nn.Linear(dim, 4 * dim), nn.GELU(), nn.Linear(4 * dim, dim))
+        self.ffn = nn.Sequential(nn.Linear(dim, ffn * dim), nn.GELU(), nn.Linear(ffn * dim, dim))
 
     def forward(self, x, context):
         x = x + self.self_attn(self.norm1(x))
@@ -44,31 +47,42 @@ class Block(nn.Module):
 class WanDiT(nn.Module):
     """Called as Wan is: forward(x=latents, t=..., context=..., seq_len=padded length)."""
 
-    def __init__(self, channels=16, dim=64, heads=4, layers=2, text_dim=32, text_len=32):
+    def __init__(self, channels=16, dim=64, heads=4, layers=2, text_dim=32, text_len=32,
+                 patch_size=(1, 2, 2), ffn=4):
         super().__init__()
-        self.patch_size = (1, 2, 2)
+        self.patch_size = patch_size
         self.text_len = text_len  # the padded text length the cost model prices cross-attention by
-        self.gradient_checkpointing = False
-        self.patch_embedding = nn.Conv3d(channels, dim, self.patch_size, self.patch_size)
+        self.channels = channels
+        self.gradient_checkpointing = False  # recompute each block in the backward
+        self.patch_embedding = nn.Conv3d(channels, dim, patch_size, patch_size)
         self.text_embedding = nn.Linear(text_dim, dim)
         self.time_embedding = nn.Linear(1, dim)
-        self.blocks = nn.ModuleList(Block(dim, heads) for _ in range(layers))
-        self.head = nn.Linear(dim, channels * 4)
+        self.blocks = nn.ModuleList(Block(dim, heads, ffn) for _ in range(layers))
+        self.head = nn.Linear(dim, channels * math.prod(patch_size))
 
     def forward(self, x, t, context, seq_len):
-        b, c, f, h, w = x.shape
-        tokens = self.patch_embedding(x).flatten(2).transpose(1, 2)
-        n = tokens.shape[1]
-        tokens = nn.functional.pad(tokens, (0, 0, 0, seq_len - n))
-        tokens = tokens + self.time_embedding(t.view(-1, 1).float()).unsqueeze(1)
-        context = self.text_embedding(context)
+        tokens, context = self.embed(x, t, context, seq_len)
         for block in self.blocks:
             if self.gradient_checkpointing and torch.is_grad_enabled():
                 tokens = torch.utils.checkpoint.checkpoint(block, tokens, context)
             else:
                 tokens = block(tokens, context)
-        out = self.head(tokens[:, :n]).view(b, f, h // 2, w // 2, c, 2, 2)
-        return out.permute(0, 4, 1, 2, 5, 3, 6).reshape(b, c, f, h, w)
+        return self.unpatch(tokens, x.shape)
+
+    def embed(self, x, t, context, seq_len):
+        """(tokens padded to seq_len with the timestep added, the projected text)."""
+        tokens = self.patch_embedding(x).flatten(2).transpose(1, 2)
+        tokens = nn.functional.pad(tokens, (0, 0, 0, seq_len - tokens.shape[1]))
+        tokens = tokens + self.time_embedding(t.view(-1, 1).float()).unsqueeze(1)
+        return tokens, self.text_embedding(context)
+
+    def unpatch(self, tokens, shape):
+        """The head's output over the unpadded tokens, as a latent of `shape`."""
+        b, c, f, h, w = shape
+        pf, ph, pw = self.patch_size
+        out = self.head(tokens[:, :(f // pf) * (h // ph) * (w // pw)])
+        out = out.view(b, f // pf, h // ph, w // pw, c, pf, ph, pw)
+        return out.permute(0, 4, 1, 5, 2, 6, 3, 7).reshape(b, c, f, h, w)
 
 
 class TextEncoder(nn.Module):

@@ -67,8 +67,34 @@ def micro_step() -> _MicroStep | _ext.NullContext:
     return _MICRO_STEP
 
 
-class _ModelCall:
-    __slots__ = ("phase", "tokens", "samples", "fraction", "mark")
+_Scope = TypeVar("_Scope", bound="_Timed")
+
+
+class _Timed:
+    """A timed `with` scope: entering keeps the mark `_begin()` takes, leaving hands it to
+    `_end()`; an exception inside is never swallowed."""
+
+    __slots__ = ("mark",)
+    mark: _ext.TrainMark
+
+    def _begin(self) -> _ext.TrainMark:
+        raise NotImplementedError
+
+    def _end(self, mark: _ext.TrainMark) -> None:
+        raise NotImplementedError
+
+    def __enter__(self: _Scope) -> _Scope:
+        self.mark = self._begin()
+        return self
+
+    def __exit__(self, kind: type[BaseException] | None, value: BaseException | None,
+                 traceback: TracebackType | None) -> Literal[False]:
+        self._end(self.mark)
+        return False
+
+
+class _ModelCall(_Timed):
+    __slots__ = ("phase", "tokens", "samples", "fraction")
 
     def __init__(self, phase: int, tokens: int, samples: int, fraction: float) -> None:
         self.phase = phase
@@ -76,14 +102,11 @@ class _ModelCall:
         self.samples = samples
         self.fraction = fraction
 
-    def __enter__(self) -> _ModelCall:
-        self.mark = _ext.train_call_begin()
-        return self
+    def _begin(self) -> _ext.TrainMark:
+        return _ext.train_call_begin()
 
-    def __exit__(self, kind: type[BaseException] | None, value: BaseException | None,
-                 traceback: TracebackType | None) -> Literal[False]:
-        _ext.train_call_end(self.mark, self.phase, self.tokens, self.samples, self.fraction)
-        return False
+    def _end(self, mark: _ext.TrainMark) -> None:
+        _ext.train_call_end(mark, self.phase, self.tokens, self.samples, self.fraction)
 
 
 def _phase(name: str) -> int:
@@ -109,22 +132,19 @@ def model_call(phase: str = "fwd", tokens: int | None = 0, samples: int | None =
     return _ModelCall(pid, int(tokens or 0), int(samples or 1), float(fraction))
 
 
-class _Interval:
-    __slots__ = ("begin", "end", "mark")
+class _Interval(_Timed):
+    __slots__ = ("begin", "end")
 
     def __init__(self, begin: Callable[[], _ext.TrainMark],
                  end: Callable[[_ext.TrainMark], None]) -> None:
         self.begin = begin
         self.end = end
 
-    def __enter__(self) -> _Interval:
-        self.mark = self.begin()
-        return self
+    def _begin(self) -> _ext.TrainMark:
+        return self.begin()
 
-    def __exit__(self, kind: type[BaseException] | None, value: BaseException | None,
-                 traceback: TracebackType | None) -> Literal[False]:
-        self.end(self.mark)
-        return False
+    def _end(self, mark: _ext.TrainMark) -> None:
+        self.end(mark)
 
 
 def backward() -> _Interval | _ext.NullContext:
@@ -134,20 +154,17 @@ def backward() -> _Interval | _ext.NullContext:
     return _Interval(_ext.train_backward_begin, _ext.train_backward_end)
 
 
-class _PhaseCall:
-    __slots__ = ("phase", "mark")
+class _PhaseCall(_Timed):
+    __slots__ = ("phase",)
 
     def __init__(self, phase: int) -> None:
         self.phase = phase
 
-    def __enter__(self) -> _PhaseCall:
-        self.mark = _ext.train_call_phase_begin(self.phase)
-        return self
+    def _begin(self) -> _ext.TrainMark:
+        return _ext.train_call_phase_begin(self.phase)
 
-    def __exit__(self, kind: type[BaseException] | None, value: BaseException | None,
-                 traceback: TracebackType | None) -> Literal[False]:
-        _ext.train_call_phase_end(self.mark, self.phase)
-        return False
+    def _end(self, mark: _ext.TrainMark) -> None:
+        _ext.train_call_phase_end(mark, self.phase)
 
 
 def phase(name: str) -> _PhaseCall | _ext.NullContext:
@@ -181,10 +198,10 @@ def _checkpoint_path(path: str | os.PathLike[str] | None) -> str:
         return ""
 
 
-class _Outside:
+class _Outside(_Timed):
     """A call outside the steps; `bytes`, `path` and (a restore's) `step` may be set inside."""
 
-    __slots__ = ("phase", "bytes", "path", "step", "mark")
+    __slots__ = ("phase", "bytes", "path", "step")
 
     def __init__(self, phase: int, size: Any, path: Any = None, step: Any = None) -> None:
         self.phase = phase
@@ -192,12 +209,10 @@ class _Outside:
         self.path = path
         self.step = step
 
-    def __enter__(self) -> _Outside:
-        self.mark = _ext.train_outside_begin(self.phase)
-        return self
+    def _begin(self) -> _ext.TrainMark:
+        return _ext.train_outside_begin(self.phase)
 
-    def __exit__(self, kind: type[BaseException] | None, value: BaseException | None,
-                 traceback: TracebackType | None) -> Literal[False]:
+    def _end(self, mark: _ext.TrainMark) -> None:
         size = self.bytes
         try:
             size = -1 if size is None else max(int(size), -1)
@@ -210,9 +225,8 @@ class _Outside:
             _state.warn(("checkpoint-step", repr(step)), f"checkpoint step {step!r} is not a "
                         "step number; the saved one is used")
             step = None
-        _ext.train_outside_end(self.mark, self.phase, size, _checkpoint_path(self.path),
+        _ext.train_outside_end(mark, self.phase, size, _checkpoint_path(self.path),
                                -1 if step is None else step)
-        return False
 
 
 class _NoOutside:
@@ -263,21 +277,18 @@ def evaluation() -> _Outside | _NoOutside:
     return _Outside(_ext.phase_id("eval"), None)
 
 
-class _OptimizerStep:
-    __slots__ = ("owner", "synced", "mark")
+class _OptimizerStep(_Timed):
+    __slots__ = ("owner", "synced")
 
     def __init__(self, owner: int, synced: bool) -> None:
         self.owner = owner
         self.synced = synced
 
-    def __enter__(self) -> _OptimizerStep:
-        self.mark = _ext.train_optimizer_begin()
-        return self
+    def _begin(self) -> _ext.TrainMark:
+        return _ext.train_optimizer_begin()
 
-    def __exit__(self, kind: type[BaseException] | None, value: BaseException | None,
-                 traceback: TracebackType | None) -> Literal[False]:
-        _ext.train_optimizer_end(self.mark, self.owner, self.synced)
-        return False
+    def _end(self, mark: _ext.TrainMark) -> None:
+        _ext.train_optimizer_end(mark, self.owner, self.synced)
 
 
 def optimizer_step(optimizer: object,
@@ -374,6 +385,17 @@ def present(name: str) -> bool:
         return importlib.util.find_spec(name) is not None
     except (ImportError, ValueError):
         return False
+
+
+def library_class(module: str, name: str) -> type | None:
+    """Class `name` of `module` (a library's model base class), or None when its package is not
+    importable or the import fails."""
+    if not present(module.split(".")[0]):
+        return None
+    try:
+        return cast(type, getattr(importlib.import_module(module), name))
+    except Exception:
+        return None
 
 
 def base_classes() -> dict[str, type]:

@@ -52,6 +52,22 @@ def wan_transformer(in_channels=16, layers=2, seed=None):
                                  qk_norm="rms_norm_across_heads", rope_max_seq_len=32)
 
 
+def accelerate_micro_step(accelerator, model, optimizer, latents, text):
+    """One micro-step of a wan_transformer() as diffusers' training examples write it: under
+    accelerator.accumulate(), an MSE loss on the output, backward, clip_grad_norm_ on the step that
+    syncs the gradients, the optimizer's step and zero_grad. Returns the loss."""
+    with accelerator.accumulate(model):
+        t = torch.randint(0, 1000, (latents.shape[0],))
+        out = model(hidden_states=latents, timestep=t, encoder_hidden_states=text).sample
+        loss = torch.nn.functional.mse_loss(out.float(), latents)
+        accelerator.backward(loss)
+        if accelerator.sync_gradients:
+            accelerator.clip_grad_norm_(model.parameters(), 1.0)
+        optimizer.step()
+        optimizer.zero_grad()
+    return loss
+
+
 def wan_vae():
     from diffusers import AutoencoderKLWan
 

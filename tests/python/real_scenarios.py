@@ -277,15 +277,7 @@ def run_train_bf16(perf, rec):
     model, optimizer, loader = accelerator.prepare(model, optimizer, loader)
     text = torch.randn(2, 8, 16)
     for latents in loader:
-        with accelerator.accumulate(model):
-            t = torch.randint(0, 1000, (latents.shape[0],))
-            out = model(hidden_states=latents, timestep=t, encoder_hidden_states=text).sample
-            loss = torch.nn.functional.mse_loss(out.float(), latents)
-            accelerator.backward(loss)
-            if accelerator.sync_gradients:
-                accelerator.clip_grad_norm_(model.parameters(), 1.0)
-            optimizer.step()
-            optimizer.zero_grad()
+        rm.accelerate_micro_step(accelerator, model, optimizer, latents, text)
     weights = accelerator.unwrap_model(model).state_dict()
     rec.digests.append(digest(*(weights[k] for k in sorted(weights))))
     if perf is not None:

@@ -381,13 +381,7 @@ def train_loop(perf, lora=False, checkpointing=False, critic=False, steps=5, acc
                 if explicit:
                     with perf.backward():
                         (loss / accumulation).backward()
-                    if last:
-                        with perf.clip():
-                            torch.nn.utils.clip_grad_norm_(trainable, 1.0)
-                    with perf.optimizer_step(optimizer, synced=last):
-                        if last:
-                            optimizer.step()
-                            optimizer.zero_grad()
+                    tm.clip_and_step(perf, optimizer, trainable, last)
                 else:
                     accelerator.backward(loss)
                     if accelerator.sync_gradients:

@@ -46,13 +46,7 @@ def step(accumulation=2, frames=5):
                 (loss / accumulation).backward()
                 with vxperf.model_call("text_encoder"):  # inside the backward: folded into bwd
                     text_encoder(ids)
-            if last:
-                with vxperf.clip():
-                    torch.nn.utils.clip_grad_norm_(dit.parameters(), 1.0)
-            with vxperf.optimizer_step(optimizer, synced=last):
-                if last:
-                    optimizer.step()
-                    optimizer.zero_grad()
+            tm.clip_and_step(vxperf, optimizer, dit.parameters(), last)
 """
 
 

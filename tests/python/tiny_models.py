@@ -13,11 +13,17 @@ them. Sizes are tiny so a request takes milliseconds on a CPU.
 """
 
 import math
+import os
+import sys
 import threading
 
 import torch
-import torch.utils.checkpoint
 from torch import nn
+
+# The Wan models are the examples' (examples/python/tiny_wan.py), smaller: one definition of them.
+sys.path.append(os.path.join(os.path.dirname(os.path.abspath(__file__)), os.pardir, os.pardir,
+                             "examples", "python"))
+import tiny_wan  # noqa: E402
 
 
 class Config(dict):
@@ -30,87 +36,45 @@ class Config(dict):
             raise AttributeError(name) from error
 
 
-def attention(q, k, v, heads):
-    b, n, d = q.shape
-    m = k.shape[1]
-    q = q.view(b, n, heads, d // heads).transpose(1, 2)
-    k = k.view(b, m, heads, d // heads).transpose(1, 2)
-    v = v.view(b, m, heads, d // heads).transpose(1, 2)
-    weights = torch.softmax(q @ k.transpose(-1, -2) / math.sqrt(d // heads), dim=-1)
-    return (weights @ v).transpose(1, 2).reshape(b, n, d)
+attention = tiny_wan.attention
+
+
+def clip_and_step(perf, optimizer, params, last):
+    """The end of a micro-step, in `perf`'s (vxperf's) scopes: on the last micro-step of an
+    optimizer step the gradients of `params` are clipped (the clip phase) and the optimizer steps;
+    every micro-step is an optimizer_step() scope, synced on the last (the step's boundary)."""
+    if last:
+        with perf.clip():
+            torch.nn.utils.clip_grad_norm_(params, 1.0)
+    with perf.optimizer_step(optimizer, synced=last):
+        if last:
+            optimizer.step()
+            optimizer.zero_grad()
 
 
 # ---- Wan -----------------------------------------------------------------------------------------
 
 
-class WanSelfAttention(nn.Module):
+WanSelfAttention = tiny_wan.Attention  # separate q/k/v/o projections
+
+
+class WanBlock(tiny_wan.Block):
     def __init__(self, dim, heads):
-        super().__init__()
-        self.heads = heads
-        self.q, self.k, self.v, self.o = (nn.Linear(dim, dim) for _ in range(4))
-
-    def forward(self, x, context=None):
-        source = x if context is None else context
-        return self.o(attention(self.q(x), self.k(source), self.v(source), self.heads))
+        super().__init__(dim, heads, ffn=2)
 
 
-class WanBlock(nn.Module):
-    def __init__(self, dim, heads):
-        super().__init__()
-        self.norm1 = nn.LayerNorm(dim)
-        self.self_attn = WanSelfAttention(dim, heads)
-        self.norm2 = nn.LayerNorm(dim)
-        self.cross_attn = WanSelfAttention(dim, heads)
-        self.ffn = nn.Sequential(nn.Linear(dim, 2 * dim), nn.GELU(), nn.Linear(2 * dim, dim))
-
-    def forward(self, x, context):
-        x = x + self.self_attn(self.norm1(x))
-        x = x + self.cross_attn(self.norm2(x), context)
-        return x + self.ffn(x)
-
-
-class WanTransformer3DModel(nn.Module):
+class WanTransformer3DModel(tiny_wan.WanDiT):
     def __init__(self, channels=4, dim=32, heads=2, layers=2, text_dim=16, text_len=12,
                  patch_size=(1, 2, 2)):
-        super().__init__()
-        self.patch_size = patch_size
-        self.text_len = text_len
-        self.channels = channels
-        self.patch_embedding = nn.Conv3d(channels, dim, kernel_size=patch_size, stride=patch_size)
-        self.text_embedding = nn.Linear(text_dim, dim)
-        self.time_embedding = nn.Linear(1, dim)
-        self.blocks = nn.ModuleList(WanBlock(dim, heads) for _ in range(layers))
-        self.head = nn.Linear(dim, channels * math.prod(patch_size))
+        super().__init__(channels, dim, heads, layers, text_dim, text_len, patch_size, ffn=2)
         self.fail_on_call = None  # raise at this call number (the failing-request scenario)
         self.calls = 0
-        self.gradient_checkpointing = False  # recompute each block in the backward
 
     def forward(self, x, t, context, seq_len):
         self.calls += 1
         if self.fail_on_call is not None and self.calls == self.fail_on_call:
             raise RuntimeError(f"transformer failed at call {self.calls}")
-        tokens, ctx = self.embed(x, t, context, seq_len)
-        for block in self.blocks:
-            if self.gradient_checkpointing and torch.is_grad_enabled():
-                tokens = torch.utils.checkpoint.checkpoint(block, tokens, ctx)
-            else:
-                tokens = block(tokens, ctx)
-        return self.unpatch(tokens, x.shape)
-
-    def embed(self, x, t, context, seq_len):
-        """(tokens padded to seq_len with the timestep added, the projected text)."""
-        tokens = self.patch_embedding(x).flatten(2).transpose(1, 2)
-        tokens = torch.nn.functional.pad(tokens, (0, 0, 0, seq_len - tokens.shape[1]))
-        tokens = tokens + self.time_embedding(t.view(-1, 1).float()).unsqueeze(1)
-        return tokens, self.text_embedding(context)
-
-    def unpatch(self, tokens, shape):
-        """The head's output over the unpadded tokens, as a latent of `shape`."""
-        b, c, f, h, w = shape
-        pf, ph, pw = self.patch_size
-        out = self.head(tokens[:, :(f // pf) * (h // ph) * (w // pw)])
-        out = out.view(b, f // pf, h // ph, w // pw, c, pf, ph, pw)
-        return out.permute(0, 4, 1, 5, 2, 6, 3, 7).reshape(b, c, f, h, w)
+        return super().forward(x, t, context, seq_len)
 
 
 class TextEncoder(nn.Module):

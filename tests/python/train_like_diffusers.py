@@ -1,6 +1,7 @@
-"""A training script written as diffusers' examples are (accelerate: prepare, accumulate,
-backward, clip_grad_norm_, log, save_state), with no vxperf in it: what `vxperf run` measures
-unmodified. --instrumented adds the one line a user would write instead.
+"""A training script written as diffusers' examples are (accelerate: prepare; accumulate,
+backward, clip_grad_norm_ in real_models.accelerate_micro_step; log, save_state), with no vxperf
+in it: what `vxperf run` measures unmodified. --instrumented adds the one line a user would write
+instead.
 
     python train_like_diffusers.py --out DIR [--steps 8] [--instrumented]
 """
@@ -35,15 +36,7 @@ def main():
     text = torch.randn(2, 8, 16)
     step = 0
     for latents in loader:
-        with accelerator.accumulate(model):
-            t = torch.randint(0, 1000, (latents.shape[0],))
-            out = model(hidden_states=latents, timestep=t, encoder_hidden_states=text).sample
-            loss = torch.nn.functional.mse_loss(out.float(), latents)
-            accelerator.backward(loss)
-            if accelerator.sync_gradients:
-                accelerator.clip_grad_norm_(model.parameters(), 1.0)
-            optimizer.step()
-            optimizer.zero_grad()
+        loss = real_models.accelerate_micro_step(accelerator, model, optimizer, latents, text)
         if accelerator.sync_gradients:
             step += 1
             accelerator.log({"loss": loss.item()}, step=step)

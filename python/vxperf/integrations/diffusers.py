@@ -44,13 +44,7 @@ def pipeline_base() -> type | None:
 
 def model_mixin() -> type | None:
     """diffusers' ModelMixin (a whole model, not a building block), or None."""
-    if not _training.present("diffusers"):
-        return None
-    try:
-        from diffusers.models.modeling_utils import ModelMixin
-    except Exception:
-        return None
-    return ModelMixin  # type: ignore[no-any-return]
+    return _training.library_class("diffusers.models.modeling_utils", "ModelMixin")
 
 
 def subclasses(base: type) -> list[type]:

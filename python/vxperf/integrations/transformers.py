@@ -9,13 +9,7 @@ from .. import _training
 
 def pretrained_base() -> type | None:
     """transformers.PreTrainedModel, or None when transformers is not importable."""
-    if not _training.present("transformers"):
-        return None
-    try:
-        from transformers import PreTrainedModel
-    except Exception:
-        return None
-    return PreTrainedModel  # type: ignore[no-any-return]
+    return _training.library_class("transformers", "PreTrainedModel")
 
 
 def register() -> None:

@@ -2,6 +2,7 @@
 less than `threshold` (relative) since the last call, the other blocks are skipped and their last
 residual is added instead."""
 from dataclasses import dataclass
+from typing import Any
 
 from .hooks import HookRegistry, ModelHook
 
@@ -13,18 +14,26 @@ class FirstBlockCacheConfig:
     threshold: float = 0.05
 
 
+@dataclass
 class _Shared:
-    def __init__(self):
-        self.head_output = None
-        self.residual = None
-        self.compute = True
-        self.head_in = None
+    """What the blocks' hooks share: the head block's last output and input to the rest, whether
+    the rest compute this call, and their last residual."""
+
+    head_output: Any = None
+    residual: Any = None
+    compute: bool = True
+    head_in: Any = None
 
 
-class _Head(ModelHook):
-    def __init__(self, shared, threshold):
+class _BlockHook(ModelHook):
+    def __init__(self, shared):
         super().__init__()
         self.shared = shared
+
+
+class _Head(_BlockHook):
+    def __init__(self, shared, threshold):
+        super().__init__(shared)
         self.threshold = threshold
 
     def new_forward(self, module, x, *args, **kwargs):
@@ -42,10 +51,9 @@ class _Head(ModelHook):
         return out
 
 
-class _Rest(ModelHook):
+class _Rest(_BlockHook):
     def __init__(self, shared, tail):
-        super().__init__()
-        self.shared = shared
+        super().__init__(shared)
         self.tail = tail
 
     def new_forward(self, module, x, *args, **kwargs):
