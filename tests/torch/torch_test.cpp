@@ -281,26 +281,35 @@ vxperf::EngineOptions level1_into(const std::shared_ptr<vxperf::testing::MemoryO
   return parts;
 }
 
-TEST(Wrappers, TransformerCallIsAPricedStage) {
-  auto out = std::make_shared<vxperf::testing::MemoryOutput>();
-  vxperf::Engine engine(level1_into(out));
-  auto c = seeded_tiny_config();
-  vxperf_demo::MiniDiT model(c);
-  vxperf_demo::VaeDecoder decoder(c);
-  auto dit = vt::instrument(model, vt::Role::kTransformer);  // the one line
-  auto vae = vt::instrument(decoder, vt::Role::kVaeDecode);
-  engine.declare_model("transformer", vt::read_model(*model).info());
+// A seeded tiny MiniDiT instrumented as the transformer (the one line) and declared to an engine
+// at level 1 writing into `out`, and a batch of 2 inputs for it (3x8x8 latents: 48 tokens).
+struct TimedDiT {
+  std::shared_ptr<vxperf::testing::MemoryOutput> out =
+      std::make_shared<vxperf::testing::MemoryOutput>();
+  vxperf::Engine engine{level1_into(out)};
+  vxperf_demo::Config c = seeded_tiny_config();
+  vxperf_demo::MiniDiT model{c};
+  vt::Timed<vxperf_demo::MiniDiT> dit = vt::instrument(model, vt::Role::kTransformer);
   ::torch::NoGradGuard no_grad;
-  auto x = ::torch::randn({2, c.latent_channels, 3, 8, 8});
-  auto ctx = ::torch::randn({2, c.text_len, c.text_dim});
-  ::torch::Tensor plain = model->forward(x, ::torch::full({2}, 10.0), ctx), timed;
+  ::torch::Tensor x = ::torch::randn({2, c.latent_channels, 3, 8, 8});
+  ::torch::Tensor ctx = ::torch::randn({2, c.text_len, c.text_dim});
+  ::torch::Tensor t = ::torch::full({2}, 10.0);
+
+  TimedDiT() { engine.declare_model("transformer", vt::read_model(*model).info()); }
+};
+
+TEST(Wrappers, TransformerCallIsAPricedStage) {
+  TimedDiT d;
+  vxperf_demo::VaeDecoder decoder(d.c);
+  auto vae = vt::instrument(decoder, vt::Role::kVaeDecode);
+  ::torch::Tensor plain = d.model->forward(d.x, d.t, d.ctx), timed;
   {
-    vxperf::RequestScope request(engine);
-    for (int i = 0; i < 3; ++i) timed = dit(x, ::torch::full({2}, 10.0), ctx);
+    vxperf::RequestScope request(d.engine);
+    for (int i = 0; i < 3; ++i) timed = d.dit(d.x, d.t, d.ctx);
     vae(timed.narrow(0, 0, 1));
   }
   EXPECT_TRUE(timed.equal(plain));  // instrumentation never changes the computation
-  auto history = out->requests();
+  auto history = d.out->requests();
   ASSERT_EQ(history.size(), 1u);
   std::map<std::string, std::int64_t> counts;
   for (const auto& s : history[0].stages) counts[s.name] = s.count;
@@ -309,7 +318,7 @@ TEST(Wrappers, TransformerCallIsAPricedStage) {
   ASSERT_TRUE(history[0].dit.has_value());
   EXPECT_EQ(history[0].dit->tokens, 3 * 4 * 4);
   EXPECT_EQ(history[0].dit->batch, 2);
-  EXPECT_FALSE(out->records().empty());
+  EXPECT_FALSE(d.out->records().empty());
 }
 
 TEST(Wrappers, OutsideARequestWithMetricsOffIsInert) {
@@ -359,33 +368,38 @@ TEST(Wrappers, TrainingCallsBecomePhasesOfTheMicroStepsTrainer) {
   EXPECT_EQ(vxperf::internal::active_trainer, nullptr);
 }
 
+TEST(Wrappers, ASetSeqLenPricesThePaddedLength) {
+  TimedDiT d;
+  d.dit.set_seq_len(64);  // the blocks run on 64 tokens, the latent's 48 padded (Wan's seq_len)
+  {
+    vxperf::RequestScope request(d.engine);
+    (void)d.dit(d.x, d.t, d.ctx);
+  }
+  auto history = d.out->requests();
+  ASSERT_EQ(history.size(), 1u);
+  ASSERT_TRUE(history[0].dit.has_value());
+  EXPECT_EQ(history[0].dit->tokens, 64);
+  EXPECT_EQ(history[0].dit->batch, 2);
+}
+
 TEST(Wrappers, PartialAndSkippedCallsArePricedAtTheirFraction) {
-  auto out = std::make_shared<vxperf::testing::MemoryOutput>();
-  vxperf::Engine engine(level1_into(out));
-  auto c = seeded_tiny_config();
-  vxperf_demo::MiniDiT model(c);
-  auto dit = vt::instrument(model, vt::Role::kTransformer);
-  engine.declare_model("transformer", vt::read_model(*model).info());
-  ::torch::NoGradGuard no_grad;
-  auto x = ::torch::randn({2, c.latent_channels, 3, 8, 8});
-  auto ctx = ::torch::randn({2, c.text_len, c.text_dim});
-  auto t = ::torch::full({2}, 10.0);
+  TimedDiT d;
   ::torch::Tensor full, cached;
   {
-    vxperf::RequestScope request(engine);
-    full = dit(x, t, ctx);
-    (void)dit.partial(0.5, x, t, ctx);                 // half the blocks ran
-    cached = dit.skip(x, [&] { return full + 0.0; });  // a cache hit: the residual reused
+    vxperf::RequestScope request(d.engine);
+    full = d.dit(d.x, d.t, d.ctx);
+    (void)d.dit.partial(0.5, d.x, d.t, d.ctx);             // half the blocks ran
+    cached = d.dit.skip(d.x, [&] { return full + 0.0; });  // a cache hit: the residual reused
     EXPECT_TRUE(cached.equal(full));
   }
-  auto history = out->requests();
+  auto history = d.out->requests();
   ASSERT_EQ(history.size(), 1u);
   ASSERT_TRUE(history[0].dit);
-  const auto& d = *history[0].dit;
+  const auto& priced = *history[0].dit;
   EXPECT_EQ(history[0].stages[0].count, 3);  // all three timed
-  EXPECT_EQ(d.skipped_fwd, 1);
-  EXPECT_EQ(d.effective_fwd, 1.5);
-  EXPECT_EQ(d.dtype, vxperf::Dtype::kFp32);  // read off the parameters
+  EXPECT_EQ(priced.skipped_fwd, 1);
+  EXPECT_EQ(priced.effective_fwd, 1.5);
+  EXPECT_EQ(priced.dtype, vxperf::Dtype::kFp32);  // read off the parameters
 }
 
 TEST(Reading, DtypeIsTheParametersMostCommon) {
