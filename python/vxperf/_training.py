@@ -67,34 +67,8 @@ def micro_step() -> _MicroStep | _ext.NullContext:
     return _MICRO_STEP
 
 
-_Scope = TypeVar("_Scope", bound="_Timed")
-
-
-class _Timed:
-    """A timed `with` scope: entering keeps the mark `_begin()` takes, leaving hands it to
-    `_end()`; an exception inside is never swallowed."""
-
-    __slots__ = ("mark",)
-    mark: _ext.TrainMark
-
-    def _begin(self) -> _ext.TrainMark:
-        raise NotImplementedError
-
-    def _end(self, mark: _ext.TrainMark) -> None:
-        raise NotImplementedError
-
-    def __enter__(self: _Scope) -> _Scope:
-        self.mark = self._begin()
-        return self
-
-    def __exit__(self, kind: type[BaseException] | None, value: BaseException | None,
-                 traceback: TracebackType | None) -> Literal[False]:
-        self._end(self.mark)
-        return False
-
-
-class _ModelCall(_Timed):
-    __slots__ = ("phase", "tokens", "samples", "fraction")
+class _ModelCall:
+    __slots__ = ("phase", "tokens", "samples", "fraction", "mark")
 
     def __init__(self, phase: int, tokens: int, samples: int, fraction: float) -> None:
         self.phase = phase
@@ -102,11 +76,14 @@ class _ModelCall(_Timed):
         self.samples = samples
         self.fraction = fraction
 
-    def _begin(self) -> _ext.TrainMark:
-        return _ext.train_call_begin()
+    def __enter__(self) -> _ModelCall:
+        self.mark = _ext.train_call_begin()
+        return self
 
-    def _end(self, mark: _ext.TrainMark) -> None:
-        _ext.train_call_end(mark, self.phase, self.tokens, self.samples, self.fraction)
+    def __exit__(self, kind: type[BaseException] | None, value: BaseException | None,
+                 traceback: TracebackType | None) -> Literal[False]:
+        _ext.train_call_end(self.mark, self.phase, self.tokens, self.samples, self.fraction)
+        return False
 
 
 def _phase(name: str) -> int:
@@ -132,19 +109,22 @@ def model_call(phase: str = "fwd", tokens: int | None = 0, samples: int | None =
     return _ModelCall(pid, int(tokens or 0), int(samples or 1), float(fraction))
 
 
-class _Interval(_Timed):
-    __slots__ = ("begin", "end")
+class _Interval:
+    __slots__ = ("begin", "end", "mark")
 
     def __init__(self, begin: Callable[[], _ext.TrainMark],
                  end: Callable[[_ext.TrainMark], None]) -> None:
         self.begin = begin
         self.end = end
 
-    def _begin(self) -> _ext.TrainMark:
-        return self.begin()
+    def __enter__(self) -> _Interval:
+        self.mark = self.begin()
+        return self
 
-    def _end(self, mark: _ext.TrainMark) -> None:
-        self.end(mark)
+    def __exit__(self, kind: type[BaseException] | None, value: BaseException | None,
+                 traceback: TracebackType | None) -> Literal[False]:
+        self.end(self.mark)
+        return False
 
 
 def backward() -> _Interval | _ext.NullContext:
@@ -154,17 +134,20 @@ def backward() -> _Interval | _ext.NullContext:
     return _Interval(_ext.train_backward_begin, _ext.train_backward_end)
 
 
-class _PhaseCall(_Timed):
-    __slots__ = ("phase",)
+class _PhaseCall:
+    __slots__ = ("phase", "mark")
 
     def __init__(self, phase: int) -> None:
         self.phase = phase
 
-    def _begin(self) -> _ext.TrainMark:
-        return _ext.train_call_phase_begin(self.phase)
+    def __enter__(self) -> _PhaseCall:
+        self.mark = _ext.train_call_phase_begin(self.phase)
+        return self
 
-    def _end(self, mark: _ext.TrainMark) -> None:
-        _ext.train_call_phase_end(mark, self.phase)
+    def __exit__(self, kind: type[BaseException] | None, value: BaseException | None,
+                 traceback: TracebackType | None) -> Literal[False]:
+        _ext.train_call_phase_end(self.mark, self.phase)
+        return False
 
 
 def phase(name: str) -> _PhaseCall | _ext.NullContext:
@@ -198,10 +181,10 @@ def _checkpoint_path(path: str | os.PathLike[str] | None) -> str:
         return ""
 
 
-class _Outside(_Timed):
+class _Outside:
     """A call outside the steps; `bytes`, `path` and (a restore's) `step` may be set inside."""
 
-    __slots__ = ("phase", "bytes", "path", "step")
+    __slots__ = ("phase", "bytes", "path", "step", "mark")
 
     def __init__(self, phase: int, size: Any, path: Any = None, step: Any = None) -> None:
         self.phase = phase
@@ -209,10 +192,12 @@ class _Outside(_Timed):
         self.path = path
         self.step = step
 
-    def _begin(self) -> _ext.TrainMark:
-        return _ext.train_outside_begin(self.phase)
+    def __enter__(self) -> _Outside:
+        self.mark = _ext.train_outside_begin(self.phase)
+        return self
 
-    def _end(self, mark: _ext.TrainMark) -> None:
+    def __exit__(self, kind: type[BaseException] | None, value: BaseException | None,
+                 traceback: TracebackType | None) -> Literal[False]:
         size = self.bytes
         try:
             size = -1 if size is None else max(int(size), -1)
@@ -225,8 +210,9 @@ class _Outside(_Timed):
             _state.warn(("checkpoint-step", repr(step)), f"checkpoint step {step!r} is not a "
                         "step number; the saved one is used")
             step = None
-        _ext.train_outside_end(mark, self.phase, size, _checkpoint_path(self.path),
+        _ext.train_outside_end(self.mark, self.phase, size, _checkpoint_path(self.path),
                                -1 if step is None else step)
+        return False
 
 
 class _NoOutside:
@@ -277,18 +263,21 @@ def evaluation() -> _Outside | _NoOutside:
     return _Outside(_ext.phase_id("eval"), None)
 
 
-class _OptimizerStep(_Timed):
-    __slots__ = ("owner", "synced")
+class _OptimizerStep:
+    __slots__ = ("owner", "synced", "mark")
 
     def __init__(self, owner: int, synced: bool) -> None:
         self.owner = owner
         self.synced = synced
 
-    def _begin(self) -> _ext.TrainMark:
-        return _ext.train_optimizer_begin()
+    def __enter__(self) -> _OptimizerStep:
+        self.mark = _ext.train_optimizer_begin()
+        return self
 
-    def _end(self, mark: _ext.TrainMark) -> None:
-        _ext.train_optimizer_end(mark, self.owner, self.synced)
+    def __exit__(self, kind: type[BaseException] | None, value: BaseException | None,
+                 traceback: TracebackType | None) -> Literal[False]:
+        _ext.train_optimizer_end(self.mark, self.owner, self.synced)
+        return False
 
 
 def optimizer_step(optimizer: object,
