@@ -78,15 +78,12 @@ std::string Args::value() {
   return argv_[++i_];
 }
 
+// value() moves past the option's value but leaves arg_ naming the option.
 std::int64_t Args::integer(std::int64_t min, std::int64_t max) {
-  std::string option = arg_;
-  return parse_int(option, value(), min, max);
+  return parse_int(arg_, value(), min, max);
 }
 
-double Args::number(double min, double max) {
-  std::string option = arg_;
-  return parse_double(option, value(), min, max);
-}
+double Args::number(double min, double max) { return parse_double(arg_, value(), min, max); }
 
 const std::string& Args::operand() const {
   if (arg_.size() > 1 && arg_[0] == '-') throw UsageError{"unknown option '" + arg_ + "'"};

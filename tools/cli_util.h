@@ -40,8 +40,8 @@ struct Command {
 };
 
 // Runs `c`: its usage when an argument before "--" asks for help (unless kOwnHelp), else c.run
-// (in vxperf-torch with kNeedsTorch). A UsageError, and
-// anything else that escapes, is said in one line (exit status 2) rather than aborting.
+// (in vxperf-torch with kNeedsTorch). A UsageError, and anything else that escapes, is said in one
+// line (exit status 2) rather than aborting.
 int run_command(const Command& c, int argc, char** argv);
 
 // The exit status once standard output is flushed: output that could not be written (a full disk,

@@ -90,7 +90,7 @@ int run(int argc, char** argv) {
       step_files.push_back(args.value());
     } else if (args.is("--compare")) {
       if (args.index() + 2 >= argc) throw UsageError{"--compare needs two files A B"};
-      compare = {args.value(), args.value()};  // in order: a braced list is evaluated so
+      compare = {args.value(), args.value()};  // a braced list is evaluated left to right
     } else {
       files.push_back(args.operand());
     }
