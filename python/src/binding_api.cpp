@@ -213,6 +213,8 @@ std::uint32_t stage_id(const std::string& name) { return vxperf::stage(name).val
 
 bool in_request() { return vxperf::in_request(); }
 
+bool training_in_use() { return training_loop() != nullptr; }
+
 void note_queued(std::int64_t delta) {
   if (Engine* e = eng()) vxperf::note_queued(*e, delta);
 }

@@ -122,6 +122,8 @@ std::uint32_t stage_id(const std::string& name);
 
 // Whether a request is open on this thread.
 bool in_request();
+// Whether a training loop uses the process's trainer (a model registered, a micro-step entered).
+bool training_in_use();
 
 // Opens a request on this thread (device -1: host clock only, no device call). Returns its handle,
 // or nullptr when metrics are off or a request is already open here (the outer one owns the

@@ -22,6 +22,8 @@ enum Flags : unsigned {
   kPriced = 1u,         // infer tokens for pricing (transformer stages, the trained forward)
   kRecordOnError = 2u,  // a call that raises still counts (VAE methods, explicit scopes)
   kModuleCall = 4u,     // times a whole module call (its _call_impl, compiled call or forward)
+  kInTraining = 8u,     // a phase timed only once a training loop uses the trainer (a library's
+                        // frozen component, called before the loop or outside training too)
 };
 
 // ---- TimedCall ---------------------------------------------------------------------------------
@@ -205,7 +207,12 @@ PyObject* call_as_stage(TimedCall* t, PyObject* const* args, std::size_t nargsf,
 
 PyObject* call_as_phase(TimedCall* t, PyObject* const* args, std::size_t nargsf,
                         PyObject* kwnames) {
-  if (!api::train_call_timed()) return call_wrapped(t, args, nargsf, kwnames);
+  // A call inside an inference request (a validation pipeline in the loop) is the request's
+  // stage, never a step's work.
+  if (api::in_request() || ((t->flags & kInTraining) != 0 && !api::training_in_use()) ||
+      !api::train_call_timed()) {
+    return call_wrapped(t, args, nargsf, kwnames);
+  }
   const bool priced = (t->flags & kPriced) != 0;
   std::optional<CallWork> work;
   if (priced && t->watch != Py_None) work.emplace(t, args, nargsf, kwnames);
@@ -527,13 +534,15 @@ bool add_timed_types(PyObject* module) {
   PyObject* flag_priced = PyLong_FromUnsignedLong(kPriced);
   PyObject* flag_record = PyLong_FromUnsignedLong(kRecordOnError);
   PyObject* flag_module = PyLong_FromUnsignedLong(kModuleCall);
+  PyObject* flag_training = PyLong_FromUnsignedLong(kInTraining);
   if (PyModule_AddObjectRef(module, "TimedCall", reinterpret_cast<PyObject*>(&timed_type)) < 0 ||
       PyModule_AddObjectRef(module, "StageContext", reinterpret_cast<PyObject*>(&context_type)) <
           0 ||
       PyModule_AddObjectRef(module, "NULL_SCOPE", null_context) < 0 ||
       PyModule_AddObject(module, "FLAG_PRICED", flag_priced) < 0 ||
       PyModule_AddObject(module, "FLAG_RECORD_ON_ERROR", flag_record) < 0 ||
-      PyModule_AddObject(module, "FLAG_MODULE_CALL", flag_module) < 0) {
+      PyModule_AddObject(module, "FLAG_MODULE_CALL", flag_module) < 0 ||
+      PyModule_AddObject(module, "FLAG_IN_TRAINING", flag_training) < 0) {
     return false;
   }
   return PyModule_AddFunctions(module, module_functions) == 0;

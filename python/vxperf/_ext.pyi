@@ -12,6 +12,7 @@ Widths = tuple[int, int, int] | None
 FLAG_PRICED: int
 FLAG_RECORD_ON_ERROR: int
 FLAG_MODULE_CALL: int
+FLAG_IN_TRAINING: int
 
 class TimedCall:
     __wrapped__: Callable[..., Any]

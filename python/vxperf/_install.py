@@ -112,6 +112,8 @@ def install_training(level: int | None = None, models: Any = None,
         wrapped = 0
         for cls in dict.fromkeys(classes):
             wrapped += _training.instrument_model_class(cls, _training.class_phase(cls, bases))
+        components = _library_components(bases) if models is None else 0
+        accelerate.time_prepared(models is None)
     except Exception as error:
         _state.warn(("install_training",), f"training metrics not installed: {error!r}")
         return False
@@ -123,4 +125,30 @@ def install_training(level: int | None = None, models: Any = None,
         _ext.perf_line(f"training metrics enabled (level {_ext.level()}) on {len(methods)} "
                        f"accelerate methods and {wrapped} model classes ({skipped} non-model "
                        f"classes skipped), reporting every {_ext.window_steps()} steps{named}")
+        if models is None and (methods or bases):
+            # The reference's line above counts named classes only: what is found instead.
+            found = (["the model given to accelerator.prepare() as the priced forward"]
+                     if methods else []) + (
+                [f"{' and '.join(bases)}' VAEs, text encoders and vision towers as their "
+                 f"phases ({components} classes now, and each one defined later)"]
+                if bases else [])
+            _ext.notice(f"vxperf: no models named; timing {', and '.join(found)} "
+                        "(install_training(models=...) names them instead)")
     return True
+
+
+def _library_components(bases: dict[str, type]) -> int:
+    """Times the frozen components a training loop calls, the libraries' model classes that are
+    not a trained transformer (a VAE's encode and decode, a text encoder, a vision tower), as the
+    phases their classes say, present and defined later; only while a training loop runs. The
+    trained model itself is the one accelerator.prepare() is given. Returns the classes wrapped
+    now."""
+    def wrap(cls: type) -> bool:
+        phase = _training.class_phase(cls, bases)
+        return phase != "fwd" and _training.instrument_model_class(cls, phase, in_training=True)
+
+    wrapped = 0
+    for base in bases.values():
+        diffusers.watch_subclasses(base, wrap)
+        wrapped += sum(wrap(cls) for cls in diffusers.subclasses(base))
+    return wrapped

@@ -420,33 +420,66 @@ def class_phase(cls: type, bases: Mapping[str, type] | None = None) -> str:
 
 
 def _phase_call(function: Callable[..., Any], phase: str, owner: object = None,
-                self_arg: object = None) -> _ext.TimedCall:
+                self_arg: object = None, flags: int = 0) -> _ext.TimedCall:
     priced = phase == "fwd"
     if priced:
         _blocks.register()  # the trained model's blocks are watched at its first forward
-    return _ext.TimedCall(function, self_arg, owner, phase, _ext.FLAG_PRICED if priced else 0,
-                          _ext.phase_id(phase), _reading.infer_tokens if priced else None)
+        flags |= _ext.FLAG_PRICED
+    return _ext.TimedCall(function, self_arg, owner, phase, flags, _ext.phase_id(phase),
+                          _reading.infer_tokens if priced else None)
 
 
-def _wrap_class_attr(cls: type, attr: str, phase: str) -> bool:
+def _wrap_class_attr(cls: type, attr: str, phase: str, flags: int) -> bool:
     function = getattr(cls, attr, None)
     # Resolved through the bases: a subclass that inherits a wrapped method is already covered.
     if not callable(function) or isinstance(function, _ext.TimedCall):
         return False
-    setattr(cls, attr, _phase_call(function, phase))
+    setattr(cls, attr, _phase_call(function, phase, flags=flags))
     return True
 
 
-def instrument_model_class(cls: type, phase: str | None = None) -> bool:
+def instrument_model_class(cls: type, phase: str | None = None,
+                           in_training: bool = False) -> bool:
     """Times every call of a model class (all its instances, present and future, whatever wraps
-    them later: FSDP, DDP, peft) as a training phase. Returns whether anything was wrapped."""
+    them later: FSDP, DDP, peft) as a training phase. `in_training`: only once a training loop
+    uses the trainer (a library's class, whose instances may serve inference too). Returns
+    whether anything was wrapped."""
     phase = phase or class_phase(cls)
+    flags = _ext.FLAG_IN_TRAINING if in_training else 0
     if phase == "vae":
         done = False
         for attr, vae_phase in VAE_METHODS:
-            done |= _wrap_class_attr(cls, attr, vae_phase)
+            done |= _wrap_class_attr(cls, attr, vae_phase, flags)
         return done
-    return _wrap_class_attr(cls, "forward", phase)
+    return _wrap_class_attr(cls, "forward", phase, flags)
+
+
+# Wrappers whose forward calls the model they hold as `.module`: torch's data parallel ones and
+# DeepSpeed's engine, by class name (none of their libraries is imported for this).
+PARALLEL_WRAPPERS = ("DistributedDataParallel", "DataParallel", "FullyShardedDataParallel",
+                     "DeepSpeedEngine")
+
+
+def unwrapped(module: nn.Module) -> nn.Module:
+    """The model inside its data-parallel wrappers (a compiled model stays as it is: its forward
+    is the compiled call)."""
+    import torch
+
+    for _ in range(8):
+        if type(module).__name__ not in PARALLEL_WRAPPERS:
+            break
+        inner = getattr(module, "module", None)
+        if not isinstance(inner, torch.nn.Module):
+            break
+        module = inner
+    return module
+
+
+def forward_phase(module: nn.Module) -> str | None:
+    """The phase a module's forward is timed as already (its own or its class's), or None."""
+    forward = module.__dict__.get("forward", getattr(type(module), "forward", None))
+    timer = getattr(forward, "__func__", forward)
+    return timer._vxperf_stage if isinstance(timer, _ext.TimedCall) else None
 
 
 def instrument_module(module: _Module, phase: str | None = None) -> _Module:

@@ -35,7 +35,7 @@ def run(argv, env, tmp_path, timeout=300):
 def shape(record):
     """What a record says that does not depend on how long things took."""
     drop = {"ts", "e2e_s", "first_step_s", "step_s_p50", "step_s_p95", "wall_s", "tflops",
-            "samples_per_s", "eta_s", "overrun_s"}
+            "hw_tflops", "mfu", "hfu", "samples_per_s", "eta_s", "overrun_s"}
 
     def timed(key):  # times, what is made of them, and bytes a save wrote (its pickles vary)
         return key in drop or key.endswith(("_ms", "_s", "_bytes")) or key == "goodput"
@@ -67,13 +67,43 @@ def test_an_unmodified_pipeline_program_is_measured_as_the_instrumented_one(tmp_
     assert ran[0]["dit"]["flops_per_fwd"] > 0
 
 
+def trained_model_params():
+    """The trained transformer's parameter count, counted here (the truth the windows price)."""
+    sys.path.insert(0, HERE)
+    import real_models
+
+    return sum(p.numel() for p in real_models.wan_transformer().parameters())
+
+
+def priced_as_the_script_ran(window, params, samples):
+    """A window of train_like_diffusers.py priced by the work that ran, though no line of the
+    script names a model: the prepared transformer's forward (under DDP on torchrun), the frozen
+    VAE's encode and the text encoder timed as their phases; `samples` per step, the transformer
+    at its parameter count with its FLOPs and MFU."""
+    assert {"vae_enc", "text_encoder", "fwd", "bwd"} <= set(window["phases_s"]), window
+    assert all(window["phases_s"][p] > 0 for p in ("vae_enc", "text_encoder", "fwd"))
+    # what runs before any model in the micro-step is the noise and the sigmas, no model's work
+    assert window["phases_s"]["prep"] < window["phases_s"]["vae_enc"]
+    t = window["throughput"]
+    assert t["samples"] == samples and t["samples_per_s"] > 0  # a step's
+    # a 2x2x2 latent in 1x2x2 patches: 2 tokens
+    assert t["params"] == t["trainable"] == params and t["tokens"] == 2.0
+    assert t["flops_per_step"] > 0 and t["mfu"] > 0 and t["peak_source"] == "env"
+
+
 def test_a_training_script_under_accelerate_and_torchrun(tmp_path):
-    """A diffusers-style accelerate loop (save_state, log) unmodified: the same windows as with
-    install_training() in it; under torchrun every rank writes its own records."""
-    env = clean_env(PYTHONPATH=HERE, VIDEOX_PERF_EVERY=4, VIDEOX_PERF_JSON=tmp_path / "run.jsonl")
+    """A diffusers-style accelerate loop (frozen VAE and text encoder called in it, main-process
+    save_state, log) unmodified: priced and split into its phases as the script ran, the same
+    windows as with install_training() in it; under torchrun (DDP) every rank writes its own,
+    priced alike."""
+    params = trained_model_params()
+    env = clean_env(PYTHONPATH=HERE, VIDEOX_PERF_EVERY=4, VIDEOX_PERF_PEAK_TFLOPS=1,
+                    VIDEOX_PERF_JSON=tmp_path / "run.jsonl")
     proc = run([CLI, "run", sys.executable, TRAIN, "--out", str(tmp_path / "a")], env, tmp_path)
     assert proc.returncode == 0 and "trained 8 steps" in proc.stdout, proc.stderr
-    own_env = clean_env(VIDEOX_PERF=1, VIDEOX_PERF_EVERY=4,
+    assert "no models named; timing the model given to accelerator.prepare()" in proc.stderr
+    assert "is prep" not in proc.stderr  # nothing left that vxperf cannot name
+    own_env = clean_env(VIDEOX_PERF=1, VIDEOX_PERF_EVERY=4, VIDEOX_PERF_PEAK_TFLOPS=1,
                         VIDEOX_PERF_JSON=tmp_path / "own.jsonl")
     own_env["PYTHONPATH"] = os.pathsep.join([PACKAGE_DIR, HERE])
     proc = run([sys.executable, TRAIN, "--out", str(tmp_path / "b"), "--instrumented"], own_env,
@@ -81,6 +111,8 @@ def test_a_training_script_under_accelerate_and_torchrun(tmp_path):
     assert proc.returncode == 0, proc.stderr
     ran, own = read_records(tmp_path / "run.jsonl"), read_records(tmp_path / "own.jsonl")
     assert len(ran) == 2 and [shape(r) for r in ran] == [shape(r) for r in own]
+    for window in ran:  # 2 micro-steps of 2 samples a step
+        priced_as_the_script_ran(window, params, samples=4)
 
     torchrun = os.path.join(os.path.dirname(sys.executable), "torchrun")
     env["VIDEOX_PERF_JSON"] = str(tmp_path / "ranks.jsonl")
@@ -90,6 +122,8 @@ def test_a_training_script_under_accelerate_and_torchrun(tmp_path):
     for rank in (0, 1):
         windows = read_records(tmp_path / f"ranks.jsonl.rank{rank}")
         assert [w["steps"] for w in windows] == [4] and windows[0]["world_size"] == 2
+        priced_as_the_script_ran(windows[0], params, samples=4)
+        assert windows[0]["throughput"]["dp"] == 2
 
 
 def test_its_own_errors_and_a_sitecustomize_it_stands_in_front_of(tmp_path):

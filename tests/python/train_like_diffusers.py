@@ -1,7 +1,10 @@
-"""A training script written as diffusers' examples are (accelerate: prepare; accumulate,
-backward, clip_grad_norm_ in real_models.accelerate_micro_step; log, save_state), with no vxperf
-in it: what `vxperf run` measures unmodified. --instrumented adds the one line a user would write
-instead.
+"""A training script written as diffusers' text-to-video training examples are, with no vxperf in
+it: what `vxperf run` measures unmodified. The VAE and the text encoder are frozen
+(requires_grad_(False)), moved to the device and called in the loop; only the transformer, the
+optimizer, the data and the learning-rate schedule go through accelerator.prepare(); the
+transformer is called positionally with return_dict=False; clip_grad_norm_ on the steps that
+sync; the loss logged and the state saved on the main process only. --instrumented adds the one
+line a user would write instead.
 
     python train_like_diffusers.py --out DIR [--steps 8] [--instrumented]
 """
@@ -11,9 +14,13 @@ import sys
 
 import torch
 from accelerate import Accelerator
+from diffusers import FlowMatchEulerDiscreteScheduler
+from diffusers.optimization import get_scheduler
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import real_models  # noqa: E402
+
+BATCH, FRAMES, SIZE = 2, 5, 16  # pixels (B, 3, F, H, W): 2 latent frames of 2x2
 
 
 def main():
@@ -28,22 +35,48 @@ def main():
         vxperf.install_training()
     torch.manual_seed(0)
     accelerator = Accelerator(gradient_accumulation_steps=2, cpu=True, project_dir=args.out)
-    model = real_models.wan_transformer()
-    optimizer = torch.optim.AdamW(model.parameters(), lr=1e-3)
-    data = [torch.randn(16, 2, 8, 8) for _ in range(4 * args.steps)]
-    loader = torch.utils.data.DataLoader(data, batch_size=2)
-    model, optimizer, loader = accelerator.prepare(model, optimizer, loader)
-    text = torch.randn(2, 8, 16)
-    step = 0
-    for latents in loader:
-        loss = real_models.accelerate_micro_step(accelerator, model, optimizer, latents, text)
+    vae = real_models.wan_vae()
+    text_encoder = real_models.umt5()
+    transformer = real_models.wan_transformer()
+    scheduler = FlowMatchEulerDiscreteScheduler(shift=3.0)
+    vae.requires_grad_(False)
+    text_encoder.requires_grad_(False)
+    transformer.train()
+    optimizer = torch.optim.AdamW(transformer.parameters(), lr=1e-3)
+    videos = [torch.rand(3, FRAMES, SIZE, SIZE) * 2 - 1 for _ in range(2 * BATCH * args.steps)]
+    captions = [torch.randint(3, 32, (real_models.TEXT_LEN,)) for _ in videos]
+    loader = torch.utils.data.DataLoader(list(zip(videos, captions)), batch_size=BATCH)
+    lr_scheduler = get_scheduler("constant", optimizer=optimizer)
+    transformer, optimizer, loader, lr_scheduler = accelerator.prepare(
+        transformer, optimizer, loader, lr_scheduler)
+    weight_dtype = torch.float32
+    vae.to(accelerator.device, dtype=weight_dtype)
+    text_encoder.to(accelerator.device, dtype=weight_dtype)
+    global_step = 0
+    for pixels, input_ids in loader:
+        with accelerator.accumulate(transformer):
+            with torch.no_grad():
+                latents = vae.encode(pixels.to(weight_dtype)).latent_dist.sample()
+                prompt_embeds = text_encoder(input_ids, return_dict=False)[0]
+            noise = torch.randn_like(latents)
+            sigmas = torch.rand(latents.shape[0]).view(-1, 1, 1, 1, 1)
+            noisy = (1 - sigmas) * latents + sigmas * noise
+            timesteps = sigmas.flatten() * scheduler.config.num_train_timesteps
+            pred = transformer(noisy, timesteps, prompt_embeds, return_dict=False)[0]
+            loss = torch.nn.functional.mse_loss(pred.float(), (noise - latents).float())
+            accelerator.backward(loss)
+            if accelerator.sync_gradients:
+                accelerator.clip_grad_norm_(transformer.parameters(), 1.0)
+            optimizer.step()
+            lr_scheduler.step()
+            optimizer.zero_grad()
         if accelerator.sync_gradients:
-            step += 1
-            accelerator.log({"loss": loss.item()}, step=step)
-            if step % 4 == 0:
-                accelerator.save_state(os.path.join(args.out, f"checkpoint-{step}"))
+            global_step += 1
+            accelerator.log({"loss": loss.item()}, step=global_step)
+            if global_step % 4 == 0 and accelerator.is_main_process:
+                accelerator.save_state(os.path.join(args.out, f"checkpoint-{global_step}"))
     accelerator.end_training()
-    print(f"trained {step} steps")
+    print(f"trained {global_step} steps")
 
 
 if __name__ == "__main__":

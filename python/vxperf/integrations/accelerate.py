@@ -43,6 +43,13 @@ class _Trained:
     reread: bool = False
     mixed: str | None = None
     accelerator: Any = None
+    # Whether its forward is timed as the step's priced forward (install_training() always does
+    # it), and the module whose forward this wrapped (the model inside DDP's or FSDP's wrapper).
+    time_forward: bool = False
+    timed: nn.Module | None = None
+    # whether prepare() may say what it was given and cannot tell (install_training() with no
+    # models: the loop's components are found, not named)
+    say_unknown: bool = False
 
 
 @dataclasses.dataclass
@@ -96,21 +103,94 @@ def _register(module: nn.Module, accelerator: Any, again: bool) -> _model.Model:
     return model
 
 
+def time_prepared(say_unknown: bool) -> None:
+    """From now on the trained model prepare() is given has its forward timed as the step's
+    priced forward (unless something times it already); `say_unknown`: the other modules it is
+    given that vxperf cannot place are said, once each, with what to pass."""
+    _trained.time_forward = True
+    if say_unknown and not _trained.say_unknown:
+        _trained.say_unknown = True
+        _records.add_sink(_unnamed_work)
+
+
+# The share of a step in `prep` above which a loop is taken to call models vxperf cannot name.
+PREP_SHARE = 0.3
+
+
+def _unnamed_work(record: Record) -> None:
+    """After install_training() with no models: a window whose steps go mostly to `prep` (work
+    in a micro-step before any timed model: a VAE or text encoder of no library vxperf knows)
+    says once how to name them; then the sink goes."""
+    if record.get("kind") != "train_window":
+        return
+    phases = cast("TrainWindowRecord", record).get("phases_s", {})
+    step = sum(phases.values())
+    if step > 0 and phases.get("prep", 0.0) > PREP_SHARE * step:
+        _state.warn(("prep-share",), f"{phases['prep'] / step:.0%} of each step is prep, the "
+                    "work in a micro-step before any timed model: a model vxperf cannot tell "
+                    "(not diffusers' or transformers') runs there? Name it: "
+                    "vxperf.install_training(models=[TheClass, ...]) times classes by their "
+                    "names, vxperf.instrument_module(module, 'vae'|'text_encoder'|'aux') one "
+                    "module")
+        _records.remove_sink(_unnamed_work)
+
+
+def _time_forward(module: nn.Module) -> None:
+    """Times the trained model's forward (the model inside DDP's or FSDP's wrapper, whose calls
+    reach it) as `fwd`; a model timed before by this (a larger one was prepared since) is left
+    as it was."""
+    inner = _training.unwrapped(module)
+    previous = _trained.timed
+    if previous is not None and previous is not inner:
+        timer = previous.__dict__.get("forward")
+        if isinstance(timer, _ext.TimedCall) and timer._vxperf_stage == "fwd":
+            del previous.__dict__["forward"]  # its own forward again
+    _trained.timed = None
+    if _training.forward_phase(inner) == "fwd":
+        return  # its class is timed (install_training(models=...)) or the program timed it
+    _training.instrument_module(inner, "fwd")
+    _trained.timed = inner
+
+
+def _say_unknown(module: nn.Module, bases: Mapping[str, type]) -> None:
+    """A module prepared beside the trained model that is no library's model and not timed: its
+    calls fall in `prep`; says once how to time them."""
+    inner = _training.unwrapped(module)
+    if _training.forward_phase(inner) is not None:
+        return
+    if any(isinstance(inner, base) for base in bases.values()):
+        return
+    name = type(inner).__name__
+    _state.warn(("prepared", name), f"accelerator.prepare() was given {name} beside the trained "
+                "model, and vxperf cannot tell what it is: its calls count as the step's prep. "
+                f"Name its phase: vxperf.install_training(models={name}) times its class by its "
+                "name, or vxperf.instrument_module(module, 'text_encoder'|'vae'|'aux'|'fwd')")
+
+
 def _register_prepared(objects: Iterable[Any], accelerator: Any = None) -> None:
     """The largest module prepare() handed back (in this call or an earlier one) is the trained
-    model, priced in the dtype the accelerator's mixed precision runs it in."""
+    model, priced in the dtype the accelerator's mixed precision runs it in (and, after
+    install_training(), its forward timed)."""
     import torch
 
     _trained.mixed = mixed_precision_dtype(accelerator)
     _trained.accelerator = accelerator
-    for obj in objects:
-        if not isinstance(obj, torch.nn.Module):
-            continue
+    modules = [obj for obj in objects if isinstance(obj, torch.nn.Module)]
+    for obj in modules:
         params = _params.count_params(obj)
         if params > _trained.params:
             _trained.module, _trained.params, _trained.reread = obj, params, False
             model = _register(obj, accelerator, False)
             _peak.ensure(_reading.module_device(obj), model.dtype or None)
+    if _trained.module is None or not _trained.time_forward:
+        return
+    if _training.unwrapped(_trained.module) is not _trained.timed:
+        _time_forward(_trained.module)
+    if _trained.say_unknown:
+        bases = _training.base_classes()
+        for obj in modules:
+            if obj is not _trained.module:
+                _say_unknown(obj, bases)
 
 
 def _reread_trained() -> None:
