@@ -146,7 +146,8 @@ class StageScope {
  public:
   // Times one call of `stage` inside the thread's open request. For a transformer stage, `tokens`
   // (latent tokens per sample) and `batch` (samples per call; 2 under CFG batching) price the
-  // call; 0 tokens means unknown (the call is priced at the stage's first known count).
+  // call; 0 tokens means unknown (the call is priced at the stage's first known count); a batch
+  // of 0 rows costs nothing (a negative one is taken as 1).
   explicit StageScope(StageId stage, std::int64_t tokens = 0, std::int64_t batch = 1,
                       void* stream = nullptr) noexcept {
     if (internal::current_request != nullptr)

@@ -239,7 +239,7 @@ void end_request(const void* handle, bool failed) {
 bool stage_needs_tokens(std::uint32_t stage) { return vxperf::stage_needs_tokens(StageId{stage}); }
 
 StageMark begin_stage(std::uint32_t stage, std::int64_t tokens, std::int64_t batch) {
-  return vxperf::begin_stage(StageId{stage}, tokens, batch > 0 ? batch : 1);
+  return vxperf::begin_stage(StageId{stage}, tokens, batch >= 0 ? batch : 1);
 }
 
 void end_stage(const StageMark& mark) { vxperf::end_stage(mark); }

@@ -86,7 +86,7 @@ void infer_shape(TimedCall* t, PyObject* const* args, std::size_t nargsf, PyObje
     long long b = PyLong_AsLongLong(PyTuple_GET_ITEM(result, 1));
     if (!PyErr_Occurred() && n > 0) {
       shape->tokens = n;
-      shape->batch = b > 0 ? b : 1;
+      shape->batch = b >= 0 ? b : 1;  // a call on zero rows costs nothing
     }
     PyErr_Clear();
     PyObject* dtype = PyTuple_GET_SIZE(result) >= 3 ? PyTuple_GET_ITEM(result, 2) : nullptr;
@@ -482,7 +482,7 @@ PyObject* make_stage(PyObject* /*module*/, PyObject* const* args, Py_ssize_t nar
   if (c == nullptr) return nullptr;
   c->stage = id;
   c->tokens = tokens > 0 ? tokens : 0;
-  c->batch = batch > 0 ? batch : 1;
+  c->batch = batch >= 0 ? batch : 1;
   c->depth = 0;
   return reinterpret_cast<PyObject*>(c);
 }

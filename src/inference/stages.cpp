@@ -32,7 +32,7 @@ StageMark open_stage(StageId stage, std::int64_t tokens, std::int64_t batch,
     m.request_index = r->index;
     m.stage = stage.value;
     m.tokens = tokens > 0 ? tokens : 0;
-    m.batch = batch > 0 ? batch : 1;
+    m.batch = batch >= 0 ? batch : 1;  // zero rows cost nothing
     m.stream = stream != nullptr ? stream : r->stream;
     r->note_stage(m.stage, tokens, batch);
     ++r->stages[m.stage].open;

@@ -307,7 +307,7 @@ class Replayer {
     if (auto dtype = call_dtype(ev)) request_->note_dtype(id, *dtype);
     Request::Pair pair{id, t0, t1, e0, e1, fraction(ev)};
     pair.tokens = tokens > 0 ? tokens : 0;  // each call priced at its own count, as it was live
-    pair.batch = batch > 0 ? batch : 1;
+    pair.batch = batch >= 0 ? batch : 1;  // zero rows cost nothing, as live
     request_->pairs.push_back(pair);
   }
 

@@ -59,7 +59,32 @@ def training(env, steps, model=WAN, trainable=None, ckpt=True, device="NVIDIA H1
     return lines
 
 
+def inference(env, requests, device="NVIDIA H100 80GB HBM3"):
+    """Requests of a text encoder, the transformer's calls at (tokens, batch) each, and a VAE
+    decode; one after the other from t = 100."""
+    lines = [{"ev": "config", "env": env, "device": device, "device_index": 0, "rank": 0,
+              "world_size": 1, "sp": 1},
+             {"ev": "model", "stage": "transformer", "params": WAN["params"], "attn": WAN["attn"],
+              "text_tokens": WAN["text_tokens"]}]
+    t = 100.0
+    for calls in requests:
+        lines.append({"ev": "request_begin", "t": t})
+        lines.append({"ev": "stage", "name": "text_encoder", "t0": t, "t1": t + 0.02,
+                      "device_ms": 15.0}); t += 0.02
+        for tokens, batch in calls:
+            lines.append({"ev": "stage", "name": "transformer", "t0": t, "t1": t + 0.5,
+                          "device_ms": 480.0, "tokens": tokens, "batch": batch}); t += 0.5
+        lines.append({"ev": "stage", "name": "vae_dec", "t0": t, "t1": t + 0.3,
+                      "device_ms": 290.0}); t += 0.3
+        lines.append({"ev": "request_end", "t": t}); t += 0.1
+    lines.append({"ev": "finish", "t": t})
+    return lines
+
+
 SCENARIOS = {
+    # Calls on zero rows (an empty batch, a split whose share came to nothing) cost nothing.
+    "i-zero-rows": inference({"VIDEOX_PERF": "1"}, [[(32760, 0)] * 3, [(32760, 2)] * 3,
+                                                   [(32760, 0), (32760, 0)]]),
     # Gradient accumulation: three pass-through optimizer calls before the real one.
     "t-accumulation": training({"VIDEOX_PERF": "2", "VIDEOX_PERF_EVERY": "2"}, [{}] * 5, accumulation=4),
     # Two optimizers (generator, critic): the first to close a step owns the boundary.
