@@ -301,11 +301,14 @@ PYBIND11_MODULE(_ext, m) {
       "Calls start() and stop() as VIDEOX_PERF_PROFILE's range starts and stops.");
   m.def("capture_range", &api::capture_range,
         "VIDEOX_PERF_PROFILE's range as (kind, first, last), None when unset or off.");
-  m.def("dtype_names", [] {
-    std::vector<std::string> names;
-    for (const auto& row : vxperf::kDtypes) names.emplace_back(row.name);
-    return names;
-  }, "The engine's dtype names, in its table's order.");
+  m.def(
+      "dtype_names",
+      [] {
+        std::vector<std::string> names;
+        for (const auto& row : vxperf::kDtypes) names.emplace_back(row.name);
+        return names;
+      },
+      "The engine's dtype names, in its table's order.");
   m.def(
       "parse_dtype",
       [](const std::string& text) -> std::optional<std::string> {
@@ -326,8 +329,8 @@ PYBIND11_MODULE(_ext, m) {
         api::set_parallel(
             vxperf::ParallelSpec{sp, tp, dp_shard, dp_replicate, group, dp_rank, std::move(from)});
       },
-      py::arg("sp"), py::arg("tp"), py::arg("dp_shard"), py::arg("dp_replicate"),
-      py::arg("group"), py::arg("dp_rank"), py::arg("sources"),
+      py::arg("sp"), py::arg("tp"), py::arg("dp_shard"), py::arg("dp_replicate"), py::arg("group"),
+      py::arg("dp_rank"), py::arg("sources"),
       "The parallel layout as read (0, dp_rank -1: not read) and where each dimension was read.");
 
   // ---- models and devices

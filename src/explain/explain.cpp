@@ -1,6 +1,8 @@
 // explain_traces(): the files found, each read by a worker thread, the profiler-step strings of
 // every rank gathered (HTA's window is global in that one respect), then each rank's window and
 // analyses, again a worker per file; the waterfall joined with the records last.
+#include "vxperf/explain.h"
+
 #include <algorithm>
 #include <atomic>
 #include <filesystem>
@@ -14,7 +16,6 @@
 #include "explain/hta_analysis.h"
 #include "explain/kineto_trace.h"
 #include "explain/waterfall.h"
-#include "vxperf/explain.h"
 
 namespace vxperf::explain {
 namespace {
@@ -22,7 +23,8 @@ namespace {
 namespace fs = std::filesystem;
 
 bool ends_with(const std::string& s, const std::string& suffix) {
-  return s.size() >= suffix.size() && s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
+  return s.size() >= suffix.size() &&
+         s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
 }
 
 bool is_trace_name(const std::string& name) {

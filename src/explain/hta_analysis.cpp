@@ -1,15 +1,14 @@
-#include "base/strings.h"
 #include "explain/hta_analysis.h"
-
-#include <memory>
-#include <optional>
-
 
 #include <algorithm>
 #include <cmath>
 #include <limits>
 #include <map>
+#include <memory>
+#include <optional>
 #include <unordered_map>
+
+#include "base/strings.h"
 
 namespace vxperf::explain {
 namespace {
@@ -21,7 +20,9 @@ std::int64_t step_number(std::string_view s) {
   constexpr std::string_view kPrefix = "ProfilerStep";
   if (!starts_with(s, kPrefix)) return -1;
   std::size_t i = kPrefix.size();
-  auto space = [&](char c) { return c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\f' || c == '\v'; };
+  auto space = [&](char c) {
+    return c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\f' || c == '\v';
+  };
   while (i < s.size() && space(s[i])) ++i;
   if (i >= s.size() || s[i] != '#') return -1;
   ++i;
@@ -335,8 +336,7 @@ RankWindow apply_window(const KinetoTrace& trace, const std::set<std::string>& s
   }
   std::sort(w.host_correlations.begin(), w.host_correlations.end());
   w.device.reserve(device_rows);
-  w.plain_host_kept =
-      w.filtered ? trace.plain_host.before(w.last_start) : trace.plain_host.count;
+  w.plain_host_kept = w.filtered ? trace.plain_host.before(w.last_start) : trace.plain_host.count;
   w.hosts_without_correlation += w.plain_host_kept;
   for (const Row& r : trace.rows) {
     if (r.device) {
@@ -356,10 +356,11 @@ RankWindow apply_window(const KinetoTrace& trace, const std::set<std::string>& s
 std::uint32_t RankWindow::copies_of(const Row& device_row) const {
   if (!filtered) return 1;
   if (device_row.correlation == -1) {
-    return static_cast<std::uint32_t>(std::min<std::uint64_t>(hosts_without_correlation, UINT32_MAX));
+    return static_cast<std::uint32_t>(
+        std::min<std::uint64_t>(hosts_without_correlation, UINT32_MAX));
   }
-  auto [lo, hi] = std::equal_range(host_correlations.begin(), host_correlations.end(),
-                                   device_row.correlation);
+  auto [lo, hi] =
+      std::equal_range(host_correlations.begin(), host_correlations.end(), device_row.correlation);
   return static_cast<std::uint32_t>(hi - lo);
 }
 
@@ -396,8 +397,7 @@ RankExplanation analyse_rank(const RankWindow& w) {
     e.comm_comp_overlap_pct = numpy_round(100 * (overlap / comm_time), 2);
   }
   e.kernel_types = kernel_type_segments(w.device);
-  for (KernelType t :
-       {KernelType::kComputation, KernelType::kCommunication, KernelType::kMemory}) {
+  for (KernelType t : {KernelType::kComputation, KernelType::kCommunication, KernelType::kMemory}) {
     for (KernelStats& k : kernel_table(w, t)) e.kernels.push_back(std::move(k));
   }
   e.launches = launch_stats(w);

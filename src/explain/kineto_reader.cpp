@@ -204,9 +204,9 @@ class EventSink {
     }
     text.reserve(text.size() + simdjson::SIMDJSON_PADDING);
     od::document doc;
-    auto error = parser_.iterate(simdjson::padded_string_view(text.data(), text.size(),
-                                                              text.capacity()))
-                     .get(doc);
+    auto error =
+        parser_.iterate(simdjson::padded_string_view(text.data(), text.size(), text.capacity()))
+            .get(doc);
     od::object obj;
     if (!error) error = doc.get_object().get(obj);
     if (error) {
@@ -230,8 +230,8 @@ class EventSink {
     if (!e.has_ts || e.ts_float) trace_.rounded = true;
     // HTA's rows: events with a duration and a category other than "Trace".
     if (!e.has_ts || !e.has_dur || !e.has_cat || e.cat == "Trace") return;
-    const bool device = (e.stream >= 0 && e.correlation >= 0) || e.name == "Event Sync" ||
-                        e.name == "Context Sync";
+    const bool device =
+        (e.stream >= 0 && e.correlation >= 0) || e.name == "Event Sync" || e.name == "Context Sync";
     const bool keep = device || e.correlation != -1 || e.stream != -1 || index == 0 ||
                       starts_with(e.name, "ProfilerStep") || starts_with(e.cat, "ProfilerStep") ||
                       e.cat == "user_annotation";
@@ -284,7 +284,8 @@ class EventSink {
   // Categories are few; past 65535 of them, the rest share the last id ("...", no rule's).
   std::uint16_t category_id(std::string_view cat) {
     constexpr std::uint32_t kLast = 65535;
-    if (trace_.categories.size() < kLast) return static_cast<std::uint16_t>(categories_.intern(cat));
+    if (trace_.categories.size() < kLast)
+      return static_cast<std::uint16_t>(categories_.intern(cat));
     if (auto id = categories_.find(cat)) return static_cast<std::uint16_t>(*id);
     if (trace_.categories.size() == kLast) categories_.intern("...");
     return static_cast<std::uint16_t>(kLast);
@@ -516,7 +517,8 @@ void link_launches(KinetoTrace& t) {
     for (std::size_t k = lo; k < hi; ++k) {
       Row& r = t.rows[by_correlation[k]];
       const std::int64_t p = r.device ? last_host : last_device;
-      r.partner = static_cast<std::int32_t>(p >= 0 ? p : std::max<std::int64_t>(std::min<std::int64_t>(c, 0), -2));
+      r.partner = static_cast<std::int32_t>(
+          p >= 0 ? p : std::max<std::int64_t>(std::min<std::int64_t>(c, 0), -2));
     }
     lo = hi;
   }
@@ -618,8 +620,8 @@ KinetoTrace read_kineto_trace(const std::string& path) {
     if (n < 0) {
       int code = 0;
       const char* message = gzerror(in.get(), &code);
-      throw TraceError(std::string("unreadable (") + message + ") after " +
-                       std::to_string(bytes) + " bytes");
+      throw TraceError(std::string("unreadable (") + message + ") after " + std::to_string(bytes) +
+                       " bytes");
     }
     if (n == 0) break;
     scanner.feed(buffer.get(), static_cast<std::size_t>(n));

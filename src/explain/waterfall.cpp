@@ -39,10 +39,10 @@ enum class Kind { kNone, kRequest, kStage, kTrainStep, kMicroStep, kPhase };
 struct Node {
   const Row* row = nullptr;
   Kind kind = Kind::kNone;
-  std::int64_t number = -1;     // the request's or step's
-  std::int64_t parent = -1;     // the enclosing range on its thread
-  std::int64_t owner = -1;      // itself when it is one of vxperf's, else its nearest such parent
-  std::int64_t root = -1;       // its request or step
+  std::int64_t number = -1;      // the request's or step's
+  std::int64_t parent = -1;      // the enclosing range on its thread
+  std::int64_t owner = -1;       // itself when it is one of vxperf's, else its nearest such parent
+  std::int64_t root = -1;        // its request or step
   std::int64_t step_index = -1;  // a priced stage's call number within its request
   std::vector<std::uint32_t> device;  // rows (into trace.rows) its launches ran
 };
@@ -130,9 +130,8 @@ class Builder {
     auto range = by_tid_.find(tid);
     if (range == by_tid_.end()) return -1;
     const std::vector<std::int64_t>& v = range->second;
-    auto it = std::upper_bound(v.begin(), v.end(), ts, [&](double x, std::int64_t i) {
-      return x < nodes_[i].row->ts;
-    });
+    auto it = std::upper_bound(v.begin(), v.end(), ts,
+                               [&](double x, std::int64_t i) { return x < nodes_[i].row->ts; });
     if (it == v.begin()) return -1;
     for (std::int64_t i = *(it - 1); i >= 0; i = nodes_[i].parent) {
       if (nodes_[i].row->end() >= ts) return i;
@@ -165,10 +164,12 @@ class Builder {
     });
     for (const Row& r : t_.rows) {
       if (r.device || r.correlation == -1) continue;
-      auto lo = std::lower_bound(ran.begin(), ran.end(), r.correlation,
-                                 [&](std::uint32_t i, std::int64_t c) { return correlation(i) < c; });
-      auto hi = std::upper_bound(lo, ran.end(), r.correlation,
-                                 [&](std::int64_t c, std::uint32_t i) { return c < correlation(i); });
+      auto lo =
+          std::lower_bound(ran.begin(), ran.end(), r.correlation,
+                           [&](std::uint32_t i, std::int64_t c) { return correlation(i) < c; });
+      auto hi =
+          std::upper_bound(lo, ran.end(), r.correlation,
+                           [&](std::int64_t c, std::uint32_t i) { return c < correlation(i); });
       if (lo == hi) continue;
       std::int64_t at = innermost(r.tid, r.ts);
       if (at < 0 || nodes_[at].owner < 0) at = by_time(roots, r.ts);  // another thread (autograd)
@@ -183,9 +184,8 @@ class Builder {
 
   // A launch on a thread without ranges: the innermost of vxperf's ranges on its root's thread.
   std::int64_t by_time(const std::vector<std::int64_t>& roots, double ts) const {
-    auto it = std::upper_bound(roots.begin(), roots.end(), ts, [&](double x, std::int64_t i) {
-      return x < nodes_[i].row->ts;
-    });
+    auto it = std::upper_bound(roots.begin(), roots.end(), ts,
+                               [&](double x, std::int64_t i) { return x < nodes_[i].row->ts; });
     if (it == roots.begin()) return -1;
     const Node& root = nodes_[*(it - 1)];
     if (root.row->end() < ts) return -1;

@@ -2,6 +2,8 @@
 // HTA's analyses (streams overlapping, nested kernels, negative gaps, a missing launch, NCCL on its
 // own stream, the last profiler step dropped, fractional timestamps), the waterfall against a
 // records file, and bad input.
+#include "vxperf/explain.h"
+
 #include <gtest/gtest.h>
 #include <zlib.h>
 
@@ -11,7 +13,6 @@
 #include <string>
 #include <vector>
 
-#include "vxperf/explain.h"
 #include "vxperf/records.h"
 
 namespace vxperf::explain {
@@ -26,15 +27,15 @@ class Trace {
 
   Trace& host(const std::string& name, const std::string& cat, double ts, double dur,
               long correlation = -1, int tid = 1) {
-    std::string args = correlation >= 0 ? ", \"args\": {\"correlation\": " +
-                                               std::to_string(correlation) + "}"
-                                         : "";
+    std::string args = correlation >= 0
+                           ? ", \"args\": {\"correlation\": " + std::to_string(correlation) + "}"
+                           : "";
     return add("{\"ph\": \"X\", \"cat\": \"" + cat + "\", \"name\": \"" + name +
                "\", \"pid\": 1, \"tid\": " + std::to_string(tid) + ", \"ts\": " + num(ts) +
                ", \"dur\": " + num(dur) + args + "}");
   }
-  Trace& launch(double ts, double dur, long correlation, const std::string& name = "cudaLaunchKernel",
-                int tid = 1) {
+  Trace& launch(double ts, double dur, long correlation,
+                const std::string& name = "cudaLaunchKernel", int tid = 1) {
     return host(name, "cuda_runtime", ts, dur, correlation, tid);
   }
   Trace& step(int n, double ts, double dur) {
@@ -47,9 +48,9 @@ class Trace {
                 const std::string& cat = "kernel") {
     return add("{\"ph\": \"X\", \"cat\": \"" + cat + "\", \"name\": \"" + name +
                "\", \"pid\": 0, \"tid\": " + std::to_string(stream) + ", \"ts\": " + num(ts) +
-               ", \"dur\": " + num(dur) + ", \"args\": {\"device\": 0, \"stream\": " +
-               std::to_string(stream) + ", \"correlation\": " + std::to_string(correlation) +
-               ", \"grid\": [1, 1, 1]}}");
+               ", \"dur\": " + num(dur) +
+               ", \"args\": {\"device\": 0, \"stream\": " + std::to_string(stream) +
+               ", \"correlation\": " + std::to_string(correlation) + ", \"grid\": [1, 1, 1]}}");
   }
   Trace& add(const std::string& event) {
     events_.push_back(event);
@@ -111,17 +112,18 @@ class ExplainTest : public ::testing::Test {
 Trace three_streams() {
   Trace t;
   t.step(1, 0, 100).step(2, 100, 100).step(3, 200, 100);
-  t.launch(10, 5, 1).kernel("gemm_a", 7, 20, 30, 1);    // [20, 50]
-  t.launch(12, 5, 2).kernel("gemm_b", 7, 60, 20, 2);    // [60, 80]: 10 after, launched before
+  t.launch(10, 5, 1).kernel("gemm_a", 7, 20, 30, 1);     // [20, 50]
+  t.launch(12, 5, 2).kernel("gemm_b", 7, 60, 20, 2);     // [60, 80]: 10 after, launched before
   t.launch(120, 60, 3).kernel("gemm_a", 7, 130, 10, 3);  // [130, 140]: launched after 80 ended
   t.launch(30, 5, 4, "cudaMemcpyAsync")
       .kernel("Memcpy HtoD (Pageable -> Device)", 8, 40, 30, 4, "gpu_memcpy");  // [40, 70]
   t.launch(140, 5, 5).kernel("ncclKernel_AllReduce_RING_LL_Sum_float", 9, 145, 20, 5);
   t.launch(210, 5, 6).kernel("gemm_late", 7, 215, 10, 6);  // launched in the last step
-  t.kernel("orphan", 7, 170, 5, 99);                        // no launch anywhere
-  t.launch(55, 2, 7).kernel("gemm_c", 10, 60, 40, 7);       // [60, 100]
-  t.launch(56, 12, 8).kernel("gemm_d", 10, 70, 10, 8);      // [70, 80] inside it, shorter than its launch
-  t.launch(5, 5, 9).kernel("gemm_e", 8, 150, 10, 9);        // [150, 160], 140 us after its launch
+  t.kernel("orphan", 7, 170, 5, 99);                       // no launch anywhere
+  t.launch(55, 2, 7).kernel("gemm_c", 10, 60, 40, 7);      // [60, 100]
+  t.launch(56, 12, 8).kernel("gemm_d", 10, 70, 10,
+                             8);                      // [70, 80] inside it, shorter than its launch
+  t.launch(5, 5, 9).kernel("gemm_e", 8, 150, 10, 9);  // [150, 160], 140 us after its launch
   return t;
 }
 
@@ -136,7 +138,7 @@ TEST_F(ExplainTest, HtaNumbersOfThreeStreamsByHand) {
   EXPECT_EQ(r.temporal.idle_time_us, 35);
   EXPECT_EQ(r.temporal.compute_time_us, 90);
   EXPECT_EQ(r.temporal.non_compute_time_us, 20);
-  EXPECT_DOUBLE_EQ(*r.temporal.idle_pct, 24.14);    // 35/145
+  EXPECT_DOUBLE_EQ(*r.temporal.idle_pct, 24.14);     // 35/145
   EXPECT_DOUBLE_EQ(*r.temporal.compute_pct, 62.07);  // 90/145
   EXPECT_DOUBLE_EQ(*r.temporal.non_compute_pct, 13.79);
   // NCCL [145,165], computation under it [150,160].
@@ -230,7 +232,10 @@ TEST_F(ExplainTest, IntegerTimestampsKeepAFractionalDuration) {
 TEST_F(ExplainTest, RanksFromDistributedInfoAndTypesSummedOverRanks) {
   Trace a(0), b(1);
   a.launch(0, 2, 1).kernel("gemm", 7, 10, 30, 1);
-  b.launch(0, 2, 1).kernel("gemm", 7, 10, 10, 1).launch(1, 2, 2).kernel("ncclKernel_x", 9, 30, 10, 2);
+  b.launch(0, 2, 1)
+      .kernel("gemm", 7, 10, 10, 1)
+      .launch(1, 2, 2)
+      .kernel("ncclKernel_x", 9, 30, 10, 2);
   write("b.json", b.text());  // the directory's order is by name: rank 1 first
   write("a.json", a.text());
   const Explanation e = explain_traces({dir_.string()}, {});
@@ -250,15 +255,15 @@ TEST_F(ExplainTest, WaterfallAddsUpToTheSpanAndPricesFromRecords) {
   Trace t(0);
   t.range("request 0", 0, 1000).range("text_encoder", 10, 90).range("transformer", 100, 300);
   t.range("transformer", 400, 300).range("vae_dec", 700, 250);
-  t.launch(20, 2, 1).kernel("te_gemm", 7, 30, 50, 1);                  // [30, 80]
-  t.launch(110, 2, 2).kernel("gemm", 7, 120, 100, 2);                  // [120, 220]
-  t.launch(115, 2, 3).kernel("ncclKernel_AllReduce", 9, 200, 60, 3);   // [200, 260]
-  t.launch(300, 2, 4).kernel("gemm", 7, 310, 40, 4);                   // [310, 350]
-  t.launch(410, 2, 5).kernel("gemm", 7, 420, 100, 5);                  // [420, 520]
+  t.launch(20, 2, 1).kernel("te_gemm", 7, 30, 50, 1);                 // [30, 80]
+  t.launch(110, 2, 2).kernel("gemm", 7, 120, 100, 2);                 // [120, 220]
+  t.launch(115, 2, 3).kernel("ncclKernel_AllReduce", 9, 200, 60, 3);  // [200, 260]
+  t.launch(300, 2, 4).kernel("gemm", 7, 310, 40, 4);                  // [310, 350]
+  t.launch(410, 2, 5).kernel("gemm", 7, 420, 100, 5);                 // [420, 520]
   t.launch(411, 2, 6, "cudaMemcpyAsync").kernel("Memcpy DtoD", 8, 530, 10, 6, "gpu_memcpy");
-  t.launch(412, 2, 7).kernel("gemm", 7, 600, 50, 7);                   // [600, 650]
+  t.launch(412, 2, 7).kernel("gemm", 7, 600, 50, 7);                         // [600, 650]
   t.launch(450, 2, 9, "cudaLaunchKernel", 2).kernel("gemm", 7, 650, 10, 9);  // autograd thread
-  t.launch(710, 2, 8).kernel("vae_conv", 7, 720, 180, 8);              // [720, 900]
+  t.launch(710, 2, 8).kernel("vae_conv", 7, 720, 180, 8);                    // [720, 900]
   RequestRecord q;
   q.req = 0;
   q.e2e_s = 0.001;
@@ -311,8 +316,8 @@ TEST_F(ExplainTest, WaterfallAddsUpToTheSpanAndPricesFromRecords) {
   // Every row adds up to its span.
   for (const WaterfallRow& row : w) {
     const double sum = row.ideal_s.value_or(0) + row.kernel_excess_s + row.exposed_comm_s +
-                       row.memory_s + row.other_s + row.idle_host_wait_s +
-                       row.idle_kernel_wait_s + row.idle_other_s;
+                       row.memory_s + row.other_s + row.idle_host_wait_s + row.idle_kernel_wait_s +
+                       row.idle_other_s;
     EXPECT_NEAR(sum, row.span_s, 1e-12) << row.kind << " " << row.range;
   }
 }
