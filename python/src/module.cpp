@@ -33,11 +33,12 @@ namespace {
 std::atomic<bool> python_closing{false};
 
 // Torch profiler ranges: an observer that, while a torch profiler records (`gate()` true), opens
-// a range named after each request, stage, step, micro-step and phase (`enter(name)` returns its
-// token) and closes it at the end (`leave(token)`), so that a Kineto trace shows vxperf's names
-// next to the kernels. Python's side (vxperf/_profiler.py) passes torch's own profiler functions.
-// Without a profiler recording it costs the gate's call per span; without the observer (metrics
-// off, or torch never imported) nothing.
+// a range named after each request, stage, step, micro-step and phase (`enter(name, is_stage)`
+// returns its token; a stage's name is also declared in the trace as one of vxperf's) and closes
+// it at the end (`leave(token)`), so that a Kineto trace shows vxperf's names next to the kernels.
+// Python's side (vxperf/_profiler.py) passes torch's own profiler functions. Without a profiler
+// recording it costs the gate's call per span; without the observer (metrics off, or torch never
+// imported) nothing.
 class TorchRanges final : public vxperf::Observer {
  public:
   TorchRanges(py::object gate, py::object enter, py::object leave)
@@ -59,7 +60,7 @@ class TorchRanges final : public vxperf::Observer {
         if (s.kind == vxperf::SpanKind::kRequest || s.kind == vxperf::SpanKind::kStep) {
           name += ' ' + std::to_string(s.index);
         }
-        token = enter_(name).release().ptr();
+        token = enter_(name, s.kind == vxperf::SpanKind::kStage).release().ptr();
       }
     } catch (py::error_already_set&) {
       token = nullptr;  // measurement goes on without this range
@@ -291,7 +292,8 @@ PYBIND11_MODULE(_ext, m) {
             std::make_shared<TorchRanges>(std::move(gate), std::move(enter), std::move(leave)));
       },
       py::arg("gate"), py::arg("enter"), py::arg("leave"),
-      "Opens a torch profiler range per request, stage, step and phase while gate() is true.");
+      "Opens a torch profiler range per request, stage, step and phase while gate() is true: "
+      "enter(name, is_stage) opens one, leave(token) closes it.");
   m.def(
       "add_capture_hook",
       [](py::object start, py::object stop) {
