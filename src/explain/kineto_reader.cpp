@@ -314,6 +314,7 @@ class Scanner {
         step_element(c);
       } else {
         step_outside(c);
+        if (in_ranges_) take_ranges(c);
       }
     }
   }
@@ -439,6 +440,10 @@ class Scanner {
         if (depth_ == 1 && key_is_events_ && after_colon_) {
           in_events_ = true;
           found_events_ = true;
+        } else if (depth_ == 1 && after_colon_ && last_key_ == "vxperf_ranges") {
+          in_ranges_ = true;
+          ranges_too_long_ = false;
+          ranges_.clear();
         }
         ++depth_;
         after_colon_ = false;
@@ -460,6 +465,46 @@ class Scanner {
     }
   }
 
+  // The text of vxperf's "vxperf_ranges" list, a character at a time until it closes; then its
+  // names. At most kMaxRanges bytes of it are read.
+  void take_ranges(char c) {
+    if (ranges_.size() < kMaxRanges) {
+      ranges_.push_back(c);
+    } else {
+      ranges_too_long_ = true;
+    }
+    if (depth_ != 1) return;
+    in_ranges_ = false;
+    if (ranges_too_long_) {
+      ranges_problem_ = "its \"vxperf_ranges\" list is longer than " + std::to_string(kMaxRanges) +
+                        " bytes: ignored";
+      return;
+    }
+    declared_.clear();
+    ranges_.reserve(ranges_.size() + simdjson::SIMDJSON_PADDING);
+    od::parser parser;
+    od::document doc;
+    od::array names;
+    bool ok = parser.iterate(simdjson::padded_string_view(ranges_.data(), ranges_.size(),
+                                                          ranges_.capacity()))
+                      .get(doc) == simdjson::SUCCESS &&
+              doc.get_array().get(names) == simdjson::SUCCESS;
+    if (ok) {
+      for (auto element : names) {
+        std::string_view name;
+        if (element.get_string().get(name) != simdjson::SUCCESS) {
+          ok = false;
+          break;
+        }
+        declared_.emplace_back(name);
+      }
+    }
+    if (!ok) {
+      declared_.clear();
+      ranges_problem_ = "its \"vxperf_ranges\" is not a list of names: ignored";
+    }
+  }
+
   // A string of the root object: a key, or the value of the key before it. The records file
   // vxperf names is the one value kept (its escapes kept as the character they escape).
   void end_top_level_string() {
@@ -474,9 +519,12 @@ class Scanner {
 
  public:
   const std::string& records_file() const { return records_file_; }
+  const std::vector<std::string>& declared_stages() const { return declared_; }
+  const std::string& ranges_problem() const { return ranges_problem_; }
 
  private:
   static constexpr std::size_t kMaxTopLevelString = 4096;
+  static constexpr std::size_t kMaxRanges = 1 << 20;
   EventSink& sink_;
   RankMatcher rank_;
   std::string last_key_, records_file_;
@@ -488,6 +536,9 @@ class Scanner {
   bool key_is_events_ = false, after_colon_ = false;
   bool in_events_ = false, found_events_ = false;
   bool collecting_ = false, too_deep_ = false;
+  std::string ranges_, ranges_problem_;
+  std::vector<std::string> declared_;
+  bool in_ranges_ = false, ranges_too_long_ = false;
 };
 
 struct GzClose {
@@ -638,6 +689,8 @@ KinetoTrace read_kineto_trace(const std::string& path) {
   trace.rank = scanner.rank().found() ? scanner.rank().rank() : 0;
   trace.rank_found = scanner.rank().found();
   trace.records_file = scanner.records_file();
+  trace.declared_stages = scanner.declared_stages();
+  if (!scanner.ranges_problem().empty()) trace.warnings.push_back(scanner.ranges_problem());
   link_launches(trace);
   round_times(trace);
   return trace;

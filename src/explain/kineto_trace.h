@@ -46,6 +46,9 @@ struct KinetoTrace {
   int rank = 0;
   bool rank_found = false;   // a line matched "rank": N
   std::string records_file;  // the records the trace names (vxperf's "vxperf_records")
+  // The stage names vxperf declared it opened ranges for ("vxperf_ranges": a list of them, the
+  // Python package's while a torch profiler records).
+  std::vector<std::string> declared_stages;
   bool rounded = false;      // HTA's ns rounding was applied (a fractional or missing ts)
   std::uint64_t events = 0;  // elements of traceEvents
   // In file order (by index). Deques: grown a block at a time, never copied whole.

@@ -4,7 +4,11 @@
 #include <charconv>
 #include <cmath>
 #include <filesystem>
+#include <functional>
 #include <limits>
+#include <optional>
+#include <set>
+#include <string_view>
 #include <unordered_map>
 
 #include "explain/hta_analysis.h"
@@ -41,15 +45,26 @@ struct Node {
   Kind kind = Kind::kNone;
   std::int64_t number = -1;      // the request's or step's
   std::int64_t parent = -1;      // the enclosing range on its thread
-  std::int64_t owner = -1;       // itself when it is one of vxperf's, else its nearest such parent
+  std::int64_t owner = -1;       // itself when it is one of vxperf's, else the nearest one above
   std::int64_t root = -1;        // its request or step
   std::int64_t step_index = -1;  // a priced stage's call number within its request
   std::vector<std::uint32_t> device;  // rows (into trace.rows) its launches ran
 };
 
+// Of two ranges of one thread with the same start and duration, the one that can hold the other:
+// a request or step, then a micro-step, then any other (in file order, as Kineto writes the outer
+// first).
+int nesting_rank(std::string_view name) {
+  if (numbered(name, "request ") >= 0 || numbered(name, "step ") >= 0) return 0;
+  return name == "micro_step" ? 1 : 2;
+}
+
 class Builder {
  public:
-  Builder(const KinetoTrace& t, const Records& records) : t_(t), records_(records) {}
+  Builder(const KinetoTrace& t, const Records& records) : t_(t), records_(records) {
+    for (const StageInfo& s : kStages) known_stages_.emplace(s.name);
+    known_stages_.insert(t.declared_stages.begin(), t.declared_stages.end());
+  }
 
   std::vector<WaterfallRow> build() {
     collect_ranges();
@@ -59,6 +74,18 @@ class Builder {
   }
 
  private:
+  // A stage of the request `request`: a name the request's record lists, the trace declares as
+  // one of vxperf's stages, or the stage table holds.
+  bool is_stage(std::string_view name, const Node& request) const {
+    if (known_stages_.find(name) != known_stages_.end()) return true;
+    auto it = records_.requests.find({t_.rank, request.number});
+    if (it == records_.requests.end()) return false;
+    for (std::uint32_t s : it->second.stages) {
+      if (records_.stage_names[s] == name) return true;
+    }
+    return false;
+  }
+
   void collect_ranges() {
     for (const Row& r : t_.rows) {
       if (r.device || t_.category(r) != "user_annotation") continue;
@@ -75,7 +102,10 @@ class Builder {
       const Row& y = *nodes_[b].row;
       if (x.tid != y.tid) return x.tid < y.tid;
       if (x.ts != y.ts) return x.ts < y.ts;
-      return x.dur > y.dur;
+      if (x.dur != y.dur) return x.dur > y.dur;
+      const int rx = nesting_rank(t_.str(x.name)), ry = nesting_rank(t_.str(y.name));
+      if (rx != ry) return rx < ry;
+      return x.index < y.index;
     });
     std::vector<std::int64_t> stack;
     std::int64_t tid = 0;
@@ -87,38 +117,43 @@ class Builder {
       nodes_[i].parent = stack.empty() ? -1 : stack.back();
       stack.push_back(i);
     }
-    // Which are vxperf's: requests and steps, the stages of a request, the phases of a step (or
-    // of its micro-step); parents come first in `order`.
+    // Which are vxperf's: requests and steps, the stages of a request, the micro-steps and phases
+    // of a step. A range belongs to the nearest of vxperf's ranges above it, whatever ranges torch
+    // or the program opened in between (DDP's forward, a collective's, a compiled region's, the
+    // program's own); a range that is not vxperf's is never a stage or a phase. Parents come first
+    // in `order`.
     for (std::int64_t i : order) {
       Node& n = nodes_[i];
       const std::string_view name = t_.str(n.row->name);
-      const Node* p = n.parent >= 0 ? &nodes_[n.parent] : nullptr;
-      const Kind pk = p != nullptr && p->owner == n.parent ? p->kind : Kind::kNone;
+      const std::int64_t above = n.parent >= 0 ? nodes_[n.parent].owner : -1;
+      const Kind ak = above >= 0 ? nodes_[above].kind : Kind::kNone;
       if ((n.number = numbered(name, "request ")) >= 0) {
         n.kind = Kind::kRequest;
       } else if ((n.number = numbered(name, "step ")) >= 0) {
         n.kind = Kind::kTrainStep;
-      } else if (pk == Kind::kRequest) {
+      } else if (ak == Kind::kRequest && is_stage(name, nodes_[above])) {
         n.kind = Kind::kStage;
-      } else if (pk == Kind::kTrainStep && name == "micro_step") {
+      } else if (ak == Kind::kTrainStep && name == "micro_step") {
         n.kind = Kind::kMicroStep;
-      } else if ((pk == Kind::kTrainStep || pk == Kind::kMicroStep) && is_phase_name(name)) {
+      } else if ((ak == Kind::kTrainStep || ak == Kind::kMicroStep) && is_phase_name(name)) {
         n.kind = Kind::kPhase;
       }
-      if (n.kind != Kind::kNone) {
+      if (n.kind == Kind::kRequest || n.kind == Kind::kTrainStep) {
+        n.owner = n.root = i;
+      } else if (n.kind != Kind::kNone) {
         n.owner = i;
-        n.root = n.kind == Kind::kRequest || n.kind == Kind::kTrainStep ? i : p->root;
-      } else if (p != nullptr) {
-        n.owner = p->owner;
-        n.root = p->root;
+        n.root = nodes_[above].root;
+      } else if (above >= 0) {
+        n.owner = above;
+        n.root = nodes_[above].root;
       }
     }
-    // A priced stage's calls are the request's denoising steps, numbered in order.
+    // A priced stage's calls are its request's denoising steps, numbered in order.
     std::map<std::pair<std::int64_t, std::uint32_t>, std::int64_t> calls;
     for (std::int64_t i : order) {
       Node& n = nodes_[i];
       if (n.kind == Kind::kStage && is_priced_stage(t_.str(n.row->name))) {
-        n.step_index = calls[{n.parent, n.row->name}]++;
+        n.step_index = calls[{n.root, n.row->name}]++;
       }
     }
     order_ = std::move(order);
@@ -257,32 +292,41 @@ class Builder {
     return w;
   }
 
+  // The record of a request, or the window of a step, that holds the root range `root`.
+  const Records::Request* request_record(const Node& root) const {
+    auto it = records_.requests.find({t_.rank, root.number});
+    return it == records_.requests.end() ? nullptr : &it->second;
+  }
+  const Records::Window* window_record(const Node& root) const {
+    auto windows = records_.windows.find(t_.rank);
+    if (windows == records_.windows.end()) return nullptr;
+    for (const Records::Window& w : windows->second) {
+      if (root.number >= w.first && root.number <= w.last) return &w;
+    }
+    return nullptr;
+  }
+
   // What the records say the range should take at the peak; absent when they do not.
   std::optional<std::pair<double, double>> ideal(const Node& n) const {
     const Node& root = nodes_[n.root];
     if (root.kind == Kind::kRequest) {
-      auto it = records_.requests.find({t_.rank, root.number});
-      if (it == records_.requests.end()) return std::nullopt;
-      const Records::Request& r = it->second;
-      if (n.kind == Kind::kRequest) return std::make_pair(r.ideal_s, r.flops);
-      if (n.step_index < 0 || r.calls == 0) return std::nullopt;
-      const double calls = static_cast<double>(r.calls);
-      return std::make_pair(r.ideal_s / calls, r.flops / calls);
+      const Records::Request* r = request_record(root);
+      if (r == nullptr || !r->priced) return std::nullopt;
+      if (n.kind == Kind::kRequest) return std::make_pair(r->ideal_s, r->flops);
+      if (n.step_index < 0 || r->calls == 0) return std::nullopt;
+      const double calls = static_cast<double>(r->calls);
+      return std::make_pair(r->ideal_s / calls, r->flops / calls);
     }
-    auto windows = records_.windows.find(t_.rank);
-    if (windows == records_.windows.end()) return std::nullopt;
-    for (const Records::Window& w : windows->second) {
-      if (root.number < w.first || root.number > w.last) continue;
-      if (n.kind == Kind::kTrainStep) return std::make_pair(w.ideal_step_s, w.flops_step);
-      if (n.kind != Kind::kPhase || w.coef <= 0) return std::nullopt;
-      const std::string_view name = t_.str(n.row->name);
-      // The forward is one of the coefficient's passes, the backward the rest.
-      const bool forward = name == "fwd" || name == "model_call";
-      const double share = forward ? 1 / w.coef : name == "bwd" ? (w.coef - 1) / w.coef : 0;
-      if (share == 0) return std::nullopt;
-      return std::make_pair(w.ideal_step_s * share, w.flops_step * share);
-    }
-    return std::nullopt;
+    const Records::Window* w = window_record(root);
+    if (w == nullptr) return std::nullopt;
+    if (n.kind == Kind::kTrainStep) return std::make_pair(w->ideal_step_s, w->flops_step);
+    if (n.kind != Kind::kPhase || w->coef <= 0) return std::nullopt;
+    const std::string_view name = t_.str(n.row->name);
+    // The forward is one of the coefficient's passes, the backward the rest.
+    const bool forward = name == "fwd" || name == "model_call";
+    const double share = forward ? 1 / w->coef : name == "bwd" ? (w->coef - 1) / w->coef : 0;
+    if (share == 0) return std::nullopt;
+    return std::make_pair(w->ideal_step_s * share, w->flops_step * share);
   }
 
   static void add(WaterfallRow& into, const WaterfallRow& w) {
@@ -361,6 +405,7 @@ class Builder {
 
   const KinetoTrace& t_;
   const Records& records_;
+  std::set<std::string, std::less<>> known_stages_;  // the stage table's and the trace's
   std::vector<Node> nodes_;
   std::vector<std::int64_t> order_;
   std::unordered_map<std::int64_t, std::vector<std::int64_t>> by_tid_;
@@ -369,21 +414,31 @@ class Builder {
 
 class RecordsInto : public analysis::RecordHandler {
  public:
-  explicit RecordsInto(Records& r) : r_(r) {}
-  void request(const RequestRecord& q) override {
-    if (!q.dit || !q.dit->mfu) return;
-    double priced_s = 0;
-    std::int64_t calls = 0;
-    for (const StageSummary& s : q.stages) {
-      if (!is_priced_stage(s.name)) continue;
-      priced_s += s.total_ms / 1000;
-      calls += s.count;
+  explicit RecordsInto(Records& r) : r_(r) {
+    for (std::size_t i = 0; i < r.stage_names.size(); ++i) {
+      stage_ids_.emplace(r.stage_names[i], static_cast<std::uint32_t>(i));
     }
+  }
+  void request(const RequestRecord& q) override {
     Records::Request r;
-    r.ideal_s = *q.dit->mfu * priced_s;
-    r.flops = q.dit->tflops * 1e12 * priced_s;
-    r.calls = calls;
-    r_.requests[{q.rank, q.req}] = r;
+    for (const StageSummary& s : q.stages) {
+      auto [it, fresh] =
+          stage_ids_.try_emplace(s.name, static_cast<std::uint32_t>(r_.stage_names.size()));
+      if (fresh) r_.stage_names.push_back(s.name);
+      r.stages.push_back(it->second);
+    }
+    if (q.dit && q.dit->mfu) {
+      double priced_s = 0;
+      for (const StageSummary& s : q.stages) {
+        if (!is_priced_stage(s.name)) continue;
+        priced_s += s.total_ms / 1000;
+        r.calls += s.count;
+      }
+      r.priced = true;
+      r.ideal_s = *q.dit->mfu * priced_s;
+      r.flops = q.dit->tflops * 1e12 * priced_s;
+    }
+    r_.requests[{q.rank, q.req}] = std::move(r);
   }
   void window(const TrainWindowRecord& w) override {
     if (!w.throughput || !w.throughput->priced || !w.throughput->peak_tflops) return;
@@ -400,6 +455,7 @@ class RecordsInto : public analysis::RecordHandler {
 
  private:
   Records& r_;
+  std::unordered_map<std::string, std::uint32_t> stage_ids_;
 };
 
 }  // namespace

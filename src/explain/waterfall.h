@@ -3,6 +3,7 @@
 // span split into parts that add up to it, priced against the FLOPs the run's records give.
 #pragma once
 
+#include <cstdint>
 #include <map>
 #include <string>
 #include <utility>
@@ -13,14 +14,20 @@
 
 namespace vxperf::explain {
 
-// What the records say a range's work should have taken at the peak.
+// What the records say of the ranges: the stages each request ran, and what a range's work should
+// have taken at the peak.
 struct Records {
   std::vector<std::string> files;
-  // (rank, request number) -> the request's priced calls: their ideal seconds and how many.
+  // The stage names the requests' records list, each once; a request holds indices into it.
+  std::vector<std::string> stage_names;
+  // (rank, request number) -> the request: the stages it ran, and when it was priced, its priced
+  // calls' ideal seconds and FLOPs and how many calls.
   struct Request {
+    bool priced = false;
     double ideal_s = 0;
     std::int64_t calls = 0;
     double flops = 0;
+    std::vector<std::uint32_t> stages;  // into `stage_names`
   };
   std::map<std::pair<int, std::int64_t>, Request> requests;
   // rank -> windows: [first, last] step, ideal seconds and FLOPs per step, the FLOPs coefficient.

@@ -7,10 +7,15 @@
 #include <gtest/gtest.h>
 #include <zlib.h>
 
+#include <algorithm>
 #include <cmath>
 #include <filesystem>
 #include <fstream>
+#include <optional>
+#include <set>
 #include <string>
+#include <tuple>
+#include <utility>
 #include <vector>
 
 #include "vxperf/records.h"
@@ -56,6 +61,11 @@ class Trace {
     events_.push_back(event);
     return *this;
   }
+  // A top-level key of the trace and its JSON value, as torch's add_metadata_json writes one.
+  Trace& meta(const std::string& key, const std::string& json) {
+    meta_ += "  \"" + key + "\": " + json + ",\n";
+    return *this;
+  }
 
   std::string text() const {
     std::string s = "{\n  \"schemaVersion\": 1,\n";
@@ -63,6 +73,7 @@ class Trace {
       s += "  \"distributedInfo\": {\"backend\": \"nccl\", \"rank\": " + std::to_string(rank_) +
            ", \"world_size\": 2},\n";
     }
+    s += meta_;
     s += "  \"traceEvents\": [\n";
     for (std::size_t i = 0; i < events_.size(); ++i) {
       s += "  " + events_[i] + (i + 1 < events_.size() ? ",\n" : "\n");
@@ -79,6 +90,7 @@ class Trace {
   }
   int rank_;
   std::vector<std::string> events_;
+  std::string meta_;
 };
 
 class ExplainTest : public ::testing::Test {
@@ -384,6 +396,289 @@ TEST_F(ExplainTest, HostileNamesAndNestingCostMemoryNotACrash) {
   const std::string page = explanation_html(e);
   EXPECT_EQ(page.find("<script>alert"), std::string::npos);
   EXPECT_NE(page.find("&lt;script&gt;alert"), std::string::npos);
+}
+
+// A row of the waterfall, or a failure naming it.
+const WaterfallRow* find_row(const std::vector<WaterfallRow>& rows, const std::string& kind,
+                             const std::string& range, std::int64_t index = -1) {
+  for (const WaterfallRow& row : rows) {
+    if (row.kind == kind && row.range == range && row.step_index == index) return &row;
+  }
+  ADD_FAILURE() << kind << " " << range << " " << index << " missing";
+  static const WaterfallRow kNone;
+  return &kNone;
+}
+
+std::set<std::string> ranges_of(const std::vector<WaterfallRow>& rows, const std::string& kind) {
+  std::set<std::string> out;
+  for (const WaterfallRow& row : rows) {
+    if (row.kind == kind) out.insert(row.range);
+  }
+  return out;
+}
+
+void expect_parts_add_up(const std::vector<WaterfallRow>& rows) {
+  for (const WaterfallRow& row : rows) {
+    const double sum = row.ideal_s.value_or(0) + row.kernel_excess_s + row.exposed_comm_s +
+                       row.memory_s + row.other_s + row.idle_host_wait_s + row.idle_kernel_wait_s +
+                       row.idle_other_s;
+    EXPECT_NEAR(sum, row.span_s, 1e-12) << row.kind << " " << row.range;
+  }
+}
+
+bool said(const Explanation& e, const std::string& what) {
+  for (const std::string& p : e.problems) {
+    if (p.find(what) != std::string::npos) return true;
+  }
+  return false;
+}
+
+// A window of steps [first, last] priced at `flops_per_step` on a 1-TFLOP/s peak, FLOPs
+// coefficient 3 (a forward and a backward of two), as a records line.
+std::string window_line(std::int64_t first, std::int64_t last, double flops_per_step,
+                        bool priced = true) {
+  TrainWindowRecord w;
+  w.step_first = first;
+  w.step_last = last;
+  w.steps = last - first + 1;
+  TrainThroughput t;
+  t.samples = 1;
+  t.wall_s = 1;
+  if (priced) {
+    t.priced = true;
+    t.peak_tflops = 1;
+    t.flops_per_step = flops_per_step;
+    t.flops_coef = 3;
+    t.priced_steps = w.steps;
+  }
+  w.throughput = t;
+  return to_json_line(w) + "\n";
+}
+
+// A request record listing `stages` (name, calls, total ms), priced at MFU `mfu` when given.
+std::string request_line(std::int64_t req,
+                         const std::vector<std::tuple<std::string, std::int64_t, double>>& stages,
+                         std::optional<double> mfu = std::nullopt) {
+  RequestRecord q;
+  q.req = req;
+  q.e2e_s = 0.001;
+  for (const auto& [name, calls, ms] : stages) {
+    q.stages.push_back({name, calls, ms, ms / static_cast<double>(calls), 0, 0, 0});
+  }
+  if (mfu) {
+    DitThroughput d;
+    d.tflops = 1;
+    d.peak_tflops = 2;
+    d.mfu = *mfu;
+    q.dit = d;
+  }
+  return to_json_line(q) + "\n";
+}
+
+// Two training steps, each: step [0, 1000] > micro_step [10, 900] > `chain` (ranges torch opens:
+// DDP's or FSDP's forward, a compiled region and its function, nested in that order) > model_call
+// [30, 400]; bwd [510, 800] and opt [910, 990]. Kernels: the forward's [100, 300], one launched
+// inside the chain but outside the model call [460, 480], the backward's [600, 700], the
+// optimizer's [930, 950]; all computation.
+Trace steps_under(const std::vector<std::string>& chain) {
+  Trace t(0);
+  for (int s = 0; s < 2; ++s) {
+    const double b = 1000.0 * s;
+    const long c = 10L * s;
+    t.range("step " + std::to_string(s), b, 1000).range("micro_step", b + 10, 890);
+    for (std::size_t k = 0; k < chain.size(); ++k) {
+      const double d = static_cast<double>(k);
+      t.range(chain[k], b + 20 + d, 480 - 2 * d);
+    }
+    t.range("model_call", b + 30, 370).range("bwd", b + 510, 290).range("opt", b + 910, 80);
+    t.launch(b + 40, 2, c + 1).kernel("gemm_fwd", 7, b + 100, 200, c + 1);
+    t.launch(b + 450, 2, c + 2).kernel("gemm_hook", 7, b + 460, 20, c + 2);
+    t.launch(b + 520, 2, c + 3).kernel("gemm_bwd", 7, b + 600, 100, c + 3);
+    t.launch(b + 920, 2, c + 4).kernel("adam", 7, b + 930, 20, c + 4);
+  }
+  return t;
+}
+
+// A range belongs to the nearest of vxperf's ranges above it: the forward's model call is a phase
+// of its step whatever torch opened between them, and torch's ranges are no phase.
+TEST_F(ExplainTest, APhaseUnderTorchsOwnRangesIsStillItsStepsPhase) {
+  const std::string records = write("records.jsonl", window_line(0, 1, 3e8));  // 300 us a step
+  const std::vector<std::vector<std::string>> chains = {
+      {},
+      {"DistributedDataParallel.forward"},
+      {"FullyShardedDataParallel.forward"},
+      {"Torch-Compiled Region", "CompiledFunction"},
+      {"DistributedDataParallel.forward", "my_forward_wrapper"}};
+  constexpr double us = 1e-6;
+  for (const auto& chain : chains) {
+    const std::string name = "t" + std::to_string(chain.size()) + ".json";
+    ExplainOptions options;
+    options.records = {records};
+    const Explanation e = explain_traces({write(name, steps_under(chain).text())}, options);
+    SCOPED_TRACE(chain.empty() ? std::string("no range between") : chain[0]);
+    const std::vector<WaterfallRow>& w = e.ranks.at(0).waterfall;
+    EXPECT_EQ(ranges_of(w, "phase"), (std::set<std::string>{"model_call", "bwd", "opt"}));
+    EXPECT_EQ(ranges_of(w, "micro_step"), std::set<std::string>{"micro_step"});
+    // The forward: 2 calls of 200 us, a third of the 300 us step's FLOPs each.
+    const WaterfallRow* fwd = find_row(w, "phase", "model_call");
+    EXPECT_EQ(fwd->count, 2);
+    EXPECT_NEAR(fwd->span_s, 400 * us, 1e-12);
+    EXPECT_NEAR(*fwd->ideal_s, 200 * us, 1e-12);
+    EXPECT_NEAR(*fwd->mfu, 0.5, 1e-12);
+    const WaterfallRow* bwd = find_row(w, "phase", "bwd");
+    EXPECT_EQ(bwd->count, 2);
+    EXPECT_NEAR(*bwd->ideal_s, 400 * us, 1e-12);
+    EXPECT_NEAR(bwd->kernel_excess_s, -200 * us, 1e-12);  // 200 us of computation
+    // The kernel launched in torch's range outside the call is the micro-step's:
+    // [100, 300] + [460, 480] + [600, 700] = 320 us of computation over a span of 600 us.
+    const WaterfallRow* micro = find_row(w, "micro_step", "micro_step");
+    EXPECT_EQ(micro->count, 2);
+    EXPECT_NEAR(micro->span_s, 1200 * us, 1e-12);
+    EXPECT_NEAR(micro->kernel_excess_s, 640 * us, 1e-12);
+    const WaterfallRow* step = find_row(w, "train_step", "step");
+    EXPECT_EQ(step->count, 2);
+    EXPECT_NEAR(step->span_s, 1700 * us, 1e-12);  // [100, 950] twice
+    EXPECT_NEAR(*step->ideal_s, 600 * us, 1e-12);
+    expect_parts_add_up(w);
+    EXPECT_TRUE(e.problems.empty()) << e.problems.at(0);
+  }
+}
+
+// A collective's own range inside a request (NCCL's and gloo's record_function, c10d's op) is no
+// stage; its kernels are the request's, or the stage's it was launched in.
+TEST_F(ExplainTest, ACollectivesOwnRangeInARequestIsNoStage) {
+  Trace t(0);
+  t.range("request 0", 0, 1000).range("text_encoder", 10, 90);
+  t.range("nccl:all_reduce", 110, 40).range("gloo:all_reduce", 160, 10);
+  t.range("c10d::allreduce_", 175, 10);
+  t.range("transformer", 200, 200).range("nccl:all_gather", 300, 50);
+  t.range("transformer", 400, 200).range("vae_dec", 600, 300);
+  t.launch(20, 2, 1).kernel("te_gemm", 7, 30, 50, 1);                 // [30, 80]
+  t.launch(120, 2, 2).kernel("ncclKernel_AllReduce", 9, 130, 60, 2);  // [130, 190]
+  t.launch(210, 2, 3).kernel("gemm", 7, 220, 160, 3);                 // [220, 380]
+  t.launch(310, 2, 4).kernel("ncclKernel_AllGather", 9, 385, 10, 4);  // [385, 395]
+  t.launch(410, 2, 5).kernel("gemm", 7, 420, 160, 5);                 // [420, 580]
+  t.launch(610, 2, 6).kernel("vae_conv", 7, 620, 260, 6);             // [620, 880]
+  const Explanation e = explain_traces({write("r.json", t.text())}, {});
+  const std::vector<WaterfallRow>& w = e.ranks.at(0).waterfall;
+  EXPECT_EQ(ranges_of(w, "stage"),
+            (std::set<std::string>{"text_encoder", "transformer", "vae_dec"}));
+  EXPECT_EQ(find_row(w, "stage", "transformer")->count, 2);
+  constexpr double us = 1e-6;
+  // Step 0: its gemm and the all-gather launched inside it: 160 computation, 10 exposed
+  // communication, a 5 us kernel wait (launched at 310, before the gap opened at 380).
+  const WaterfallRow* s0 = find_row(w, "denoising_step", "transformer", 0);
+  EXPECT_NEAR(s0->span_s, 175 * us, 1e-12);
+  EXPECT_NEAR(s0->kernel_excess_s, 160 * us, 1e-12);
+  EXPECT_NEAR(s0->exposed_comm_s, 10 * us, 1e-12);
+  EXPECT_NEAR(s0->idle_kernel_wait_s, 5 * us, 1e-12);
+  EXPECT_NEAR(find_row(w, "denoising_step", "transformer", 1)->span_s, 160 * us, 1e-12);
+  // The request: 30..880; computation 50 + 160 + 160 + 260, communication 60 + 10; gaps of
+  // host wait 50 + 30 + 25 + 40, kernel wait 5.
+  const WaterfallRow* req = find_row(w, "request", "request");
+  EXPECT_NEAR(req->span_s, 850 * us, 1e-12);
+  EXPECT_NEAR(req->kernel_excess_s, 630 * us, 1e-12);
+  EXPECT_NEAR(req->exposed_comm_s, 70 * us, 1e-12);
+  EXPECT_NEAR(req->idle_host_wait_s, 145 * us, 1e-12);
+  EXPECT_NEAR(req->idle_kernel_wait_s, 5 * us, 1e-12);
+  expect_parts_add_up(w);
+}
+
+// Two requests whose denoising loop the program wraps in its own range: the transformer's calls
+// are still the requests' stage and denoising steps. Stages known three ways: the stage table's
+// names, the names vxperf declared in the trace ("vxperf_ranges": a program's own "refiner"), the
+// names a request's record lists ("upscaler", request 0's alone: request 1 has no record).
+TEST_F(ExplainTest, AProgramsOwnRangeAroundTheDenoisingLoopHidesNoStage) {
+  Trace t(0);
+  t.meta("vxperf_ranges", "[\"transformer\", \"refiner\"]");
+  long c = 0;
+  auto work = [&](const std::string& stage, double ts, double dur, double k0, double k1) {
+    t.range(stage, ts, dur);
+    ++c;
+    t.launch(ts + 5, 2, c).kernel(stage + "_gemm", 7, k0, k1 - k0, c);
+  };
+  for (int r = 0; r < 2; ++r) {
+    const double b = 1000.0 * r;
+    t.range("request " + std::to_string(r), b, 1000);
+    work("text_encoder", b + 10, 40, b + 20, b + 45);
+    t.range("denoising loop", b + 60, 640);
+    for (int k = 0; k < 3; ++k) {
+      const double at = b + 100 + 150 * k;
+      work("transformer", at, 100, at + 10, at + 90);
+    }
+    t.range("scheduler.step", b + 210, 30);
+    work("refiner", b + 550, 100, b + 560, b + 600);
+    work("upscaler", b + 720, 80, b + 730, b + 790);
+    work("vae_dec", b + 800, 150, b + 810, b + 940);
+  }
+  const std::string records = write("records.jsonl", request_line(0,
+                                                                  {{"text_encoder", 1, 0.025},
+                                                                   {"transformer", 3, 0.24},
+                                                                   {"refiner", 1, 0.04},
+                                                                   {"upscaler", 1, 0.06},
+                                                                   {"vae_dec", 1, 0.13}},
+                                                                  0.5));
+  const Explanation e = explain_traces({write("r.json", t.text())}, {});
+  const std::vector<WaterfallRow>& w = e.ranks.at(0).waterfall;
+  EXPECT_EQ(ranges_of(w, "stage"), (std::set<std::string>{"text_encoder", "transformer", "refiner",
+                                                          "upscaler", "vae_dec"}));
+  EXPECT_EQ(find_row(w, "stage", "transformer")->count, 6);
+  EXPECT_EQ(find_row(w, "stage", "refiner")->count, 2);
+  EXPECT_EQ(find_row(w, "stage", "upscaler")->count, 1);  // request 1's is not known as a stage
+  EXPECT_EQ(find_row(w, "request", "request")->count, 2);
+  constexpr double us = 1e-6;
+  for (int k = 0; k < 3; ++k) {
+    const WaterfallRow* step = find_row(w, "denoising_step", "transformer", k);
+    EXPECT_EQ(step->count, 2) << k;  // one per request, numbered within each
+    EXPECT_NEAR(step->span_s, 160 * us, 1e-12) << k;
+  }
+  EXPECT_EQ(std::count_if(w.begin(), w.end(),
+                          [](const WaterfallRow& row) { return row.kind == "denoising_step"; }),
+            3);
+  // Each request alone: request 0's steps priced, request 1's not.
+  for (int r = 0; r < 2; ++r) {
+    Trace one(0);
+    one.meta("vxperf_ranges", "[\"refiner\"]");
+    one.range("request " + std::to_string(r), 0, 1000).range("denoising loop", 60, 640);
+    one.range("transformer", 100, 100).launch(105, 2, 1).kernel("gemm", 7, 110, 80, 1);
+    const Explanation alone =
+        explain_traces({write("one" + std::to_string(r) + ".json", one.text())}, {});
+    const WaterfallRow* s0 =
+        find_row(alone.ranks.at(0).waterfall, "denoising_step", "transformer", 0);
+    EXPECT_EQ(s0->ideal_s.has_value(), r == 0);
+    if (r == 0) EXPECT_NEAR(*s0->ideal_s, 40 * us, 1e-12);
+  }
+  expect_parts_add_up(w);
+}
+
+TEST_F(ExplainTest, ADeclarationThatIsNoListOfNamesIsSaid) {
+  Trace t(0);
+  t.meta("vxperf_ranges", "[\"refiner\", 3]");
+  t.range("request 0", 0, 100).range("refiner", 10, 50);
+  const Explanation e = explain_traces({write("r.json", t.text())}, {});
+  EXPECT_TRUE(said(e, "r.json: its \"vxperf_ranges\" is not a list of names: ignored"));
+  EXPECT_TRUE(ranges_of(e.ranks.at(0).waterfall, "stage").empty());
+}
+
+// Ranges of one thread with the same start and duration (whole microseconds make them common):
+// a step or request holds the other, then a micro-step, then the one written first.
+TEST_F(ExplainTest, EqualRangesNestTheWayVxperfsCan) {
+  Trace t(0);
+  t.range("step 0", 0, 100).range("model_call", 10, 80).range("micro_step", 10, 80);
+  t.launch(20, 2, 1).kernel("gemm", 7, 30, 20, 1);
+  t.range("step 1", 100, 100).range("micro_step", 105, 90);
+  t.range("model_call", 110, 80).range("DistributedDataParallel.forward", 110, 80);
+  t.launch(120, 2, 2).kernel("gemm", 7, 130, 40, 2);
+  t.range("step 2", 200, 100).range("micro_step", 205, 90);
+  t.range("DistributedDataParallel.forward", 210, 80).range("model_call", 210, 80);
+  t.launch(220, 2, 3).kernel("gemm", 7, 230, 40, 3);
+  const Explanation e = explain_traces({write("r.json", t.text())}, {});
+  const std::vector<WaterfallRow>& w = e.ranks.at(0).waterfall;
+  const WaterfallRow* fwd = find_row(w, "phase", "model_call");
+  EXPECT_EQ(fwd->count, 3);
+  EXPECT_NEAR(fwd->span_s, 100e-6, 1e-12);
+  EXPECT_EQ(find_row(w, "micro_step", "micro_step")->count, 3);
+  EXPECT_EQ(ranges_of(w, "phase"), std::set<std::string>{"model_call"});
 }
 
 }  // namespace
