@@ -11,6 +11,7 @@
 #include <map>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace vxperf::explain {
@@ -77,6 +78,9 @@ struct RankExplanation {
   std::vector<KernelStats> kernels;
   LaunchStats launches;
   std::vector<WaterfallRow> waterfall;
+  // With records: the trace's `request N` and `step N` ranges that no record holds (by this rank
+  // and the number), as runs of consecutive numbers [first, last]. Their waterfall has no FLOPs.
+  std::vector<std::pair<std::int64_t, std::int64_t>> requests_without_record, steps_without_record;
 };
 
 struct Explanation {
@@ -84,7 +88,10 @@ struct Explanation {
   std::map<std::string, double> kernel_types;      // summed over ranks, as HTA does
   std::map<std::string, double> kernel_types_pct;  // rounded to 1 decimal
   std::vector<std::string> problems;               // "FILE: what was wrong", one each
-  std::vector<std::string> records_files;          // the records the waterfall was priced from
+  std::vector<std::string> records_files;          // the records read for the waterfall
+  // Those of them that priced some range of the traces (a file whose records match no range, or
+  // hold no FLOPs for those they match, is said in `problems` instead).
+  std::vector<std::string> flops_from;
 };
 
 struct ExplainOptions {

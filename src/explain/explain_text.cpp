@@ -115,10 +115,19 @@ std::string explanation_text(const Explanation& e) {
     }
     out += "\n";
   }
-  if (!e.records_files.empty()) {
+  if (!e.flops_from.empty()) {
     out += "\nFLOPs from:";
-    for (const std::string& f : e.records_files) out += " " + f;
+    for (const std::string& f : e.flops_from) out += " " + f;
     out += "\n";
+  } else {
+    bool ranges = false;
+    for (const RankExplanation& r : e.ranks) ranges = ranges || !r.waterfall.empty();
+    if (ranges) {
+      out += e.records_files.empty()
+                 ? "\nFLOPs: no records found (--records FILE): no ideal time or MFU\n"
+                 : "\nFLOPs: none from the records read (see the problems): no ideal time or "
+                   "MFU\n";
+    }
   }
   for (const std::string& p : e.problems) out += "problem: " + p + "\n";
   return out;

@@ -41,35 +41,59 @@ std::optional<double> percent_of(double part, double whole, int decimals) {
 }
 
 // The union of the rows of one type (or of all, without one); `rows` are in order of start.
+// `clamped`: a row of negative duration counts as one of none.
 std::vector<Interval> union_of_type(const std::vector<DeviceRow>& rows,
-                                    std::optional<KernelType> type) {
+                                    std::optional<KernelType> type, bool clamped = false) {
   UnionBuilder u;
   for (int pass = 0; pass < 2; ++pass) {  // the groups counted, then made in a vector that size
     if (pass == 1) u.reserve();
     for (const DeviceRow& r : rows) {
-      if (!type || r.type == *type) u.add(r.ts(), r.end());
+      if (!type || r.type == *type) u.add(r.ts(), clamped ? std::max(r.ts(), r.end()) : r.end());
     }
   }
   return u.take();
 }
 
-Temporal temporal_breakdown(const std::vector<DeviceRow>& rows) {
+Temporal temporal_of(const std::vector<DeviceRow>& rows, bool clamped) {
   Temporal t;
   if (rows.empty()) return t;
   double first = std::numeric_limits<double>::infinity();
   double last = -first;
   for (const DeviceRow& r : rows) {
     first = std::min(first, r.ts());
-    last = std::max(last, r.end());
+    last = std::max(last, clamped ? std::max(r.ts(), r.end()) : r.end());
   }
   t.kernel_time_us = last - first;
-  t.idle_time_us = t.kernel_time_us - length(union_of_type(rows, std::nullopt));
-  t.compute_time_us = length(union_of_type(rows, KernelType::kComputation));
+  t.idle_time_us = t.kernel_time_us - length(union_of_type(rows, std::nullopt, clamped));
+  t.compute_time_us = length(union_of_type(rows, KernelType::kComputation, clamped));
   t.non_compute_time_us = t.kernel_time_us - t.compute_time_us - t.idle_time_us;
   t.idle_pct = percent_of(t.idle_time_us, t.kernel_time_us, 2);
   t.compute_pct = percent_of(t.compute_time_us, t.kernel_time_us, 2);
   t.non_compute_pct = percent_of(t.non_compute_time_us, t.kernel_time_us, 2);
   return t;
+}
+
+// HTA's temporal breakdown; where HTA stops with an assertion (rows of negative duration after
+// its rounding can make a union shorter than a part of it: a non-compute time below 0, idle or
+// compute time beyond the span), the breakdown with those rows as 0 us, and that is said.
+Temporal temporal_breakdown(const std::vector<DeviceRow>& rows,
+                            std::vector<std::string>& problems) {
+  Temporal t = temporal_of(rows, false);
+  const bool asserts = t.idle_time_us > t.kernel_time_us || t.compute_time_us > t.kernel_time_us ||
+                       t.non_compute_time_us < 0;
+  if (!asserts) return t;
+  const Temporal c = temporal_of(rows, true);
+  auto us = [](double v) {
+    return internal::strprintf(v == std::floor(v) ? "%.0f us" : "%.3f us", v);
+  };
+  problems.push_back(
+      "HTA's temporal breakdown stops here with an assertion (non-compute " +
+      us(t.non_compute_time_us) + ", idle " + us(t.idle_time_us) + " and compute " +
+      us(t.compute_time_us) + " of a span of " + us(t.kernel_time_us) +
+      ", from rows of negative duration): given with those rows as 0 us (non-compute " +
+      us(c.non_compute_time_us) + ", idle " + us(c.idle_time_us) + ", compute " +
+      us(c.compute_time_us) + " of " + us(c.kernel_time_us) + ")");
+  return c;
 }
 
 bool is_idle_category(std::string_view cat) {
@@ -378,12 +402,12 @@ std::set<std::int64_t> profiler_steps(const RankWindow& w) {
   return out;
 }
 
-RankExplanation analyse_rank(const RankWindow& w) {
+RankExplanation analyse_rank(const RankWindow& w, std::vector<std::string>& problems) {
   RankExplanation e;
   e.rank = w.trace->rank;
   e.file = w.trace->file;
   e.has_device_rows = !w.device.empty();
-  e.temporal = temporal_breakdown(w.device);
+  e.temporal = temporal_breakdown(w.device, problems);
   e.idle_by_stream = idle_by_stream(w);
   const std::vector<Interval> comm = union_of_type(w.device, KernelType::kCommunication);
   const double comm_time = length(comm);

@@ -575,14 +575,51 @@ void link_launches(KinetoTrace& t) {
   }
 }
 
+// A name as an example in one line: at most 80 bytes of it, no line breaks.
+std::string example_name(std::string_view name) {
+  std::string out(name.substr(0, 80));
+  for (char& c : out) c = c == '\n' || c == '\r' || c == '\t' ? ' ' : c;
+  return name.size() > 80 ? out + "..." : out;
+}
+
+// Microseconds to the nanosecond, without trailing zeros.
+std::string number_text(double v) {
+  std::string s = internal::strprintf("%.3f", v);
+  while (s.back() == '0') s.pop_back();
+  if (s.back() == '.') s.pop_back();
+  return s;
+}
+
 // HTA's nanosecond rounding, applied to every row when the file has a fractional or missing ts.
+// The rows it leaves with a negative duration (or that have one in the file) are said: how many,
+// how many of them ran on the device, and the first in file order.
 void round_times(KinetoTrace& t) {
-  if (!t.rounded) return;
+  std::uint64_t negative = 0, device = 0;
+  std::string example;
   for (Row& r : t.rows) {
-    const double end = std::floor(r.ts + r.dur);
-    r.ts = std::ceil(r.ts);
-    r.dur = end - r.ts;
+    const double ts = r.ts, dur = r.dur;
+    if (t.rounded) {
+      const double end = std::floor(r.ts + r.dur);
+      r.ts = std::ceil(r.ts);
+      r.dur = end - r.ts;
+    }
+    if (!(r.dur < 0)) continue;
+    ++negative;
+    device += r.device ? 1 : 0;
+    if (example.empty()) {
+      example = "\"" + example_name(t.str(r.name)) + "\" at ts " + number_text(ts) + ", dur " +
+                number_text(dur) + (t.rounded ? " -> " + number_text(r.dur) : std::string());
+    }
   }
+  if (negative > 0) {
+    t.warnings.push_back(
+        std::to_string(negative) + " rows (" + std::to_string(device) +
+        " on the device) have a negative duration" +
+        (t.rounded ? " after HTA's rounding to whole us" : std::string(" in the file")) +
+        ", e.g. " + example +
+        " us; HTA's numbers keep them as HTA does, the waterfall takes them as 0 us");
+  }
+  if (!t.rounded) return;
   KinetoTrace::PlainHostRows& plain = t.plain_host;
   plain.first_ts = std::ceil(plain.first_ts);
   for (double& ts : plain.later) ts = std::ceil(ts);

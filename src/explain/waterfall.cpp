@@ -5,6 +5,7 @@
 #include <cmath>
 #include <filesystem>
 #include <functional>
+#include <iterator>
 #include <limits>
 #include <optional>
 #include <set>
@@ -66,11 +67,16 @@ class Builder {
     known_stages_.insert(t.declared_stages.begin(), t.declared_stages.end());
   }
 
-  std::vector<WaterfallRow> build() {
+  RankWaterfall build() {
+    RankWaterfall out;
+    out.matched.assign(records_.files.size(), 0);
+    out.priced.assign(records_.files.size(), 0);
     collect_ranges();
-    if (nodes_.empty()) return {};
+    if (nodes_.empty()) return out;
     attribute_launches();
-    return aggregate();
+    join(out);
+    out.rows = aggregate();
+    return out;
   }
 
  private:
@@ -228,17 +234,22 @@ class Builder {
     return at >= 0 && nodes_[at].owner >= 0 ? at : *(it - 1);
   }
 
-  // The split of one range's device span (microseconds until the end).
+  // The split of one range's device span (microseconds until the end). A row of negative
+  // duration (HTA's rounding) counts as one of none, so that no part goes negative.
   WaterfallRow split(const Node& n) const {
     WaterfallRow w;
     w.count = 1;
     std::vector<Interval> all, comp, comm, mem;
     std::vector<const Row*> rows;
     for (std::uint32_t i : n.device) rows.push_back(&t_.rows[i]);
-    std::sort(rows.begin(), rows.end(), [](const Row* a, const Row* b) { return a->ts < b->ts; });
+    // In order of start, rows starting together in file order (the row that ends a gap, whose
+    // launch says its cause, is then always the same one).
+    std::sort(rows.begin(), rows.end(), [](const Row* a, const Row* b) {
+      return a->ts != b->ts ? a->ts < b->ts : a->index < b->index;
+    });
     rows.erase(std::unique(rows.begin(), rows.end()), rows.end());
     for (const Row* r : rows) {
-      all.push_back({r->ts, r->end()});
+      all.push_back({r->ts, std::max(r->ts, r->end())});
       switch (types_[r->name]) {
         case KernelType::kComputation:
           comp.push_back(all.back());
@@ -318,7 +329,7 @@ class Builder {
       return std::make_pair(r->ideal_s / calls, r->flops / calls);
     }
     const Records::Window* w = window_record(root);
-    if (w == nullptr) return std::nullopt;
+    if (w == nullptr || !w->priced) return std::nullopt;
     if (n.kind == Kind::kTrainStep) return std::make_pair(w->ideal_step_s, w->flops_step);
     if (n.kind != Kind::kPhase || w->coef <= 0) return std::nullopt;
     const std::string_view name = t_.str(n.row->name);
@@ -327,6 +338,39 @@ class Builder {
     const double share = forward ? 1 / w->coef : name == "bwd" ? (w->coef - 1) / w->coef : 0;
     if (share == 0) return std::nullopt;
     return std::make_pair(w->ideal_step_s * share, w->flops_step * share);
+  }
+
+  // Which of the trace's requests and steps a record holds (each file's count) and prices, and
+  // which none holds.
+  void join(RankWaterfall& out) const {
+    std::set<std::int64_t> requests, steps;
+    for (std::int64_t i : order_) {
+      const Node& n = nodes_[i];
+      if (n.root != i) continue;
+      std::uint32_t file = 0;
+      bool priced = false;
+      if (n.kind == Kind::kRequest) {
+        const Records::Request* r = request_record(n);
+        if (r == nullptr) {
+          requests.insert(n.number);
+          continue;
+        }
+        file = r->file;
+        priced = r->priced;
+      } else {
+        const Records::Window* w = window_record(n);
+        if (w == nullptr) {
+          steps.insert(n.number);
+          continue;
+        }
+        file = w->file;
+        priced = w->priced;
+      }
+      ++out.matched[file];
+      if (priced) ++out.priced[file];
+    }
+    out.requests_without_record.assign(requests.begin(), requests.end());
+    out.steps_without_record.assign(steps.begin(), steps.end());
   }
 
   static void add(WaterfallRow& into, const WaterfallRow& w) {
@@ -367,7 +411,7 @@ class Builder {
       const Node& n = nodes_[i];
       if (n.owner != i) continue;
       WaterfallRow w = split(n);
-      w.host_s = n.row->dur * 1e-6;
+      w.host_s = std::max(0.0, n.row->dur) * 1e-6;
       if (auto priced = ideal(n)) {
         w.flops = priced->second;
         // Without device work there is no span to split (a CPU-only profile): no ideal in it.
@@ -414,13 +458,14 @@ class Builder {
 
 class RecordsInto : public analysis::RecordHandler {
  public:
-  explicit RecordsInto(Records& r) : r_(r) {
+  RecordsInto(Records& r, std::uint32_t file) : r_(r), file_(file) {
     for (std::size_t i = 0; i < r.stage_names.size(); ++i) {
       stage_ids_.emplace(r.stage_names[i], static_cast<std::uint32_t>(i));
     }
   }
   void request(const RequestRecord& q) override {
     Records::Request r;
+    r.file = file_;
     for (const StageSummary& s : q.stages) {
       auto [it, fresh] =
           stage_ids_.try_emplace(s.name, static_cast<std::uint32_t>(r_.stage_names.size()));
@@ -441,20 +486,24 @@ class RecordsInto : public analysis::RecordHandler {
     r_.requests[{q.rank, q.req}] = std::move(r);
   }
   void window(const TrainWindowRecord& w) override {
-    if (!w.throughput || !w.throughput->priced || !w.throughput->peak_tflops) return;
-    const TrainThroughput& t = *w.throughput;
     Records::Window out;
+    out.file = file_;
     out.first = w.step_first;
     out.last = w.step_last;
-    out.flops_step = t.flops_per_step * t.dp;
-    out.ideal_step_s = out.flops_step / (*t.peak_tflops * 1e12);
-    out.coef = t.flops_coef;
+    if (w.throughput && w.throughput->priced && w.throughput->peak_tflops) {
+      const TrainThroughput& t = *w.throughput;
+      out.priced = true;
+      out.flops_step = t.flops_per_step * t.dp;
+      out.ideal_step_s = out.flops_step / (*t.peak_tflops * 1e12);
+      out.coef = t.flops_coef;
+    }
     r_.windows[w.rank].push_back(out);
   }
   void warning(const std::string&) override {}
 
  private:
   Records& r_;
+  std::uint32_t file_;
   std::unordered_map<std::string, std::uint32_t> stage_ids_;
 };
 
@@ -491,19 +540,64 @@ Records load_records(const std::vector<std::string>& given, const std::vector<st
   options.skip_bad_lines = true;
   options.threads = 1;
   for (const std::string& f : candidates) {
-    RecordsInto into(out);
+    const auto file = static_cast<std::uint32_t>(out.files.size());
+    RecordsInto into(out, file);
     try {
       analysis::stream_record_files({f}, into, options);
       out.files.push_back(f);
     } catch (const std::exception& e) {
       if (said) problems.push_back(std::string(e.what()));
+      // What it gave before it failed is not the next file's.
+      for (auto it = out.requests.begin(); it != out.requests.end();) {
+        it = it->second.file == file ? out.requests.erase(it) : std::next(it);
+      }
+      for (auto& [rank, windows] : out.windows) {
+        windows.erase(std::remove_if(windows.begin(), windows.end(),
+                                     [&](const Records::Window& w) { return w.file == file; }),
+                      windows.end());
+      }
     }
   }
   return out;
 }
 
-std::vector<WaterfallRow> waterfall_of(const KinetoTrace& trace, const Records& records) {
+RankWaterfall waterfall_of(const KinetoTrace& trace, const Records& records) {
   return Builder(trace, records).build();
+}
+
+std::vector<std::pair<std::int64_t, std::int64_t>> runs_of(
+    const std::vector<std::int64_t>& sorted) {
+  std::vector<std::pair<std::int64_t, std::int64_t>> runs;
+  for (std::int64_t n : sorted) {
+    if (!runs.empty() && n == runs.back().second + 1) {
+      runs.back().second = n;
+    } else {
+      runs.emplace_back(n, n);
+    }
+  }
+  return runs;
+}
+
+std::string numbered_runs(const std::vector<std::int64_t>& requests,
+                          const std::vector<std::int64_t>& steps, std::size_t max_runs) {
+  std::string out;
+  auto say = [&](const char* one, const char* many, const std::vector<std::int64_t>& numbers) {
+    if (numbers.empty()) return;
+    const auto runs = runs_of(numbers);
+    if (!out.empty()) out += ", ";
+    out += numbers.size() == 1 ? one : many;
+    for (std::size_t i = 0; i < runs.size() && i < max_runs; ++i) {
+      out += i == 0 ? " " : ", ";
+      out += std::to_string(runs[i].first);
+      if (runs[i].second != runs[i].first) out += "-" + std::to_string(runs[i].second);
+    }
+    if (runs.size() > max_runs) {
+      out += " and " + std::to_string(runs.size() - max_runs) + " more runs";
+    }
+  };
+  say("request", "requests", requests);
+  say("step", "steps", steps);
+  return out;
 }
 
 }  // namespace vxperf::explain

@@ -227,6 +227,12 @@ TEST_F(ExplainTest, AFractionalTimestampRoundsTheWholeFile) {
   // Stream 7: gaps 13 - 12 = 1 and 21 - 13 = 8, both kernel wait.
   EXPECT_EQ(r.idle_by_stream.at(0).kernel_wait_us, 9);
   EXPECT_TRUE(r.steps.empty());
+  // k3's -1 us is said; HTA's assertions hold (non-compute 0), so its numbers stand as they are.
+  ASSERT_EQ(e.problems.size(), 1u);
+  EXPECT_NE(e.problems[0].find("1 rows (1 on the device) have a negative duration after HTA's "
+                               "rounding to whole us, e.g. \"k3\" at ts 20.5, dur 0.4 -> -1 us"),
+            std::string::npos)
+      << e.problems[0];
 }
 
 // All-integer ts: nothing is rounded, a fractional dur stays.
@@ -541,6 +547,7 @@ TEST_F(ExplainTest, APhaseUnderTorchsOwnRangesIsStillItsStepsPhase) {
     EXPECT_NEAR(*step->ideal_s, 600 * us, 1e-12);
     expect_parts_add_up(w);
     EXPECT_TRUE(e.problems.empty()) << e.problems.at(0);
+    EXPECT_EQ(e.flops_from, std::vector<std::string>{records});
   }
 }
 
@@ -582,6 +589,9 @@ TEST_F(ExplainTest, ACollectivesOwnRangeInARequestIsNoStage) {
   EXPECT_NEAR(req->idle_host_wait_s, 145 * us, 1e-12);
   EXPECT_NEAR(req->idle_kernel_wait_s, 5 * us, 1e-12);
   expect_parts_add_up(w);
+  // No records anywhere: nothing priced, and the text says why there is no MFU.
+  EXPECT_TRUE(e.records_files.empty());
+  EXPECT_NE(explanation_text(e).find("FLOPs: no records found"), std::string::npos);
 }
 
 // Two requests whose denoising loop the program wraps in its own range: the transformer's calls
@@ -635,6 +645,15 @@ TEST_F(ExplainTest, AProgramsOwnRangeAroundTheDenoisingLoopHidesNoStage) {
   EXPECT_EQ(std::count_if(w.begin(), w.end(),
                           [](const WaterfallRow& row) { return row.kind == "denoising_step"; }),
             3);
+  // Request 0 is priced from its record: MFU 0.5 over 240 us in the transformer = 120 us ideal,
+  // 40 us a call; request 1 has no record, which is said.
+  const RankExplanation& rank = e.ranks.at(0);
+  EXPECT_EQ(rank.requests_without_record,
+            (std::vector<std::pair<std::int64_t, std::int64_t>>{{1, 1}}));
+  EXPECT_TRUE(rank.steps_without_record.empty());
+  EXPECT_TRUE(said(e, "r.json: request 1: no record in " + records + " (rank 0)"))
+      << e.problems.at(0);
+  EXPECT_EQ(e.flops_from, std::vector<std::string>{records});
   // Each request alone: request 0's steps priced, request 1's not.
   for (int r = 0; r < 2; ++r) {
     Trace one(0);
@@ -679,6 +698,110 @@ TEST_F(ExplainTest, EqualRangesNestTheWayVxperfsCan) {
   EXPECT_NEAR(fwd->span_s, 100e-6, 1e-12);
   EXPECT_EQ(find_row(w, "micro_step", "micro_step")->count, 3);
   EXPECT_EQ(ranges_of(w, "phase"), std::set<std::string>{"model_call"});
+}
+
+// Records that hold none of the trace's requests and steps price nothing, and that is said; those
+// that hold some name the others.
+TEST_F(ExplainTest, RangesWithoutARecordAreNamed) {
+  Trace t(0);
+  t.range("request 5", 0, 100).launch(10, 2, 1).kernel("gemm", 7, 20, 50, 1);
+  t.range("request 6", 100, 100).launch(110, 2, 2).kernel("gemm", 7, 120, 50, 2);
+  t.range("step 3", 200, 100).launch(210, 2, 3).kernel("gemm", 7, 220, 50, 3);
+  t.range("step 4", 300, 100).launch(310, 2, 4).kernel("gemm", 7, 320, 50, 4);
+  t.range("step 7", 400, 100).launch(410, 2, 5).kernel("gemm", 7, 420, 50, 5);
+  const std::string trace = write("trace.json", t.text());
+  {  // another run's records: requests 0 and 1, steps 10-12
+    const std::string other =
+        write("other.jsonl", request_line(0, {{"transformer", 1, 1}}, 0.5) +
+                                 request_line(1, {{"transformer", 1, 1}}, 0.5) +
+                                 window_line(10, 12, 1e8));
+    ExplainOptions options;
+    options.records = {other};
+    const Explanation e = explain_traces({trace}, options);
+    const RankExplanation& r = e.ranks.at(0);
+    using Runs = std::vector<std::pair<std::int64_t, std::int64_t>>;
+    EXPECT_EQ(r.requests_without_record, (Runs{{5, 6}}));
+    EXPECT_EQ(r.steps_without_record, (Runs{{3, 4}, {7, 7}}));
+    EXPECT_TRUE(said(e, trace + ": requests 5-6, steps 3-4, 7: no record in " + other));
+    EXPECT_TRUE(said(e, other + ": none of its records is of a request or step in the traces"));
+    EXPECT_TRUE(e.flops_from.empty());
+    EXPECT_EQ(e.records_files, std::vector<std::string>{other});
+    const std::string text = explanation_text(e);
+    EXPECT_EQ(text.find("FLOPs from:"), std::string::npos);
+    EXPECT_NE(text.find("FLOPs: none from the records read"), std::string::npos);
+    const std::string json = explanation_json(e);
+    EXPECT_NE(json.find("\"requests_without_record\": [\n    [\n     5,\n     6"),
+              std::string::npos)
+        << json.substr(json.find("requests_without_record"), 80);
+    EXPECT_NE(json.find("\"flops_from\": []"), std::string::npos);
+    EXPECT_NE(explanation_html(e).find("requests 5-6, steps 3-4, 7: no record in"),
+              std::string::npos);
+  }
+  {  // this run's: request 5 and the window of step 3 priced, step 4 in an unpriced one
+    const std::string own =
+        write("own.jsonl", request_line(5, {{"transformer", 1, 1}}, 0.5) + window_line(3, 3, 1e8) +
+                               window_line(4, 4, 0, false));
+    ExplainOptions options;
+    options.records = {own};
+    const Explanation e = explain_traces({trace}, options);
+    EXPECT_TRUE(said(e, trace + ": request 6, step 7: no record in " + own));
+    EXPECT_EQ(e.flops_from, std::vector<std::string>{own});
+    EXPECT_NE(explanation_text(e).find("FLOPs from: " + own), std::string::npos);
+    // Step 3 is priced (100 us at the peak over its 50 us kernel), step 4 is not.
+    const WaterfallRow* step = find_row(e.ranks.at(0).waterfall, "train_step", "step");
+    EXPECT_EQ(step->count, 3);
+    EXPECT_FALSE(step->ideal_s.has_value());  // one of the three has none
+  }
+  {  // records that hold the ranges but no FLOPs
+    const std::string unpriced =
+        write("unpriced.jsonl", request_line(5, {{"transformer", 1, 1}}) +
+                                    request_line(6, {{"transformer", 1, 1}}) +
+                                    window_line(3, 7, 0, false));
+    ExplainOptions options;
+    options.records = {unpriced};
+    const Explanation e = explain_traces({trace}, options);
+    EXPECT_TRUE(e.ranks.at(0).requests_without_record.empty());
+    EXPECT_TRUE(said(e, unpriced + ": its records hold 5 of the traces' requests and steps but "
+                                   "price none of them"));
+    EXPECT_TRUE(e.flops_from.empty());
+  }
+}
+
+// Rounding that leaves a copy at -1 us makes HTA's union shorter than its computation: HTA
+// asserts on the negative non-compute time; vxperf says so and gives the breakdown with that row
+// as 0 us, and the waterfall never goes negative.
+TEST_F(ExplainTest, NegativeDurationsAfterRoundingAreSaidAndNeverGoSilentlyNegative) {
+  Trace t(0);
+  t.range("request 0", 0, 40);
+  t.launch(1.5, 2, 1).kernel("gemm", 7, 10.2, 10.3, 1);  // [11, 20]
+  t.launch(3, 2, 2, "cudaMemcpyAsync")
+      .kernel("Memcpy DtoD", 8, 25.5, 0.3, 2, "gpu_memcpy");  // [26, 25]: -1 us
+  const Explanation e = explain_traces({write("r.json", t.text())}, {});
+  const RankExplanation& r = e.ranks.at(0);
+  // As HTA: span 11..25 = 14, union 9 - 1 = 8, computation 9: non-compute 14 - 9 - 6 = -1.
+  // With the copy as [26, 26]: span 15, union 9, idle 6, computation 9, non-compute 0.
+  EXPECT_EQ(r.temporal.kernel_time_us, 15);
+  EXPECT_EQ(r.temporal.idle_time_us, 6);
+  EXPECT_EQ(r.temporal.compute_time_us, 9);
+  EXPECT_EQ(r.temporal.non_compute_time_us, 0);
+  EXPECT_DOUBLE_EQ(*r.temporal.non_compute_pct, 0);
+  EXPECT_DOUBLE_EQ(*r.temporal.compute_pct, 60);
+  EXPECT_TRUE(said(e,
+                   "r.json: 1 rows (1 on the device) have a negative duration after HTA's "
+                   "rounding to whole us, e.g. \"Memcpy DtoD\" at ts 25.5, dur 0.3 -> -1 us"));
+  EXPECT_TRUE(said(e,
+                   "r.json: HTA's temporal breakdown stops here with an assertion "
+                   "(non-compute -1 us, idle 6 us and compute 9 us of a span of 14 us"));
+  EXPECT_TRUE(said(e,
+                   "given with those rows as 0 us (non-compute 0 us, idle 6 us, compute 9 us "
+                   "of 15 us)"));
+  // The request's span: 11..26 = 15: 9 computation, no copy time, a 6 us kernel wait.
+  const WaterfallRow* req = find_row(r.waterfall, "request", "request");
+  EXPECT_NEAR(req->span_s, 15e-6, 1e-12);
+  EXPECT_NEAR(req->kernel_excess_s, 9e-6, 1e-12);
+  EXPECT_EQ(req->memory_s, 0);
+  EXPECT_NEAR(req->idle_kernel_wait_s, 6e-6, 1e-12);
+  expect_parts_add_up(r.waterfall);
 }
 
 }  // namespace

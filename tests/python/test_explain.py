@@ -200,3 +200,8 @@ def test_ranges_under_ddps_and_the_programs_own_ranges_in_a_real_trace(tmp_path)
     assert sorted(steps) == [("transformer", 0), ("transformer", 1), ("transformer", 2)]
     assert all(s["count"] == 2 for s in steps.values())
     assert rows(rank, "request")[("request", None)]["count"] == 2
+    # With the run's records: each of the trace's requests and steps has one.
+    got, _ = explain(trace, "--records", records)
+    (rank,) = got["ranks"]
+    assert rank["requests_without_record"] == [] and rank["steps_without_record"] == []
+    assert got["records"] == [str(records)]
