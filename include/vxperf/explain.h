@@ -11,6 +11,7 @@
 #include <map>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace vxperf::explain {
@@ -18,8 +19,8 @@ namespace vxperf::explain {
 // Microseconds, the traces' unit. Sums are integers after HTA's rounding; they stay doubles so that
 // a file HTA leaves unrounded (integer ts, fractional dur) keeps its fractions as HTA does.
 struct Temporal {
-  double kernel_time_us = 0;  // last device end - first device start, all streams
-  double idle_time_us = 0;    // kernel_time - |union of all device rows|
+  double kernel_time_us = 0;   // last device end - first device start, all streams
+  double idle_time_us = 0;     // kernel_time - |union of all device rows|
   double compute_time_us = 0;  // |union of computation rows|
   double non_compute_time_us = 0;
   // Percents of kernel_time rounded to 2 decimals as numpy.round does; absent when it is 0.
@@ -29,14 +30,14 @@ struct Temporal {
 // Gaps between consecutive kernels, copies and sets of one stream, by HTA's three causes.
 struct StreamIdle {
   std::int64_t stream = 0;
-  double host_wait_us = 0, kernel_wait_us = 0, other_us = 0;  // rounded to 2 decimals
+  double host_wait_us = 0, kernel_wait_us = 0, other_us = 0;              // rounded to 2 decimals
   std::optional<double> host_wait_ratio, kernel_wait_ratio, other_ratio;  // absent: no idle time
 };
 
 // One row of HTA's per-kernel table: a kernel name (or "others") of one type on one rank.
 struct KernelStats {
   std::string name;
-  std::string type;  // COMPUTATION, COMMUNICATION, MEMORY
+  std::string type;        // COMPUTATION, COMMUNICATION, MEMORY
   std::int64_t count = 0;  // device rows (for "others": names)
   double sum_us = 0, max_us = 0, min_us = 0, mean_us = 0, std_us = 0;
 };
@@ -50,12 +51,12 @@ struct LaunchStats {
 
 // One vxperf range's device span split into parts that add up to it exactly (seconds).
 struct WaterfallRow {
-  std::string range;     // the range as it is shown: "denoise", "step" (index), "forward", ...
-  std::string kind;      // "request", "stage", "denoising_step", "train_step", "phase"
-  std::int64_t step_index = -1;  // for denoising steps: which one (0-based)
-  std::int64_t count = 0;        // ranges aggregated
-  double host_s = 0;  // the ranges' own (host) duration
-  double span_s = 0;  // first start to last end of the device work they launched
+  std::string range;  // the range as it is shown: "denoise", "step" (index), "forward", ...
+  std::string kind;   // "request", "stage", "denoising_step", "train_step", "phase"
+  std::int64_t step_index = -1;   // for denoising steps: which one (0-based)
+  std::int64_t count = 0;         // ranges aggregated
+  double host_s = 0;              // the ranges' own (host) duration
+  double span_s = 0;              // first start to last end of the device work they launched
   std::optional<double> ideal_s;  // its FLOPs at the priced peak; absent when unknown
   double kernel_excess_s = 0;     // computation beyond ideal (all computation without FLOPs)
   double exposed_comm_s = 0, memory_s = 0;
@@ -77,14 +78,20 @@ struct RankExplanation {
   std::vector<KernelStats> kernels;
   LaunchStats launches;
   std::vector<WaterfallRow> waterfall;
+  // With records: the trace's `request N` and `step N` ranges that no record holds (by this rank
+  // and the number), as runs of consecutive numbers [first, last]. Their waterfall has no FLOPs.
+  std::vector<std::pair<std::int64_t, std::int64_t>> requests_without_record, steps_without_record;
 };
 
 struct Explanation {
-  std::vector<RankExplanation> ranks;  // by rank
+  std::vector<RankExplanation> ranks;              // by rank
   std::map<std::string, double> kernel_types;      // summed over ranks, as HTA does
   std::map<std::string, double> kernel_types_pct;  // rounded to 1 decimal
-  std::vector<std::string> problems;  // "FILE: what was wrong", one each
-  std::vector<std::string> records_files;  // the records the waterfall was priced from
+  std::vector<std::string> problems;               // "FILE: what was wrong", one each
+  std::vector<std::string> records_files;          // the records read for the waterfall
+  // Those of them that priced some range of the traces (a file whose records match no range, or
+  // hold no FLOPs for those they match, is said in `problems` instead).
+  std::vector<std::string> flops_from;
 };
 
 struct ExplainOptions {

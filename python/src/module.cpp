@@ -33,11 +33,12 @@ namespace {
 std::atomic<bool> python_closing{false};
 
 // Torch profiler ranges: an observer that, while a torch profiler records (`gate()` true), opens
-// a range named after each request, stage, step, micro-step and phase (`enter(name)` returns its
-// token) and closes it at the end (`leave(token)`), so that a Kineto trace shows vxperf's names
-// next to the kernels. Python's side (vxperf/_profiler.py) passes torch's own profiler functions.
-// Without a profiler recording it costs the gate's call per span; without the observer (metrics
-// off, or torch never imported) nothing.
+// a range named after each request, stage, step, micro-step and phase (`enter(name, is_stage)`
+// returns its token; a stage's name is also declared in the trace as one of vxperf's) and closes
+// it at the end (`leave(token)`), so that a Kineto trace shows vxperf's names next to the kernels.
+// Python's side (vxperf/_profiler.py) passes torch's own profiler functions. Without a profiler
+// recording it costs the gate's call per span; without the observer (metrics off, or torch never
+// imported) nothing.
 class TorchRanges final : public vxperf::Observer {
  public:
   TorchRanges(py::object gate, py::object enter, py::object leave)
@@ -59,7 +60,7 @@ class TorchRanges final : public vxperf::Observer {
         if (s.kind == vxperf::SpanKind::kRequest || s.kind == vxperf::SpanKind::kStep) {
           name += ' ' + std::to_string(s.index);
         }
-        token = enter_(name).release().ptr();
+        token = enter_(name, s.kind == vxperf::SpanKind::kStage).release().ptr();
       }
     } catch (py::error_already_set&) {
       token = nullptr;  // measurement goes on without this range
@@ -291,7 +292,8 @@ PYBIND11_MODULE(_ext, m) {
             std::make_shared<TorchRanges>(std::move(gate), std::move(enter), std::move(leave)));
       },
       py::arg("gate"), py::arg("enter"), py::arg("leave"),
-      "Opens a torch profiler range per request, stage, step and phase while gate() is true.");
+      "Opens a torch profiler range per request, stage, step and phase while gate() is true: "
+      "enter(name, is_stage) opens one, leave(token) closes it.");
   m.def(
       "add_capture_hook",
       [](py::object start, py::object stop) {
@@ -301,11 +303,14 @@ PYBIND11_MODULE(_ext, m) {
       "Calls start() and stop() as VIDEOX_PERF_PROFILE's range starts and stops.");
   m.def("capture_range", &api::capture_range,
         "VIDEOX_PERF_PROFILE's range as (kind, first, last), None when unset or off.");
-  m.def("dtype_names", [] {
-    std::vector<std::string> names;
-    for (const auto& row : vxperf::kDtypes) names.emplace_back(row.name);
-    return names;
-  }, "The engine's dtype names, in its table's order.");
+  m.def(
+      "dtype_names",
+      [] {
+        std::vector<std::string> names;
+        for (const auto& row : vxperf::kDtypes) names.emplace_back(row.name);
+        return names;
+      },
+      "The engine's dtype names, in its table's order.");
   m.def(
       "parse_dtype",
       [](const std::string& text) -> std::optional<std::string> {
@@ -326,8 +331,8 @@ PYBIND11_MODULE(_ext, m) {
         api::set_parallel(
             vxperf::ParallelSpec{sp, tp, dp_shard, dp_replicate, group, dp_rank, std::move(from)});
       },
-      py::arg("sp"), py::arg("tp"), py::arg("dp_shard"), py::arg("dp_replicate"),
-      py::arg("group"), py::arg("dp_rank"), py::arg("sources"),
+      py::arg("sp"), py::arg("tp"), py::arg("dp_shard"), py::arg("dp_replicate"), py::arg("group"),
+      py::arg("dp_rank"), py::arg("sources"),
       "The parallel layout as read (0, dp_rank -1: not read) and where each dimension was read.");
 
   // ---- models and devices

@@ -1,6 +1,8 @@
 // explain_traces(): the files found, each read by a worker thread, the profiler-step strings of
 // every rank gathered (HTA's window is global in that one respect), then each rank's window and
 // analyses, again a worker per file; the waterfall joined with the records last.
+#include "vxperf/explain.h"
+
 #include <algorithm>
 #include <atomic>
 #include <filesystem>
@@ -14,7 +16,6 @@
 #include "explain/hta_analysis.h"
 #include "explain/kineto_trace.h"
 #include "explain/waterfall.h"
-#include "vxperf/explain.h"
 
 namespace vxperf::explain {
 namespace {
@@ -22,7 +23,8 @@ namespace {
 namespace fs = std::filesystem;
 
 bool ends_with(const std::string& s, const std::string& suffix) {
-  return s.size() >= suffix.size() && s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
+  return s.size() >= suffix.size() &&
+         s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
 }
 
 bool is_trace_name(const std::string& name) {
@@ -114,16 +116,54 @@ Explanation explain_traces(const std::vector<std::string>& paths, const ExplainO
   }
   const Records records = load_records(options.records, named, files, out.problems);
   out.records_files = records.files;
+  std::vector<std::vector<std::string>> rank_problems(order.size());
+  std::vector<RankWaterfall> joins(order.size());
   parallel_for(order.size(), options.threads, [&](std::size_t k) {
     const KinetoTrace& t = *traces[order[k]];
     {  // the window is gone before the waterfall is made
       const RankWindow w = apply_window(t, steps);
-      ranks[k] = analyse_rank(w);
+      ranks[k] = analyse_rank(w, rank_problems[k]);
       rank_steps[k] = profiler_steps(w);
     }
-    ranks[k].waterfall = waterfall_of(t, records);
+    joins[k] = waterfall_of(t, records);
+    ranks[k].waterfall = std::move(joins[k].rows);
     traces[order[k]].reset();  // its rows are not needed any more
   });
+  // The join with the records: the ranges no record holds, per rank; the files that priced some
+  // range, and what is said of the others.
+  std::vector<std::int64_t> matched(records.files.size(), 0), priced(records.files.size(), 0);
+  for (std::size_t k = 0; k < ranks.size(); ++k) {
+    RankExplanation& r = ranks[k];
+    for (const std::string& p : rank_problems[k]) out.problems.push_back(r.file + ": " + p);
+    const RankWaterfall& j = joins[k];
+    for (std::size_t f = 0; f < records.files.size(); ++f) {
+      matched[f] += j.matched[f];
+      priced[f] += j.priced[f];
+    }
+    if (records.files.empty()) continue;
+    r.requests_without_record = runs_of(j.requests_without_record);
+    r.steps_without_record = runs_of(j.steps_without_record);
+    if (!j.requests_without_record.empty() || !j.steps_without_record.empty()) {
+      std::string in;
+      for (const std::string& f : records.files) in += (in.empty() ? "" : ", ") + f;
+      out.problems.push_back(
+          r.file + ": " + numbered_runs(j.requests_without_record, j.steps_without_record) +
+          ": no record in " + in + " (rank " + std::to_string(r.rank) + "): no FLOPs for them");
+    }
+  }
+  for (std::size_t f = 0; f < records.files.size(); ++f) {
+    if (priced[f] > 0) {
+      out.flops_from.push_back(records.files[f]);
+    } else if (matched[f] > 0) {
+      out.problems.push_back(records.files[f] + ": its records hold " + std::to_string(matched[f]) +
+                             " of the traces' requests and steps but price none of them (no "
+                             "FLOPs in them): no FLOPs from it");
+    } else {
+      out.problems.push_back(records.files[f] +
+                             ": none of its records is of a request or step in the traces (by "
+                             "rank and number): no FLOPs from it");
+    }
+  }
   double total = 0;
   for (std::size_t k = 0; k < ranks.size(); ++k) {
     RankExplanation& r = ranks[k];

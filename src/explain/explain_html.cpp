@@ -27,15 +27,15 @@ std::string label_of(const WaterfallRow& w) {
 
 std::string waterfall_section(const RankExplanation& r) {
   if (r.waterfall.empty()) return "";
-  const std::vector<std::string> parts = {"ideal",     "kernel excess", "exposed comm",
-                                          "memory",    "other",         "idle: host wait",
-                                          "idle: kernel wait", "idle: other"};
+  const std::vector<std::string> parts = {
+      "ideal", "kernel excess",   "exposed comm",      "memory",
+      "other", "idle: host wait", "idle: kernel wait", "idle: other"};
   std::vector<std::string> labels;
   std::vector<std::vector<double>> values;
   double top = 0;
   html::Table table;
-  table.head = {"range", "kind", "n", "host", "span", "ideal", "excess", "comm", "memory",
-                "other", "host wait", "kernel wait", "idle other", "MFU"};
+  table.head = {"range", "kind",   "n",     "host",      "span",        "ideal",      "excess",
+                "comm",  "memory", "other", "host wait", "kernel wait", "idle other", "MFU"};
   for (const WaterfallRow& w : r.waterfall) {
     const double n = static_cast<double>(std::max<std::int64_t>(w.count, 1));
     const double ideal = w.ideal_s.value_or(0) / n;
@@ -67,8 +67,8 @@ std::string temporal_section(const Explanation& e) {
   for (const RankExplanation& r : e.ranks) {
     const Temporal& t = r.temporal;
     labels.push_back(html::rank_label(r.rank));
-    values.push_back({t.compute_time_us * 1e-6, t.non_compute_time_us * 1e-6,
-                      t.idle_time_us * 1e-6});
+    values.push_back(
+        {t.compute_time_us * 1e-6, t.non_compute_time_us * 1e-6, t.idle_time_us * 1e-6});
     top = std::max(top, t.kernel_time_us * 1e-6);
   }
   return "<h2>Temporal breakdown per rank</h2>\n" +
@@ -107,12 +107,14 @@ std::string rank_summary(const RankExplanation& r) {
   const LaunchStats& l = r.launches;
   return "<h2>" + html::rank_label(r.rank) + " — " + svg::escape(r.file) + "</h2>\n<p>" +
          (r.has_device_rows ? "" : "No device events (a CPU-only profile): host ranges only. ") +
-         "Device time " + fixed(tm.kernel_time_us, "%.0f") + " us; communication under "
-         "computation: " + overlap + "; launches " + std::to_string(l.n_events) + " (" +
-         std::to_string(l.n_long_runtime) + " over 50 us, " + std::to_string(l.n_long_launch_delay) +
-         " started over 100 us late, " + std::to_string(l.n_short_gpu) +
-         " shorter on the device than to launch).</p>\n" + idle_section(r) +
-         html::table_html(t) + waterfall_section(r);
+         "Device time " + fixed(tm.kernel_time_us, "%.0f") +
+         " us; communication under "
+         "computation: " +
+         overlap + "; launches " + std::to_string(l.n_events) + " (" +
+         std::to_string(l.n_long_runtime) + " over 50 us, " +
+         std::to_string(l.n_long_launch_delay) + " started over 100 us late, " +
+         std::to_string(l.n_short_gpu) + " shorter on the device than to launch).</p>\n" +
+         idle_section(r) + html::table_html(t) + waterfall_section(r);
 }
 
 }  // namespace

@@ -92,6 +92,13 @@ Json rank_json(const RankExplanation& r) {
   Json waterfall = Json::array();
   for (const WaterfallRow& w : r.waterfall) waterfall.push_back(waterfall_json(w));
   j["waterfall"] = waterfall;
+  auto runs = [](const std::vector<std::pair<std::int64_t, std::int64_t>>& v) {
+    Json a = Json::array();
+    for (const auto& [first, last] : v) a.push_back({first, last});
+    return a;
+  };
+  j["requests_without_record"] = runs(r.requests_without_record);
+  j["steps_without_record"] = runs(r.steps_without_record);
   return j;
 }
 
@@ -108,6 +115,7 @@ std::string explanation_json(const Explanation& e) {
   j["kernel_types"] = types;
   j["kernel_types_pct"] = pct;
   j["records"] = e.records_files;
+  j["flops_from"] = e.flops_from;
   j["problems"] = e.problems;
   // A name that is not UTF-8 (a trace is untrusted) is written with U+FFFD, not refused.
   return j.dump(1, ' ', false, Json::error_handler_t::replace) + "\n";

@@ -37,8 +37,8 @@ void rank_text(const RankExplanation& r, std::string& out) {
   } else {
     const Temporal& t = r.temporal;
     out += strprintf("  device time    %.0f us: compute %s, non-compute %s, idle %s\n",
-                  t.kernel_time_us, pct(t.compute_pct).c_str(), pct(t.non_compute_pct).c_str(),
-                  pct(t.idle_pct).c_str());
+                     t.kernel_time_us, pct(t.compute_pct).c_str(), pct(t.non_compute_pct).c_str(),
+                     pct(t.idle_pct).c_str());
     out += "  comm overlap   " +
            (r.comm_comp_overlap_pct
                 ? strprintf("%.2f%% of communication under computation\n", *r.comm_comp_overlap_pct)
@@ -50,45 +50,47 @@ void rank_text(const RankExplanation& r, std::string& out) {
       head = "                 ";
     }
     for (const StreamIdle& s : r.idle_by_stream) {
-      out += strprintf("  idle, stream %-3" PRId64 " host wait %.2f us, kernel wait %.2f us, other %.2f us\n",
-                    s.stream, s.host_wait_us, s.kernel_wait_us, s.other_us);
+      out += strprintf("  idle, stream %-3" PRId64
+                       " host wait %.2f us, kernel wait %.2f us, other %.2f us\n",
+                       s.stream, s.host_wait_us, s.kernel_wait_us, s.other_us);
     }
     const LaunchStats& l = r.launches;
     out += strprintf("  launches       %" PRId64 ": %" PRId64 " over 50 us, %" PRId64
-                  " started over 100 us late, %" PRId64 " ran shorter than their launch\n",
-                  l.n_events, l.n_long_runtime, l.n_long_launch_delay, l.n_short_gpu);
+                     " started over 100 us late, %" PRId64 " ran shorter than their launch\n",
+                     l.n_events, l.n_long_runtime, l.n_long_launch_delay, l.n_short_gpu);
     int shown = 0;
     for (const KernelStats& k : r.kernels) {
       if (shown++ == 5) break;
       out += strprintf("  kernel         %-50s %-13s %10.0f us  x%" PRId64 "\n",
-                    short_name(k.name, 50).c_str(), k.type.c_str(), k.sum_us, k.count);
+                       short_name(k.name, 50).c_str(), k.type.c_str(), k.sum_us, k.count);
     }
   }
   if (r.waterfall.empty()) return;
   out += "  waterfall (ms, mean per range; parts add up to the device span)\n";
   out += strprintf("    %-26s %5s %8s %8s | %8s %8s %8s %8s %8s %8s %8s %8s %6s\n", "range", "n",
-                "host", "span", "ideal", "excess", "comm", "memory", "other", "hostwait",
-                "kernwait", "idle", "MFU");
+                   "host", "span", "ideal", "excess", "comm", "memory", "other", "hostwait",
+                   "kernwait", "idle", "MFU");
   bool off = false;
   for (const WaterfallRow& w : r.waterfall) {
     const double n = static_cast<double>(w.count > 0 ? w.count : 1);
     const double ms = 1e3 / n;
-    std::string label = w.kind == "denoising_step"
-                            ? "    " + w.range + " #" + std::to_string(w.step_index)
-                            : w.kind == "stage" || w.kind == "phase" || w.kind == "micro_step"
-                                  ? "  " + w.range
-                                  : w.range;
-    out += strprintf("    %-26s %5" PRId64 " %8.3f %8.3f | %8s %8.3f %8.3f %8.3f %8.3f %8.3f %8.3f %8.3f %6s\n",
-                  short_name(label, 26).c_str(), w.count, w.host_s * ms, w.span_s * ms,
-                  w.ideal_s ? strprintf("%.3f", *w.ideal_s * ms).c_str() : "-",
-                  w.kernel_excess_s * ms, w.exposed_comm_s * ms, w.memory_s * ms,
-                  w.other_s * ms, w.idle_host_wait_s * ms, w.idle_kernel_wait_s * ms,
-                  w.idle_other_s * ms, w.mfu ? strprintf("%.1f%%", *w.mfu * 100).c_str() : "-");
+    std::string label =
+        w.kind == "denoising_step" ? "    " + w.range + " #" + std::to_string(w.step_index)
+        : w.kind == "stage" || w.kind == "phase" || w.kind == "micro_step" ? "  " + w.range
+                                                                           : w.range;
+    out += strprintf("    %-26s %5" PRId64
+                     " %8.3f %8.3f | %8s %8.3f %8.3f %8.3f %8.3f %8.3f %8.3f %8.3f %6s\n",
+                     short_name(label, 26).c_str(), w.count, w.host_s * ms, w.span_s * ms,
+                     w.ideal_s ? strprintf("%.3f", *w.ideal_s * ms).c_str() : "-",
+                     w.kernel_excess_s * ms, w.exposed_comm_s * ms, w.memory_s * ms, w.other_s * ms,
+                     w.idle_host_wait_s * ms, w.idle_kernel_wait_s * ms, w.idle_other_s * ms,
+                     w.mfu ? strprintf("%.1f%%", *w.mfu * 100).c_str() : "-");
     off = off || (w.ideal_s && w.kernel_excess_s < 0);
   }
   if (off) {
-    out += "  note: a negative excess means the FLOPs at the peak take longer than the computation "
-           "did: the cost model or the peak is off\n";
+    out +=
+        "  note: a negative excess means the FLOPs at the peak take longer than the computation "
+        "did: the cost model or the peak is off\n";
   }
 }
 
@@ -96,9 +98,10 @@ void rank_text(const RankExplanation& r, std::string& out) {
 
 std::string explanation_text(const Explanation& e) {
   std::string out;
-  std::vector<std::int64_t> steps = e.ranks.empty() ? std::vector<std::int64_t>{} : e.ranks[0].steps;
+  std::vector<std::int64_t> steps =
+      e.ranks.empty() ? std::vector<std::int64_t>{} : e.ranks[0].steps;
   out += strprintf("vxperf explain: %zu rank(s); profiler steps analysed: %s\n", e.ranks.size(),
-                steps_text(steps).c_str());
+                   steps_text(steps).c_str());
   for (const RankExplanation& r : e.ranks) {
     out += "\n";
     rank_text(r, out);
@@ -108,14 +111,23 @@ std::string explanation_text(const Explanation& e) {
     for (const auto& [label, us] : e.kernel_types) {
       auto p = e.kernel_types_pct.find(label);
       out += strprintf("\n  %-60s %12.0f us %6.1f%%", label.c_str(), us,
-                    p == e.kernel_types_pct.end() ? 0.0 : p->second);
+                       p == e.kernel_types_pct.end() ? 0.0 : p->second);
     }
     out += "\n";
   }
-  if (!e.records_files.empty()) {
+  if (!e.flops_from.empty()) {
     out += "\nFLOPs from:";
-    for (const std::string& f : e.records_files) out += " " + f;
+    for (const std::string& f : e.flops_from) out += " " + f;
     out += "\n";
+  } else {
+    bool ranges = false;
+    for (const RankExplanation& r : e.ranks) ranges = ranges || !r.waterfall.empty();
+    if (ranges) {
+      out += e.records_files.empty()
+                 ? "\nFLOPs: no records found (--records FILE): no ideal time or MFU\n"
+                 : "\nFLOPs: none from the records read (see the problems): no ideal time or "
+                   "MFU\n";
+    }
   }
   for (const std::string& p : e.problems) out += "problem: " + p + "\n";
   return out;

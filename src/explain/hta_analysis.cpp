@@ -1,15 +1,14 @@
-#include "base/strings.h"
 #include "explain/hta_analysis.h"
-
-#include <memory>
-#include <optional>
-
 
 #include <algorithm>
 #include <cmath>
 #include <limits>
 #include <map>
+#include <memory>
+#include <optional>
 #include <unordered_map>
+
+#include "base/strings.h"
 
 namespace vxperf::explain {
 namespace {
@@ -21,7 +20,9 @@ std::int64_t step_number(std::string_view s) {
   constexpr std::string_view kPrefix = "ProfilerStep";
   if (!starts_with(s, kPrefix)) return -1;
   std::size_t i = kPrefix.size();
-  auto space = [&](char c) { return c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\f' || c == '\v'; };
+  auto space = [&](char c) {
+    return c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\f' || c == '\v';
+  };
   while (i < s.size() && space(s[i])) ++i;
   if (i >= s.size() || s[i] != '#') return -1;
   ++i;
@@ -40,35 +41,59 @@ std::optional<double> percent_of(double part, double whole, int decimals) {
 }
 
 // The union of the rows of one type (or of all, without one); `rows` are in order of start.
+// `clamped`: a row of negative duration counts as one of none.
 std::vector<Interval> union_of_type(const std::vector<DeviceRow>& rows,
-                                    std::optional<KernelType> type) {
+                                    std::optional<KernelType> type, bool clamped = false) {
   UnionBuilder u;
   for (int pass = 0; pass < 2; ++pass) {  // the groups counted, then made in a vector that size
     if (pass == 1) u.reserve();
     for (const DeviceRow& r : rows) {
-      if (!type || r.type == *type) u.add(r.ts(), r.end());
+      if (!type || r.type == *type) u.add(r.ts(), clamped ? std::max(r.ts(), r.end()) : r.end());
     }
   }
   return u.take();
 }
 
-Temporal temporal_breakdown(const std::vector<DeviceRow>& rows) {
+Temporal temporal_of(const std::vector<DeviceRow>& rows, bool clamped) {
   Temporal t;
   if (rows.empty()) return t;
   double first = std::numeric_limits<double>::infinity();
   double last = -first;
   for (const DeviceRow& r : rows) {
     first = std::min(first, r.ts());
-    last = std::max(last, r.end());
+    last = std::max(last, clamped ? std::max(r.ts(), r.end()) : r.end());
   }
   t.kernel_time_us = last - first;
-  t.idle_time_us = t.kernel_time_us - length(union_of_type(rows, std::nullopt));
-  t.compute_time_us = length(union_of_type(rows, KernelType::kComputation));
+  t.idle_time_us = t.kernel_time_us - length(union_of_type(rows, std::nullopt, clamped));
+  t.compute_time_us = length(union_of_type(rows, KernelType::kComputation, clamped));
   t.non_compute_time_us = t.kernel_time_us - t.compute_time_us - t.idle_time_us;
   t.idle_pct = percent_of(t.idle_time_us, t.kernel_time_us, 2);
   t.compute_pct = percent_of(t.compute_time_us, t.kernel_time_us, 2);
   t.non_compute_pct = percent_of(t.non_compute_time_us, t.kernel_time_us, 2);
   return t;
+}
+
+// HTA's temporal breakdown; where HTA stops with an assertion (rows of negative duration after
+// its rounding can make a union shorter than a part of it: a non-compute time below 0, idle or
+// compute time beyond the span), the breakdown with those rows as 0 us, and that is said.
+Temporal temporal_breakdown(const std::vector<DeviceRow>& rows,
+                            std::vector<std::string>& problems) {
+  Temporal t = temporal_of(rows, false);
+  const bool asserts = t.idle_time_us > t.kernel_time_us || t.compute_time_us > t.kernel_time_us ||
+                       t.non_compute_time_us < 0;
+  if (!asserts) return t;
+  const Temporal c = temporal_of(rows, true);
+  auto us = [](double v) {
+    return internal::strprintf(v == std::floor(v) ? "%.0f us" : "%.3f us", v);
+  };
+  problems.push_back(
+      "HTA's temporal breakdown stops here with an assertion (non-compute " +
+      us(t.non_compute_time_us) + ", idle " + us(t.idle_time_us) + " and compute " +
+      us(t.compute_time_us) + " of a span of " + us(t.kernel_time_us) +
+      ", from rows of negative duration): given with those rows as 0 us (non-compute " +
+      us(c.non_compute_time_us) + ", idle " + us(c.idle_time_us) + ", compute " +
+      us(c.compute_time_us) + " of " + us(c.kernel_time_us) + ")");
+  return c;
 }
 
 bool is_idle_category(std::string_view cat) {
@@ -335,8 +360,7 @@ RankWindow apply_window(const KinetoTrace& trace, const std::set<std::string>& s
   }
   std::sort(w.host_correlations.begin(), w.host_correlations.end());
   w.device.reserve(device_rows);
-  w.plain_host_kept =
-      w.filtered ? trace.plain_host.before(w.last_start) : trace.plain_host.count;
+  w.plain_host_kept = w.filtered ? trace.plain_host.before(w.last_start) : trace.plain_host.count;
   w.hosts_without_correlation += w.plain_host_kept;
   for (const Row& r : trace.rows) {
     if (r.device) {
@@ -356,10 +380,11 @@ RankWindow apply_window(const KinetoTrace& trace, const std::set<std::string>& s
 std::uint32_t RankWindow::copies_of(const Row& device_row) const {
   if (!filtered) return 1;
   if (device_row.correlation == -1) {
-    return static_cast<std::uint32_t>(std::min<std::uint64_t>(hosts_without_correlation, UINT32_MAX));
+    return static_cast<std::uint32_t>(
+        std::min<std::uint64_t>(hosts_without_correlation, UINT32_MAX));
   }
-  auto [lo, hi] = std::equal_range(host_correlations.begin(), host_correlations.end(),
-                                   device_row.correlation);
+  auto [lo, hi] =
+      std::equal_range(host_correlations.begin(), host_correlations.end(), device_row.correlation);
   return static_cast<std::uint32_t>(hi - lo);
 }
 
@@ -377,12 +402,12 @@ std::set<std::int64_t> profiler_steps(const RankWindow& w) {
   return out;
 }
 
-RankExplanation analyse_rank(const RankWindow& w) {
+RankExplanation analyse_rank(const RankWindow& w, std::vector<std::string>& problems) {
   RankExplanation e;
   e.rank = w.trace->rank;
   e.file = w.trace->file;
   e.has_device_rows = !w.device.empty();
-  e.temporal = temporal_breakdown(w.device);
+  e.temporal = temporal_breakdown(w.device, problems);
   e.idle_by_stream = idle_by_stream(w);
   const std::vector<Interval> comm = union_of_type(w.device, KernelType::kCommunication);
   const double comm_time = length(comm);
@@ -396,8 +421,7 @@ RankExplanation analyse_rank(const RankWindow& w) {
     e.comm_comp_overlap_pct = numpy_round(100 * (overlap / comm_time), 2);
   }
   e.kernel_types = kernel_type_segments(w.device);
-  for (KernelType t :
-       {KernelType::kComputation, KernelType::kCommunication, KernelType::kMemory}) {
+  for (KernelType t : {KernelType::kComputation, KernelType::kCommunication, KernelType::kMemory}) {
     for (KernelStats& k : kernel_table(w, t)) e.kernels.push_back(std::move(k));
   }
   e.launches = launch_stats(w);

@@ -53,8 +53,9 @@ RankWindow apply_window(const KinetoTrace& trace, const std::set<std::string>& s
 // The step numbers the window keeps (§5.6).
 std::set<std::int64_t> profiler_steps(const RankWindow& w);
 
-// Every HTA analysis of one rank but the steps, which are global.
-RankExplanation analyse_rank(const RankWindow& w);
+// Every HTA analysis of one rank but the steps, which are global. What could not be done as HTA
+// does goes to `problems` (without the file's name).
+RankExplanation analyse_rank(const RankWindow& w, std::vector<std::string>& problems);
 
 // HTA's type of each interned name of a trace.
 std::vector<KernelType> types_of(const KinetoTrace& trace);

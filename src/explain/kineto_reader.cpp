@@ -204,9 +204,9 @@ class EventSink {
     }
     text.reserve(text.size() + simdjson::SIMDJSON_PADDING);
     od::document doc;
-    auto error = parser_.iterate(simdjson::padded_string_view(text.data(), text.size(),
-                                                              text.capacity()))
-                     .get(doc);
+    auto error =
+        parser_.iterate(simdjson::padded_string_view(text.data(), text.size(), text.capacity()))
+            .get(doc);
     od::object obj;
     if (!error) error = doc.get_object().get(obj);
     if (error) {
@@ -230,8 +230,8 @@ class EventSink {
     if (!e.has_ts || e.ts_float) trace_.rounded = true;
     // HTA's rows: events with a duration and a category other than "Trace".
     if (!e.has_ts || !e.has_dur || !e.has_cat || e.cat == "Trace") return;
-    const bool device = (e.stream >= 0 && e.correlation >= 0) || e.name == "Event Sync" ||
-                        e.name == "Context Sync";
+    const bool device =
+        (e.stream >= 0 && e.correlation >= 0) || e.name == "Event Sync" || e.name == "Context Sync";
     const bool keep = device || e.correlation != -1 || e.stream != -1 || index == 0 ||
                       starts_with(e.name, "ProfilerStep") || starts_with(e.cat, "ProfilerStep") ||
                       e.cat == "user_annotation";
@@ -284,7 +284,8 @@ class EventSink {
   // Categories are few; past 65535 of them, the rest share the last id ("...", no rule's).
   std::uint16_t category_id(std::string_view cat) {
     constexpr std::uint32_t kLast = 65535;
-    if (trace_.categories.size() < kLast) return static_cast<std::uint16_t>(categories_.intern(cat));
+    if (trace_.categories.size() < kLast)
+      return static_cast<std::uint16_t>(categories_.intern(cat));
     if (auto id = categories_.find(cat)) return static_cast<std::uint16_t>(*id);
     if (trace_.categories.size() == kLast) categories_.intern("...");
     return static_cast<std::uint16_t>(kLast);
@@ -313,6 +314,7 @@ class Scanner {
         step_element(c);
       } else {
         step_outside(c);
+        if (in_ranges_) take_ranges(c);
       }
     }
   }
@@ -438,6 +440,10 @@ class Scanner {
         if (depth_ == 1 && key_is_events_ && after_colon_) {
           in_events_ = true;
           found_events_ = true;
+        } else if (depth_ == 1 && after_colon_ && last_key_ == "vxperf_ranges") {
+          in_ranges_ = true;
+          ranges_too_long_ = false;
+          ranges_.clear();
         }
         ++depth_;
         after_colon_ = false;
@@ -459,6 +465,46 @@ class Scanner {
     }
   }
 
+  // The text of vxperf's "vxperf_ranges" list, a character at a time until it closes; then its
+  // names. At most kMaxRanges bytes of it are read.
+  void take_ranges(char c) {
+    if (ranges_.size() < kMaxRanges) {
+      ranges_.push_back(c);
+    } else {
+      ranges_too_long_ = true;
+    }
+    if (depth_ != 1) return;
+    in_ranges_ = false;
+    if (ranges_too_long_) {
+      ranges_problem_ = "its \"vxperf_ranges\" list is longer than " + std::to_string(kMaxRanges) +
+                        " bytes: ignored";
+      return;
+    }
+    declared_.clear();
+    ranges_.reserve(ranges_.size() + simdjson::SIMDJSON_PADDING);
+    od::parser parser;
+    od::document doc;
+    od::array names;
+    bool ok = parser.iterate(simdjson::padded_string_view(ranges_.data(), ranges_.size(),
+                                                          ranges_.capacity()))
+                      .get(doc) == simdjson::SUCCESS &&
+              doc.get_array().get(names) == simdjson::SUCCESS;
+    if (ok) {
+      for (auto element : names) {
+        std::string_view name;
+        if (element.get_string().get(name) != simdjson::SUCCESS) {
+          ok = false;
+          break;
+        }
+        declared_.emplace_back(name);
+      }
+    }
+    if (!ok) {
+      declared_.clear();
+      ranges_problem_ = "its \"vxperf_ranges\" is not a list of names: ignored";
+    }
+  }
+
   // A string of the root object: a key, or the value of the key before it. The records file
   // vxperf names is the one value kept (its escapes kept as the character they escape).
   void end_top_level_string() {
@@ -473,9 +519,12 @@ class Scanner {
 
  public:
   const std::string& records_file() const { return records_file_; }
+  const std::vector<std::string>& declared_stages() const { return declared_; }
+  const std::string& ranges_problem() const { return ranges_problem_; }
 
  private:
   static constexpr std::size_t kMaxTopLevelString = 4096;
+  static constexpr std::size_t kMaxRanges = 1 << 20;
   EventSink& sink_;
   RankMatcher rank_;
   std::string last_key_, records_file_;
@@ -487,6 +536,9 @@ class Scanner {
   bool key_is_events_ = false, after_colon_ = false;
   bool in_events_ = false, found_events_ = false;
   bool collecting_ = false, too_deep_ = false;
+  std::string ranges_, ranges_problem_;
+  std::vector<std::string> declared_;
+  bool in_ranges_ = false, ranges_too_long_ = false;
 };
 
 struct GzClose {
@@ -516,20 +568,58 @@ void link_launches(KinetoTrace& t) {
     for (std::size_t k = lo; k < hi; ++k) {
       Row& r = t.rows[by_correlation[k]];
       const std::int64_t p = r.device ? last_host : last_device;
-      r.partner = static_cast<std::int32_t>(p >= 0 ? p : std::max<std::int64_t>(std::min<std::int64_t>(c, 0), -2));
+      r.partner = static_cast<std::int32_t>(
+          p >= 0 ? p : std::max<std::int64_t>(std::min<std::int64_t>(c, 0), -2));
     }
     lo = hi;
   }
 }
 
+// A name as an example in one line: at most 80 bytes of it, no line breaks.
+std::string example_name(std::string_view name) {
+  std::string out(name.substr(0, 80));
+  for (char& c : out) c = c == '\n' || c == '\r' || c == '\t' ? ' ' : c;
+  return name.size() > 80 ? out + "..." : out;
+}
+
+// Microseconds to the nanosecond, without trailing zeros.
+std::string number_text(double v) {
+  std::string s = internal::strprintf("%.3f", v);
+  while (s.back() == '0') s.pop_back();
+  if (s.back() == '.') s.pop_back();
+  return s;
+}
+
 // HTA's nanosecond rounding, applied to every row when the file has a fractional or missing ts.
+// The rows it leaves with a negative duration (or that have one in the file) are said: how many,
+// how many of them ran on the device, and the first in file order.
 void round_times(KinetoTrace& t) {
-  if (!t.rounded) return;
+  std::uint64_t negative = 0, device = 0;
+  std::string example;
   for (Row& r : t.rows) {
-    const double end = std::floor(r.ts + r.dur);
-    r.ts = std::ceil(r.ts);
-    r.dur = end - r.ts;
+    const double ts = r.ts, dur = r.dur;
+    if (t.rounded) {
+      const double end = std::floor(r.ts + r.dur);
+      r.ts = std::ceil(r.ts);
+      r.dur = end - r.ts;
+    }
+    if (!(r.dur < 0)) continue;
+    ++negative;
+    device += r.device ? 1 : 0;
+    if (example.empty()) {
+      example = "\"" + example_name(t.str(r.name)) + "\" at ts " + number_text(ts) + ", dur " +
+                number_text(dur) + (t.rounded ? " -> " + number_text(r.dur) : std::string());
+    }
   }
+  if (negative > 0) {
+    t.warnings.push_back(
+        std::to_string(negative) + " rows (" + std::to_string(device) +
+        " on the device) have a negative duration" +
+        (t.rounded ? " after HTA's rounding to whole us" : std::string(" in the file")) +
+        ", e.g. " + example +
+        " us; HTA's numbers keep them as HTA does, the waterfall takes them as 0 us");
+  }
+  if (!t.rounded) return;
   KinetoTrace::PlainHostRows& plain = t.plain_host;
   plain.first_ts = std::ceil(plain.first_ts);
   for (double& ts : plain.later) ts = std::ceil(ts);
@@ -618,8 +708,8 @@ KinetoTrace read_kineto_trace(const std::string& path) {
     if (n < 0) {
       int code = 0;
       const char* message = gzerror(in.get(), &code);
-      throw TraceError(std::string("unreadable (") + message + ") after " +
-                       std::to_string(bytes) + " bytes");
+      throw TraceError(std::string("unreadable (") + message + ") after " + std::to_string(bytes) +
+                       " bytes");
     }
     if (n == 0) break;
     scanner.feed(buffer.get(), static_cast<std::size_t>(n));
@@ -636,6 +726,8 @@ KinetoTrace read_kineto_trace(const std::string& path) {
   trace.rank = scanner.rank().found() ? scanner.rank().rank() : 0;
   trace.rank_found = scanner.rank().found();
   trace.records_file = scanner.records_file();
+  trace.declared_stages = scanner.declared_stages();
+  if (!scanner.ranges_problem().empty()) trace.warnings.push_back(scanner.ranges_problem());
   link_launches(trace);
   round_times(trace);
   return trace;

@@ -18,8 +18,8 @@ namespace vxperf::explain {
 // An event that took time (it has `dur` and `cat`), kept whole because an analysis reads it:
 // device rows, host rows with a correlation or a stream, profiler steps, user annotations, the
 // first event.
-struct Row {  // 48 bytes: a 1-GB trace keeps about 1.5M of them
-  double ts = 0;   // microseconds, HTA's rounding applied once the file is read
+struct Row {      // 48 bytes: a 1-GB trace keeps about 1.5M of them
+  double ts = 0;  // microseconds, HTA's rounding applied once the file is read
   double dur = 0;
   std::int64_t correlation = -1;  // args.correlation
   // args.stream, -1 when absent or not a number; a value beyond 32 bits (4294967295, Kineto's
@@ -28,11 +28,11 @@ struct Row {  // 48 bytes: a 1-GB trace keeps about 1.5M of them
   // The index of the launch link's partner (HTA's index_correlation): -1 without a correlation,
   // min(correlation, 0) without a partner (a negative value finds no row).
   std::int32_t partner = -1;
-  std::int32_t tid = 0;           // the thread (a string tid hashed)
-  std::uint32_t index = 0;        // position in traceEvents
-  std::uint32_t name = 0;         // into KinetoTrace::strings
-  std::uint16_t cat = 0;          // into KinetoTrace::categories
-  bool device = false;            // HTA's is_gpu rule
+  std::int32_t tid = 0;     // the thread (a string tid hashed)
+  std::uint32_t index = 0;  // position in traceEvents
+  std::uint32_t name = 0;   // into KinetoTrace::strings
+  std::uint16_t cat = 0;    // into KinetoTrace::categories
+  bool device = false;      // HTA's is_gpu rule
   double end() const { return ts + dur; }
 };
 
@@ -44,10 +44,13 @@ struct TraceError : std::runtime_error {
 struct KinetoTrace {
   std::string file;
   int rank = 0;
-  bool rank_found = false;      // a line matched "rank": N
-  std::string records_file;     // the records the trace names (vxperf's "vxperf_records")
-  bool rounded = false;         // HTA's ns rounding was applied (a fractional or missing ts)
-  std::uint64_t events = 0;     // elements of traceEvents
+  bool rank_found = false;   // a line matched "rank": N
+  std::string records_file;  // the records the trace names (vxperf's "vxperf_records")
+  // The stage names vxperf declared it opened ranges for ("vxperf_ranges": a list of them, the
+  // Python package's while a torch profiler records).
+  std::vector<std::string> declared_stages;
+  bool rounded = false;      // HTA's ns rounding was applied (a fractional or missing ts)
+  std::uint64_t events = 0;  // elements of traceEvents
   // In file order (by index). Deques: grown a block at a time, never copied whole.
   std::deque<Row> rows;
   // The host rows no analysis reads but the window counts (CPU ops, Python functions): W2 asks
@@ -57,15 +60,15 @@ struct KinetoTrace {
     std::uint64_t count = 0;
     std::uint64_t before_a_step = 0;  // surely before the last step's start, rounded or not
     double first_ts = 0;
-    std::vector<double> later;        // the starts of the others
-    double latest_step = -1e308;      // the latest step start read so far (raw)
+    std::vector<double> later;    // the starts of the others
+    double latest_step = -1e308;  // the latest step start read so far (raw)
     void add(double ts);
     bool surely_before(double ts) const;
     // How many start before `last_start` (the window's end, in the file's final times).
     std::uint64_t before(double last_start) const;
   } plain_host;
-  std::deque<std::string> strings;     // interned names (a deque: views stay); 0 is ""
-  std::deque<std::string> categories;  // interned categories; past 65535, the rest share "..."
+  std::deque<std::string> strings;        // interned names (a deque: views stay); 0 is ""
+  std::deque<std::string> categories;     // interned categories; past 65535, the rest share "..."
   std::vector<std::int64_t> big_streams;  // the stream values a row's 32 bits could not hold
   std::vector<std::string> warnings;
 

@@ -4,7 +4,12 @@
 #include <charconv>
 #include <cmath>
 #include <filesystem>
+#include <functional>
+#include <iterator>
 #include <limits>
+#include <optional>
+#include <set>
+#include <string_view>
 #include <unordered_map>
 
 #include "explain/hta_analysis.h"
@@ -39,26 +44,54 @@ enum class Kind { kNone, kRequest, kStage, kTrainStep, kMicroStep, kPhase };
 struct Node {
   const Row* row = nullptr;
   Kind kind = Kind::kNone;
-  std::int64_t number = -1;     // the request's or step's
-  std::int64_t parent = -1;     // the enclosing range on its thread
-  std::int64_t owner = -1;      // itself when it is one of vxperf's, else its nearest such parent
-  std::int64_t root = -1;       // its request or step
+  std::int64_t number = -1;      // the request's or step's
+  std::int64_t parent = -1;      // the enclosing range on its thread
+  std::int64_t owner = -1;       // itself when it is one of vxperf's, else the nearest one above
+  std::int64_t root = -1;        // its request or step
   std::int64_t step_index = -1;  // a priced stage's call number within its request
   std::vector<std::uint32_t> device;  // rows (into trace.rows) its launches ran
 };
 
+// Of two ranges of one thread with the same start and duration, the one that can hold the other:
+// a request or step, then a micro-step, then any other (in file order, as Kineto writes the outer
+// first).
+int nesting_rank(std::string_view name) {
+  if (numbered(name, "request ") >= 0 || numbered(name, "step ") >= 0) return 0;
+  return name == "micro_step" ? 1 : 2;
+}
+
 class Builder {
  public:
-  Builder(const KinetoTrace& t, const Records& records) : t_(t), records_(records) {}
+  Builder(const KinetoTrace& t, const Records& records) : t_(t), records_(records) {
+    for (const StageInfo& s : kStages) known_stages_.emplace(s.name);
+    known_stages_.insert(t.declared_stages.begin(), t.declared_stages.end());
+  }
 
-  std::vector<WaterfallRow> build() {
+  RankWaterfall build() {
+    RankWaterfall out;
+    out.matched.assign(records_.files.size(), 0);
+    out.priced.assign(records_.files.size(), 0);
     collect_ranges();
-    if (nodes_.empty()) return {};
+    if (nodes_.empty()) return out;
     attribute_launches();
-    return aggregate();
+    join(out);
+    out.rows = aggregate();
+    return out;
   }
 
  private:
+  // A stage of the request `request`: a name the request's record lists, the trace declares as
+  // one of vxperf's stages, or the stage table holds.
+  bool is_stage(std::string_view name, const Node& request) const {
+    if (known_stages_.find(name) != known_stages_.end()) return true;
+    auto it = records_.requests.find({t_.rank, request.number});
+    if (it == records_.requests.end()) return false;
+    for (std::uint32_t s : it->second.stages) {
+      if (records_.stage_names[s] == name) return true;
+    }
+    return false;
+  }
+
   void collect_ranges() {
     for (const Row& r : t_.rows) {
       if (r.device || t_.category(r) != "user_annotation") continue;
@@ -75,7 +108,10 @@ class Builder {
       const Row& y = *nodes_[b].row;
       if (x.tid != y.tid) return x.tid < y.tid;
       if (x.ts != y.ts) return x.ts < y.ts;
-      return x.dur > y.dur;
+      if (x.dur != y.dur) return x.dur > y.dur;
+      const int rx = nesting_rank(t_.str(x.name)), ry = nesting_rank(t_.str(y.name));
+      if (rx != ry) return rx < ry;
+      return x.index < y.index;
     });
     std::vector<std::int64_t> stack;
     std::int64_t tid = 0;
@@ -87,38 +123,43 @@ class Builder {
       nodes_[i].parent = stack.empty() ? -1 : stack.back();
       stack.push_back(i);
     }
-    // Which are vxperf's: requests and steps, the stages of a request, the phases of a step (or
-    // of its micro-step); parents come first in `order`.
+    // Which are vxperf's: requests and steps, the stages of a request, the micro-steps and phases
+    // of a step. A range belongs to the nearest of vxperf's ranges above it, whatever ranges torch
+    // or the program opened in between (DDP's forward, a collective's, a compiled region's, the
+    // program's own); a range that is not vxperf's is never a stage or a phase. Parents come first
+    // in `order`.
     for (std::int64_t i : order) {
       Node& n = nodes_[i];
       const std::string_view name = t_.str(n.row->name);
-      const Node* p = n.parent >= 0 ? &nodes_[n.parent] : nullptr;
-      const Kind pk = p != nullptr && p->owner == n.parent ? p->kind : Kind::kNone;
+      const std::int64_t above = n.parent >= 0 ? nodes_[n.parent].owner : -1;
+      const Kind ak = above >= 0 ? nodes_[above].kind : Kind::kNone;
       if ((n.number = numbered(name, "request ")) >= 0) {
         n.kind = Kind::kRequest;
       } else if ((n.number = numbered(name, "step ")) >= 0) {
         n.kind = Kind::kTrainStep;
-      } else if (pk == Kind::kRequest) {
+      } else if (ak == Kind::kRequest && is_stage(name, nodes_[above])) {
         n.kind = Kind::kStage;
-      } else if (pk == Kind::kTrainStep && name == "micro_step") {
+      } else if (ak == Kind::kTrainStep && name == "micro_step") {
         n.kind = Kind::kMicroStep;
-      } else if ((pk == Kind::kTrainStep || pk == Kind::kMicroStep) && is_phase_name(name)) {
+      } else if ((ak == Kind::kTrainStep || ak == Kind::kMicroStep) && is_phase_name(name)) {
         n.kind = Kind::kPhase;
       }
-      if (n.kind != Kind::kNone) {
+      if (n.kind == Kind::kRequest || n.kind == Kind::kTrainStep) {
+        n.owner = n.root = i;
+      } else if (n.kind != Kind::kNone) {
         n.owner = i;
-        n.root = n.kind == Kind::kRequest || n.kind == Kind::kTrainStep ? i : p->root;
-      } else if (p != nullptr) {
-        n.owner = p->owner;
-        n.root = p->root;
+        n.root = nodes_[above].root;
+      } else if (above >= 0) {
+        n.owner = above;
+        n.root = nodes_[above].root;
       }
     }
-    // A priced stage's calls are the request's denoising steps, numbered in order.
+    // A priced stage's calls are its request's denoising steps, numbered in order.
     std::map<std::pair<std::int64_t, std::uint32_t>, std::int64_t> calls;
     for (std::int64_t i : order) {
       Node& n = nodes_[i];
       if (n.kind == Kind::kStage && is_priced_stage(t_.str(n.row->name))) {
-        n.step_index = calls[{n.parent, n.row->name}]++;
+        n.step_index = calls[{n.root, n.row->name}]++;
       }
     }
     order_ = std::move(order);
@@ -130,9 +171,8 @@ class Builder {
     auto range = by_tid_.find(tid);
     if (range == by_tid_.end()) return -1;
     const std::vector<std::int64_t>& v = range->second;
-    auto it = std::upper_bound(v.begin(), v.end(), ts, [&](double x, std::int64_t i) {
-      return x < nodes_[i].row->ts;
-    });
+    auto it = std::upper_bound(v.begin(), v.end(), ts,
+                               [&](double x, std::int64_t i) { return x < nodes_[i].row->ts; });
     if (it == v.begin()) return -1;
     for (std::int64_t i = *(it - 1); i >= 0; i = nodes_[i].parent) {
       if (nodes_[i].row->end() >= ts) return i;
@@ -165,10 +205,12 @@ class Builder {
     });
     for (const Row& r : t_.rows) {
       if (r.device || r.correlation == -1) continue;
-      auto lo = std::lower_bound(ran.begin(), ran.end(), r.correlation,
-                                 [&](std::uint32_t i, std::int64_t c) { return correlation(i) < c; });
-      auto hi = std::upper_bound(lo, ran.end(), r.correlation,
-                                 [&](std::int64_t c, std::uint32_t i) { return c < correlation(i); });
+      auto lo =
+          std::lower_bound(ran.begin(), ran.end(), r.correlation,
+                           [&](std::uint32_t i, std::int64_t c) { return correlation(i) < c; });
+      auto hi =
+          std::upper_bound(lo, ran.end(), r.correlation,
+                           [&](std::int64_t c, std::uint32_t i) { return c < correlation(i); });
       if (lo == hi) continue;
       std::int64_t at = innermost(r.tid, r.ts);
       if (at < 0 || nodes_[at].owner < 0) at = by_time(roots, r.ts);  // another thread (autograd)
@@ -183,9 +225,8 @@ class Builder {
 
   // A launch on a thread without ranges: the innermost of vxperf's ranges on its root's thread.
   std::int64_t by_time(const std::vector<std::int64_t>& roots, double ts) const {
-    auto it = std::upper_bound(roots.begin(), roots.end(), ts, [&](double x, std::int64_t i) {
-      return x < nodes_[i].row->ts;
-    });
+    auto it = std::upper_bound(roots.begin(), roots.end(), ts,
+                               [&](double x, std::int64_t i) { return x < nodes_[i].row->ts; });
     if (it == roots.begin()) return -1;
     const Node& root = nodes_[*(it - 1)];
     if (root.row->end() < ts) return -1;
@@ -193,17 +234,22 @@ class Builder {
     return at >= 0 && nodes_[at].owner >= 0 ? at : *(it - 1);
   }
 
-  // The split of one range's device span (microseconds until the end).
+  // The split of one range's device span (microseconds until the end). A row of negative
+  // duration (HTA's rounding) counts as one of none, so that no part goes negative.
   WaterfallRow split(const Node& n) const {
     WaterfallRow w;
     w.count = 1;
     std::vector<Interval> all, comp, comm, mem;
     std::vector<const Row*> rows;
     for (std::uint32_t i : n.device) rows.push_back(&t_.rows[i]);
-    std::sort(rows.begin(), rows.end(), [](const Row* a, const Row* b) { return a->ts < b->ts; });
+    // In order of start, rows starting together in file order (the row that ends a gap, whose
+    // launch says its cause, is then always the same one).
+    std::sort(rows.begin(), rows.end(), [](const Row* a, const Row* b) {
+      return a->ts != b->ts ? a->ts < b->ts : a->index < b->index;
+    });
     rows.erase(std::unique(rows.begin(), rows.end()), rows.end());
     for (const Row* r : rows) {
-      all.push_back({r->ts, r->end()});
+      all.push_back({r->ts, std::max(r->ts, r->end())});
       switch (types_[r->name]) {
         case KernelType::kComputation:
           comp.push_back(all.back());
@@ -257,32 +303,74 @@ class Builder {
     return w;
   }
 
+  // The record of a request, or the window of a step, that holds the root range `root`.
+  const Records::Request* request_record(const Node& root) const {
+    auto it = records_.requests.find({t_.rank, root.number});
+    return it == records_.requests.end() ? nullptr : &it->second;
+  }
+  const Records::Window* window_record(const Node& root) const {
+    auto windows = records_.windows.find(t_.rank);
+    if (windows == records_.windows.end()) return nullptr;
+    for (const Records::Window& w : windows->second) {
+      if (root.number >= w.first && root.number <= w.last) return &w;
+    }
+    return nullptr;
+  }
+
   // What the records say the range should take at the peak; absent when they do not.
   std::optional<std::pair<double, double>> ideal(const Node& n) const {
     const Node& root = nodes_[n.root];
     if (root.kind == Kind::kRequest) {
-      auto it = records_.requests.find({t_.rank, root.number});
-      if (it == records_.requests.end()) return std::nullopt;
-      const Records::Request& r = it->second;
-      if (n.kind == Kind::kRequest) return std::make_pair(r.ideal_s, r.flops);
-      if (n.step_index < 0 || r.calls == 0) return std::nullopt;
-      const double calls = static_cast<double>(r.calls);
-      return std::make_pair(r.ideal_s / calls, r.flops / calls);
+      const Records::Request* r = request_record(root);
+      if (r == nullptr || !r->priced) return std::nullopt;
+      if (n.kind == Kind::kRequest) return std::make_pair(r->ideal_s, r->flops);
+      if (n.step_index < 0 || r->calls == 0) return std::nullopt;
+      const double calls = static_cast<double>(r->calls);
+      return std::make_pair(r->ideal_s / calls, r->flops / calls);
     }
-    auto windows = records_.windows.find(t_.rank);
-    if (windows == records_.windows.end()) return std::nullopt;
-    for (const Records::Window& w : windows->second) {
-      if (root.number < w.first || root.number > w.last) continue;
-      if (n.kind == Kind::kTrainStep) return std::make_pair(w.ideal_step_s, w.flops_step);
-      if (n.kind != Kind::kPhase || w.coef <= 0) return std::nullopt;
-      const std::string_view name = t_.str(n.row->name);
-      // The forward is one of the coefficient's passes, the backward the rest.
-      const bool forward = name == "fwd" || name == "model_call";
-      const double share = forward ? 1 / w.coef : name == "bwd" ? (w.coef - 1) / w.coef : 0;
-      if (share == 0) return std::nullopt;
-      return std::make_pair(w.ideal_step_s * share, w.flops_step * share);
+    const Records::Window* w = window_record(root);
+    if (w == nullptr || !w->priced) return std::nullopt;
+    if (n.kind == Kind::kTrainStep) return std::make_pair(w->ideal_step_s, w->flops_step);
+    if (n.kind != Kind::kPhase || w->coef <= 0) return std::nullopt;
+    const std::string_view name = t_.str(n.row->name);
+    // The forward is one of the coefficient's passes, the backward the rest.
+    const bool forward = name == "fwd" || name == "model_call";
+    const double share = forward ? 1 / w->coef : name == "bwd" ? (w->coef - 1) / w->coef : 0;
+    if (share == 0) return std::nullopt;
+    return std::make_pair(w->ideal_step_s * share, w->flops_step * share);
+  }
+
+  // Which of the trace's requests and steps a record holds (each file's count) and prices, and
+  // which none holds.
+  void join(RankWaterfall& out) const {
+    std::set<std::int64_t> requests, steps;
+    for (std::int64_t i : order_) {
+      const Node& n = nodes_[i];
+      if (n.root != i) continue;
+      std::uint32_t file = 0;
+      bool priced = false;
+      if (n.kind == Kind::kRequest) {
+        const Records::Request* r = request_record(n);
+        if (r == nullptr) {
+          requests.insert(n.number);
+          continue;
+        }
+        file = r->file;
+        priced = r->priced;
+      } else {
+        const Records::Window* w = window_record(n);
+        if (w == nullptr) {
+          steps.insert(n.number);
+          continue;
+        }
+        file = w->file;
+        priced = w->priced;
+      }
+      ++out.matched[file];
+      if (priced) ++out.priced[file];
     }
-    return std::nullopt;
+    out.requests_without_record.assign(requests.begin(), requests.end());
+    out.steps_without_record.assign(steps.begin(), steps.end());
   }
 
   static void add(WaterfallRow& into, const WaterfallRow& w) {
@@ -323,7 +411,7 @@ class Builder {
       const Node& n = nodes_[i];
       if (n.owner != i) continue;
       WaterfallRow w = split(n);
-      w.host_s = n.row->dur * 1e-6;
+      w.host_s = std::max(0.0, n.row->dur) * 1e-6;
       if (auto priced = ideal(n)) {
         w.flops = priced->second;
         // Without device work there is no span to split (a CPU-only profile): no ideal in it.
@@ -361,6 +449,7 @@ class Builder {
 
   const KinetoTrace& t_;
   const Records& records_;
+  std::set<std::string, std::less<>> known_stages_;  // the stage table's and the trace's
   std::vector<Node> nodes_;
   std::vector<std::int64_t> order_;
   std::unordered_map<std::int64_t, std::vector<std::int64_t>> by_tid_;
@@ -369,37 +458,53 @@ class Builder {
 
 class RecordsInto : public analysis::RecordHandler {
  public:
-  explicit RecordsInto(Records& r) : r_(r) {}
-  void request(const RequestRecord& q) override {
-    if (!q.dit || !q.dit->mfu) return;
-    double priced_s = 0;
-    std::int64_t calls = 0;
-    for (const StageSummary& s : q.stages) {
-      if (!is_priced_stage(s.name)) continue;
-      priced_s += s.total_ms / 1000;
-      calls += s.count;
+  RecordsInto(Records& r, std::uint32_t file) : r_(r), file_(file) {
+    for (std::size_t i = 0; i < r.stage_names.size(); ++i) {
+      stage_ids_.emplace(r.stage_names[i], static_cast<std::uint32_t>(i));
     }
+  }
+  void request(const RequestRecord& q) override {
     Records::Request r;
-    r.ideal_s = *q.dit->mfu * priced_s;
-    r.flops = q.dit->tflops * 1e12 * priced_s;
-    r.calls = calls;
-    r_.requests[{q.rank, q.req}] = r;
+    r.file = file_;
+    for (const StageSummary& s : q.stages) {
+      auto [it, fresh] =
+          stage_ids_.try_emplace(s.name, static_cast<std::uint32_t>(r_.stage_names.size()));
+      if (fresh) r_.stage_names.push_back(s.name);
+      r.stages.push_back(it->second);
+    }
+    if (q.dit && q.dit->mfu) {
+      double priced_s = 0;
+      for (const StageSummary& s : q.stages) {
+        if (!is_priced_stage(s.name)) continue;
+        priced_s += s.total_ms / 1000;
+        r.calls += s.count;
+      }
+      r.priced = true;
+      r.ideal_s = *q.dit->mfu * priced_s;
+      r.flops = q.dit->tflops * 1e12 * priced_s;
+    }
+    r_.requests[{q.rank, q.req}] = std::move(r);
   }
   void window(const TrainWindowRecord& w) override {
-    if (!w.throughput || !w.throughput->priced || !w.throughput->peak_tflops) return;
-    const TrainThroughput& t = *w.throughput;
     Records::Window out;
+    out.file = file_;
     out.first = w.step_first;
     out.last = w.step_last;
-    out.flops_step = t.flops_per_step * t.dp;
-    out.ideal_step_s = out.flops_step / (*t.peak_tflops * 1e12);
-    out.coef = t.flops_coef;
+    if (w.throughput && w.throughput->priced && w.throughput->peak_tflops) {
+      const TrainThroughput& t = *w.throughput;
+      out.priced = true;
+      out.flops_step = t.flops_per_step * t.dp;
+      out.ideal_step_s = out.flops_step / (*t.peak_tflops * 1e12);
+      out.coef = t.flops_coef;
+    }
     r_.windows[w.rank].push_back(out);
   }
   void warning(const std::string&) override {}
 
  private:
   Records& r_;
+  std::uint32_t file_;
+  std::unordered_map<std::string, std::uint32_t> stage_ids_;
 };
 
 }  // namespace
@@ -435,19 +540,64 @@ Records load_records(const std::vector<std::string>& given, const std::vector<st
   options.skip_bad_lines = true;
   options.threads = 1;
   for (const std::string& f : candidates) {
-    RecordsInto into(out);
+    const auto file = static_cast<std::uint32_t>(out.files.size());
+    RecordsInto into(out, file);
     try {
       analysis::stream_record_files({f}, into, options);
       out.files.push_back(f);
     } catch (const std::exception& e) {
       if (said) problems.push_back(std::string(e.what()));
+      // What it gave before it failed is not the next file's.
+      for (auto it = out.requests.begin(); it != out.requests.end();) {
+        it = it->second.file == file ? out.requests.erase(it) : std::next(it);
+      }
+      for (auto& [rank, windows] : out.windows) {
+        windows.erase(std::remove_if(windows.begin(), windows.end(),
+                                     [&](const Records::Window& w) { return w.file == file; }),
+                      windows.end());
+      }
     }
   }
   return out;
 }
 
-std::vector<WaterfallRow> waterfall_of(const KinetoTrace& trace, const Records& records) {
+RankWaterfall waterfall_of(const KinetoTrace& trace, const Records& records) {
   return Builder(trace, records).build();
+}
+
+std::vector<std::pair<std::int64_t, std::int64_t>> runs_of(
+    const std::vector<std::int64_t>& sorted) {
+  std::vector<std::pair<std::int64_t, std::int64_t>> runs;
+  for (std::int64_t n : sorted) {
+    if (!runs.empty() && n == runs.back().second + 1) {
+      runs.back().second = n;
+    } else {
+      runs.emplace_back(n, n);
+    }
+  }
+  return runs;
+}
+
+std::string numbered_runs(const std::vector<std::int64_t>& requests,
+                          const std::vector<std::int64_t>& steps, std::size_t max_runs) {
+  std::string out;
+  auto say = [&](const char* one, const char* many, const std::vector<std::int64_t>& numbers) {
+    if (numbers.empty()) return;
+    const auto runs = runs_of(numbers);
+    if (!out.empty()) out += ", ";
+    out += numbers.size() == 1 ? one : many;
+    for (std::size_t i = 0; i < runs.size() && i < max_runs; ++i) {
+      out += i == 0 ? " " : ", ";
+      out += std::to_string(runs[i].first);
+      if (runs[i].second != runs[i].first) out += "-" + std::to_string(runs[i].second);
+    }
+    if (runs.size() > max_runs) {
+      out += " and " + std::to_string(runs.size() - max_runs) + " more runs";
+    }
+  };
+  say("request", "requests", requests);
+  say("step", "steps", steps);
+  return out;
 }
 
 }  // namespace vxperf::explain

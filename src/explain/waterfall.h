@@ -3,6 +3,7 @@
 // span split into parts that add up to it, priced against the FLOPs the run's records give.
 #pragma once
 
+#include <cstdint>
 #include <map>
 #include <string>
 #include <utility>
@@ -13,18 +14,28 @@
 
 namespace vxperf::explain {
 
-// What the records say a range's work should have taken at the peak.
+// What the records say of the ranges: which requests and steps they hold, the stages each request
+// ran, and what a range's work should have taken at the peak.
 struct Records {
   std::vector<std::string> files;
-  // (rank, request number) -> the request's priced calls: their ideal seconds and how many.
+  // The stage names the requests' records list, each once; a request holds indices into it.
+  std::vector<std::string> stage_names;
+  // (rank, request number) -> the request: the stages it ran, and when it was priced, its priced
+  // calls' ideal seconds and FLOPs and how many calls.
   struct Request {
+    std::uint32_t file = 0;  // into `files`
+    bool priced = false;
     double ideal_s = 0;
     std::int64_t calls = 0;
     double flops = 0;
+    std::vector<std::uint32_t> stages;  // into `stage_names`
   };
   std::map<std::pair<int, std::int64_t>, Request> requests;
-  // rank -> windows: [first, last] step, ideal seconds and FLOPs per step, the FLOPs coefficient.
+  // rank -> windows: [first, last] step; when priced, the ideal seconds and FLOPs per step and the
+  // FLOPs coefficient.
   struct Window {
+    std::uint32_t file = 0;
+    bool priced = false;
     std::int64_t first = 0, last = 0;
     double ideal_step_s = 0, flops_step = 0, coef = 0;
   };
@@ -38,8 +49,24 @@ Records load_records(const std::vector<std::string>& given, const std::vector<st
                      const std::vector<std::string>& trace_files,
                      std::vector<std::string>& problems);
 
-// The waterfall rows of one trace, aggregated per request stage, denoising step index, training
-// step and phase.
-std::vector<WaterfallRow> waterfall_of(const KinetoTrace& trace, const Records& records);
+// One trace's waterfall and what its join with the records came to.
+struct RankWaterfall {
+  // Aggregated per request stage, denoising step index, training step and phase.
+  std::vector<WaterfallRow> rows;
+  // The request and step numbers of the trace's ranges that no record holds (sorted, each once).
+  std::vector<std::int64_t> requests_without_record, steps_without_record;
+  // Per records file: the trace's requests and steps a record of it holds, and those it priced.
+  std::vector<std::int64_t> matched, priced;
+};
+
+RankWaterfall waterfall_of(const KinetoTrace& trace, const Records& records);
+
+// "request 0, steps 3-4, 7": the numbers as runs of consecutive ones, at most `max_runs` of each
+// kind shown ("... and N more").
+std::string numbered_runs(const std::vector<std::int64_t>& requests,
+                          const std::vector<std::int64_t>& steps, std::size_t max_runs = 16);
+
+// Consecutive numbers (sorted) as [first, last] runs.
+std::vector<std::pair<std::int64_t, std::int64_t>> runs_of(const std::vector<std::int64_t>& sorted);
 
 }  // namespace vxperf::explain

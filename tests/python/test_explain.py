@@ -102,3 +102,106 @@ def test_an_accelerate_loops_steps_and_phases_in_a_cpu_trace(tmp_path):
     assert all(p["count"] == 2 for name, p in phases.items() if name[0] in ("bwd", "opt"))
     assert sum(p["host_s"] for p in phases.values()) <= step["host_s"] + 1e-6
     assert got["records"] == [str(records)]
+
+
+# A model trained under torch's DistributedDataParallel (gloo, one rank): its class is timed, so
+# each model call's range opens inside DDP's own forward range; then a pipeline-like loop that the
+# program wraps in its own record_function, with a stage of its own ("refiner") and a collective
+# inside each request.
+DDP_AND_PIPELINE = """
+import sys, torch, torch.distributed as dist, vxperf
+from torch.nn.parallel import DistributedDataParallel
+
+
+class TinyTransformer(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.net = torch.nn.Sequential(torch.nn.Linear(16, 32), torch.nn.GELU(),
+                                       torch.nn.Linear(32, 16))
+
+    def forward(self, x):
+        return self.net(x)
+
+
+vxperf.install_training(models=TinyTransformer)
+dist.init_process_group("gloo", store=dist.FileStore(STORE, 1), rank=0, world_size=1)
+torch.manual_seed(0)
+model = TinyTransformer()
+vxperf.register_model(model)
+ddp = DistributedDataParallel(model)
+optimizer = torch.optim.SGD(ddp.parameters(), lr=1e-2)
+denoiser, refiner = torch.nn.Linear(16, 16), torch.nn.Linear(16, 16)
+with torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CPU]) as prof:
+    for _ in range(6):
+        with vxperf.micro_step():
+            loss = ddp(torch.randn(4, 16)).pow(2).mean()
+            with vxperf.backward():
+                loss.backward()
+        with vxperf.optimizer_step(optimizer):
+            optimizer.step()
+            optimizer.zero_grad()
+    with torch.no_grad():
+        for _ in range(2):
+            with vxperf.request():
+                latents = torch.randn(1, 16)
+                with torch.profiler.record_function("denoising loop"):
+                    for _ in range(3):
+                        with vxperf.stage("transformer", tokens=16, batch=1):
+                            latents = denoiser(latents)
+                    with vxperf.stage("refiner"):
+                        latents = refiner(latents)
+                dist.all_reduce(latents)
+vxperf.finish()
+prof.export_chrome_trace(TRACE)
+dist.destroy_process_group()
+"""
+
+
+def inside(inner, outer):
+    return (inner["tid"] == outer["tid"] and outer["ts"] <= inner["ts"]
+            and inner["ts"] + inner["dur"] <= outer["ts"] + outer["dur"])
+
+
+def test_ranges_under_ddps_and_the_programs_own_ranges_in_a_real_trace(tmp_path):
+    (tmp_path / "traces").mkdir()
+    trace, records = tmp_path / "traces" / "trace.json", tmp_path / "records.jsonl"
+    code = DDP_AND_PIPELINE.replace("STORE", repr(str(tmp_path / "store")))
+    run_python(code.replace("TRACE", repr(str(trace))),
+               env=clean_env(VIDEOX_PERF=1, VIDEOX_PERF_JSON=records, VIDEOX_PERF_EVERY=6))
+    written = json.loads(trace.read_text())
+    ranges = [e for e in written["traceEvents"] if e.get("cat") == "user_annotation"]
+
+    def named(name):
+        return [e for e in ranges if e["name"] == name]
+
+    # The trace is what real jobs write: every model call inside DDP's forward, every transformer
+    # call inside the program's "denoising loop"; vxperf declared the stages it opened.
+    calls = named("model_call") + named("fwd")
+    assert len(calls) == 6, [e["name"] for e in ranges]
+    assert all(any(inside(c, d) for d in named("DistributedDataParallel.forward")) for c in calls)
+    transformer = named("transformer")
+    assert len(transformer) == 6
+    assert all(any(inside(t, loop) for loop in named("denoising loop")) for t in transformer)
+    assert written["vxperf_ranges"] == ["transformer", "refiner"]
+    # No records beside the trace, none named in it: the stages are known from the trace alone.
+    got, _ = explain(trace)
+    (rank,) = got["ranks"]
+    phases = rows(rank, "phase")
+    assert sum(p["count"] for (name, _), p in phases.items() if name in ("model_call", "fwd")) \
+        == len(calls), phases
+    assert {name for name, _ in phases} == {"model_call", "bwd", "opt"}, phases
+    assert rows(rank, "train_step")[("step", None)]["count"] == 6
+    assert rows(rank, "micro_step")[("micro_step", None)]["count"] == 6
+    stages = rows(rank, "stage")
+    assert {name for name, _ in stages} == {"transformer", "refiner"}, stages
+    assert stages[("transformer", None)]["count"] == len(transformer)
+    assert stages[("refiner", None)]["count"] == 2
+    steps = rows(rank, "denoising_step")
+    assert sorted(steps) == [("transformer", 0), ("transformer", 1), ("transformer", 2)]
+    assert all(s["count"] == 2 for s in steps.values())
+    assert rows(rank, "request")[("request", None)]["count"] == 2
+    # With the run's records: each of the trace's requests and steps has one.
+    got, _ = explain(trace, "--records", records)
+    (rank,) = got["ranks"]
+    assert rank["requests_without_record"] == [] and rank["steps_without_record"] == []
+    assert got["records"] == [str(records)]

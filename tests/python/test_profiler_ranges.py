@@ -167,3 +167,37 @@ print("done")
     assert proc.stdout.strip() == "done"
     assert "no profiler today" in proc.stderr, proc.stderr
     assert len(read_records(records)) == 3
+
+
+DECLARED = """
+import json, torch, vxperf
+calls = []
+real = torch.autograd._add_metadata_json
+def counting(key, value):
+    calls.append(key)
+    real(key, value)
+torch.autograd._add_metadata_json = counting
+with vxperf.request():
+    with vxperf.stage("refiner"):  # no profiler: nothing is declared
+        pass
+print("outside", len(calls))
+for k in range(2):  # two profiling sessions, the same stage in each
+    with torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CPU]) as prof:
+        with vxperf.request():
+            for _ in range(2):
+                with vxperf.stage("upscaler"):
+                    torch.ones(2) + 1
+    prof.export_chrome_trace(TRACE + str(k))
+    with open(TRACE + str(k)) as f:
+        print(k, json.dumps(json.load(f).get("vxperf_ranges")), len(calls))
+"""
+
+
+def test_the_trace_says_which_ranges_are_vxperfs_stages(tmp_path):
+    """Each stage range opened while a profiler records declares the stage names in the session's
+    metadata ("vxperf_ranges", read by vxperf explain), again in every session since Kineto forgets
+    a session's metadata; never without a profiler."""
+    trace = str(tmp_path / "trace.json")
+    proc = run_python(DECLARED.replace("TRACE", repr(trace)), env=clean_env(VIDEOX_PERF=1))
+    assert proc.stdout.split("\n")[:3] == ['outside 0', '0 ["upscaler"] 2', '1 ["upscaler"] 4'], \
+        proc.stdout + proc.stderr
