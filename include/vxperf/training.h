@@ -188,9 +188,10 @@ class OutsideCall {
   std::int64_t resume_step_ = -1;
 };
 
-// `path`: the checkpoint's (a folder, a file), as the program names it when it restores it. The
-// step it was saved at is kept beside the records file, so that a later attempt of the job that
-// restores it numbers its steps on from there.
+// `path`: the checkpoint's (a folder, a file), as the program names it when it restores it (a
+// relative one is taken from the working directory). The step it was saved at is kept beside the
+// records file, so that a later attempt of the job that restores it, on any rank, numbers its
+// steps on from there.
 class CheckpointSave : public OutsideCall {
  public:
   explicit CheckpointSave(Trainer* t = trainer()) noexcept : OutsideCall(Phase::kSave, t) {}
@@ -198,7 +199,8 @@ class CheckpointSave : public OutsideCall {
 };
 
 // The loop goes on from the step the checkpoint at `path` was saved at (a save vxperf timed, in
-// this attempt or an earlier one), or from `set_step`'s when the program knows it.
+// this attempt or an earlier one, on this rank or another of the job: the latest save of the path
+// any rank's file holds), or from `set_step`'s when the program knows it.
 class CheckpointRestore : public OutsideCall {
  public:
   explicit CheckpointRestore(Trainer* t = trainer()) noexcept : OutsideCall(Phase::kRestore, t) {}

@@ -41,8 +41,8 @@ inline void end_clip(const TrainMark& mark) noexcept { end_call(mark, Phase::kCl
 // one is not timed.
 TrainMark begin_outside(Phase phase, Trainer* t = trainer()) noexcept;
 // A checkpoint's `path` (as the program names it), where said: a save's step is kept beside the
-// records file, and a restore goes on from the step its checkpoint was saved at, or from
-// `resume_step` where that is said (>= 0).
+// records file, and a restore goes on from the step its checkpoint was saved at (by any rank of
+// the job), or from `resume_step` where that is said (>= 0).
 void end_outside(const TrainMark& mark, Phase phase, std::int64_t bytes = -1,
                  std::string_view path = {}, std::int64_t resume_step = -1) noexcept;
 TrainMark begin_optimizer_step(Trainer* t = trainer()) noexcept;

@@ -243,7 +243,9 @@ def checkpoint(kind: str = "save", bytes: int | None = None, path: Any = None,
     to the next window's "outside" object, never into a step's time or data wait. With `path`
     (the checkpoint's folder or file), a save's step is kept beside the records file and a
     restore of it, in this attempt of the job or a later one, numbers the steps on from there
-    (`step=` says the restored step outright). accelerate's save_state/load_state and
+    (`step=` says the restored step outright), on any rank of the job: one that restores what the
+    main process alone saved finds the step in that rank's file (VIDEOX_PERF_JSON set on every
+    rank, in a folder they all read). accelerate's save_state/load_state and
     torch.distributed.checkpoint's save/load are timed so already (install_training()). Another
     kind is said once and not timed."""
     if not _state.on:

@@ -378,9 +378,12 @@ void TrainerCore::add_outside(Phase phase, Marker start, Marker end, std::int64_
     checkpoint_steps_.saved(checkpoint_steps_file(), path, current_step_index(), wall_clock_s());
   }
   // A restore before this process's first step resumes a job; one later (a roll-back, an
-  // evaluation's swap) keeps the numbering unless the program says the step.
+  // evaluation's swap) keeps the numbering unless the program says the step. The step is the
+  // latest save's of the checkpoint by any rank of the job (the main process alone may save it).
   if (!path.empty() && phase == Phase::kRestore && resume_step < 0 && steps_run_ == 0) {
-    resume_step = checkpoint_steps_.step_of(checkpoint_steps_file(), path).value_or(-1);
+    resume_step =
+        checkpoint_steps_.step_of(CheckpointSteps::job_files(engine_.settings().json_path), path)
+            .value_or(-1);
   }
   const double seconds = std::max(0.0, end.host_s - start.host_s);
   if (!ledger_.start || start.host_s < *ledger_.start) ledger_.start = start.host_s;

@@ -1,7 +1,11 @@
-"""One rank of an accelerate job that is restarted (run under torchrun --max-restarts 1): it saves
-state every --save-every steps, sleeps --data-s per step for its batch (--slow-rank sleeps
---slow-s more from --slow-from on), and --kill-rank leaves with os._exit at step --kill-at in the
-first attempt. A later attempt restores the last checkpoint and trains on to --steps.
+"""One rank of an accelerate job that is restarted (run under torchrun --max-restarts 1): the main
+process alone saves a checkpoint every --save-every steps, as diffusers' training scripts do
+(`if accelerator.is_main_process: accelerator.save_state(...)`), through accelerate's save_state
+or (--saver dcp) torch.distributed.checkpoint's save of the model's and optimizer's state without
+the process group (no_dist), while every rank restores it; each rank sleeps --data-s per step for
+its batch (--slow-rank sleeps --slow-s more from --slow-from on), and --kill-rank leaves with
+os._exit at step --kill-at in the first attempt. A later attempt restores the last checkpoint and
+trains on to --steps.
 
     python restart_worker.py --out DIR [--steps 60] ...
 """
@@ -12,6 +16,7 @@ import time
 
 import torch
 import torch.distributed as dist
+import torch.distributed.checkpoint as dcp
 from accelerate import Accelerator
 
 import vxperf
@@ -25,6 +30,12 @@ def last_checkpoint(out):
         return None, 0
     step, name = max(saved)
     return os.path.join(out, name), step
+
+
+def dcp_state(accelerator, model, optimizer):
+    """What a DCP checkpoint of this job holds: the model's weights and the optimizer's state."""
+    return {"model": accelerator.unwrap_model(model).state_dict(),
+            "optimizer": optimizer.state_dict()}
 
 
 def join_group(attempt):
@@ -50,6 +61,7 @@ def main():
     parser.add_argument("--slow-s", type=float, default=0.03)
     parser.add_argument("--kill-rank", type=int, default=3)
     parser.add_argument("--kill-at", type=int, default=30)
+    parser.add_argument("--saver", choices=("accelerate", "dcp"), default="accelerate")
     args = parser.parse_args()
     vxperf.install_training()
     attempt = int(os.environ.get("TORCHELASTIC_RESTART_COUNT", "0"))
@@ -62,7 +74,13 @@ def main():
     model, optimizer = accelerator.prepare(model, optimizer)
     os.makedirs(args.out, exist_ok=True)
     path, start = last_checkpoint(args.out)
-    if path is not None:
+    if path is not None and args.saver == "dcp":
+        # Every rank reads the main process's checkpoint by itself, into its own state.
+        state = dcp_state(accelerator, model, optimizer)
+        dcp.load(state, checkpoint_id=path, no_dist=True)
+        accelerator.unwrap_model(model).load_state_dict(state["model"])
+        optimizer.load_state_dict(state["optimizer"])
+    elif path is not None:
         accelerator.load_state(path)
     for step in range(start, args.steps):
         if attempt == 0 and rank == args.kill_rank and step == args.kill_at:
@@ -75,8 +93,13 @@ def main():
             accelerator.backward(loss)
             optimizer.step()
             optimizer.zero_grad()
-        if (step + 1) % args.save_every == 0:
-            accelerator.save_state(os.path.join(args.out, f"checkpoint-{step + 1}"))
+        if (step + 1) % args.save_every == 0 and accelerator.is_main_process:
+            folder = os.path.join(args.out, f"checkpoint-{step + 1}")
+            if args.saver == "dcp":
+                dcp.save(dcp_state(accelerator, model, optimizer), checkpoint_id=folder,
+                         no_dist=True)
+            else:
+                accelerator.save_state(folder)
     accelerator.end_training()
     # The group this script made is its to end (accelerate's end_training may have ended it).
     if dist.is_initialized():

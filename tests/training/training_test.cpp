@@ -24,8 +24,8 @@ struct TrainRig {
   double device_clock_ms = 0;
   int opt = 0;
 
-  TrainRig(int lag, std::map<std::string, std::string> env)
-      : t(std::move(env)), trainer(&t.engine->trainer()) {
+  TrainRig(int lag, std::map<std::string, std::string> env, Topology topology = {})
+      : t(std::move(env), true, topology), trainer(&t.engine->trainer()) {
     trainer->set_device(0);
     ModelInfo model = testing::wan_1_3b();
     model.checkpointing = true;
@@ -188,6 +188,59 @@ TEST(Training, ARestoredCheckpointResumesTheStepsItWasSavedAt) {
             std::string::npos;
   }
   EXPECT_EQ(said, 1);
+}
+
+// The main process alone saves, as diffusers' scripts do; every rank restores. Rank 1 finds the
+// step in rank 0's file, and so does a restarted job of another world size; a checkpoint saved by
+// a relative path is found by its absolute one. A path no rank kept a step for keeps the numbering
+// as it is, and nothing is said.
+TEST(Training, ARankResumesAtTheStepAnotherRankSaved) {
+  const std::string dir = ::testing::TempDir() + "vxperf-resume-ranks";
+  std::filesystem::remove_all(dir);
+  const std::map<std::string, std::string> env = {
+      {"VIDEOX_PERF", "1"}, {"VIDEOX_PERF_EVERY", "2"}, {"VIDEOX_PERF_JSON", dir + "/r.jsonl"}};
+  auto topology = [](int rank, int world) {
+    Topology topo;
+    topo.rank = rank;
+    topo.world_size = world;
+    return topo;
+  };
+  const std::string absolute = std::filesystem::current_path().string() + "/ck/step-3";
+  {
+    TrainRig main(0, env, topology(0, 4));
+    for (int i = 0; i < 3; ++i) main.step();
+    CheckpointSave save(main.trainer);
+    save.set_path("ck/step-3/");
+    main.work(0.5, 1.0);
+  }
+  EXPECT_TRUE(std::filesystem::exists(dir + "/.r.jsonl.rank0.checkpoints"));
+  EXPECT_FALSE(std::filesystem::exists(dir + "/.r.jsonl.rank1.checkpoints"));
+  for (Topology topo : {topology(1, 4), topology(1, 2), topology(0, 1)}) {
+    TrainRig rank(0, env, topo);
+    {
+      CheckpointRestore restore(rank.trainer);
+      restore.set_path(absolute);
+      rank.work(0.2, 1.0);
+    }
+    rank.step();
+    rank.step();
+    ASSERT_EQ(rank.records().size(), 1u) << topo.rank << "/" << topo.world_size;
+    EXPECT_EQ(rank.records()[0]["step_first"], 3) << topo.rank << "/" << topo.world_size;
+    EXPECT_EQ(rank.records()[0]["step_last"], 4);
+  }
+  TrainRig unknown(0, env, topology(2, 4));
+  {
+    CheckpointRestore restore(unknown.trainer);
+    restore.set_path("/pretrained/weights");
+    unknown.work(0.2, 1.0);
+  }
+  unknown.step();
+  unknown.step();
+  ASSERT_EQ(unknown.records().size(), 1u);
+  EXPECT_EQ(unknown.records()[0]["step_first"], 0);
+  for (const auto& line : unknown.t.output->logs()) {
+    EXPECT_EQ(line.find("checkpoint"), std::string::npos) << line;
+  }
 }
 
 TEST(Training, ReadyAtCloseUsesDeviceTime) {
