@@ -273,8 +273,9 @@ def test_checkpoints_and_evaluations_are_outside_the_steps(tmp_path):
     assert outside["evals"] == 1 and outside["eval_s"] >= 0.3
     assert outside["save_gb_per_s"] == pytest.approx(outside["save_bytes"] / outside["save_s"]
                                                      / 1e9)
-    # none of the 0.9 s slept is in a step: the steps are milliseconds
-    assert second["step_s_p95"] < 0.3 and second["phases_s"]["data"] < 0.05
+    # none of the 0.9 s slept is in a step: a sleep after a step's optimizer call would be the
+    # next step's data wait (0.15 s a step at least, over these 4), which is milliseconds
+    assert second["phases_s"]["data"] < 0.05
     # The loop's ledger: its parts add up to its wall time, the time outside the steps is the
     # calls', and the 0.9 s slept keep the goodput low.
     ledger = second["ledger"]
@@ -295,3 +296,73 @@ def test_checkpoints_and_evaluations_are_outside_the_steps(tmp_path):
     for live, again in zip((first, second), map(json.loads, replayed)):
         live.pop("ts"), again.pop("ts")
         assert live == again
+
+
+CUSTOM_CLASSES = """
+import torch, vxperf
+from accelerate import Accelerator
+import tiny_models as tm
+
+vxperf.install_training()
+
+
+class Captioner(torch.nn.Module):  # the program's own text tower, trained beside the DiT
+    def __init__(self):
+        super().__init__()
+        self.proj = torch.nn.Linear(16, 16)
+
+    def forward(self, x):
+        return self.proj(x)
+
+
+class LatentEncoder(torch.nn.Module):  # the program's own frozen VAE, never prepared
+    def __init__(self):
+        super().__init__()
+        self.mix = torch.nn.Linear(1024, 1024)
+
+    def forward(self, video):
+        h = video.flatten(1)
+        for _ in range(40):  # the bulk of a step, as a real VAE's encode is
+            h = torch.tanh(self.mix(h))
+        return h[:2, :64].reshape(2, 4, 1, 4, 4)
+
+
+torch.manual_seed(0)
+accelerator = Accelerator(cpu=True)
+model, captioner, vae = tm.WanTransformer3DModel(), Captioner(), LatentEncoder()
+vae.requires_grad_(False)
+params = list(model.parameters()) + list(captioner.parameters())
+optimizer = torch.optim.SGD(params, lr=1e-3)
+model, captioner, optimizer = accelerator.prepare(model, captioner, optimizer)
+for step in range(4):
+    with accelerator.accumulate(model):
+        with torch.no_grad():
+            latents = vae(torch.randn(32, 1024))
+        context = captioner(torch.randn(2, 12, 16))
+        out = model(x=latents, t=torch.ones(2), context=context, seq_len=8)
+        accelerator.backward(out.float().pow(2).mean())
+        optimizer.step()
+        optimizer.zero_grad()
+accelerator.end_training()
+"""
+
+
+def test_install_training_without_models_on_classes_of_its_own(tmp_path):
+    """install_training() with no models, on a loop whose classes are its own (no diffusers or
+    transformers model among them): the prepared DiT is still timed and priced as the forward,
+    and what vxperf cannot place is said once each, with what to pass."""
+    pytest.importorskip("accelerate")
+    records = tmp_path / "r.jsonl"
+    proc = run_python(CUSTOM_CLASSES, env=clean_env(VIDEOX_PERF=1, VIDEOX_PERF_EVERY=4,
+                                                    VIDEOX_PERF_JSON=records))
+    assert proc.stderr.count("accelerator.prepare() was given Captioner beside the trained "
+                             "model") == 1, proc.stderr
+    assert "install_training(models=Captioner)" in proc.stderr
+    said = [line for line in proc.stderr.splitlines() if "of each step is prep" in line]
+    assert len(said) == 1 and "install_training(models=[" in said[0], proc.stderr
+    (window,) = read_records(records)
+    assert window["phases_s"]["prep"] > 0.3 * window["step_s_p50"]
+    t = window["throughput"]
+    params = sum(p.numel() for p in __import__("tiny_models").WanTransformer3DModel().parameters())
+    assert window["phases_s"]["fwd"] > 0 and t["params"] == params and t["tokens"] == 8.0
+    assert t["flops_per_step"] > 0 and t["samples"] == 2.0
