@@ -66,7 +66,8 @@ struct SettledCall {
   std::int64_t tokens = 0;
   std::int64_t batch = 1;
   std::optional<Dtype> dtype;
-  double fraction = 1.0;  // of a full forward it computed
+  double fraction = 1.0;      // of a full forward it computed
+  double attn_fraction = -1;  // of the attention products, where said apart; <0: as fraction
 };
 
 struct SettledRequest {
@@ -93,6 +94,7 @@ struct TrainCall {
   std::int64_t tokens = 0;  // a priced forward's tokens per sample (0: not priced)
   std::int64_t samples = 0;
   double fraction = 1.0;
+  double attn_fraction = -1;  // of its attention products, where said apart; <0: as fraction
   std::optional<Dtype> dtype;
   const void* optimizer = nullptr;  // an optimizer step's optimizer, and whether it really stepped
   bool synced = false;

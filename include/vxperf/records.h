@@ -38,7 +38,10 @@ struct Efficiency {
   // Beyond the reference: each serialized only when it differs from what the reference assumes
   // (a table peak, bf16, dense attention, every call a full forward).
   PeakSource peak_source = PeakSource::kTable;
-  Dtype dtype = Dtype::kBf16;
+  Dtype dtype = Dtype::kBf16;  // what the matmuls ran in: the peak's column
+  // The dtype the weights are stored in, where that is not `dtype` (fp8 weights cast to bf16 for
+  // each layer's matmul).
+  std::optional<Dtype> weights_dtype;
   double attn_density = 1.0;
   std::optional<std::int64_t> skipped_fwd;  // transformer calls skipped outright (cache hits)
   std::optional<double> effective_fwd;      // the full forwards the calls came to

@@ -69,6 +69,12 @@ struct StepCounts {
   double sample_tokens = 0;
   double work_tokens = 0;
   double work_tokens_sq = 0;
+  // The same two sums weighted by the share of each forward's attention products that ran, where
+  // a forward said it apart from the rest of its work (`attn_cut`: a cache ran side blocks of
+  // other widths); they price the attention term then, the linear one being the rest.
+  bool attn_cut = false;
+  double attn_tokens = 0;
+  double attn_tokens_sq = 0;
   // The dtype its forwards' matmuls ran in, when a front end read it (autocast); nullopt: the
   // trained model's.
   std::optional<Dtype> dtype;

@@ -1,8 +1,10 @@
 #include "block_probe.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstddef>
 #include <cstdint>
+#include <cstring>
 #include <vector>
 
 #include "call_through.h"
@@ -18,9 +20,12 @@ namespace {
 
 PyTypeObject* tensor_type = nullptr;  // torch.Tensor
 PyTypeObject* module_type = nullptr;  // torch.nn.Module
-PyObject* watch_factory = nullptr;    // factory(module): sets the module's watch (or None)
-PyObject* watch_key = nullptr;        // "_vxperf_watch", interned
-PyObject* shape_name = nullptr;       // "shape", interned
+// dtype_reader(model, tensor) -> the engine's dtype name or None: what the model's matmuls run in,
+// read off its first block's input (the package's _reading.block_dtype); nullptr: not read.
+PyObject* dtype_reader = nullptr;
+PyObject* watch_factory = nullptr;  // factory(module): sets the module's watch (or None)
+PyObject* watch_key = nullptr;      // "_vxperf_watch", interned
+PyObject* shape_name = nullptr;     // "shape", interned
 // The sequence shards accelerate's maybe_context_parallel hands the forwards now (nested
 // contexts multiply), beside a watch's own.
 std::vector<long> sequence_shards;
@@ -45,6 +50,11 @@ struct BlockWatch {
 };
 
 PyTypeObject watch_type = {PyVarObject_HEAD_INIT(nullptr, 0)};
+
+// The attention products' part of cost().
+double attention_cost(const BlockWatch* w, double self_share, double cross_share, double tokens) {
+  return self_share * w->self_attn * tokens * tokens + cross_share * w->cross_attn * tokens;
+}
 
 double cost(const BlockWatch* w, double linear_share, double self_share, double cross_share,
             double tokens) {
@@ -112,7 +122,8 @@ thread_local WorkFrame* current_frame = nullptr;
 
 struct Shape {
   std::int64_t rows = 0;
-  std::int64_t tokens = 0;  // 0: not a (rows, tokens, width) input
+  std::int64_t tokens = 0;     // 0: not a (rows, tokens, width) input
+  PyObject* tensor = nullptr;  // borrowed: the input read, when a tensor
 };
 
 // Rows and tokens of a call's main input: `hidden_states`, else `x`, else its first argument; a
@@ -128,6 +139,7 @@ Shape input_shape(PyObject* const* args, std::size_t nargsf, PyObject* kwnames) 
     return shape;
   }
   if (tensor_type == nullptr || !PyObject_TypeCheck(x, tensor_type)) return shape;
+  shape.tensor = x;
   PyObject* dims = PyObject_GetAttr(x, shape_name);
   if (dims != nullptr && PyTuple_Check(dims)) {
     Py_ssize_t n = PyTuple_GET_SIZE(dims);
@@ -163,6 +175,29 @@ struct BlockProbe {
 
 PyTypeObject probe_type = {PyVarObject_HEAD_INIT(nullptr, 0)};
 
+// Asks the package once per frame what the model's matmuls ran in, from the first block input seen
+// (autocast or a recipe in effect inside the call; the activations' dtype where the weights are
+// stored in one no matmul runs in). An error is swallowed: the call keeps what it said.
+void read_dtype(WorkFrame* f, PyObject* tensor) {
+  f->dtype_read = true;
+  if (dtype_reader == nullptr || f->model == nullptr || tensor == nullptr) return;
+  PyObject* saved_type = nullptr;
+  PyObject* saved_value = nullptr;
+  PyObject* saved_trace = nullptr;
+  PyErr_Fetch(&saved_type, &saved_value, &saved_trace);
+  PyObject* name = PyObject_CallFunctionObjArgs(dtype_reader, f->model, tensor, nullptr);
+  if (name != nullptr && PyUnicode_Check(name)) {
+    Py_ssize_t size = 0;
+    const char* text = PyUnicode_AsUTF8AndSize(name, &size);
+    if (text != nullptr && size > 0 && size < static_cast<Py_ssize_t>(sizeof f->dtype_)) {
+      std::memcpy(f->dtype_, text, static_cast<std::size_t>(size));
+    }
+  }
+  Py_XDECREF(name);
+  PyErr_Clear();
+  PyErr_Restore(saved_type, saved_value, saved_trace);
+}
+
 void add_run(WorkFrame* f, const BlockProbe* p, const Shape& s) {
   auto* w = reinterpret_cast<const BlockWatch*>(f->watch);
   ++f->runs;
@@ -175,15 +210,17 @@ void add_run(WorkFrame* f, const BlockProbe* p, const Shape& s) {
   }
   if (s.tokens > f->max_tokens) f->max_tokens = s.tokens;
   double tokens = s.tokens > 0 ? static_cast<double>(s.tokens) : 1.0;
-  f->work +=
-      static_cast<double>(s.rows) * cost(w, p->linear_share, p->self_share, p->cross_share, tokens);
+  const double rows = static_cast<double>(s.rows);
+  f->work += rows * cost(w, p->linear_share, p->self_share, p->cross_share, tokens);
+  f->attn_work += rows * attention_cost(w, p->self_share, p->cross_share, tokens);
 }
 
 void add_skip(WorkFrame* f, const BlockProbe* p, const Shape& s) {
   auto* w = reinterpret_cast<const BlockWatch*>(f->watch);
   double tokens = s.tokens > 0 ? static_cast<double>(s.tokens) : 1.0;
-  f->skipped +=
-      static_cast<double>(s.rows) * cost(w, p->linear_share, p->self_share, p->cross_share, tokens);
+  const double rows = static_cast<double>(s.rows);
+  f->skipped += rows * cost(w, p->linear_share, p->self_share, p->cross_share, tokens);
+  f->attn_skipped += rows * attention_cost(w, p->self_share, p->cross_share, tokens);
 }
 
 PyObject* probe_vectorcall(PyObject* callable, PyObject* const* args, std::size_t nargsf,
@@ -193,6 +230,7 @@ PyObject* probe_vectorcall(PyObject* callable, PyObject* const* args, std::size_
   if (f == nullptr || f->watch != p->watch)
     return call_through(p->func, p->self, args, nargsf, kwnames);
   Shape shape = input_shape(args, nargsf, kwnames);
+  if (!f->dtype_read) read_dtype(f, shape.tensor);
   shape.tokens *= p->shard * shard_factor();  // a shard's tokens: the sample's are this many
   if (!p->inner || f->depth >= WorkFrame::kMaxPending) {
     if (!p->part) add_run(f, p, shape);
@@ -352,17 +390,24 @@ PyGetSetDef probe_getset[] = {
 
 // ---- module functions ------------------------------------------------------------------------
 
-// set_block_types(tensor_type, module_type)
+// set_block_types(tensor_type, module_type, dtype_reader=None)
 PyObject* set_block_types(PyObject* /*module*/, PyObject* args) {
   PyObject* tensor = nullptr;
   PyObject* module = nullptr;
-  if (!PyArg_ParseTuple(args, "O!O!", &PyType_Type, &tensor, &PyType_Type, &module)) {
+  PyObject* reader = Py_None;
+  if (!PyArg_ParseTuple(args, "O!O!|O", &PyType_Type, &tensor, &PyType_Type, &module, &reader)) {
+    return nullptr;
+  }
+  if (reader != Py_None && !PyCallable_Check(reader)) {
+    PyErr_SetString(PyExc_TypeError, "set_block_types: dtype_reader must be callable or None");
     return nullptr;
   }
   Py_XDECREF(reinterpret_cast<PyObject*>(tensor_type));
   Py_XDECREF(reinterpret_cast<PyObject*>(module_type));
+  Py_XDECREF(dtype_reader);
   tensor_type = reinterpret_cast<PyTypeObject*>(Py_NewRef(tensor));
   module_type = reinterpret_cast<PyTypeObject*>(Py_NewRef(module));
+  dtype_reader = reader == Py_None ? nullptr : Py_NewRef(reader);
   Py_RETURN_NONE;
 }
 
@@ -394,7 +439,9 @@ PyObject* get_sequence_shards(PyObject* /*module*/, PyObject* /*unused*/) {
 
 PyMethodDef module_functions[] = {
     {"set_block_types", set_block_types, METH_VARARGS,
-     "set_block_types(tensor_type, module_type): what the probes read inputs and watches of."},
+     "set_block_types(tensor_type, module_type, dtype_reader=None): what the probes read inputs "
+     "and watches of, and what says the dtype a model's matmuls ran in from its first block's "
+     "input."},
     {"set_watch_factory", set_watch_factory, METH_O,
      "set_watch_factory(factory): factory(module) sets the watch of a module first priced."},
     {"push_sequence_shards", push_sequence_shards, METH_O,
@@ -432,10 +479,11 @@ PyObject* WorkFrame::watch_of(PyObject* module) {
 
 // ---- WorkFrame --------------------------------------------------------------------------------
 
-WorkFrame::WorkFrame(PyObject* watch_, PyObject* const* args, std::size_t nargsf,
+WorkFrame::WorkFrame(PyObject* watch_, PyObject* model_, PyObject* const* args, std::size_t nargsf,
                      PyObject* kwnames) {
   if (!is_watch(watch_)) return;
   watch = Py_NewRef(watch_);
+  model = model_;
   call_rows = input_shape(args, nargsf, kwnames).rows;
   outer = current_frame;
   current_frame = this;
@@ -472,6 +520,7 @@ std::optional<ForwardWork> WorkFrame::finish() {
   std::int64_t rows = call_rows > max_rows ? call_rows : max_rows;
   if (rows <= 0) rows = 1;
   double fraction;
+  double attention = -1;  // the attention products' share, where it is not the whole's
   if (w->uniform && single_length && skipped == 0.0) {
     // Blocks of one size at one length: the share of block-rows that ran, exactly.
     fraction = static_cast<double>(rows_sum) /
@@ -480,9 +529,17 @@ std::optional<ForwardWork> WorkFrame::finish() {
     double tokens = max_tokens > 0 ? static_cast<double>(max_tokens) : 1.0;
     double full = static_cast<double>(rows) * cost(w, 1.0, 1.0, 1.0, tokens);
     fraction = full > 0 ? (work - skipped) / full : 1.0;
+    // Blocks of other shapes (side blocks of other widths) run another mix of linear and
+    // attention work than a full forward: the attention's own share prices it.
+    double full_attention = static_cast<double>(rows) * attention_cost(w, 1.0, 1.0, tokens);
+    if (full_attention > 0) {
+      attention = std::clamp((attn_work - attn_skipped) / full_attention, 0.0, 1.0);
+      if (attention > 1.0 - 1e-12) attention = 1.0;
+    }
   }
   if (!(fraction >= 0.0)) fraction = 0.0;
   if (fraction > 1.0 - 1e-12) fraction = 1.0;
+  if (attention >= 0 && std::fabs(attention - fraction) > 1e-9) said.attn_fraction = attention;
   said.tokens = max_tokens;
   said.batch = rows;
   said.fraction = fraction;

@@ -31,9 +31,10 @@ class WorkFrame {
   // The watch of `module` (a new reference; nullptr when it is none, or not a torch module): its
   // `_vxperf_watch`, the package's watch factory asked the first time a module is priced.
   static PyObject* watch_of(PyObject* module);
-  // Opens a frame for one call of a model whose watch is `watch` (a BlockWatch, else inert),
-  // whose arguments (after the model itself) are `args`.
-  WorkFrame(PyObject* watch, PyObject* const* args, std::size_t nargsf, PyObject* kwnames);
+  // Opens a frame for one call of `model` (borrowed for the call) whose watch is `watch` (a
+  // BlockWatch, else inert), whose arguments (after the model itself) are `args`.
+  WorkFrame(PyObject* watch, PyObject* model, PyObject* const* args, std::size_t nargsf,
+            PyObject* kwnames);
   ~WorkFrame();
   WorkFrame(const WorkFrame&) = delete;
   WorkFrame& operator=(const WorkFrame&) = delete;
@@ -41,6 +42,8 @@ class WorkFrame {
   // What the call's blocks computed, once the call has returned; nullopt when the module is not
   // watched, or when no block ran and the watch is no longer in place (then nothing is said).
   std::optional<ForwardWork> finish();
+  // The dtype the package read its matmuls ran in, at the first block's input ("" none said).
+  const char* dtype() const { return dtype_; }
 
   // ---- what the probes add (block_probe.cpp) ----
   struct Pending {
@@ -49,6 +52,7 @@ class WorkFrame {
   };
   static constexpr int kMaxPending = 8;
   PyObject* watch = nullptr;  // a BlockWatch, or nullptr: inert
+  PyObject* model = nullptr;  // borrowed: the call's module
   WorkFrame* outer = nullptr;
   std::int64_t call_rows = 0;  // rows of the call's own input, 0: unread
   std::int64_t runs = 0;       // block calls that ran
@@ -57,10 +61,14 @@ class WorkFrame {
   std::int64_t first_tokens = -1;
   std::int64_t max_tokens = 0;
   bool single_length = true;
-  double work = 0;     // FLOPs per the watch's cost model, of the blocks that ran
-  double skipped = 0;  // ... and of parts of them a cache answered
+  double work = 0;          // FLOPs per the watch's cost model, of the blocks that ran
+  double skipped = 0;       // ... and of parts of them a cache answered
+  double attn_work = 0;     // the attention products' of `work`
+  double attn_skipped = 0;  // ... and of `skipped`
   Pending pending[kMaxPending];
   int depth = 0;
+  bool dtype_read = false;
+  char dtype_[8] = {};
 };
 
 // Whether `watch` is a BlockWatch.

@@ -134,6 +134,8 @@ vxperf::ModelInfo model_of(const py::handle& model) {
   info.text_tokens = model.attr("text_tokens").cast<std::int64_t>();
   auto dtype = model.attr("dtype").cast<std::string>();
   if (!dtype.empty()) info.dtype = vxperf::parse_dtype(dtype);
+  auto storage = model.attr("storage_dtype").cast<std::string>();
+  if (!storage.empty()) info.storage_dtype = vxperf::parse_dtype(storage);
   info.attn_density = model.attr("attn_density").cast<double>();
   return info;
 }

@@ -113,13 +113,16 @@ class CallWork {
   CallWork(const TimedCall* t, PyObject* const* args, std::size_t nargsf, PyObject* kwnames)
       : watch_(t->watch != nullptr ? Py_NewRef(t->watch)
                                    : WorkFrame::watch_of(module_of(t, args, nargsf))),
-        frame_(watch_, inputs(t, args, nargsf), input_count(t, nargsf), kwnames) {}
+        frame_(watch_, module_of(t, args, nargsf), inputs(t, args, nargsf), input_count(t, nargsf),
+               kwnames) {}
   ~CallWork() { Py_XDECREF(watch_); }
   CallWork(const CallWork&) = delete;
   CallWork& operator=(const CallWork&) = delete;
-  // Tells the engine what the blocks computed (the stage's call, or the training forward).
+  // Tells the engine what the blocks computed (the stage's call, or the training forward), and
+  // what they computed in, where read there (it beats what the call's own inputs said).
   void say(std::uint32_t stage) {
     if (auto work = frame_.finish()) api::note_forward_work(stage, *work);
+    if (frame_.dtype()[0] != '\0') api::note_compute_dtype(stage, frame_.dtype());
   }
 
  private:

@@ -312,6 +312,8 @@ def watch(model: nn.Module) -> _ext.BlockWatch | None:
                 return None
             held = _build(model, lists)
         _refresh(model, held)
+        # What the blocks' inputs are held to (_reading.block_dtype), read again as the watch is.
+        model.__dict__[_reading.WEIGHTS] = _reading.param_dtype(model)
         return held
     except Exception as error:
         _state.warn(("blocks", id(model)),
@@ -343,6 +345,6 @@ def register() -> None:
     torch = sys.modules.get("torch")
     if _registered or torch is None or not hasattr(torch, "nn"):
         return
-    _ext.set_block_types(torch.Tensor, torch.nn.Module)
+    _ext.set_block_types(torch.Tensor, torch.nn.Module, _reading.block_dtype)
     _ext.set_watch_factory(first_priced)
     _registered.append(True)

@@ -157,6 +157,7 @@ def _model_of(name: str, component: nn.Module) -> _model.Model:
         model = _model.Model(params=_params.count_params(component), widths=widths,
                              text_tokens=_reading.text_tokens(component) if widths else 0,
                              dtype=_reading.param_dtype(component) or "",
+                             storage_dtype=_reading.storage_dtype(component) or "",
                              attn_density=attention_density_of(component))
         component._vxperf_model = model
     return model
@@ -668,6 +669,8 @@ def declare_model(stage: str, module: nn.Module | None = None, *, params: int | 
     model = _model.Model(params=int(params),
                          widths=cast("tuple[int, int, int]", tuple(widths)) if widths else None,
                          text_tokens=int(text_tokens or 0), dtype=name or "",
+                         storage_dtype=(_reading.storage_dtype(module) or "") if module is not None
+                         else "",
                          attn_density=float(attn_density) if attn_density is not None else 1.0)
     _ext.declare_model(stage, model)
     if module is not None:

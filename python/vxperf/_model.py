@@ -13,6 +13,7 @@ class Model:
     widths: Optional[tuple[int, int, int]] = None
     text_tokens: int = 0  # the padded text length cross-attention runs against
     dtype: str = ""  # the engine's dtype name ("bf16", "fp8", ...); "": not read
+    storage_dtype: str = ""  # what most weights are stored in, where read ("": not read)
     attn_density: float = 1.0  # share of the self-attention square computed
     trainable: int = -1  # training: parameters that get gradients (-1: all of them)
     checkpointing: bool = False  # training: gradient checkpointing on

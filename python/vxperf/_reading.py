@@ -217,8 +217,10 @@ CALL_DTYPE_READERS: list[Callable[[Any], str | None]] = []
 
 def param_dtype(module: nn.Module) -> str | None:
     """The floating dtype most of a module's weights compute in: their own dtype, or the compute
-    dtype a weight reader says (diffusers' layerwise casting stores them in another). Autocast,
-    read at each priced call, wins over this. None when no parameter is floating."""
+    dtype a weight reader says (diffusers' layerwise casting stores them in another); weights
+    stored in fp8 with no reader's word are cast for their matmuls, to the dtype of the rest
+    (norms and biases the cast left alone), which is taken. Autocast and what the blocks receive,
+    read at each priced call, win over this. None when no parameter is floating."""
     cast: dict[int, Any] = {}
     for reader in WEIGHT_DTYPE_READERS:
         try:
@@ -227,16 +229,58 @@ def param_dtype(module: nn.Module) -> str | None:
             _state.warn(("cast", type(module).__name__),
                         f"cannot read the layerwise casting of {type(module).__name__} "
                         f"({error!r}); priced at its parameters' dtype")
-    counts: dict[str, int] = {}
     if cast:
         pairs = ((cast.get(id(sub)), p) for sub in module.modules()
                  for p in sub.parameters(recurse=False))
-    else:
-        pairs = ((None, p) for p in module.parameters())
-    for compute, param in pairs:
-        name = dtype_name(compute if compute is not None else param.dtype)
+        return _most((compute if compute is not None else param.dtype, param.numel())
+                     for compute, param in pairs)
+    stored = storage_dtype(module)
+    if stored != "fp8":
+        return stored
+    return _most((param.dtype, param.numel()) for param in module.parameters()
+                 if dtype_name(param.dtype) != "fp8")
+
+
+# the engine's dtypes a matmul runs in, narrowest first
+_MATMUL_WIDTHS = {"fp16": 16, "bf16": 16, "tf32": 19, "fp32": 32}
+WEIGHTS = "_vxperf_weights"  # in a watched model's __dict__: param_dtype() as its watch read it
+
+
+def block_dtype(model: nn.Module, hidden: Any) -> str | None:
+    """What a watched model's matmuls run in, read off its first block's input while the call runs
+    (a dtype read, no synchronize): an fp8 recipe or autocast in effect there (accelerate's enters
+    inside the call); else the activations' dtype where it is narrower than the weights' or where
+    no matmul of torch's own runs in the weights' dtype (fp8 or int8 storage cast for each
+    layer): F.linear takes two operands of one dtype, so the narrower one is what the other was
+    cast to. None: nothing beyond what the weights say."""
+    found = call_dtype(hidden)
+    if found is not None:
+        return found
+    if not getattr(hidden, "is_floating_point", lambda: False)():
+        return None
+    ran = dtype_name(hidden.dtype)
+    weights = model.__dict__.get(WEIGHTS)
+    if ran is None or ran == weights or ran not in _MATMUL_WIDTHS:
+        return None
+    if weights not in _MATMUL_WIDTHS or _MATMUL_WIDTHS[ran] < _MATMUL_WIDTHS[weights]:
+        return ran
+    return None
+
+
+def storage_dtype(module: nn.Module) -> str | None:
+    """The floating dtype most of a module's weights are stored in (fp8 too, which no matmul of
+    torch's own runs in: such weights are cast for each layer's), or None."""
+    return _most((param.dtype, param.numel()) for param in module.parameters())
+
+
+def _most(weighted: Iterator[tuple[Any, int]]) -> str | None:
+    """The engine's name of the dtype with the most elements among (dtype, count) pairs, None
+    when none has a name (integers, float64)."""
+    counts: dict[str, int] = {}
+    for dtype, count in weighted:
+        name = dtype_name(dtype)
         if name is not None:
-            counts[name] = counts.get(name, 0) + param.numel()
+            counts[name] = counts.get(name, 0) + count
     return max(counts, key=counts.__getitem__) if counts else None
 
 

@@ -304,6 +304,7 @@ def read_model(module: nn.Module, lora: bool = False, mixed: str | None = None) 
         widths=widths,
         text_tokens=_reading.text_tokens(module) if widths else 0,
         dtype=mixed or _reading.param_dtype(module) or "",
+        storage_dtype=_reading.storage_dtype(module) or "",
         attn_density=float(getattr(module, "_vxperf_attn_density", None) or 1.0),
     )
 

@@ -59,6 +59,7 @@ class _EfficiencyBasis(TypedDict, total=False):
     # What an MFU rests on, each written only when it is not the reference's assumption.
     peak_source: str
     dtype: str
+    weights_dtype: str
     attn_density: float
     skipped_fwd: int
     effective_fwd: float

@@ -32,8 +32,9 @@ struct Request {
     std::uint32_t stage;
     double t0, t1;
     EventId e0, e1;
-    double fraction = 1.0;  // of a full forward it computed: 0 skipped (a cache hit), 1 full
-    std::int64_t tokens = 0;  // per sample, this call's own; 0: the stage's first known
+    double fraction = 1.0;      // of a full forward it computed: 0 skipped (a cache hit), 1 full
+    double attn_fraction = -1;  // ... of its attention products, where its blocks said; <0: as that
+    std::int64_t tokens = 0;    // per sample, this call's own; 0: the stage's first known
     std::int64_t batch = 1;
   };
   struct StageState {

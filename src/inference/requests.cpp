@@ -214,11 +214,13 @@ void Requests::settle(Request& request, double t_end, bool failed) {
     auto group = std::find_if(mine.begin(), mine.end(), [&](const CallGroup& g) {
       return g.tokens == tokens && g.batch == batch;
     });
-    if (group == mine.end()) group = mine.insert(mine.end(), CallGroup{tokens, batch, 0, 0.0});
+    if (group == mine.end()) group = mine.insert(mine.end(), CallGroup{tokens, batch, 0, 0.0, 0.0});
     ++group->calls;
     group->effective += p.fraction;
+    const double attention = p.attn_fraction >= 0 ? p.attn_fraction : p.fraction;
+    group->attn_effective += attention;
     if (p.fraction == 0.0) ++skipped[slot];
-    if (p.fraction != 1.0 || mine.size() > 1) partial[slot] = true;
+    if (p.fraction != 1.0 || attention != 1.0 || mine.size() > 1) partial[slot] = true;
   }
 
   RequestRecord record;
@@ -340,6 +342,7 @@ void Requests::settle(Request& request, double t_end, bool failed) {
       call.batch = shape != nullptr ? shape->batch : 1;
       call.dtype = st.dtype;
       call.fraction = p.fraction;
+      call.attn_fraction = p.attn_fraction;
       settled.calls.push_back(call);
     }
     notify(request.observers, [&](Observer& o) { o.on_request(settled); });

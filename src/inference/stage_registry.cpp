@@ -136,6 +136,7 @@ void Request::note_fraction(std::uint32_t id, double fraction) {
   for (auto it = pairs.rbegin(); it != pairs.rend(); ++it) {
     if (it->stage == id) {
       it->fraction = fraction;
+      it->attn_fraction = -1;  // the whole call's word: its attention with it
       return;
     }
   }
@@ -145,6 +146,8 @@ void Request::note_work(std::uint32_t id, const ForwardWork& work) {
   ForwardWork said = work;
   if (!(said.fraction >= 0.0)) said.fraction = -1;  // NaN: nothing said
   if (said.fraction > 1.0) said.fraction = 1.0;
+  if (!(said.attn_fraction >= 0.0) || said.fraction < 0) said.attn_fraction = -1;
+  if (said.attn_fraction > 1.0) said.attn_fraction = 1.0;
   if (id < stages.size() && stages[id].open > 0) {
     StageState& st = stages[id];
     st.pending_work = said;
@@ -160,7 +163,10 @@ void Request::note_work(std::uint32_t id, const ForwardWork& work) {
     if (it->stage == id) {
       if (said.tokens > 0) it->tokens = said.tokens;
       if (said.batch > 0) it->batch = said.batch;
-      if (said.fraction >= 0 && it->fraction == 1.0) it->fraction = said.fraction;
+      if (said.fraction >= 0 && it->fraction == 1.0) {
+        it->fraction = said.fraction;
+        it->attn_fraction = said.attn_fraction;
+      }
       return;
     }
   }

@@ -61,9 +61,11 @@ void close_stage(const StageMark& m) noexcept {
     // seen to compute, else a full forward.
     const ForwardWork& work = st.pending_work;
     double fraction = m.fraction >= 0 ? m.fraction : st.pending_fraction;
+    const bool from_work = fraction < 0 && work.fraction >= 0;
     if (fraction < 0) fraction = work.fraction;
     if (fraction < 0) fraction = 1.0;
     Request::Pair pair{m.stage, m.t0, t1, m.e0, e1, fraction};
+    if (from_work) pair.attn_fraction = work.attn_fraction;
     pair.tokens = work.tokens > 0 ? work.tokens : m.tokens;
     pair.batch = work.batch > 0 ? work.batch : m.batch;
     st.pending_fraction = -1;

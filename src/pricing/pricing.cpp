@@ -52,14 +52,17 @@ std::optional<DitThroughput> price_request(const std::vector<PricedStage>& stage
   std::int64_t params_sum = 0;
   bool partial = false;
   double effective_sum = 0.0;
+  std::size_t sizes = 0;  // calls of one model at one length and batch: a size
   std::int64_t skipped = 0;
   std::optional<Dtype> model_dtype;
+  std::optional<Dtype> storage;
   double density = 1.0;
   for (const PricedStage& s : stages) {
     if (s.params == 0) continue;  // a model with no parameters prices nothing
     params_sum += s.params;
     if (!s.called || s.tokens == 0) continue;
-    const CallGroup all_full{s.tokens, s.batch, s.calls, static_cast<double>(s.calls)};
+    const CallGroup all_full{s.tokens, s.batch, s.calls, static_cast<double>(s.calls),
+                             static_cast<double>(s.calls)};
     const CallGroup* first = s.groups.empty() ? &all_full : s.groups.data();
     const CallGroup* last = first + (s.groups.empty() ? 1 : s.groups.size());
     for (const CallGroup* g = first; g != last; ++g) {
@@ -72,9 +75,13 @@ std::optional<DitThroughput> price_request(const std::vector<PricedStage>& stage
       double effective = g->effective;
       total_flops += per_forward * static_cast<double>(g->batch) * effective;
       nominal_flops += per_forward * static_cast<double>(g->batch) * count;
-      attn_flops += attention * static_cast<double>(g->batch) * effective;
+      // The attention products at the share of them that ran: the rest of the call's work is
+      // its linear layers'.
+      attn_flops += attention * static_cast<double>(g->batch) *
+                    (g->attn_effective >= 0 ? g->attn_effective : effective);
       partial = partial || effective != count;
       effective_sum += effective;
+      ++sizes;
     }
     // What the record says of the stage: its first call's length and rows, as the reference's.
     max_tokens = std::max(max_tokens, s.tokens);
@@ -83,6 +90,7 @@ std::optional<DitThroughput> price_request(const std::vector<PricedStage>& stage
     total_count += s.calls;
     skipped += s.skipped_calls;
     if (!model_dtype) model_dtype = s.dtype;
+    if (!storage) storage = s.storage_dtype;
     if (density == 1.0 && s.attention) density = s.attn_density;
   }
   if (total_count == 0 || total_ms <= 0) return std::nullopt;
@@ -93,11 +101,16 @@ std::optional<DitThroughput> price_request(const std::vector<PricedStage>& stage
   // A job rate: under sequence parallel each rank is handed the whole length but computes a
   // shard, so the peak it is compared with is that of every device in the group.
   d.devices = devices;
-  // What one full forward costs; a skipped call lowers the rate, not the model's size.
-  d.flops_per_fwd = nominal_flops / static_cast<double>(total_count);
+  // What one full forward costs; a skipped call lowers the rate, not the model's size. Where calls
+  // of different sizes (two experts, two lengths) were cut short, a forward's cost is the mean
+  // of the work that ran, so that flops_per_fwd x effective_fwd is the request's FLOPs.
+  d.flops_per_fwd = partial && sizes > 1 && effective_sum > 0
+                        ? total_flops / effective_sum
+                        : nominal_flops / static_cast<double>(total_count);
   d.attn_share = total_flops != 0.0 ? attn_flops / total_flops : 0.0;
   d.tflops = total_flops / (total_ms / 1000.0) / 1e12;
   d.dtype = priced_dtype(dtype_override, model_dtype);
+  if (storage && *storage != d.dtype) d.weights_dtype = storage;
   d.attn_density = density;
   if (partial) {
     d.skipped_fwd = skipped;
@@ -133,6 +146,8 @@ void price_window(const std::vector<const StepRecord*>& steps, const ModelInfo& 
   // Sums over sums: with mixed buckets, a mean of products is not a product of means.
   double linear = 0.0;
   double attention = 0.0;
+  double attention_ran = 0.0;  // where forwards said their attention's share apart
+  bool any_cut = false;
   bool partial = false;
   double effective_fwd = 0.0;
   std::int64_t skipped_fwd = 0;
@@ -142,18 +157,22 @@ void price_window(const std::vector<const StepRecord*>& steps, const ModelInfo& 
     // step whose forwards were all full prices its samples as they are, bit for bit.
     bool cut_short = s->effective_fwd != static_cast<double>(s->fwd_calls);
     double n = cut_short ? s->effective_samples : static_cast<double>(s->samples);
+    const double text = static_cast<double>(model.text_tokens);
+    double step_attention = 0.0;
     if (s->mixed_tokens) {
       // Forwards of different lengths: each at its own (the sums over their samples).
       linear += linear_flops(static_cast<double>(model.params), s->work_tokens);
-      attention += attention_flops_over(model.attention, s->work_tokens, s->work_tokens_sq,
-                                        static_cast<double>(model.text_tokens),
-                                        model.attn_density);
+      step_attention = attention_flops_over(model.attention, s->work_tokens, s->work_tokens_sq,
+                                            text, model.attn_density);
     } else {
       linear += linear_flops(static_cast<double>(model.params), tokens) * n;
-      attention += attention_flops(model.attention, tokens,
-                                   static_cast<double>(model.text_tokens), model.attn_density) *
-                   n;
+      step_attention = attention_flops(model.attention, tokens, text, model.attn_density) * n;
     }
+    attention += step_attention;
+    attention_ran += s->attn_cut ? attention_flops_over(model.attention, s->attn_tokens,
+                                                        s->attn_tokens_sq, text, model.attn_density)
+                                 : step_attention;
+    any_cut = any_cut || s->attn_cut;
     partial = partial || cut_short;
     effective_fwd += cut_short ? s->effective_fwd : static_cast<double>(s->fwd_calls);
     skipped_fwd += s->skipped_fwd;
@@ -173,7 +192,8 @@ void price_window(const std::vector<const StepRecord*>& steps, const ModelInfo& 
   t.flops_coef_hw = coef.hfu;
   t.flops_coef_reason = coef.reason;
   t.flops_per_step = flops_total / static_cast<double>(priced.size());
-  t.attn_share = per_forward != 0.0 ? attention / per_forward : 0.0;
+  // The work is what the forwards' shares say; of it, the attention products' is what ran of them.
+  t.attn_share = per_forward != 0.0 ? (any_cut ? attention_ran : attention) / per_forward : 0.0;
   t.devices = devices;
   t.tflops = flops_total * dp / priced_s / 1e12;
   t.hw_tflops = hw_flops_total * dp / priced_s / 1e12;
@@ -186,6 +206,7 @@ void price_window(const std::vector<const StepRecord*>& steps, const ModelInfo& 
     }
   }
   t.dtype = priced_dtype(dtype_override, ran_in ? ran_in : model.dtype);
+  if (model.storage_dtype && *model.storage_dtype != t.dtype) t.weights_dtype = model.storage_dtype;
   t.attn_density = model.attention ? model.attn_density : 1.0;
   if (partial) {
     t.skipped_fwd = skipped_fwd;

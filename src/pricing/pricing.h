@@ -40,7 +40,8 @@ struct CallGroup {
   std::int64_t tokens = 0;  // per sample
   std::int64_t batch = 1;
   std::int64_t calls = 0;
-  double effective = 0;  // the full forwards they came to (the sum of their fractions)
+  double effective = 0;        // the full forwards they came to (the sum of their fractions)
+  double attn_effective = -1;  // ... their attention products' (a call said its own); <0: as that
 };
 
 // One declared transformer, as priced (priced_model; its dtype the one its calls ran in when they

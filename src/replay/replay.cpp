@@ -42,6 +42,14 @@ double fraction(const Event& ev) {
   return f;
 }
 
+// ... of its attention products, where said apart ("afrac"; -1: as "frac").
+double attn_fraction(const Event& ev) {
+  if (!ev.has("afrac")) return -1.0;
+  double f = ev.number("afrac");
+  if (f < 0.0 || f > 1.0) ev.fail("\"afrac\" must be in [0, 1]");
+  return f;
+}
+
 // The phases a "phase" event may time: the model calls and the backward (the phase table's);
 // data, prep and other are the loop's, clip and the optimizer step have events of their own.
 bool scripted(Phase phase) {
@@ -306,6 +314,7 @@ class Replayer {
     }
     if (auto dtype = call_dtype(ev)) request_->note_dtype(id, *dtype);
     Request::Pair pair{id, t0, t1, e0, e1, fraction(ev)};
+    pair.attn_fraction = attn_fraction(ev);
     pair.tokens = tokens > 0 ? tokens : 0;  // each call priced at its own count, as it was live
     pair.batch = batch >= 0 ? batch : 1;  // zero rows cost nothing, as live
     request_->pairs.push_back(pair);
@@ -345,7 +354,8 @@ class Replayer {
     clock_->set(end.host_s);
     std::int64_t tokens = *phase == Phase::kForward ? ev.integer("tokens", 0) : 0;
     std::optional<Dtype> dtype = *phase == Phase::kForward ? call_dtype(ev) : std::nullopt;
-    t.end_model_call(*phase, start, end, tokens, ev.integer("samples", 1), fraction(ev), dtype);
+    t.end_model_call(*phase, start, end, tokens, ev.integer("samples", 1), fraction(ev), dtype,
+                     attn_fraction(ev));
   }
 
   // A call phase's event: the step-bounding one (the optimizer step) with its owner and sync, any

@@ -146,6 +146,7 @@ template <class Io, class E>
 void describe_efficiency_basis(Io& io, E& e) {
   io.peak_source("peak_source", e.peak_source, e.peak_tflops.has_value());
   io.dtype("dtype", e.dtype);
+  io.optional_dtype("weights_dtype", e.weights_dtype);
   io.unless("attn_density", e.attn_density, 1.0);
   io.optional_count("skipped_fwd", e.skipped_fwd);
   io.optional("effective_fwd", e.effective_fwd);
@@ -407,6 +408,7 @@ void describe(Io& io, R& m, bool training) {
   io.nullable_object("attn", m.attention);
   io.integer("text_tokens", m.text_tokens, 0);
   io.optional_dtype("dtype", m.dtype);
+  io.optional_dtype("storage_dtype", m.storage_dtype);
   io.density("attn_density", m.attn_density);
 }
 

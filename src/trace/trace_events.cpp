@@ -82,6 +82,7 @@ std::vector<std::string> request_events(const SettledRequest& request) {
     }
     if (call.dtype) ev["dtype"] = dtype_name(*call.dtype);
     if (call.fraction != 1.0) ev["frac"] = call.fraction;
+    if (call.attn_fraction >= 0) ev["afrac"] = call.attn_fraction;
     block.push_back(dump(ev));
   }
   Json end = {{"ev", event_name(EventKind::kRequestEnd)}, {"t", request.t1}};

@@ -43,6 +43,7 @@ void TrainTrace::add_call(const TrainCall& call) {
     ev["samples"] = call.samples;
   }
   if (call.fraction != 1.0) ev["frac"] = call.fraction;
+  if (call.attn_fraction >= 0) ev["afrac"] = call.attn_fraction;
   if (info.bounds_step) {
     auto it = owners_.find(call.optimizer);
     if (it == owners_.end()) {
@@ -62,6 +63,7 @@ void TrainTrace::note(std::uint64_t id, const TrainCallNote& note) {
   if (entry == nullptr) return;
   Json& ev = entry->event;
   if (note.fraction) {
+    ev.erase("afrac");  // the whole call's word: its attention with it
     if (*note.fraction == 1.0) {
       ev.erase("frac");
     } else {

@@ -21,6 +21,14 @@ double wall_clock_s() {
   return duration<double>(system_clock::now().time_since_epoch()).count();
 }
 
+// Adds `share` of a forward's attention products (its samples at its length) to the step's sums.
+void add_attention(StepCounts& step, std::int64_t samples, std::int64_t tokens, double share) {
+  const double weight = static_cast<double>(samples) * share;
+  const double length = static_cast<double>(tokens);
+  step.attn_tokens += weight * length;
+  step.attn_tokens_sq += weight * length * length;
+}
+
 }  // namespace
 
 TrainerCore::Pair& TrainerCore::Step::add(Phase phase, Marker start, Marker end) {
@@ -193,7 +201,8 @@ TrainerCore::Step& TrainerCore::current(double t0) {
 
 TrainerCore::Pair& TrainerCore::add_pair(Phase phase, Marker start, Marker end, std::int64_t tokens,
                                          std::int64_t samples, const void* optimizer, bool synced,
-                                         double fraction, std::optional<Dtype> dtype) {
+                                         double fraction, std::optional<Dtype> dtype,
+                                         double attn_fraction) {
   Step& step = touch(end.host_s);
   Pair& pair = step.add(phase, start, end);
   if (const ObserverList* list = observers()) {
@@ -206,6 +215,7 @@ TrainerCore::Pair& TrainerCore::add_pair(Phase phase, Marker start, Marker end, 
     call.tokens = tokens;
     call.samples = samples;
     call.fraction = fraction;
+    call.attn_fraction = attn_fraction;
     call.dtype = dtype;
     call.optimizer = optimizer;
     call.synced = synced;
@@ -256,16 +266,20 @@ void TrainerCore::begin_model_call(double start_s) {
 }
 
 void TrainerCore::end_model_call(Phase phase, Marker start, Marker end, std::int64_t tokens,
-                                 std::int64_t samples, double fraction,
-                                 std::optional<Dtype> dtype) {
+                                 std::int64_t samples, double fraction, std::optional<Dtype> dtype,
+                                 double attn_fraction) {
   --depth_;
   if (!dtype && depth_ == 0) dtype = pending_dtype_;
   if (depth_ == 0) pending_dtype_.reset();
   // The scope's own word first, else what a hook inside the call noted, else what its blocks
   // were seen to compute (whose tokens and samples replace the call's).
   if (depth_ == 0) {
-    if (fraction == 1.0 && pending_fraction_ >= 0) fraction = pending_fraction_;
-    else if (fraction == 1.0 && pending_work_.fraction >= 0) fraction = pending_work_.fraction;
+    if (fraction == 1.0 && pending_fraction_ >= 0) {
+      fraction = pending_fraction_;
+    } else if (fraction == 1.0 && pending_work_.fraction >= 0) {
+      fraction = pending_work_.fraction;
+      attn_fraction = pending_work_.attn_fraction;
+    }
     if (pending_work_.tokens > 0) tokens = pending_work_.tokens;
     if (pending_work_.batch > 0) samples = pending_work_.batch;
     pending_fraction_ = -1;
@@ -273,12 +287,14 @@ void TrainerCore::end_model_call(Phase phase, Marker start, Marker end, std::int
   }
   if (!(fraction >= 0.0)) fraction = 1.0;
   if (fraction > 1.0) fraction = 1.0;
+  if (!(attn_fraction >= 0.0)) attn_fraction = -1;
+  if (attn_fraction > 1.0) attn_fraction = 1.0;
   const bool priced = phase == Phase::kForward && tokens > 0;
   Pair& pair = add_pair(phase, start, end, tokens, samples, nullptr, false, fraction,
-                        priced ? dtype : std::nullopt);
+                        priced ? dtype : std::nullopt, priced ? attn_fraction : -1);
   if (priced) {
     Step& step = current(end.host_s);
-    last_fwd_ = LastForward{step.index, samples, tokens, fraction, pair.id};
+    last_fwd_ = LastForward{step.index, samples, tokens, fraction, attn_fraction, pair.id};
     if (!step.tokens) step.tokens = tokens;
     if (tokens != *step.tokens) step.mixed_tokens = true;
     step.samples += samples;
@@ -291,6 +307,8 @@ void TrainerCore::end_model_call(Phase phase, Marker start, Marker end, std::int
     step.sample_tokens += static_cast<double>(samples) * length;
     step.work_tokens += effective * length;
     step.work_tokens_sq += effective * length * length;
+    add_attention(step, samples, tokens, attn_fraction >= 0 ? attn_fraction : fraction);
+    if (attn_fraction >= 0 && attn_fraction != fraction) step.attn_cut = true;
     if (fraction == 0.0) ++step.skipped_fwd;
     if (dtype && !step.dtype) step.dtype = dtype;
   }
@@ -301,6 +319,10 @@ void TrainerCore::note_work(const ForwardWork& work) {
   pending_work_ = work;
   if (!(pending_work_.fraction >= 0.0)) pending_work_.fraction = -1;
   if (pending_work_.fraction > 1.0) pending_work_.fraction = 1.0;
+  if (!(pending_work_.attn_fraction >= 0.0) || pending_work_.fraction < 0) {
+    pending_work_.attn_fraction = -1;
+  }
+  if (pending_work_.attn_fraction > 1.0) pending_work_.attn_fraction = 1.0;
 }
 
 void TrainerCore::note_dtype(Dtype dtype) {
@@ -334,9 +356,14 @@ void TrainerCore::note_fraction(double fraction) {
   step.effective_fwd += fraction - last_fwd_.fraction;
   step.work_tokens += gained * length;
   step.work_tokens_sq += gained * length * length;
+  // The whole call's word: its attention goes with it.
+  const double attention_was =
+      last_fwd_.attn_fraction >= 0 ? last_fwd_.attn_fraction : last_fwd_.fraction;
+  add_attention(step, last_fwd_.samples, last_fwd_.tokens, fraction - attention_was);
   if (last_fwd_.fraction == 0.0) --step.skipped_fwd;
   if (fraction == 0.0) ++step.skipped_fwd;
   last_fwd_.fraction = fraction;
+  last_fwd_.attn_fraction = -1;
   if (last_fwd_.id != 0) {
     TrainCallNote note;
     note.fraction = fraction;

@@ -70,11 +70,12 @@ class TrainerCore {
   void phase_ends(std::string_view name, double t0, double t1) {
     if (observers_ != nullptr) tell_phase_ends(name, t0, t1);
   }
-  // `fraction`: of a full forward the call computed (1 full, 0 skipped).
+  // `fraction`: of a full forward the call computed (1 full, 0 skipped); `attn_fraction`: of its
+  // attention products, where said apart (<0: as `fraction`; what its blocks computed says).
   // `dtype`: what its matmuls ran in, when the front end read it (else what note_dtype said).
   void end_model_call(Phase phase, Marker start, Marker end, std::int64_t tokens,
                       std::int64_t samples, double fraction = 1.0,
-                      std::optional<Dtype> dtype = std::nullopt);
+                      std::optional<Dtype> dtype = std::nullopt, double attn_fraction = -1);
   // The forward open now (else the last one of the current step) computed `fraction` of the
   // model; ModelCall::set_fraction says the same from the call's own scope.
   void note_fraction(double fraction);
@@ -122,7 +123,8 @@ class TrainerCore {
   Step& touch(double t);
   Pair& add_pair(Phase phase, Marker start, Marker end, std::int64_t tokens = 0,
                  std::int64_t samples = 0, const void* optimizer = nullptr, bool synced = false,
-                 double fraction = 1.0, std::optional<Dtype> dtype = std::nullopt);
+                 double fraction = 1.0, std::optional<Dtype> dtype = std::nullopt,
+                 double attn_fraction = -1);
   // A span of the step in progress (its index, this trainer's device).
   Span point_span(SpanKind kind, std::string_view name) const;
   Span step_span(const Step& step) const;
@@ -198,6 +200,7 @@ class TrainerCore {
     std::int64_t samples = 0;
     std::int64_t tokens = 0;
     double fraction = 1.0;
+    double attn_fraction = -1;  // <0: as `fraction`
     std::uint64_t id = 0;
   } last_fwd_;
   std::uint64_t next_call_id_ = 1;  // ids of the calls observers are told of

@@ -322,7 +322,9 @@ TEST(ForwardWork, ReplaysTheSameFromALiveTrace) {
     RequestScope request(*t.engine, RequestOptions{0, nullptr});
     for (std::int64_t tokens : {kTokens, 2 * kTokens, kTokens}) {
       StageScope s(kTransformer, 5 * kTokens, 2);
-      note_forward_work(kTransformer, ForwardWork{tokens, 2, tokens == kTokens ? 1.0 : 0.5});
+      // The long call ran half its work, a quarter of its attention products' (side blocks).
+      const bool full = tokens == kTokens;
+      note_forward_work(kTransformer, ForwardWork{tokens, 2, full ? 1.0 : 0.5, full ? -1 : 0.25});
       t.clock->advance(0.1);
     }
   }
@@ -334,7 +336,8 @@ TEST(ForwardWork, ReplaysTheSameFromALiveTrace) {
     MicroStep m(&trainer);
     {
       ModelCall fwd(Phase::kForward, kTokens, 1, &trainer);
-      note_forward_work(kTransformer, ForwardWork{micro == 0 ? kTokens : 3 * kTokens, 1, 1.0});
+      note_forward_work(kTransformer, micro == 0 ? ForwardWork{kTokens, 1, 1.0}
+                                                 : ForwardWork{3 * kTokens, 1, 0.5, 0.2});
       t.clock->advance(0.5);
     }
     OptimizerStep s(&opt, micro == 1, &trainer);
@@ -345,8 +348,20 @@ TEST(ForwardWork, ReplaysTheSameFromALiveTrace) {
   testing::expect_replay_reproduces(*t.output, path);
   Json request = Json::parse(t.output->records()[0]);
   EXPECT_EQ(request["dit"]["effective_fwd"], 2.5);
+  auto attention = [&](double tokens) {
+    return attention_flops(model.attention, tokens, double(model.text_tokens));
+  };
+  auto forward = [&](double tokens) {
+    return forward_flops(double(model.params), model.attention, tokens, double(model.text_tokens));
+  };
+  const double work = 2 * (2 * forward(kTokens) + 0.5 * forward(2 * kTokens));
+  EXPECT_DOUBLE_EQ(request["dit"]["attn_share"].get<double>(),
+                   2 * (2 * attention(kTokens) + 0.25 * attention(2 * kTokens)) / work);
   Json window = Json::parse(t.output->records()[1]);
   EXPECT_DOUBLE_EQ(window["throughput"]["tokens"].get<double>(), 2.0 * kTokens);
+  const double step = forward(kTokens) + 0.5 * forward(3 * kTokens);
+  EXPECT_DOUBLE_EQ(window["throughput"]["attn_share"].get<double>(),
+                   (attention(kTokens) + 0.2 * attention(3 * kTokens)) / step);
 }
 
 // ---- the cache ------------------------------------------------------------------------------

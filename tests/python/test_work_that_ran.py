@@ -471,3 +471,63 @@ print(json.dumps({"watched": type(model.__dict__.get("_vxperf_watch")).__name__}
     assert record["stages"]["transformer"]["count"] == 4
     assert record["dit"]["effective_fwd"] == 3.0 and record["dit"]["skipped_fwd"] == 1
     assert seen["watched"] == "BlockWatch"
+
+
+# ---- a partial forward's attention share: VACE's context blocks ---------------------------------
+
+VACE = """
+from torch import nn
+import tiny_models as tm
+tiny_wan = tm.tiny_wan
+
+
+class VaceLike(tm.WanTransformer3DModel):
+    # VACE's shape: context blocks beside the main ones, here of another mix (a wider feed-forward
+    # over the same attention widths), whose hints the main blocks add; a cache may skip the main
+    # blocks and still run the context blocks.
+    def __init__(self):
+        super().__init__()
+        self.vace_blocks = nn.ModuleList([tiny_wan.Block(32, 2, ffn=8)])
+
+    def forward(self, x, t, context, seq_len, skip_main=False):
+        tokens, context = self.embed(x, t, context, seq_len)
+        hints = [block(tokens, context) for block in self.vace_blocks]
+        if not skip_main:
+            for block in self.blocks:
+                tokens = block(tokens, context) + hints[0]
+        return self.unpatch(tokens, x.shape)
+
+
+model = VaceLike()
+perf.declare_model("transformer", model)
+forward = perf.timed("transformer")(lambda m, *args, **kw: m(*args, **kw))
+x, t, c = torch.randn(1, 4, 2, 4, 4), torch.ones(1), torch.randn(1, 12, 16)
+with torch.no_grad():
+    for skip in (False, True):
+        with perf.request():
+            forward(model, x, t, c, 8, skip_main=skip)
+size = lambda m: sum(p.numel() for p in m.parameters())
+print(json.dumps({"params": size(model), "main": [size(b) for b in model.blocks],
+                  "vace": [size(b) for b in model.vace_blocks]}))
+"""
+
+
+def test_a_partial_forward_prices_its_attention_at_what_ran_of_it(tmp_path):
+    # One request runs everything, the next only the context block (the main blocks skipped):
+    # that call's FLOPs are the context block's share of the blocks' work, its attention share
+    # that of the context block's attention (a third of the widths) against that work; the full
+    # call's attention share is the model's.
+    (full, partial), sizes = run(tmp_path, "vxperf", VACE)
+    params, tokens, text, width = sizes["params"], 8, 12, 32  # seq_len 8, text_len 12, dim 32
+    blocks = sizes["main"] + sizes["vace"]
+    linear = 2.0 * params * tokens
+    attention = 4.0 * tokens * tokens * width * 3 + 4.0 * tokens * text * width * 3
+    assert full["dit"]["flops_per_fwd"] == linear + attention
+    assert full["dit"]["attn_share"] == pytest.approx(attention / (linear + attention))
+    # what ran: the context block's share of the linear term by its size, of the attention by its
+    # widths (one block of three)
+    ran = linear * sizes["vace"][0] / sum(blocks) + attention / 3
+    dit = partial["dit"]
+    assert dit["effective_fwd"] == pytest.approx(ran / (linear + attention))
+    assert dit["attn_share"] == pytest.approx((attention / 3) / ran)
+    assert dit["attn_share"] < 0.75 * full["dit"]["attn_share"]  # it was the full call's

@@ -208,14 +208,59 @@ TEST(Pricing, EachCallIsPricedAtItsOwnLengthAndRows) {
   const double short_forward = 2.0 * 1000 * 50 + short_attention;
   const double work = kDitPerForward * 2 * 2 + short_forward * 2 * 0.5 + kDitPerForward * 1;
   EXPECT_DOUBLE_EQ(d->tflops, work / 1.0 / 1e12);
-  EXPECT_DOUBLE_EQ(d->flops_per_fwd,
-                   (kDitPerForward * 2 * 2 + short_forward * 2 + kDitPerForward) / 4);
+  // Calls of different sizes, one cut short: a forward's cost is the mean of the work that ran,
+  // so that flops_per_fwd x effective_fwd is the request's FLOPs.
+  EXPECT_DOUBLE_EQ(d->flops_per_fwd, work / 3.5);
+  EXPECT_DOUBLE_EQ(d->flops_per_fwd * *d->effective_fwd, work);
   EXPECT_DOUBLE_EQ(d->attn_share,
                    (kDitAttention * 2 * 2 + short_attention * 2 * 0.5 + kDitAttention) / work);
   EXPECT_EQ(d->tokens, 100);  // the longest
   EXPECT_EQ(d->batch, 2);
   EXPECT_EQ(*d->effective_fwd, 3.5);
   EXPECT_EQ(*d->skipped_fwd, 0);
+}
+
+TEST(Pricing, ExpertsOfDifferentSizesAddUp) {
+  // Wan2.2's two experts switched by timestep, the second smaller (a third of the parameters)
+  // and cut short: 3 full calls of the first, 2 of the second of which one skipped and one ran
+  // half its blocks; 100 ms a call.
+  PricedStage high = called_dit(3, 300);
+  PricedStage low = called_dit(2, 200);
+  low.params = 333;
+  low.groups = {CallGroup{100, 1, 2, 0.5}};
+  low.skipped_calls = 1;
+  auto d = price_request({high, low}, 1, std::nullopt, [](Dtype) { return ResolvedPeak{}; });
+  ASSERT_TRUE(d);
+  const double small = 2.0 * 333 * 100 + kDitAttention;
+  const double work = kDitPerForward * 3 + small * 0.5;
+  EXPECT_DOUBLE_EQ(d->tflops, work / 0.5 / 1e12);
+  EXPECT_EQ(*d->effective_fwd, 3.5);
+  EXPECT_EQ(*d->skipped_fwd, 1);
+  // The request's FLOPs, whichever expert the calls went to: a forward's cost is the mean of
+  // the work that ran (the first expert's 3 calls weigh 3 to the second's half).
+  EXPECT_DOUBLE_EQ(d->flops_per_fwd * *d->effective_fwd, work);
+  EXPECT_DOUBLE_EQ(d->flops_per_fwd, work / 3.5);
+  EXPECT_DOUBLE_EQ(d->attn_share, kDitAttention * 3.5 / work);
+  // Both full: the mean of a full forward over the calls made, as the reference has it.
+  low.groups.clear();
+  low.skipped_calls = 0;
+  auto full = price_request({high, low}, 1, std::nullopt, [](Dtype) { return ResolvedPeak{}; });
+  ASSERT_TRUE(full);
+  EXPECT_DOUBLE_EQ(full->flops_per_fwd, (kDitPerForward * 3 + small * 2) / 5);
+  EXPECT_FALSE(full->effective_fwd);
+}
+
+TEST(Pricing, APartialForwardPricesItsAttentionAtWhatRanOfIt) {
+  // A cache that skipped the main blocks and ran side blocks of other widths: half the forward's
+  // FLOPs ran, but a fifth of its attention products' (the side blocks are mostly linear work).
+  PricedStage dit = called_dit(2, 200);
+  dit.groups = {CallGroup{100, 1, 2, 1.5, 1.2}};
+  auto d = price_request({dit}, 1, std::nullopt, [](Dtype) { return ResolvedPeak{}; });
+  ASSERT_TRUE(d);
+  const double work = kDitPerForward * 1.5;
+  EXPECT_DOUBLE_EQ(d->tflops, work / 0.2 / 1e12);  // the total as the fraction says
+  EXPECT_DOUBLE_EQ(d->attn_share, kDitAttention * 1.2 / work);
+  EXPECT_EQ(*d->effective_fwd, 1.5);
 }
 
 TEST(Pricing, AttentionDensityAndDtypeReachThePrice) {
