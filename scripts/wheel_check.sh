@@ -56,6 +56,12 @@ grep -q "libsimdjson.so.* => $site/vxperf/_bin/" <<<"$cli_libs" ||
 "$venv/bin/vxperf" --version
 "$venv/bin/vxperf" report "$records" >"$out/report.txt"
 grep -q "^Requests: 2 measured" "$out/report.txt" || { cat "$out/report.txt"; exit 1; }
+# The wheel's command has no LibTorch: its LibTorch commands say where to get them.
+if "$venv/bin/vxperf" demo 2>"$out/demo.txt" ||
+    ! grep -q "needs LibTorch, which this build leaves out.*build vxperf from source" "$out/demo.txt"; then
+  echo "wheel_check: vxperf demo from the wheel does not say how to get it"; cat "$out/demo.txt"
+  exit 1
+fi
 
 "$venv/bin/python" -m pip uninstall -q -y vxperf
 left=$(find "$venv" \( -path '*vxperf*' -o -name vxperf \) -not -path "$venv/lib/*/site-packages/pip/*" | head -n 5)

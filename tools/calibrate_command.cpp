@@ -111,7 +111,9 @@ int run(int argc, char** argv) {
   (void)dtype;
   (void)threads;
   (void)budget;
-  std::fprintf(stderr, "vxperf: built without LibTorch (the probe needs it; --list does not)\n");
+  std::fprintf(stderr,
+               "vxperf calibrate: the probe needs LibTorch, which this build leaves out (--list "
+               "does not); build vxperf from source, or measure from Python: vxperf.calibrate()\n");
   return 2;
 #else
   torch::ProbeOptions options;

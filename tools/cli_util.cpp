@@ -3,6 +3,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <climits>
 #include <cmath>
@@ -10,6 +11,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <exception>
+#include <filesystem>
 #include <new>
 
 namespace vxperf::cli {
@@ -50,7 +52,13 @@ int run_command(const Command& c, int argc, char** argv) {
   if (c.flags & kNeedsTorch) return exec_torch_helper(VXPERF_TORCH_HELPER, c.name, argc, argv);
 #elif !defined(VXPERF_HAVE_TORCH)
   if (c.flags & kNeedsTorch) {
-    std::fprintf(stderr, "vxperf: built without LibTorch\n");
+    std::fprintf(
+        stderr,
+        "vxperf %s: needs LibTorch, which this build leaves out (the Python wheel's "
+        "command does); build vxperf from source, whose CMake finds the torch wheel's "
+        "LibTorch (README: the two commands)%s\n",
+        c.name,
+        std::string(c.name) == "calibrate" ? ", or measure from Python: vxperf.calibrate()" : "");
     return 2;
   }
 #endif
@@ -70,6 +78,7 @@ int run_command(const Command& c, int argc, char** argv) {
 bool Args::next() {
   if (++i_ >= argc_) return false;
   arg_ = argv_[i_];
+  asked_.clear();
   return true;
 }
 
@@ -86,8 +95,99 @@ std::int64_t Args::integer(std::int64_t min, std::int64_t max) {
 double Args::number(double min, double max) { return parse_double(arg_, value(), min, max); }
 
 const std::string& Args::operand() const {
-  if (arg_.size() > 1 && arg_[0] == '-') throw UsageError{"unknown option '" + arg_ + "'"};
+  if (arg_.size() > 1 && arg_[0] == '-') {
+    std::string meant = nearest(arg_, asked_);
+    throw UsageError{"unknown option '" + arg_ + "'" +
+                     (meant.empty() ? "" : " (did you mean " + meant + "?)")};
+  }
   return arg_;
+}
+
+std::string kind_of_file(const std::string& path, const std::string& own) {
+  if (path == "-") return {};
+  std::FILE* f = std::fopen(path.c_str(), "rb");
+  if (f == nullptr) return {};
+  char buffer[8192];
+  const std::size_t n = std::fread(buffer, 1, sizeof buffer, f);
+  std::fclose(f);
+  const std::string head(buffer, n);
+  const std::size_t first = head.find_first_not_of(" \t\r\n");
+  if (first == std::string::npos) return {};
+  const std::string line = head.substr(first, head.find('\n', first) - first);
+  std::string kind, reader;
+  if (head.size() >= 2 && static_cast<unsigned char>(head[0]) == 0x1f &&
+      static_cast<unsigned char>(head[1]) == 0x8b) {
+    kind = "trace";
+    reader = "gzip-compressed (a profiler trace? 'vxperf explain' reads .json.gz traces)";
+  } else if (head[first] == '{' && head.find("\"traceEvents\"") != std::string::npos) {
+    kind = "trace";
+    reader = "a PyTorch profiler trace: 'vxperf explain' reads it";
+  } else if (line.rfind("{\"ev\"", 0) == 0 || line.find("\"ev\":") != std::string::npos) {
+    kind = "script";
+    reader =
+        "an event script (VIDEOX_PERF_TRACE): 'vxperf replay' re-aggregates it, "
+        "'vxperf trace' draws it";
+  } else if (line.rfind("{\"kind\"", 0) == 0) {
+    kind = "records";
+    reader = "a records file (VIDEOX_PERF_JSON): 'vxperf report' reads it";
+  }
+  return kind.empty() || kind == own ? std::string() : "is " + reader;
+}
+
+std::vector<std::string> records_in_folders(const std::vector<std::string>& paths) {
+  std::vector<std::string> out;
+  for (const std::string& path : paths) {
+    std::error_code ec;
+    if (path == "-" || !std::filesystem::is_directory(path, ec)) {
+      out.push_back(path);
+      continue;
+    }
+    std::vector<std::string> found;
+    for (const auto& entry : std::filesystem::directory_iterator(path, ec)) {
+      const std::string name = entry.path().filename().string();
+      // A trace or event script beside the records (VIDEOX_PERF_TRACE in the same folder) is
+      // not what was meant.
+      if (!name.empty() && name[0] != '.' && name.find(".jsonl") != std::string::npos &&
+          entry.is_regular_file(ec) && kind_of_file(entry.path().string(), "records").empty()) {
+        found.push_back(entry.path().string());
+      }
+    }
+    if (found.empty()) {
+      throw UsageError{path + ": a folder with no records files in it (*.jsonl, *.jsonl.rankN)"};
+    }
+    std::sort(found.begin(), found.end());
+    out.insert(out.end(), found.begin(), found.end());
+  }
+  return out;
+}
+
+std::string nearest(const std::string& word, const std::vector<std::string>& candidates) {
+  // Levenshtein distance, one row at a time.
+  auto distance = [](const std::string& a, const std::string& b) {
+    std::vector<std::size_t> row(b.size() + 1);
+    for (std::size_t j = 0; j <= b.size(); ++j) row[j] = j;
+    for (std::size_t i = 1; i <= a.size(); ++i) {
+      std::size_t diagonal = row[0];
+      row[0] = i;
+      for (std::size_t j = 1; j <= b.size(); ++j) {
+        std::size_t above = row[j];
+        row[j] = std::min({row[j] + 1, row[j - 1] + 1, diagonal + (a[i - 1] != b[j - 1] ? 1 : 0)});
+        diagonal = above;
+      }
+    }
+    return row[b.size()];
+  };
+  const std::size_t most = std::max<std::size_t>(2, word.size() / 3);
+  std::string best;
+  std::size_t best_distance = most + 1;
+  for (const std::string& candidate : candidates) {
+    std::size_t d = distance(word, candidate);
+    if (d < best_distance) {
+      best = candidate;
+      best_distance = d;
+    }
+  }
+  return best;
 }
 
 int& stdout_error() {

@@ -81,13 +81,18 @@ class Args {
   // Moves to the next argument; false past the last.
   bool next();
   const std::string& arg() const { return arg_; }
-  bool is(const char* option) const { return arg_ == option; }
+  // Whether the current argument is `option`; each option asked is kept, so that an unknown one
+  // can be answered with the nearest (operand()).
+  bool is(const char* option) const {
+    asked_.push_back(option);
+    return arg_ == option;
+  }
   // The current option's value (the argument after it).
   std::string value();
   std::int64_t integer(std::int64_t min, std::int64_t max);
   double number(double min, double max);
   // The current argument as an operand: one that starts with '-' (other than "-") is an unknown
-  // option.
+  // option, said with the nearest of the options asked for it ("did you mean --json?").
   const std::string& operand() const;
   // The index of the current argument in argv.
   int index() const { return i_; }
@@ -97,7 +102,23 @@ class Args {
   char** argv_;
   int i_ = 0;
   std::string arg_;
+  mutable std::vector<std::string> asked_;  // the options asked of the current argument
 };
+
+// What kind of file `path` is when it is plainly one of another command's: "a PyTorch profiler
+// trace: 'vxperf explain' reads it", "an event script ...: 'vxperf replay' ...", "a records file
+// ...: 'vxperf report' ..."; "" when it is none of those (or cannot be read). `own` names the kind
+// the asking command reads ("records", "trace", "script"), which is never said.
+std::string kind_of_file(const std::string& path, const std::string& own);
+
+// `paths` with each folder replaced by the records files in it (regular files whose names hold
+// ".jsonl", rank files included, hidden ones and other commands' files left out), sorted. A
+// folder without any is a UsageError.
+std::vector<std::string> records_in_folders(const std::vector<std::string>& paths);
+
+// The one of `candidates` nearest to `word` by edit distance, when it is near enough to be what
+// was meant (at most a third of the word's letters off, and 2 at least); "" when none is.
+std::string nearest(const std::string& word, const std::vector<std::string>& candidates);
 
 // Why the first write to standard output failed (0: none has); finish_output says it.
 int& stdout_error();

@@ -1,3 +1,4 @@
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -17,7 +18,8 @@ const Command kEnvCommand = {
     "usage: vxperf env\n\n"
     "Every VIDEOX_PERF* variable: what it takes, its default, and its value in this environment\n"
     "(set ones first). Values that would not parse are said as the measured program would say\n"
-    "them, and the exit status is then 1.\n",
+    "them, the switch VIDEOX_PERF's and, on or off, every other one's; the exit status is then\n"
+    "1.\n",
     "every VIDEOX_PERF* variable: its default and its value here"};
 
 namespace {
@@ -36,7 +38,14 @@ int run(int argc, char** argv) {
   print(set.empty() ? "set: none\n" : "set:\n" + set);
   print("unset:\n" + unset);
   std::vector<std::string> problems;
-  (void)Settings::parse(env, &problems);
+  // The engine reads the other variables only when the switch is on; here every one is checked,
+  // on or off, as a run with metrics on would read it.
+  if (!Settings::parse(env, &problems).enabled()) {
+    EnvLookup on = [&env](const std::string& name) -> std::optional<std::string> {
+      return name == "VIDEOX_PERF" ? std::optional<std::string>("1") : env(name);
+    };
+    (void)Settings::parse(on, &problems);
+  }
   for (const auto& p : problems) print(p + "\n");
   return problems.empty() ? 0 : 1;
 }

@@ -1,5 +1,6 @@
 #include <cstdio>
 #include <string>
+#include <vector>
 
 #include "cli_util.h"
 #include "commands.h"
@@ -36,7 +37,15 @@ int not_a_command(int argc, char** argv) {
     std::printf("vxperf %s\n", vxperf::version());
     return 0;
   }
-  std::fprintf(stderr, "vxperf: unknown command '%s' (try 'vxperf --help')\n", name.c_str());
+  std::vector<std::string> names;
+  for (const Command* c : kCommands) names.emplace_back(c->name);
+  std::string meant = vxperf::cli::nearest(name, names);
+  if (!meant.empty()) {
+    std::fprintf(stderr, "vxperf: unknown command '%s' (did you mean '%s'?)\n", name.c_str(),
+                 meant.c_str());
+  } else {
+    std::fprintf(stderr, "vxperf: unknown command '%s' (try 'vxperf --help')\n", name.c_str());
+  }
   return 2;
 }
 

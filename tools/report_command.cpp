@@ -14,11 +14,13 @@ int run(int argc, char** argv);
 
 const Command kReportCommand = {
     "report", run,
-    "usage: vxperf report FILE... [--json] [--html OUT.html [--steps LOG|TRACE]...] [--strict]\n"
-    "                     [--threads N]\n"
+    "usage: vxperf report FILE|DIR... [--json] [--html OUT.html [--steps LOG|TRACE]...]\n"
+    "                     [--strict] [--threads N]\n"
     "       vxperf report --compare A B [--json] [--html OUT.html] [--strict] [--threads N]\n\n"
     "Summarizes records (the JSON lines of VIDEOX_PERF_JSON or 'vxperf replay', any number of\n"
-    "files and ranks; '-' reads standard input). Requests: count, e2e p50/p95/max, each stage's\n"
+    "files and ranks; a folder: its *.jsonl* files; '-' reads standard input; a profiler trace\n"
+    "or an event script is said to be one, with the command that reads it). Requests: count, e2e "
+    "p50/p95/max, each stage's\n"
     "mean and share of e2e, TFLOPS and MFU. Training: steps, step p50/p95, phase shares,\n"
     "samples/s, TFLOPS, MFU/HFU, peak memory, ETA. Several ranks: a per-rank table and the\n"
     "stragglers, ranks whose time per step above the ranks' per-phase medians is over 5% of the\n"
@@ -64,7 +66,10 @@ struct BothHandlers : analysis::RecordHandler {
 
 bool write_page(const std::string& path, const std::string& html) {
   std::string why = write_file_atomically(path, html);
-  if (why.empty()) return true;
+  if (why.empty()) {
+    std::fprintf(stderr, "vxperf report: wrote %s\n", path.c_str());
+    return true;
+  }
   std::fprintf(stderr, "vxperf report: cannot write %s: %s\n", path.c_str(), why.c_str());
   return false;
 }
@@ -102,6 +107,12 @@ int run(int argc, char** argv) {
     throw UsageError{"--steps goes with --html, for one run"};
   }
   if (compare.empty() && files.empty()) throw UsageError{"missing FILE (try --help)"};
+  files = records_in_folders(files);
+  for (const std::string& file : (compare.empty() ? files : compare)) {
+    if (std::string other = kind_of_file(file, "records"); !other.empty()) {
+      throw UsageError{file + " " + other};
+    }
+  }
 
   try {
     if (!compare.empty()) {

@@ -95,6 +95,8 @@ def switch_on(level: int | None) -> bool:
     metrics on; False when that level is off or the engine could not be made."""
     if level is None:
         level = env_level()
+        if level <= 0 and os.environ.get("VIDEOX_PERF", "0").strip() not in ("", "0"):
+            configure(None)  # a switch that does not read: the engine says so, once
     return level > 0 and configure(level)
 
 

@@ -155,7 +155,7 @@ std::string skip_line(const std::optional<std::int64_t>& skipped,
 std::string format_report(const Report& report) {
   std::string out;
   auto line = [&out](const std::string& text) { out += text + "\n"; };
-  for (const auto& w : report.warnings) line("warning: " + w);
+  // The warnings are the command's to say, once, on standard error (and in --json's "warnings").
   if (!report.requests && !report.training) {
     line("no records");
     return out;

@@ -71,12 +71,13 @@ file(WRITE "${WORK}/torn.jsonl" "${torn}")
 expect(0 "torn last line" report "${WORK}/torn.jsonl")
 file(WRITE "${WORK}/bad.jsonl" "${torn}\n${records}")
 expect(2 "bad.jsonl:[0-9]+: not valid JSON" report --strict "${WORK}/bad.jsonl")
-# Without --strict a bad line in the middle is said once, with its line, and the rest is read.
-expect(0 "bad.jsonl:[0-9]+: not valid JSON \\(line skipped\\).*Requests: [0-9]+ measured" report
+# Without --strict a bad line in the middle is said once, with its line (on stderr, after the
+# report), and the rest is read.
+expect(0 "Requests: [0-9]+ measured.*bad.jsonl:[0-9]+: not valid JSON \\(line skipped\\)" report
        "${WORK}/bad.jsonl")
 # Another tool's JSON: said once per file with the first line and a count; alone, an error.
 file(WRITE "${WORK}/foreign.jsonl" "{\"level\": \"info\", \"msg\": \"up\"}\n[1, 2]\n{\"kind\": \"x\"}\n")
-expect(0 "foreign.jsonl:1: a record needs a string \"kind\" \\(line skipped\\).*foreign.jsonl: 2 more lines skipped as not records \\(the last at line 3\\).*Requests: 2 measured"
+expect(0 "Requests: 2 measured.*foreign.jsonl:1: a record needs a string \"kind\" \\(line skipped\\).*foreign.jsonl: 2 more lines skipped as not records \\(the last at line 3\\)"
        report "${WORK}/foreign.jsonl" "${CASES}/inference-1-00.expected.jsonl")
 expect(2 "foreign.jsonl:1: a record needs a string \"kind\"" report "${WORK}/foreign.jsonl")
 # Timestamps going backwards: said once, read as they are.
@@ -84,7 +85,7 @@ file(WRITE "${WORK}/backwards.jsonl"
      "{\"kind\": \"request\", \"ts\": 5, \"e2e_s\": 1, \"stages\": {}}\n"
      "{\"kind\": \"request\", \"ts\": 4, \"e2e_s\": 2, \"stages\": {}}\n"
      "{\"kind\": \"request\", \"ts\": 3, \"e2e_s\": 3, \"stages\": {}}\n")
-expect(0 "backwards.jsonl:2: \"ts\" 4 of rank 0 is before the previous record's 5.*backwards.jsonl: 1 more records whose ts goes backwards \\(the last at line 3\\).*Requests: 3 measured"
+expect(0 "Requests: 3 measured.*backwards.jsonl:2: \"ts\" 4 of rank 0 is before the previous record's 5.*backwards.jsonl: 1 more records whose ts goes backwards \\(the last at line 3\\)"
        report "${WORK}/backwards.jsonl")
 expect(2 "cannot open" report "${WORK}/missing.jsonl")
 # The threads that parse change nothing of what is said.
@@ -96,8 +97,8 @@ expect(2 "--threads takes a whole number from 1 to 64" report --threads 0 x.json
 expect(2 "missing FILE" report)
 expect(2 "unknown option" report --frobnicate x.jsonl)
 expect(2 "--compare needs two files" report --compare a.jsonl)
-expect(0 "Requests" report --html "${WORK}/report.html" "${CASES}/inference-2-00.expected.jsonl"
-       "${CASES}/training-2-02.expected.jsonl")
+expect(0 "Requests.*vxperf report: wrote .*report.html" report --html "${WORK}/report.html"
+       "${CASES}/inference-2-00.expected.jsonl" "${CASES}/training-2-02.expected.jsonl")
 file(READ "${WORK}/report.html" html)
 if(NOT html MATCHES "<svg")
   message(FATAL_ERROR "report.html has no chart")
@@ -136,3 +137,20 @@ expect(2 "missing SCRIPT" trace)
 expect(2 "-o needs a value" trace "${CASES}/training-2-02.events.jsonl" -o)
 
 expect(2 "unknown command" frobnicate)
+
+# The wrong kind of file is said with the command that reads it; a folder is its records files
+# (a trace and an event script beside them, and hidden files, left out); a mistyped command or
+# option gets the nearest one.
+file(WRITE "${WORK}/profile.json" "{\"schemaVersion\": 1, \"traceEvents\": []}\n")
+expect(2 "profile.json is a PyTorch profiler trace: 'vxperf explain' reads it" report
+       "${WORK}/profile.json")
+expect(2 "is an event script \\(VIDEOX_PERF_TRACE\\): 'vxperf replay' re-aggregates it" report
+       "${CASES}/training-2-02.events.jsonl")
+file(MAKE_DIRECTORY "${WORK}/run")
+file(COPY "${CASES}/inference-1-00.expected.jsonl" "${CASES}/inference-1-00.events.jsonl"
+     DESTINATION "${WORK}/run")
+file(WRITE "${WORK}/run/.perf.jsonl.checkpoints" "{\"checkpoint\": \"/x\", \"step\": 1}\n")
+expect(0 "Requests: 2 measured" report "${WORK}/run")
+expect(2 "unknown command 'reprot' \\(did you mean 'report'\\?\\)" reprot)
+expect(2 "unknown option '--jsno' \\(did you mean --json\\?\\)" report --jsno
+       "${CASES}/inference-1-00.expected.jsonl")

@@ -61,7 +61,8 @@ if(NOT trace MATCHES "^{\"traceEvents\".*}\n$")
 endif()
 
 # 7. A directory as input is said to be one, by every command.
-expect(2 "is a directory" "${VXPERF}" report "${WORK}")
+# report takes a folder's records files; one with none is refused
+expect(2 "a folder with no records files" "${VXPERF}" report "${WORK}")
 expect(2 "is a directory" "${VXPERF}" replay "${WORK}")
 expect(2 "is a directory" "${VXPERF}" trace "${WORK}")
 

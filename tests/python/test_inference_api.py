@@ -45,6 +45,15 @@ def test_off_means_nothing_is_touched():
         assert proc.stderr == "", proc.stderr
 
 
+def test_a_switch_that_does_not_read_is_said_once_and_measures_nothing():
+    proc = run_python("""
+        import vxperf
+        assert vxperf.install() is False and vxperf.install_training() is False
+        assert not vxperf.enabled()
+    """, env=clean_env(VIDEOX_PERF="yes", VIDEOX_PERF_JSON="/nonexistent/never-written.jsonl"))
+    assert proc.stderr == 'vxperf: VIDEOX_PERF="yes" is not an integer; using 0\n', proc.stderr
+
+
 def test_the_stage_table_agrees_with_the_registry_and_the_package():
     """The engine's well-known stages (include/vxperf/stages.h) as the package reads them: each
     interned at its id, priced as the engine's rule says, its calls in training a model call's
