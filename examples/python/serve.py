@@ -1,12 +1,17 @@
 #!/usr/bin/env python3
 """A tiny text-to-video HTTP server on loopback, measured by vxperf and scraped by Prometheus.
 
+Needs torch and prometheus_client (`pip install prometheus_client`; the project's build-venv has
+both):
+
     VIDEOX_PERF=1 PYTHONPATH=build/python build-venv/bin/python examples/python/serve.py --port 8000
-    curl -s -X POST localhost:8000/generate -d '{"prompt": "a paper boat", "steps": 2}'
+    curl -si -X POST localhost:8000/generate -d '{"prompt": "a paper boat", "steps": 2}'
     curl -s localhost:8000/metrics | grep vxperf_
 
 Every POST /generate is one pipeline call of the tiny Wan-shaped pipeline of generate.py, served
-on its own thread, so several requests are in flight at once. GET /metrics is this server's own
+on its own thread, so several requests are in flight at once; its response carries the request's
+stages as a W3C `Server-Timing` header (what browsers' developer tools show; ASGI servers get it
+from the `vxperf.integrations.asgi.ServerTiming` middleware). GET /metrics is this server's own
 prometheus_client route, with vxperf's collector registered in its registry (request counts and
 latency, per-stage histograms, DiT TFLOPS and MFU). VIDEOX_PERF_PROMETHEUS=[host:]port also
 serves the same metrics from vxperf's own endpoint, for servers without a route of their own.
@@ -21,7 +26,10 @@ import sys
 import threading
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
-import prometheus_client
+try:
+    import prometheus_client
+except ImportError:
+    sys.exit("serve.py needs prometheus_client: pip install prometheus_client")
 import torch
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
@@ -29,6 +37,7 @@ from generate import TextToVideoPipeline  # noqa: E402
 
 import vxperf  # noqa: E402
 import vxperf.prometheus  # noqa: E402
+from vxperf.integrations.asgi import server_timing  # noqa: E402
 
 MAX_BODY = 64 * 1024  # a prompt and a few numbers; anything larger is refused
 LIMITS = {"steps": (1, 50), "frames": (1, 33), "size": (16, 256)}
@@ -59,11 +68,13 @@ class Handler(BaseHTTPRequestHandler):
     def log_message(self, format, *args):  # keep stderr for vxperf's lines
         pass
 
-    def _reply(self, status, body, content_type="application/json"):
+    def _reply(self, status, body, content_type="application/json", timing=None):
         data = body if isinstance(body, bytes) else json.dumps(body).encode()
         self.send_response(status)
         self.send_header("Content-Type", content_type)
         self.send_header("Content-Length", str(len(data)))
+        if timing:
+            self.send_header("Server-Timing", timing)
         self.end_headers()
         self.wfile.write(data)
 
@@ -97,7 +108,10 @@ class Handler(BaseHTTPRequestHandler):
                                  steps=steps, seed=len(body["prompt"]))
         with self.server.lock:
             self.server.served += 1
-        self._reply(200, {"shape": list(video.shape), "checksum": float(video.abs().sum())})
+        # The record of the call this thread just made (None while metrics are off).
+        record = vxperf.last_request()
+        self._reply(200, {"shape": list(video.shape), "checksum": float(video.abs().sum())},
+                    timing=server_timing([record]) if record else None)
 
 
 def main():

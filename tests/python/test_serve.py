@@ -37,11 +37,13 @@ def get(url, timeout=30):
         return reply.status, reply.read().decode()
 
 
-def post(url, body, timeout=60):
+def post(url, body, timeout=60, headers=None):
     request = urllib.request.Request(url, data=json.dumps(body).encode(), method="POST",
                                      headers={"Content-Type": "application/json"})
     try:
         with urllib.request.urlopen(request, timeout=timeout) as reply:
+            if headers is not None:
+                headers.update(reply.headers)
             return reply.status, json.loads(reply.read())
     except urllib.error.HTTPError as error:
         return error.code, json.loads(error.read() or b"{}")
@@ -165,6 +167,12 @@ def test_counts_equal_the_requests_served_while_scraped(server):
         assert value(m, "vxperf_dit_tflops", rank="0") > 0, name
     status, health = get(base + "/healthz")
     assert json.loads(health)["served"] == total
+    # Each response says its own request's stages (its calls: two per step under guidance).
+    headers = {}
+    status, _ = post(base + "/generate", {"prompt": "timed", "steps": STEPS}, headers=headers)
+    timing = headers.get("Server-Timing", "")
+    assert status == 200 and 'transformer;dur=' in timing, headers
+    assert f'desc="{STEPS * 2} calls"' in timing and ", e2e;dur=" in timing, timing
 
 
 def test_bad_requests_are_refused_and_the_server_goes_on(server):
