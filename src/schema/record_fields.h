@@ -230,7 +230,13 @@ void describe(Io& io, R& r) {
   io.optional(show("first_step_s", "time to first step", "s", 3).summarized(Fold::kMean),
               r.first_step_s);
   io.optional("video_s", r.video_s);
-  io.optional(show("realtime_factor", "real-time factor", "x", 2).summarized(Fold::kMean),
+  io.optional(show("realtime_factor", "real-time factor", "x", 2)
+                  .summarized(Fold::kMean)
+                  .gauge("vxperf_realtime_factor",
+                         "Seconds of generation per second of video of the last completed "
+                         "request that said its video (frames at fps): below 1 is faster than "
+                         "real time.",
+                         SeriesLabels::kRank),
               r.realtime_factor);
   io.optional_object("parallel", r.parallel);
 }
@@ -329,22 +335,33 @@ void describe(Io& io, R& o) {
             0.0);
 }
 
+// The ledger's parts series: each part of a rank's wall time so far, by its kind.
+inline constexpr char kLedgerSeconds[] = "vxperf_train_ledger_seconds";
+inline constexpr char kLedgerSecondsHelp[] =
+    "The training loop's wall time so far by part of its ledger: kind=productive (ideal step x "
+    "steps), first_step_excess, slow_step_excess, data_wait, save, restore, eval, between_steps, "
+    "startup, setup.";
+// A part's row: one kind of the ledger's series.
+constexpr Show ledger_part(const char* key, const char* kind) {
+  return show(key).gauge(kLedgerSeconds, kLedgerSecondsHelp, SeriesLabels::kRank).kind(kind);
+}
+
 template <class Io, class R, Same<R, Ledger> = 0>
 void describe(Io& io, R& l) {
   io.number("wall_s", l.wall_s);
   io.count("steps", l.steps);
   io.number("ideal_step_s", l.ideal_step_s);
   // Where the process's start is known (a live run, or a trace that says it).
-  io.unless("startup_s", l.startup_s, 0.0);
-  io.unless("setup_s", l.setup_s, 0.0);
-  io.number("productive_s", l.productive_s);
-  io.number("first_step_excess_s", l.first_step_excess_s);
-  io.number("slow_step_excess_s", l.slow_step_excess_s);
-  io.number("data_wait_s", l.data_wait_s);
-  io.number("save_s", l.save_s, 0.0);
-  io.number("restore_s", l.restore_s, 0.0);
-  io.number("eval_s", l.eval_s, 0.0);
-  io.number("between_steps_s", l.between_steps_s);
+  io.unless(ledger_part("startup_s", "startup"), l.startup_s, 0.0);
+  io.unless(ledger_part("setup_s", "setup"), l.setup_s, 0.0);
+  io.number(ledger_part("productive_s", "productive"), l.productive_s);
+  io.number(ledger_part("first_step_excess_s", "first_step_excess"), l.first_step_excess_s);
+  io.number(ledger_part("slow_step_excess_s", "slow_step_excess"), l.slow_step_excess_s);
+  io.number(ledger_part("data_wait_s", "data_wait"), l.data_wait_s);
+  io.number(ledger_part("save_s", "save"), l.save_s, 0.0);
+  io.number(ledger_part("restore_s", "restore"), l.restore_s, 0.0);
+  io.number(ledger_part("eval_s", "eval"), l.eval_s, 0.0);
+  io.number(ledger_part("between_steps_s", "between_steps"), l.between_steps_s);
   // Only where the report stitched attempts (a record's own ledger never has them).
   io.unless("lost_progress_s", l.lost_progress_s, 0.0);
   io.unless("between_attempts_s", l.between_attempts_s, 0.0);

@@ -271,9 +271,11 @@ TEST(ShownReadings, EveryFieldShownPerRankIsAColumnOfTheRanksTable) {
 TEST(ShownReadings, EveryFieldSeriesIsInPrometheus) {
   RequestRecord r = request(0, 1, 10.0);
   TrainWindowRecord w = window(0, 0, 10, 1.0);
+  Json rj = Json::parse(with_every_reading(r));
+  rj["realtime_factor"] = 2.5;
   Json wj = Json::parse(with_every_reading(w));
   wj["energy_j_per_sample"] = 7.5;
-  RecordSet set = read_string(with_every_reading(r) + wj.dump() + "\n");
+  RecordSet set = read_string(rj.dump() + "\n" + wj.dump() + "\n");
   ASSERT_EQ(set.requests.size(), 1u);
   ASSERT_EQ(set.windows.size(), 1u);
   PrometheusSink sink;
@@ -303,9 +305,9 @@ TEST(ShownReadings, EveryFieldSeriesIsInPrometheus) {
   };
   check(set.requests[0], false);
   check(set.windows[0], true);
-  // The DiT's TFLOPS and MFU, the window's rate, MFU, HFU and J per sample, peak memory twice
-  // each, the readings' series twice each.
-  EXPECT_GE(series, 12u);
+  // The DiT's TFLOPS and MFU, the real-time factor, the window's rate, MFU, HFU, J per sample,
+  // goodput and ledger parts, peak memory twice each, the readings' series twice each.
+  EXPECT_GE(series, 23u);
 }
 
 TEST(ShownReadings, TheTrackersLogEachReadingTheTableSaysTo) {
