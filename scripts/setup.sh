@@ -16,6 +16,7 @@ packages=(
   clang libclang-rt-14-dev clang-format clang-tidy  # the sanitizer and fuzzer build, lint
   python3 python3-dev python3-venv pybind11-dev  # the Python package
   libcpp-httplib-dev  # the Prometheus endpoint
+  prometheus  # the Grafana dashboard's queries, run against a real server (test_dashboard.py)
   tmux  # the test of `vxperf watch` on a terminal
   chromium  # headless render check of 'vxperf report --html' (skipped when absent)
 )
