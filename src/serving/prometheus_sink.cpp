@@ -136,6 +136,19 @@ struct PrometheusSink::Metrics {
   serving::HistogramFamily& step_seconds = registry.add_histogram(
       "vxperf_train_step_seconds", "Seconds of each training step, warmup excluded.", {"rank"},
       kStepBuckets);
+  // A step's time by phase (its mean per step: rate of this over rate of the steps' count).
+  serving::CounterFamily& phase_seconds = registry.add_counter(
+      "vxperf_train_phase_seconds_total",
+      "Seconds of the training steps by phase (data, prep, fwd, bwd, opt, ...), warmup excluded.",
+      {"rank", "phase"});
+  // The live cross-rank view's (VIDEOX_PERF_XRANK=1, on rank 0): each rank's seconds lost so far
+  // as the slowest rank of a window.
+  serving::GaugeFamily& straggler_lost = registry.add_gauge(
+      "vxperf_straggler_lost_seconds",
+      "Seconds each rank has cost the job so far as the slowest rank of a window (its seconds per "
+      "step above the ranks' per-phase medians times the window's steps), from the live "
+      "cross-rank view.",
+      {"rank"});
   // A server's load as it changes (RecordSink::on_request_load).
   serving::GaugeFamily& in_flight = registry.add_gauge(
       "vxperf_requests_in_flight", "Requests running now (pipeline calls begun, not ended).",
@@ -199,7 +212,15 @@ void PrometheusSink::on_train_window(const TrainWindowRecord& record, const Wind
     if (step.warmup) continue;
     if (steps == nullptr) steps = &m.step_seconds.with({rank});
     steps->observe(step.total_s);
+    for (const auto& [phase, seconds] : step.phases)
+      m.phase_seconds.with({rank, phase}).inc(seconds);
     measured = true;
+  }
+  if (record.xrank) {
+    const std::vector<double>& lost = record.xrank->lost_s;
+    for (std::size_t r = 0; r < lost.size(); ++r) {
+      m.straggler_lost.with({std::to_string(r)}).set(lost[r]);
+    }
   }
   // A window of warmup steps only is aggregated over those steps: it is all warmup.
   if (!measured) return;

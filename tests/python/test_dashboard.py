@@ -8,8 +8,10 @@ The runs, each with its own VIDEOX_PERF_PROMETHEUS endpoint:
   - vxperf-serve-gpu: requests on "cuda:0" of the fake CUDA driver, read by the fake NVML (a
     device drawing 250 W), each saying its queue wait and its video: what feeds the queue wait,
     the real-time factor, the energy per video, the DiT's MFU and the device panels;
-  - vxperf-train: a training loop of the tiny models on the same fakes (goodput, its ledger, MFU,
-    step times, the windows' device readings).
+  - vxperf-train: a training loop of the tiny models on the same fakes, on two gloo ranks with the
+    live cross-rank view (goodput, its ledger, MFU, step times and phases, the stragglers' seconds
+    lost, the windows' device readings); each rank serves its own port (the base plus its
+    LOCAL_RANK).
 Each run works in two batches with a scrape between them, so that every rate() has a rise to see.
 Nothing sleeps a fixed time: the test polls Prometheus' targets and query APIs. Grafana is not
 in Debian; its queries are what is tested, with its variables expanded ($job, $instance, $rank:
@@ -96,10 +98,13 @@ batches(run)
 """
 
 # A training loop of the tiny models on the fake device: phases, priced forwards, windows of two
-# steps (VIDEOX_PERF_EVERY=2), the ledger and its goodput.
+# steps (VIDEOX_PERF_EVERY=2), the ledger and its goodput; one rank of two of a gloo group (RANK,
+# WORLD_SIZE, MASTER_ADDR/PORT from the environment, as torchrun sets them).
 TRAINER = FAKE_DEVICE + """
 import torch
+import torch.distributed as dist
 import tiny_models as tm
+dist.init_process_group("gloo")
 torch.manual_seed(0)
 vxperf.training_device(0, stream=0x77)
 dit, vae, text_encoder = tm.WanTransformer3DModel(), tm.VideoVAE(), tm.TextEncoder()
@@ -145,14 +150,14 @@ class Prometheus:
     """Debian's prometheus on a free loopback port, with its own storage, scraping `jobs`
     ({job: "host:port"}) every second."""
 
-    def __init__(self, tmp_path, jobs):
+    def __init__(self, tmp_path, jobs):  # jobs: {job: [target, ...]}
         self.port = free_port()
         self.base = f"http://127.0.0.1:{self.port}"
         config = {
             "global": {"scrape_interval": "1s", "scrape_timeout": "1s",
                        "evaluation_interval": "1s"},
-            "scrape_configs": [{"job_name": job, "static_configs": [{"targets": [target]}]}
-                               for job, target in jobs.items()],
+            "scrape_configs": [{"job_name": job, "static_configs": [{"targets": targets}]}
+                               for job, targets in jobs.items()],
         }
         path = tmp_path / "prometheus.yml"
         path.write_text(json.dumps(config, indent=2))  # JSON is YAML
@@ -326,7 +331,10 @@ def test_every_panel_returns_data_from_real_runs(tmp_path):
                       [str(fakes)] + [p for p in [os.environ.get("LD_LIBRARY_PATH")] if p])}
 
     with contextlib.ExitStack() as stack:
-        prometheus = Prometheus(tmp_path, {j: f"127.0.0.1:{p}" for j, p in ports.items()})
+        ranks = 2  # of the training run, each serving the base port plus its LOCAL_RANK
+        jobs = {j: [f"127.0.0.1:{p + r}" for r in range(ranks if j == "vxperf-train" else 1)]
+                for j, p in ports.items()}
+        prometheus = Prometheus(tmp_path, jobs)
         stack.callback(prometheus.close)
         serve = Child([SERVE, "--port", "0"], clean_env(
             VIDEOX_PERF="1", OMP_NUM_THREADS="1",
@@ -336,19 +344,26 @@ def test_every_panel_returns_data_from_real_runs(tmp_path):
             VIDEOX_PERF_PROMETHEUS=f"127.0.0.1:{ports['vxperf-serve-gpu']}", **device_env),
             tmp_path / "serve-gpu.log")
         stack.callback(gpu.close)
-        train = Child(["-c", TRAINER.format(fake_cuda=FAKE_CUDA)], clean_env(
-            VIDEOX_PERF_PROMETHEUS=f"127.0.0.1:{ports['vxperf-train']}", VIDEOX_PERF_EVERY="2",
-            **device_env), tmp_path / "train.log")
-        stack.callback(train.close)
+        master = free_port()
+        trainers = []
+        for rank in range(ranks):
+            trainers.append(Child(["-c", TRAINER.format(fake_cuda=FAKE_CUDA)], clean_env(
+                VIDEOX_PERF_PROMETHEUS=f"127.0.0.1:{ports['vxperf-train']}",
+                VIDEOX_PERF_EVERY="2", VIDEOX_PERF_XRANK="1", RANK=str(rank),
+                LOCAL_RANK=str(rank), WORLD_SIZE=str(ranks), MASTER_ADDR="127.0.0.1",
+                MASTER_PORT=str(master), **device_env), tmp_path / f"train{rank}.log"))
+            stack.callback(trainers[-1].close)
 
         base = serve.expect("serving on http://", deadline).split()[-1].strip()
         gpu.expect("ready", deadline)
-        train.expect("ready", deadline)
+        for train in trainers:
+            train.expect("ready", deadline)
         wait_for("prometheus to be ready", prometheus.ready, deadline, prometheus.process)
 
         def all_up():
             active = prometheus.api("targets", state="active")["activeTargets"]
-            return len(active) == len(ports) and all(t["health"] == "up" for t in active)
+            return (len(active) == sum(map(len, jobs.values()))
+                    and all(t["health"] == "up" for t in active))
 
         wait_for("every target scraped", all_up, deadline, prometheus.process)
         start = time.time()
@@ -364,9 +379,11 @@ def test_every_panel_returns_data_from_real_runs(tmp_path):
                 status, _ = http(base + "/generate", {"prompt": f"a paper boat {r}", "steps": 2})
                 assert status == 200
             gpu.send(n)
-            train.send(2 * n)
+            for train in trainers:
+                train.send(2 * n)
             gpu.expect("done", deadline)
-            train.expect("done", deadline)
+            for train in trainers:
+                train.expect("done", deadline)
             for job, expr in counted.items():
                 before = seen[job]
 

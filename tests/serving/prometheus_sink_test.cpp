@@ -195,6 +195,25 @@ TEST(PrometheusSink, TrainingStepsAndWindowGauges) {
   EXPECT_DOUBLE_EQ(value_of(s, R"(vxperf_train_mfu{rank="0"})"), 0.557);
 }
 
+TEST(PrometheusSink, PhasesAndTheStragglersSecondsLost) {
+  PrometheusSink sink;
+  WindowDetail detail;
+  TrainWindowRecord w = make_window(0, {9, 1.0, 1.5}, 1, 0.5, &detail);
+  detail.steps[0].phases = {{"data", 8.0}, {"fwd", 1.0}};  // warmup: left out
+  detail.steps[1].phases = {{"data", 0.25}, {"fwd", 0.75}};
+  detail.steps[2].phases = {{"data", 0.5}, {"fwd", 0.75}, {"bwd", 0.25}};
+  CrossRankView view;
+  view.lost_s = {0.0, 12.5};
+  w.xrank = view;
+  sink.on_train_window(w, detail);
+  auto s = scrape(sink);
+  EXPECT_DOUBLE_EQ(value_of(s, R"(vxperf_train_phase_seconds_total{rank="0",phase="data"})"), 0.75);
+  EXPECT_DOUBLE_EQ(value_of(s, R"(vxperf_train_phase_seconds_total{rank="0",phase="fwd"})"), 1.5);
+  EXPECT_DOUBLE_EQ(value_of(s, R"(vxperf_train_phase_seconds_total{rank="0",phase="bwd"})"), 0.25);
+  EXPECT_DOUBLE_EQ(value_of(s, R"(vxperf_straggler_lost_seconds{rank="1"})"), 12.5);
+  EXPECT_DOUBLE_EQ(value_of(s, R"(vxperf_straggler_lost_seconds{rank="0"})"), 0.0);
+}
+
 TEST(PrometheusSink, WarmupOnlyWindowMakesNoSeries) {
   PrometheusSink sink;
   WindowDetail detail;
