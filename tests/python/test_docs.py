@@ -1,0 +1,115 @@
+"""The README and docs/ stay true (#50): every link and every path they name exists (a link's
+#anchor too), every `vxperf` command line in their code blocks names a real command and only
+options its --help lists, and every VIDEOX_PERF* variable they name is one the engine reads,
+each of which is documented."""
+import glob
+import os
+import re
+import subprocess
+
+import pytest
+
+from conftest import CLI, REPO
+
+PAGES = [os.path.join(REPO, "README.md")] + sorted(glob.glob(os.path.join(REPO, "docs", "*.md")))
+# Paths in backquotes that name the project's own files, which must exist.
+PATH = re.compile(r"`((?:docs|examples|scripts|bench|dashboards|tools|include|python|tests|src)"
+                  r"/[\w./-]+?)`")
+LINK = re.compile(r"\[[^\]]*\]\(([^)\s]+)\)")
+FENCE = re.compile(r"^```[^\n]*\n(.*?)^```", re.M | re.S)
+VARIABLE = re.compile(r"\bVIDEOX_PERF(?:_[A-Z0-9]+)*\b")
+# Names the docs use for a variable that is not one: a placeholder, and a branch's example.
+NOT_VARIABLES = {"VIDEOX_PERF_NAME", "VIDEOX_PERF_QUIET"}
+
+
+def read(path):
+    with open(path, encoding="utf-8") as handle:
+        return handle.read()
+
+
+def slug(heading):
+    """GitHub's anchor of a heading: lower case, punctuation but '-' and '_' dropped, spaces to
+    '-'."""
+    text = re.sub(r"[`*]", "", heading.strip().lower())
+    text = re.sub(r"[^\w\- ]", "", text)
+    return text.replace(" ", "-")
+
+
+def anchors(path):
+    text = FENCE.sub("", read(path))
+    return {slug(m.group(1)) for m in re.finditer(r"^#+\s+(.*)$", text, re.M)}
+
+
+@pytest.mark.parametrize("page", PAGES, ids=lambda p: os.path.relpath(p, REPO))
+def test_links_and_paths_exist(page):
+    text = read(page)
+    here = os.path.dirname(page)
+    broken = []
+    for target in LINK.findall(text):
+        if re.match(r"[a-z]+://|mailto:", target):
+            continue
+        path, _, anchor = target.partition("#")
+        full = os.path.normpath(os.path.join(here, path)) if path else page
+        if not os.path.exists(full):
+            broken.append(target)
+        elif anchor and full.endswith(".md") and anchor not in anchors(full):
+            broken.append(target)
+    for path in PATH.findall(text):
+        path = path.rstrip(".")
+        if "*" in path or "<" in path:
+            continue
+        if not os.path.exists(os.path.join(REPO, path)):
+            broken.append(path)
+    assert not broken, f"{os.path.relpath(page, REPO)} names what does not exist: {broken}"
+
+
+def help_text(*args):
+    proc = subprocess.run([CLI, *args, "--help"], capture_output=True, text=True, check=False)
+    return proc.stdout + proc.stderr
+
+
+def commands():
+    listing = help_text()
+    return set(re.findall(r"^  (\w+)\s", listing, re.M))
+
+
+def test_command_lines_name_real_commands_and_options():
+    known = commands()
+    assert {"report", "explain", "run", "replay", "trace"} <= known, known
+    usages = {}
+    wrong = []
+    checked = 0
+    for page in PAGES:
+        for block in FENCE.findall(read(page)):
+            for line in block.splitlines():
+                # a command line: vxperf (or a path to it) where a shell command starts
+                for m in re.finditer(r"(?:^|&&|\|\||\||;|\$)\s*(?:[\w./-]*/)?vxperf\s+"
+                                     r"([a-z][\w-]*)((?:\s+[^|;&>\n]*)?)", line):
+                    command, rest = m.group(1), m.group(2)
+                    checked += 1
+                    if command not in known:
+                        if not line.lstrip().startswith(("#", "import", "from")):
+                            wrong.append(f"{os.path.basename(page)}: {line.strip()}")
+                        continue
+                    if command == "run":  # what follows is the program's own command line
+                        rest = rest.split(" -- ")[0]
+                    usage = usages.setdefault(command, help_text(command))
+                    for option in re.findall(r"(?<![\w-])(--[a-z][\w-]*)", rest):
+                        if option not in usage:
+                            wrong.append(f"{os.path.basename(page)}: {command} {option}")
+    assert not wrong, "command lines that do not run:\n" + "\n".join(wrong)
+    assert checked >= 5, checked  # the README's own commands at least
+
+
+def test_every_variable_named_is_read_and_every_one_read_is_documented():
+    listing = subprocess.run([CLI, "env"], capture_output=True, text=True,
+                             env={"PATH": os.environ.get("PATH", "")}).stdout
+    read_by_engine = set(re.findall(r"^  (VIDEOX_PERF\w*)", listing, re.M))
+    assert len(read_by_engine) > 20
+    named = set()
+    for page in PAGES:
+        named |= set(VARIABLE.findall(read(page)))
+    unknown = sorted(named - read_by_engine - NOT_VARIABLES)
+    assert not unknown, f"the docs name variables the engine does not read: {unknown}"
+    undocumented = sorted(read_by_engine - named)
+    assert not undocumented, f"variables the docs never name: {undocumented}"
