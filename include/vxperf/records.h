@@ -220,9 +220,29 @@ struct TrainWindowRecord {
   std::optional<ParallelLayout> parallel;  // what it was priced with, on a multi-rank run
 };
 
+// The training's end (TrainerCore::finish: Trainer::finish, the engine's shutdown at exit, a
+// launcher's SIGTERM in Python, accelerate's end_training): one record a process, written after
+// its last window, carrying the loop's ledger through that moment. vxperf's own: the reference
+// writes no such record.
+struct TrainEndRecord {
+  double ts = 0;
+  int rank = 0;
+  int world_size = 1;
+  std::optional<std::int64_t> attempt;  // as RequestRecord's
+  std::optional<std::string> run_id;
+  std::int64_t step_first = 0;  // the first and last step this process closed (global numbers)
+  std::int64_t step_last = 0;
+  std::int64_t steps = 0;  // steps this process closed
+  // Seconds from the last step's close to the end: the saves, restores and evaluations after it
+  // are in their ledger parts, the rest in between_steps_s. Not a part itself.
+  double after_last_step_s = 0;
+  std::optional<Ledger> ledger;  // the loop's, through the end (written with one)
+};
+
 // One JSON object on one line, without the trailing newline.
 std::string to_json_line(const RequestRecord& record);
 std::string to_json_line(const TrainWindowRecord& record);
+std::string to_json_line(const TrainEndRecord& record);
 
 // The log line, tag included.
 std::string format_log_line(const RequestRecord& record);

@@ -144,6 +144,20 @@ struct JobEnergy {
   std::vector<std::string> unread_first;  // the first few of those: "rank 0 req 3"
 };
 
+// The job's ledger beside the ranks': every rank's (each its attempts stitched, through its
+// final record where it wrote one) added up, in rank-seconds: `wall_s` is the ranks' walls summed
+// and each part the ranks' parts summed, so that the parts add up to it exactly as a rank's do;
+// `steps` the ranks' steps summed, `ideal_step_s` their ideal steps weighted by their steps
+// (productive = ideal x steps still), goodput the productive rank-seconds over the wall ones,
+// `attempts` the most of any rank, `recovery_s` the ranks' summed.
+struct JobLedger {
+  Ledger ledger;
+  int ranks = 0;  // whose ledgers it adds
+  // From the earliest rank's start to the latest rank's end, on the records' wall clock (absent
+  // where a record has no time).
+  std::optional<double> span_s;
+};
+
 struct RankSummary {
   int rank = 0;
   std::int64_t requests = 0;
@@ -185,6 +199,7 @@ struct Report {
   std::vector<std::string> straggler_phases;  // per straggler: where most of its excess is
   std::optional<double> rank_median_s;        // the median across ranks they were measured against
   std::optional<JobEnergy> energy;            // the job's totals, when records carry energy
+  std::optional<JobLedger> job_ledger;        // when some rank's records carry a ledger
 };
 
 using vxperf::kStragglerMargin;
@@ -202,6 +217,7 @@ class ReportBuilder : public RecordHandler {
 
   void request(const RequestRecord& record) override;
   void window(const TrainWindowRecord& record) override;
+  void end(const TrainEndRecord& record) override;
   void warning(const std::string& text) override;
   Report finish(std::vector<std::string> sources = {}) const;
 

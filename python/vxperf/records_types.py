@@ -11,8 +11,8 @@ from typing import Literal, Optional, TypedDict, Union
 
 __all__ = [
     "CrossRankView", "DeviceReadings", "DitThroughput", "Ledger", "OutsideSteps",
-    "ParallelLayout", "Record", "RequestRecord", "StageSummary", "TrainThroughput",
-    "TrainWindowRecord",
+    "ParallelLayout", "Record", "RequestRecord", "StageSummary", "TrainEndRecord",
+    "TrainThroughput", "TrainWindowRecord",
 ]
 
 
@@ -245,5 +245,20 @@ class TrainWindowRecord(_WindowRequired, DeviceReadings, total=False):
     parallel: ParallelLayout
 
 
-#: Either record, told apart by its "kind".
-Record = Union[RequestRecord, TrainWindowRecord]
+class _EndRequired(_HeadOptional):
+    kind: Literal["train_end"]
+    step_first: int
+    step_last: int
+    steps: int
+    after_last_step_s: float
+
+
+class TrainEndRecord(_EndRequired, total=False):
+    """The training's end (`kind` "train_end"): one per process, after its last window, with the
+    loop's ledger through that moment."""
+
+    ledger: Ledger
+
+
+#: Any record, told apart by its "kind".
+Record = Union[RequestRecord, TrainWindowRecord, TrainEndRecord]

@@ -698,7 +698,45 @@ void ReportBuilder::window(const TrainWindowRecord& record) {
   }
 }
 
+void ReportBuilder::end(const TrainEndRecord& record) {
+  state_->ranks[record.rank].attempts.add(record);
+}
+
 namespace {
+
+// The job's ledger: the ranks' added up in rank-seconds (JobLedger), with the job's span.
+template <class Ranks>
+std::optional<JobLedger> job_ledger(const Ranks& st_ranks, const Report& report) {
+  JobLedger job;
+  double weighted = 0;
+  std::optional<std::pair<double, double>> span;
+  bool timed = true;
+  for (const auto& rs : report.ranks) {
+    if (!rs.ledger) continue;
+    const Ledger& l = *rs.ledger;
+    ++job.ranks;
+    add_parts(job.ledger, l);
+    weighted += l.ideal_step_s * static_cast<double>(l.steps);
+    job.ledger.attempts = std::max(job.ledger.attempts, l.attempts);
+    job.ledger.recovery_s += l.recovery_s;
+    auto it = st_ranks.find(rs.rank);
+    auto own = it != st_ranks.end() ? it->second.attempts.span() : std::nullopt;
+    if (!own) {
+      timed = false;
+    } else if (!span) {
+      span = own;
+    } else {
+      span->first = std::min(span->first, own->first);
+      span->second = std::max(span->second, own->second);
+    }
+  }
+  if (job.ranks == 0) return std::nullopt;
+  Ledger& l = job.ledger;
+  l.ideal_step_s = l.steps > 0 ? weighted / static_cast<double>(l.steps) : 0.0;
+  l.goodput = l.wall_s > 0 ? l.productive_s / l.wall_s : 0.0;
+  if (timed && span) job.span_s = span->second - span->first;
+  return job;
+}
 
 // What stragglers cost (RankSummary::lost_s): per window the ranks share, the rank most above the
 // per-phase medians is charged its seconds above them, times the window's steps.
@@ -809,10 +847,11 @@ Report ReportBuilder::finish(std::vector<std::string> sources) const {
       if (t.peak_alloc_bytes) keep_max(rs.peak_alloc_bytes, *t.peak_alloc_bytes);
       rs.phase_s = t.phase_s;
       rs.fields = t.fields;
-      rs.ledger = r.attempts.ledger(rank, &report.warnings);
-      if (rs.ledger && rs.ledger->attempts > 1) {
-        run_again = std::max(run_again, r.attempts.steps_run() - rs.ledger->steps);
-      }
+    }
+    // Its windows' ledgers, through its final record where it wrote one.
+    rs.ledger = r.attempts.ledger(rank, &report.warnings);
+    if (rs.ledger && rs.ledger->attempts > 1) {
+      run_again = std::max(run_again, r.attempts.steps_run() - rs.ledger->steps);
     }
     rs.fields.insert(rs.fields.end(), request_fields.begin(), request_fields.end());
     ranks.push_back(rs);
@@ -864,6 +903,7 @@ Report ReportBuilder::finish(std::vector<std::string> sources) const {
     if (r.latest_p50 > 0) rs.individual_score = best / r.latest_p50;
   }
   straggler_costs(st.by_window, report.ranks);
+  report.job_ledger = job_ledger(st.ranks, report);
   return report;
 }
 
@@ -872,6 +912,7 @@ Report build_report(const RecordSet& records, std::vector<std::string> sources) 
   for (const auto& w : records.warnings) builder.warning(w);
   for (const auto& r : records.requests) builder.request(r);
   for (const auto& w : records.windows) builder.window(w);
+  for (const auto& e : records.ends) builder.end(e);
   return builder.finish(std::move(sources));
 }
 

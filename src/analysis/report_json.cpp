@@ -179,6 +179,11 @@ std::string report_json(const Report& report) {
     }
   }
   j["ranks"] = ranks;
+  if (const auto& job = report.job_ledger) {
+    j["ledger"] = ledger_json(job->ledger);
+    j["ledger"]["ranks"] = job->ranks;
+    j["ledger"]["span_s"] = opt_json(job->span_s);
+  }
   if (report.energy) j["energy"] = job_energy_json(*report.energy);
   j["stragglers"] = report.stragglers;
   j["straggler_phases"] = report.straggler_phases;

@@ -386,6 +386,17 @@ void describe(Io& io, R& r) {
   io.optional_object("parallel", r.parallel);
 }
 
+// The training's end: the ledger through it (TrainerCore::finish).
+template <class Io, class R, Same<R, TrainEndRecord> = 0>
+void describe(Io& io, R& r) {
+  describe_head(io, "train_end", r);
+  io.integer("step_first", r.step_first, 0);
+  io.integer("step_last", r.step_last, 0);
+  io.count("steps", r.steps);
+  io.number("after_last_step_s", r.after_last_step_s, 0.0);
+  io.optional_object("ledger", r.ledger);
+}
+
 // ---- the model description (vxperf/model.h), as the trace's model events carry it ---------------
 
 template <class Io, class R, Same<R, AttentionWidths> = 0>

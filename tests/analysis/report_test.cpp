@@ -23,6 +23,15 @@ namespace {
 using Json = nlohmann::json;
 using namespace test_records;
 
+// What the text says of a job's ledger of three ranks: its wall, and its goodput at the end.
+std::pair<std::string, std::string> job_line(double wall, double goodput) {
+  char head[96], tail[48];
+  std::snprintf(head, sizeof head, "  job (3 ranks added, rank-seconds): wall %.3fs = productive",
+                wall);
+  std::snprintf(tail, sizeof tail, "; goodput %.1f%%; ", 100.0 * goodput);
+  return {head, tail};
+}
+
 TEST(Report, SummarizesRequestsWithoutWarmup) {
   RecordSet set;
   set.requests = {request(0, 0, 30.0, true), request(0, 1, 10.0), request(0, 2, 12.0),
@@ -210,6 +219,67 @@ TEST(Report, EachRanksLedgerIsItsLatestWindows) {
   EXPECT_EQ(j["ranks"][1]["ledger"]["steps"], 20);
   EXPECT_DOUBLE_EQ(j["ranks"][1]["ledger"]["goodput"].get<double>(), l.goodput);
   EXPECT_EQ(j["ranks"][0]["ledger"]["steps"], 10);
+}
+
+// Every rank's final record runs its ledger to its end; the job's ledger adds the ranks' up in
+// rank-seconds (the parts still the wall), with the span from the first start to the last end.
+TEST(Report, TheJobsLedgerAddsTheRanksThroughTheirEnds) {
+  RecordSet set;
+  const double after[] = {2.0, 3.0, 7.0};
+  double wall = 0, productive = 0, start = 1e9, finish = 0;
+  for (int rank = 0; rank < 3; ++rank) {
+    TrainWindowRecord w = window(rank, 0, 10, 1.0 + 0.1 * rank);
+    w.ts = 1000 + w.ledger->wall_s;  // every rank began at 1000
+    set.windows.push_back(w);
+    set.ends.push_back(end_of(w, after[rank]));
+    wall += w.ledger->wall_s + after[rank];
+    productive += w.ledger->productive_s;
+    start = std::min(start, w.ts - w.ledger->wall_s);
+    finish = std::max(finish, set.ends.back().ts);
+  }
+  Report report = build_report(set);
+  for (int rank = 0; rank < 3; ++rank) {
+    ASSERT_TRUE(report.ranks[static_cast<std::size_t>(rank)].ledger);
+    EXPECT_DOUBLE_EQ(report.ranks[static_cast<std::size_t>(rank)].ledger->between_steps_s,
+                     after[rank]);
+  }
+  ASSERT_TRUE(report.job_ledger);
+  const JobLedger& job = *report.job_ledger;
+  EXPECT_EQ(job.ranks, 3);
+  EXPECT_DOUBLE_EQ(job.ledger.wall_s, wall);
+  EXPECT_DOUBLE_EQ(job.ledger.productive_s, productive);
+  EXPECT_DOUBLE_EQ(job.ledger.between_steps_s, 12.0);
+  EXPECT_EQ(job.ledger.steps, 30);
+  EXPECT_NEAR(job.ledger.ideal_step_s * 30, productive, 1e-9);
+  EXPECT_DOUBLE_EQ(job.ledger.goodput, productive / wall);
+  const Ledger& l = job.ledger;
+  EXPECT_NEAR(l.startup_s + l.setup_s + l.productive_s + l.first_step_excess_s +
+                  l.slow_step_excess_s + l.data_wait_s + l.save_s + l.restore_s + l.eval_s +
+                  l.between_steps_s + l.lost_progress_s + l.between_attempts_s,
+              l.wall_s, 1e-9);
+  ASSERT_TRUE(job.span_s);
+  EXPECT_NEAR(*job.span_s, finish - start, 1e-9);
+  Json j = Json::parse(report_json(report));
+  EXPECT_EQ(j["ledger"]["ranks"], 3);
+  EXPECT_DOUBLE_EQ(j["ledger"]["wall_s"].get<double>(), wall);
+  EXPECT_NEAR(j["ledger"]["span_s"].get<double>(), finish - start, 1e-9);
+  EXPECT_DOUBLE_EQ(j["ranks"][2]["ledger"]["between_steps_s"].get<double>(), 7.0);
+  std::string text = format_report(report);
+  auto [head, tail] = job_line(wall, productive / wall);
+  EXPECT_NE(text.find(head), std::string::npos) << text;
+  EXPECT_NE(text.find(tail), std::string::npos) << text;
+  EXPECT_NE(text.find("s from the first rank's start to the last one's end"), std::string::npos);
+  std::string html = report_html(report, set);
+  EXPECT_NE(html.find("job, per rank (goodput"), std::string::npos);
+  // Read back from the lines the records file holds, the final records among them.
+  std::vector<std::string> text_lines;
+  for (const auto& w : set.windows) text_lines.push_back(to_json_line(w));
+  for (const auto& e : set.ends) text_lines.push_back(to_json_line(e));
+  RecordSet back = read_string(lines(text_lines));
+  EXPECT_EQ(back.ends.size(), 3u);
+  Report again = build_report(back);
+  ASSERT_TRUE(again.job_ledger);
+  EXPECT_NEAR(again.job_ledger->ledger.wall_s, wall, 1e-9);
 }
 
 // The report lists phases in the engine's order (its phase table), whatever order the windows

@@ -32,8 +32,11 @@ def test_a_sink_gets_every_record_as_its_json_line(tmp_path):
         print(json.dumps([r for _, r in got]))
     """, VIDEOX_PERF="1", VIDEOX_PERF_EVERY="2")
     got = json.loads(proc.stdout)
-    assert [r["kind"] for r in got] == ["request", "request", "train_window", "train_window"]
-    assert got == records  # the same keys, order and values as the JSON lines
+    assert [r["kind"] for r in got] == ["request", "request", "train_window", "train_window",
+                                        "train_end"]  # the training's final record too
+    assert [r for r in got if r["kind"] != "train_end"] == records
+    # the same keys, order and values as the JSON lines
+    assert got == read_records(tmp_path / "records.jsonl", ends=True)
 
 
 def test_a_failing_slow_or_removed_sink_never_reaches_the_run(tmp_path):
