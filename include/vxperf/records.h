@@ -102,6 +102,15 @@ struct TrainThroughput : Efficiency {
   std::optional<double> hfu;
 };
 
+// NVIDIA Resiliency's scores of one phase, by rank: relative, the fastest rank's mean time per
+// step in the phase over this rank's; individual, this rank's best window's so far over this
+// window's (vxperf::relative_scores). 1 where a rank spent nothing in the phase.
+struct PhaseScores {
+  std::string name;  // the phase
+  std::vector<double> relative;
+  std::vector<double> individual;
+};
+
 // Every rank's view of one window, on rank 0's record with VIDEOX_PERF_XRANK=1 (vxperf/xrank.h).
 struct CrossRankView {
   std::vector<double> step_s_p50;  // by rank
@@ -118,6 +127,10 @@ struct CrossRankView {
   // individual, its best window p50 so far over this window's.
   std::vector<double> relative_score;
   std::vector<double> individual_score;
+  // The same scores phase by phase (of the phases some rank spent time in, in the phase table's
+  // order): under DDP the collective evens the step times out, so a rank slow in its own data or
+  // forward scores near 1 on its step and low in that phase.
+  std::vector<PhaseScores> phase_scores;
   // By rank, the seconds lost so far to it as the slowest rank of a window: its seconds per step
   // above the ranks' per-phase medians times the window's steps.
   std::vector<double> lost_s;

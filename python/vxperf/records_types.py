@@ -11,7 +11,7 @@ from typing import Literal, Optional, TypedDict, Union
 
 __all__ = [
     "CrossRankView", "DeviceReadings", "DitThroughput", "Ledger", "OutsideSteps",
-    "ParallelLayout", "Record", "RequestRecord", "StageSummary", "TrainEndRecord",
+    "ParallelLayout", "PhaseScores", "Record", "RequestRecord", "StageSummary", "TrainEndRecord",
     "TrainThroughput", "TrainWindowRecord",
 ]
 
@@ -153,6 +153,14 @@ class RankBytes(TypedDict):
     bytes: int
 
 
+class PhaseScores(TypedDict):
+    """One phase's scores by rank ("phase_scores" of the cross-rank view, under the phase's
+    name): NVIDIA Resiliency's relative and individual scores of the phase's mean time."""
+
+    relative: list[float]
+    individual: list[float]
+
+
 class _CrossRankRequired(TypedDict):
     ranks: int
     step_s_p50: list[float]
@@ -168,6 +176,7 @@ class _CrossRankRequired(TypedDict):
     relative_score: list[float]
     individual_score: list[float]
     lost_s: list[float]
+    phase_scores: dict[str, PhaseScores]
 
 
 class CrossRankView(_CrossRankRequired, total=False):

@@ -298,6 +298,21 @@ std::string format_report(const Report& report) {
                      rs.rank, *rs.lost_s, where.c_str(), rs.relative_score.value_or(1.0),
                      rs.individual_score.value_or(1.0)));
     }
+    // The lowest per-phase score that costs time: where a synchronized job's step scores hide it.
+    if (const auto& low = report.low_score) {
+      double step = 1.0;
+      for (const auto& rs : report.ranks) {
+        if (rs.rank != low->rank) continue;
+        step = low->kind == "relative" ? rs.relative_score.value_or(1.0)
+                                       : rs.individual_score.value_or(1.0);
+      }
+      line(
+          strprintf("Lowest phase score: rank %d %s %s %.2f (%.3fs/step against %s %.3fs); its "
+                    "step's %.2f",
+                    low->rank, low->phase.c_str(), low->kind.c_str(), low->score, low->seconds,
+                    low->kind == "relative" ? "the fastest rank's" : "its best window's",
+                    low->against, step));
+    }
   }
   // Each rank's loop so far, in the ledger's parts (its latest window's).
   bool ledgers = false;

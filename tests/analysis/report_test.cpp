@@ -282,6 +282,53 @@ TEST(Report, TheJobsLedgerAddsTheRanksThroughTheirEnds) {
   EXPECT_NEAR(again.job_ledger->ledger.wall_s, wall, 1e-9);
 }
 
+// DDP: the all-reduce evens step times out, so the rank whose data loads slowly scores 0.998 on
+// its step; phase by phase its data scores low, and the text names it.
+TEST(Report, PhaseScoresNameWhatEvenedStepTimesHide) {
+  RecordSet set;
+  for (int rank = 0; rank < 4; ++rank) {
+    for (int first : {0, 10, 20}) {
+      TrainWindowRecord w = window(rank, first, 10, rank == 2 ? 1.002 : 1.0);
+      const bool slow = rank == 2;
+      // Rank 2's data slows in its last window (0.3 s, then 0.4 s): its own best is 0.3.
+      const double data = slow ? (first == 20 ? 0.4 : 0.3) : 0.01;
+      w.phases_s = {{"data", data}, {"fwd", 0.3}, {"bwd", slow ? 1.002 - 0.3 - data : 0.69}};
+      set.windows.push_back(w);
+    }
+  }
+  Report report = build_report(set);
+  const RankSummary& slow = report.ranks[2];
+  ASSERT_TRUE(slow.relative_score);
+  EXPECT_NEAR(*slow.relative_score, 1.0 / 1.002, 1e-12);
+  ASSERT_EQ(slow.phase_scores.size(), 3u);
+  EXPECT_EQ(slow.phase_scores[0].phase, "data");
+  EXPECT_NEAR(slow.phase_scores[0].relative, 0.01 / 0.3, 1e-6);  // its median window's 0.3 s
+  EXPECT_NEAR(slow.phase_scores[0].individual, 0.3 / 0.4, 1e-6);
+  EXPECT_EQ(slow.phase_scores[1].phase, "fwd");
+  EXPECT_NEAR(slow.phase_scores[1].relative, 1.0, 1e-12);
+  EXPECT_NEAR(report.ranks[0].phase_scores[0].relative, 1.0, 1e-12);
+  ASSERT_TRUE(report.low_score);
+  EXPECT_EQ(report.low_score->rank, 2);
+  EXPECT_EQ(report.low_score->phase, "data");
+  EXPECT_EQ(report.low_score->kind, "relative");
+  EXPECT_NEAR(report.low_score->score, 0.01 / 0.3, 1e-6);
+  std::string text = format_report(report);
+  EXPECT_NE(text.find("Lowest phase score: rank 2 data relative 0.03 (0.300s/step against the "
+                      "fastest rank's 0.010s); its step's 1.00"),
+            std::string::npos)
+      << text;
+  Json j = Json::parse(report_json(report));
+  EXPECT_NEAR(j["ranks"][2]["phase_scores"]["data"]["relative"].get<double>(), 0.01 / 0.3, 1e-6);
+  EXPECT_NEAR(j["ranks"][2]["relative_score"].get<double>(), 1.0 / 1.002, 1e-12);
+  EXPECT_EQ(j["low_score"]["rank"], 2);
+  EXPECT_EQ(j["low_score"]["phase"], "data");
+  // Ranks that agree phase by phase: nothing named.
+  RecordSet even;
+  for (int rank = 0; rank < 3; ++rank) even.windows.push_back(window(rank, 0, 10, 1.0));
+  EXPECT_FALSE(build_report(even).low_score);
+  EXPECT_EQ(format_report(build_report(even)).find("Lowest phase score"), std::string::npos);
+}
+
 // The report lists phases in the engine's order (its phase table), whatever order the windows
 // name them in: vae_dec sits between vae_enc and text_encoder, never after "other" (as it did
 // when the report kept a copy of the order that lacked it).

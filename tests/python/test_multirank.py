@@ -136,6 +136,19 @@ def test_ddp_slow_rank_is_named_live_and_afterwards(tmp_path):
         assert view["ranks"] == RANKS and 2 in view["stragglers"]
         assert view["excess_s"][2] > 0.2 * view["median_s"]  # about a third of a step
     assert_live_view_is_the_rule_over_the_files(files, tmp_path)
+    # NVRx's scores: on its step the slow rank scores near 1 (DDP evens the steps out); phase by
+    # phase its data scores low, live and afterwards, and the report names it.
+    slow = report["ranks"][2]
+    assert slow["relative_score"] > 0.9
+    assert slow["phase_scores"]["data"]["relative"] < 0.5
+    data = [r["phase_scores"]["data"]["relative"] for r in report["ranks"]]
+    assert min(data) == data[2]
+    assert (report["low_score"]["rank"], report["low_score"]["phase"]) == (2, "data")
+    for view in views:
+        assert view["phase_scores"]["data"]["relative"][2] < 0.5
+    text = subprocess.run([CLI, "report", *files], capture_output=True, text=True,
+                          check=True).stdout
+    assert "Lowest phase score: rank 2 data relative " in text
     # The job's ledger: every rank's through its final record, added up in rank-seconds.
     job = report["ledger"]
     ends = [read_records(path, ends=True)[-1] for path in files]
@@ -147,8 +160,12 @@ def test_ddp_slow_rank_is_named_live_and_afterwards(tmp_path):
     assert max(e["ledger"]["wall_s"] for e in ends) <= job["span_s"] < job["wall_s"]
     for rank, end in enumerate(ends):
         assert report["ranks"][rank]["ledger"] == pytest.approx(end["ledger"])
-    print(f"job goodput {job['goodput']:.3f} over {job['wall_s']:.2f} rank-s, span "
-          f"{job['span_s']:.2f} s")
+    print(f"slow rank: step relative {slow['relative_score']:.4f}, data relative "
+          f"{slow['phase_scores']['data']['relative']:.4f}, individual "
+          f"{slow['phase_scores']['data']['individual']:.4f}; live data relative "
+          f"{[round(v['phase_scores']['data']['relative'][2], 4) for v in views]}, step "
+          f"{[round(v['relative_score'][2], 4) for v in views]}; job goodput "
+          f"{job['goodput']:.3f} over {job['wall_s']:.2f} rank-s, span {job['span_s']:.2f} s")
     out = proc.stdout + proc.stderr
     assert out.count("[Perf][rank0] xrank step ") == 3
     assert "stragglers: rank 2 (+" in out and "most in data)" in out

@@ -43,7 +43,8 @@ OPTIONAL_RULES = {"optional", "optional_count", "optional_string", "optional_str
 STRUCTS = {"DeviceReadings": "DeviceReadings", "StageSummary": "StageSummary",
            "DitThroughput": "DitThroughput", "ParallelLayout": "ParallelLayout",
            "RequestRecord": "RequestRecord", "TrainThroughput": "TrainThroughput",
-           "CrossRankView": "CrossRankView", "OutsideSteps": "OutsideSteps", "Ledger": "Ledger",
+           "CrossRankView": "CrossRankView", "PhaseScores": "PhaseScores",
+           "OutsideSteps": "OutsideSteps", "Ledger": "Ledger",
            "TrainWindowRecord": "TrainWindowRecord", "TrainEndRecord": "TrainEndRecord"}
 
 
@@ -115,7 +116,8 @@ def declared(typed_dict):
 def test_each_typed_dict_declares_its_rows_of_the_field_table(struct):
     table = field_table()[struct]
     typed_dict = getattr(types, STRUCTS[struct])
-    assert len(table) >= 4, f"the table's {struct} rows were not read"
+    least = 2 if struct == "PhaseScores" else 4  # a phase's two scores
+    assert len(table) >= least, f"the table's {struct} rows were not read"
     assert declared(typed_dict) == set(table), (sorted(set(table) - declared(typed_dict)),
                                                 sorted(declared(typed_dict) - set(table)))
     assert set(typed_dict.__required_keys__) == {k for k, required in table.items() if required}
