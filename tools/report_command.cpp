@@ -61,6 +61,7 @@ struct BothHandlers : analysis::RecordHandler {
     report.window(w);
     charts.window(w);
   }
+  void end(const TrainEndRecord& e) override { report.end(e); }
   void warning(const std::string& text) override { report.warning(text); }
 };
 

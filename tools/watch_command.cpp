@@ -57,7 +57,9 @@ const Command kWatchCommand = {
     "time this watch has seen no newer window. So a rank far behind the others is stalled even\n"
     "with --once, and while following, ranks whose files stop growing become stalled (every rank,\n"
     "when the whole job stops). A rank with one window yet uses the other ranks' usual interval;\n"
-    "serving ranks are never marked (an idle server writes nothing).\n\n"
+    "serving ranks are never marked (an idle server writes nothing). A rank whose training ended\n"
+    "(its final record, train_end, after its last window) is marked \"finished\", never "
+    "stalled.\n\n"
     "  --interval S   seconds between polls (default 1)\n"
     "  --once         read what is there, print the view once and exit\n",
     "a live view of a running job's records files: step time, MFU, ETA, stragglers, requests"};
@@ -85,6 +87,7 @@ struct RankView {
   std::deque<double> window_ts;  // the latest windows' timestamps, in the order read
   double last_ts = 0;            // the newest of them
   Clock::time_point seen;        // when this watch read the newest
+  std::optional<double> ended;   // its final record's ts, when no window came after it
   std::int64_t requests = 0;
   std::deque<double> e2e;         // the latest requests' e2e times
   std::deque<double> request_ts;  // and their timestamps, for the rate
@@ -132,6 +135,13 @@ class View : public analysis::RecordHandler {
       v.seen = Clock::now();
     }
     if (!v.window || w.step_last >= v.window->step_last) v.window = w;
+    if (v.ended && w.ts > *v.ended) v.ended.reset();  // a later attempt
+    ++fresh_;
+  }
+  void end(const TrainEndRecord& e) override {
+    RankView& v = ranks_[e.rank];
+    if (!v.ended || e.ts > *v.ended) v.ended = e.ts;
+    if (v.windows > 0 && e.ts < v.last_ts) v.ended.reset();  // an earlier attempt's
     ++fresh_;
   }
   void warning(const std::string& text) override { note(text); }
@@ -172,7 +182,7 @@ class View : public analysis::RecordHandler {
     std::vector<double> known;
     for (const auto& [rank, gap] : usual) known.push_back(gap);
     for (const auto& [rank, v] : ranks_) {
-      if (v.windows == 0) continue;
+      if (v.windows == 0 || v.ended) continue;  // a finished rank writes nothing more
       auto it = usual.find(rank);
       if (it == usual.end() && known.empty()) continue;  // no interval known yet
       double gap = it != usual.end() ? it->second : median(known);
@@ -238,7 +248,7 @@ class View : public analysis::RecordHandler {
         }
         if (w.eta_s) eta = duration(*w.eta_s);
         std::string steps = std::to_string(w.step_first) + "-" + std::to_string(w.step_last);
-        std::string mark;
+        std::string mark = v.ended ? "finished" : "";
         if (auto it = stalled_ranks.find(rank); it != stalled_ranks.end()) {
           mark = "stalled (no window for " + duration(it->second) + ")";
         }

@@ -163,6 +163,9 @@ class Observer {
   virtual void on_topology(const Topology& topology) { (void)topology; }
   // The program began setting up its training at `t` (Trainer::mark_setup; its device set).
   virtual void on_train_setup(double t) { (void)t; }
+  // The training ended at `t` (the trainer's finish), its final record written: what settled
+  // before has been told (on_train_progress with everything).
+  virtual void on_train_end(double t) { (void)t; }
   // A measured peak handed to the engine (device -1: the host).
   virtual void on_peak(int device, const MeasuredPeak& peak) {
     (void)device;

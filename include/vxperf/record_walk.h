@@ -37,6 +37,7 @@ class RecordVisitor {
 
 void walk_record(const RequestRecord& record, RecordVisitor& visitor);
 void walk_record(const TrainWindowRecord& record, RecordVisitor& visitor);
+void walk_record(const TrainEndRecord& record, RecordVisitor& visitor);
 
 // A field of the training window record that the experiment trackers log, as its row in the field
 // table says (vxperf/field_show.h): the object it sits in ("" at the top, "throughput"), its key

@@ -105,6 +105,15 @@ struct TrainThroughput : Efficiency {
   std::optional<double> hfu;
 };
 
+// NVIDIA Resiliency's scores of one phase, by rank: relative, the fastest rank's mean time per
+// step in the phase over this rank's; individual, this rank's best window's so far over this
+// window's (vxperf::relative_scores). 1 where a rank spent nothing in the phase.
+struct PhaseScores {
+  std::string name;  // the phase
+  std::vector<double> relative;
+  std::vector<double> individual;
+};
+
 // Every rank's view of one window, on rank 0's record with VIDEOX_PERF_XRANK=1 (vxperf/xrank.h).
 struct CrossRankView {
   std::vector<double> step_s_p50;  // by rank
@@ -121,6 +130,10 @@ struct CrossRankView {
   // individual, its best window p50 so far over this window's.
   std::vector<double> relative_score;
   std::vector<double> individual_score;
+  // The same scores phase by phase (of the phases some rank spent time in, in the phase table's
+  // order): under DDP the collective evens the step times out, so a rank slow in its own data or
+  // forward scores near 1 on its step and low in that phase.
+  std::vector<PhaseScores> phase_scores;
   // By rank, the seconds lost so far to it as the slowest rank of a window: its seconds per step
   // above the ranks' per-phase medians times the window's steps.
   std::vector<double> lost_s;
@@ -223,9 +236,29 @@ struct TrainWindowRecord {
   std::optional<ParallelLayout> parallel;  // what it was priced with, on a multi-rank run
 };
 
+// The training's end (TrainerCore::finish: Trainer::finish, the engine's shutdown at exit, a
+// launcher's SIGTERM in Python, accelerate's end_training): one record a process, written after
+// its last window, carrying the loop's ledger through that moment. vxperf's own: the reference
+// writes no such record.
+struct TrainEndRecord {
+  double ts = 0;
+  int rank = 0;
+  int world_size = 1;
+  std::optional<std::int64_t> attempt;  // as RequestRecord's
+  std::optional<std::string> run_id;
+  std::int64_t step_first = 0;  // the first and last step this process closed (global numbers)
+  std::int64_t step_last = 0;
+  std::int64_t steps = 0;  // steps this process closed
+  // Seconds from the last step's close to the end: the saves, restores and evaluations after it
+  // are in their ledger parts, the rest in between_steps_s. Not a part itself.
+  double after_last_step_s = 0;
+  std::optional<Ledger> ledger;  // the loop's, through the end (written with one)
+};
+
 // One JSON object on one line, without the trailing newline.
 std::string to_json_line(const RequestRecord& record);
 std::string to_json_line(const TrainWindowRecord& record);
+std::string to_json_line(const TrainEndRecord& record);
 
 // The log line, tag included.
 std::string format_log_line(const RequestRecord& record);

@@ -31,6 +31,7 @@ class InputError : public std::runtime_error {
 struct RecordSet {
   std::vector<RequestRecord> requests;
   std::vector<TrainWindowRecord> windows;
+  std::vector<TrainEndRecord> ends;
   std::vector<std::string> warnings;  // "FILE:LINE: torn last line skipped"
 };
 
@@ -60,6 +61,8 @@ class RecordHandler {
   virtual ~RecordHandler() = default;
   virtual void request(const RequestRecord& record) = 0;
   virtual void window(const TrainWindowRecord& record) = 0;
+  // The training's end (a "train_end" record); ignored unless a handler wants it.
+  virtual void end(const TrainEndRecord& record) { (void)record; }
   virtual void warning(const std::string& text) = 0;
 };
 

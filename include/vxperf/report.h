@@ -144,6 +144,41 @@ struct JobEnergy {
   std::vector<std::string> unread_first;  // the first few of those: "rank 0 req 3"
 };
 
+// A rank's NVIDIA Resiliency scores in one phase (NVRx's per section): relative, the fastest
+// rank's median over its windows' means of the phase over this rank's; individual, its best
+// window's mean over its latest window's (vxperf::relative_scores, individual_score).
+struct PhaseScore {
+  std::string phase;
+  double relative = 1;
+  double individual = 1;
+};
+
+// The lowest per-phase score below kLowScore among the phases where it costs time: the rank's
+// seconds per step above the fastest rank's (relative) or above its own best window's
+// (individual) over kStragglerMargin of the median step.
+struct LowScore {
+  int rank = 0;
+  std::string phase;
+  std::string kind;  // "relative" or "individual"
+  double score = 1;
+  double seconds = 0;  // per step in the phase: this rank's median (relative), its latest window's
+  double against = 0;  // the fastest rank's median (relative), its best window's (individual)
+};
+
+// The job's ledger beside the ranks': every rank's (each its attempts stitched, through its
+// final record where it wrote one) added up, in rank-seconds: `wall_s` is the ranks' walls summed
+// and each part the ranks' parts summed, so that the parts add up to it exactly as a rank's do;
+// `steps` the ranks' steps summed, `ideal_step_s` their ideal steps weighted by their steps
+// (productive = ideal x steps still), goodput the productive rank-seconds over the wall ones,
+// `attempts` the most of any rank, `recovery_s` the ranks' summed.
+struct JobLedger {
+  Ledger ledger;
+  int ranks = 0;  // whose ledgers it adds
+  // From the earliest rank's start to the latest rank's end, on the records' wall clock (absent
+  // where a record has no time).
+  std::optional<double> span_s;
+};
+
 struct RankSummary {
   int rank = 0;
   std::int64_t requests = 0;
@@ -170,6 +205,10 @@ struct RankSummary {
   // rank's median over its median; individual, its best window's over its latest window's (1:
   // as fast as ever, lower: slower now).
   std::optional<double> relative_score, individual_score;
+  // The same scores phase by phase, of the phases it spent time in (the phase table's order):
+  // under DDP the collective evens step times out, so a rank slow in its own data or forward
+  // scores near 1 on its step and low in that phase.
+  std::vector<PhaseScore> phase_scores;
 };
 
 struct Report {
@@ -185,6 +224,8 @@ struct Report {
   std::vector<std::string> straggler_phases;  // per straggler: where most of its excess is
   std::optional<double> rank_median_s;        // the median across ranks they were measured against
   std::optional<JobEnergy> energy;            // the job's totals, when records carry energy
+  std::optional<JobLedger> job_ledger;        // when some rank's records carry a ledger
+  std::optional<LowScore> low_score;          // the lowest material per-phase score, below 0.9
 };
 
 using vxperf::kStragglerMargin;
@@ -202,6 +243,7 @@ class ReportBuilder : public RecordHandler {
 
   void request(const RequestRecord& record) override;
   void window(const TrainWindowRecord& record) override;
+  void end(const TrainEndRecord& record) override;
   void warning(const std::string& text) override;
   Report finish(std::vector<std::string> sources = {}) const;
 

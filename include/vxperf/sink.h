@@ -15,7 +15,7 @@
 // called again for later records.
 //
 // Thread safety: requests on different threads settle concurrently, so on_request may be called
-// from several threads at once; on_train_window comes from the training thread.
+// from several threads at once; on_train_window and on_train_end come from the training thread.
 #pragma once
 
 #include <cstdint>
@@ -117,6 +117,8 @@ class RecordSink {
     (void)record;
     (void)detail;
   }
+  // The training's end (once a process, after its last window): the ledger through it.
+  virtual void on_train_end(const TrainEndRecord& record) { (void)record; }
 };
 
 // A sink that hands each record to `fn` as its JSON line (the line the records file gets).

@@ -43,20 +43,29 @@ class MemoryOutput final : public RecordSink {
   void log(std::string_view line);
   void on_request(const RequestRecord& record, const RequestDetail& detail) override;
   void on_train_window(const TrainWindowRecord& record, const WindowDetail& detail) override;
+  void on_train_end(const TrainEndRecord& record) override;
 
   std::vector<std::string> logs() const;
-  std::vector<std::string> records() const;  // JSON lines, in settle order
+  // JSON lines of the requests and windows, in settle order (the two kinds a program's tests
+  // have always counted).
+  std::vector<std::string> records() const;
+  // Every JSON line the records file would get, in settle order: the training's final record
+  // (train_end) too.
+  std::vector<std::string> all_records() const;
   std::vector<RequestRecord> requests() const;
   std::vector<RequestDetail> request_details() const;
   std::vector<TrainWindowRecord> windows() const;
+  std::vector<TrainEndRecord> ends() const;
 
  private:
   mutable std::mutex mu_;
   std::vector<std::string> logs_;
   std::vector<std::string> records_;
+  std::vector<std::string> all_records_;
   std::vector<RequestRecord> requests_;
   std::vector<RequestDetail> request_details_;
   std::vector<TrainWindowRecord> windows_;
+  std::vector<TrainEndRecord> ends_;
 };
 
 // An environment of the given variables, for Settings::parse.

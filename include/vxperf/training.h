@@ -56,7 +56,8 @@ class Trainer {
   // The device this rank trains on and the stream to record events on (-1: host clock only).
   void set_device(int device, void* stream = nullptr);
 
-  // Flushes pending steps and the partial window, then prints the summary line. Once.
+  // Flushes pending steps and the partial window, writes the training's final record (its ledger
+  // through now: "train_end", after a step settled), then prints the summary line. Once.
   void finish();
   // The job was told to stop (a launcher's SIGTERM after a peer died): the cross-rank view goes
   // off, saying `why`, and the windows held for its exchange are written now, without it. Call

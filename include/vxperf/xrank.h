@@ -79,6 +79,21 @@ struct StragglerVerdict {
 // Needs two ranks or more; fewer give an empty verdict.
 StragglerVerdict find_stragglers(const std::vector<RankTimes>& ranks);
 
+// ---- NVIDIA Resiliency's scores -----------------------------------------------------------------
+
+// NVRx's straggler detection scores each rank, on its step and on each section (here: phase), in
+// (0, 1], 1 best. The live view scores a window's numbers, `vxperf report` the ranks' medians over
+// their windows; both by these two rules.
+//
+// Relative, by rank: the fastest rank's time over this rank's, the fastest being the lowest
+// positive time; 1 where a rank's time is 0 (it spent nothing there).
+std::vector<double> relative_scores(const std::vector<double>& times);
+// Individual: this rank's best (lowest positive) time so far over its latest; 1 where the latest
+// is 0.
+double individual_score(double best, double latest);
+// A score below this is worth naming (the report's text), where the time it costs is material.
+inline constexpr double kLowScore = 0.9;
+
 // ---- the rank exchange --------------------------------------------------------------------------
 
 // What one rank contributes at a window end.

@@ -71,6 +71,13 @@ py::object to_dict(const Record& record) {
 struct Pending {
   std::shared_ptr<const RequestRecord> request;
   std::shared_ptr<const TrainWindowRecord> window;
+  std::shared_ptr<const TrainEndRecord> end;
+
+  py::object dict() const {
+    if (request) return to_dict(*request);
+    if (window) return to_dict(*window);
+    return to_dict(*end);
+  }
 };
 
 // The process's one records sink: a copy of each thread's last request, and the records waiting
@@ -86,11 +93,16 @@ class PythonRecords final : public RecordSink {
     if (keep_detail_.load(std::memory_order_relaxed)) {
       last_detail_ = std::make_shared<const RequestDetail>(detail);
     }
-    if (active_.load(std::memory_order_relaxed)) push(Pending{std::move(copy), nullptr});
+    if (active_.load(std::memory_order_relaxed)) push(Pending{std::move(copy), nullptr, nullptr});
   }
   void on_train_window(const TrainWindowRecord& record, const WindowDetail&) override {
     if (active_.load(std::memory_order_relaxed)) {
-      push(Pending{nullptr, std::make_shared<const TrainWindowRecord>(record)});
+      push(Pending{nullptr, std::make_shared<const TrainWindowRecord>(record), nullptr});
+    }
+  }
+  void on_train_end(const TrainEndRecord& record) override {
+    if (active_.load(std::memory_order_relaxed)) {
+      push(Pending{nullptr, nullptr, std::make_shared<const TrainEndRecord>(record)});
     }
   }
 
@@ -115,7 +127,7 @@ class PythonRecords final : public RecordSink {
     if (!handler) return;
     for (const Pending& p : batch) {
       try {
-        (*handler)(p.request ? to_dict(*p.request) : to_dict(*p.window));
+        (*handler)(p.dict());
       } catch (py::error_already_set& e) {
         // The handler reports its sinks' own errors; one that escapes it is not the program's.
         e.discard_as_unraisable("vxperf: handing a record to Python");

@@ -46,8 +46,9 @@ def activate() -> None:
 
 
 def add_sink(fn: _AnySink) -> _AnySink:
-    """Hands every request and training-window record settled from now on to `fn(record)`, a dict
-    with the keys of its JSON line (`record["kind"]` tells the two apart), on the thread that
+    """Hands every request, training-window and training-end record settled from now on to
+    `fn(record)`, a dict with the keys of its JSON line (`record["kind"]`: "request",
+    "train_window" or "train_end"), on the thread that
     settled it. Returns `fn`, so it can decorate. Keep it quick: it runs as the pipeline call or
     the optimizer step returns (hand slow work to a queue). While metrics are off nothing is
     settled and this costs nothing."""

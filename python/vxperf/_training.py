@@ -361,8 +361,8 @@ def training_device(device: object, stream: Any = None) -> None:
 
 
 def finish() -> None:
-    """Settles every pending step, writes the partial window and the training summary (once; also
-    done at exit)."""
+    """Settles every pending step, writes the partial window, the training's final record (its
+    ledger through now) and the training summary (once; also done at exit)."""
     _ext.train_finish()
 
 

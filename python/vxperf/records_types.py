@@ -11,8 +11,8 @@ from typing import Literal, Optional, TypedDict, Union
 
 __all__ = [
     "CrossRankView", "DeviceReadings", "DitThroughput", "Ledger", "OutsideSteps",
-    "ParallelLayout", "Record", "RequestRecord", "StageSummary", "TrainThroughput",
-    "TrainWindowRecord",
+    "ParallelLayout", "PhaseScores", "Record", "RequestRecord", "StageSummary", "TrainEndRecord",
+    "TrainThroughput", "TrainWindowRecord",
 ]
 
 
@@ -154,6 +154,14 @@ class RankBytes(TypedDict):
     bytes: int
 
 
+class PhaseScores(TypedDict):
+    """One phase's scores by rank ("phase_scores" of the cross-rank view, under the phase's
+    name): NVIDIA Resiliency's relative and individual scores of the phase's mean time."""
+
+    relative: list[float]
+    individual: list[float]
+
+
 class _CrossRankRequired(TypedDict):
     ranks: int
     step_s_p50: list[float]
@@ -169,6 +177,7 @@ class _CrossRankRequired(TypedDict):
     relative_score: list[float]
     individual_score: list[float]
     lost_s: list[float]
+    phase_scores: dict[str, PhaseScores]
 
 
 class CrossRankView(_CrossRankRequired, total=False):
@@ -246,5 +255,20 @@ class TrainWindowRecord(_WindowRequired, DeviceReadings, total=False):
     parallel: ParallelLayout
 
 
-#: Either record, told apart by its "kind".
-Record = Union[RequestRecord, TrainWindowRecord]
+class _EndRequired(_HeadOptional):
+    kind: Literal["train_end"]
+    step_first: int
+    step_last: int
+    steps: int
+    after_last_step_s: float
+
+
+class TrainEndRecord(_EndRequired, total=False):
+    """The training's end (`kind` "train_end"): one per process, after its last window, with the
+    loop's ledger through that moment."""
+
+    ledger: Ledger
+
+
+#: Any record, told apart by its "kind".
+Record = Union[RequestRecord, TrainWindowRecord, TrainEndRecord]

@@ -16,21 +16,55 @@ double compute_s(const Ledger& l) {
 
 }  // namespace
 
+void AttemptLedgers::place(Attempt& a, bool fresh, double ts, const Ledger& l, int world_size,
+                           bool end) {
+  if (ts <= 0) untimed_ = true;
+  if (fresh || ts < a.first_ts) {
+    a.first_ts = ts;
+    a.start = ts - l.wall_s;
+  }
+  // The latest record's ledger, a final record's at a tie (it runs to the attempt's end); a
+  // window later than the final record (another process's under the same attempt) takes over.
+  if (fresh || ts > a.latest_ts || (ts == a.latest_ts && (end || !a.ended))) {
+    a.latest_ts = ts;
+    a.ledger = l;
+    a.world_size = world_size;
+    a.ended = end;
+  }
+}
+
+void AttemptLedgers::add(const TrainEndRecord& record) {
+  if (!record.ledger) return;
+  auto key = std::make_pair(record.run_id.value_or(""), record.attempt.value_or(-1));
+  auto [it, fresh] = attempts_.try_emplace(key);
+  Attempt& a = it->second;
+  place(a, fresh, record.ts, *record.ledger, record.world_size, true);
+  if (a.first_step < 0 || record.step_first < a.first_step) a.first_step = record.step_first;
+}
+
+std::optional<std::pair<double, double>> AttemptLedgers::span() const {
+  if (attempts_.empty() || untimed_) return std::nullopt;
+  std::optional<std::pair<double, double>> out;
+  for (const auto& [key, a] : attempts_) {
+    const double end = a.start + a.ledger.wall_s;
+    if (!out) {
+      out = std::make_pair(a.start, end);
+    } else {
+      out->first = std::min(out->first, a.start);
+      out->second = std::max(out->second, end);
+    }
+  }
+  return out;
+}
+
 void AttemptLedgers::add(const TrainWindowRecord& record) {
   if (!record.ledger) return;
   const Ledger& l = *record.ledger;
   auto key = std::make_pair(record.run_id.value_or(""), record.attempt.value_or(-1));
   auto [it, fresh] = attempts_.try_emplace(key);
   Attempt& a = it->second;
-  if (fresh || record.ts < a.first_ts) {
-    a.first_ts = record.ts;
-    a.start = record.ts - l.wall_s;
-  }
-  if (fresh || record.ts >= a.latest_ts) {
-    a.latest_ts = record.ts;
-    a.ledger = l;
-    a.world_size = record.world_size;
-  }
+  place(a, fresh, record.ts, l, record.world_size, false);
+  if (a.first_step < 0 || record.step_first < a.first_step) a.first_step = record.step_first;
   a.marks.push_back({record.step_first, record.step_last, compute_s(l), l.data_wait_s});
   if (!fresh && record.step_first > a.last_first && record.ts < a.last_ts) a.clock_back = true;
   a.last_first = record.step_first;
@@ -71,8 +105,7 @@ std::optional<Ledger> AttemptLedgers::ledger(int rank, std::vector<std::string>*
     if (k + 1 < order.size()) {
       const Attempt& next = *order[k + 1];
       // The steps the next attempt ran again: from its first step on.
-      std::int64_t resume = next.marks.front().step_first;
-      for (const Mark& m : next.marks) resume = std::min(resume, m.step_first);
+      const std::int64_t resume = next.first_step;
       std::vector<Mark> marks = a.marks;
       std::sort(marks.begin(), marks.end(),
                 [](const Mark& x, const Mark& y) { return x.step_first < y.step_first; });

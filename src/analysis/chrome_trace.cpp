@@ -119,6 +119,12 @@ class Converter {
       case EventKind::kMemory:
         memory(ev, last_t_, nullptr);
         break;
+      case EventKind::kTrainEnd: {
+        Json e = {{"name", "train_end"},         {"ph", "i"},   {"s", "p"},
+                  {"ts", micros(time(ev, "t"))}, {"pid", pid_}, {"tid", kTrainTid}};
+        push(std::move(e));
+        break;
+      }
       case EventKind::kFinish: {
         double t = time(ev, "t");
         finish(t);

@@ -191,6 +191,18 @@ std::string ledger_bars(const Report& report) {
                       std::max(0.0, l.between_attempts_s)});
     top = std::max(top, l.wall_s);
   }
+  // The job's (the ranks' added up) as its mean per rank, on the ranks' scale.
+  if (const auto& job = report.job_ledger; job && job->ranks > 1) {
+    const Ledger& l = job->ledger;
+    const double n = job->ranks;
+    labels.push_back(strprintf("job, per rank (goodput %.0f%%)", 100.0 * l.goodput));
+    values.push_back({l.startup_s / n, l.setup_s / n, l.productive_s / n,
+                      std::max(0.0, l.first_step_excess_s) / n,
+                      std::max(0.0, l.slow_step_excess_s) / n, l.data_wait_s / n, l.save_s / n,
+                      l.restore_s / n, l.eval_s / n, std::max(0.0, l.between_steps_s) / n,
+                      l.lost_progress_s / n, std::max(0.0, l.between_attempts_s) / n});
+    top = std::max(top, l.wall_s / n);
+  }
   if (labels.empty()) return "";
   return svg::stacked_bars("Where each rank's loop went (the ledger so far)",
                            time_axis("wall time", top), parts, labels, values);

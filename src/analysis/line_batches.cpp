@@ -35,6 +35,7 @@ std::size_t keep(std::vector<Record>& records, std::size_t& count, Record& read,
 std::string as_text(const RecordLineReader& reader, RecordLineReader::Got got) {
   return got == RecordLineReader::Got::kRequest  ? to_json_line(reader.request())
          : got == RecordLineReader::Got::kWindow ? to_json_line(reader.window())
+         : got == RecordLineReader::Got::kEnd    ? to_json_line(reader.end())
                                                  : "(" + reader.problem() + ")";
 }
 
@@ -81,6 +82,9 @@ void LineBatch::parse(RecordLineReader& reader) {
         case Got::kWindow:
           line.index = keep(windows, window_count, reader.window(), room);
           break;
+        case Got::kEnd:
+          line.index = keep(ends, end_count, reader.end(), 1);
+          break;
         case Got::kWrong:
           line.index = problems.size();
           problems.push_back(reader.problem());
@@ -102,7 +106,7 @@ void LineBatch::reuse() {
   ends_complete = true;
   lines.clear();
   line_count = 0;
-  request_count = window_count = 0;  // the records stay, to be handed back to a reader
+  request_count = window_count = end_count = 0;  // the records stay, for a reader's next lines
   problems.clear();
   error = nullptr;
   disagreed_at = 0;

@@ -37,7 +37,7 @@ struct LineBatch {
     std::int64_t number = 0;  // in the batch, from 1
     bool complete = true;     // it ended with a newline
     RecordLineReader::Got got = RecordLineReader::Got::kWrong;
-    std::size_t index = 0;  // into requests, windows or problems, as `got` says
+    std::size_t index = 0;  // into requests, windows, ends or problems, as `got` says
   };
   std::vector<Line> lines;      // the lines that are not blank
   std::int64_t line_count = 0;  // every line, blank ones too
@@ -45,7 +45,8 @@ struct LineBatch {
   // a last use's, kept for their storage).
   std::vector<RequestRecord> requests;
   std::vector<TrainWindowRecord> windows;
-  std::size_t request_count = 0, window_count = 0;
+  std::vector<TrainEndRecord> ends;
+  std::size_t request_count = 0, window_count = 0, end_count = 0;
   std::vector<std::string> problems;  // kWrong's message; kNotJson's is the reader's own
   std::exception_ptr error;           // std::bad_alloc while parsing
   // check_fast_path: the first line whose two readings differ (its number in the batch), and how.

@@ -75,6 +75,10 @@ RecordLineReader::Got RecordLineReader::read_fast(const char* data, std::size_t 
       reset(window_);
       describe(reader, window_);
       got = Got::kWindow;
+    } else if (kind == "train_end") {
+      end_ = TrainEndRecord{};
+      describe(reader, end_);
+      got = Got::kEnd;
     } else {
       return Got::kWrong;
     }
@@ -114,8 +118,13 @@ RecordLineReader::Got RecordLineReader::read_dom(const char* data, std::size_t s
       describe(reader, window_);
       return Got::kWindow;
     }
+    if (k == "train_end") {
+      end_ = TrainEndRecord{};
+      describe(reader, end_);
+      return Got::kEnd;
+    }
     FieldReader<DomObject>::fail("unknown record kind " + internal::quoted(k) +
-                                 " (expected request or train_window)");
+                                 " (expected request, train_window or train_end)");
   } catch (const FieldError& e) {
     problem_ = e.what();
   }

@@ -22,6 +22,7 @@ class RecordLineReader {
   enum class Got {
     kRequest,  // request() holds it
     kWindow,   // window() holds it
+    kEnd,      // end() holds it
     kNotJson,  // not valid JSON
     kWrong,    // JSON, but not a record of ours: problem() says why
   };
@@ -35,8 +36,10 @@ class RecordLineReader {
   // The record read (movable from: the next read starts afresh).
   const RequestRecord& request() const { return request_; }
   const TrainWindowRecord& window() const { return window_; }
+  const TrainEndRecord& end() const { return end_; }
   RequestRecord& request() { return request_; }
   TrainWindowRecord& window() { return window_; }
+  TrainEndRecord& end() { return end_; }
   const std::string& problem() const { return problem_; }
   // The last line was read On-Demand (what the tests hold the fast path to).
   bool fast() const { return fast_; }
@@ -48,6 +51,7 @@ class RecordLineReader {
   std::unique_ptr<Parsers> parsers_;
   RequestRecord request_;
   TrainWindowRecord window_;
+  TrainEndRecord end_;
   std::string problem_;
   bool fast_ = false;
 };

@@ -86,6 +86,9 @@ class Stream {
         case RecordLineReader::Got::kWindow:
           deliver(batch.windows[l.index], line);
           break;
+        case RecordLineReader::Got::kEnd:
+          deliver(batch.ends[l.index], line);
+          break;
         case RecordLineReader::Got::kNotJson:
           // Only a last line without its newline can be a writer that died mid-write.
           if (!l.complete) {
@@ -112,6 +115,11 @@ class Stream {
     check_order(1, w.rank, w.ts, line);
     ++records_;
     handler_.window(w);
+  }
+  void deliver(const TrainEndRecord& e, std::int64_t line) {
+    check_order(2, e.rank, e.ts, line);
+    ++records_;
+    handler_.end(e);
   }
 
   void bad(std::int64_t line, const std::string& message) {
@@ -438,6 +446,7 @@ class Collector : public RecordHandler {
   explicit Collector(RecordSet& into) : into_(into) {}
   void request(const RequestRecord& r) override { into_.requests.push_back(r); }
   void window(const TrainWindowRecord& w) override { into_.windows.push_back(w); }
+  void end(const TrainEndRecord& e) override { into_.ends.push_back(e); }
   void warning(const std::string& text) override { into_.warnings.push_back(text); }
 
  private:

@@ -625,10 +625,13 @@ struct ReportBuilder::State {
     std::optional<RequestSide> requests;
     std::optional<TrainAcc> training;
     AttemptLedgers attempts;  // its ledger, across a restarted job's attempts
-    // Its windows' step p50 (for its median and best) and its latest one's, for the scores.
+    // Its windows' step p50 (for its median and best) and its latest one's, for the scores; and
+    // each window's mean per phase (floats: 48 bytes a window), for the scores phase by phase.
     std::vector<double> window_p50s;
     double latest_p50 = 0;
     double latest_ts = -1;
+    std::vector<std::array<float, kPhaseCount>> window_phases;
+    std::size_t latest_window = 0;  // into window_phases
     // The steps its windows began at: one seen twice means two runs (or two attempts of one,
     // each counting from 0) in the records, said once per rank.
     // Keyed by the attempt the records say (its run id hashed), so that a restarted job's attempts,
@@ -683,22 +686,127 @@ void ReportBuilder::window(const TrainWindowRecord& record) {
   }
   if (record.steps > 0) {
     rank.window_p50s.push_back(record.step_s_p50);
-    if (record.ts >= rank.latest_ts) {
-      rank.latest_ts = record.ts;
-      rank.latest_p50 = record.step_s_p50;
-    }
     std::array<float, kPhaseCount> phases{};
     for (const auto& [name, seconds] : record.phases_s) {
       if (auto phase = phase_from_name(name)) {
         phases[static_cast<std::size_t>(*phase)] = static_cast<float>(seconds);
       }
     }
+    rank.window_phases.push_back(phases);
+    if (record.ts >= rank.latest_ts) {
+      rank.latest_ts = record.ts;
+      rank.latest_p50 = record.step_s_p50;
+      rank.latest_window = rank.window_phases.size() - 1;
+    }
     state_->by_window[{std::get<0>(first), std::get<1>(first), record.step_first, record.steps}]
         .emplace_back(record.rank, phases);
   }
 }
 
+void ReportBuilder::end(const TrainEndRecord& record) {
+  state_->ranks[record.rank].attempts.add(record);
+}
+
 namespace {
+
+// NVIDIA Resiliency's scores phase by phase (RankSummary::phase_scores): each rank's median over
+// its windows of each phase's mean per step against the fastest rank's, and its latest window's
+// against its best; then the lowest of them that costs time (Report::low_score).
+template <class Ranks>
+void phase_scores(const Ranks& st_ranks, Report& report) {
+  struct Seen {
+    RankSummary* summary;
+    std::array<double, kPhaseCount> median{}, best{}, latest{};
+    std::array<bool, kPhaseCount> spent{};
+  };
+  std::vector<Seen> seen;
+  for (auto& rs : report.ranks) {
+    auto it = st_ranks.find(rs.rank);
+    if (it == st_ranks.end() || it->second.window_phases.empty()) continue;
+    const auto& windows = it->second.window_phases;
+    Seen s{&rs, {}, {}, {}, {}};
+    for (std::size_t p = 0; p < static_cast<std::size_t>(kPhaseCount); ++p) {
+      std::vector<double> values;
+      for (const auto& w : windows) {
+        values.push_back(w[p]);
+        if (w[p] > 0 && (s.best[p] <= 0 || w[p] < s.best[p])) s.best[p] = w[p];
+        s.spent[p] = s.spent[p] || w[p] > 0;
+      }
+      s.median[p] = internal::median(std::move(values));
+      s.latest[p] = windows[it->second.latest_window][p];
+    }
+    seen.push_back(s);
+  }
+  std::optional<LowScore> low;
+  auto consider = [&](const LowScore& candidate) {
+    if (candidate.score < kLowScore && (!low || candidate.score < low->score)) low = candidate;
+  };
+  for (std::size_t p = 0; p < static_cast<std::size_t>(kPhaseCount); ++p) {
+    std::vector<double> medians;
+    double fastest = 0;
+    for (const Seen& s : seen) {
+      medians.push_back(s.median[p]);
+      if (s.median[p] > 0 && (fastest <= 0 || s.median[p] < fastest)) fastest = s.median[p];
+    }
+    const std::vector<double> relative = relative_scores(medians);
+    const char* name = phase_name(static_cast<Phase>(p));
+    for (std::size_t i = 0; i < seen.size(); ++i) {
+      const Seen& s = seen[i];
+      if (!s.spent[p]) continue;
+      PhaseScore score;
+      score.phase = name;
+      score.relative = relative[i];
+      score.individual = individual_score(s.best[p], s.latest[p]);
+      s.summary->phase_scores.push_back(score);
+      // Named only where it costs a share of a step: against the ranks' median step (relative,
+      // of several ranks), against the rank's own step (individual).
+      const int rank = s.summary->rank;
+      if (seen.size() >= 2 && report.rank_median_s &&
+          s.median[p] - fastest > kStragglerMargin * *report.rank_median_s) {
+        consider({rank, name, "relative", score.relative, s.median[p], fastest});
+      }
+      if (s.summary->step_p50_s &&
+          s.latest[p] - s.best[p] > kStragglerMargin * *s.summary->step_p50_s) {
+        consider({rank, name, "individual", score.individual, s.latest[p], s.best[p]});
+      }
+    }
+  }
+  report.low_score = low;
+}
+
+// The job's ledger: the ranks' added up in rank-seconds (JobLedger), with the job's span.
+template <class Ranks>
+std::optional<JobLedger> job_ledger(const Ranks& st_ranks, const Report& report) {
+  JobLedger job;
+  double weighted = 0;
+  std::optional<std::pair<double, double>> span;
+  bool timed = true;
+  for (const auto& rs : report.ranks) {
+    if (!rs.ledger) continue;
+    const Ledger& l = *rs.ledger;
+    ++job.ranks;
+    add_parts(job.ledger, l);
+    weighted += l.ideal_step_s * static_cast<double>(l.steps);
+    job.ledger.attempts = std::max(job.ledger.attempts, l.attempts);
+    job.ledger.recovery_s += l.recovery_s;
+    auto it = st_ranks.find(rs.rank);
+    auto own = it != st_ranks.end() ? it->second.attempts.span() : std::nullopt;
+    if (!own) {
+      timed = false;
+    } else if (!span) {
+      span = own;
+    } else {
+      span->first = std::min(span->first, own->first);
+      span->second = std::max(span->second, own->second);
+    }
+  }
+  if (job.ranks == 0) return std::nullopt;
+  Ledger& l = job.ledger;
+  l.ideal_step_s = l.steps > 0 ? weighted / static_cast<double>(l.steps) : 0.0;
+  l.goodput = l.wall_s > 0 ? l.productive_s / l.wall_s : 0.0;
+  if (timed && span) job.span_s = span->second - span->first;
+  return job;
+}
 
 // What stragglers cost (RankSummary::lost_s): per window the ranks share, the rank most above the
 // per-phase medians is charged its seconds above them, times the window's steps.
@@ -809,10 +917,11 @@ Report ReportBuilder::finish(std::vector<std::string> sources) const {
       if (t.peak_alloc_bytes) keep_max(rs.peak_alloc_bytes, *t.peak_alloc_bytes);
       rs.phase_s = t.phase_s;
       rs.fields = t.fields;
-      rs.ledger = r.attempts.ledger(rank, &report.warnings);
-      if (rs.ledger && rs.ledger->attempts > 1) {
-        run_again = std::max(run_again, r.attempts.steps_run() - rs.ledger->steps);
-      }
+    }
+    // Its windows' ledgers, through its final record where it wrote one.
+    rs.ledger = r.attempts.ledger(rank, &report.warnings);
+    if (rs.ledger && rs.ledger->attempts > 1) {
+      run_again = std::max(run_again, r.attempts.steps_run() - rs.ledger->steps);
     }
     rs.fields.insert(rs.fields.end(), request_fields.begin(), request_fields.end());
     ranks.push_back(rs);
@@ -864,6 +973,8 @@ Report ReportBuilder::finish(std::vector<std::string> sources) const {
     if (r.latest_p50 > 0) rs.individual_score = best / r.latest_p50;
   }
   straggler_costs(st.by_window, report.ranks);
+  phase_scores(st.ranks, report);
+  report.job_ledger = job_ledger(st.ranks, report);
   return report;
 }
 
@@ -872,6 +983,7 @@ Report build_report(const RecordSet& records, std::vector<std::string> sources) 
   for (const auto& w : records.warnings) builder.warning(w);
   for (const auto& r : records.requests) builder.request(r);
   for (const auto& w : records.windows) builder.window(w);
+  for (const auto& e : records.ends) builder.end(e);
   return builder.finish(std::move(sources));
 }
 

@@ -171,6 +171,13 @@ std::string report_json(const Report& report) {
     if (rs.ledger) ranks.back()["ledger"] = ledger_json(*rs.ledger);
     if (rs.relative_score) ranks.back()["relative_score"] = *rs.relative_score;
     if (rs.individual_score) ranks.back()["individual_score"] = *rs.individual_score;
+    if (!rs.phase_scores.empty()) {
+      Json scores = Json::object();
+      for (const PhaseScore& s : rs.phase_scores) {
+        scores[s.phase] = {{"relative", s.relative}, {"individual", s.individual}};
+      }
+      ranks.back()["phase_scores"] = scores;
+    }
     if (rs.lost_s) {
       Json lost = Json::object();
       for (const auto& [phase, seconds] : rs.lost_phases_s) lost[phase] = seconds;
@@ -179,6 +186,15 @@ std::string report_json(const Report& report) {
     }
   }
   j["ranks"] = ranks;
+  if (const auto& job = report.job_ledger) {
+    j["ledger"] = ledger_json(job->ledger);
+    j["ledger"]["ranks"] = job->ranks;
+    j["ledger"]["span_s"] = opt_json(job->span_s);
+  }
+  if (const auto& low = report.low_score) {
+    j["low_score"] = {{"rank", low->rank},   {"phase", low->phase},     {"kind", low->kind},
+                      {"score", low->score}, {"seconds", low->seconds}, {"against", low->against}};
+  }
   if (report.energy) j["energy"] = job_energy_json(*report.energy);
   j["stragglers"] = report.stragglers;
   j["straggler_phases"] = report.straggler_phases;

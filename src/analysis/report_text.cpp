@@ -298,6 +298,21 @@ std::string format_report(const Report& report) {
                      rs.rank, *rs.lost_s, where.c_str(), rs.relative_score.value_or(1.0),
                      rs.individual_score.value_or(1.0)));
     }
+    // The lowest per-phase score that costs time: where a synchronized job's step scores hide it.
+    if (const auto& low = report.low_score) {
+      double step = 1.0;
+      for (const auto& rs : report.ranks) {
+        if (rs.rank != low->rank) continue;
+        step = low->kind == "relative" ? rs.relative_score.value_or(1.0)
+                                       : rs.individual_score.value_or(1.0);
+      }
+      line(
+          strprintf("Lowest phase score: rank %d %s %s %.2f (%.3fs/step against %s %.3fs); its "
+                    "step's %.2f",
+                    low->rank, low->phase.c_str(), low->kind.c_str(), low->score, low->seconds,
+                    low->kind == "relative" ? "the fastest rank's" : "its best window's",
+                    low->against, step));
+    }
   }
   // Each rank's loop so far, in the ledger's parts (its latest window's).
   bool ledgers = false;
@@ -331,6 +346,30 @@ std::string format_report(const Report& report) {
                        "%.3fs",
                        static_cast<long long>(l.attempts), l.recovery_s));
       }
+    }
+    // The ranks' ledgers added up, in rank-seconds (JobLedger), where there are several.
+    if (const auto& job = report.job_ledger; job && job->ranks > 1) {
+      const Ledger& l = job->ledger;
+      std::string restarts;
+      if (l.lost_progress_s != 0 || l.between_attempts_s != 0) {
+        restarts = strprintf(" + lost progress %.3fs + between attempts %.3fs", l.lost_progress_s,
+                             l.between_attempts_s);
+      }
+      std::string span =
+          job->span_s
+              ? strprintf("; %.3fs from the first rank's start to the last one's end", *job->span_s)
+              : std::string();
+      std::string before;
+      if (l.startup_s != 0 || l.setup_s != 0) {
+        before = strprintf("start-up %.3fs + set-up %.3fs + ", l.startup_s, l.setup_s);
+      }
+      line(
+          strprintf("  job (%d ranks added, rank-seconds): wall %.3fs = %sproductive %.3fs + "
+                    "first step %.3fs + slow steps %.3fs + data %.3fs + save %.3fs + restore "
+                    "%.3fs + eval %.3fs + between %.3fs%s; goodput %.1f%%%s",
+                    job->ranks, l.wall_s, before.c_str(), l.productive_s, l.first_step_excess_s,
+                    l.slow_step_excess_s, l.data_wait_s, l.save_s, l.restore_s, l.eval_s,
+                    l.between_steps_s, restarts.c_str(), 100.0 * l.goodput, span.c_str()));
     }
   }
   return out;

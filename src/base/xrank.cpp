@@ -98,6 +98,21 @@ StragglerVerdict find_stragglers(const std::vector<RankTimes>& ranks) {
   return verdict;
 }
 
+std::vector<double> relative_scores(const std::vector<double>& times) {
+  double fastest = 0;
+  for (double t : times) {
+    if (t > 0 && (fastest <= 0 || t < fastest)) fastest = t;
+  }
+  std::vector<double> scores;
+  scores.reserve(times.size());
+  for (double t : times) scores.push_back(t > 0 ? fastest / t : 1.0);
+  return scores;
+}
+
+double individual_score(double best, double latest) {
+  return latest > 0 && best > 0 ? std::min(best, latest) / latest : 1.0;
+}
+
 void pack_rank_window(const RankWindow& w, double* out) {
   out[0] = kLayoutTag;
   out[1] = w.rank;

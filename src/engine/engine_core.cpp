@@ -434,6 +434,12 @@ void EngineCore::emit(const TrainWindowRecord& record, const WindowDetail& detai
   deliver([&](RecordSink& sink) { sink.on_train_window(record, detail); });
 }
 
+// No line of its own: the training summary the trainer logs next is the reference's.
+void EngineCore::emit(const TrainEndRecord& record) {
+  std::lock_guard<std::mutex> lock(emit_mu_);
+  deliver([&](RecordSink& sink) { sink.on_train_end(record); });
+}
+
 void EngineCore::log_line(std::string_view line) {
   std::lock_guard<std::mutex> lock(emit_mu_);
   log_(line);

@@ -69,6 +69,7 @@ class EngineCore final : public Context {
   ResolvedPeak peak(std::optional<int> device, Dtype dtype) override;
   void emit(const RequestRecord& record, const RequestDetail& detail) override;
   void emit(const TrainWindowRecord& record, const WindowDetail& detail) override;
+  void emit(const TrainEndRecord& record) override;
   void emit(const RequestLoad& load) override;
   void notice(std::string_view line) override { log_(line); }
   void log_line(std::string_view line) override;

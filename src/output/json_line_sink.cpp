@@ -14,6 +14,7 @@ class JsonLineSink final : public RecordSink {
   void on_train_window(const TrainWindowRecord& record, const WindowDetail&) override {
     fn_(to_json_line(record));
   }
+  void on_train_end(const TrainEndRecord& record) override { fn_(to_json_line(record)); }
 
  private:
   std::function<void(std::string_view)> fn_;

@@ -23,6 +23,10 @@ void RecordsFile::on_train_window(const TrainWindowRecord& record, const WindowD
   append(to_json_line(record), record.rank, record.world_size);
 }
 
+void RecordsFile::on_train_end(const TrainEndRecord& record) {
+  append(to_json_line(record), record.rank, record.world_size);
+}
+
 void RecordsFile::append(std::string_view json_line, int rank, int world_size) {
   std::lock_guard<std::mutex> lock(mu_);
   std::string path = path_for(base_, rank, world_size);

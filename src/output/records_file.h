@@ -20,6 +20,7 @@ class RecordsFile final : public RecordSink {
 
   void on_request(const RequestRecord& record, const RequestDetail& detail) override;
   void on_train_window(const TrainWindowRecord& record, const WindowDetail& detail) override;
+  void on_train_end(const TrainEndRecord& record) override;
 
   // Appends one JSON line for `rank` of a world of `world_size`. Ranks share a filesystem, so each
   // keeps its own file (".rank{N}" when the world is larger than one); one write(2) per line; a

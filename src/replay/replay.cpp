@@ -262,6 +262,12 @@ class Replayer {
         clock_->set(ev.number("t"));
         trainer().mark_setup(ev.number("t"));
         break;
+      case EventKind::kTrainEnd:
+        // The training ended before the engine's finish (Trainer::finish, accelerate's
+        // end_training): its final record at that moment. A script without it ends at finish.
+        clock_->set(ev.number("t"));
+        trainer().finish();
+        break;
       case EventKind::kFinish:
         clock_->set(ev.number("t"));
         engine_->shutdown();

@@ -72,6 +72,7 @@ class Context {
   // The line (and level-2 dump) where this rank logs, then every sink.
   virtual void emit(const RequestRecord& record, const RequestDetail& detail) = 0;
   virtual void emit(const TrainWindowRecord& record, const WindowDetail& detail) = 0;
+  virtual void emit(const TrainEndRecord& record) = 0;
   // The requests running and queued changed (RecordSink::on_request_load).
   virtual void emit(const RequestLoad& load) = 0;
   // A line printed by every rank.

@@ -31,6 +31,7 @@ enum class EventKind : std::uint8_t {
   kPeak,          // a measured peak
   kTopology,      // rank, world and layout, set after the start
   kTrainSetup,    // the program began setting up its training (its device set)
+  kTrainEnd,      // the training ended (its final record: the ledger through this moment)
 };
 
 struct EventKindInfo {
@@ -38,7 +39,7 @@ struct EventKindInfo {
   const char* name;  // its "ev"; empty for kCall, whose names are the call phases' events
 };
 
-inline constexpr std::array<EventKindInfo, 15> kEventKinds = {{
+inline constexpr std::array<EventKindInfo, 16> kEventKinds = {{
     {EventKind::kConfig, "config"},
     {EventKind::kModel, "model"},
     {EventKind::kRequestBegin, "request_begin"},
@@ -54,6 +55,7 @@ inline constexpr std::array<EventKindInfo, 15> kEventKinds = {{
     {EventKind::kPeak, "peak"},
     {EventKind::kTopology, "topology"},
     {EventKind::kTrainSetup, "train_setup"},
+    {EventKind::kTrainEnd, "train_end"},
 }};
 
 constexpr bool event_kinds_in_order() {

@@ -180,11 +180,17 @@ class FieldReader {
   void optional_object(const char* key, std::optional<S>& value) {
     nullable_object(key, value);
   }
-  // A required object of objects, each an element named by its key.
+  // A required object of objects, each an element named by its key (`required` false: absent is
+  // none).
   template <class S>
-  void named_objects(const char* key, std::vector<S>& values, const char* what) {
+  void named_objects(const char* key, std::vector<S>& values, const char* what,
+                     bool required = true) {
     Value v;
-    if (!o_.find(key, v) || !Obj::is_object(v)) fail(quoted(key) + " must be an object");
+    if (!o_.find(key, v)) {
+      if (!required) return;
+      fail(quoted(key) + " must be an object");
+    }
+    if (!Obj::is_object(v)) fail(quoted(key) + " must be an object");
     values.reserve(values.size() + 4);  // a pipeline's few stages: one allocation
     Obj::fields(v, [&](std::string_view name, Value& element) {
       if (!Obj::is_object(element)) {

@@ -36,7 +36,8 @@
 //   object, nullable_object, optional_object   a nested object (always / null when empty /
 //       only when set); object's fields are those its function names on the io it is handed
 //   named_objects, named_numbers, named_strings   an object keyed by each element's name
-//       (stages, phases, a layout's sources)
+//       (stages, phases, a layout's sources); named_objects with kAbsentEmpty: absent reads
+//       as none
 //   numbers, ranks, strings        arrays
 //   group             fields present together, and read when the marker field is there
 //   device            "cuda:N" and the device readings, only when measured on a device
@@ -52,6 +53,9 @@
 #include "vxperf/records.h"
 
 namespace vxperf::internal {
+
+// A named_objects row that may be absent (read back as empty).
+inline constexpr bool kAbsentEmpty = false;
 
 // `R` is the struct, const or not: the same table writes (const) and reads.
 template <class R, class T>
@@ -294,6 +298,13 @@ void describe_rank_of(Io& io, const char* key, Rank& rank, const V& view, const 
   });
 }
 
+// One phase's scores by rank, under the phase's name in the view's "phase_scores".
+template <class Io, class R, Same<R, PhaseScores> = 0>
+void describe(Io& io, R& s) {
+  io.numbers("relative", s.relative, "xrank.phase_scores.relative", "xrank");
+  io.numbers("individual", s.individual, "xrank.phase_scores.individual", "xrank");
+}
+
 template <class Io, class R, Same<R, CrossRankView> = 0>
 void describe(Io& io, R& v) {
   io.derived("ranks", v.step_s_p50.size());
@@ -311,6 +322,8 @@ void describe(Io& io, R& v) {
   io.numbers("relative_score", v.relative_score, "xrank.relative_score", "xrank");
   io.numbers("individual_score", v.individual_score, "xrank.individual_score", "xrank");
   io.numbers("lost_s", v.lost_s, "xrank.lost_s", "xrank");
+  // Absent from the records of versions before it.
+  io.named_objects("phase_scores", v.phase_scores, "xrank phase", kAbsentEmpty);
 }
 
 // GB/s of `bytes` over `seconds`, 0 when either is not known.
@@ -402,6 +415,17 @@ void describe(Io& io, R& r) {
   io.optional_object("outside", r.outside);
   io.optional_object("ledger", r.ledger);
   io.optional_object("parallel", r.parallel);
+}
+
+// The training's end: the ledger through it (TrainerCore::finish).
+template <class Io, class R, Same<R, TrainEndRecord> = 0>
+void describe(Io& io, R& r) {
+  describe_head(io, "train_end", r);
+  io.integer("step_first", r.step_first, 0);
+  io.integer("step_last", r.step_last, 0);
+  io.count("steps", r.steps);
+  io.number("after_last_step_s", r.after_last_step_s, 0.0);
+  io.optional_object("ledger", r.ledger);
 }
 
 // ---- the model description (vxperf/model.h), as the trace's model events carry it ---------------

@@ -19,5 +19,6 @@ std::string json_line(const Record& record) {
 
 std::string to_json_line(const RequestRecord& record) { return json_line(record); }
 std::string to_json_line(const TrainWindowRecord& record) { return json_line(record); }
+std::string to_json_line(const TrainEndRecord& record) { return json_line(record); }
 
 }  // namespace vxperf

@@ -37,5 +37,6 @@ int device_index_of(const std::string& device) {
 
 RequestRecord read_request(std::string_view json) { return read<RequestRecord>(json); }
 TrainWindowRecord read_window(std::string_view json) { return read<TrainWindowRecord>(json); }
+TrainEndRecord read_end(std::string_view json) { return read<TrainEndRecord>(json); }
 
 }  // namespace vxperf::internal

@@ -12,5 +12,6 @@ namespace vxperf::internal {
 // FieldError on text that is no JSON object or a wrong field ("kind" is the caller's).
 RequestRecord read_request(std::string_view json);
 TrainWindowRecord read_window(std::string_view json);
+TrainEndRecord read_end(std::string_view json);
 
 }  // namespace vxperf::internal

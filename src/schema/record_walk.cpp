@@ -20,6 +20,13 @@ void walk_record(const TrainWindowRecord& record, RecordVisitor& visitor) {
   visitor.end_object();
 }
 
+void walk_record(const TrainEndRecord& record, RecordVisitor& visitor) {
+  internal::Writer writer(visitor);
+  visitor.begin_object({});
+  describe(writer, record);
+  visitor.end_object();
+}
+
 std::vector<TrackedField> window_tracker_fields() {
   std::vector<TrackedField> fields;
   internal::walk_shown(TrainWindowRecord{},

@@ -110,7 +110,7 @@ class Writer {
     if (value) nested(key, *value);
   }
   template <class S>
-  void named_objects(const char* key, const std::vector<S>& values, const char*) {
+  void named_objects(const char* key, const std::vector<S>& values, const char*, bool = true) {
     out_.begin_object(key);
     for (const S& value : values) nested(value.name, value);
     out_.end_object();

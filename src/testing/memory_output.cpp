@@ -14,6 +14,7 @@ void MemoryOutput::log(std::string_view line) {
 void MemoryOutput::on_request(const RequestRecord& record, const RequestDetail& detail) {
   std::string line = to_json_line(record);
   std::lock_guard<std::mutex> lock(mu_);
+  all_records_.push_back(line);
   records_.push_back(std::move(line));
   requests_.push_back(record);
   request_details_.push_back(detail);
@@ -22,8 +23,16 @@ void MemoryOutput::on_request(const RequestRecord& record, const RequestDetail& 
 void MemoryOutput::on_train_window(const TrainWindowRecord& record, const WindowDetail&) {
   std::string line = to_json_line(record);
   std::lock_guard<std::mutex> lock(mu_);
+  all_records_.push_back(line);
   records_.push_back(std::move(line));
   windows_.push_back(record);
+}
+
+void MemoryOutput::on_train_end(const TrainEndRecord& record) {
+  std::string line = to_json_line(record);
+  std::lock_guard<std::mutex> lock(mu_);
+  all_records_.push_back(std::move(line));
+  ends_.push_back(record);
 }
 
 std::vector<std::string> MemoryOutput::logs() const {
@@ -34,6 +43,11 @@ std::vector<std::string> MemoryOutput::logs() const {
 std::vector<std::string> MemoryOutput::records() const {
   std::lock_guard<std::mutex> lock(mu_);
   return records_;
+}
+
+std::vector<std::string> MemoryOutput::all_records() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return all_records_;
 }
 
 std::vector<RequestRecord> MemoryOutput::requests() const {
@@ -49,6 +63,11 @@ std::vector<RequestDetail> MemoryOutput::request_details() const {
 std::vector<TrainWindowRecord> MemoryOutput::windows() const {
   std::lock_guard<std::mutex> lock(mu_);
   return windows_;
+}
+
+std::vector<TrainEndRecord> MemoryOutput::ends() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return ends_;
 }
 
 }  // namespace vxperf::testing

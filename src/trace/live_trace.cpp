@@ -58,6 +58,12 @@ void LiveTrace::on_train_model(const ModelInfo& info, std::int64_t trainable) {
 
 void LiveTrace::on_train_setup(double t) { train_.add(train_setup_event(t)); }
 
+void LiveTrace::on_train_end(double t) {
+  ensure_header(-1);
+  train_.add(train_end_event(t));
+  train_.flush(writer_, true);
+}
+
 void LiveTrace::on_topology(const Topology& topology) {
   // Before the first line, that line will say it.
   if (writer_.has_header()) writer_.write(topology_event(topology));

@@ -43,6 +43,7 @@ class LiveTrace final : public Observer {
   void on_train_model(const ModelInfo& info, std::int64_t trainable) override;
   void on_topology(const Topology& topology) override;
   void on_train_setup(double t) override;
+  void on_train_end(double t) override;
   void on_peak(int device, const MeasuredPeak& peak) override;
   void on_finish(double t) override;
 

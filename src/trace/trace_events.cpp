@@ -45,6 +45,8 @@ std::string config_event(const Settings& settings, const std::optional<std::stri
 
 Json train_setup_event(double t) { return {{"ev", event_name(EventKind::kTrainSetup)}, {"t", t}}; }
 
+Json train_end_event(double t) { return {{"ev", event_name(EventKind::kTrainEnd)}, {"t", t}}; }
+
 std::string topology_event(const Topology& topology) {
   Json ev = {{"ev", event_name(EventKind::kTopology)}, {"rank", topology.rank}, {"world_size", topology.world_size}};
   ev["parallel"] = with_fields(Json::object(), parallel_spec(topology));

@@ -24,6 +24,8 @@ std::string config_event(const Settings& settings, const std::optional<std::stri
                          std::optional<double> process_start = std::nullopt);
 // The program began setting up its training (its device set): what came before was start-up.
 Json train_setup_event(double t);
+// The training ended (the trainer's finish): replay ends it there, not at the engine's finish.
+Json train_end_event(double t);
 // A change of rank, world size or layout after the first line.
 std::string topology_event(const Topology& topology);
 std::string model_event(std::string_view stage, const ModelInfo& info);

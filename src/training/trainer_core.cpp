@@ -487,6 +487,7 @@ void TrainerCore::close_step(double t_close) {
       notify(list, [&](Observer& o) { o.on_end(span); });
     }
   }
+  if (steps_run_ == 0) first_closed_ = num_steps_;
   ++num_steps_;
   ++steps_run_;
   // Before anything settles: the window this step ends may settle now.
@@ -583,12 +584,14 @@ void TrainerCore::settle(Step& step) {
   if (static_cast<std::int64_t>(window_.size()) >= engine_.settings().every) emit_window(true);
 }
 
-std::optional<Ledger> TrainerCore::ledger() const {
+std::optional<Ledger> TrainerCore::ledger(std::optional<double> until) const {
   if (ledger_.steps == 0 || !ledger_.start) return std::nullopt;
   Ledger l;
   const std::int64_t n = ledger_.steps;
   l.steps = n;
-  l.wall_s = ledger_.last_close - *ledger_.start;
+  // Through the last step's close, or the training's end (never before that close).
+  const double end = until ? std::max(*until, ledger_.last_close) : ledger_.last_close;
+  l.wall_s = end - *ledger_.start;
   // Before the loop's first point: start-up from the process's start to the set-up's (its device
   // set), then the set-up (model, wrapping, optimizer).
   if (auto born = engine_.process_start(); born && *born <= *ledger_.start) {
@@ -607,7 +610,7 @@ std::optional<Ledger> TrainerCore::ledger() const {
   l.slow_step_excess_s = ledger_.later_compute_s - l.ideal_step_s * static_cast<double>(n - 1);
   l.data_wait_s = ledger_.data_s;
   for (const auto& o : ledger_.outside) {
-    if (o.t0 >= ledger_.last_close) continue;  // after this window's last step
+    if (!until && o.t0 >= ledger_.last_close) continue;  // after this window's last step
     (o.phase == Phase::kSave ? l.save_s : o.phase == Phase::kRestore ? l.restore_s : l.eval_s) +=
         o.seconds;
   }
@@ -698,9 +701,31 @@ void TrainerCore::emit_window(bool full) {
   if (device_ >= 0) Context::start_readings(engine_.device(), device_);
 }
 
+void TrainerCore::emit_end(double end) {
+  std::optional<Ledger> l = ledger(end);
+  if (!l) return;  // no step settled: nothing to account for
+  const Topology topo = engine_.topology();
+  TrainEndRecord record;
+  record.ts = wall_clock_s();
+  record.rank = topo.rank;
+  record.world_size = topo.world_size;
+  engine_.stamp_run(record, topo);
+  record.step_first = first_closed_;
+  record.step_last = num_steps_ - 1;
+  record.steps = steps_run_;
+  record.after_last_step_s = std::max(0.0, end - ledger_.last_close);
+  record.ledger = l;
+  engine_.emit(record);
+  notify(observers_ != nullptr ? observers_ : engine_.observers(),
+         [&](Observer& o) { o.on_train_end(end); });
+}
+
 void TrainerCore::finish() {
   if (finished_ || off()) return;  // a forked child: the parent reports its own steps
   finished_ = true;
+  // The training's end, read before what follows (settling, writing) takes its time: the final
+  // record's ledger runs to here, and the trace says it, so that a replay ends here too.
+  const double end = now();
   if (outside_open_ > 0) {
     engine_.notice("vxperf: " + std::to_string(outside_open_) +
                    " checkpoint or evaluation scope(s) opened and never closed; their time is in "
@@ -735,6 +760,7 @@ void TrainerCore::finish() {
     }
     step_->begun = false;
   }
+  emit_end(end);
   if (measured_step_s_.empty() || !engine_.should_log()) return;
   std::vector<double> totals = measured_step_s_;
   TrainingSummaryLine line;

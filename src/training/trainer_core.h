@@ -238,8 +238,14 @@ class TrainerCore {
   } ledger_;
   std::optional<double> setup_at_;  // mark_setup's
   std::int64_t outside_open_ = 0;   // calls outside the steps opened and not closed
-  // The ledger through the last settled step; nullopt before one.
-  std::optional<Ledger> ledger() const;
+  std::int64_t first_closed_ = -1;  // the first step this process closed (-1: none yet)
+  // The ledger through the last settled step, or through `until` (the training's end: the calls
+  // outside the steps after the last one in their parts, the rest between the steps); nullopt
+  // before a step settled.
+  std::optional<Ledger> ledger(std::optional<double> until = std::nullopt) const;
+  // The final record (TrainEndRecord) at `end`, once every step settled and every window went out;
+  // observers are told of it.
+  void emit_end(double end);
 };
 
 }  // namespace vxperf::internal

@@ -111,16 +111,42 @@ CrossRankView cross_rank_view(const std::vector<RankWindow>& answers, int sharin
   // The scores, and the window's slowest rank charged its excess for the window's steps.
   const std::size_t ranks = by_rank.size();
   history.best_p50.resize(ranks, 0.0);
+  history.best_phase_s.resize(ranks, std::array<double, kPhaseCount>{});
   history.lost_s.resize(ranks, 0.0);
-  const double fastest = ranks > 0 ? by_rank[static_cast<std::size_t>(v.min_rank)]->step_s_p50 : 0;
+  auto keep_best = [](double& best, double seconds) {
+    if (seconds > 0 && (best <= 0 || seconds < best)) best = seconds;
+  };
+  std::vector<double> p50s;
+  for (const RankWindow* w : by_rank) p50s.push_back(w->step_s_p50);
+  v.relative_score = relative_scores(p50s);
   std::size_t slowest = 0;
   for (std::size_t i = 0; i < ranks; ++i) {
     const double p50 = by_rank[i]->step_s_p50;
     double& best = history.best_p50[i];
-    if (p50 > 0 && (best <= 0 || p50 < best)) best = p50;
-    v.relative_score.push_back(p50 > 0 ? fastest / p50 : 1.0);
-    v.individual_score.push_back(p50 > 0 ? best / p50 : 1.0);
+    keep_best(best, p50);
+    v.individual_score.push_back(individual_score(best, p50));
     if (v.excess_s[i] > v.excess_s[slowest]) slowest = i;
+  }
+  // Phase by phase, of the phases some rank spent time in: where a collective evens the steps
+  // out, the slow rank's own phase still shows.
+  for (int k = 0; k < kPhaseCount; ++k) {
+    const auto p = static_cast<std::size_t>(k);
+    std::vector<double> seconds;
+    bool any = false;
+    for (const RankWindow* w : by_rank) {
+      seconds.push_back(w->phase_s[p]);
+      any = any || w->phase_s[p] > 0;
+    }
+    if (!any) continue;
+    PhaseScores scores;
+    scores.name = phase_name(static_cast<Phase>(k));
+    scores.relative = relative_scores(seconds);
+    for (std::size_t i = 0; i < ranks; ++i) {
+      double& best = history.best_phase_s[i][p];
+      keep_best(best, seconds[i]);
+      scores.individual.push_back(individual_score(best, seconds[i]));
+    }
+    v.phase_scores.push_back(std::move(scores));
   }
   if (ranks > 0 && v.excess_s[slowest] > 0) {
     const double steps = static_cast<double>(by_rank[0]->step_last - by_rank[0]->step_first + 1);

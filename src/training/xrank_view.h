@@ -2,6 +2,7 @@
 // answers checked, and rank 0's view made from them. Pure functions, tested without a trainer.
 #pragma once
 
+#include <array>
 #include <string>
 #include <vector>
 
@@ -17,9 +18,11 @@ RankWindow rank_window_of(const TrainWindowRecord& record);
 std::string check_answers(const std::vector<RankWindow>& answers, const RankWindow& mine);
 
 // What rank 0's view keeps from one window to the next, by rank: each rank's best step p50 and
-// the seconds lost to it as a window's slowest rank.
+// best mean per phase (for the individual scores), and the seconds lost to it as a window's
+// slowest rank.
 struct XrankHistory {
   std::vector<double> best_p50;
+  std::vector<std::array<double, kPhaseCount>> best_phase_s;  // 0: never spent in the phase
   std::vector<double> lost_s;
 };
 

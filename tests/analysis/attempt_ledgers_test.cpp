@@ -67,6 +67,49 @@ TEST(AttemptLedgers, StepsRunAgainAreLostProgressAndThePartsStayTheWall) {
   EXPECT_DOUBLE_EQ(l->goodput, 60.0 / l->wall_s);
 }
 
+// An attempt's final record (train_end): its ledger runs past its last window (a save, the
+// program's teardown), so the time between attempts is shorter by as much and the wall the same.
+TEST(AttemptLedgers, AFinalRecordRunsTheAttemptToItsEnd) {
+  AttemptLedgers job;
+  job.add(window(0, 0, 9, 1000, 0));
+  job.add(window(0, 10, 19, 1000, 10));
+  TrainWindowRecord last = window(0, 20, 29, 1000, 20);  // closes at 1045
+  job.add(last);
+  TrainEndRecord end;
+  end.attempt = 0;
+  end.world_size = 4;
+  end.step_first = 0;
+  end.step_last = 29;
+  end.steps = 30;
+  end.after_last_step_s = 5;
+  Ledger l = *last.ledger;
+  l.between_steps_s = 5;
+  l.wall_s += 5;
+  end.ledger = l;
+  end.ts = last.ts + 5;
+  job.add(end);
+  for (std::int64_t first = 20; first < 60; first += 10) {
+    job.add(window(1, first, first + 9, 1100, first - 20));
+  }
+  auto stitched = job.ledger(0, nullptr);
+  ASSERT_TRUE(stitched.has_value());
+  EXPECT_EQ(stitched->steps, 60);
+  EXPECT_DOUBLE_EQ(stitched->lost_progress_s, 15.0);     // as without it
+  EXPECT_DOUBLE_EQ(stitched->between_attempts_s, 50.0);  // 1050 to 1100
+  EXPECT_DOUBLE_EQ(stitched->between_steps_s, 5.0);
+  EXPECT_DOUBLE_EQ(stitched->wall_s, 1100 + 62.0 - 1000);
+  EXPECT_NEAR(parts(*stitched), stitched->wall_s, 1e-9);
+  auto span = job.span();
+  ASSERT_TRUE(span.has_value());
+  EXPECT_DOUBLE_EQ(span->first, 1000);
+  EXPECT_DOUBLE_EQ(span->second, 1162);
+  // One attempt: its final record's ledger, whatever order the records came in.
+  AttemptLedgers one;
+  one.add(end);
+  one.add(last);
+  EXPECT_DOUBLE_EQ(one.ledger(0, nullptr)->wall_s, l.wall_s);
+}
+
 TEST(AttemptLedgers, OneAttemptIsItsLatestWindowsLedger) {
   AttemptLedgers job;
   job.add(window(0, 0, 9, 1000, 0));

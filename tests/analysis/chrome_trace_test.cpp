@@ -167,6 +167,7 @@ TEST(ChromeTrace, ConvertsEveryKindOfEvent) {
 {"ev": "checkpoint_save", "t0": 3.7, "t1": 3.8, "device_ms": null, "bytes": 4096}
 {"ev": "evaluation", "t0": 3.8, "t1": 3.85, "device_ms": null}
 {"ev": "checkpoint_restore", "t0": 3.9, "t1": 3.95, "device_ms": null, "bytes": 4096, "resume_step": 0}
+{"ev": "train_end", "t": 3.97}
 {"ev": "finish", "t": 4.0}
 )";
   std::set<std::string> written;

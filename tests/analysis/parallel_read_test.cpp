@@ -22,6 +22,7 @@ struct Calls : RecordHandler {
   std::vector<std::string> seen;
   void request(const RequestRecord& r) override { seen.push_back(to_json_line(r)); }
   void window(const TrainWindowRecord& w) override { seen.push_back(to_json_line(w)); }
+  void end(const TrainEndRecord& e) override { seen.push_back(to_json_line(e)); }
   void warning(const std::string& text) override { seen.push_back("warning: " + text); }
 };
 
@@ -94,8 +95,8 @@ TEST_F(ParallelRead, HandsOverWhatOneThreadDoesInTheSameOrder) {
   ASSERT_EQ(warnings.size(), 7u);
   const std::string at = paths[24] + ":";
   EXPECT_EQ(warnings[0], at + std::to_string(first_other) +
-                             ": unknown record kind \"other tool\" (expected request or "
-                             "train_window) (line skipped)");
+                             ": unknown record kind \"other tool\" (expected request, "
+                             "train_window or train_end) (line skipped)");
   EXPECT_EQ(warnings[1].rfind(at + std::to_string(backwards) + ": \"ts\" 1 of rank " +
                                   std::to_string(1000 % 3) + " is before",
                               0),

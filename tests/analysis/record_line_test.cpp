@@ -229,7 +229,7 @@ TEST(RecordLine, WhatTheFastPathCannotVouchForIsTheDomWalks) {
       {edit(request_line, [](Json& j) { j["req"] = 9223372036854775808.0; }),
        "\"req\" must be an integer"},
       {edit(request_line, [](Json& j) { j["kind"] = "mystery"; }),
-       "unknown record kind \"mystery\" (expected request or train_window)"},
+       "unknown record kind \"mystery\" (expected request, train_window or train_end)"},
       {R"({"ts":1})", "a record needs a string \"kind\""},
       {"[1,2]", "a record must be a JSON object"},
   };

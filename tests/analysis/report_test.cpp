@@ -23,6 +23,15 @@ namespace {
 using Json = nlohmann::json;
 using namespace test_records;
 
+// What the text says of a job's ledger of three ranks: its wall, and its goodput at the end.
+std::pair<std::string, std::string> job_line(double wall, double goodput) {
+  char head[96], tail[48];
+  std::snprintf(head, sizeof head, "  job (3 ranks added, rank-seconds): wall %.3fs = productive",
+                wall);
+  std::snprintf(tail, sizeof tail, "; goodput %.1f%%; ", 100.0 * goodput);
+  return {head, tail};
+}
+
 TEST(Report, SummarizesRequestsWithoutWarmup) {
   RecordSet set;
   set.requests = {request(0, 0, 30.0, true), request(0, 1, 10.0), request(0, 2, 12.0),
@@ -210,6 +219,114 @@ TEST(Report, EachRanksLedgerIsItsLatestWindows) {
   EXPECT_EQ(j["ranks"][1]["ledger"]["steps"], 20);
   EXPECT_DOUBLE_EQ(j["ranks"][1]["ledger"]["goodput"].get<double>(), l.goodput);
   EXPECT_EQ(j["ranks"][0]["ledger"]["steps"], 10);
+}
+
+// Every rank's final record runs its ledger to its end; the job's ledger adds the ranks' up in
+// rank-seconds (the parts still the wall), with the span from the first start to the last end.
+TEST(Report, TheJobsLedgerAddsTheRanksThroughTheirEnds) {
+  RecordSet set;
+  const double after[] = {2.0, 3.0, 7.0};
+  double wall = 0, productive = 0, start = 1e9, finish = 0;
+  for (int rank = 0; rank < 3; ++rank) {
+    TrainWindowRecord w = window(rank, 0, 10, 1.0 + 0.1 * rank);
+    w.ts = 1000 + w.ledger->wall_s;  // every rank began at 1000
+    set.windows.push_back(w);
+    set.ends.push_back(end_of(w, after[rank]));
+    wall += w.ledger->wall_s + after[rank];
+    productive += w.ledger->productive_s;
+    start = std::min(start, w.ts - w.ledger->wall_s);
+    finish = std::max(finish, set.ends.back().ts);
+  }
+  Report report = build_report(set);
+  for (int rank = 0; rank < 3; ++rank) {
+    ASSERT_TRUE(report.ranks[static_cast<std::size_t>(rank)].ledger);
+    EXPECT_DOUBLE_EQ(report.ranks[static_cast<std::size_t>(rank)].ledger->between_steps_s,
+                     after[rank]);
+  }
+  ASSERT_TRUE(report.job_ledger);
+  const JobLedger& job = *report.job_ledger;
+  EXPECT_EQ(job.ranks, 3);
+  EXPECT_DOUBLE_EQ(job.ledger.wall_s, wall);
+  EXPECT_DOUBLE_EQ(job.ledger.productive_s, productive);
+  EXPECT_DOUBLE_EQ(job.ledger.between_steps_s, 12.0);
+  EXPECT_EQ(job.ledger.steps, 30);
+  EXPECT_NEAR(job.ledger.ideal_step_s * 30, productive, 1e-9);
+  EXPECT_DOUBLE_EQ(job.ledger.goodput, productive / wall);
+  const Ledger& l = job.ledger;
+  EXPECT_NEAR(l.startup_s + l.setup_s + l.productive_s + l.first_step_excess_s +
+                  l.slow_step_excess_s + l.data_wait_s + l.save_s + l.restore_s + l.eval_s +
+                  l.between_steps_s + l.lost_progress_s + l.between_attempts_s,
+              l.wall_s, 1e-9);
+  ASSERT_TRUE(job.span_s);
+  EXPECT_NEAR(*job.span_s, finish - start, 1e-9);
+  Json j = Json::parse(report_json(report));
+  EXPECT_EQ(j["ledger"]["ranks"], 3);
+  EXPECT_DOUBLE_EQ(j["ledger"]["wall_s"].get<double>(), wall);
+  EXPECT_NEAR(j["ledger"]["span_s"].get<double>(), finish - start, 1e-9);
+  EXPECT_DOUBLE_EQ(j["ranks"][2]["ledger"]["between_steps_s"].get<double>(), 7.0);
+  std::string text = format_report(report);
+  auto [head, tail] = job_line(wall, productive / wall);
+  EXPECT_NE(text.find(head), std::string::npos) << text;
+  EXPECT_NE(text.find(tail), std::string::npos) << text;
+  EXPECT_NE(text.find("s from the first rank's start to the last one's end"), std::string::npos);
+  std::string html = report_html(report, set);
+  EXPECT_NE(html.find("job, per rank (goodput"), std::string::npos);
+  // Read back from the lines the records file holds, the final records among them.
+  std::vector<std::string> text_lines;
+  for (const auto& w : set.windows) text_lines.push_back(to_json_line(w));
+  for (const auto& e : set.ends) text_lines.push_back(to_json_line(e));
+  RecordSet back = read_string(lines(text_lines));
+  EXPECT_EQ(back.ends.size(), 3u);
+  Report again = build_report(back);
+  ASSERT_TRUE(again.job_ledger);
+  EXPECT_NEAR(again.job_ledger->ledger.wall_s, wall, 1e-9);
+}
+
+// DDP: the all-reduce evens step times out, so the rank whose data loads slowly scores 0.998 on
+// its step; phase by phase its data scores low, and the text names it.
+TEST(Report, PhaseScoresNameWhatEvenedStepTimesHide) {
+  RecordSet set;
+  for (int rank = 0; rank < 4; ++rank) {
+    for (int first : {0, 10, 20}) {
+      TrainWindowRecord w = window(rank, first, 10, rank == 2 ? 1.002 : 1.0);
+      const bool slow = rank == 2;
+      // Rank 2's data slows in its last window (0.3 s, then 0.4 s): its own best is 0.3.
+      const double data = slow ? (first == 20 ? 0.4 : 0.3) : 0.01;
+      w.phases_s = {{"data", data}, {"fwd", 0.3}, {"bwd", slow ? 1.002 - 0.3 - data : 0.69}};
+      set.windows.push_back(w);
+    }
+  }
+  Report report = build_report(set);
+  const RankSummary& slow = report.ranks[2];
+  ASSERT_TRUE(slow.relative_score);
+  EXPECT_NEAR(*slow.relative_score, 1.0 / 1.002, 1e-12);
+  ASSERT_EQ(slow.phase_scores.size(), 3u);
+  EXPECT_EQ(slow.phase_scores[0].phase, "data");
+  EXPECT_NEAR(slow.phase_scores[0].relative, 0.01 / 0.3, 1e-6);  // its median window's 0.3 s
+  EXPECT_NEAR(slow.phase_scores[0].individual, 0.3 / 0.4, 1e-6);
+  EXPECT_EQ(slow.phase_scores[1].phase, "fwd");
+  EXPECT_NEAR(slow.phase_scores[1].relative, 1.0, 1e-12);
+  EXPECT_NEAR(report.ranks[0].phase_scores[0].relative, 1.0, 1e-12);
+  ASSERT_TRUE(report.low_score);
+  EXPECT_EQ(report.low_score->rank, 2);
+  EXPECT_EQ(report.low_score->phase, "data");
+  EXPECT_EQ(report.low_score->kind, "relative");
+  EXPECT_NEAR(report.low_score->score, 0.01 / 0.3, 1e-6);
+  std::string text = format_report(report);
+  EXPECT_NE(text.find("Lowest phase score: rank 2 data relative 0.03 (0.300s/step against the "
+                      "fastest rank's 0.010s); its step's 1.00"),
+            std::string::npos)
+      << text;
+  Json j = Json::parse(report_json(report));
+  EXPECT_NEAR(j["ranks"][2]["phase_scores"]["data"]["relative"].get<double>(), 0.01 / 0.3, 1e-6);
+  EXPECT_NEAR(j["ranks"][2]["relative_score"].get<double>(), 1.0 / 1.002, 1e-12);
+  EXPECT_EQ(j["low_score"]["rank"], 2);
+  EXPECT_EQ(j["low_score"]["phase"], "data");
+  // Ranks that agree phase by phase: nothing named.
+  RecordSet even;
+  for (int rank = 0; rank < 3; ++rank) even.windows.push_back(window(rank, 0, 10, 1.0));
+  EXPECT_FALSE(build_report(even).low_score);
+  EXPECT_EQ(format_report(build_report(even)).find("Lowest phase score"), std::string::npos);
 }
 
 // The report lists phases in the engine's order (its phase table), whatever order the windows

@@ -36,6 +36,15 @@ row 0 | grep -q "stalled" && fail "rank 0 is said to be stalled"
 row 2 | grep -q "stalled" && fail "rank 2 is said to be stalled"
 grep -qF "  stalled: rank 1 (" "$WORK/out" || fail "no stalled summary line"
 
+# The same rank 1 with its final record after its last window: its training ended, so it is
+# finished, not stalled.
+echo '{"kind": "train_end", "ts": 1105.0, "rank": 1, "world_size": 3, "step_first": 0,' \
+  '"step_last": 47, "steps": 48, "after_last_step_s": 5.0}' >> "$WORK/rank1.jsonl"
+"$VXPERF" watch --once "$WORK/rank*.jsonl" > "$WORK/out"
+row 1 | grep -qF "finished" || fail "rank 1 is not said to be finished"
+row 1 | grep -q "stalled" && fail "a finished rank 1 is said to be stalled"
+grep -q "  stalled:" "$WORK/out" && fail "a stalled summary line with no rank stalled"
+
 # A rank with a single window so far is judged by the others' usual interval.
 windows 1 0 0 20 "$WORK/rank1.jsonl"
 "$VXPERF" watch --once "$WORK/rank*.jsonl" > "$WORK/out"

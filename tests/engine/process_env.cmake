@@ -38,9 +38,10 @@ expect_count("${err}" "=== 3 reqs" 1 "inference summary")
 expect_count("${err}" "=== 5 steps" 1 "training summary")
 file(STRINGS "${WORK}/on/nested/records.jsonl" records)
 list(LENGTH records n)
-if(NOT n EQUAL 6)
-  message(FATAL_ERROR "expected 6 records (3 requests, 3 windows), got ${n}")
+if(NOT n EQUAL 7)
+  message(FATAL_ERROR "expected 7 records (3 requests, 3 windows, the training's end), got ${n}")
 endif()
+expect_count("${records}" "\"kind\":\"train_end\"" 1 "the training's final record")
 # The run's trace replays to the same number of records.
 execute_process(COMMAND "${VXPERF}" replay "${WORK}/on/trace.jsonl"
                 OUTPUT_VARIABLE replayed ERROR_VARIABLE replay_log RESULT_VARIABLE rc)
@@ -49,6 +50,7 @@ if(NOT rc EQUAL 0)
 endif()
 expect_count("${replayed}" "\"kind\":\"request\"" 3 "replayed requests")
 expect_count("${replayed}" "\"kind\":\"train_window\"" 3 "replayed windows")
+expect_count("${replayed}" "\"kind\":\"train_end\"" 1 "the replayed final record")
 
 # Rank 1 of 2: records in its own file, no log lines (rank 0 logs).
 run_example(out err VIDEOX_PERF=1 RANK=1 WORLD_SIZE=2 VIDEOX_PERF_JSON=${WORK}/ranks/records.jsonl)
@@ -75,8 +77,9 @@ expect_count("${out}" "sink saw 3 requests \\(1 failed\\), 2 windows" 1 "the in-
 expect_count("${err}" "\\[Perf\\]\\[rank0\\] req#" 3 "request lines of the configured run")
 file(STRINGS "${WORK}/configured/records.jsonl" records)
 list(LENGTH records n)
-if(NOT n EQUAL 5)
-  message(FATAL_ERROR "expected 5 records from the configured run, got ${n}")
+if(NOT n EQUAL 6)
+  message(FATAL_ERROR "expected 6 records from the configured run (5 and the training's end), "
+                      "got ${n}")
 endif()
 # The environment still wins over the program's own settings: here the records path, and the
 # level (VIDEOX_PERF=0 in the environment does not turn off a level given in code).

@@ -351,6 +351,7 @@ def main():
     if os.path.exists(records_path):
         with open(records_path) as handle:
             records = [json.loads(line) for line in handle if line.strip()]
+    records = [r for r in records if r["kind"] not in scenarios.VXPERF_KINDS]
     order = sorted(range(len(records)),
                    key=lambda i: (records[i]["kind"],
                                   records[i].get("req", records[i].get("step_first"))))

@@ -47,11 +47,40 @@ def rank_files(records):
     return files
 
 
+LEDGER_PARTS = ("startup_s", "setup_s", "productive_s", "first_step_excess_s",
+                "slow_step_excess_s", "data_wait_s", "save_s", "restore_s", "eval_s",
+                "between_steps_s", "lost_progress_s", "between_attempts_s")
+
+
+def ledger_parts(ledger):
+    return sum(ledger.get(part, 0.0) for part in LEDGER_PARTS)
+
+
+def check_end(records, rank):
+    """The training's final record: one, after the last window, its ledger the last window's
+    carried on to the end (the parts still the wall)."""
+    assert [r["kind"] for r in records].count("train_end") == 1
+    end, last = records[-1], records[-2]
+    assert end["kind"] == "train_end" and last["kind"] == "train_window"
+    assert end["rank"] == rank and end["world_size"] == RANKS
+    assert (end["step_first"], end["step_last"], end["steps"]) == (0, STEPS - 1, STEPS)
+    ledger = end["ledger"]
+    assert ledger["steps"] == STEPS == last["ledger"]["steps"]
+    assert ledger_parts(ledger) == pytest.approx(ledger["wall_s"], abs=1e-9)
+    assert end["after_last_step_s"] >= 0
+    assert ledger["wall_s"] == pytest.approx(last["ledger"]["wall_s"] + end["after_last_step_s"],
+                                             abs=1e-6)
+    assert ledger["productive_s"] == last["ledger"]["productive_s"]
+
+
 def check_windows(files):
-    """Every record a valid window of its rank, the same windows on every rank."""
+    """Every record a valid window of its rank, the same windows on every rank, and each rank's
+    final record after them."""
     spans = None
     for rank, path in enumerate(files):
-        windows = read_records(path)
+        records = read_records(path, ends=True)
+        check_end(records, rank)
+        windows = records[:-1]
         for w in windows:
             assert w["kind"] == "train_window" and w["rank"] == rank and w["world_size"] == RANKS
             assert w["steps"] > 0 and 0 < w["step_s_p50"] <= w["step_s_p95"]
@@ -107,6 +136,36 @@ def test_ddp_slow_rank_is_named_live_and_afterwards(tmp_path):
         assert view["ranks"] == RANKS and 2 in view["stragglers"]
         assert view["excess_s"][2] > 0.2 * view["median_s"]  # about a third of a step
     assert_live_view_is_the_rule_over_the_files(files, tmp_path)
+    # NVRx's scores: on its step the slow rank scores near 1 (DDP evens the steps out); phase by
+    # phase its data scores low, live and afterwards, and the report names it.
+    slow = report["ranks"][2]
+    assert slow["relative_score"] > 0.9
+    assert slow["phase_scores"]["data"]["relative"] < 0.5
+    data = [r["phase_scores"]["data"]["relative"] for r in report["ranks"]]
+    assert min(data) == data[2]
+    assert (report["low_score"]["rank"], report["low_score"]["phase"]) == (2, "data")
+    for view in views:
+        assert view["phase_scores"]["data"]["relative"][2] < 0.5
+    text = subprocess.run([CLI, "report", *files], capture_output=True, text=True,
+                          check=True).stdout
+    assert "Lowest phase score: rank 2 data relative " in text
+    # The job's ledger: every rank's through its final record, added up in rank-seconds.
+    job = report["ledger"]
+    ends = [read_records(path, ends=True)[-1] for path in files]
+    assert job["ranks"] == RANKS and job["steps"] == RANKS * STEPS
+    assert job["wall_s"] == pytest.approx(sum(e["ledger"]["wall_s"] for e in ends))
+    assert job["productive_s"] == pytest.approx(sum(e["ledger"]["productive_s"] for e in ends))
+    assert ledger_parts(job) == pytest.approx(job["wall_s"], abs=1e-6)
+    assert job["goodput"] == pytest.approx(job["productive_s"] / job["wall_s"])
+    assert max(e["ledger"]["wall_s"] for e in ends) <= job["span_s"] < job["wall_s"]
+    for rank, end in enumerate(ends):
+        assert report["ranks"][rank]["ledger"] == pytest.approx(end["ledger"])
+    print(f"slow rank: step relative {slow['relative_score']:.4f}, data relative "
+          f"{slow['phase_scores']['data']['relative']:.4f}, individual "
+          f"{slow['phase_scores']['data']['individual']:.4f}; live data relative "
+          f"{[round(v['phase_scores']['data']['relative'][2], 4) for v in views]}, step "
+          f"{[round(v['relative_score'][2], 4) for v in views]}; job goodput "
+          f"{job['goodput']:.3f} over {job['wall_s']:.2f} rank-s, span {job['span_s']:.2f} s")
     out = proc.stdout + proc.stderr
     assert out.count("[Perf][rank0] xrank step ") == 3
     assert "stragglers: rank 2 (+" in out and "most in data)" in out

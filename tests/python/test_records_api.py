@@ -32,8 +32,11 @@ def test_a_sink_gets_every_record_as_its_json_line(tmp_path):
         print(json.dumps([r for _, r in got]))
     """, VIDEOX_PERF="1", VIDEOX_PERF_EVERY="2")
     got = json.loads(proc.stdout)
-    assert [r["kind"] for r in got] == ["request", "request", "train_window", "train_window"]
-    assert got == records  # the same keys, order and values as the JSON lines
+    assert [r["kind"] for r in got] == ["request", "request", "train_window", "train_window",
+                                        "train_end"]  # the training's final record too
+    assert [r for r in got if r["kind"] != "train_end"] == records
+    # the same keys, order and values as the JSON lines
+    assert got == read_records(tmp_path / "records.jsonl", ends=True)
 
 
 def test_a_failing_slow_or_removed_sink_never_reaches_the_run(tmp_path):
@@ -254,3 +257,37 @@ def test_the_trackers_log_what_the_field_table_says():
             ("throughput", "hw_tflops"), ("throughput", "mfu"),
             ("throughput", "hfu")} <= {(obj, key) for obj, key, _ in fields}
     assert not any(key.startswith("perf/samples_per_s") for key in out["empty"])
+
+
+def test_the_trackers_log_the_cross_rank_scores_phase_by_phase():
+    """Rank 0's window with the cross-rank view: for the step and for each phase, the lowest
+    relative and individual score over the ranks and the rank holding it, under perf/xrank/ (a
+    few names whatever the world size). A DDP rank slow in data scores near 1 on its step and low
+    in data."""
+    proc = run_python("""
+        import json
+        from vxperf.integrations import accelerate
+        record = {"kind": "train_window", "step_s_p50": 1.0, "step_s_p95": 1.5, "step_first": 0,
+                  "step_last": 9, "phases_s": {"data": 0.1, "bwd": 0.5},
+                  "xrank": {"relative_score": [1.0, 1.0, 0.998, 1.0],
+                            "individual_score": [1.0, 0.9, 1.0, 1.0],
+                            "phase_scores": {
+                                "data": {"relative": [1.0, 1.0, 0.04, 1.0],
+                                         "individual": [1.0, 1.0, 0.75, 1.0]},
+                                "bwd": {"relative": [0.5, 0.5, 1.0, 0.5],
+                                        "individual": [1.0, 1.0, 1.0, 1.0]}}}}
+        print(json.dumps(accelerate.tracker_values(record)))
+    """, env=clean_env())
+    values = json.loads(proc.stdout)
+    xrank = {k: v for k, v in values.items() if k.startswith("perf/xrank/")}
+    assert xrank == {
+        "perf/xrank/relative_score_min": 0.998, "perf/xrank/relative_score_min_rank": 2,
+        "perf/xrank/individual_score_min": 0.9, "perf/xrank/individual_score_min_rank": 1,
+        "perf/xrank/phase/data/relative_score_min": 0.04,
+        "perf/xrank/phase/data/relative_score_min_rank": 2,
+        "perf/xrank/phase/data/individual_score_min": 0.75,
+        "perf/xrank/phase/data/individual_score_min_rank": 2,
+        "perf/xrank/phase/bwd/relative_score_min": 0.5,
+        "perf/xrank/phase/bwd/relative_score_min_rank": 0,
+        "perf/xrank/phase/bwd/individual_score_min": 1.0,
+        "perf/xrank/phase/bwd/individual_score_min_rank": 0}

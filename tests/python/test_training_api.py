@@ -183,8 +183,11 @@ for _ in range(2):
                             check=True)
     replayed = [json.loads(line) for line in replay.stdout.splitlines() if line.strip()]
     key = lambda r: (r["kind"], r.get("req", r.get("step_first")))  # noqa: E731
+    # Every record, the training's final one too: the trace's train_end places its end.
+    everything = read_records(records, ends=True)
+    assert [r["kind"] for r in everything].count("train_end") == 1
     assert [normalized(r) for r in sorted(replayed, key=key)] == [
-        normalized(r) for r in sorted(live, key=key)]
+        normalized(r) for r in sorted(everything, key=key)]
 
 
 def test_a_call_phase_by_name(tmp_path):
@@ -296,9 +299,17 @@ def test_checkpoints_and_evaluations_are_outside_the_steps(tmp_path):
     assert ledger["goodput"] == pytest.approx(ledger["productive_s"] / ledger["wall_s"])
     outside_share = (ledger["save_s"] + ledger["restore_s"] + ledger["eval_s"]) / ledger["wall_s"]
     assert 0 < ledger["goodput"] <= 1 - outside_share
+    # The training's end (accelerate's end_training): its ledger carries the loop on from the last
+    # window, the parts still the wall.
+    end = read_records(records, ends=True)[-1]
+    assert end["kind"] == "train_end" and end["steps"] == 8 and end["step_last"] == 7
+    assert sum(end["ledger"][p] for p in parts) == pytest.approx(end["ledger"]["wall_s"], abs=1e-9)
+    assert end["ledger"]["wall_s"] == pytest.approx(ledger["wall_s"] + end["after_last_step_s"],
+                                                    abs=1e-6)
     replayed = subprocess.run([CLI, "replay", str(trace)], capture_output=True, text=True,
                               check=True).stdout.splitlines()
-    for live, again in zip((first, second), map(json.loads, replayed)):
+    assert len(replayed) == 3
+    for live, again in zip((first, second, end), map(json.loads, replayed)):
         live.pop("ts"), again.pop("ts")
         assert live == again
 

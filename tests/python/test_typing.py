@@ -29,7 +29,8 @@ def _load_types():
 
 
 types = _load_types()
-BY_KIND = {"request": types.RequestRecord, "train_window": types.TrainWindowRecord}
+BY_KIND = {"request": types.RequestRecord, "train_window": types.TrainWindowRecord,
+           "train_end": types.TrainEndRecord}
 
 
 # ---- the field table ---------------------------------------------------------------------------
@@ -42,8 +43,9 @@ OPTIONAL_RULES = {"optional", "optional_count", "optional_string", "optional_str
 STRUCTS = {"DeviceReadings": "DeviceReadings", "StageSummary": "StageSummary",
            "DitThroughput": "DitThroughput", "ParallelLayout": "ParallelLayout",
            "RequestRecord": "RequestRecord", "TrainThroughput": "TrainThroughput",
-           "CrossRankView": "CrossRankView", "OutsideSteps": "OutsideSteps", "Ledger": "Ledger",
-           "TrainWindowRecord": "TrainWindowRecord"}
+           "CrossRankView": "CrossRankView", "PhaseScores": "PhaseScores",
+           "OutsideSteps": "OutsideSteps", "Ledger": "Ledger",
+           "TrainWindowRecord": "TrainWindowRecord", "TrainEndRecord": "TrainEndRecord"}
 
 
 def _bodies(text):
@@ -114,7 +116,8 @@ def declared(typed_dict):
 def test_each_typed_dict_declares_its_rows_of_the_field_table(struct):
     table = field_table()[struct]
     typed_dict = getattr(types, STRUCTS[struct])
-    assert len(table) >= 4, f"the table's {struct} rows were not read"
+    least = 2 if struct == "PhaseScores" else 4  # a phase's two scores
+    assert len(table) >= least, f"the table's {struct} rows were not read"
     assert declared(typed_dict) == set(table), (sorted(set(table) - declared(typed_dict)),
                                                 sorted(declared(typed_dict) - set(table)))
     assert set(typed_dict.__required_keys__) == {k for k, required in table.items() if required}
@@ -167,7 +170,7 @@ def test_replayed_records_carry_only_declared_keys():
                                  text=True, timeout=60)
             records += [json.loads(line) for line in out.stdout.splitlines() if line.strip()]
     assert len(records) > 100
-    assert check_records(records, "replayed") == {"request", "train_window"}
+    assert check_records(records, "replayed") == {"request", "train_window", "train_end"}
     assert any("device" in r for r in records) and any(r.get("dit") for r in records)
     assert any(r.get("throughput", {}) and "mfu" in r["throughput"] for r in records)
 
@@ -203,10 +206,12 @@ def test_records_handed_to_python_carry_only_declared_keys(tmp_path):
                                           CHECKPOINT=tmp_path / "ckpt"))
     out = json.loads(proc.stdout.splitlines()[-1])
     records = out["sink"]
-    assert [r["kind"] for r in records] == ["request", "request", "train_window", "train_window"]
-    assert check_records(records, "handed over") == {"request", "train_window"}
+    assert [r["kind"] for r in records] == ["request", "request", "train_window", "train_window",
+                                            "train_end"]
+    assert check_records(records, "handed over") == {"request", "train_window", "train_end"}
     check(out["last"], types.RequestRecord, "last_request()")
     assert out["last"] == records[0]
     windows = [r for r in records if r["kind"] == "train_window"]
     assert any("outside" in w for w in windows) and all("ledger" in w for w in windows)
+    assert records[-1]["ledger"]["steps"] == windows[-1]["ledger"]["steps"]
     assert records[1]["videos"] == 2 and records[1]["queue_s"] == 0.5

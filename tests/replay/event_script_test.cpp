@@ -184,6 +184,61 @@ void expect_error(const std::string& script, int line, const std::string& fragme
   }
 }
 
+// The training's final record from a script: at its train_end event where it has one (the
+// trainer's finish, before the engine's), else at finish; its ledger runs to that moment.
+TEST(EventScript, TheTrainingsEndIsItsTrainEndEventOrElseFinish) {
+  const std::string steps =
+      R"({"ev": "config", "env": {"VIDEOX_PERF": "1", "VIDEOX_PERF_EVERY": "2"}}
+{"ev": "micro_enter", "t": 10.0}
+{"ev": "phase", "name": "fwd", "t0": 10.0, "t1": 10.5, "device_ms": null}
+{"ev": "micro_exit", "t": 10.5}
+{"ev": "optimizer_step", "t0": 10.5, "t1": 11.0, "device_ms": null, "owner": "opt", "sync": true}
+{"ev": "micro_enter", "t": 11.0}
+{"ev": "phase", "name": "fwd", "t0": 11.0, "t1": 11.5, "device_ms": null}
+{"ev": "micro_exit", "t": 11.5}
+{"ev": "optimizer_step", "t0": 11.5, "t1": 12.0, "device_ms": null, "owner": "opt", "sync": true}
+{"ev": "checkpoint_save", "t0": 12.5, "t1": 14.0, "device_ms": null}
+)";
+  auto end_of = [](const std::string& script) {
+    std::istringstream in(script);
+    testing::MemoryOutput out;
+    replay(in, out.log_fn(), out);
+    auto all = out.all_records();
+    EXPECT_EQ(out.records().size(), 1u);  // the window of steps 0-1
+    EXPECT_EQ(all.size(), 2u);
+    return all.empty() ? Json() : Json::parse(all.back());
+  };
+  // Without train_end: the training ends at finish.
+  Json at_finish = end_of(steps + R"({"ev": "finish", "t": 20.0})" + "\n");
+  EXPECT_EQ(at_finish["kind"], "train_end");
+  EXPECT_EQ(at_finish["steps"], 2);
+  EXPECT_EQ(at_finish["step_last"], 1);
+  EXPECT_DOUBLE_EQ(at_finish["after_last_step_s"].get<double>(), 8.0);
+  const Json& l = at_finish["ledger"];
+  EXPECT_DOUBLE_EQ(l["wall_s"].get<double>(), 10.0);  // from the first point at 10 to 20
+  // The steps' parts as the window's ledger has them (the second step's data wait counted from
+  // the first's micro-step exit: 0.5 s, its compute the ideal 0.5 s, the first's 1 s).
+  EXPECT_DOUBLE_EQ(l["productive_s"].get<double>(), 1.0);
+  EXPECT_DOUBLE_EQ(l["first_step_excess_s"].get<double>(), 0.5);
+  EXPECT_DOUBLE_EQ(l["data_wait_s"].get<double>(), 0.5);
+  EXPECT_DOUBLE_EQ(l["save_s"].get<double>(), 1.5);
+  EXPECT_DOUBLE_EQ(l["between_steps_s"].get<double>(), 6.5);
+  EXPECT_DOUBLE_EQ(l["goodput"].get<double>(), 0.1);
+  // With it: there, whatever comes after.
+  Json at_end = end_of(steps + R"({"ev": "train_end", "t": 15.0})" + "\n" +
+                       R"({"ev": "finish", "t": 20.0})" + "\n");
+  EXPECT_DOUBLE_EQ(at_end["after_last_step_s"].get<double>(), 3.0);
+  EXPECT_DOUBLE_EQ(at_end["ledger"]["wall_s"].get<double>(), 5.0);
+  EXPECT_DOUBLE_EQ(at_end["ledger"]["between_steps_s"].get<double>(), 1.5);
+  // A script with no step has no final record.
+  std::istringstream none(R"({"ev": "config", "env": {"VIDEOX_PERF": "1"}}
+{"ev": "finish", "t": 1.0}
+)");
+  testing::MemoryOutput out;
+  replay(none, out.log_fn(), out);
+  EXPECT_TRUE(out.all_records().empty());
+}
+
 TEST(EventScript, ClearErrorsNamingTheLine) {
   const std::string config = R"({"ev": "config", "env": {"VIDEOX_PERF": "1"}})"
                              "\n";

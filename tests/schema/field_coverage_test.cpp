@@ -93,6 +93,8 @@ TEST(FieldCoverage, EveryRecordMemberHasARow) {
   EXPECT_EQ(uncovered<TrainWindowRecord>(), "");
   EXPECT_EQ(uncovered<TrainThroughput>(), "");
   EXPECT_EQ(uncovered<CrossRankView>(), "");
+  EXPECT_EQ(uncovered_element<PhaseScores>(), "");
+  EXPECT_EQ(uncovered<TrainEndRecord>(), "");
   EXPECT_EQ(uncovered<AttentionWidths>(), "");
   EXPECT_EQ(uncovered<ModelInfo>(/*training=*/true), "");
 }

@@ -93,6 +93,26 @@ inline TrainWindowRecord window(int rank, std::int64_t first, std::int64_t steps
   return w;
 }
 
+// The training's end after `last`, `after` seconds of its loop past its last step (in
+// between_steps_s), its time `after` past the window's.
+inline TrainEndRecord end_of(const TrainWindowRecord& last, double after, std::int64_t first = 0) {
+  TrainEndRecord e;
+  e.ts = last.ts + after;
+  e.rank = last.rank;
+  e.world_size = last.world_size;
+  e.attempt = last.attempt;
+  e.step_first = first;
+  e.step_last = last.step_last;
+  e.steps = last.step_last - first + 1;
+  e.after_last_step_s = after;
+  Ledger l = *last.ledger;
+  l.between_steps_s += after;
+  l.wall_s += after;
+  l.goodput = l.productive_s / l.wall_s;
+  e.ledger = l;
+  return e;
+}
+
 inline std::string lines(const std::vector<std::string>& records) {
   std::string out;
   for (const auto& r : records) out += r + "\n";

@@ -3,9 +3,9 @@
 #include <gtest/gtest.h>
 
 #include <filesystem>
-
 #include <nlohmann/json.hpp>
 
+#include "replay_check.h"
 #include "test_support.h"
 #include "training/trainer_core.h"
 #include "vxperf/training_markers.h"
@@ -323,6 +323,76 @@ TEST(Training, FinishForcesPendingStepsOut) {
   auto logs = rig.t.output->logs();
   ASSERT_EQ(logs.size(), 2u);
   EXPECT_EQ(logs[1], "[Perf][rank0] === 2 steps | p50 1.28s/step p95 1.28s | 0.00h in-loop ===");
+}
+
+// The training's end: one final record after the last window, its ledger through the finish (an
+// evaluation after the last step in its part, the rest between the steps), no log line of its
+// own; a trace replays to it, at the trainer's finish rather than the engine's.
+TEST(Training, TheFinalRecordCarriesTheLedgerThroughTheEnd) {
+  const std::string dir = ::testing::TempDir() + "vxperf-train-end";
+  std::filesystem::create_directories(dir);
+  const std::string trace = dir + "/trace.jsonl";
+  std::filesystem::remove(trace);
+  TrainRig rig(0, {{"VIDEOX_PERF", "1"}, {"VIDEOX_PERF_EVERY", "2"}, {"VIDEOX_PERF_TRACE", trace}});
+  for (int i = 0; i < 3; ++i) rig.step();  // 1.28 s of host time each
+  {
+    Evaluation eval(rig.trainer);
+    rig.work(1.5, 1.0);
+  }
+  rig.work(0.25, 1.0);  // the program's own teardown, in no scope
+  const auto logs_before = rig.t.output->logs().size();
+  rig.trainer->finish();
+  rig.work(3.0, 1.0);  // the engine's shutdown comes later: not the training's
+  rig.t.engine->shutdown();
+
+  auto windows = rig.records();
+  ASSERT_EQ(windows.size(), 2u);
+  auto all = rig.t.output->all_records();
+  ASSERT_EQ(all.size(), 3u);
+  Json end = Json::parse(all.back());  // after the last window
+  ASSERT_EQ(rig.t.output->ends().size(), 1u);
+  EXPECT_EQ(end["kind"], "train_end");
+  EXPECT_EQ(end["rank"], 0);
+  EXPECT_EQ(end["world_size"], 1);
+  EXPECT_EQ(end["step_first"], 0);
+  EXPECT_EQ(end["step_last"], 2);
+  EXPECT_EQ(end["steps"], 3);
+  EXPECT_NEAR(end["after_last_step_s"].get<double>(), 1.5 + 0.25, 1e-9);
+  const Json& l = end["ledger"];
+  const double wall = 3 * 1.28 + 1.5 + 0.25;
+  EXPECT_EQ(l["steps"], 3);
+  EXPECT_NEAR(l["wall_s"].get<double>(), wall, 1e-9);
+  EXPECT_NEAR(l["productive_s"].get<double>(), 3 * 1.28, 1e-9);
+  EXPECT_NEAR(l["eval_s"].get<double>(), 1.5, 1e-9);
+  EXPECT_NEAR(l["between_steps_s"].get<double>(), 0.25, 1e-9);
+  EXPECT_NEAR(l["goodput"].get<double>(), 3 * 1.28 / wall, 1e-9);
+  double parts = 0;
+  for (const char* part : {"productive_s", "first_step_excess_s", "slow_step_excess_s",
+                           "data_wait_s", "save_s", "restore_s", "eval_s", "between_steps_s"}) {
+    parts += l[part].get<double>();
+  }
+  EXPECT_NEAR(parts, l["wall_s"].get<double>(), 1e-12);
+  // The last window's ledger stops at its last step: the end's runs on from there.
+  const Json& last = windows.back()["ledger"];
+  EXPECT_NEAR(last["wall_s"].get<double>(), 3 * 1.28, 1e-9);
+  EXPECT_NEAR(last["eval_s"].get<double>(), 0.0, 1e-12);
+  // The partial window's line and the reference's summary, and nothing more, at finish.
+  auto logs = rig.t.output->logs();
+  ASSERT_EQ(logs.size(), logs_before + 2);
+  EXPECT_EQ(logs[logs.size() - 2].rfind("[Perf][rank0] step 2-2 |", 0), 0u);
+  EXPECT_EQ(logs.back(),
+            "[Perf][rank0] === 3 steps | p50 1.28s/step p95 1.28s | 0.00h in-loop ===");
+  // A second finish writes nothing more.
+  rig.trainer->finish();
+  EXPECT_EQ(rig.t.output->ends().size(), 1u);
+  testing::expect_replay_reproduces(*rig.t.output, trace);
+}
+
+// A loop with no step settled has no ledger, and no final record.
+TEST(Training, NoFinalRecordWithoutASettledStep) {
+  TrainRig rig(0, {{"VIDEOX_PERF", "1"}});
+  rig.t.engine->shutdown();
+  EXPECT_TRUE(rig.t.output->all_records().empty());
 }
 
 TEST(Training, WindowRecordAndLogLine) {

@@ -8,6 +8,7 @@
 #include <nlohmann/json.hpp>
 #include <stdexcept>
 
+#include "schema/record_reader.h"
 #include "test_support.h"
 #include "training/xrank_view.h"
 #include "vxperf/records.h"
@@ -255,6 +256,79 @@ TEST(RankAnswers, ViewHasEveryRankStragglersAndJobRates) {
   EXPECT_NEAR(v.lost_s[1], 10.0, 1e-9);  // so far
 }
 
+// NVRx's scores, by the two shared rules: the fastest positive time over each, a rank's best over
+// its latest; 1 where nothing was spent.
+TEST(Scores, RelativeAndIndividualByTheirRules) {
+  EXPECT_EQ(relative_scores({}), std::vector<double>{});
+  auto r = relative_scores({0.5, 0.25, 0.0, 1.0});
+  ASSERT_EQ(r.size(), 4u);
+  EXPECT_EQ(r[0], 0.5);
+  EXPECT_EQ(r[1], 1.0);
+  EXPECT_EQ(r[2], 1.0);  // nothing spent there
+  EXPECT_EQ(r[3], 0.25);
+  EXPECT_EQ(relative_scores({0.0, 0.0}), (std::vector<double>{1.0, 1.0}));
+  EXPECT_EQ(individual_score(0.2, 0.4), 0.5);
+  EXPECT_EQ(individual_score(0.4, 0.4), 1.0);
+  EXPECT_EQ(individual_score(0.2, 0.0), 1.0);
+}
+
+// DDP: the all-reduce evens the step times out (rank 2 is 0.2% slower per step), so its step's
+// relative score reads 0.998; its data phase, 0.3 s where the others take 0.01 s, scores 1/30,
+// while the others' wait in bwd scores them low there. The next window's slower data lowers rank
+// 2's individual score in data alone.
+TEST(RankAnswers, PhaseScoresShowWhatEvenedStepTimesHide) {
+  const auto data = static_cast<std::size_t>(Phase::kData);
+  const auto fwd = static_cast<std::size_t>(Phase::kForward);
+  const auto bwd = static_cast<std::size_t>(Phase::kBackward);
+  std::vector<RankWindow> all;
+  for (int r = 0; r < 4; ++r) {
+    RankWindow w;
+    w.rank = r;
+    w.world_size = 4;
+    w.step_first = 0;
+    w.step_last = 9;
+    w.step_s_p50 = r == 2 ? 1.002 : 1.0;
+    w.phase_s[data] = r == 2 ? 0.3 : 0.01;
+    w.phase_s[fwd] = 0.3;
+    w.phase_s[bwd] = r == 2 ? 0.302 : 0.6;  // the others wait for rank 2 in the all-reduce
+    all.push_back(w);
+  }
+  internal::XrankHistory history;
+  CrossRankView v = internal::cross_rank_view(all, 1, history);
+  EXPECT_NEAR(v.relative_score[2], 1.0 / 1.002, 1e-12);
+  EXPECT_GT(v.relative_score[2], 0.99);
+  ASSERT_EQ(v.phase_scores.size(), 3u);  // the phases some rank spent time in, in table order
+  EXPECT_EQ(v.phase_scores[0].name, "data");
+  EXPECT_EQ(v.phase_scores[1].name, "fwd");
+  EXPECT_EQ(v.phase_scores[2].name, "bwd");
+  const PhaseScores& d = v.phase_scores[0];
+  EXPECT_NEAR(d.relative[2], 0.01 / 0.3, 1e-12);
+  EXPECT_EQ(d.relative[0], 1.0);
+  EXPECT_EQ(d.individual, (std::vector<double>{1, 1, 1, 1}));  // the first window is the best
+  EXPECT_EQ(v.phase_scores[1].relative, (std::vector<double>{1, 1, 1, 1}));
+  EXPECT_NEAR(v.phase_scores[2].relative[0], 0.302 / 0.6, 1e-12);
+  EXPECT_EQ(v.phase_scores[2].relative[2], 1.0);
+  // Written and read back through the field table.
+  TrainWindowRecord record;
+  record.xrank = v;
+  TrainWindowRecord back = internal::read_window(to_json_line(record));
+  ASSERT_TRUE(back.xrank);
+  ASSERT_EQ(back.xrank->phase_scores.size(), 3u);
+  EXPECT_EQ(back.xrank->phase_scores[0].name, "data");
+  EXPECT_EQ(back.xrank->phase_scores[0].relative, d.relative);
+  EXPECT_EQ(back.xrank->phase_scores[2].individual, v.phase_scores[2].individual);
+
+  for (auto& w : all) {
+    w.step_first += 10;
+    w.step_last += 10;
+    if (w.rank == 2) w.phase_s[data] = 0.4;
+  }
+  v = internal::cross_rank_view(all, 1, history);
+  EXPECT_NEAR(v.phase_scores[0].individual[2], 0.3 / 0.4, 1e-12);
+  EXPECT_EQ(v.phase_scores[1].individual[2], 1.0);
+  EXPECT_EQ(v.individual_score[2], 1.0);  // its step time did not move
+}
+
 // ---- the trainer's view ------------------------------------------------------------------------
 
 // One rank of a world of four on virtual time, host clock only. Each step: 0.1s data (plus
@@ -343,6 +417,13 @@ TEST(LiveCrossRank, RankZeroRecordsCarryTheViewAfterAFixedLoopPoint) {
   EXPECT_TRUE(x["samples_per_s"].is_number());
   EXPECT_EQ(rig.notices_with("[Perf][rank0] xrank step 0-2 | 4 ranks: "), 1);
   EXPECT_EQ(rig.notices_with("| stragglers: rank 2 (+0.400s/step, most in data)"), 1);
+  // The scores phase by phase: rank 2's data (0.4 s a step more than the others') where its
+  // step scores 1, the others' wait in bwd.
+  const double data = r[0]["phases_s"]["data"].get<double>();  // rank 0's own, as the others'
+  EXPECT_EQ(x["relative_score"][2], 1.0);
+  EXPECT_NEAR(x["phase_scores"]["data"]["relative"][2].get<double>(), data / (data + 0.4), 1e-9);
+  EXPECT_NEAR(x["phase_scores"]["bwd"]["relative"][0].get<double>(), 0.5 / 0.9, 1e-9);
+  EXPECT_EQ(x["phase_scores"]["fwd"]["individual"], Json::array({1.0, 1.0, 1.0, 1.0}));
 
   // Window 3-5 is held at exit: finish exchanges it; the partial window 6 has no view.
   rig.step();

@@ -27,7 +27,7 @@ if TYPE_CHECKING:
 
     from torch import nn
 
-    from ..records_types import Record, TrainWindowRecord
+    from ..records_types import CrossRankView, Record, TrainWindowRecord
 
 _Function = TypeVar("_Function", bound=Callable[..., Any])
 
@@ -481,6 +481,27 @@ _TRACKED = _ext.tracker_fields()
 MONOTONIC = ("wandb", "swanlab", "trackio")
 
 
+def _lowest(prefix: str, scores: list[float], values: dict[str, Any]) -> None:
+    """The lowest of scores by rank under `prefix`_min, and its rank under `prefix`_min_rank."""
+    if scores:
+        rank = min(range(len(scores)), key=scores.__getitem__)
+        values[f"{prefix}_min"] = scores[rank]
+        values[f"{prefix}_min_rank"] = rank
+
+
+def xrank_values(view: CrossRankView) -> dict[str, Any]:
+    """The cross-rank view's NVIDIA Resiliency scores as tracker names: for the step and for
+    each phase, the lowest relative and individual score over the ranks and the rank holding
+    it (a few names whatever the world size; the view in the records keeps every rank's)."""
+    values: dict[str, Any] = {}
+    _lowest("perf/xrank/relative_score", view.get("relative_score", []), values)
+    _lowest("perf/xrank/individual_score", view.get("individual_score", []), values)
+    for phase, scores in view.get("phase_scores", {}).items():
+        _lowest(f"perf/xrank/phase/{phase}/relative_score", scores["relative"], values)
+        _lowest(f"perf/xrank/phase/{phase}/individual_score", scores["individual"], values)
+    return values
+
+
 def tracker_values(record: TrainWindowRecord) -> dict[str, Any]:
     """A training-window record as a tracker's log() takes it: numbers under `perf/` (the
     README lists them), with the steps the window covers."""
@@ -493,6 +514,8 @@ def tracker_values(record: TrainWindowRecord) -> dict[str, Any]:
         value = (fields.get(obj) or {}).get(key) if obj else fields.get(key)
         if value is not None:
             values[f"perf/{name}"] = value
+    if "xrank" in record:  # rank 0's, with VIDEOX_PERF_XRANK=1
+        values.update(xrank_values(record["xrank"]))
     return values
 
 
