@@ -49,11 +49,11 @@ inline constexpr char kPrometheusContentType[] = "text/plain; version=0.0.4; cha
 
 // Keeps the metrics above from the records it is handed.
 //
-// Thread safety: on_request, on_request_load, on_train_window and render may be called from any
-// threads at once.
-// A scrape sees each record's updates all together or not at all (so vxperf_requests_total's ok
-// count always equals vxperf_request_seconds_count). Updates happen once per settled record,
-// never per stage call: on_request costs about a microsecond (bench/prometheus_bench.cpp).
+// Thread safety: on_request, on_request_load, on_train_window, on_train_end and render may be
+// called from any threads at once. A scrape sees each record's updates all together or not at all
+// (so vxperf_requests_total's ok count always equals vxperf_request_seconds_count). Updates happen
+// once per settled record, never per stage call: on_request costs about a microsecond
+// (bench/prometheus_bench.cpp).
 class PrometheusSink final : public RecordSink {
  public:
   PrometheusSink();
@@ -62,6 +62,7 @@ class PrometheusSink final : public RecordSink {
   void on_request(const RequestRecord& record, const RequestDetail& detail) override;
   void on_request_load(const RequestLoad& load) override;
   void on_train_window(const TrainWindowRecord& record, const WindowDetail& detail) override;
+  void on_train_end(const TrainEndRecord& record) override;
 
   // The exposition text, for kPrometheusContentType.
   std::string render() const;

@@ -5,6 +5,7 @@
 #include <functional>
 #include <map>
 #include <string>
+#include <type_traits>
 #include <vector>
 
 #include "schema/show_walk.h"
@@ -95,7 +96,10 @@ auto& child_of(Family& family, const FieldSeries& s, const std::string& rank,
 template <class Record>
 void set_series(const std::vector<FieldSeries>& series, const Record& record,
                 const std::string& rank) {
-  const std::string device = record.device ? "cuda:" + std::to_string(*record.device) : "";
+  std::string device;  // a record of a device's interval names it (the final record has none)
+  if constexpr (!std::is_same_v<Record, TrainEndRecord>) {
+    if (record.device) device = "cuda:" + std::to_string(*record.device);
+  }
   std::size_t i = 0;
   internal::walk_shown(record, [&](const char*, const Show& show, const internal::ShownValue& v) {
     if (show.series == SeriesKind::kNone) return;
@@ -169,6 +173,8 @@ struct PrometheusSink::Metrics {
   Families families{registry, {}};
   const std::vector<FieldSeries> request_series = field_series<RequestRecord>(families, false);
   const std::vector<FieldSeries> window_series = field_series<TrainWindowRecord>(families, true);
+  // The training's final record: its ledger (goodput and parts) through the loop's end.
+  const std::vector<FieldSeries> end_series = field_series<TrainEndRecord>(families, true);
 };
 
 PrometheusSink::PrometheusSink() : metrics_(std::make_unique<Metrics>()) {}
@@ -225,6 +231,12 @@ void PrometheusSink::on_train_window(const TrainWindowRecord& record, const Wind
   // A window of warmup steps only is aggregated over those steps: it is all warmup.
   if (!measured) return;
   set_series(m.window_series, record, rank);
+}
+
+void PrometheusSink::on_train_end(const TrainEndRecord& record) {
+  Metrics& m = *metrics_;
+  auto update = m.registry.atomic_update();
+  set_series(m.end_series, record, std::to_string(record.rank));
 }
 
 std::string PrometheusSink::render() const { return serving::to_exposition_text(collect()); }

@@ -214,6 +214,23 @@ TEST(PrometheusSink, PhasesAndTheStragglersSecondsLost) {
   EXPECT_DOUBLE_EQ(value_of(s, R"(vxperf_straggler_lost_seconds{rank="0"})"), 0.0);
 }
 
+TEST(PrometheusSink, TheFinalRecordCarriesTheLedgerToTheEnd) {
+  PrometheusSink sink;
+  TrainEndRecord end;
+  end.rank = 1;
+  Ledger ledger;
+  ledger.wall_s = 10.0;
+  ledger.productive_s = 6.0;
+  ledger.between_steps_s = 4.0;
+  ledger.goodput = 0.6;
+  end.ledger = ledger;
+  sink.on_train_end(end);
+  auto s = scrape(sink);
+  EXPECT_DOUBLE_EQ(value_of(s, R"(vxperf_train_goodput{rank="1"})"), 0.6);
+  EXPECT_DOUBLE_EQ(value_of(s, R"(vxperf_train_ledger_seconds{rank="1",kind="between_steps"})"),
+                   4.0);
+}
+
 TEST(PrometheusSink, WarmupOnlyWindowMakesNoSeries) {
   PrometheusSink sink;
   WindowDetail detail;
