@@ -84,7 +84,8 @@ struct RequestSummary {
 };
 
 struct TrainSummary {
-  std::int64_t windows = 0;
+  std::int64_t windows = 0;  // every rank's
+  int ranks = 1;             // that wrote windows
   std::int64_t steps = 0;  // global steps measured (the most any rank reported)
   // Of a restarted job: steps a later attempt ran again (the most of any rank), left out of `steps`.
   std::int64_t steps_run_again = 0;

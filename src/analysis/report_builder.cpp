@@ -362,6 +362,7 @@ class ByRank {
   auto begin() const { return map_.begin(); }
   auto end() const { return map_.end(); }
   auto find(int rank) const { return map_.find(rank); }
+  std::size_t size() const { return map_.size(); }
 
  private:
   std::map<int, Entry> map_;
@@ -454,6 +455,7 @@ struct TrainAcc {
     finish_energy(out.energy);
     finish_readings(out.fields);
     out.windows = windows;
+    out.ranks = static_cast<int>(std::max<std::size_t>(1, by_rank.size()));
     for (const auto& [rank, sums] : by_rank) {
       out.steps = std::max(out.steps, sums.steps);
       out.warmup_excluded = std::max(out.warmup_excluded, sums.warmup);

@@ -111,8 +111,9 @@ std::string requests_summary(const RequestSummary& r) {
 
 std::string training_summary(const TrainSummary& t) {
   Facts f;
-  std::string steps = strprintf("%lld in %lld windows", static_cast<long long>(t.steps),
-                                static_cast<long long>(t.windows));
+  std::string steps = strprintf("%lld in %lld windows%s", static_cast<long long>(t.steps),
+                                static_cast<long long>(t.windows),
+                                t.ranks > 1 ? strprintf(" of %d ranks", t.ranks).c_str() : "");
   if (t.warmup_excluded) {
     steps += strprintf(" (%lld warmup excluded)", static_cast<long long>(t.warmup_excluded));
   }

@@ -204,12 +204,14 @@ std::string format_report(const Report& report) {
     }
   }
   if (const auto& t = report.training) {
-    line(strprintf("Training: %lld steps%s in %lld windows%s", static_cast<long long>(t->steps),
+    // Steps are the job's (global steps, the most any rank closed), windows every rank's.
+    line(strprintf("Training: %lld steps%s in %lld windows%s%s", static_cast<long long>(t->steps),
                    t->steps_run_again ? strprintf(" (and %lld run again after a restart)",
                                                   static_cast<long long>(t->steps_run_again))
                                             .c_str()
                                       : "",
                    static_cast<long long>(t->windows),
+                   t->ranks > 1 ? strprintf(" of %d ranks", t->ranks).c_str() : "",
                    t->warmup_excluded ? strprintf(" (%lld warmup excluded)",
                                                   static_cast<long long>(t->warmup_excluded))
                                             .c_str()
