@@ -77,7 +77,7 @@ class _ModelCall:
         self.fraction = fraction
 
     def __enter__(self) -> _ModelCall:
-        self.mark = _ext.train_call_begin()
+        self.mark = _ext.train_call_begin(self.phase)
         return self
 
     def __exit__(self, kind: type[BaseException] | None, value: BaseException | None,
