@@ -72,8 +72,8 @@ def _group_spans(body):
     return spans
 
 
-CALL = re.compile(r'(if \([^)]*\)\s*)?\bio\.(\w+)\(\s*(?:(?:show|peak_memory|ledger_part)\("(\w+)"|"(\w+)"|'
-                  r'(\w+)\(\))', re.S)
+CALL = re.compile(r'(if \([^)]*\)\s*)?\bio\.(\w+)\(\s*'
+                  r'(?:(?:show|peak_memory|ledger_part)\("(\w+)"|"(\w+)"|(\w+)\(\))', re.S)
 
 
 def _keys(body, bodies, shows):
