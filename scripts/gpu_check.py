@@ -495,6 +495,9 @@ def real_run(args):
         in_channels=16, out_channels=16, text_dim=text_dim, freq_dim=256 if on_gpu else 32,
         ffn_dim=ffn, num_layers=args.layers, cross_attn_norm=True,
         qk_norm="rms_norm_across_heads", rope_max_seq_len=1024 if on_gpu else 32)
+    # Its text length said, as Wan's own code says it: the reference cannot read it off the calls
+    # (vxperf does) and would price no cross-attention.
+    transformer.text_len = 64  # max_sequence_length below
     vae = AutoencoderKLWan() if on_gpu else rm.wan_vae()
     pipe = WanPipeline(tokenizer=rm.tokenizer(64), text_encoder=rm.umt5(text_dim), vae=vae,
                        scheduler=FlowMatchEulerDiscreteScheduler(shift=5.0),

@@ -48,7 +48,9 @@ if [[ ! -d build/python/vxperf ]]; then
   echo "test: the Python package was not built (python3-dev, pybind11-dev missing?)" >&2
   exit 1
 fi
-stage "pytest" env VXPERF_BUILD="$PWD/build" build-venv/bin/python -m pytest -q tests/python
+# One torch thread per process: spinning workers on a loaded machine slow a step 10x at random.
+stage "pytest" env OMP_NUM_THREADS=1 VXPERF_BUILD="$PWD/build" build-venv/bin/python -m pytest -q \
+  tests/python
 # The package's types and lint (configured in pyproject.toml; both pinned in scripts/setup.sh).
 typing_and_lint() {
   build-venv/bin/python -m mypy --strict python/vxperf
