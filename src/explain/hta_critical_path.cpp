@@ -118,16 +118,19 @@ class Frame {
  public:
   Frame(const RankWindow& w, const CriticalPathContext& context, const std::string& annotation)
       : t(*w.trace), shift(context.min_ts) {
-    in_.assign(t.rows.size(), 0);
     names.reserve(t.strings.size());
     for (const std::string& s : t.strings) names.push_back(name_flags(s, annotation));
     for (const std::string& c : t.categories) categories.push_back(category_flags(c));
     // The frame's order: when the window filters, the device rows it keeps and then its host
     // rows, each in file order; else the file's order.
+    std::uint32_t last_index = 0;
+    for (const Row& r : t.rows) last_index = std::max(last_index, r.index);
+    position_.assign(t.rows.empty() ? 0 : static_cast<std::size_t>(last_index) + 1, -1);
     auto add = [&](std::uint32_t p) {
       order.push_back(p);
-      in_[p] = 1;
+      position_[t.rows[p].index] = static_cast<std::int32_t>(p);
     };
+    communication_.assign(t.strings.size(), -1);
     for (std::uint32_t p = 0; p < t.rows.size(); ++p) {
       const Row& r = t.rows[p];
       if (!w.filtered) {
@@ -166,11 +169,18 @@ class Frame {
   std::int64_t index(std::uint32_t p) const { return t.rows[p].index; }
   std::uint16_t flags(std::uint32_t p) const { return names[t.rows[p].name]; }
   std::uint8_t category(std::uint32_t p) const { return categories[t.rows[p].cat]; }
-  bool in(std::uint32_t p) const { return in_[p] != 0; }
   // The frame's row at traceEvents index `index` (pandas' .loc), or -1.
   std::int64_t at(std::int64_t index) const {
-    const std::int64_t p = t.position_of(index);
-    return p >= 0 && in_[static_cast<std::size_t>(p)] ? p : -1;
+    if (index < 0 || static_cast<std::uint64_t>(index) >= position_.size()) return -1;
+    return position_[static_cast<std::size_t>(index)];
+  }
+  // Whether HTA takes an op of this name for communication (by its shortened name).
+  bool communication(std::uint32_t name) const {
+    std::int8_t& known = communication_[name];
+    if (known < 0) {
+      known = kernel_type_of(shorten_name(t.str(name))) == KernelType::kCommunication ? 1 : 0;
+    }
+    return known == 1;
   }
 
   // 5.1: HTA's stops (the counts assertion; no series at all), the queue length after each
@@ -212,7 +222,8 @@ class Frame {
   std::unordered_map<std::uint32_t, std::uint32_t> pointed_at;  // such a row: CPU rows at it
 
  private:
-  std::vector<char> in_;
+  std::vector<std::int32_t> position_;  // by traceEvents index: the frame's row there, or -1
+  mutable std::vector<std::int8_t> communication_;  // by name id: 1, 0, or -1 (not yet known)
 
   bool launch_row(std::uint32_t p) const { return (flags(p) & kLaunchName) && icorr(p) > 0; }
 
@@ -890,9 +901,7 @@ class Instance {
     }
     const std::uint32_t p = pos(static_cast<std::uint32_t>(event));
     if (f_.stream(p) < 0) return "cpu_bound";
-    return kernel_type_of(shorten_name(f_.t.str(f_.row(p).name))) == KernelType::kCommunication
-               ? "gpu_communication_bound"
-               : "gpu_compute_bound";
+    return f_.communication(f_.row(p).name) ? "gpu_communication_bound" : "gpu_compute_bound";
   }
 
   // 7, 8: the path, its breakdown and summary, its costliest events.
