@@ -27,6 +27,12 @@ Rules:
   ``mean_us`` / ``std_us``: rel tol 1e-9. ``steps``: the whole list must be equal.
   ``null`` equals only ``null``.
 
+``critical_path`` (with ``--critical-path`` on both sides): instances matched by
+``[first, last]``; what HTA returns (``hta``: the kind, not the message), the annotation row and
+window selected, and where HTA gives a path: ``length_us``, ``summary_total_us``, ``path_nodes``,
+each bound type's ``us`` and ``pct``, the edges by type, the top events in order (index, name,
+bound type, us, edges).
+
 Each difference is printed as ``rank R: path: hta=X explain=Y`` (``rank *`` for the totals
 over all ranks), then a final line ``N differences in M compared values``. Exit status: 0 when
 there is no difference, 1 when there is one, 2 on a usage or input error.
@@ -157,6 +163,53 @@ def compare_rows(
             c.diff(rank, f"{path}[{'/'.join(str(k) for k in key)}]", MISSING, "<row>")
 
 
+def compare_critical_path(c: Comparison, rank: str, hta: Dict[str, Any], exp: Any) -> None:
+    """Match instances by [first, last]; compare what HTA returns, the row and window selected,
+    and, where HTA gives a path, its numbers (the path's length, the summary's total and
+    breakdown, the edges by type, the top events in order)."""
+    if not isinstance(exp, dict):
+        exp = {}
+    c.value(rank, "critical_path.annotation", hta.get("annotation"), exp.get("annotation"), "us")
+    by_instance = {tuple(i.get("instance", [])): i for i in exp.get("instances", []) or []
+                   if isinstance(i, dict)}
+    for hi in hta.get("instances", []):
+        key = tuple(hi.get("instance", []))
+        path = f"critical_path[{'-'.join(str(k) for k in key)}]"
+        ei = by_instance.get(key)
+        if ei is None:
+            c.compared += 1
+            c.diff(rank, path, "<instance>", MISSING)
+            continue
+        c.value(rank, f"{path}.hta", hi.get("hta"), ei.get("hta", MISSING), "us")
+        for field in ("row", "category"):
+            if field in hi:
+                c.value(rank, f"{path}.{field}", hi[field], ei.get(field, MISSING), "us")
+        if "window_us" in hi:
+            c.compared += 1
+            if hi["window_us"] != ei.get("window_us", MISSING):
+                c.diff(rank, f"{path}.window_us", hi["window_us"], ei.get("window_us", MISSING))
+        if "length_us" not in hi:  # HTA gave no path (with --host-path-without-queue: a host
+            continue               # path past its assertion, compared like the others)
+        for field in ("length_us", "summary_total_us", "path_nodes"):
+            c.value(rank, f"{path}.{field}", hi.get(field), ei.get(field, MISSING), "us")
+        hb, eb = hi.get("breakdown", {}), ei.get("breakdown", {}) or {}
+        for label in sorted(set(hb) | set(eb)):
+            hv, ev = hb.get(label, {}), eb.get(label)
+            if ev is None or not hv:
+                c.compared += 1
+                c.diff(rank, f"{path}.breakdown[{label}]", hv or MISSING, ev or MISSING)
+                continue
+            c.value(rank, f"{path}.breakdown[{label}].us", hv.get("us"), ev.get("us"), "us")
+            c.value(rank, f"{path}.breakdown[{label}].pct", hv.get("pct"), ev.get("pct"), "pct")
+        compare_labels(c, rank, f"{path}.edges", hi.get("edges", {}), ei.get("edges"), "us")
+        htop, etop = hi.get("top_events", []), ei.get("top_events", []) or []
+        c.value(rank, f"{path}.top_events.count", len(htop), len(etop), "us")
+        for n, (he, ee) in enumerate(zip(htop, etop)):
+            for field in ("index", "name", "bound_by", "us", "edges"):
+                c.value(rank, f"{path}.top_events[{n}].{field}", he.get(field),
+                        ee.get(field, MISSING), "us")
+
+
 def compare_rank(c: Comparison, hrank: Dict[str, Any], erank: Optional[Dict[str, Any]]) -> None:
     r = str(hrank.get("rank"))
     if erank is None:
@@ -181,6 +234,8 @@ def compare_rank(c: Comparison, hrank: Dict[str, Any], erank: Optional[Dict[str,
         compare_rows(c, r, "kernels", hrank["kernels"], erank.get("kernels"), ("type", "name"))
     if "launches" in hrank:
         compare_flat(c, r, "launches", hrank["launches"], erank.get("launches"))
+    if "critical_path" in hrank:
+        compare_critical_path(c, r, hrank["critical_path"], erank.get("critical_path"))
 
 
 def compare(hta: Dict[str, Any], explain: Dict[str, Any]) -> Comparison:

@@ -24,6 +24,18 @@ rank. The definitions behind each number are in the project's reference note
 * ``launches``: ``get_cuda_kernel_launch_stats(ranks=[rank])``, counted with the default
   cutoffs (runtime 50 us, launch delay 100 us) as HTA's plots select them.
 
+With ``--critical-path[=SPEC]`` (SPEC as ``vxperf explain --critical-path=SPEC`` takes it:
+``ANNOTATION``, ``ANNOTATION:K`` or ``ANNOTATION:A-B``; default ``ProfilerStep``, each instance;
+an empty ANNOTATION is the whole trace), each rank also gets ``critical_path``:
+``CriticalPathAnalysis.critical_path_analysis(t, rank, annotation, instance_id)`` on the loaded
+trace, then ``summary()`` and ``get_critical_path_breakdown()`` on the graph, in the layout
+``vxperf explain --json --critical-path`` prints (docs/EXPLAIN.md): per instance what HTA returns
+(``hta``: ok, None, raises, False), the annotation row selected, the window, the path length
+(networkx's, with the graph weights), the summary's total, the breakdown by bound type, the path
+edges by type and the ten events that cost most. HTA's environment switches are left at their
+defaults. ``--stable-sorts`` runs HTA with pandas' single-column sorts made stable: the order of
+equal times that vxperf takes (HTA's own depends on the CPU: numpy's quicksort).
+
 Numbers are printed as integers where HTA's value is integral, NaN becomes null. An analysis
 that raises is left out and its error is listed under ``"hta_errors"``. ``"hta_seconds"`` is the
 wall time of loading plus all analyses, ``"hta_peak_rss_mb"`` the process's peak RSS.
@@ -35,13 +47,14 @@ from __future__ import annotations
 import argparse
 import functools
 import json
+import logging
 import math
 import os
 import resource
 import sys
 import time
 import traceback
-from typing import Any, Callable, Dict, List, Optional
+from typing import Any, Callable, Dict, List, Optional, Tuple
 
 JSONValue = Any
 RUNTIME_CUTOFF = 50
@@ -94,7 +107,140 @@ def _guard(errors: Dict[str, str], key: str, fn: Callable[[], Any]) -> Any:
         return None
 
 
-def run(trace_dir: str) -> Dict[str, JSONValue]:
+def make_sorts_stable() -> None:
+    """Make pandas' sort_values stable unless a kind is named: HTA's single-column sorts use the
+    default quicksort, whose order of equal keys depends on the CPU (numpy's SIMD sort), so HTA
+    can order two kernels starting in the same microsecond either way (the reference note's Q9).
+    The stable order is the canonical one vxperf implements."""
+    import pandas as pd
+
+    original = pd.DataFrame.sort_values
+
+    def stable(self: Any, *args: Any, **kwargs: Any) -> Any:
+        kwargs.setdefault("kind", "stable")
+        return original(self, *args, **kwargs)
+
+    pd.DataFrame.sort_values = stable  # type: ignore[method-assign]
+
+
+NO_QUEUE: set = set()  # ranks allow_no_queue() let go on
+
+
+def allow_no_queue() -> None:
+    """Let HTA's critical path go on where a rank has no queue-length series (no launch with a
+    GPU row: a CPU-only profile), where it stops with an AssertionError: the series is then
+    empty and the path is the host's alone, which is what vxperf gives after saying that HTA
+    stops there. The instance is still reported as HTA reports it ("raises"), with the numbers
+    the patched HTA gives, so that those can be compared."""
+    import pandas as pd
+    from hta.analyzers.trace_counters import TraceCounters
+
+    original = TraceCounters._get_queue_length_time_series_for_rank.__func__
+
+    def series(cls: Any, t: Any, rank: int) -> Any:
+        q = original(cls, t, rank)
+        if q is None:
+            NO_QUEUE.add(rank)
+            q = pd.DataFrame({"ts": [], "pid": [], "tid": [], "stream": [], "queue_length": []})
+        return q
+
+    TraceCounters._get_queue_length_time_series_for_rank = classmethod(series)
+
+
+def parse_critical_path_spec(spec: str) -> Tuple[str, Optional[Tuple[int, int]]]:
+    """ANNOTATION[:K|:A-B] -> (annotation, None for each instance or (first, last))."""
+    head, sep, tail = spec.rpartition(":")
+    if sep:
+        first, dash, last = tail.partition("-")
+        if first.isdigit() and (not dash or last.isdigit()):
+            return head, (int(first), int(last) if dash else int(first))
+    return spec, None
+
+
+MAX_INSTANCES = 1000
+
+
+def critical_path(trace: Any, rank: int, spec: str) -> Dict[str, JSONValue]:
+    """HTA's critical path of each instance SPEC names, on one rank."""
+    from hta.analyzers.critical_path_analysis import CriticalPathAnalysis
+    from hta.configs.config import logger as hta_logger
+
+    hta_logger.setLevel(logging.ERROR)  # a warning per GPU op without an edge costs minutes
+    annotation, chosen = parse_critical_path_spec(spec)
+    sym_index = trace.symbol_table.get_sym_id_map()
+    sym_table = trace.symbol_table.get_sym_table()
+    trace_df = trace.get_trace(rank)
+    ids = [v for k, v in sym_index.items() if annotation in k]
+    rows = trace_df[trace_df["name"].isin(ids)]
+    if annotation == "":
+        asked = [(0, 0)]
+    elif chosen is None:
+        asked = [(i, i) for i in range(max(1, min(len(rows), MAX_INSTANCES)))]
+    else:
+        asked = [chosen]
+    instances = []
+    for first, last in asked:
+        entry: Dict[str, JSONValue] = {"instance": [first, last]}
+        if annotation != "":
+            selected = rows.iloc[first:last + 1]
+            if len(selected) > 0:
+                entry["row"] = sym_table[int(selected["name"].iloc[0])]
+                entry["category"] = sym_table[int(selected["cat"].iloc[0])]
+                begin = selected["ts"].min()
+                end = (selected["ts"] + selected["dur"]).max()
+                entry["window_us"] = [num(begin + trace.min_ts), num(end + trace.min_ts)]
+        instance_id: Any = first if first == last else (first, last)
+        try:
+            result = CriticalPathAnalysis.critical_path_analysis(trace, rank, annotation,
+                                                                  instance_id)
+            if result is None:
+                entry["hta"] = "None"
+            elif not result[1]:
+                entry["hta"] = "False"
+            else:
+                entry.update(critical_path_numbers(result[0], trace_df, sym_table))
+                entry["hta"] = "ok"
+                if rank in NO_QUEUE:  # allow_no_queue(): HTA itself stops here
+                    entry["hta"] = "raises"
+                    entry["why"] = ("AssertionError: Queue length time series is required for "
+                                    "kernel graph construction")
+        except Exception as exc:  # noqa: BLE001 - an oracle reports whatever HTA raises
+            entry["hta"] = "raises"
+            entry["why"] = f"{type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}"
+            traceback.print_exc(file=sys.stderr)
+        instances.append(entry)
+    return {"annotation": annotation, "sync_events": "cuda_sync" in sym_index,
+            "instances": instances}
+
+
+def critical_path_numbers(graph: Any, trace_df: Any, sym_table: List[str]) -> Dict[str, JSONValue]:
+    """The numbers of one instance's path, from HTA's graph."""
+    nodes = graph.critical_path_nodes
+    length = 0
+    for u, v in zip(nodes, nodes[1:]):
+        length += graph.edges[u, v]["weight"]
+    summary = graph.summary()
+    edf = graph.get_critical_path_breakdown()
+    sums = edf.groupby("bound_by").duration.sum()
+    breakdown = {str(k): {"us": num(sums[k]), "pct": num(summary[k])} for k in sums.index}
+    edges = {str(k): int(n) for k, n in edf["type"].value_counts().items()}
+    top: List[Dict[str, JSONValue]] = []
+    attributed = edf[edf["event_idx"].notna()]
+    groups: Dict[Tuple[int, str], List[Any]] = {}
+    for row in attributed.itertuples():
+        key = (int(row.event_idx), str(row.bound_by))
+        groups.setdefault(key, []).append(row.duration)
+    for (idx, bound), durations in groups.items():
+        top.append({"index": idx, "name": sym_table[int(trace_df["name"].loc[idx])],
+                    "bound_by": bound, "us": num(sum(durations)), "edges": len(durations)})
+    top.sort(key=lambda e: (-e["us"], e["index"], e["bound_by"]))
+    return {"length_us": num(length), "summary_total_us": num(edf["duration"].sum()),
+            "path_nodes": len(nodes), "breakdown": breakdown, "edges": edges,
+            "top_events": top[:10]}
+
+
+def run(trace_dir: str, critical_path_spec: Optional[str] = None,
+        only_critical_path: bool = False) -> Dict[str, JSONValue]:
     """Load TRACE_DIR with HTA, run the analyses and return the JSON-ready dict."""
     import pandas as pd
 
@@ -109,6 +255,15 @@ def run(trace_dir: str) -> Dict[str, JSONValue]:
     trace = analyzer.t
     ranks: List[int] = sorted(int(r) for r in trace.get_all_traces().keys())
     per_rank: Dict[int, Dict[str, JSONValue]] = {r: {"rank": r} for r in ranks}
+
+    if only_critical_path:
+        for r in ranks:
+            spec = "ProfilerStep" if critical_path_spec is None else critical_path_spec
+            per_rank[r]["critical_path"] = critical_path(trace, r, spec)
+        return {"ranks": [per_rank[r] for r in ranks],
+                "hta_seconds": round(time.perf_counter() - start, 3),
+                "hta_peak_rss_mb": round(
+                    resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1)}
 
     # Profiler steps, per rank (get_profiler_steps is the sorted union of these).
     iters = _guard(errors, "steps", lambda: extract_iteration_info(trace))
@@ -237,6 +392,10 @@ def run(trace_dir: str) -> Dict[str, JSONValue]:
             "n_short_gpu": int(((cpu <= RUNTIME_CUTOFF) & (gpu < cpu)).sum()),
         }
 
+    if critical_path_spec is not None:
+        for r in ranks:
+            per_rank[r]["critical_path"] = critical_path(trace, r, critical_path_spec)
+
     seconds = time.perf_counter() - start
     result: Dict[str, JSONValue] = {"ranks": [per_rank[r] for r in ranks]}
     result.update(top)
@@ -250,7 +409,20 @@ def run(trace_dir: str) -> Dict[str, JSONValue]:
 def main(argv: Optional[List[str]] = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("trace_dir", help="directory with one Kineto trace file per rank")
+    parser.add_argument("--critical-path", nargs="?", const="ProfilerStep", default=None,
+                        metavar="SPEC", help="also HTA's critical path (ANNOTATION[:K|:A-B])")
+    parser.add_argument("--only-critical-path", action="store_true",
+                        help="skip the other analyses (faster on big traces)")
+    parser.add_argument("--stable-sorts", action="store_true",
+                        help="run HTA with pandas' sorts stable (the canonical order of ties)")
+    parser.add_argument("--host-path-without-queue", action="store_true",
+                        help="let the critical path go on where HTA stops for want of a "
+                             "queue-length series (a CPU-only profile), to check vxperf's host path")
     args = parser.parse_args(argv)
+    if args.host_path_without_queue:
+        allow_no_queue()
+    if args.stable_sorts:
+        make_sorts_stable()
     if not os.path.isdir(args.trace_dir):
         parser.error(f"not a directory: {args.trace_dir}")
 
@@ -260,7 +432,7 @@ def main(argv: Optional[List[str]] = None) -> int:
     real_stdout = os.dup(1)
     os.dup2(2, 1)
     try:
-        result = run(args.trace_dir)
+        result = run(args.trace_dir, args.critical_path, args.only_critical_path)
     finally:
         sys.stdout.flush()
         os.dup2(real_stdout, 1)

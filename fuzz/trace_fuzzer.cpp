@@ -1,6 +1,7 @@
 // libFuzzer entry point: `vxperf explain`'s Kineto trace reader, analyses and the three forms it
-// is shown in. The input is a trace file's text (written to a temporary file: the reader reads
-// files, plain or gzip, as users give them).
+// is shown in, then the same with HTA's critical path (every row kept, each profiler step's
+// graph, or the whole trace's when there is no step). The input is a trace file's text (written to
+// a temporary file: the reader reads files, plain or gzip, as users give them).
 #include <unistd.h>
 
 #include <cstddef>
@@ -32,10 +33,27 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   vxperf::explain::ExplainOptions options;
   options.threads = 1;
   options.records = {"/dev/null"};  // no records beside the input
+  auto show = [](const vxperf::explain::Explanation& e) {
+    (void)vxperf::explain::explanation_json(e);
+    (void)vxperf::explain::explanation_text(e);
+    (void)vxperf::explain::explanation_html(e);
+  };
+  show(vxperf::explain::explain_traces({input_path()}, options));
+  vxperf::explain::CriticalPathRequest steps;
+  steps.max_instances = 64;  // a step's graph each: bounded, so that an input costs milliseconds
+  options.critical_path = steps;
   const vxperf::explain::Explanation e = vxperf::explain::explain_traces({input_path()}, options);
-  (void)vxperf::explain::explanation_json(e);
-  (void)vxperf::explain::explanation_text(e);
-  (void)vxperf::explain::explanation_html(e);
+  show(e);
+  // Without profiler steps (HTA returns None at once), the whole trace's graph instead.
+  bool none = false;
+  for (const vxperf::explain::RankExplanation& r : e.ranks) {
+    none = none || (r.critical_path && !r.critical_path->instances.empty() &&
+                    r.critical_path->instances[0].hta == "None");
+  }
+  if (none) {
+    options.critical_path->annotation = "";
+    show(vxperf::explain::explain_traces({input_path()}, options));
+  }
   std::remove(input_path().c_str());
   return 0;
 }

@@ -55,5 +55,7 @@ run() {
 }
 run records_fuzzer "$cases"/*.expected.jsonl tests/fuzz_regressions/*.records.jsonl
 run script_fuzzer "$cases"/*.events.jsonl tests/fuzz_regressions/*.events.jsonl
+# explain plain and with --critical-path (critical_path_syncs.json: steps, two threads, every kind
+# of cuda_sync event)
 run trace_fuzzer tests/explain/traces/*.json
 echo "fuzz: no crash, no sanitizer report"

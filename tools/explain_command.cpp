@@ -18,7 +18,8 @@ int run(int argc, char** argv);
 const Command kExplainCommand = {
     "explain", run,
     "usage: vxperf explain TRACE... [--json] [--html OUT.html] [--records FILE]... [--threads "
-    "N]\n\n"
+    "N]\n"
+    "                      [--critical-path[=ANNOTATION[:K|:A-B]]]\n\n"
     "Reads PyTorch-profiler (Kineto) traces, .json or .json.gz, files or directories of them, one\n"
     "file per rank, and says where the device time went, with the numbers Holistic Trace Analysis\n"
     "0.6.1 gives on the same files: the temporal breakdown (compute, non-compute, idle), idle "
@@ -33,12 +34,54 @@ const Command kExplainCommand = {
     "stream\n"
     "  --records FILE    records (VIDEOX_PERF_JSON) with the run's FLOPs; default: the *.jsonl\n"
     "                    files beside the traces\n"
-    "  --threads N       files read and analysed at once (default: one per core)\n\n"
+    "  --threads N       files read and analysed at once (default: one per core)\n"
+    "  --critical-path   also HTA's critical path (critical_path_analysis + summary()) of each\n"
+    "                    profiler step, per rank: its length, what bounds it (cpu, gpu compute,\n"
+    "                    communication, launch and kernel-kernel overhead) in us and %, its\n"
+    "                    edges by type and the events that cost most; every row is then kept\n"
+    "  --critical-path=ANNOTATION[:K|:A-B]\n"
+    "                    of each instance of another annotation (rows whose name holds it, in\n"
+    "                    HTA's order: GPU-side copies count), of instance K, or of instances A to\n"
+    "                    B together; an empty ANNOTATION (--critical-path=) is the whole trace.\n"
+    "                    HTA's blind spots are kept: time waiting in a synchronize and host idle\n"
+    "                    never count, and without cuda_sync events the path goes from host to\n"
+    "                    device at most once (docs/EXPLAIN.md)\n\n"
     "Exit status: 0 when some trace was analysed (problems with others are said), 1 when none\n"
     "could be, 2 for bad usage.\n",
-    "where a profiled step's device time went: HTA's numbers and the loss waterfall with FLOPs"};
+    "where a profiled step's device time went: HTA's numbers and critical path, the waterfall"};
 
 namespace {
+
+// ANNOTATION[:INSTANCE|:FIRST-LAST]: the last ':' splits off an instance when a number (or two
+// joined by '-') follows it; an empty ANNOTATION is the whole trace.
+explain::CriticalPathRequest critical_path_request(const std::string& spec) {
+  explain::CriticalPathRequest r;
+  r.annotation = spec;
+  const std::size_t colon = spec.rfind(':');
+  if (colon == std::string::npos) return r;
+  const std::string tail = spec.substr(colon + 1);
+  auto number = [](const std::string& s, std::int64_t& out) {
+    if (s.empty() || s.size() > 12 || s.find_first_not_of("0123456789") != std::string::npos) {
+      return false;
+    }
+    out = std::stoll(s);
+    return true;
+  };
+  const std::size_t dash = tail.find('-');
+  std::int64_t first = 0, last = 0;
+  const bool one = dash == std::string::npos && number(tail, first);
+  const bool range = dash != std::string::npos && number(tail.substr(0, dash), first) &&
+                     number(tail.substr(dash + 1), last);
+  if (!one && !range) return r;  // a ':' of the annotation's own
+  if (range && last < first) {
+    throw UsageError{"--critical-path: instances " + tail + ": the last is before the first"};
+  }
+  r.annotation = spec.substr(0, colon);
+  r.each = false;
+  r.first = first;
+  r.last = one ? first : last;
+  return r;
+}
 
 int run(int argc, char** argv) {
   std::vector<std::string> paths;
@@ -52,6 +95,10 @@ int run(int argc, char** argv) {
       html_path = args.value();
     } else if (args.is("--records")) {
       options.records.push_back(args.value());
+    } else if (args.is("--critical-path")) {
+      options.critical_path = explain::CriticalPathRequest{};
+    } else if (args.arg().rfind("--critical-path=", 0) == 0) {
+      options.critical_path = critical_path_request(args.arg().substr(16));
     } else if (args.is("--threads")) {
       options.threads = static_cast<unsigned>(args.integer(1, 256));
     } else {

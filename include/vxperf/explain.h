@@ -1,7 +1,8 @@
 // `vxperf explain`: PyTorch-profiler (Kineto) traces read and analysed the way Holistic Trace
 // Analysis 0.6.1 analyses them (temporal breakdown, idle time per stream, communication overlap,
-// kernel types and kernels, launch statistics, profiler steps), its numbers equal to HTA's on the
-// same files, and joined with vxperf's records: the loss waterfall of each vxperf range.
+// kernel types and kernels, launch statistics, profiler steps; on request its critical path),
+// its numbers equal to HTA's on the same files, and joined with vxperf's records: the loss
+// waterfall of each vxperf range.
 //
 // Thread safety: explain_traces() is reentrant; it starts one worker thread per trace file (at most
 // ExplainOptions::threads at once) and joins them before it returns.
@@ -66,6 +67,52 @@ struct WaterfallRow {
   std::optional<double> mfu;  // ideal_s / span_s
 };
 
+// HTA's critical path of one instance (or range of instances) of an annotation on one rank:
+// critical_path_analysis(rank, annotation, instance_id), then summary() and
+// get_critical_path_breakdown() on the graph, as HTA 0.6.1 gives them (docs/EXPLAIN.md, "The
+// critical path").
+struct CriticalPathBound {
+  std::string bound_by;       // HTA's bound type; "" for dependency and sync edges
+  double us = 0;              // the sum of its path edges' durations
+  std::optional<double> pct;  // of the summary's total (absent when that is 0)
+};
+
+// One of the events on the path that cost most: its path edges attributed to it, of one bound type.
+struct CriticalPathEvent {
+  std::int64_t index = 0;  // position in traceEvents
+  std::string name;        // its full name
+  std::string bound_by;
+  double us = 0;
+  std::int64_t edges = 0;
+};
+
+struct CriticalPathInstance {
+  std::int64_t first = 0, last = 0;  // HTA's instance_id: (first, last) inclusive
+  std::string row;                   // the first annotation row selected ("ProfilerStep#3")
+  std::string row_category;          // its category (a GPU-side copy is "gpu_user_annotation")
+  // The window, in the file's own microseconds; absent when nothing is selected.
+  std::optional<double> window_begin_us, window_end_us;
+  // What HTA returns: "ok"; "None" (no such annotation); "raises" (an exception, named in `why`);
+  // "False" (critical_path() fails: a sync edge inside one stream, a cycle); "unmodelled" (a case
+  // HTA's graph takes in a way vxperf does not reproduce, said in `why`).
+  std::string hta = "ok";
+  std::string why;        // one line when hta is not "ok"
+  bool has_path = false;  // the numbers below are given (hta "ok", or a CPU-only window: `why`)
+  double length_us = 0;   // networkx's path length (an edge of weight <= -1 counts 0)
+  double summary_total_us = 0;  // the sum of the path edges' own durations (summary()'s total)
+  std::int64_t path_nodes = 0;
+  std::vector<CriticalPathBound> breakdown;   // summary(), by bound type ("" first)
+  std::map<std::string, std::int64_t> edges;  // path edges by HTA's type string
+  std::vector<CriticalPathEvent> top_events;  // at most 10, the costliest first
+};
+
+struct RankCriticalPath {
+  std::string annotation;    // "" : the whole trace
+  bool sync_events = false;  // the traces hold cuda_sync events (else HTA warns: no sync edges)
+  std::vector<CriticalPathInstance> instances;
+  std::int64_t instances_not_analysed = 0;  // past CriticalPathRequest::max_instances
+};
+
 struct RankExplanation {
   int rank = 0;
   std::string file;
@@ -81,6 +128,8 @@ struct RankExplanation {
   // With records: the trace's `request N` and `step N` ranges that no record holds (by this rank
   // and the number), as runs of consecutive numbers [first, last]. Their waterfall has no FLOPs.
   std::vector<std::pair<std::int64_t, std::int64_t>> requests_without_record, steps_without_record;
+  // With ExplainOptions::critical_path.
+  std::optional<RankCriticalPath> critical_path;
 };
 
 struct Explanation {
@@ -94,11 +143,22 @@ struct Explanation {
   std::vector<std::string> flops_from;
 };
 
+// What `--critical-path` asks for: HTA's critical_path_analysis(rank, annotation, instance_id)
+// on every rank.
+struct CriticalPathRequest {
+  std::string annotation = "ProfilerStep";  // "": the whole trace (HTA's annotation "")
+  bool each = true;  // every instance on its own; else instances [first, last] together
+  std::int64_t first = 0, last = 0;
+  std::size_t max_instances = 1000;  // with `each`: the most analysed per rank (the rest said)
+};
+
 struct ExplainOptions {
   // Records files (JSON lines) for the waterfall's FLOPs; empty: those the traces name, else a
   // records file beside them.
   std::vector<std::string> records;
   unsigned threads = 0;  // 0: the machine's cores
+  // HTA's critical path too; every row of the traces is then kept (more memory).
+  std::optional<CriticalPathRequest> critical_path;
 };
 
 // Reads every trace (files, or directories of *.json / *.json.gz) and analyses it. A file that

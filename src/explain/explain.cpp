@@ -14,6 +14,7 @@
 #include <thread>
 
 #include "explain/hta_analysis.h"
+#include "explain/hta_critical_path.h"
 #include "explain/kineto_trace.h"
 #include "explain/waterfall.h"
 
@@ -67,6 +68,19 @@ void parallel_for(std::size_t n, unsigned threads, const std::function<void(std:
   for (std::thread& t : pool) t.join();
 }
 
+// One line for an instance whose path HTA does not give.
+std::string critical_path_problem(const RankCriticalPath& cp, const CriticalPathInstance& i) {
+  std::string which = cp.annotation.empty()
+                          ? std::string("the whole trace")
+                          : "\"" + cp.annotation + "\" instance " + std::to_string(i.first) +
+                                (i.last != i.first ? "-" + std::to_string(i.last) : std::string());
+  const std::string what = i.hta == "None"         ? "HTA returns None"
+                           : i.hta == "False"      ? "HTA returns success False"
+                           : i.hta == "unmodelled" ? "vxperf does not model it"
+                                                   : "HTA raises";
+  return "critical path of " + which + ": " + what + ": " + i.why;
+}
+
 }  // namespace
 
 Explanation explain_traces(const std::vector<std::string>& paths, const ExplainOptions& options) {
@@ -74,9 +88,11 @@ Explanation explain_traces(const std::vector<std::string>& paths, const ExplainO
   Explanation out;
   std::vector<std::optional<KinetoTrace>> traces(files.size());
   std::vector<std::string> problems(files.size());
+  ReadOptions read;
+  read.every_row = options.critical_path.has_value();  // its graph walks every CPU op
   parallel_for(files.size(), options.threads, [&](std::size_t i) {
     try {
-      traces[i] = read_kineto_trace(files[i]);
+      traces[i] = read_kineto_trace(files[i], read);
     } catch (const TraceError& e) {
       problems[i] = files[i] + ": " + e.what();
     } catch (const std::bad_alloc&) {
@@ -118,12 +134,32 @@ Explanation explain_traces(const std::vector<std::string>& paths, const ExplainO
   out.records_files = records.files;
   std::vector<std::vector<std::string>> rank_problems(order.size());
   std::vector<RankWaterfall> joins(order.size());
+  CriticalPathContext context;
+  if (options.critical_path) {
+    std::vector<const KinetoTrace*> all;
+    for (std::size_t i : order) all.push_back(&*traces[i]);
+    context = critical_path_context(all, options.critical_path->annotation);
+  }
   parallel_for(order.size(), options.threads, [&](std::size_t k) {
     const KinetoTrace& t = *traces[order[k]];
     {  // the window is gone before the waterfall is made
       const RankWindow w = apply_window(t, steps);
       ranks[k] = analyse_rank(w, rank_problems[k]);
       rank_steps[k] = profiler_steps(w);
+      if (options.critical_path) {
+        ranks[k].critical_path = hta_critical_path(w, *options.critical_path, context);
+        const RankCriticalPath& cp = *ranks[k].critical_path;
+        for (const CriticalPathInstance& i : cp.instances) {
+          if (i.hta != "ok") rank_problems[k].push_back(critical_path_problem(cp, i));
+        }
+        if (cp.instances_not_analysed > 0) {
+          rank_problems[k].push_back(
+              "critical path of \"" + cp.annotation +
+              "\": " + std::to_string(cp.instances_not_analysed) + " instances past the first " +
+              std::to_string(cp.instances.size()) +
+              " not analysed (name one, or a range: --critical-path=" + cp.annotation + ":A-B)");
+        }
+      }
     }
     joins[k] = waterfall_of(t, records);
     ranks[k].waterfall = std::move(joins[k].rows);

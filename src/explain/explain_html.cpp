@@ -92,6 +92,45 @@ std::string idle_section(const RankExplanation& r) {
                            labels, values);
 }
 
+// HTA's critical path: one row per instance, its length and the share of each bound type.
+std::string critical_path_section(const RankExplanation& r) {
+  if (!r.critical_path) return "";
+  const RankCriticalPath& cp = *r.critical_path;
+  static const char* const kBounds[] = {"cpu_bound", "gpu_compute_bound", "gpu_communication_bound",
+                                        "gpu_kernel_launch_overhead", "gpu_kernel_kernel_overhead"};
+  html::Table t;
+  t.head = {"instance", "annotation row", "HTA", "path (us)", "summary total (us)"};
+  for (const char* b : kBounds) t.head.push_back(b);
+  t.head.push_back("costliest event");
+  for (const CriticalPathInstance& i : cp.instances) {
+    std::vector<std::string> row = {
+        std::to_string(i.first) + (i.last != i.first ? "-" + std::to_string(i.last) : ""),
+        svg::escape(i.row), svg::escape(i.hta == "ok" ? "ok" : i.hta + ": " + i.why)};
+    row.push_back(i.has_path ? fixed(i.length_us, "%.0f") : "-");
+    row.push_back(i.has_path ? fixed(i.summary_total_us, "%.0f") : "-");
+    for (const char* b : kBounds) {
+      std::string cell = "-";
+      for (const CriticalPathBound& x : i.breakdown) {
+        if (x.bound_by == b && x.pct) cell = fixed(*x.pct, "%.2f%%");
+      }
+      row.push_back(cell);
+    }
+    row.push_back(i.top_events.empty() ? "-"
+                                       : svg::escape(i.top_events[0].name) + " (" +
+                                             fixed(i.top_events[0].us, "%.0f") + " us)");
+    t.rows.push_back(std::move(row));
+    t.row_class.push_back("");
+  }
+  return "<h3>Critical path (HTA's), " +
+         (cp.annotation.empty() ? std::string("the whole trace")
+                                : "annotation &quot;" + svg::escape(cp.annotation) + "&quot;") +
+         "</h3>\n" +
+         (cp.sync_events ? std::string()
+                         : std::string("<p>No cuda_sync events in the traces: HTA's path has no "
+                                       "sync edges and crosses to the GPU at most once.</p>\n")) +
+         html::table_html(t);
+}
+
 std::string rank_summary(const RankExplanation& r) {
   html::Table t;
   t.head = {"kernel", "type", "count", "sum (us)", "mean (us)", "max (us)", "min (us)", "std"};
@@ -114,7 +153,7 @@ std::string rank_summary(const RankExplanation& r) {
          std::to_string(l.n_long_runtime) + " over 50 us, " +
          std::to_string(l.n_long_launch_delay) + " started over 100 us late, " +
          std::to_string(l.n_short_gpu) + " shorter on the device than to launch).</p>\n" +
-         idle_section(r) + html::table_html(t) + waterfall_section(r);
+         idle_section(r) + html::table_html(t) + critical_path_section(r) + waterfall_section(r);
 }
 
 }  // namespace

@@ -41,6 +41,58 @@ Json waterfall_json(const WaterfallRow& w) {
   return j;
 }
 
+// A rank's "critical_path" (only with --critical-path), the layout docs/EXPLAIN.md declares:
+//   {"annotation": A, "sync_events": bool,
+//    "instances": [{"instance": [first, last], "row": name, "category": cat,
+//                   "window_us": [begin, end] (absent: nothing selected),
+//                   "hta": "ok" | "None" | "raises" | "False" | "unmodelled", "why": (not ok),
+//                   then, when the path is given: "length_us", "summary_total_us",
+//                   "path_nodes", "breakdown": {bound_by: {"us", "pct"}},
+//                   "edges": {type: count}, "top_events": [{"index", "name", "bound_by",
+//                   "us", "edges"}]}],
+//    "instances_not_analysed": n (only when some are)}
+Json critical_path_json(const RankCriticalPath& cp) {
+  Json instances = Json::array();
+  for (const CriticalPathInstance& i : cp.instances) {
+    Json j;
+    j["instance"] = {i.first, i.last};
+    j["row"] = i.row;
+    j["category"] = i.row_category;
+    if (i.window_begin_us && i.window_end_us) {
+      j["window_us"] = {number(*i.window_begin_us), number(*i.window_end_us)};
+    }
+    j["hta"] = i.hta;
+    if (i.hta != "ok") j["why"] = i.why;
+    if (i.has_path) {
+      j["length_us"] = number(i.length_us);
+      j["summary_total_us"] = number(i.summary_total_us);
+      j["path_nodes"] = i.path_nodes;
+      Json breakdown = Json::object();
+      for (const CriticalPathBound& b : i.breakdown) {
+        breakdown[b.bound_by] = {{"us", number(b.us)}, {"pct", number(b.pct)}};
+      }
+      j["breakdown"] = breakdown;
+      Json edges = Json::object();
+      for (const auto& [type, n] : i.edges) edges[type] = n;
+      j["edges"] = edges;
+      Json top = Json::array();
+      for (const CriticalPathEvent& e : i.top_events) {
+        top.push_back({{"index", e.index},
+                       {"name", e.name},
+                       {"bound_by", e.bound_by},
+                       {"us", number(e.us)},
+                       {"edges", e.edges}});
+      }
+      j["top_events"] = top;
+    }
+    instances.push_back(j);
+  }
+  Json j = {
+      {"annotation", cp.annotation}, {"sync_events", cp.sync_events}, {"instances", instances}};
+  if (cp.instances_not_analysed > 0) j["instances_not_analysed"] = cp.instances_not_analysed;
+  return j;
+}
+
 Json rank_json(const RankExplanation& r) {
   Json j;
   j["rank"] = r.rank;
@@ -99,6 +151,7 @@ Json rank_json(const RankExplanation& r) {
   };
   j["requests_without_record"] = runs(r.requests_without_record);
   j["steps_without_record"] = runs(r.steps_without_record);
+  if (r.critical_path) j["critical_path"] = critical_path_json(*r.critical_path);
   return j;
 }
 

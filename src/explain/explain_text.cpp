@@ -1,6 +1,8 @@
-// `vxperf explain`'s text: per rank, HTA's numbers in a few lines, then the waterfall of each
-// vxperf range kind (means over the ranges captured, in milliseconds).
+// `vxperf explain`'s text: per rank, HTA's numbers in a few lines, HTA's critical path when asked
+// for, then the waterfall of each vxperf range kind (means over the ranges captured, in
+// milliseconds).
 #include <cinttypes>
+#include <cmath>
 #include <cstdio>
 #include <string>
 
@@ -28,6 +30,62 @@ std::string steps_text(const std::vector<std::int64_t>& steps) {
   if (steps.size() == 1) return std::to_string(steps[0]);
   return std::to_string(steps.front()) + "-" + std::to_string(steps.back()) + " (" +
          std::to_string(steps.size()) + ")";
+}
+
+std::string us(double v) {
+  return strprintf(v == std::floor(v) && std::fabs(v) < 1e15 ? "%.0f us" : "%.3f us", v);
+}
+
+// HTA's critical path per instance: its length, the breakdown by bound type, the path's edges by
+// type and the events that cost most.
+void critical_path_text(const RankCriticalPath& cp, std::string& out) {
+  out += "  critical path  HTA's, " +
+         (cp.annotation.empty() ? std::string("the whole trace")
+                                : "annotation \"" + short_name(cp.annotation, 60) + "\"") +
+         (cp.sync_events ? "\n"
+                         : "; no cuda_sync events: no sync edges, the path crosses to the GPU at "
+                           "most once\n");
+  for (const CriticalPathInstance& i : cp.instances) {
+    std::string which = i.first == i.last ? strprintf("%" PRId64, i.first)
+                                          : strprintf("%" PRId64 "-%" PRId64, i.first, i.last);
+    out += "    instance " + which;
+    if (!i.row.empty()) out += "  " + short_name(i.row, 40) + " (" + i.row_category + ")";
+    if (i.window_begin_us && i.window_end_us) {
+      out += ", window " + us(*i.window_end_us - *i.window_begin_us);
+    }
+    if (i.hta != "ok") {
+      out += "\n      HTA " +
+             std::string(i.hta == "None"         ? "returns None"
+                         : i.hta == "False"      ? "returns success False"
+                         : i.hta == "unmodelled" ? "case vxperf does not model"
+                                                 : "raises") +
+             ": " + i.why + "\n";
+      if (!i.has_path) continue;
+      out += "      (given anyway)";
+    }
+    out += ": path " + us(i.length_us);
+    if (i.summary_total_us != i.length_us) out += " (summary total " + us(i.summary_total_us) + ")";
+    out += strprintf(", %" PRId64 " nodes\n", i.path_nodes);
+    const char* head = "      bound by   ";
+    for (const CriticalPathBound& b : i.breakdown) {
+      out += strprintf("%s%-28s %12s %8s\n", head,
+                       b.bound_by.empty() ? "(dependency, sync)" : b.bound_by.c_str(),
+                       us(b.us).c_str(), b.pct ? strprintf("%.2f%%", *b.pct).c_str() : "-");
+      head = "                 ";
+    }
+    std::string edges;
+    for (const auto& [type, n] : i.edges) {
+      const std::string t = type.rfind("critical_path_", 0) == 0 ? type.substr(14) : type;
+      edges += (edges.empty() ? "" : ", ") + t + strprintf(" %" PRId64, n);
+    }
+    out += "      edges      " + edges + "\n";
+    head = "      top events ";
+    for (const CriticalPathEvent& e : i.top_events) {
+      out += strprintf("%s%12s  x%-4" PRId64 " %-27s %s\n", head, us(e.us).c_str(), e.edges,
+                       e.bound_by.c_str(), short_name(e.name, 60).c_str());
+      head = "                 ";
+    }
+  }
 }
 
 void rank_text(const RankExplanation& r, std::string& out) {
@@ -65,6 +123,7 @@ void rank_text(const RankExplanation& r, std::string& out) {
                        short_name(k.name, 50).c_str(), k.type.c_str(), k.sum_us, k.count);
     }
   }
+  if (r.critical_path) critical_path_text(*r.critical_path, out);
   if (r.waterfall.empty()) return;
   out += "  waterfall (ms, mean per range; parts add up to the device span)\n";
   out += strprintf("    %-26s %5s %8s %8s | %8s %8s %8s %8s %8s %8s %8s %8s %6s\n", "range", "n",

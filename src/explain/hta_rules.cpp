@@ -102,4 +102,34 @@ double numpy_quantile(std::vector<double> values, double q) {
   return t >= 0.5 ? b - diff * (1.0 - t) : a + diff * t;
 }
 
+bool is_memory_name(std::string_view name) {
+  return starts_with(name, "Memcpy") || starts_with(name, "Memset") ||
+         starts_with(name, "hipMemcpy") || starts_with(name, "hipMemset") ||
+         starts_with(name, "dma");
+}
+
+std::string shorten_name(std::string_view name) {
+  if (is_memory_name(name)) return std::string(name);
+  if (name.find('<') == std::string_view::npos && name.find('(') == std::string_view::npos) {
+    return std::string(name);
+  }
+  std::string kept;  // the characters not yet dropped, as a stack
+  for (std::size_t i = 0; i < name.size(); ++i) {
+    const char c = name[i];
+    if (c == '-' && i + 1 < name.size() && name[i + 1] == '>') {  // "->" is taken out first
+      ++i;
+      continue;
+    }
+    if (c == '>' || c == ')') {
+      const char opener = c == '>' ? '<' : '(';
+      while (!kept.empty() && kept.back() != opener) kept.pop_back();
+      if (!kept.empty()) kept.pop_back();
+    } else {
+      kept.push_back(c);
+    }
+  }
+  const std::size_t space = kept.rfind(' ');
+  return space == std::string::npos ? kept : kept.substr(space + 1);
+}
+
 }  // namespace vxperf::explain

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <string>
 #include <string_view>
 #include <utility>
 #include <vector>
@@ -19,6 +20,15 @@ bool is_step_string(std::string_view s);
 
 // HTA's get_kernel_type: COMMUNICATION, MEMORY, COMPUTATION unless excluded, OTHER.
 KernelType kernel_type_of(std::string_view name);
+
+// HTA's is_memory_kernel: ^(hip)?Memcpy, ^(hip)?Memset or ^dma under re.match.
+bool is_memory_name(std::string_view name);
+
+// HTA's shorten_name: a memory name, or one with neither '<' nor '(', as it is; else "->" taken
+// out, every <...> and (...) dropped with what they hold (a '>' or ')' without its opener drops
+// everything before it), and the last space-separated part kept: "void at::foo<float>(int)" is
+// "at::foo".
+std::string shorten_name(std::string_view name);
 
 struct Interval {
   double begin = 0, end = 0;

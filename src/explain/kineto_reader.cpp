@@ -118,6 +118,7 @@ struct Event {
   double ts = 0, dur = 0;
   std::string_view name, cat;
   std::int64_t stream = -1, correlation = -1, tid = 0;
+  RowExtra extra;  // read only for ReadOptions::every_row
 };
 
 // A number's value, correctly rounded; `is_float` for a JSON number with a fraction or exponent.
@@ -142,7 +143,16 @@ std::string_view string_or_raw(od::value v) {
   return v.raw_json_token();
 }
 
-void read_args(od::value v, Event& e) {
+// A pid or tid: its number, or a string's hash.
+std::int64_t id_value(od::value v) {
+  od::json_type type;
+  if (v.type().get(type) == simdjson::SUCCESS && type == od::json_type::number) {
+    return integer_arg(v, 0);
+  }
+  return static_cast<std::int64_t>(std::hash<std::string_view>()(string_or_raw(v)));
+}
+
+void read_args(od::value v, Event& e, bool every_row) {
   od::object args;
   if (v.get_object().get(args) != simdjson::SUCCESS) return;
   for (auto field : args) {
@@ -152,11 +162,15 @@ void read_args(od::value v, Event& e) {
       e.stream = integer_arg(field.value(), -1);
     } else if (key == "correlation") {
       e.correlation = integer_arg(field.value(), -1);
+    } else if (every_row && key == "wait_on_stream") {
+      e.extra.wait_on_stream = integer_arg(field.value(), -1);
+    } else if (every_row && key == "wait_on_cuda_event_record_corr_id") {
+      e.extra.wait_on_event_record = integer_arg(field.value(), -1);
     }
   }
 }
 
-Event parse_event(od::object obj) {
+Event parse_event(od::object obj, bool every_row) {
   Event e;
   for (auto field : obj) {
     std::string_view key;
@@ -173,14 +187,11 @@ Event parse_event(od::object obj) {
       e.cat = string_or_raw(v);
       e.has_cat = true;
     } else if (key == "tid") {
-      od::json_type type;
-      if (v.type().get(type) == simdjson::SUCCESS && type == od::json_type::number) {
-        e.tid = integer_arg(v, 0);
-      } else {
-        e.tid = static_cast<std::int64_t>(std::hash<std::string_view>()(string_or_raw(v)));
-      }
+      e.tid = id_value(v);
     } else if (key == "args") {
-      read_args(v, e);
+      read_args(v, e, every_row);
+    } else if (every_row && key == "pid") {
+      e.extra.pid = id_value(v);
     }
   }
   return e;
@@ -189,8 +200,8 @@ Event parse_event(od::object obj) {
 // Reads the events of one trace into `trace` as the scanner hands them over.
 class EventSink {
  public:
-  explicit EventSink(KinetoTrace& trace)
-      : trace_(trace), table_(trace.strings), categories_(trace.categories) {
+  EventSink(KinetoTrace& trace, const ReadOptions& options)
+      : trace_(trace), options_(options), table_(trace.strings), categories_(trace.categories) {
     table_.intern("");
     categories_.intern("");
   }
@@ -219,7 +230,7 @@ class EventSink {
     }
     Event e;
     try {
-      e = parse_event(obj);
+      e = parse_event(obj, options_.every_row);
     } catch (const simdjson::simdjson_error& err) {
       throw TraceError("event #" + std::to_string(index) + " is not valid JSON (" + err.what() +
                        ")");
@@ -235,7 +246,7 @@ class EventSink {
     const bool keep = device || e.correlation != -1 || e.stream != -1 || index == 0 ||
                       starts_with(e.name, "ProfilerStep") || starts_with(e.cat, "ProfilerStep") ||
                       e.cat == "user_annotation";
-    if (!keep) {
+    if (!keep && !options_.every_row) {
       trace_.plain_host.add(e.ts);
       return;
     }
@@ -249,10 +260,15 @@ class EventSink {
     r.cat = category_id(e.cat);
     r.tid = static_cast<std::int32_t>(e.tid ^ (e.tid >> 32));  // a thread's key, not its number
     r.device = device;
+    r.plain = !keep;
     if (!device && is_step_string(e.name)) {
       trace_.plain_host.latest_step = std::max(trace_.plain_host.latest_step, e.ts);
     }
     trace_.rows.push_back(r);
+    if (options_.every_row) {
+      e.extra.tid = e.tid;
+      trace_.extras.push_back(e.extra);
+    }
   }
 
   void finish() {
@@ -292,6 +308,7 @@ class EventSink {
   }
 
   KinetoTrace& trace_;
+  const ReadOptions& options_;
   StringTable table_;
   StringTable categories_;
   od::parser parser_;
@@ -603,7 +620,7 @@ void round_times(KinetoTrace& t) {
       r.ts = std::ceil(r.ts);
       r.dur = end - r.ts;
     }
-    if (!(r.dur < 0)) continue;
+    if (!(r.dur < 0) || r.plain) continue;  // the path's own rows: no analysis reads them
     ++negative;
     device += r.device ? 1 : 0;
     if (example.empty()) {
@@ -628,10 +645,15 @@ void round_times(KinetoTrace& t) {
 }  // namespace
 
 const Row* KinetoTrace::row_at(std::int64_t index) const {
-  if (index < 0) return nullptr;
+  const std::int64_t at = position_of(index);
+  return at >= 0 ? &rows[static_cast<std::size_t>(at)] : nullptr;
+}
+
+std::int64_t KinetoTrace::position_of(std::int64_t index) const {
+  if (index < 0) return -1;
   auto it = std::lower_bound(rows.begin(), rows.end(), index,
                              [](const Row& r, std::int64_t i) { return r.index < i; });
-  return it != rows.end() && it->index == index ? &*it : nullptr;
+  return it != rows.end() && it->index == index ? it - rows.begin() : -1;
 }
 
 void KinetoTrace::PlainHostRows::add(double ts) {
@@ -692,14 +714,14 @@ std::uint32_t StringTable::intern(std::string_view s) {
   return id;
 }
 
-KinetoTrace read_kineto_trace(const std::string& path) {
+KinetoTrace read_kineto_trace(const std::string& path, const ReadOptions& options) {
   KinetoTrace trace;
   trace.file = path;
   std::unique_ptr<gzFile_s, GzClose> in(gzopen(path.c_str(), "rb"));
   if (!in) throw TraceError("cannot open");
   // Row indices and the launch link are 32-bit: 2^31 events is a trace of some 600 GB.
   gzbuffer(in.get(), 256 * 1024);
-  EventSink sink(trace);
+  EventSink sink(trace, options);
   Scanner scanner(sink);
   std::unique_ptr<char[]> buffer(new char[kReadBuffer]);
   std::uint64_t bytes = 0;

@@ -33,7 +33,17 @@ struct Row {      // 48 bytes: a 1-GB trace keeps about 1.5M of them
   std::uint32_t name = 0;   // into KinetoTrace::strings
   std::uint16_t cat = 0;    // into KinetoTrace::categories
   bool device = false;      // HTA's is_gpu rule
+  bool plain = false;       // a host row no analysis reads, kept for the critical path only
   double end() const { return ts + dur; }
+};
+
+// What only HTA's critical path reads of a row (kept, parallel to KinetoTrace::rows, only when the
+// trace is read for it: ReadOptions::every_row). 32 bytes.
+struct RowExtra {
+  std::int64_t pid = 0;              // the process (a string pid hashed)
+  std::int64_t tid = 0;              // the thread's own number (Row::tid is a 32-bit key of it)
+  std::int64_t wait_on_stream = -1;  // args.wait_on_stream (cuda_sync events)
+  std::int64_t wait_on_event_record = -1;  // args.wait_on_cuda_event_record_corr_id
 };
 
 // Why a file could not be read (it names no file; the caller adds it).
@@ -71,6 +81,9 @@ struct KinetoTrace {
   std::deque<std::string> categories;     // interned categories; past 65535, the rest share "..."
   std::vector<std::int64_t> big_streams;  // the stream values a row's 32 bits could not hold
   std::vector<std::string> warnings;
+  // With ReadOptions::every_row: every row is in `rows` (none is a plain host row) and this holds
+  // each one's extra fields at the same position.
+  std::deque<RowExtra> extras;
 
   std::string_view str(std::uint32_t id) const { return strings[id]; }
   std::string_view category(const Row& r) const { return categories[r.cat]; }
@@ -84,6 +97,8 @@ struct KinetoTrace {
   std::uint64_t host_rows() const;
   // The row at traceEvents position `index`, if it is one kept whole.
   const Row* row_at(std::int64_t index) const;
+  // Its position in `rows`, or -1.
+  std::int64_t position_of(std::int64_t index) const;
 };
 
 // Interns strings for one trace.
@@ -98,7 +113,13 @@ class StringTable {
   std::unordered_map<std::string_view, std::uint32_t> ids_;
 };
 
+struct ReadOptions {
+  // Keep every row whole, with its RowExtra (HTA's critical path walks every CPU op and reads
+  // pids, threads and the sync events' args). Off: host rows no analysis reads are only counted.
+  bool every_row = false;
+};
+
 // Reads a trace (.json or .json.gz, by content). Throws TraceError for a file that is not one.
-KinetoTrace read_kineto_trace(const std::string& path);
+KinetoTrace read_kineto_trace(const std::string& path, const ReadOptions& options = {});
 
 }  // namespace vxperf::explain

@@ -3,6 +3,7 @@ instrumented pipeline and an accelerate training loop, found in the trace and jo
 (the host side of the waterfall end to end), the records found where the trace names them; a
 CPU-only profile says so and keeps its ranges."""
 import json
+import math
 import subprocess
 
 from conftest import CLI, clean_env, read_records, run_python
@@ -36,6 +37,50 @@ def rows(rank, kind):
     return {(w["range"], w.get("step_index")): w for w in rank["waterfall"] if w["kind"] == kind}
 
 
+def hta_rows(trace):
+    """The trace's events as HTA keeps them (a duration and a category other than Trace), with
+    HTA's rounding to whole microseconds when a timestamp has a fraction."""
+    events = json.loads(trace.read_text())["traceEvents"]
+    kept = [dict(e, index=i) for i, e in enumerate(events)
+            if "dur" in e and "cat" in e and e["cat"] != "Trace" and "ts" in e]
+    if any(isinstance(e["ts"], float) for e in events if "ts" in e):
+        for e in kept:
+            end = math.floor(float(e["ts"]) + float(e["dur"]))
+            e["ts"] = math.ceil(float(e["ts"]))
+            e["dur"] = end - e["ts"]
+    return kept
+
+
+def host_path_us(kept, begin, end):
+    """HTA's critical path of a CPU-only window with no runtime call, sync or autograd thread:
+    each thread's call stack is one chain whose weights add up to its top-level CPU ops' time
+    (the ops inside telescope; the gaps between top-level ops weigh 0), so the path is the
+    thread with the most."""
+    ops = [e for e in kept if e["cat"] == "cpu_op" and e["dur"] > 0 and begin <= e["ts"] <= end]
+    best = 0
+    for tid in {e["tid"] for e in ops}:
+        mine = [e for e in ops if e["tid"] == tid]
+
+        def inside(e, p):
+            return p is not e and p["ts"] <= e["ts"] and e["ts"] + e["dur"] <= p["ts"] + p["dur"] \
+                and (p["dur"] > e["dur"] or p["index"] < e["index"])
+
+        best = max(best, sum(e["dur"] for e in mine if not any(inside(e, p) for p in mine)))
+    return best
+
+
+def expect_host_path(instance):
+    """A CPU-only profile: HTA stops (no queue-length series); vxperf says so and gives its rules'
+    host path: cpu_bound only, the summary's total its length, operator and dependency edges."""
+    assert instance["hta"] == "raises", instance
+    assert instance["why"].startswith("AssertionError: Queue length time series is required")
+    assert instance["length_us"] == instance["summary_total_us"] > 0
+    assert set(instance["breakdown"]) <= {"", "cpu_bound"}
+    assert instance["breakdown"]["cpu_bound"] == {"us": instance["length_us"], "pct": 100}
+    assert set(instance["edges"]) <= {"critical_path_operator", "critical_path_dependency"}
+    assert all(e["bound_by"] == "cpu_bound" for e in instance["top_events"])
+
+
 def test_an_instrumented_pipelines_ranges_in_a_cpu_trace(tmp_path):
     trace, records = tmp_path / "trace.json", tmp_path / "records.jsonl"
     proc = run_python(INFERENCE.replace("sys.argv[1]", repr(str(trace))),
@@ -59,6 +104,26 @@ def test_an_instrumented_pipelines_ranges_in_a_cpu_trace(tmp_path):
     # Each stage call lies inside its request.
     assert sum(s["host_s"] for s in stages.values()) <= request["host_s"]
     assert got["records"] == [str(records)]
+    # HTA's critical path of each request: the instances are the rows named "request N"; the
+    # host path is the thread with the most top-level op time in the window, worked out here.
+    got, stderr = explain(trace, "--critical-path=request")
+    (rank,) = got["ranks"]
+    path = rank["critical_path"]
+    assert path["annotation"] == "request" and path["sync_events"] is False
+    kept = hta_rows(trace)
+    requests = [e for e in kept if "request" in e["name"]]
+    assert [i["row"] for i in path["instances"]] == [e["name"] for e in requests] == \
+        ["request 0", "request 1"]
+    for instance, row in zip(path["instances"], requests):
+        expect_host_path(instance)
+        assert instance["window_us"] == [row["ts"], row["ts"] + row["dur"]]
+        assert instance["length_us"] == host_path_us(kept, row["ts"], row["ts"] + row["dur"])
+        assert instance["top_events"][0]["name"] == "aten::mm"  # the transformer's matmuls
+    assert "critical path of \"request\" instance 1: HTA raises" in stderr
+    # The profiler recorded no steps: HTA finds no ProfilerStep and returns None.
+    got, stderr = explain(trace, "--critical-path")
+    assert got["ranks"][0]["critical_path"]["instances"][0]["hta"] == "None"
+    assert "HTA returns None" in stderr
 
 
 ACCELERATE = """
@@ -102,6 +167,14 @@ def test_an_accelerate_loops_steps_and_phases_in_a_cpu_trace(tmp_path):
     assert all(p["count"] == 2 for name, p in phases.items() if name[0] in ("bwd", "opt"))
     assert sum(p["host_s"] for p in phases.values()) <= step["host_s"] + 1e-6
     assert got["records"] == [str(records)]
+    # HTA's critical path of each row whose name holds "step" (vxperf's steps, micro-steps, the
+    # optimizer's ranges), in file order: a host path each.
+    got, _ = explain(trace, "--critical-path=step")
+    instances = got["ranks"][0]["critical_path"]["instances"]
+    assert [i["row"] for i in instances] == [e["name"] for e in hta_rows(trace) if "step" in e["name"]]
+    assert {"step 2", "step 3"} <= {i["row"] for i in instances}
+    for instance in instances:
+        expect_host_path(instance)
 
 
 # A model trained under torch's DistributedDataParallel (gloo, one rank): its class is timed, so
@@ -200,6 +273,17 @@ def test_ranges_under_ddps_and_the_programs_own_ranges_in_a_real_trace(tmp_path)
     assert sorted(steps) == [("transformer", 0), ("transformer", 1), ("transformer", 2)]
     assert all(s["count"] == 2 for s in steps.values())
     assert rows(rank, "request")[("request", None)]["count"] == 2
+    # HTA's critical path of the whole trace: a CPU backward runs on the calling thread, so the
+    # forward and autograd rows share one (HTA merges nothing) and the path is that thread's
+    # top-level op time, training and requests together.
+    got, _ = explain(trace, "--critical-path=")
+    (instance,) = got["ranks"][0]["critical_path"]["instances"]
+    expect_host_path(instance)
+    kept = hta_rows(trace)
+    assert len({e["tid"] for e in kept if e["cat"] == "cpu_op"}) == 1
+    assert {"forward", "autograd"} <= {w for e in kept for w in ("forward", "autograd")
+                                         if w in e["name"]}
+    assert instance["length_us"] == host_path_us(kept, -math.inf, math.inf)
     # With the run's records: each of the trace's requests and steps has one.
     got, _ = explain(trace, "--records", records)
     (rank,) = got["ranks"]
