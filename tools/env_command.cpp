@@ -17,9 +17,9 @@ const Command kEnvCommand = {
     "env", run,
     "usage: vxperf env\n\n"
     "Every VIDEOX_PERF* variable: what it takes, its default, and its value in this environment\n"
-    "(set ones first). Values that would not parse are said as the measured program would say\n"
-    "them, the switch VIDEOX_PERF's and, on or off, every other one's; the exit status is then\n"
-    "1.\n",
+    "(set ones first). Values that would not parse are said first, as the measured program would\n"
+    "say them, the switch VIDEOX_PERF's and, on or off, every other one's; the exit status is\n"
+    "then 1.\n",
     "every VIDEOX_PERF* variable: its default and its value here"};
 
 namespace {
@@ -35,8 +35,6 @@ int run(int argc, char** argv) {
                        "\n";
     (value ? set : unset) += line;
   }
-  print(set.empty() ? "set: none\n" : "set:\n" + set);
-  print("unset:\n" + unset);
   std::vector<std::string> problems;
   // The engine reads the other variables only when the switch is on; here every one is checked,
   // on or off, as a run with metrics on would read it.
@@ -46,7 +44,10 @@ int run(int argc, char** argv) {
     };
     (void)Settings::parse(on, &problems);
   }
+  // What is wrong first, where it is seen; then every variable.
   for (const auto& p : problems) print(p + "\n");
+  print(set.empty() ? "set: none\n" : "set:\n" + set);
+  print("unset:\n" + unset);
   return problems.empty() ? 0 : 1;
 }
 

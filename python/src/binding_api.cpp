@@ -308,7 +308,11 @@ void train_micro_exit() { vxperf::exit_micro_step(trainer()); }
 
 bool train_call_timed() { return vxperf::model_call_timed(trainer()); }
 
-TrainMark train_call_begin() { return vxperf::begin_model_call(trainer()); }
+TrainMark train_call_begin(int phase) {
+  // The phase, where known at the call's start, names its range in a profiler's trace.
+  if (phase < 0 || phase >= kPhaseCount) return vxperf::begin_model_call(trainer());
+  return vxperf::begin_model_call(trainer(), static_cast<Phase>(phase));
+}
 
 void train_call_end(const TrainMark& mark, int phase, std::int64_t tokens, std::int64_t samples,
                     double fraction) {

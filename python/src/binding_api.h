@@ -186,7 +186,9 @@ void train_micro_enter();
 void train_micro_exit();
 // Whether a model call starting now would be timed (not nested in another, not in a backward).
 bool train_call_timed();
-TrainMark train_call_begin();
+// `phase`: the call's phase where known at its start (its ranges are named so), -1: said at the
+// end.
+TrainMark train_call_begin(int phase = -1);
 void train_call_end(const TrainMark& mark, int phase, std::int64_t tokens, std::int64_t samples,
                     double fraction = 1.0);
 TrainMark train_backward_begin();

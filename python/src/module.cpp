@@ -487,7 +487,7 @@ PYBIND11_MODULE(_ext, m) {
   m.def("train_micro_enter", &api::train_micro_enter);
   m.def("train_micro_exit", &api::train_micro_exit);
   m.def("train_call_timed", &api::train_call_timed);
-  m.def("train_call_begin", &api::train_call_begin);
+  m.def("train_call_begin", &api::train_call_begin, py::arg("phase") = -1);
   m.def("train_call_end", &api::train_call_end, py::arg("mark"), py::arg("phase"),
         py::arg("tokens"), py::arg("samples"), py::arg("fraction") = 1.0);
   m.def("train_backward_begin", &api::train_backward_begin);

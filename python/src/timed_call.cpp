@@ -219,7 +219,7 @@ PyObject* call_as_phase(TimedCall* t, PyObject* const* args, std::size_t nargsf,
   const bool priced = (t->flags & kPriced) != 0;
   std::optional<CallWork> work;
   if (priced && t->watch != Py_None) work.emplace(t, args, nargsf, kwnames);
-  vxperf::TrainMark mark = api::train_call_begin();
+  vxperf::TrainMark mark = api::train_call_begin(t->phase);
   CallShape shape;
   if (priced) infer_shape(t, args, nargsf, kwnames, &shape);
   if (shape.dtype[0] != '\0') api::note_compute_dtype(0, shape.dtype);

@@ -160,7 +160,26 @@ def _model_of(name: str, component: nn.Module) -> _model.Model:
                              storage_dtype=_reading.storage_dtype(component) or "",
                              attn_density=attention_density_of(component))
         component._vxperf_model = model
+        component.__dict__[_PRICED_AS] = name
     return model
+
+
+_PRICED_AS = "_vxperf_priced_as"  # in a component's __dict__: the stage _model_of read it for
+
+
+def _text_length_seen(component: nn.Module) -> None:
+    """A pipeline's transformer that advertises no text length was handed its text at a call:
+    read again with it, and declared again for the open request (priced as a whole)."""
+    name = component.__dict__.get(_PRICED_AS)
+    if name is None or "_vxperf_model" not in component.__dict__:
+        return
+    del component._vxperf_model
+    model = _model_of(name, component)
+    if _ext.in_request():
+        _ext.declare_model(name, model)
+
+
+_reading.TEXT_LISTENERS.append(_text_length_seen)
 
 
 def attention_density_of(module: object) -> float:

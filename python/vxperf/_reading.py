@@ -76,10 +76,54 @@ def attention_widths(module: nn.Module) -> tuple[int, int, int]:
     return self_width, cross_width, count
 
 
+TEXT_SEEN = "_vxperf_text_tokens"  # in a module's __dict__: the text length its calls received
+# (module) -> None, told when a model's text length was first read off a call: the declarations
+# that priced it without one are made again (_inference, integrations/accelerate).
+TEXT_LISTENERS: list[Callable[[nn.Module], None]] = []
+# The argument a transformer's text arrives in: diffusers' name, then Wan's original one.
+TEXT_ARGUMENTS = ("encoder_hidden_states", "context")
+
+
 def text_tokens(module: object) -> int:
-    """The padded text length cross-attention runs against (`text_len`), 0 when not advertised."""
+    """The padded text length cross-attention runs against: `text_len` where the model advertises
+    it (Wan's own code), else the length its calls' text was seen to have (diffusers' models
+    say none), 0 while unknown."""
     value = getattr(module, "text_len", None)
-    return value if isinstance(value, int) and value > 0 else 0
+    if isinstance(value, int) and value > 0:
+        return value
+    seen = getattr(module, "__dict__", {}).get(TEXT_SEEN)
+    return seen if isinstance(seen, int) and seen > 0 else 0
+
+
+def _note_text_length(module: Any, args: Sequence[Any], kwargs: Mapping[str, Any]) -> None:
+    """Reads, once per module, the length of the text a call hands a model that does not
+    advertise it (the `encoder_hidden_states` or `context` argument, by name or position: (B, L,
+    D)), and tells the listeners; a model whose calls carry no such tensor is not read again."""
+    if module is None or TEXT_SEEN in module.__dict__ or text_tokens(module):
+        return
+    import inspect
+
+    import torch
+
+    length = 0
+    try:
+        bound = inspect.signature(type(module).forward).bind_partial(module, *args, **kwargs)
+        for name in TEXT_ARGUMENTS:
+            text = bound.arguments.get(name)
+            if isinstance(text, torch.Tensor) and text.ndim == 3:
+                length = int(text.shape[1])
+                break
+    except (TypeError, ValueError):
+        pass
+    module.__dict__[TEXT_SEEN] = length
+    if length > 0:
+        for listener in TEXT_LISTENERS:
+            try:
+                listener(module)
+            except Exception as error:
+                _state.warn(("text-listener", type(module).__name__),
+                            f"cannot price {type(module).__name__}'s cross-attention at its "
+                            f"{length} text tokens ({error!r})")
 
 
 def checkpointing(module: nn.Module) -> bool:
@@ -145,6 +189,10 @@ def infer_tokens(module: object, args: Sequence[Any],
     shape = _token_shape(module, args, kwargs)
     if shape is None:
         return None
+    if module is None and args and hasattr(args[0], "_call_impl"):
+        _note_text_length(args[0], args[1:], kwargs)  # a decorated function: its module first
+    else:
+        _note_text_length(module, args, kwargs)
     # Inside accelerate's maybe_context_parallel a forward sees a shard of its sample's sequence.
     return shape[0] * _ext.sequence_shards(), shape[1], call_dtype(shape[2])
 

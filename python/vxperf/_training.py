@@ -77,7 +77,7 @@ class _ModelCall:
         self.fraction = fraction
 
     def __enter__(self) -> _ModelCall:
-        self.mark = _ext.train_call_begin()
+        self.mark = _ext.train_call_begin(self.phase)
         return self
 
     def __exit__(self, kind: type[BaseException] | None, value: BaseException | None,
@@ -302,7 +302,8 @@ def read_model(module: nn.Module, lora: bool = False, mixed: str | None = None) 
         trainable=counted.lora if lora else counted.trainable,
         checkpointing=_reading.checkpointing(module),
         widths=widths,
-        text_tokens=_reading.text_tokens(module) if widths else 0,
+        # what the model inside a data-parallel wrapper says, or its calls were seen to receive
+        text_tokens=_reading.text_tokens(unwrapped(module)) if widths else 0,
         dtype=mixed or _reading.param_dtype(module) or "",
         storage_dtype=_reading.storage_dtype(module) or "",
         attn_density=float(getattr(module, "_vxperf_attn_density", None) or 1.0),

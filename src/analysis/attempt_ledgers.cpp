@@ -149,7 +149,18 @@ std::optional<Ledger> AttemptLedgers::ledger(int rank, std::vector<std::string>*
       // what they took beyond it.
       const double ideal = std::min(l.productive_s, l.ideal_step_s * lost_steps);
       l.productive_s -= ideal;
-      l.slow_step_excess_s -= lost_compute - ideal;
+      // Their time beyond the ideal is in the slow steps' excess, or, where the attempt's first
+      // step was among them, in the first step's: never more out of a part than it holds.
+      double beyond = lost_compute - ideal;
+      if (beyond > 0) {
+        const double from_slow = std::min(beyond, std::max(l.slow_step_excess_s, 0.0));
+        l.slow_step_excess_s -= from_slow;
+        beyond -= from_slow;
+        const double from_first = std::min(beyond, std::max(l.first_step_excess_s, 0.0));
+        l.first_step_excess_s -= from_first;
+        beyond -= from_first;
+      }
+      l.slow_step_excess_s -= beyond;  // faster than ideal (below 0 here): back to its part
       l.data_wait_s -= lost_data;
       l.lost_progress_s += lost_compute + lost_data;
       l.steps -= std::min(l.steps, static_cast<std::int64_t>(lost_steps + 0.5));

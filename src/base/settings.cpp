@@ -52,13 +52,15 @@ struct Reader {
                         "; using " + fallback);
   }
 
-  std::int64_t integer(const char* name, std::int64_t fallback) const {
+  // `expected`: what the complaint says it takes.
+  std::int64_t integer(const char* name, std::int64_t fallback,
+                       const char* expected = "an integer") const {
     auto raw = read(env, name);
     if (!raw) return fallback;
     // Python's integers have no limit: a value beyond 64 bits means "as large as it gets".
     auto value = internal::parse_int_saturating(*raw);
     if (!value) {
-      complain(name, *raw, "an integer", std::to_string(fallback));
+      complain(name, *raw, expected, std::to_string(fallback));
       return fallback;
     }
     return *value;
@@ -181,7 +183,7 @@ Settings Settings::parse(const EnvLookup& env, std::vector<std::string>* problem
                          const Settings& defaults) {
   Settings s = defaults;
   Reader r{env, problems};
-  std::int64_t level = r.integer("VIDEOX_PERF", s.level);
+  std::int64_t level = r.integer("VIDEOX_PERF", s.level, "0, 1 or 2 (an integer)");
   if (level < 0 || level > 2) {
     // The reference takes anything above 2 as 2 and anything below 1 as off: the same here, said.
     std::int64_t used = level < 0 ? 0 : 2;

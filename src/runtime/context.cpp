@@ -126,7 +126,7 @@ std::string range_text(const Settings::CaptureRange& r) {
 
 }  // namespace
 
-void Context::capture_point(Settings::CaptureRange::Kind kind, std::int64_t index, bool begins,
+bool Context::capture_point(Settings::CaptureRange::Kind kind, std::int64_t index, bool begins,
                             DeviceBackend& backend, int device) {
   const Settings::CaptureRange& range = settings_.profile;
   const bool steps = kind == Settings::CaptureRange::Kind::kSteps;
@@ -152,6 +152,7 @@ void Context::capture_point(Settings::CaptureRange::Kind kind, std::int64_t inde
     }
   }
   if (act != 0) capture_switch(act > 0);
+  return act < 0;
 }
 
 void Context::capture_switch(bool start) {

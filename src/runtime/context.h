@@ -118,14 +118,14 @@ class Context {
 
   // VIDEOX_PERF_PROFILE's range (cuProfilerStart / cuProfilerStop on `device` of `backend`, and
   // observers' on_capture): a training step or a request begins, closes or ends. One test of the
-  // setting when no range is set.
+  // setting when no range is set. capture_ends says whether it stopped the capture now.
   void capture_begins(Settings::CaptureRange::Kind kind, std::int64_t index, DeviceBackend& backend,
                       int device) {
     if (settings_.profile.kind == kind) capture_point(kind, index, true, backend, device);
   }
-  void capture_ends(Settings::CaptureRange::Kind kind, std::int64_t index, DeviceBackend& backend,
+  bool capture_ends(Settings::CaptureRange::Kind kind, std::int64_t index, DeviceBackend& backend,
                     int device) {
-    if (settings_.profile.kind == kind) capture_point(kind, index, false, backend, device);
+    return settings_.profile.kind == kind && capture_point(kind, index, false, backend, device);
   }
   // At exit: a range that never started or never ended is said (one that started is stopped).
   void finish_capture();
@@ -142,7 +142,7 @@ class Context {
   std::optional<double> process_start_;  // EngineOptions::process_start_s
 
  private:
-  void capture_point(Settings::CaptureRange::Kind kind, std::int64_t index, bool begins,
+  bool capture_point(Settings::CaptureRange::Kind kind, std::int64_t index, bool begins,
                      DeviceBackend& backend, int device);
   // Starts or stops the capture (capture_mu_ held): the profiler, then the observers.
   void capture_switch(bool start);

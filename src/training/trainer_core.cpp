@@ -492,10 +492,15 @@ void TrainerCore::close_step(double t_close) {
   ++steps_run_;
   // Before anything settles: the window this step ends may settle now.
   meter_step_close(num_steps_ - 1);
-  engine_.capture_ends(Settings::CaptureRange::Kind::kSteps, num_steps_ - 1, engine_.device(),
-                       device_);
+  double next_t0 = t_close;
+  if (engine_.capture_ends(Settings::CaptureRange::Kind::kSteps, num_steps_ - 1, engine_.device(),
+                           device_)) {
+    // Stopping the capture (a torch profiler writes its trace) is no step's work: the next step
+    // begins after it, and the ledger counts it between the steps.
+    next_t0 = std::max(t_close, now());
+  }
   pending_.push_back(std::move(step_));
-  current(t_close);
+  current(next_t0);
   head_open_ = false;
   drain(false);
   run_exchanges(num_steps_ - 1);

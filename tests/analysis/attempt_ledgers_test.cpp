@@ -130,6 +130,31 @@ TEST(AttemptLedgers, AFinalRecordRunsTheAttemptToItsEnd) {
   EXPECT_DOUBLE_EQ(one.ledger(0, nullptr)->wall_s, l.wall_s);
 }
 
+// A restart that runs every step of the earlier attempt again, its first step's excess among
+// them: what those steps took beyond the ideal comes out of the first step's excess once the slow
+// steps' is spent, and no part goes below zero (a new user saw "slow steps -0.001s").
+TEST(AttemptLedgers, StepsRunAgainNeverTakeAPartBelowZero) {
+  AttemptLedgers job;
+  TrainWindowRecord first = window(0, 0, 9, 1000, 0);
+  Ledger& l0 = *first.ledger;  // step 0 took 3 s: 2 s above the ideal, 0.25 s of slow steps
+  l0.first_step_excess_s = 2.0;
+  l0.slow_step_excess_s = 0.25;
+  l0.wall_s += 2.25;
+  first.ts += 2.25;
+  job.add(first);
+  for (std::int64_t f = 0; f < 20; f += 10) job.add(window(1, f, f + 9, 1100, f));
+  auto l = job.ledger(0, nullptr);
+  ASSERT_TRUE(l.has_value());
+  EXPECT_DOUBLE_EQ(l->lost_progress_s, 10 * 1.5 + 2.25);  // the attempt's steps, all of them
+  EXPECT_DOUBLE_EQ(l->slow_step_excess_s, 0.0);
+  EXPECT_DOUBLE_EQ(l->first_step_excess_s, 0.0);
+  for (double part : {l->productive_s, l->first_step_excess_s, l->slow_step_excess_s,
+                      l->data_wait_s, l->lost_progress_s, l->between_attempts_s}) {
+    EXPECT_GE(part, 0.0);
+  }
+  EXPECT_NEAR(parts(*l), l->wall_s, 1e-9);
+}
+
 TEST(AttemptLedgers, OneAttemptIsItsLatestWindowsLedger) {
   AttemptLedgers job;
   job.add(window(0, 0, 9, 1000, 0));

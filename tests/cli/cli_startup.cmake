@@ -45,8 +45,8 @@ execute_process(COMMAND ${CMAKE_COMMAND} -E env VIDEOX_PERF=1 VIDEOX_PERF_EVERY=
                 OUTPUT_VARIABLE out RESULT_VARIABLE rc)
 string(REGEX MATCHALL "\n  VIDEOX_PERF[A-Z_]*" names "${out}")
 list(LENGTH names count)
-if(NOT rc EQUAL 1 OR NOT out MATCHES "^set:\n  VIDEOX_PERF=1\n" OR NOT count EQUAL 27
-   OR NOT out MATCHES "VIDEOX_PERF_EVERY=\"abc\" is not an integer; using 50")
+if(NOT rc EQUAL 1 OR NOT out MATCHES "\nset:\n  VIDEOX_PERF=1\n" OR NOT count EQUAL 27
+   OR NOT out MATCHES "^vxperf: VIDEOX_PERF_EVERY=\"abc\" is not an integer; using 50\nset:")
   message(FATAL_ERROR "vxperf env: exit ${rc}, ${count} variables:\n${out}")
 endif()
 # Off, or with a switch that does not read, every other value is still checked, each said once.
@@ -54,7 +54,7 @@ execute_process(COMMAND ${CMAKE_COMMAND} -E env VIDEOX_PERF=yes VIDEOX_PERF_DTYP
                         "${VXPERF}" env OUTPUT_VARIABLE out RESULT_VARIABLE rc)
 string(REGEX MATCHALL "is not" said "${out}")
 list(LENGTH said count)
-if(NOT rc EQUAL 1 OR NOT count EQUAL 2 OR NOT out MATCHES "VIDEOX_PERF=\"yes\" is not an integer"
+if(NOT rc EQUAL 1 OR NOT count EQUAL 2 OR NOT out MATCHES "VIDEOX_PERF=\"yes\" is not 0, 1 or 2"
    OR NOT out MATCHES "VIDEOX_PERF_DTYPE=\"xyz\" is not bf16")
   message(FATAL_ERROR "vxperf env with a bad switch: exit ${rc}:\n${out}")
 endif()

@@ -41,7 +41,21 @@ def t5(dim=32):
                                    num_heads=4, relative_attention_num_buckets=8))
 
 
+# The text length the Wan transformers built here advertise (`text_len`, as Wan's own code does),
+# or None: as diffusers builds them, saying none (vxperf then reads it off their calls). The side
+# by side scenarios (real_scenarios.py) set it, so that the reference, which cannot read it off a
+# call, prices their cross-attention too.
+ADVERTISED_TEXT_LEN = None
+
+
 def wan_transformer(in_channels=16, layers=2, seed=None):
+    model = _wan_transformer(in_channels, layers, seed)
+    if ADVERTISED_TEXT_LEN is not None:
+        model.text_len = ADVERTISED_TEXT_LEN
+    return model
+
+
+def _wan_transformer(in_channels, layers, seed):
     from diffusers import WanTransformer3DModel
 
     if seed is not None:

@@ -1,7 +1,8 @@
 """The README and docs/ stay true (#50): every link and every path they name exists (a link's
 #anchor too), every `vxperf` command line in their code blocks names a real command and only
-options its --help lists, and every VIDEOX_PERF* variable they name is one the engine reads,
-each of which is documented."""
+options its --help lists, every VIDEOX_PERF* variable they name is one the engine reads, each of
+which is documented, and so is every record field. The README stays a short page for users: at
+most 320 lines, opening with the two commands, linking every page of docs/."""
 import glob
 import os
 import re
@@ -11,7 +12,17 @@ import pytest
 
 from conftest import CLI, REPO
 
-PAGES = [os.path.join(REPO, "README.md")] + sorted(glob.glob(os.path.join(REPO, "docs", "*.md")))
+README = os.path.join(REPO, "README.md")
+DOCS = sorted(glob.glob(os.path.join(REPO, "docs", "*.md")))
+PAGES = [README] + DOCS
+# The README's two commands, exactly: the main job on a fresh Debian 12 machine, and every test
+# (what CI runs through .ci/run).
+THE_TWO_COMMANDS = [
+    "bash scripts/setup.sh && cmake -S . -B build -G Ninja"
+    " && cmake --build build --target vxperf_cli && ./build/vxperf demo",
+    "bash scripts/test.sh",
+]
+README_MAX_LINES = 320
 # Paths in backquotes that name the project's own files, which must exist.
 PATH = re.compile(r"`((?:docs|examples|scripts|bench|dashboards|tools|include|python|tests|src)"
                   r"/[\w./-]+?)`")
@@ -82,8 +93,10 @@ def test_command_lines_name_real_commands_and_options():
     for page in PAGES:
         for block in FENCE.findall(read(page)):
             for line in block.splitlines():
-                # a command line: vxperf (or a path to it) where a shell command starts
-                for m in re.finditer(r"(?:^|&&|\|\||\||;|\$)\s*(?:[\w./-]*/)?vxperf\s+"
+                # a command line: vxperf (or a path to it) where a shell command starts, after
+                # any variables set for it
+                for m in re.finditer(r"(?:^|&&|\|\||\||;|\$)\s*(?:[A-Z_][A-Z0-9_]*=\S*\s+)*"
+                                     r"(?:[\w./-]*/)?vxperf\s+"
                                      r"([a-z][\w-]*)((?:\s+[^|;&>\n]*)?)", line):
                     command, rest = m.group(1), m.group(2)
                     checked += 1
@@ -113,3 +126,38 @@ def test_every_variable_named_is_read_and_every_one_read_is_documented():
     assert not unknown, f"the docs name variables the engine does not read: {unknown}"
     undocumented = sorted(read_by_engine - named)
     assert not undocumented, f"variables the docs never name: {undocumented}"
+
+
+def test_every_record_field_is_documented():
+    """Every key of every record (the TypedDicts of vxperf.records_types, held to the engine's
+    field tables by test_typing.py) is named in the README or docs/, quoted or in backquotes."""
+    types = read(os.path.join(REPO, "python", "vxperf", "records_types.py"))
+    fields = set(re.findall(r"^\s+(\w+): ", types, re.M))
+    assert len(fields) > 100, len(fields)
+    text = "".join(read(page) for page in PAGES)
+    missing = sorted(f for f in fields if not re.search(r"[`\"]" + f + r"\b|\." + f + r"\b", text))
+    assert not missing, f"record fields the docs never name: {missing}"
+
+
+def test_readme_is_short():
+    lines = read(README).count("\n")
+    assert lines <= README_MAX_LINES, (
+        f"README.md has {lines} lines: at most {README_MAX_LINES}; the depth goes to docs/")
+
+
+def test_readme_links_every_docs_page():
+    linked = {os.path.normpath(os.path.join(REPO, target.partition("#")[0]))
+              for target in LINK.findall(read(README)) if not re.match(r"[a-z]+://", target)}
+    unlinked = [os.path.relpath(page, REPO) for page in DOCS if page not in linked]
+    assert not unlinked, f"README.md links no {unlinked}"
+
+
+def test_readme_opens_with_the_two_commands():
+    """The first lines of the README's code blocks (comments and blank lines aside) are the two
+    commands, exactly; and CI runs the second."""
+    lines = []
+    for block in FENCE.findall(read(README)):
+        lines += [line.strip() for line in block.splitlines()
+                  if line.strip() and not line.strip().startswith("#")]
+    assert lines[:2] == THE_TWO_COMMANDS, lines[:2]
+    assert THE_TWO_COMMANDS[1] in read(os.path.join(REPO, ".ci", "run"))

@@ -258,20 +258,24 @@ def test_auto_measures_once_when_nothing_is_cached(tmp_path):
 
 
 def test_dtype_variable_and_density(tmp_path):
-    records, _ = records_of(tmp_path, """
-        import vxperf
+    records, out = records_of(tmp_path, """
+        import json, vxperf
         import tiny_models as tm
         pipe = vxperf.instrument_pipeline(tm.diffusers_pipeline())
         pipe("dense", steps=1)
         vxperf.set_attention_density(pipe.transformer, 0.5)
         pipe("causal", steps=1)
+        print(json.dumps(sum(b.attn1.to_q.out_features for b in pipe.transformer.blocks)))
     """, VIDEOX_PERF_DTYPE="fp16")
     dense, causal = (r["dit"] for r in records)
     assert dense["dtype"] == causal["dtype"] == "fp16"
     assert "attn_density" not in dense and causal["attn_density"] == 0.5
-    # Self-attention only here (no text length): the attention part halves, the rest stays.
-    f, share = dense["flops_per_fwd"], dense["attn_share"]
-    assert math.isclose(causal["flops_per_fwd"], f * (1 - share) + f * share * 0.5, rel_tol=1e-12)
+    # The density is the self-attention square's: that term halves (4 T^2 W_self a sample), the
+    # linear layers and the cross-attention stay.
+    self_width = json.loads(out.stdout.strip().splitlines()[-1])
+    square = 4 * dense["tokens"] ** 2 * self_width * dense["batch"]
+    assert math.isclose(causal["flops_per_fwd"], dense["flops_per_fwd"] - square * 0.5,
+                        rel_tol=1e-12)
 
 
 def test_training_forward_fraction(tmp_path):

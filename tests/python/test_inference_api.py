@@ -51,7 +51,7 @@ def test_a_switch_that_does_not_read_is_said_once_and_measures_nothing():
         assert vxperf.install() is False and vxperf.install_training() is False
         assert not vxperf.enabled()
     """, env=clean_env(VIDEOX_PERF="yes", VIDEOX_PERF_JSON="/nonexistent/never-written.jsonl"))
-    assert proc.stderr == 'vxperf: VIDEOX_PERF="yes" is not an integer; using 0\n', proc.stderr
+    assert proc.stderr == 'vxperf: VIDEOX_PERF="yes" is not 0, 1 or 2 (an integer); using 0\n', proc.stderr
 
 
 def test_the_stage_table_agrees_with_the_registry_and_the_package():

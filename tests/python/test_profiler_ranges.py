@@ -61,8 +61,13 @@ def train(steps):
 """
 
 TRAINING = TRAIN + """
+# a frozen encoder timed as its phase (what install_training() does to a library's VAE)
+encoder = vxperf.instrument_module(torch.nn.Linear(8, 8), "vae_enc")
 with torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CPU]) as prof:
     train(2)
+    with vxperf.micro_step():
+        with torch.no_grad():
+            encoder(torch.ones(2, 8))
 vxperf.finish()
 names = set(e.name for e in prof.events())
 print(sorted(n for n in names if not n.startswith("aten::") and "autograd" not in n.lower()
@@ -74,8 +79,10 @@ def test_steps_and_phases_are_ranges_in_a_torch_profiler_trace(tmp_path):
     records = tmp_path / "records.jsonl"
     proc = run_python(TRAINING, env=clean_env(VIDEOX_PERF=1, VIDEOX_PERF_JSON=records))
     names = proc.stdout.strip()
-    # A model call says its phase only at its end: its range is "model_call".
-    for expected in ("'step 0'", "'step 1'", "'micro_step'", "'model_call'", "'bwd'", "'opt'"):
+    # A model call whose phase is known as it begins (every Python scope and timed module) is a
+    # range of that phase's name.
+    for expected in ("'step 0'", "'step 1'", "'micro_step'", "'fwd'", "'bwd'", "'opt'",
+                     "'vae_enc'"):
         assert expected in names, names
     assert read_records(records)  # the window is recorded as without the profiler
 

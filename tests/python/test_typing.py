@@ -72,7 +72,7 @@ def _group_spans(body):
     return spans
 
 
-CALL = re.compile(r'(if \([^)]*\)\s*)?\bio\.(\w+)\(\s*(?:(?:show|peak_memory)\("(\w+)"|"(\w+)"|'
+CALL = re.compile(r'(if \([^)]*\)\s*)?\bio\.(\w+)\(\s*(?:(?:show|peak_memory|ledger_part)\("(\w+)"|"(\w+)"|'
                   r'(\w+)\(\))', re.S)
 
 

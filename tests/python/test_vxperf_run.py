@@ -67,15 +67,25 @@ def test_an_unmodified_pipeline_program_is_measured_as_the_instrumented_one(tmp_
     assert ran[0]["dit"]["flops_per_fwd"] > 0
 
 
-def trained_model_params():
-    """The trained transformer's parameter count, counted here (the truth the windows price)."""
+def trained_model_truth():
+    """(parameters, the FLOPs of one sample's forward) of the trained transformer, counted here
+    off the model as diffusers builds it: 2*P*T over its parameters, 4*T*T*W over its
+    self-attention's query widths and 4*T*L*W over its cross-attention's, at the script's T = 2
+    latent tokens and L = 16 text tokens (its captions), which the model advertises nowhere."""
     sys.path.insert(0, HERE)
     import real_models
 
-    return sum(p.numel() for p in real_models.wan_transformer().parameters())
+    model = real_models.wan_transformer()
+    params = sum(p.numel() for p in model.parameters())
+    self_width = sum(block.attn1.to_q.out_features for block in model.blocks)
+    cross_width = sum(block.attn2.to_q.out_features for block in model.blocks)
+    tokens, text = 2, real_models.TEXT_LEN
+    forward = (2 * params * tokens + 4 * tokens * tokens * self_width
+               + 4 * tokens * text * cross_width)
+    return params, forward
 
 
-def priced_as_the_script_ran(window, params, samples):
+def priced_as_the_script_ran(window, truth, samples):
     """A window of train_like_diffusers.py priced by the work that ran, though no line of the
     script names a model: the prepared transformer's forward (under DDP on torchrun), the frozen
     VAE's encode and the text encoder timed as their phases; `samples` per step, the transformer
@@ -85,10 +95,13 @@ def priced_as_the_script_ran(window, params, samples):
     # what runs before any model in the micro-step is the noise and the sigmas, no model's work
     assert window["phases_s"]["prep"] < window["phases_s"]["vae_enc"]
     t = window["throughput"]
+    params, forward = truth
     assert t["samples"] == samples and t["samples_per_s"] > 0  # a step's
     # a 2x2x2 latent in 1x2x2 patches: 2 tokens
     assert t["params"] == t["trainable"] == params and t["tokens"] == 2.0
-    assert t["flops_per_step"] > 0 and t["mfu"] > 0 and t["peak_source"] == "env"
+    # a full fine-tune: forward and backward, 3 forwards' worth, of every sample of the step
+    assert t["flops_per_step"] == 3 * samples * forward, (t["flops_per_step"], forward)
+    assert t["mfu"] > 0 and t["peak_source"] == "env"
 
 
 def test_a_training_script_under_accelerate_and_torchrun(tmp_path):
@@ -96,7 +109,7 @@ def test_a_training_script_under_accelerate_and_torchrun(tmp_path):
     save_state, log) unmodified: priced and split into its phases as the script ran, the same
     windows as with install_training() in it; under torchrun (DDP) every rank writes its own,
     priced alike."""
-    params = trained_model_params()
+    truth = trained_model_truth()
     env = clean_env(PYTHONPATH=HERE, VIDEOX_PERF_EVERY=4, VIDEOX_PERF_PEAK_TFLOPS=1,
                     VIDEOX_PERF_JSON=tmp_path / "run.jsonl")
     proc = run([CLI, "run", sys.executable, TRAIN, "--out", str(tmp_path / "a")], env, tmp_path)
@@ -112,7 +125,7 @@ def test_a_training_script_under_accelerate_and_torchrun(tmp_path):
     ran, own = read_records(tmp_path / "run.jsonl"), read_records(tmp_path / "own.jsonl")
     assert len(ran) == 2 and [shape(r) for r in ran] == [shape(r) for r in own]
     for window in ran:  # 2 micro-steps of 2 samples a step
-        priced_as_the_script_ran(window, params, samples=4)
+        priced_as_the_script_ran(window, truth, samples=4)
 
     torchrun = os.path.join(os.path.dirname(sys.executable), "torchrun")
     env["VIDEOX_PERF_JSON"] = str(tmp_path / "ranks.jsonl")
@@ -122,7 +135,7 @@ def test_a_training_script_under_accelerate_and_torchrun(tmp_path):
     for rank in (0, 1):
         windows = read_records(tmp_path / f"ranks.jsonl.rank{rank}")
         assert [w["steps"] for w in windows] == [4] and windows[0]["world_size"] == 2
-        priced_as_the_script_ran(windows[0], params, samples=4)
+        priced_as_the_script_ran(windows[0], truth, samples=4)
         assert windows[0]["throughput"]["dp"] == 2
 
 

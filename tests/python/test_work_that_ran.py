@@ -531,3 +531,37 @@ def test_a_partial_forward_prices_its_attention_at_what_ran_of_it(tmp_path):
     assert dit["effective_fwd"] == pytest.approx(ran / (linear + attention))
     assert dit["attn_share"] == pytest.approx((attention / 3) / ran)
     assert dit["attn_share"] < 0.75 * full["dit"]["attn_share"]  # it was the full call's
+
+
+# ---- cross-attention at the text the calls received ---------------------------------------------
+
+WAN_TEXT = """
+import real_models as rm
+
+pipe = perf.instrument_pipeline(rm.wan()) if perf else rm.wan()
+assert not hasattr(pipe.transformer, "text_len")  # as diffusers builds it: no length advertised
+pipe("a cat runs", **rm.WAN_CALL)
+t = pipe.transformer
+print(json.dumps({"params": sum(p.numel() for p in t.parameters()),
+                  "self": sum(b.attn1.to_q.out_features for b in t.blocks),
+                  "cross": sum(b.attn2.to_q.out_features for b in t.blocks),
+                  "text": rm.TEXT_LEN}))
+"""
+
+
+def test_cross_attention_is_priced_at_the_text_the_calls_received(tmp_path):
+    # diffusers' Wan says no text length; its calls hand its cross-attention the prompt's
+    # embeddings (max_sequence_length of them): vxperf reads their length there, where the
+    # reference (which reads `text_len` only) prices no cross-attention at all.
+    records, model = run(tmp_path, "vxperf", WAN_TEXT)
+    (record,) = records
+    dit = record["dit"]
+    tokens = dit["tokens"]
+    linear = 2 * model["params"] * tokens
+    attention = 4 * tokens * tokens * model["self"] + 4 * tokens * model["text"] * model["cross"]
+    assert dit["flops_per_fwd"] == (linear + attention) * dit["batch"]
+    assert dit["attn_share"] == pytest.approx(attention / (linear + attention))
+    if HAVE_REFERENCE:
+        reference, _ = run(tmp_path, "reference", WAN_TEXT)
+        cross = 4 * tokens * model["text"] * model["cross"] * dit["batch"]
+        assert reference[0]["dit"]["flops_per_fwd"] == dit["flops_per_fwd"] - cross

@@ -243,6 +243,29 @@ TEST(Training, ARankResumesAtTheStepAnotherRankSaved) {
   }
 }
 
+// VIDEOX_PERF_PROFILE's capture stopped after its last step (a torch profiler writes its trace
+// then, often a large part of a second): no step's time, counted between the steps.
+TEST(Training, StoppingTheCaptureIsNoStepsTime) {
+  testing::TestEngine t(
+      {{"VIDEOX_PERF", "1"}, {"VIDEOX_PERF_EVERY", "4"}, {"VIDEOX_PERF_PROFILE", "steps:1-2"}});
+  struct SlowStop : Observer {
+    testing::ManualClock* clock;
+    void on_capture(bool start) override {
+      if (!start) clock->advance(0.4);
+    }
+  };
+  auto stop = std::make_shared<SlowStop>();
+  stop->clock = t.clock.get();
+  t.engine->add_observer(stop);
+  Trainer& trainer = t.engine->trainer();
+  auto advance = [&](double s) { t.clock->advance(s); };
+  for (int i = 0; i < 4; ++i) testing::train_step(trainer, advance, 16, 1, 0.1, 0.01);
+  trainer.finish();
+  Json w = Json::parse(t.output->records().at(0));
+  EXPECT_NEAR(w["step_s_p95"].get<double>(), 0.11, 1e-9);  // step 3 did not pay for the stop
+  EXPECT_NEAR(w["ledger"]["between_steps_s"].get<double>(), 0.4, 1e-9);
+}
+
 TEST(Training, ReadyAtCloseUsesDeviceTime) {
   TrainRig rig(0, {{"VIDEOX_PERF", "1"}, {"VIDEOX_PERF_EVERY", "1"}});
   rig.step();

@@ -193,6 +193,16 @@ def _register_prepared(objects: Iterable[Any], accelerator: Any = None) -> None:
                 _say_unknown(obj, bases)
 
 
+def _text_length_seen(module: nn.Module) -> None:
+    """The trained model, which advertises no text length, was handed its text at a forward:
+    priced again with it (its cross-attention against that many tokens)."""
+    if _trained.module is not None and _training.unwrapped(_trained.module) is module:
+        _register(_trained.module, _trained.accelerator, True)
+
+
+_reading.TEXT_LISTENERS.append(_text_length_seen)
+
+
 def _reread_trained() -> None:
     _trained.reread = True
     if _trained.module is not None:
