@@ -5,21 +5,25 @@
 // Each distinct value is an entry with its summed weight while there are at most `limit` of
 // them: the percentiles are then exactly those of the list (internal::weighted_percentile,
 // internal::median). Past the limit, values that share their sign, binary exponent and leading
-// mantissa bits share an entry (a bin: the mantissa's trailing bits dropped, one more bit at a
-// time until `limit` entries are enough), which keeps the smallest and largest of its values and
-// their summed weight, and a percentile falling in a bin is placed between those two by its share
-// of the bin's weight (the values taken as evenly spread): a bin of one value gives it exactly.
-// A bin is at most 2^-m of its values wide with m leading bits kept: values spread over a narrow
-// range (a rank's step times) keep many, a few decades over `limit` entries (a phase near zero
-// in some windows) fewer.
+// mantissa bits share an entry (a bin: the fewest of the mantissa's trailing bits dropped that
+// leave at most 3/4 of `limit` entries, more as more values come), which keeps the smallest and
+// largest of its values and their summed weight, and a percentile falling in a bin is placed
+// between those two by its share of the bin's weight (the values taken as evenly spread): a bin
+// of one value gives it exactly. A bin is at most 2^-m of its values wide with m leading bits
+// kept: values spread over a narrow range (a rank's step times) keep many, over a few decades (a
+// phase near zero in some windows) fewer.
+//
+// The entries are kept sorted: an add finds its entry by a binary search without branches (the
+// report adds a dozen values a window, in no order) and inserts a new one in place; merged
+// sketches' entries wait to be sorted in at once.
 //
 // Thread safety: none to add; the const queries only read (two threads may query one sketch).
 #pragma once
 
 #include <algorithm>
-#include <cmath>
 #include <cstdint>
 #include <cstring>
+#include <functional>
 #include <limits>
 #include <type_traits>
 #include <vector>
@@ -36,10 +40,11 @@ class ValueSketch {
   static constexpr Key kSign = Key{1} << (kBits - 1);
 
  public:
-  // Past 2^-m wide, with m = the mantissa's bits: whole binades, then several.
+  // Past the mantissa's bits: whole binades, then several.
   static constexpr int kMaxDropped = kBits - 2;
 
-  explicit ValueSketch(std::uint32_t limit = 128) : limit_(std::max<std::uint32_t>(limit, 2)) {}
+  // `limit`: at least 4 (bins of whole binades and signs at the most dropped are at most 4).
+  explicit ValueSketch(std::uint32_t limit = 128) : limit_(std::max<std::uint32_t>(limit, 4)) {}
 
   void add(Value value, Weight weight) {
     if (value != value) return;  // NaN has no place in an order
@@ -47,37 +52,47 @@ class ValueSketch {
     if (count_ == 0 || value < min_) min_ = value;
     if (count_ == 0 || value > max_) max_ = value;
     ++count_;
+    if (sorted_ != entries_.size()) {  // merged ones wait to be sorted in: one sort for them all
+      entries_.push_back({value, value, weight});
+      if (entries_.size() - sorted_ > limit_) settle();
+      return;
+    }
+    // The first entry reaching the value: its bin, or the one before it holds it (a value past
+    // that bin's largest), or it goes in before that entry.
+    const std::size_t at = reaching(value);
     const Key k = truncate(key_of(value));
-    // A value whose entry is there already (most, once the values are binned) adds its weight.
-    auto end = entries_.begin() + static_cast<std::ptrdiff_t>(sorted_);
-    auto it = std::lower_bound(entries_.begin(), end, k,
-                               [this](const Entry& e, Key bin) { return key(e) < bin; });
-    if (it != end && key(*it) == k) {
-      it->weight += weight;
-      it->lo = std::min(it->lo, value);
-      it->hi = std::max(it->hi, value);
+    Entry* bin = nullptr;
+    if (at < entries_.size() && key(entries_[at]) == k) {
+      bin = &entries_[at];
+    } else if (at > 0 && key(entries_[at - 1]) == k) {
+      bin = &entries_[at - 1];
+    }
+    if (bin != nullptr) {
+      bin->weight += weight;
+      bin->lo = std::min(bin->lo, value);
+      bin->hi = std::max(bin->hi, value);
       return;
     }
     if (entries_.size() == entries_.capacity()) {
       entries_.reserve(std::min<std::size_t>(std::max<std::size_t>(2 * entries_.size(), 8),
-                                             limit_ + pending_limit()));
+                                             std::size_t{limit_} + 1));
     }
-    entries_.push_back({value, value, weight});
-    if (entries_.size() - sorted_ >= pending_limit()) settle();
+    entries_.insert(entries_.begin() + static_cast<std::ptrdiff_t>(at),
+                    Entry{value, value, weight});
+    if (entries_.size() > limit_) collapse();
+    sorted_ = entries_.size();
   }
 
-  // Another sketch's values added to these (the run's percentiles over its ranks').
+  // Another sketch's values added to these (the run's percentiles over its ranks'): sorted in
+  // when a query comes, or once they are as many again as the limit.
   void merge(const ValueSketch& other) {
     if (other.count_ == 0) return;
     if (count_ == 0 || other.min_ < min_) min_ = other.min_;
     if (count_ == 0 || other.max_ > max_) max_ = other.max_;
     count_ += other.count_;
-    if (other.dropped_ > dropped_) {
-      dropped_ = other.dropped_;
-      sorted_ = 0;  // keys with more bits dropped may now repeat: settled again below
-    }
+    drop(std::max(dropped_, other.dropped_));
     entries_.insert(entries_.end(), other.entries_.begin(), other.entries_.end());
-    if (entries_.size() - sorted_ >= pending_limit() || sorted_ == 0) settle();
+    if (entries_.size() - sorted_ > limit_) settle();
   }
 
   bool empty() const { return count_ == 0; }
@@ -89,31 +104,33 @@ class ValueSketch {
   // The smallest value whose cumulative weight, values ascending, reaches q percent of the
   // total (q in [0, 100]): internal::weighted_percentile's rule for positive weights. 0 for none.
   double weighted_percentile(double q) const {
-    const std::vector<Entry> view = settled();
-    double total = 0;
-    for (const Entry& e : view) total += static_cast<double>(e.weight);
-    if (view.empty() || total <= 0) return 0;
-    const double target = q / 100.0 * total;
-    double before = 0;
-    for (const Entry& e : view) {
-      const auto w = static_cast<double>(e.weight);
-      if (before + w >= target) return place(e, w > 0 ? (target - before) / w : 0.0);
-      before += w;
-    }
-    return static_cast<double>(max_);  // not reached by rounding: the largest value
+    return read([&](const std::vector<Entry>& entries) {
+      double total = 0;
+      for (const Entry& e : entries) total += static_cast<double>(e.weight);
+      if (entries.empty() || total <= 0) return 0.0;
+      const double target = q / 100.0 * total;
+      double before = 0;
+      for (const Entry& e : entries) {
+        const auto w = static_cast<double>(e.weight);
+        if (before + w >= target) return place(e, w > 0 ? (target - before) / w : 0.0);
+        before += w;
+      }
+      return static_cast<double>(max_);  // not reached by rounding: the largest value
+    });
   }
 
   // The median of the values, each weighing one (internal::median's rule: the middle two's mean
   // for an even count); NaN for none.
   double median() const {
-    const std::vector<Entry> view = settled();
-    double n = 0;
-    for (const Entry& e : view) n += static_cast<double>(e.weight);
-    if (n < 1) return std::numeric_limits<double>::quiet_NaN();
-    const auto count = static_cast<std::uint64_t>(n);
-    const double upper = nth(view, count / 2);
-    if (count % 2 == 1) return upper;
-    return (nth(view, count / 2 - 1) + upper) / 2.0;
+    return read([&](const std::vector<Entry>& entries) {
+      double n = 0;
+      for (const Entry& e : entries) n += static_cast<double>(e.weight);
+      if (n < 1) return std::numeric_limits<double>::quiet_NaN();
+      const auto count = static_cast<std::uint64_t>(n);
+      const double upper = nth(entries, count / 2);
+      if (count % 2 == 1) return upper;
+      return (nth(entries, count / 2 - 1) + upper) / 2.0;
+    });
   }
 
  private:
@@ -129,50 +146,79 @@ class ValueSketch {
     std::memcpy(&bits, &value, sizeof bits);
     return (bits & kSign) != 0 ? static_cast<Key>(~bits) : static_cast<Key>(bits | kSign);
   }
-  Key mask() const { return dropped_ == 0 ? Key{0} : static_cast<Key>((Key{1} << dropped_) - 1); }
-  Key truncate(Key key) const { return static_cast<Key>(key & ~mask()); }
-  Key key(const Entry& e) const { return truncate(key_of(e.lo)); }
-  std::size_t pending_limit() const { return std::max<std::size_t>(limit_ / 8, 8); }
-
-  // The pending entries sorted in, equal keys combined, and bits dropped while they are too many.
-  void settle() {
-    sort(entries_, sorted_);
-    combine(entries_);
-    while (entries_.size() > limit_ && dropped_ < kMaxDropped) {
-      ++dropped_;
-      combine(entries_);
+  Key truncate(Key key) const { return static_cast<Key>(key & keep_); }
+  void drop(int bits) {
+    dropped_ = bits;
+    keep_ = static_cast<Key>(~((Key{1} << bits) - 1));
+  }
+  // The index of the first (sorted) entry whose largest value is at least `value`, the size if
+  // none: a binary search without branches to mispredict (the values come in no order: a
+  // branching search's mispredictions were most of an add).
+  std::size_t reaching(Value value) const {
+    std::size_t n = entries_.size();
+    // The smallest values first: a phase a record leaves out is a zero, the first entry.
+    if (n == 0 || !(entries_.front().hi < value)) return 0;
+    const Entry* first = entries_.data();
+    while (n > 1) {
+      const std::size_t half = n / 2;
+      first = first[half].hi < value ? first + half : first;
+      n -= half;
     }
+    return static_cast<std::size_t>(first - entries_.data()) + (first->hi < value ? 1 : 0);
+  }
+  Key key(const Entry& e) const { return truncate(key_of(e.lo)); }
+
+  // Past the limit: the fewest more bits dropped that leave at most three quarters of `limit`
+  // entries (room for new bins before the next collapse: each drops a bit at least). Two
+  // neighbours become one once the highest bit in which their keys differ is dropped, so the
+  // (3/4 limit)-th highest of those bits is enough.
+  void collapse() {
+    std::vector<std::uint8_t> merge_at(entries_.size() - 1);
+    for (std::size_t i = 0; i + 1 < entries_.size(); ++i) {
+      const Key differ = key_of(entries_[i].lo) ^ key_of(entries_[i + 1].lo);
+      merge_at[i] = static_cast<std::uint8_t>(64 - __builtin_clzll(differ));
+    }
+    auto nth = merge_at.begin() + (limit_ * 3 / 4 - 1);
+    std::nth_element(merge_at.begin(), nth, merge_at.end(), std::greater<>());
+    drop(std::min(std::max<int>(*nth, dropped_ + 1), kMaxDropped));
+    combine(entries_);
+  }
+  // Every entry sorted, those of one key made one, collapsed past the limit.
+  void settle() {
+    sort_and_combine(entries_);
+    if (entries_.size() > limit_) collapse();
     sorted_ = entries_.size();
   }
-  // Entries whose [0, sorted) are sorted, all sorted (by their smallest values: bins do not
-  // overlap).
-  static void sort(std::vector<Entry>& entries, std::size_t sorted) {
-    auto by_value = [](const Entry& a, const Entry& b) { return key_of(a.lo) < key_of(b.lo); };
-    auto middle = entries.begin() + static_cast<std::ptrdiff_t>(sorted);
-    std::sort(middle, entries.end(), by_value);
-    std::inplace_merge(entries.begin(), middle, entries.end(), by_value);
+  void sort_and_combine(std::vector<Entry>& entries) const {
+    std::sort(entries.begin(), entries.end(),
+              [](const Entry& a, const Entry& b) { return a.lo < b.lo; });  // bins do not overlap
+    combine(entries);
   }
   // Sorted entries of one key made one.
   void combine(std::vector<Entry>& entries) const {
     std::size_t out = 0;
-    for (std::size_t i = 0; i < entries.size(); ++i) {
-      Entry& last = entries[out > 0 ? out - 1 : 0];
-      if (out > 0 && key(last) == key(entries[i])) {
-        last.weight += entries[i].weight;
-        last.lo = std::min(last.lo, entries[i].lo);
-        last.hi = std::max(last.hi, entries[i].hi);
+    Key last = 0;
+    for (const Entry& e : entries) {
+      const Key k = key(e);
+      if (out > 0 && k == last) {
+        Entry& into = entries[out - 1];
+        into.weight += e.weight;
+        into.lo = std::min(into.lo, e.lo);
+        into.hi = std::max(into.hi, e.hi);
       } else {
-        entries[out++] = entries[i];
+        entries[out++] = e;
+        last = k;
       }
     }
     entries.resize(out);
   }
-  // The entries sorted and combined, the pending ones with them (a copy: queries only read).
-  std::vector<Entry> settled() const {
+  // fn(entries sorted and combined): the sketch's own, or a copy with merged ones sorted in.
+  template <class Fn>
+  double read(Fn&& fn) const {
+    if (sorted_ == entries_.size()) return fn(entries_);
     std::vector<Entry> view = entries_;
-    sort(view, sorted_);
-    combine(view);
-    return view;
+    sort_and_combine(view);
+    return fn(view);
   }
   // The value `share` of the way from entry `e`'s smallest value to its largest: the value itself
   // while exact.
@@ -182,10 +228,10 @@ class ValueSketch {
   }
   // The k-th value (from 0) with every weight a count: a bin's first its smallest, its last its
   // largest.
-  double nth(const std::vector<Entry>& view, std::uint64_t k) const {
+  double nth(const std::vector<Entry>& entries, std::uint64_t k) const {
     double before = 0;
     const auto at = static_cast<double>(k);
-    for (const Entry& e : view) {
+    for (const Entry& e : entries) {
       const auto w = static_cast<double>(e.weight);
       if (at < before + w) return place(e, w > 1 ? (at - before) / (w - 1) : 0.0);
       before += w;
@@ -193,10 +239,11 @@ class ValueSketch {
     return static_cast<double>(max_);
   }
 
-  std::vector<Entry> entries_;  // [0, sorted_) sorted, one a key; then pending ones
+  std::vector<Entry> entries_;  // [0, sorted_) sorted, one a key; then merged ones
   std::size_t sorted_ = 0;
   std::uint32_t limit_;
   int dropped_ = 0;  // the key's trailing bits dropped: 0 while exact
+  Key keep_ = static_cast<Key>(~Key{0});  // the bits a key keeps
   std::uint64_t count_ = 0;
   Value min_ = 0, max_ = 0;
 };
