@@ -13,17 +13,18 @@
 // kept: values spread over a narrow range (a rank's step times) keep many, over a few decades (a
 // phase near zero in some windows) fewer.
 //
-// The entries are kept sorted: an add finds its entry by a binary search without branches (the
-// report adds a dozen values a window, in no order) and inserts a new one in place; merged
-// sketches' entries wait to be sorted in at once.
+// Values wait unsorted until the entries first pass the limit, then are sorted at once; from then
+// on the entries are kept sorted: an add finds its entry by a binary search without branches (the
+// report adds a dozen values a window, in no order) and inserts a new one in place. Merged
+// sketches' entries wait unsorted too, sorted in when a query comes or they pass the limit.
 //
 // Thread safety: none to add; the const queries only read (two threads may query one sketch).
 #pragma once
 
 #include <algorithm>
+#include <array>
 #include <cstdint>
 #include <cstring>
-#include <functional>
 #include <limits>
 #include <type_traits>
 #include <vector>
@@ -52,9 +53,22 @@ class ValueSketch {
     if (count_ == 0 || value < min_) min_ = value;
     if (count_ == 0 || value > max_) max_ = value;
     ++count_;
-    if (sorted_ != entries_.size()) {  // merged ones wait to be sorted in: one sort for them all
+    if (appending_) {
+      // Until the entries first pass the limit (and after a merge), values wait unsorted: one
+      // sort for them all, where inserting each in order moved half the entries. A value the
+      // same as the last one's (a phase a record leaves out: zeros) adds to it.
+      if (!entries_.empty() && entries_.back().lo == value && entries_.back().hi == value) {
+        entries_.back().weight += weight;
+        return;
+      }
+      if (entries_.size() == entries_.capacity()) grow();
       entries_.push_back({value, value, weight});
-      if (entries_.size() - sorted_ > limit_) settle();
+      if (entries_.size() - sorted_ > limit_) {
+        settle();
+        appending_ = false;
+        // Few left (values repeated, not in a row): the room they no longer need given back.
+        if (entries_.size() * 4 <= entries_.capacity()) entries_.shrink_to_fit();
+      }
       return;
     }
     // The first entry reaching the value: its bin, or the one before it holds it (a value past
@@ -73,10 +87,7 @@ class ValueSketch {
       bin->hi = std::max(bin->hi, value);
       return;
     }
-    if (entries_.size() == entries_.capacity()) {
-      entries_.reserve(std::min<std::size_t>(std::max<std::size_t>(2 * entries_.size(), 8),
-                                             std::size_t{limit_} + 1));
-    }
+    if (entries_.size() == entries_.capacity()) grow();
     entries_.insert(entries_.begin() + static_cast<std::ptrdiff_t>(at),
                     Entry{value, value, weight});
     if (entries_.size() > limit_) collapse();
@@ -84,7 +95,7 @@ class ValueSketch {
   }
 
   // Another sketch's values added to these (the run's percentiles over its ranks'): sorted in
-  // when a query comes, or once they are as many again as the limit.
+  // when a query comes, or once those waiting are more than the limit.
   void merge(const ValueSketch& other) {
     if (other.count_ == 0) return;
     if (count_ == 0 || other.min_ < min_) min_ = other.min_;
@@ -92,6 +103,7 @@ class ValueSketch {
     count_ += other.count_;
     drop(std::max(dropped_, other.dropped_));
     entries_.insert(entries_.end(), other.entries_.begin(), other.entries_.end());
+    appending_ = true;
     if (entries_.size() - sorted_ > limit_) settle();
   }
 
@@ -167,20 +179,31 @@ class ValueSketch {
     return static_cast<std::size_t>(first - entries_.data()) + (first->hi < value ? 1 : 0);
   }
   Key key(const Entry& e) const { return truncate(key_of(e.lo)); }
+  // Room for one more entry: the vector's doubling, but never past the limit and one more.
+  void grow() {
+    entries_.reserve(
+        std::min<std::size_t>(std::max<std::size_t>(2 * entries_.size(), 8),
+                              std::max<std::size_t>(std::size_t{limit_} + 1, entries_.size() + 1)));
+  }
 
   // Past the limit: the fewest more bits dropped that leave at most three quarters of `limit`
   // entries (room for new bins before the next collapse: each drops a bit at least). Two
-  // neighbours become one once the highest bit in which their keys differ is dropped, so the
-  // (3/4 limit)-th highest of those bits is enough.
+  // neighbours become one once the highest bit in which their keys differ is dropped: counted by
+  // that bit, the fewest bits are where the neighbours kept apart are fewer than 3/4 `limit`.
   void collapse() {
-    std::vector<std::uint8_t> merge_at(entries_.size() - 1);
+    std::array<std::uint32_t, kBits + 1> at_bit{};  // neighbours made one by dropping this many
     for (std::size_t i = 0; i + 1 < entries_.size(); ++i) {
       const Key differ = key_of(entries_[i].lo) ^ key_of(entries_[i + 1].lo);
-      merge_at[i] = static_cast<std::uint8_t>(64 - __builtin_clzll(differ));
+      ++at_bit[static_cast<std::size_t>(64 - __builtin_clzll(differ))];
     }
-    auto nth = merge_at.begin() + (limit_ * 3 / 4 - 1);
-    std::nth_element(merge_at.begin(), nth, merge_at.end(), std::greater<>());
-    drop(std::min(std::max<int>(*nth, dropped_ + 1), kMaxDropped));
+    const std::size_t most = std::size_t{limit_} * 3 / 4;
+    int bits = kBits;
+    std::size_t apart = 0;  // neighbours kept apart with `bits` dropped
+    while (bits > dropped_ + 1 && 1 + apart + at_bit[static_cast<std::size_t>(bits)] <= most) {
+      apart += at_bit[static_cast<std::size_t>(bits)];
+      --bits;
+    }
+    drop(std::min(bits, kMaxDropped));
     combine(entries_);
   }
   // Every entry sorted, those of one key made one, collapsed past the limit.
@@ -239,8 +262,9 @@ class ValueSketch {
     return static_cast<double>(max_);
   }
 
-  std::vector<Entry> entries_;  // [0, sorted_) sorted, one a key; then merged ones
+  std::vector<Entry> entries_;  // [0, sorted_) sorted, one a key; then ones waiting, unsorted
   std::size_t sorted_ = 0;
+  bool appending_ = true;  // values wait unsorted (else sorted_ is every entry)
   std::uint32_t limit_;
   int dropped_ = 0;  // the key's trailing bits dropped: 0 while exact
   Key keep_ = static_cast<Key>(~Key{0});  // the bits a key keeps
