@@ -2,21 +2,22 @@
 """`vxperf report` at the scale of real runs, side by side with the first thing a user would write
 instead (a Python loop of json.loads over the same files), in one run on the same files.
 
-Generates its own records: 64 ranks x 2000 windows and 1024 ranks x 200 windows (the demo's
-window shape, one file per rank), and a serving log of 1M requests (one file). For each set it
-times `cat FILES > /dev/null` (the machine's raw read speed, warm cache), the json.loads loop,
-`vxperf report` (parsing on every core, the default), `vxperf report --threads 1` (one thread)
-and the parse-only bound (bench/records_parse_bound.cpp: every line through simdjson's On-Demand
-parser, every value converted, nothing built, one thread), and takes the peak RSS of each from the
-kernel (wait4's ru_maxrss). Each command runs at least three times and, a short one, until its runs
-add up to a second (at most 20), the commands taking turns; the table gives each one's fastest run
-and the ratio of the medians beside that of the fastest.
+Generates its own records: 64 ranks x 200 and x 2000 windows and 1024 ranks x 200 windows
+(the demo's window shape, one file per rank), and a serving log of 1M requests (one file). For
+each set it times `cat FILES > /dev/null` (the machine's raw read speed, warm cache), the
+json.loads loop, `vxperf report` (parsing on every core, the default), `vxperf report --threads
+1` (one thread) and the parse-only bound (bench/records_parse_bound.cpp: every line through
+simdjson's On-Demand parser, every value converted, nothing built, one thread), and takes the
+peak RSS of each from the kernel (wait4's ru_maxrss). Each command runs at least three times
+and, a short one, until its runs add up to a second (at most 20), the commands taking turns; the
+table gives each one's fastest run and the ratio of the medians beside that of the fastest.
 
   python3 bench/records_bench.py --vxperf build/vxperf [--work DIR [--reuse]] [--scale 0.1] [--keep]
 
 --scale shrinks every set (0.1: a tenth of the windows per rank and of the requests) for a quick
-look; the figures in the README are from --scale 1. Prints one table (markdown) and, with
---json, writes the figures as JSON.
+look; the figures in docs/COMMANDS.md are from --scale 1. Prints one table (markdown), the
+report's peak RSS at 2000 windows a rank over that at 200 (64 ranks: what the report keeps must
+not grow with the windows) and, with --json, writes the figures as JSON.
 """
 import argparse
 import json
@@ -201,21 +202,24 @@ def main():
     if not os.access(bound, os.X_OK):
         raise SystemExit("no parse-only bound at %s (build the benchmarks, or give --bound)" % bound)
     work = args.work or tempfile.mkdtemp(prefix="vxperf-records-bench-")
-    sets = [("64 ranks x %d windows" % int(2000 * args.scale), 64, int(2000 * args.scale), 0),
+    sets = [("64 ranks x %d windows" % int(200 * args.scale), 64, int(200 * args.scale), 0),
+            ("64 ranks x %d windows" % int(2000 * args.scale), 64, int(2000 * args.scale), 0),
             ("1024 ranks x %d windows" % int(200 * args.scale), 1024, int(200 * args.scale), 0),
             ("%d requests" % int(1000000 * args.scale), 0, 0, int(1000000 * args.scale))]
     rows = []
     try:
         for i, (label, ranks, windows, requests) in enumerate(sets):
-            folder = os.path.join(work, "set%d" % i)
+            # Named by its shape, so that --reuse finds each set whatever the list before it.
+            name = "set-%d-%d-%d" % (ranks, windows, requests)
+            folder = os.path.join(work, name)
             if args.reuse and os.path.isdir(folder):
                 files = sorted(os.path.join(folder, f) for f in os.listdir(folder))
             else:
-                files = generate(work, "set%d" % i, ranks, windows, requests, seed=i)
+                files = generate(work, name, ranks, windows, requests, seed=i)
             size, best, median, count = measure(files, args.vxperf, bound, args.repeats,
                                                 args.min_time)
             mb = size / 1e6
-            row = {"set": label, "mb": mb}
+            row = {"set": label, "ranks": ranks, "windows": windows, "mb": mb}
             for name, (seconds, cpu, rss) in best.items():
                 row[name + "_s"] = seconds
                 row[name + "_cpu_s"] = cpu
@@ -230,8 +234,7 @@ def main():
             row["bound_speedup"] = best["python"][0] / best["bound"][0]
             print("measured: %s" % json.dumps(row), file=sys.stderr, flush=True)
             rows.append(row)
-            shutil.rmtree(os.path.join(work, "set%d" % i), ignore_errors=True) if not args.keep \
-                else None
+            shutil.rmtree(folder, ignore_errors=True) if not args.keep else None
     finally:
         if not args.keep and args.work is None:
             shutil.rmtree(work, ignore_errors=True)
@@ -252,9 +255,19 @@ def main():
         "%s %s" % (r["set"], ", ".join(str(r[n + "_runs"]) for n in
                                       ("cat", "python", "vxperf", "vxperf1", "bound")))
         for r in rows))
+    # What the report keeps of the windows: the same ranks, ten times the windows.
+    by_shape = {(r["ranks"], r["windows"]): r for r in rows}
+    small = by_shape.get((64, int(200 * args.scale)))
+    large = by_shape.get((64, int(2000 * args.scale)))
+    figures = {"rows": rows}
+    if small and large and small is not large:
+        figures["rss_ratio"] = large["vxperf_rss_mb"] / small["vxperf_rss_mb"]
+        print("vxperf report peak RSS, 64 ranks: %.1f MB at %d windows a rank, %.1f MB at %d: "
+              "%.2fx" % (small["vxperf_rss_mb"], small["windows"], large["vxperf_rss_mb"],
+                         large["windows"], figures["rss_ratio"]))
     if args.json:
         with open(args.json, "w") as f:
-            json.dump(rows, f, indent=1)
+            json.dump(figures, f, indent=1)
 
 
 if __name__ == "__main__":

@@ -91,7 +91,9 @@ struct TrainSummary {
   std::int64_t steps_run_again = 0;
   std::int64_t warmup_excluded = 0;
   // From the windows' percentiles, weighted by their step counts (per-step times are not in the
-  // records): the weighted median of window medians, the weighted p95 of window p95s.
+  // records): the weighted median of window medians, the weighted p95 of window p95s. Exact while
+  // a rank's windows hold at most 128 distinct values (the run's: 65,536), else within a bin of
+  // them (ReportBuilder).
   double step_p50_s = 0, step_p95_s = 0;
   std::vector<std::pair<std::string, double>> phase_s;      // mean seconds per step
   std::vector<std::pair<std::string, double>> phase_share;  // of the phases' sum
@@ -199,7 +201,8 @@ struct RankSummary {
   std::optional<Ledger> ledger;
   // What it cost as a straggler: for each window the ranks ran over the same steps, the slowest
   // rank's (the most above the ranks' per-phase medians) seconds above them times the window's
-  // steps, summed for the rank that was slowest, by phase. Absent when it never was.
+  // steps, summed for the rank that was slowest, by phase. Absent when it never was. Past 256
+  // windows, for each band of windows (their mean per step, their steps).
   std::optional<double> lost_s;
   std::vector<std::pair<std::string, double>> lost_phases_s;
   // NVIDIA Resiliency's straggler scores, from its windows' step p50: relative, the fastest
@@ -232,9 +235,13 @@ struct Report {
 using vxperf::kStragglerMargin;
 
 // The report built one record at a time, in one pass (what `vxperf report` does): it keeps
-// per-rank sums and, for the exact percentiles, the numbers they are taken over (each request's
-// e2e time, each window's p50 and p95 and its step count: 8 and 32 bytes), never the records.
-// The same report as build_report over the same records in the same order.
+// per-rank sums and, for the exact percentiles, each request's e2e time (8 bytes), never the
+// records. Of the windows it keeps bounded structures, whatever their number: each rank's step
+// p50s and p95s with their steps and each phase's seconds per step in a sketch of at most 128
+// entries (analysis/value_sketch.h: exact while they hold at most 128 distinct values, else
+// bins of them), the ranks' phases per window for the stragglers' cost (up to 256 windows, else
+// bands of them: analysis/window_state.h), its attempts' marks (the latest 64 windows', the
+// earlier ones paired). The same report as build_report over the same records in the same order.
 class ReportBuilder : public RecordHandler {
  public:
   ReportBuilder();

@@ -33,6 +33,27 @@ void AttemptLedgers::place(Attempt& a, bool fresh, double ts, const Ledger& l, i
   }
 }
 
+void AttemptLedgers::compact(std::vector<Mark>& marks) {
+  std::sort(marks.begin(), marks.end(),
+            [](const Mark& x, const Mark& y) { return x.step_first < y.step_first; });
+  // The earlier ones two by two: a pair's steps from the first one's first to the second one's
+  // last, its cumulative parts the second one's.
+  const std::size_t older = marks.size() - kExactMarks;
+  std::size_t out = 0;
+  for (std::size_t i = 0; i < older; i += 2) {
+    Mark m = marks[i];
+    if (i + 1 < older) {
+      const Mark& next = marks[i + 1];
+      m.step_last = std::max(m.step_last, next.step_last);
+      m.compute_s = next.compute_s;
+      m.data_s = next.data_s;
+    }
+    marks[out++] = m;
+  }
+  for (std::size_t i = older; i < marks.size(); ++i) marks[out++] = marks[i];
+  marks.resize(out);
+}
+
 void AttemptLedgers::add(const TrainEndRecord& record) {
   if (!record.ledger) return;
   auto key = std::make_pair(record.run_id.value_or(""), record.attempt.value_or(-1));
@@ -66,6 +87,7 @@ void AttemptLedgers::add(const TrainWindowRecord& record) {
   place(a, fresh, record.ts, l, record.world_size, false);
   if (a.first_step < 0 || record.step_first < a.first_step) a.first_step = record.step_first;
   a.marks.push_back({record.step_first, record.step_last, compute_s(l), l.data_wait_s});
+  if (a.marks.size() >= 2 * kExactMarks) compact(a.marks);
   if (!fresh && record.step_first > a.last_first && record.ts < a.last_ts) a.clock_back = true;
   a.last_first = record.step_first;
   a.last_ts = record.ts;

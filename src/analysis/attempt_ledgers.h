@@ -48,6 +48,10 @@ class AttemptLedgers {
     bool ended = false;            // a final record was read
     std::int64_t first_step = -1;  // the lowest step its records begin at
     int world_size = 1;
+    // Its windows' marks: the latest kExactMarks of them each a window's, the earlier ones made
+    // pairs, and pairs of pairs, as more come (compact), so that where a later attempt resumed
+    // inside them its lost progress is the part of the pair's parts its steps are (at most
+    // 2 x kExactMarks marks, whatever the windows).
     std::vector<Mark> marks;
     // The window read last and whether a later window's time went back before it (the wall
     // clock was set back).
@@ -55,6 +59,8 @@ class AttemptLedgers {
     double last_ts = 0;
     bool clock_back = false;
   };
+  static constexpr std::size_t kExactMarks = 64;
+  static void compact(std::vector<Mark>& marks);
   // A record's time and ledger into its attempt (`fresh`: its first record; `end`: a final
   // record).
   void place(Attempt& a, bool fresh, double ts, const Ledger& l, int world_size, bool end);

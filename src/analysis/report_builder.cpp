@@ -9,6 +9,8 @@
 #include <tuple>
 
 #include "analysis/attempt_ledgers.h"
+#include "analysis/value_sketch.h"
+#include "analysis/window_state.h"
 #include "base/stats.h"
 #include "base/strings.h"
 #include "schema/show_walk.h"
@@ -370,6 +372,16 @@ class ByRank {
   Entry* last_ = nullptr;
 };
 
+// The entries a rank's sketch of its windows' values keeps (value_sketch.h): exact up to this many
+// distinct values, then in as many bins.
+constexpr std::uint32_t kRankValues = 128;
+// The run's, its ranks' merged when the report is made: exact while its ranks' are and they hold
+// up to this many distinct values.
+constexpr std::uint32_t kRunValues = 65536;
+
+// The windows' step p50s or p95s, each weighing its steps.
+using StepValues = ValueSketch<double, double>;
+
 // A training summary's sums, one window at a time.
 struct TrainAcc {
   std::int64_t windows = 0;
@@ -379,7 +391,7 @@ struct TrainAcc {
     double samples = 0, wall_s = 0;
   };
   ByRank<RankSums> by_rank;
-  std::vector<std::pair<double, double>> p50s, p95s;
+  StepValues p50s{kRankValues}, p95s{kRankValues};
   OrderedSums phases;
   double phase_steps = 0;
   WeightedMean tflops, hw_tflops, mfu, hfu;
@@ -399,8 +411,8 @@ struct TrainAcc {
     rank.warmup += w.warmup_excluded;
     auto weight = static_cast<double>(std::max<std::int64_t>(w.steps, 1));
     if (keep_values) {
-      p50s.emplace_back(w.step_s_p50, weight);
-      p95s.emplace_back(w.step_s_p95, weight);
+      p50s.add(w.step_s_p50, weight);
+      p95s.add(w.step_s_p95, weight);
     }
     for (const auto& [name, seconds] : w.phases_s) phases.add(name, seconds * weight);
     phase_steps += weight;
@@ -447,8 +459,7 @@ struct TrainAcc {
   }
 
   // `p50_values`, `p95_values`: the windows' percentiles with their weights.
-  TrainSummary summary(std::vector<std::pair<double, double>> p50_values,
-                       std::vector<std::pair<double, double>> p95_values) const {
+  TrainSummary summary(const StepValues& p50_values, const StepValues& p95_values) const {
     TrainSummary out = s;
     if (dtype) out.dtype = dtype;
     if (peak_source) out.peak_source = peak_source;
@@ -460,8 +471,8 @@ struct TrainAcc {
       out.steps = std::max(out.steps, sums.steps);
       out.warmup_excluded = std::max(out.warmup_excluded, sums.warmup);
     }
-    out.step_p50_s = internal::weighted_percentile(std::move(p50_values), 50);
-    out.step_p95_s = internal::weighted_percentile(std::move(p95_values), 95);
+    out.step_p50_s = p50_values.weighted_percentile(50);
+    out.step_p95_s = p95_values.weighted_percentile(95);
     // The engine's phase order (its phase table), so that runs and ranks with different phase
     // sets line up; a name the table does not know goes last.
     auto order_of = [](const std::string& name) {
@@ -501,26 +512,41 @@ struct TrainAcc {
 struct JobAcc {
   static constexpr std::size_t kUnreadListed = 8;
   struct Device {
+    // Spans kept apart at most: past them, the two earliest are made one, the gap between them
+    // kept as seconds uncovered inside it (records come nearly in the order they ended: one
+    // reaching back that far is taken to cover none of those gaps).
+    static constexpr std::size_t kMaxSpans = 64;
+    struct Span {
+      double first, second;
+      double gap = 0;  // seconds inside it that no interval covered
+    };
     std::int64_t records = 0;
     double energy_j = 0;
     double union_s = 0;
-    std::vector<std::pair<double, double>> spans;  // disjoint, in time order
-    double loose_s = 0;  // intervals without a settle time (a replay's records): summed
+    std::vector<Span> spans;  // disjoint, in time order
+    double loose_s = 0;       // intervals without a settle time (a replay's records): summed
 
     void add(double start, double end) {
       // Records come nearly in the order they ended: most land at the back.
       auto first = std::lower_bound(spans.begin(), spans.end(), start,
                                     [](const auto& span, double t) { return span.second < t; });
       auto last = first;
+      double gap = 0;
       while (last != spans.end() && last->first <= end) {
         start = std::min(start, last->first);
         end = std::max(end, last->second);
-        union_s -= last->second - last->first;
+        union_s -= (last->second - last->first) - last->gap;
+        gap += last->gap;
         ++last;
       }
       first = spans.erase(first, last);
-      spans.insert(first, {start, end});
-      union_s += end - start;
+      spans.insert(first, {start, end, gap});
+      union_s += (end - start) - gap;
+      if (spans.size() > kMaxSpans) {
+        spans[1].gap += spans[0].gap + (spans[1].first - spans[0].second);
+        spans[1].first = spans[0].first;
+        spans.erase(spans.begin());
+      }
     }
   };
 
@@ -616,9 +642,6 @@ const ReadingSummary* find_reading(const std::vector<ReadingSummary>& readings,
   return nullptr;
 }
 
-// A window as the ranks share it: its attempt (run id hashed, restart count), first step, steps.
-using WindowKey = std::tuple<std::size_t, std::int64_t, std::int64_t, std::int64_t>;
-
 struct ReportBuilder::State {
   RequestSide requests{true};
   TrainAcc training;
@@ -627,23 +650,26 @@ struct ReportBuilder::State {
     std::optional<RequestSide> requests;
     std::optional<TrainAcc> training;
     AttemptLedgers attempts;  // its ledger, across a restarted job's attempts
-    // Its windows' step p50 (for its median and best) and its latest one's, for the scores; and
-    // each window's mean per phase (floats: 48 bytes a window), for the scores phase by phase.
-    std::vector<double> window_p50s;
+    // Its windows' step p50s (for their median; their best) and its latest one's, for the scores;
+    // and each phase's mean per step over its windows (their median; their best above zero,
+    // whether any was, the latest window's), for the scores phase by phase. Windows of steps only.
+    ValueSketch<double, std::uint32_t> window_p50s{kRankValues};
+    double best_p50 = 0;
     double latest_p50 = 0;
     double latest_ts = -1;
-    std::vector<std::array<float, kPhaseCount>> window_phases;
-    std::size_t latest_window = 0;  // into window_phases
+    std::vector<ValueSketch<float, std::uint32_t>> phase_values;  // kPhaseCount once a window came
+    WindowPhases::Phases phase_best{}, phase_latest{};
+    std::array<bool, kPhaseCount> phase_spent{};
     // The steps its windows began at: one seen twice means two runs (or two attempts of one,
     // each counting from 0) in the records, said once per rank.
     // Keyed by the attempt the records say (its run id hashed), so that a restarted job's attempts,
     // which run some steps again, are not mistaken for two runs.
-    std::set<std::tuple<std::size_t, std::int64_t, std::int64_t>> firsts;
+    FirstSteps firsts;
     bool said_twice = false;
   };
-  // Per window of steps (its attempt, step_first, steps): each rank's mean seconds per step by phase (floats:
-  // 56 bytes a window and rank), for what stragglers cost.
-  std::map<WindowKey, std::vector<std::pair<int, std::array<float, kPhaseCount>>>> by_window;
+  // Per window of steps (its attempt, step_first, steps), or band of them: each rank's mean seconds
+  // per step by phase, for what stragglers cost.
+  WindowPhases by_window;
   ByRank<Rank> ranks;
   std::vector<std::string> warnings;
   FieldValues fields;  // the record's at hand (its buffers kept from one record to the next)
@@ -676,10 +702,9 @@ void ReportBuilder::window(const TrainWindowRecord& record) {
   }
   rank.training->add(record, state_->fields);
   rank.attempts.add(record);
-  const std::tuple<std::size_t, std::int64_t, std::int64_t> first{
-      std::hash<std::string>{}(record.run_id.value_or("")), record.attempt.value_or(-1),
-      record.step_first};
-  if (!rank.firsts.insert(first).second && !rank.said_twice) {
+  const std::size_t run = std::hash<std::string>{}(record.run_id.value_or(""));
+  const std::int64_t attempt = record.attempt.value_or(-1);
+  if (rank.firsts.seen_again(run, attempt, record.step_first) && !rank.said_twice) {
     rank.said_twice = true;
     state_->warnings.push_back(strprintf(
         "rank %d has two windows from step %lld: records of two runs, or of a restarted run's "
@@ -687,21 +712,33 @@ void ReportBuilder::window(const TrainWindowRecord& record) {
         record.rank, static_cast<long long>(record.step_first)));
   }
   if (record.steps > 0) {
-    rank.window_p50s.push_back(record.step_s_p50);
-    std::array<float, kPhaseCount> phases{};
+    if (rank.window_p50s.empty() || record.step_s_p50 < rank.best_p50) {
+      rank.best_p50 = record.step_s_p50;
+    }
+    rank.window_p50s.add(record.step_s_p50, 1);
+    WindowPhases::Phases phases{};
     for (const auto& [name, seconds] : record.phases_s) {
       if (auto phase = phase_from_name(name)) {
         phases[static_cast<std::size_t>(*phase)] = static_cast<float>(seconds);
       }
     }
-    rank.window_phases.push_back(phases);
+    if (rank.phase_values.empty()) {
+      rank.phase_values.assign(kPhaseCount, ValueSketch<float, std::uint32_t>(kRankValues));
+    }
+    for (std::size_t p = 0; p < phases.size(); ++p) {
+      const float seconds = phases[p];
+      rank.phase_values[p].add(seconds, 1);
+      if (seconds > 0 && (rank.phase_best[p] <= 0 || seconds < rank.phase_best[p])) {
+        rank.phase_best[p] = seconds;
+      }
+      rank.phase_spent[p] = rank.phase_spent[p] || seconds > 0;
+    }
     if (record.ts >= rank.latest_ts) {
       rank.latest_ts = record.ts;
       rank.latest_p50 = record.step_s_p50;
-      rank.latest_window = rank.window_phases.size() - 1;
+      rank.phase_latest = phases;
     }
-    state_->by_window[{std::get<0>(first), std::get<1>(first), record.step_first, record.steps}]
-        .emplace_back(record.rank, phases);
+    state_->by_window.add(run, attempt, record.step_first, record.steps, record.rank, phases);
   }
 }
 
@@ -724,18 +761,14 @@ void phase_scores(const Ranks& st_ranks, Report& report) {
   std::vector<Seen> seen;
   for (auto& rs : report.ranks) {
     auto it = st_ranks.find(rs.rank);
-    if (it == st_ranks.end() || it->second.window_phases.empty()) continue;
-    const auto& windows = it->second.window_phases;
+    if (it == st_ranks.end() || it->second.phase_values.empty()) continue;
+    const auto& r = it->second;
     Seen s{&rs, {}, {}, {}, {}};
     for (std::size_t p = 0; p < static_cast<std::size_t>(kPhaseCount); ++p) {
-      std::vector<double> values;
-      for (const auto& w : windows) {
-        values.push_back(w[p]);
-        if (w[p] > 0 && (s.best[p] <= 0 || w[p] < s.best[p])) s.best[p] = w[p];
-        s.spent[p] = s.spent[p] || w[p] > 0;
-      }
-      s.median[p] = internal::median(std::move(values));
-      s.latest[p] = windows[it->second.latest_window][p];
+      s.median[p] = r.phase_values[p].median();
+      s.best[p] = r.phase_best[p];
+      s.spent[p] = r.phase_spent[p];
+      s.latest[p] = r.phase_latest[p];
     }
     seen.push_back(s);
   }
@@ -810,29 +843,28 @@ std::optional<JobLedger> job_ledger(const Ranks& st_ranks, const Report& report)
   return job;
 }
 
-// What stragglers cost (RankSummary::lost_s): per window the ranks share, the rank most above the
-// per-phase medians is charged its seconds above them, times the window's steps.
-void straggler_costs(
-    const std::map<WindowKey, std::vector<std::pair<int, std::array<float, kPhaseCount>>>>&
-        by_window,
-    std::vector<RankSummary>& ranks) {
+// What stragglers cost (RankSummary::lost_s): per window the ranks share (or band of windows:
+// WindowPhases), the rank most above the per-phase medians is charged its seconds above them,
+// times the window's steps.
+void straggler_costs(const WindowPhases& by_window, std::vector<RankSummary>& ranks) {
   std::map<int, RankSummary*> by_rank;
   for (auto& rs : ranks) by_rank[rs.rank] = &rs;
   std::map<int, std::array<double, kPhaseCount>> lost;
-  for (const auto& [span, entries] : by_window) {
+  std::vector<double> values;
+  for (const auto& [span, entries] : by_window.windows()) {
     if (entries.size() < 2) continue;
     std::array<double, kPhaseCount> medians{};
     for (int p = 0; p < kPhaseCount; ++p) {
-      std::vector<double> values;
-      for (const auto& e : entries) values.push_back(e.second[static_cast<std::size_t>(p)]);
-      medians[static_cast<std::size_t>(p)] = internal::median(std::move(values));
+      values.clear();
+      for (const auto& e : entries) values.push_back(e.phases[static_cast<std::size_t>(p)]);
+      medians[static_cast<std::size_t>(p)] = internal::median(values);
     }
-    const std::pair<int, std::array<float, kPhaseCount>>* slowest = nullptr;
+    const WindowPhases::Entry* slowest = nullptr;
     double most = 0;
     for (const auto& e : entries) {
       double excess = 0;
       for (std::size_t p = 0; p < medians.size(); ++p) {
-        excess += std::max(0.0, e.second[p] - medians[p]);
+        excess += std::max(0.0, e.phases[p] - medians[p]);
       }
       if (excess > most) {
         most = excess;
@@ -840,10 +872,10 @@ void straggler_costs(
       }
     }
     if (slowest == nullptr) continue;
-    auto& charged = lost.try_emplace(slowest->first).first->second;
+    auto& charged = lost.try_emplace(slowest->rank).first->second;
+    const double steps = WindowPhases::steps_of(span, *slowest);
     for (std::size_t p = 0; p < medians.size(); ++p) {
-      charged[p] += std::max(0.0, slowest->second[p] - medians[p]) *
-                    static_cast<double>(std::get<3>(span));
+      charged[p] += std::max(0.0, slowest->phases[p] - medians[p]) * steps;
     }
   }
   for (const auto& [rank, phases] : lost) {
@@ -876,13 +908,13 @@ Report ReportBuilder::finish(std::vector<std::string> sources) const {
     // The run's measured requests are the non-warmup ones of every rank unless all are warmup.
     if (st.requests.total() > 0) report.requests = st.requests.summary();
     if (st.training.windows > 0) {
-      std::vector<std::pair<double, double>> p50s, p95s;
+      StepValues p50s(kRunValues), p95s(kRunValues);
       for (const auto& [rank, r] : st.ranks) {
         if (!r.training) continue;
-        p50s.insert(p50s.end(), r.training->p50s.begin(), r.training->p50s.end());
-        p95s.insert(p95s.end(), r.training->p95s.begin(), r.training->p95s.end());
+        p50s.merge(r.training->p50s);
+        p95s.merge(r.training->p95s);
       }
-      report.training = st.training.summary(std::move(p50s), std::move(p95s));
+      report.training = st.training.summary(p50s, p95s);
     }
   };
   std::future<void> run;
@@ -963,7 +995,7 @@ Report ReportBuilder::finish(std::vector<std::string> sources) const {
   std::map<int, double> medians;
   for (const auto& [rank, r] : st.ranks) {
     if (r.window_p50s.empty()) continue;
-    medians[rank] = internal::median(r.window_p50s);
+    medians[rank] = r.window_p50s.median();
     if (!fastest || medians[rank] < *fastest) fastest = medians[rank];
   }
   for (auto& rs : report.ranks) {
@@ -971,8 +1003,7 @@ Report ReportBuilder::finish(std::vector<std::string> sources) const {
     if (it == st.ranks.end() || it->second.window_p50s.empty()) continue;
     const auto& r = it->second;
     if (medians[rs.rank] > 0) rs.relative_score = *fastest / medians[rs.rank];
-    const double best = *std::min_element(r.window_p50s.begin(), r.window_p50s.end());
-    if (r.latest_p50 > 0) rs.individual_score = best / r.latest_p50;
+    if (r.latest_p50 > 0) rs.individual_score = r.best_p50 / r.latest_p50;
   }
   straggler_costs(st.by_window, report.ranks);
   phase_scores(st.ranks, report);

@@ -67,6 +67,26 @@ TEST(AttemptLedgers, StepsRunAgainAreLostProgressAndThePartsStayTheWall) {
   EXPECT_DOUBLE_EQ(l->goodput, 60.0 / l->wall_s);
 }
 
+// A long attempt keeps its latest windows' marks as they were and the earlier ones in pairs: a
+// resume among the latest gives the lost progress exactly, one among the earlier ones a share of a
+// pair's (each step 1.5 s here: exact too), and the marks stay few.
+TEST(AttemptLedgers, ALongAttemptKeepsFewMarksAndItsLostProgress) {
+  for (std::int64_t resume : {9950, 2000, 1234}) {
+    AttemptLedgers job;
+    for (std::int64_t first = 0; first < 10000; first += 10) {
+      job.add(window(0, first, first + 9, 1000, first));
+    }
+    for (std::int64_t first = resume; first < resume + 40; first += 10) {
+      job.add(window(1, first, first + 9, 20000, first - resume));
+    }
+    auto l = job.ledger(0, nullptr);
+    ASSERT_TRUE(l.has_value());
+    EXPECT_EQ(l->steps, resume + 40) << resume;
+    EXPECT_NEAR(l->lost_progress_s, 1.5 * static_cast<double>(10000 - resume), 1e-6) << resume;
+    EXPECT_NEAR(parts(*l), l->wall_s, 1e-6) << resume;
+  }
+}
+
 // An attempt's final record (train_end): its ledger runs past its last window (a save, the
 // program's teardown), so the time between attempts is shorter by as much and the wall the same.
 TEST(AttemptLedgers, AFinalRecordRunsTheAttemptToItsEnd) {

@@ -1,0 +1,84 @@
+// What the report keeps of the windows beyond running sums, each in a bounded structure so that
+// its memory does not grow with the windows (ReportBuilder, report_builder.cpp): the steps a
+// rank's windows began at (FirstSteps), and the ranks' phases window by window for what the
+// stragglers cost (WindowPhases). The percentiles' values are in value_sketch.h.
+//
+// Thread safety: none; one report builder's.
+#pragma once
+
+#include <array>
+#include <cstddef>
+#include <cstdint>
+#include <map>
+#include <tuple>
+#include <utility>
+#include <vector>
+
+#include "vxperf/phases.h"
+
+namespace vxperf::analysis {
+
+// The steps a rank's windows began at, per attempt, as runs of evenly spaced steps (a rank's
+// windows of one length make one run, a partial or a restarted one a few more): whether a window
+// begins where another did, without a list of windows. At most kMaxRuns runs an attempt: past
+// them (windows of ever-changing lengths) a first step is no longer remembered, and a repeat of
+// it goes unsaid.
+class FirstSteps {
+ public:
+  static constexpr std::size_t kMaxRuns = 64;
+
+  // Notes `step` under the attempt (`run`: its run id hashed; `attempt`: its restart count, -1
+  // unsaid); whether it was noted before.
+  bool seen_again(std::size_t run, std::int64_t attempt, std::int64_t step);
+  std::size_t bytes() const;
+
+ private:
+  struct Run {
+    std::int64_t first = 0, last = 0, stride = 0;  // stride 0: the one step `first`
+  };
+  std::map<std::pair<std::size_t, std::int64_t>, std::vector<Run>> runs_;
+};
+
+// Each window's phases on each rank (its mean seconds per step in each phase), for what the
+// stragglers cost (RankSummary::lost_s): per window the ranks share, the rank most above the
+// per-phase medians is charged its seconds above them times the window's steps.
+//
+// Exact for up to kMaxWindows windows (keyed by attempt, first step and steps, as the ranks share
+// them). Past that, windows are taken in bands of 2^k steps by their first step (each rank's band
+// the mean per step over its windows in it, and their steps), k the least that keeps the bands
+// to half of kMaxWindows, raised as more come: the cost is then that of the bands, a band a
+// window. Memory: at most kMaxWindows x ranks entries of 48 bytes.
+class WindowPhases {
+ public:
+  static constexpr std::size_t kMaxWindows = 256;
+  using Phases = std::array<float, kPhaseCount>;
+  struct Entry {
+    int rank = 0;
+    float steps = 0;  // a band's: the rank's steps in it
+    Phases phases{};  // mean seconds per step
+  };
+  // A window: its attempt (run id hashed, restart count), first step and steps; a band: its
+  // attempt, its number (first step >> k) and 0.
+  using Key = std::tuple<std::size_t, std::int64_t, std::int64_t, std::int64_t>;
+
+  void add(std::size_t run, std::int64_t attempt, std::int64_t step_first, std::int64_t steps,
+           int rank, const Phases& phases);
+  const std::map<Key, std::vector<Entry>>& windows() const { return windows_; }
+  // The steps an entry of `key` is charged for.
+  static double steps_of(const Key& key, const Entry& e) {
+    return std::get<3>(key) > 0 ? static_cast<double>(std::get<3>(key))
+                                : static_cast<double>(e.steps);
+  }
+  bool banded() const { return shift_ >= 0; }
+  std::size_t bytes() const;
+
+ private:
+  // Into bands of 2^shift_ steps (from windows, or from bands of half as many), merged by rank.
+  void regroup();
+  static void fold(Entry& into, const Entry& e);
+
+  std::map<Key, std::vector<Entry>> windows_;
+  int shift_ = -1;  // -1: exact windows
+};
+
+}  // namespace vxperf::analysis
