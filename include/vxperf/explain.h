@@ -164,6 +164,9 @@ struct WhatIfResult {
 
 struct RankReplay {
   std::int64_t nodes = 0, edges = 0, ranges = 0;
+  // The largest |replayed - measured| of any row's start or end in the graph (us): 0 up to
+  // rounding when the replay reproduces what ran.
+  double largest_row_error_us = 0;
   double largest_error_pct = 0;     // over every range
   std::string largest_error_range;  // which ("denoise step 3 of request 0")
   std::vector<ReplayRow> rows;

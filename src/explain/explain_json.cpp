@@ -49,6 +49,7 @@ Json replay_json(const RankReplay& r) {
   j["nodes"] = r.nodes;
   j["edges"] = r.edges;
   j["ranges"] = r.ranges;
+  j["largest_row_error_us"] = r.largest_row_error_us;
   j["largest_error_pct"] = r.largest_error_pct;
   j["largest_error_range"] = r.largest_error_range;
   Json what_ifs = Json::array();

@@ -48,8 +48,9 @@ std::string row_label(const std::string& kind, const std::string& range, std::in
 // the what-ifs ranked by gain and their predicted span per range.
 void replay_text(const RankReplay& r, std::string& out) {
   out += strprintf("  replay         vxperf's graph: %" PRId64 " nodes, %" PRId64 " edges, %" PRId64
-                   " ranges; largest error of a replayed span %.4f%%%s\n",
-                   r.nodes, r.edges, r.ranges, r.largest_error_pct,
+                   " ranges; largest error of a row's time %.3f us, of a "
+                   "replayed span %.4f%%%s\n",
+                   r.nodes, r.edges, r.ranges, r.largest_row_error_us, r.largest_error_pct,
                    r.largest_error_range.empty()
                        ? ""
                        : (" (" + short_name(r.largest_error_range, 50) + ")").c_str());

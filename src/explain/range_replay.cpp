@@ -74,6 +74,7 @@ RankReplay replay_ranges(const KinetoTrace& t, const std::vector<TraceRange>& ra
   std::vector<double> measured(g.node_slots());
   for (std::size_t n = 0; n < measured.size(); ++n) {
     measured[n] = g.measured(static_cast<ReplayGraph::Node>(n));
+    out.largest_row_error_us = std::max(out.largest_row_error_us, std::abs(times[n] - measured[n]));
   }
   // Each what-if's weights, replay and each range's device-busy bound: per stream, the sum of its
   // rows' edited durations (a stream runs them one at a time).

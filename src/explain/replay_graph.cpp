@@ -229,11 +229,19 @@ ReplayGraph::ReplayGraph(const KinetoTrace& t) {
   // The points of the threads with ranges, by time: what feeds a worker thread.
   std::vector<std::pair<double, Node>> feeders;
   for (auto& [tid, points] : threads) {
+    // A row of no duration sits between the rows ending and those starting at its time, its
+    // start just before its end (else it would open after it closed and stay open).
+    auto group = [&](const Point& p) {
+      if (measured_[end(p.row)] == measured_[start(p.row)]) return 1;
+      return p.is_end ? 0 : 2;
+    };
     std::sort(points.begin(), points.end(), [&](const Point& a, const Point& b) {
       if (a.ts != b.ts) return a.ts < b.ts;
-      if (a.is_end != b.is_end) return a.is_end;
+      const int ga = group(a), gb = group(b);
+      if (ga != gb) return ga < gb;
       const Row& x = t.rows[a.row];
       const Row& y = t.rows[b.row];
+      if (ga == 1) return a.row != b.row ? x.index < y.index : !a.is_end && b.is_end;
       if (a.is_end) return x.dur != y.dur ? x.dur < y.dur : x.index > y.index;
       return x.dur != y.dur ? x.dur > y.dur : x.index < y.index;
     });

@@ -92,6 +92,10 @@ std::vector<double> what_if_weights(const ReplayGraph& g, const KinetoTrace& t,
   auto row_of = [](PathGraph::Node n) { return n / 2; };
   switch (spec.kind) {
     case WhatIfSpec::Kind::kHost:
+      if (std::none_of(t.rows.begin(), t.rows.end(), [](const Row& r) { return r.device; })) {
+        why = "a CPU-only profile: the host's time is the work, not overhead";
+        break;
+      }
       // Launches back to back (as a CUDA graph replays them): the host's own time weighs nothing,
       // a launch's delay to its device row loses its call's duration (what stays is the device's
       // own latency); waits for the device and data loading stay.

@@ -15,7 +15,8 @@
 namespace vxperf::explain {
 
 // The graph's weights with `spec` applied. `why` is set (and the weights are the graph's own) when
-// nothing in the trace is for it: no range priced by FLOPs, no request with two denoising steps.
+// nothing in the trace is for it: no device rows (host), no range priced by FLOPs (peak), no
+// request with two denoising steps (steps).
 std::vector<double> what_if_weights(const ReplayGraph& g, const KinetoTrace& t,
                                     const std::vector<TraceRange>& ranges, const WhatIfSpec& spec,
                                     std::string& why);
