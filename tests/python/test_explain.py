@@ -5,6 +5,7 @@ CPU-only profile says so and keeps its ranges."""
 import json
 import math
 import subprocess
+from typing import Any
 
 from conftest import CLI, clean_env, read_records, run_python
 
@@ -81,7 +82,7 @@ def expect_host_path(instance):
     assert all(e["bound_by"] == "cpu_bound" for e in instance["top_events"])
 
 
-def expect_replay(trace, *args):
+def expect_replay(trace: object, *args: object) -> dict[str, Any]:
     """vxperf's replay (`--what-if`: the standard what-ifs) gives every range's span again within
     1% (the trace is CPU-only: a range's span is its host duration, the waterfall's host_s), its
     critical path adds up to it, and each what-if predicts at most what was measured."""
@@ -89,7 +90,8 @@ def expect_replay(trace, *args):
     for rank in got["ranks"]:
         replay = rank["replay"]
         assert replay["largest_error_pct"] <= 1, replay["largest_error_range"]
-        host = {(w["range"], w["kind"], w.get("step_index")): w["host_s"] for w in rank["waterfall"]}
+        host = {(w["range"], w["kind"], w.get("step_index")): w["host_s"]
+                for w in rank["waterfall"]}
         assert len(replay["rows"]) == len(host)
         for row in replay["rows"]:
             assert row["error_pct"] <= 1, row
