@@ -169,6 +169,16 @@ ReplayGraph::ReplayGraph(const KinetoTrace& t) {
         causes.push_back({start(static_cast<std::uint32_t>(launch_of[p])), l.ts, EdgeKind::kLaunch,
                           std::min(r.ts - l.ts, std::max(0.0, l.dur))});
       }
+      // One edge per pair of nodes: an event recorded just before on the same stream is the
+      // stream's own order.
+      for (std::size_t c = 1; c < causes.size(); ++c) {
+        for (std::size_t d = 0; d < c; ++d) {
+          if (causes[d].from == causes[c].from) {
+            causes.erase(causes.begin() + static_cast<std::ptrdiff_t>(c--));
+            break;
+          }
+        }
+      }
       std::size_t last = 0;
       for (std::size_t c = 1; c < causes.size(); ++c) {
         if (causes[c].at > causes[last].at) last = c;

@@ -1,9 +1,10 @@
 // `vxperf explain --replay` and `--what-if`: vxperf's own graph of what ran, replayed, on traces
 // built here, each replay, critical path and what-if worked out by hand in the comments. The
-// situations: a sync that makes the host wait, a kernel on another stream joined by an event, a
-// launch queued behind a long kernel, a data-loader stall, NCCL overlapping compute, the autograd
-// thread's launches, denoising steps skipped; then the checked-in waterfall trace with its
-// records (every what-if, FLOPs included), the option's absence, and the what-if specs.
+// situations: a sync that makes the host wait, a kernel on another stream joined by an event, an
+// event on the stream it waits on, a launch queued behind a long kernel, a data-loader stall, NCCL
+// overlapping compute, the autograd thread's launches, denoising steps skipped; then the checked-in
+// waterfall trace with its records (every what-if, FLOPs included), the option's absence, and the
+// what-if specs.
 #include <gtest/gtest.h>
 
 #include <filesystem>
@@ -138,6 +139,25 @@ TEST_F(ReplayTest, AKernelOnAnotherStreamJoinedByAnEvent) {
   expect_replay(row(r, "request"), 270, {{"gpu_compute", 260}, {"device_idle", 10}});
   // gemm_a at half ends at 130; gemm_b starts 10 later, at 140 (its launch allows 55): ends 200.
   expect_what_if(r, "kernel:gemm_a=0.5", 270, 170);
+}
+
+TEST_F(ReplayTest, AnEventOnTheStreamItWaitsOn) {
+  // k1 (stream 7, [30,80], launched [10,20]); an event recorded after it and waited on by stream
+  // 7 itself; k2 launched [40,50] (before k1 ended) starts at 150. The event's edge and the
+  // stream's join the same two nodes: one edge, the stream's, carrying the 70 us (the event's
+  // least, 0, must not replace it: the replay would start k2 at 80).
+  Kineto t;
+  t.event("user_annotation", "request 0", 1, 1, 0, 1000);
+  t.launch(10, 10, 1).kernel("k1", 7, 30, 50, 1);
+  t.runtime("cudaEventRecord", 22, 2, 2).runtime("cudaStreamWaitEvent", 25, 5, 3);
+  t.sync("Stream Wait Event", 7, 26, 1, 3, 7, 2);
+  t.launch(40, 10, 4).kernel("k2", 7, 150, 20, 4);
+  const RankReplay r = run(t);
+  EXPECT_EQ(r.largest_row_error_us, 0);
+  // The span: the marker [26,27] (the request's too) to k2's end, 144; back from there k2 20,
+  // the stream's 70, k1 50, and k1's launch delay after 26: 4.
+  expect_replay(row(r, "request"), 144,
+                {{"gpu_compute", 70}, {"device_idle", 70}, {"launch_overhead", 4}});
 }
 
 TEST_F(ReplayTest, ALaunchQueuedBehindALongKernel) {
