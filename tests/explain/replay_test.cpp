@@ -290,6 +290,9 @@ TEST_F(ReplayTest, TheWaterfallTraceWithItsRecords) {
   EXPECT_NE(text.find("largest error of a row's time 0.000 us, of a replayed span 0.0000%"),
             std::string::npos);
   EXPECT_NE(text.find("what-if"), std::string::npos);
+  const std::string page = explanation_html(e);
+  EXPECT_NE(page.find("What-ifs, ranked by gain"), std::string::npos);
+  EXPECT_NE(page.find("Its critical path per range"), std::string::npos);
 }
 
 TEST_F(ReplayTest, NothingWithoutTheOption) {
@@ -300,6 +303,8 @@ TEST_F(ReplayTest, NothingWithoutTheOption) {
   ASSERT_EQ(e.ranks.size(), 1u);
   EXPECT_FALSE(e.ranks[0].replay);
   EXPECT_EQ(explanation_json(e).find("\"replay\""), std::string::npos);
+  EXPECT_EQ(explanation_text(e).find("replay"), std::string::npos);
+  EXPECT_EQ(explanation_html(e).find("vxperf's replay"), std::string::npos);
 }
 
 TEST(WhatIfSpecTest, Specs) {
