@@ -61,7 +61,11 @@ std::string label(const KinetoTrace& t, const std::vector<TraceRange>& ranges,
 RankReplay replay_ranges(const KinetoTrace& t, const std::vector<TraceRange>& ranges,
                          const ReplayRequest& request, std::vector<std::string>& problems) {
   RankReplay out;
-  const ReplayGraph g(t);
+  std::vector<std::int32_t> fed_by;
+  for (const TraceRange& r : ranges) fed_by.push_back(t.rows[r.row].tid);
+  std::sort(fed_by.begin(), fed_by.end());
+  fed_by.erase(std::unique(fed_by.begin(), fed_by.end()), fed_by.end());
+  const ReplayGraph g(t, fed_by);
   out.nodes = static_cast<std::int64_t>(g.graph().node_count());
   out.edges = static_cast<std::int64_t>(g.graph().edge_count());
   out.ranges = static_cast<std::int64_t>(ranges.size());

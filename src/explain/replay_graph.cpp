@@ -62,7 +62,7 @@ void ReplayGraph::add(Node src, Node dst, EdgeKind kind, Bound bound, double wei
       weight);
 }
 
-ReplayGraph::ReplayGraph(const KinetoTrace& t) {
+ReplayGraph::ReplayGraph(const KinetoTrace& t, const std::vector<std::int32_t>& fed_by) {
   const std::size_t n = t.rows.size();
   measured_.resize(2 * n);
   const std::vector<KernelType> types = types_of(t);
@@ -234,8 +234,11 @@ ReplayGraph::ReplayGraph(const KinetoTrace& t) {
     const auto q = static_cast<std::uint32_t>(p);
     threads[r.tid].push_back({measured_[start(q)], false, q});
     threads[r.tid].push_back({measured_[end(q)], true, q});
-    if (t.category(r) == "user_annotation") has_ranges[r.tid] = true;
+    if (fed_by.empty() && t.category(r) == "user_annotation") has_ranges[r.tid] = true;
   }
+  // A thread of vxperf's ranges feeds the others, even those with ranges of their own (the
+  // autograd thread's record_function hooks).
+  for (std::int32_t tid : fed_by) has_ranges[tid] = true;
   // The points of the threads with ranges, by time: what feeds a worker thread.
   std::vector<std::pair<double, Node>> feeders;
   for (auto& [tid, points] : threads) {

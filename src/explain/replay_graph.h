@@ -49,8 +49,10 @@ class ReplayGraph {
   using Node = PathGraph::Node;
   using EdgeId = PathGraph::EdgeId;
 
-  // The trace must have been read with every row (ReadOptions::every_row).
-  explicit ReplayGraph(const KinetoTrace& trace);
+  // The trace must have been read with every row (ReadOptions::every_row). `fed_by`: the threads
+  // (Row::tid) that feed the others (those of vxperf's ranges); empty: every thread with a
+  // range (user_annotation) of its own.
+  explicit ReplayGraph(const KinetoTrace& trace, const std::vector<std::int32_t>& fed_by = {});
 
   static Node start(std::uint32_t row) { return 2 * row; }
   static Node end(std::uint32_t row) { return 2 * row + 1; }

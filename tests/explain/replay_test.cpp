@@ -216,12 +216,15 @@ TEST_F(ReplayTest, NcclOverlappingCompute) {
 TEST_F(ReplayTest, TheAutogradThreadsLaunches) {
   // Thread 1: step 0 [0,600], "## forward ##" [5,100] around aten::mm [10,40] launching
   // ([20,30]) fwd_gemm [35,135]; thread 2 (no ranges: a worker) MmBackward0 [200,300] launching
-  // ([210,220]) bwd_gemm [230,430]; thread 1 Optimizer.step [500,520].
+  // ([210,220]) bwd_gemm [230,430] (and a hook's range [205,207]); thread 1 Optimizer.step
+  // [500,520].
   Kineto t;
   t.event("user_annotation", "step 0", 1, 1, 0, 600);
   t.event("user_annotation", "## forward ##", 1, 1, 5, 95);
   t.op("aten::mm", 10, 30).launch(20, 10, 1).kernel("fwd_gemm", 7, 35, 100, 1);
   t.op("MmBackward0", 200, 100, 2).launch(210, 10, 2, 2).kernel("bwd_gemm", 7, 230, 200, 2);
+  // A hook's range on the autograd thread does not make it a thread of vxperf's ranges.
+  t.event("user_annotation", "DistributedDataParallel.reducer", 1, 2, 205, 2);
   t.op("Optimizer.step", 500, 20);
   const RankReplay r = run(t, {"host"});
   // The span 35 -> 430. Back from bwd_gemm's end: 200; its launch 20 (at 210, after fwd_gemm's
