@@ -135,12 +135,17 @@ std::vector<double> what_if_weights(const ReplayGraph& g, const KinetoTrace& t,
       break;
     }
     case WhatIfSpec::Kind::kPeak: {
-      // Each priced range's computation scaled to its FLOPs at the peak (never slower), the
-      // innermost priced range deciding for its rows (parents come first in `ranges`).
+      // Each priced range's computation scaled to its FLOPs at the peak (never slower). The
+      // innermost range holding a row decides (parents come first in `ranges`): one without
+      // FLOPs (a text encoder, a VAE, the optimizer) keeps its rows as they ran, though its
+      // request or step is priced.
       const std::vector<KernelType> types = types_of(t);
       std::unordered_map<std::uint32_t, double> factor;
       for (const TraceRange& r : ranges) {
-        if (!r.ideal_s) continue;
+        if (!r.ideal_s) {
+          for (std::uint32_t p : r.device) factor.erase(p);
+          continue;
+        }
         std::vector<Interval> comp;
         for (std::uint32_t p : r.device) {
           const Row& d = t.rows[p];

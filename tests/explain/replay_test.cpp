@@ -285,7 +285,17 @@ TEST_F(ReplayTest, TheWaterfallTraceWithItsRecords) {
     for (const auto& [b, s] : w.path_s) sum += s;
     EXPECT_NEAR(sum, w.replayed_s, 1e-12) << w.range;
   }
-  EXPECT_GT(what_if(r, "peak").gain_s, 0);
+  // peak: the transformer calls (priced) get shorter; the stages without FLOPs keep their
+  // computation though their request is priced; the request gains nothing: its path is the
+  // host's (vae_dec's kernel waits for its launch at 710 whatever the device does before).
+  EXPECT_NEAR(what_if(r, "peak").gain_s, 0, 1e-12);
+  EXPECT_GT(row(r, "request").path_s.at("host"), 0.5 * row(r, "request").span_s);
+  const std::size_t peak = 3;
+  ASSERT_EQ(r.what_ifs[peak].what_if, "peak");
+  for (const char* unpriced : {"text_encoder", "vae_dec"}) {
+    EXPECT_DOUBLE_EQ(row(r, unpriced).what_if_s[peak], row(r, unpriced).span_s) << unpriced;
+  }
+  EXPECT_LT(row(r, "transformer", 0).what_if_s[peak], row(r, "transformer", 0).span_s);
   const std::string json = explanation_json(e);
   EXPECT_NE(json.find("\"replay\""), std::string::npos);
   EXPECT_NE(json.find("\"critical_path_s\""), std::string::npos);
