@@ -1,10 +1,10 @@
 // `vxperf explain --replay` and `--what-if`: vxperf's own graph of what ran, replayed, on traces
 // built here, each replay, critical path and what-if worked out by hand in the comments. The
-// situations: a sync that makes the host wait, a kernel on another stream joined by an event, an
-// event on the stream it waits on, a launch queued behind a long kernel, a data-loader stall, NCCL
-// overlapping compute, the autograd thread's launches, denoising steps skipped; then the checked-in
-// waterfall trace with its records (every what-if, FLOPs included), the option's absence, and the
-// what-if specs.
+// situations: a sync that makes the host wait, a sync waiting for its stream only, a kernel on
+// another stream joined by an event, an event on the stream it waits on, a launch queued behind a
+// long kernel, a data-loader stall, NCCL overlapping compute, the autograd thread's launches,
+// denoising steps skipped; then the checked-in waterfall trace with its records (every what-if,
+// FLOPs included), the option's absence, and the what-if specs.
 #include <gtest/gtest.h>
 
 #include <filesystem>
@@ -121,6 +121,40 @@ TEST_F(ReplayTest, ASyncThatMakesTheHostWait) {
   ASSERT_EQ(r.ranked.size(), 4u);
   EXPECT_EQ(r.what_ifs[r.ranked[0]].what_if, "kernel:^gemm$=0.5");
   EXPECT_EQ(r.what_ifs[r.ranked[1]].what_if, "host");
+}
+
+// k7 (stream 7, [20,100], launched [10,15]) and k20 (stream 20, [22,125], launched [16,20]);
+// cudaStreamSynchronize [30,130] (with its Stream Sync event on stream 7, or without); aten::add
+// [140,150] launching ([141,145]) add (stream 7, [150,160]).
+Kineto sync_on_one_stream(bool event) {
+  Kineto t;
+  t.event("user_annotation", "request 0", 1, 1, 0, 1000);
+  t.launch(10, 5, 1).kernel("k7", 7, 20, 80, 1).launch(16, 4, 2).kernel("k20", 20, 22, 103, 2);
+  t.runtime("cudaStreamSynchronize", 30, 100, 3);
+  if (event) t.sync("Stream Sync", 7, 30, 100, 3);
+  t.op("aten::add", 140, 10).launch(141, 4, 4).kernel("add", 7, 150, 10, 4);
+  return t;
+}
+
+TEST_F(ReplayTest, ASyncWaitsForItsStreamOnly) {
+  // With the event the sync waited for stream 7 (k7, ended 100): it returned 30 later. The path
+  // back from add's end: add 10, its launch 9 (at 141, after k7's end), aten::add 1, the host's
+  // gap 10, the sync's return 30, k7 80 back to the span's start (20).
+  RankReplay r = run(sync_on_one_stream(true), {"kernel:k20=2"});
+  EXPECT_EQ(r.largest_row_error_us, 0);
+  expect_replay(row(r, "request"), 140,
+                {{"gpu_compute", 90}, {"launch_overhead", 9}, {"host", 11}, {"sync_wait", 30}});
+  // k20 twice as long ([22,228]) delays nothing on the host: the span is k20's, 20 -> 228.
+  expect_what_if(r, "kernel:k20=2", 140, 208);
+  // Without it, the sync waited for everything launched before it: the latest end before it
+  // returned is k20's (125), 5 us before. The path goes through k20 (103) and its launch's 2 us
+  // after 20.
+  r = run(sync_on_one_stream(false), {"kernel:k20=2"});
+  EXPECT_EQ(r.largest_row_error_us, 0);
+  expect_replay(row(r, "request"), 140,
+                {{"gpu_compute", 113}, {"launch_overhead", 11}, {"host", 11}, {"sync_wait", 5}});
+  // k20 twice as long now holds the host: the sync returns at 233, add ends at 263: 243.
+  expect_what_if(r, "kernel:k20=2", 140, 243);
 }
 
 TEST_F(ReplayTest, AKernelOnAnotherStreamJoinedByAnEvent) {
