@@ -27,7 +27,7 @@ print(json.dumps(spans))
 """
 
 
-def explain(*args):
+def explain(*args: object) -> tuple[dict[str, Any], str]:
     proc = subprocess.run([CLI, "explain", "--json", *map(str, args)], capture_output=True,
                           text=True, check=False)
     assert proc.returncode == 0, proc.stderr
