@@ -1,7 +1,8 @@
 // libFuzzer entry point: `vxperf explain`'s Kineto trace reader, analyses and the three forms it
 // is shown in, then the same with HTA's critical path (every row kept, each profiler step's
-// graph, or the whole trace's when there is no step). The input is a trace file's text (written to
-// a temporary file: the reader reads files, plain or gzip, as users give them).
+// graph, or the whole trace's when there is no step), then with vxperf's replay and what-ifs. The
+// input is a trace file's text (written to a temporary file: the reader reads files, plain or gzip,
+// as users give them).
 #include <unistd.h>
 
 #include <cstddef>
@@ -54,6 +55,14 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     options.critical_path->annotation = "";
     show(vxperf::explain::explain_traces({input_path()}, options));
   }
+  // vxperf's own replay: its graph of every row, each range replayed with its critical path, and
+  // every kind of what-if (the standard ones and a kernel regex).
+  options.critical_path.reset();
+  vxperf::explain::ReplayRequest replay{vxperf::explain::standard_what_ifs()};
+  replay.what_ifs.push_back(vxperf::explain::parse_what_if("kernel:^g.*m=0.5"));
+  replay.what_ifs.push_back(vxperf::explain::parse_what_if("steps:3"));
+  options.replay = replay;
+  show(vxperf::explain::explain_traces({input_path()}, options));
   std::remove(input_path().c_str());
   return 0;
 }

@@ -19,7 +19,8 @@ const Command kExplainCommand = {
     "explain", run,
     "usage: vxperf explain TRACE... [--json] [--html OUT.html] [--records FILE]... [--threads "
     "N]\n"
-    "                      [--critical-path[=ANNOTATION[:K|:A-B]]]\n\n"
+    "                      [--critical-path[=ANNOTATION[:K|:A-B]]] [--replay]\n"
+    "                      [--what-if[=SPEC]]...\n\n"
     "Reads PyTorch-profiler (Kineto) traces, .json or .json.gz, files or directories of them, one\n"
     "file per rank, and says where the device time went, with the numbers Holistic Trace Analysis\n"
     "0.6.1 gives on the same files: the temporal breakdown (compute, non-compute, idle), idle "
@@ -45,7 +46,20 @@ const Command kExplainCommand = {
     "                    B together; an empty ANNOTATION (--critical-path=) is the whole trace.\n"
     "                    HTA's blind spots are kept: time waiting in a synchronize and host idle\n"
     "                    never count, and without cuda_sync events the path goes from host to\n"
-    "                    device at most once (docs/EXPLAIN.md)\n\n"
+    "                    device at most once (docs/EXPLAIN.md)\n"
+    "  --replay          also vxperf's own graph of what ran (every thread and stream in order,\n"
+    "                    host gaps, waits in synchronizations, device idle, events, the autograd\n"
+    "                    thread) replayed: each range's span again (the largest error is said),\n"
+    "                    and its critical path by bound type (host, launch overhead, gpu compute,\n"
+    "                    communication, copies, sync wait, device idle, data loading)\n"
+    "  --what-if         the replay with the standard what-ifs: host, comm, copies, peak, steps:1\n"
+    "  --what-if=SPEC    the replay with this edit of the graph (again for more), each giving the\n"
+    "                    predicted span per range and the gain, ranked: host (launches back to\n"
+    "                    back, as CUDA graphs give), comm (communication fully overlapped), "
+    "copies\n"
+    "                    (gone), peak (computation at the FLOPs' ideal), kernel:REGEX=FACTOR\n"
+    "                    (kernels whose name matches take FACTOR of their time), steps:K (K\n"
+    "                    denoising steps of each request skipped)\n\n"
     "Exit status: 0 when some trace was analysed (problems with others are said), 1 when none\n"
     "could be, 2 for bad usage.\n",
     "where a profiled step's device time went: HTA's numbers and critical path, the waterfall"};
@@ -99,6 +113,20 @@ int run(int argc, char** argv) {
       options.critical_path = explain::CriticalPathRequest{};
     } else if (args.arg().rfind("--critical-path=", 0) == 0) {
       options.critical_path = critical_path_request(args.arg().substr(16));
+    } else if (args.is("--replay")) {
+      if (!options.replay) options.replay = explain::ReplayRequest{};
+    } else if (args.is("--what-if")) {
+      if (!options.replay) options.replay = explain::ReplayRequest{};
+      for (explain::WhatIfSpec& w : explain::standard_what_ifs()) {
+        options.replay->what_ifs.push_back(std::move(w));
+      }
+    } else if (args.arg().rfind("--what-if=", 0) == 0) {
+      if (!options.replay) options.replay = explain::ReplayRequest{};
+      try {
+        options.replay->what_ifs.push_back(explain::parse_what_if(args.arg().substr(10)));
+      } catch (const std::invalid_argument& e) {
+        throw UsageError{e.what()};
+      }
     } else if (args.is("--threads")) {
       options.threads = static_cast<unsigned>(args.integer(1, 256));
     } else {

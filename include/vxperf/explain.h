@@ -113,6 +113,67 @@ struct RankCriticalPath {
   std::int64_t instances_not_analysed = 0;  // past CriticalPathRequest::max_instances
 };
 
+// vxperf's own replay (`--replay`, `--what-if`; docs/EXPLAIN.md, "The replay"): a dependency
+// graph of every host thread and stream in order, launches, synchronizations, CUDA events and the
+// gaps between, each edge its measured time, replayed to give each range's span again; the
+// critical path of each range by what bounds it; the graph edited and replayed for what-ifs.
+
+// One what-if: an edit of the graph (`--what-if SPEC`).
+struct WhatIfSpec {
+  enum class Kind { kHost, kComm, kCopies, kKernel, kPeak, kSkipSteps };
+  Kind kind = Kind::kHost;
+  std::string spec;        // as written ("kernel:flash.*=0.7")
+  std::string pattern;     // kKernel: the regex a kernel's name is searched with
+  double factor = 1;       // kKernel: its duration is multiplied by this
+  std::int64_t steps = 0;  // kSkipSteps: how many denoising steps of each request are skipped
+};
+
+// "host", "comm", "copies", "peak", "kernel:REGEX=FACTOR", "steps:K". Throws std::invalid_argument
+// with a line saying what is wrong.
+WhatIfSpec parse_what_if(const std::string& spec);
+// What `--what-if` alone asks for: host, comm, copies, peak, steps:1.
+std::vector<WhatIfSpec> standard_what_ifs();
+
+struct ReplayRequest {
+  std::vector<WhatIfSpec> what_ifs;
+};
+
+// One waterfall row's ranges replayed (sums over the ranges, seconds).
+struct ReplayRow {
+  std::string range, kind;  // as the waterfall's row
+  std::int64_t step_index = -1;
+  std::int64_t count = 0;
+  double span_s = 0;      // measured: the device span (the host duration without device work)
+  double replayed_s = 0;  // the same from the replay
+  double error_pct = 0;   // the largest of its ranges' |replayed - measured| / measured
+  // The replay's critical path through each range, by bound type: host, launch_overhead,
+  // gpu_compute, gpu_communication, copies, sync_wait, device_idle, data_loading. Sums to
+  // replayed_s.
+  std::map<std::string, double> path_s;
+  std::vector<double> what_if_s;  // predicted span per RankReplay::what_ifs (in that order)
+};
+
+struct WhatIfResult {
+  std::string what_if;  // the spec
+  bool applies = true;  // false: nothing in the trace for it (no FLOPs, no denoising steps); `why`
+  std::string why;
+  double span_s = 0;       // the requests' and steps' measured spans, summed
+  double predicted_s = 0;  // the same after the edit, each at least its device-busy bound
+  double gain_s = 0;       // span_s - predicted_s
+};
+
+struct RankReplay {
+  std::int64_t nodes = 0, edges = 0, ranges = 0;
+  // The largest |replayed - measured| of any row's start or end in the graph (us): 0 up to
+  // rounding when the replay reproduces what ran.
+  double largest_row_error_us = 0;
+  double largest_error_pct = 0;     // over every range
+  std::string largest_error_range;  // which ("denoise step 3 of request 0")
+  std::vector<ReplayRow> rows;
+  std::vector<WhatIfResult> what_ifs;  // in the order asked
+  std::vector<std::size_t> ranked;     // what_ifs' indices, the largest gain first
+};
+
 struct RankExplanation {
   int rank = 0;
   std::string file;
@@ -130,6 +191,8 @@ struct RankExplanation {
   std::vector<std::pair<std::int64_t, std::int64_t>> requests_without_record, steps_without_record;
   // With ExplainOptions::critical_path.
   std::optional<RankCriticalPath> critical_path;
+  // With ExplainOptions::replay.
+  std::optional<RankReplay> replay;
 };
 
 struct Explanation {
@@ -159,6 +222,8 @@ struct ExplainOptions {
   unsigned threads = 0;  // 0: the machine's cores
   // HTA's critical path too; every row of the traces is then kept (more memory).
   std::optional<CriticalPathRequest> critical_path;
+  // vxperf's own replay and its what-ifs; every row is then kept, as for the critical path.
+  std::optional<ReplayRequest> replay;
 };
 
 // Reads every trace (files, or directories of *.json / *.json.gz) and analyses it. A file that

@@ -16,6 +16,7 @@
 #include "explain/hta_analysis.h"
 #include "explain/hta_critical_path.h"
 #include "explain/kineto_trace.h"
+#include "explain/range_replay.h"
 #include "explain/waterfall.h"
 
 namespace vxperf::explain {
@@ -89,7 +90,8 @@ Explanation explain_traces(const std::vector<std::string>& paths, const ExplainO
   std::vector<std::optional<KinetoTrace>> traces(files.size());
   std::vector<std::string> problems(files.size());
   ReadOptions read;
-  read.every_row = options.critical_path.has_value();  // its graph walks every CPU op
+  // Both graphs walk every CPU op.
+  read.every_row = options.critical_path.has_value() || options.replay.has_value();
   parallel_for(files.size(), options.threads, [&](std::size_t i) {
     try {
       traces[i] = read_kineto_trace(files[i], read);
@@ -161,8 +163,12 @@ Explanation explain_traces(const std::vector<std::string>& paths, const ExplainO
         }
       }
     }
-    joins[k] = waterfall_of(t, records);
+    joins[k] = waterfall_of(t, records, options.replay.has_value());
     ranks[k].waterfall = std::move(joins[k].rows);
+    if (options.replay) {
+      ranks[k].replay = replay_ranges(t, joins[k].ranges, *options.replay, rank_problems[k]);
+      joins[k].ranges = {};
+    }
     traces[order[k]].reset();  // its rows are not needed any more
   });
   // The join with the records: the ranges no record holds, per rank; the files that priced some

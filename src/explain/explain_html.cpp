@@ -93,6 +93,90 @@ std::string idle_section(const RankExplanation& r) {
 }
 
 // HTA's critical path: one row per instance, its length and the share of each bound type.
+// vxperf's replay: each range's critical path by bound type (drawn and tabled), and the what-ifs
+// ranked with their predicted span per range.
+std::string replay_section(const RankExplanation& r) {
+  if (!r.replay) return "";
+  const RankReplay& rp = *r.replay;
+  static const char* const kBounds[] = {
+      "host",   "launch_overhead", "gpu_compute", "gpu_communication",
+      "copies", "sync_wait",       "device_idle", "data_loading"};
+  std::vector<std::string> parts(std::begin(kBounds), std::end(kBounds));
+  std::vector<std::string> labels;
+  std::vector<std::vector<double>> values;
+  double top = 0;
+  html::Table t;
+  t.head = {"range", "kind", "n", "span", "replayed", "error"};
+  for (const char* b : kBounds) t.head.push_back(b);
+  for (const ReplayRow& w : rp.rows) {
+    const double n = static_cast<double>(std::max<std::int64_t>(w.count, 1));
+    auto ms = [&](double v) { return fixed(v / n * 1e3); };
+    const std::string label =
+        w.kind == "denoising_step" ? w.range + " #" + std::to_string(w.step_index) : w.range;
+    std::vector<std::string> row = {svg::escape(label),      svg::escape(w.kind),
+                                    std::to_string(w.count), ms(w.span_s),
+                                    ms(w.replayed_s),        fixed(w.error_pct, "%.4f%%")};
+    std::vector<double> drawn;
+    for (const char* b : kBounds) {
+      auto it = w.path_s.find(b);
+      const double v = it == w.path_s.end() ? 0 : it->second;
+      row.push_back(ms(v));
+      drawn.push_back(std::max(0.0, v / n));  // a negative gap (overlapping rows) draws as none
+    }
+    labels.push_back(label);
+    values.push_back(std::move(drawn));
+    top = std::max(top, w.replayed_s / n);
+    t.rows.push_back(std::move(row));
+    t.row_class.push_back("");
+  }
+  std::string out =
+      "<h3>vxperf's replay, rank " + std::to_string(r.rank) + "</h3>\n<p>" +
+      std::to_string(rp.nodes) + " nodes, " + std::to_string(rp.edges) +
+      " edges; largest error of a row's time " + fixed(rp.largest_row_error_us, "%.3f") +
+      " us, of a range's span " + fixed(rp.largest_error_pct, "%.4f%%") +
+      (rp.largest_error_range.empty() ? std::string()
+                                      : " (" + svg::escape(rp.largest_error_range) + ")") +
+      ".</p>\n";
+  if (!rp.rows.empty()) {
+    out += "<h4>Its critical path per range (mean per range, ms)</h4>\n" +
+           svg::stacked_bars("critical path per range", html::time_axis("span", top), parts, labels,
+                             values) +
+           html::table_html(t);
+  }
+  if (rp.what_ifs.empty()) return out;
+  html::Table w;
+  w.head = {"what-if", "requests and steps (ms)", "predicted (ms)", "gain (ms)", "gain"};
+  for (std::size_t i : rp.ranked) {
+    const WhatIfResult& x = rp.what_ifs[i];
+    if (!x.applies) {
+      w.rows.push_back({svg::escape(x.what_if), "-", "-", "-", svg::escape(x.why)});
+    } else {
+      w.rows.push_back({svg::escape(x.what_if), fixed(x.span_s * 1e3), fixed(x.predicted_s * 1e3),
+                        fixed(x.gain_s * 1e3),
+                        x.span_s > 0 ? html::percent(x.gain_s / x.span_s) : "-"});
+    }
+    w.row_class.push_back("");
+  }
+  out += "<h4>What-ifs, ranked by gain</h4>\n" + html::table_html(w);
+  if (rp.rows.empty()) return out;
+  html::Table per;
+  per.head = {"range", "span"};
+  for (std::size_t i : rp.ranked) per.head.push_back(svg::escape(rp.what_ifs[i].what_if));
+  for (const ReplayRow& x : rp.rows) {
+    const double n = static_cast<double>(std::max<std::int64_t>(x.count, 1));
+    std::vector<std::string> row = {
+        svg::escape(x.kind == "denoising_step" ? x.range + " #" + std::to_string(x.step_index)
+                                               : x.range),
+        fixed(x.span_s / n * 1e3)};
+    for (std::size_t i : rp.ranked) {
+      row.push_back(i < x.what_if_s.size() ? fixed(x.what_if_s[i] / n * 1e3) : "-");
+    }
+    per.rows.push_back(std::move(row));
+    per.row_class.push_back("");
+  }
+  return out + "<h4>Predicted span per range (mean per range, ms)</h4>\n" + html::table_html(per);
+}
+
 std::string critical_path_section(const RankExplanation& r) {
   if (!r.critical_path) return "";
   const RankCriticalPath& cp = *r.critical_path;
@@ -153,7 +237,8 @@ std::string rank_summary(const RankExplanation& r) {
          std::to_string(l.n_long_runtime) + " over 50 us, " +
          std::to_string(l.n_long_launch_delay) + " started over 100 us late, " +
          std::to_string(l.n_short_gpu) + " shorter on the device than to launch).</p>\n" +
-         idle_section(r) + html::table_html(t) + critical_path_section(r) + waterfall_section(r);
+         idle_section(r) + html::table_html(t) + critical_path_section(r) + waterfall_section(r) +
+         replay_section(r);
 }
 
 }  // namespace

@@ -41,6 +41,56 @@ Json waterfall_json(const WaterfallRow& w) {
   return j;
 }
 
+// A rank's "replay" (only with --replay or --what-if): the graph's size, the largest error of a
+// replayed span, each waterfall row replayed with its critical path and what-ifs, the what-ifs'
+// totals in the order asked and ranked.
+Json replay_json(const RankReplay& r) {
+  Json j;
+  j["nodes"] = r.nodes;
+  j["edges"] = r.edges;
+  j["ranges"] = r.ranges;
+  j["largest_row_error_us"] = r.largest_row_error_us;
+  j["largest_error_pct"] = r.largest_error_pct;
+  j["largest_error_range"] = r.largest_error_range;
+  Json what_ifs = Json::array();
+  for (const WhatIfResult& w : r.what_ifs) {
+    Json o;
+    o["what_if"] = w.what_if;
+    o["applies"] = w.applies;
+    if (!w.applies) o["why"] = w.why;
+    o["span_s"] = w.span_s;
+    o["predicted_s"] = w.predicted_s;
+    o["gain_s"] = w.gain_s;
+    what_ifs.push_back(o);
+  }
+  j["what_ifs"] = what_ifs;
+  Json ranked = Json::array();
+  for (std::size_t i : r.ranked) ranked.push_back(r.what_ifs[i].what_if);
+  j["ranked"] = ranked;
+  Json rows = Json::array();
+  for (const ReplayRow& w : r.rows) {
+    Json o;
+    o["range"] = w.range;
+    o["kind"] = w.kind;
+    if (w.step_index >= 0) o["step_index"] = w.step_index;
+    o["count"] = w.count;
+    o["span_s"] = w.span_s;
+    o["replayed_s"] = w.replayed_s;
+    o["error_pct"] = w.error_pct;
+    Json path = Json::object();
+    for (const auto& [bound, s] : w.path_s) path[bound] = s;
+    o["critical_path_s"] = path;
+    Json predicted = Json::object();
+    for (std::size_t i = 0; i < w.what_if_s.size() && i < r.what_ifs.size(); ++i) {
+      predicted[r.what_ifs[i].what_if] = w.what_if_s[i];
+    }
+    o["what_if_s"] = predicted;
+    rows.push_back(o);
+  }
+  j["rows"] = rows;
+  return j;
+}
+
 // A rank's "critical_path" (only with --critical-path), the layout docs/EXPLAIN.md declares:
 //   {"annotation": A, "sync_events": bool,
 //    "instances": [{"instance": [first, last], "row": name, "category": cat,
@@ -152,6 +202,7 @@ Json rank_json(const RankExplanation& r) {
   j["requests_without_record"] = runs(r.requests_without_record);
   j["steps_without_record"] = runs(r.steps_without_record);
   if (r.critical_path) j["critical_path"] = critical_path_json(*r.critical_path);
+  if (r.replay) j["replay"] = replay_json(*r.replay);
   return j;
 }
 

@@ -36,6 +36,74 @@ std::string us(double v) {
   return strprintf(v == std::floor(v) && std::fabs(v) < 1e15 ? "%.0f us" : "%.3f us", v);
 }
 
+void waterfall_text(const RankExplanation& r, std::string& out);
+
+std::string row_label(const std::string& kind, const std::string& range, std::int64_t index) {
+  return kind == "denoising_step" ? "    " + range + " #" + std::to_string(index)
+         : kind == "stage" || kind == "phase" || kind == "micro_step" ? "  " + range
+                                                                      : range;
+}
+
+// vxperf's replay: how well it gives the spans again, its critical path per range by bound type,
+// the what-ifs ranked by gain and their predicted span per range.
+void replay_text(const RankReplay& r, std::string& out) {
+  out += strprintf("  replay         vxperf's graph: %" PRId64 " nodes, %" PRId64 " edges, %" PRId64
+                   " ranges; largest error of a row's time %.3f us, of a "
+                   "replayed span %.4f%%%s\n",
+                   r.nodes, r.edges, r.ranges, r.largest_row_error_us, r.largest_error_pct,
+                   r.largest_error_range.empty()
+                       ? ""
+                       : (" (" + short_name(r.largest_error_range, 50) + ")").c_str());
+  if (!r.rows.empty()) {
+    out += "  replay's critical path (ms, mean per range; parts add up to the replayed span)\n";
+    out += strprintf("    %-26s %5s %8s %8s | %8s %8s %8s %8s %8s %8s %8s %8s\n", "range", "n",
+                     "span", "replayed", "host", "launch", "compute", "comm", "copies", "syncwait",
+                     "devidle", "dataload");
+    static const char* kBounds[] = {"host",   "launch_overhead", "gpu_compute", "gpu_communication",
+                                    "copies", "sync_wait",       "device_idle", "data_loading"};
+    for (const ReplayRow& w : r.rows) {
+      const double ms = 1e3 / static_cast<double>(w.count > 0 ? w.count : 1);
+      out += strprintf("    %-26s %5" PRId64 " %8.3f %8.3f |",
+                       short_name(row_label(w.kind, w.range, w.step_index), 26).c_str(), w.count,
+                       w.span_s * ms, w.replayed_s * ms);
+      for (const char* b : kBounds) {
+        auto it = w.path_s.find(b);
+        out += strprintf(" %8.3f", it == w.path_s.end() ? 0.0 : it->second * ms);
+      }
+      out += "\n";
+    }
+  }
+  if (r.what_ifs.empty()) return;
+  out += "  what-if        the requests' and steps' span replayed with the edit (ranked by gain)\n";
+  for (std::size_t i : r.ranked) {
+    const WhatIfResult& w = r.what_ifs[i];
+    if (!w.applies) {
+      out += strprintf("    %-24s does not apply: %s\n", short_name(w.what_if, 24).c_str(),
+                       w.why.c_str());
+      continue;
+    }
+    out += strprintf("    %-24s %10.3f ms -> %10.3f ms  gain %10.3f ms (%.1f%%)\n",
+                     short_name(w.what_if, 24).c_str(), w.span_s * 1e3, w.predicted_s * 1e3,
+                     w.gain_s * 1e3, w.span_s > 0 ? w.gain_s / w.span_s * 100 : 0.0);
+  }
+  if (r.rows.empty()) return;
+  out += "  what-if per range (ms, mean per range: predicted span)\n";
+  out += strprintf("    %-26s %8s |", "range", "span");
+  for (std::size_t i : r.ranked)
+    out += strprintf(" %12s", short_name(r.what_ifs[i].what_if, 12).c_str());
+  out += "\n";
+  for (const ReplayRow& w : r.rows) {
+    const double ms = 1e3 / static_cast<double>(w.count > 0 ? w.count : 1);
+    out +=
+        strprintf("    %-26s %8.3f |",
+                  short_name(row_label(w.kind, w.range, w.step_index), 26).c_str(), w.span_s * ms);
+    for (std::size_t i : r.ranked) {
+      out += strprintf(" %12.3f", i < w.what_if_s.size() ? w.what_if_s[i] * ms : 0.0);
+    }
+    out += "\n";
+  }
+}
+
 // HTA's critical path per instance: its length, the breakdown by bound type, the path's edges by
 // type and the events that cost most.
 void critical_path_text(const RankCriticalPath& cp, std::string& out) {
@@ -124,6 +192,11 @@ void rank_text(const RankExplanation& r, std::string& out) {
     }
   }
   if (r.critical_path) critical_path_text(*r.critical_path, out);
+  waterfall_text(r, out);
+  if (r.replay) replay_text(*r.replay, out);
+}
+
+void waterfall_text(const RankExplanation& r, std::string& out) {
   if (r.waterfall.empty()) return;
   out += "  waterfall (ms, mean per range; parts add up to the device span)\n";
   out += strprintf("    %-26s %5s %8s %8s | %8s %8s %8s %8s %8s %8s %8s %8s %6s\n", "range", "n",
@@ -133,10 +206,7 @@ void rank_text(const RankExplanation& r, std::string& out) {
   for (const WaterfallRow& w : r.waterfall) {
     const double n = static_cast<double>(w.count > 0 ? w.count : 1);
     const double ms = 1e3 / n;
-    std::string label =
-        w.kind == "denoising_step" ? "    " + w.range + " #" + std::to_string(w.step_index)
-        : w.kind == "stage" || w.kind == "phase" || w.kind == "micro_step" ? "  " + w.range
-                                                                           : w.range;
+    const std::string label = row_label(w.kind, w.range, w.step_index);
     out += strprintf("    %-26s %5" PRId64
                      " %8.3f %8.3f | %8s %8.3f %8.3f %8.3f %8.3f %8.3f %8.3f %8.3f %6s\n",
                      short_name(label, 26).c_str(), w.count, w.host_s * ms, w.span_s * ms,

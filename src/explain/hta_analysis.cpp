@@ -255,12 +255,6 @@ std::vector<KernelStats> kernel_table(const RankWindow& w, KernelType type) {
   return out;
 }
 
-bool is_launch_name(std::string_view n) {
-  return n == "cudaLaunchKernel" || n == "cudaLaunchKernelExC" ||
-         n == "runFunction - job_prep_and_submit_for_execution" || n == "cudaMemcpyAsync" ||
-         n == "cudaMemsetAsync";
-}
-
 LaunchStats launch_stats(const RankWindow& w) {
   const KinetoTrace& trace = *w.trace;
   // The correlations of the kept launch calls, then the kept host rows without a stream that
@@ -300,6 +294,12 @@ LaunchStats launch_stats(const RankWindow& w) {
 }
 
 }  // namespace
+
+bool is_launch_name(std::string_view n) {
+  return n == "cudaLaunchKernel" || n == "cudaLaunchKernelExC" ||
+         n == "runFunction - job_prep_and_submit_for_execution" || n == "cudaMemcpyAsync" ||
+         n == "cudaMemsetAsync";
+}
 
 std::vector<KernelType> types_of(const KinetoTrace& trace) {
   std::vector<KernelType> types;

@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <set>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "explain/hta_rules.h"
@@ -56,6 +57,9 @@ std::set<std::int64_t> profiler_steps(const RankWindow& w);
 // Every HTA analysis of one rank but the steps, which are global. What could not be done as HTA
 // does goes to `problems` (without the file's name).
 RankExplanation analyse_rank(const RankWindow& w, std::vector<std::string>& problems);
+
+// HTA's launch calls (cudaLaunchKernel, cudaMemcpyAsync, ...), as its launch statistics list them.
+bool is_launch_name(std::string_view n);
 
 // HTA's type of each interned name of a trace.
 std::vector<KernelType> types_of(const KinetoTrace& trace);

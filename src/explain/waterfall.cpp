@@ -43,6 +43,7 @@ enum class Kind { kNone, kRequest, kStage, kTrainStep, kMicroStep, kPhase };
 
 struct Node {
   const Row* row = nullptr;
+  std::uint32_t pos = 0;  // the row's position in trace.rows
   Kind kind = Kind::kNone;
   std::int64_t number = -1;      // the request's or step's
   std::int64_t parent = -1;      // the enclosing range on its thread
@@ -62,7 +63,8 @@ int nesting_rank(std::string_view name) {
 
 class Builder {
  public:
-  Builder(const KinetoTrace& t, const Records& records) : t_(t), records_(records) {
+  Builder(const KinetoTrace& t, const Records& records, bool keep_ranges)
+      : t_(t), records_(records), keep_ranges_(keep_ranges) {
     for (const StageInfo& s : kStages) known_stages_.emplace(s.name);
     known_stages_.insert(t.declared_stages.begin(), t.declared_stages.end());
   }
@@ -75,7 +77,7 @@ class Builder {
     if (nodes_.empty()) return out;
     attribute_launches();
     join(out);
-    out.rows = aggregate();
+    out.rows = aggregate(out.ranges);
     return out;
   }
 
@@ -93,11 +95,13 @@ class Builder {
   }
 
   void collect_ranges() {
-    for (const Row& r : t_.rows) {
+    for (std::size_t p = 0; p < t_.rows.size(); ++p) {
+      const Row& r = t_.rows[p];
       if (r.device || t_.category(r) != "user_annotation") continue;
       if (t_.str(r.name).rfind("ProfilerStep", 0) == 0) continue;
       Node n;
       n.row = &r;
+      n.pos = static_cast<std::uint32_t>(p);
       nodes_.push_back(n);
     }
     // Nesting per thread: sorted by start, the longer first, a stack of the open ones.
@@ -396,11 +400,13 @@ class Builder {
     }
   }
 
-  std::vector<WaterfallRow> aggregate() {
+  std::vector<WaterfallRow> aggregate(std::vector<TraceRange>& ranges) {
     types_ = types_of(t_);
     std::map<std::tuple<int, std::string, std::int64_t>, WaterfallRow> rows;
+    std::unordered_map<std::int64_t, std::int64_t> listed;  // node -> its place in `ranges`
     auto put = [&](int order, const std::string& range, const char* kind, std::int64_t index,
                    WaterfallRow w) {
+      if (keep_ranges_) ranges.back().keys.push_back({order, range, kind, index});
       w.range = range;
       w.kind = kind;
       w.step_index = index;
@@ -416,6 +422,22 @@ class Builder {
         w.flops = priced->second;
         // Without device work there is no span to split (a CPU-only profile): no ideal in it.
         if (!n.device.empty()) w.ideal_s = priced->first;
+      }
+      if (keep_ranges_) {
+        // Parents come first in order_, so a parent is listed before its children.
+        TraceRange r;
+        r.row = n.pos;
+        const std::int64_t up = n.parent >= 0 ? nodes_[n.parent].owner : -1;
+        r.parent = up >= 0 ? listed.at(up) : -1;
+        r.root = n.root == i ? static_cast<std::int64_t>(ranges.size()) : listed.at(n.root);
+        r.request = nodes_[n.root].kind == Kind::kRequest;
+        r.step_index = n.step_index;
+        r.device = n.device;
+        std::sort(r.device.begin(), r.device.end());
+        r.device.erase(std::unique(r.device.begin(), r.device.end()), r.device.end());
+        r.ideal_s = w.ideal_s;
+        listed[i] = static_cast<std::int64_t>(ranges.size());
+        ranges.push_back(std::move(r));
       }
       const std::string name(t_.str(n.row->name));
       const int order = static_cast<int>(n.kind);
@@ -449,6 +471,7 @@ class Builder {
 
   const KinetoTrace& t_;
   const Records& records_;
+  const bool keep_ranges_;
   std::set<std::string, std::less<>> known_stages_;  // the stage table's and the trace's
   std::vector<Node> nodes_;
   std::vector<std::int64_t> order_;
@@ -561,8 +584,8 @@ Records load_records(const std::vector<std::string>& given, const std::vector<st
   return out;
 }
 
-RankWaterfall waterfall_of(const KinetoTrace& trace, const Records& records) {
-  return Builder(trace, records).build();
+RankWaterfall waterfall_of(const KinetoTrace& trace, const Records& records, bool keep_ranges) {
+  return Builder(trace, records, keep_ranges).build();
 }
 
 std::vector<std::pair<std::int64_t, std::int64_t>> runs_of(

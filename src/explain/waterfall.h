@@ -5,7 +5,9 @@
 
 #include <cstdint>
 #include <map>
+#include <optional>
 #include <string>
+#include <tuple>
 #include <utility>
 #include <vector>
 
@@ -49,6 +51,27 @@ Records load_records(const std::vector<std::string>& given, const std::vector<st
                      const std::vector<std::string>& trace_files,
                      std::vector<std::string>& problems);
 
+// One of vxperf's ranges as the waterfall found it, for what reads the ranges again (the replay):
+// its row, the device work it owns, its FLOPs at the peak and the waterfall rows it adds to.
+struct TraceRange {
+  std::uint32_t row = 0;         // position in KinetoTrace::rows
+  std::int64_t parent = -1;      // the enclosing one of vxperf's ranges (into the list), -1: a root
+  std::int64_t root = -1;        // its request or step (into the list)
+  bool request = false;          // of a request (else of a training step)
+  std::int64_t step_index = -1;  // a denoising step's index in its request
+  std::vector<std::uint32_t> device;  // positions of the device rows it owns, sorted
+  std::optional<double> ideal_s;      // its FLOPs at the peak, when the records price it
+  struct Key {
+    int order = 0;
+    std::string range, kind;
+    std::int64_t step_index = -1;
+    bool operator<(const Key& o) const {
+      return std::tie(order, range, step_index) < std::tie(o.order, o.range, o.step_index);
+    }
+  };
+  std::vector<Key> keys;  // the waterfall rows it is aggregated into
+};
+
 // One trace's waterfall and what its join with the records came to.
 struct RankWaterfall {
   // Aggregated per request stage, denoising step index, training step and phase.
@@ -57,9 +80,12 @@ struct RankWaterfall {
   std::vector<std::int64_t> requests_without_record, steps_without_record;
   // Per records file: the trace's requests and steps a record of it holds, and those it priced.
   std::vector<std::int64_t> matched, priced;
+  // With `keep_ranges`: each of vxperf's ranges, parents before their children.
+  std::vector<TraceRange> ranges;
 };
 
-RankWaterfall waterfall_of(const KinetoTrace& trace, const Records& records);
+RankWaterfall waterfall_of(const KinetoTrace& trace, const Records& records,
+                           bool keep_ranges = false);
 
 // "request 0, steps 3-4, 7": the numbers as runs of consecutive ones, at most `max_runs` of each
 // kind shown ("... and N more").

@@ -1,0 +1,94 @@
+// vxperf's own dependency graph of a trace, made to reproduce what ran (unlike HTA's, which keeps
+// only op time): every host thread and every stream runs its items in order, with the gaps between
+// them as edges; a launch leads to its device row; a synchronization waits for the device work
+// launched before it; a CUDA event joins two streams; a worker thread (the autograd engine's) is
+// fed by the thread of the ranges. Each edge weighs what was measured, and of the edges into a node
+// the one whose cause came last carries the whole measured delay (the others only their least), so
+// that replaying the graph (each node's time the latest of its predecessors' times plus the edges'
+// weights) gives every row's times again. Editing the weights and replaying is a what-if
+// (what_if.h). The rules and their assumptions are in docs/EXPLAIN.md, "The replay".
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "explain/kineto_trace.h"
+#include "explain/path_graph.h"
+
+namespace vxperf::explain {
+
+// What an edge on the path is time of.
+enum class Bound : std::uint8_t {
+  kHost = 0,       // host ops and the host's own gaps between them
+  kLaunch,         // launch calls, and a launch's delay to its device row
+  kCompute,        // computation (and other) device rows
+  kCommunication,  // communication device rows
+  kCopies,         // copies and sets
+  kSyncWait,       // a synchronization's return after the work it waited for ended
+  kDeviceIdle,     // a stream's gap before a row whose cause was the device itself
+  kDataLoading,    // host time inside a data loader's range
+  kCount
+};
+const char* bound_name(Bound b);
+
+// How an edge was made (what a what-if edits).
+enum class EdgeKind : std::uint8_t {
+  kThread = 0,  // consecutive points of a host thread
+  kWorker,      // from the thread of the ranges to a worker thread's next op
+  kSync,        // from the device work a synchronization waited for to its return
+  kLaunch,      // from a launch call's start to its device row's start
+  kStream,      // from the end of a stream's previous row to the next one's start
+  kEvent,       // from a recorded row's end to the first row after a stream's wait on it
+  kRun,         // a device row's own duration
+};
+
+class ReplayGraph {
+ public:
+  using Node = PathGraph::Node;
+  using EdgeId = PathGraph::EdgeId;
+
+  // The trace must have been read with every row (ReadOptions::every_row). `fed_by`: the threads
+  // (Row::tid) that feed the others (those of vxperf's ranges); empty: every thread with a
+  // range (user_annotation) of its own.
+  explicit ReplayGraph(const KinetoTrace& trace, const std::vector<std::int32_t>& fed_by = {});
+
+  static Node start(std::uint32_t row) { return 2 * row; }
+  static Node end(std::uint32_t row) { return 2 * row + 1; }
+
+  const PathGraph& graph() const { return graph_; }
+  static EdgeKind kind(const PathGraph::Edge& e) { return static_cast<EdgeKind>(e.type >> 4); }
+  static Bound bound(const PathGraph::Edge& e) { return static_cast<Bound>(e.type & 15); }
+  // The measured time of a node (a host row's end is never before its start).
+  double measured(Node n) const { return measured_[n]; }
+  std::size_t node_slots() const { return measured_.size(); }
+  // False when the graph has a cycle (the replay then gives nothing): said in `problem`.
+  bool ok() const { return order_.has_value(); }
+  const std::string& problem() const { return problem_; }
+
+  // Each node's time (by node number) with the given weight per edge (by edge number; the graph's
+  // own when null). A node without edges into it keeps its measured time. With `binding`, each
+  // node's edge that gave its time (the first of equal ones), or -1.
+  std::vector<double> replay(const std::vector<double>* weights = nullptr,
+                             std::vector<std::int64_t>* binding = nullptr) const;
+
+  // The critical path into `last` back to time `from`: the binding edges walked back, each
+  // edge's weight added to its bound (the one that crosses `from` only for its part after it).
+  // Sums to times[last] - from when the walk reaches `from`; a node without a binding edge before
+  // then adds the rest as host time.
+  void path_into(Node last, double from, const std::vector<double>& times,
+                 const std::vector<std::int64_t>& binding, double (&by_bound)[8]) const;
+
+ private:
+  void add(Node src, Node dst, EdgeKind kind, Bound bound, double weight);
+
+  PathGraph graph_;
+  std::vector<double> measured_;
+  std::optional<std::vector<Node>> order_;
+  std::vector<std::uint32_t> in_offsets_;  // by node number: its edges in, in edge order
+  std::vector<EdgeId> in_list_;
+  std::string problem_;
+};
+
+}  // namespace vxperf::explain

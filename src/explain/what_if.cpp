@@ -1,0 +1,230 @@
+#include "explain/what_if.h"
+
+#include <algorithm>
+#include <charconv>
+#include <cmath>
+#include <map>
+#include <regex>
+#include <stdexcept>
+#include <unordered_map>
+
+#include "explain/hta_analysis.h"
+#include "explain/hta_rules.h"
+
+namespace vxperf::explain {
+
+WhatIfSpec parse_what_if(const std::string& spec) {
+  WhatIfSpec w;
+  w.spec = spec;
+  if (spec == "host") {
+    w.kind = WhatIfSpec::Kind::kHost;
+  } else if (spec == "comm") {
+    w.kind = WhatIfSpec::Kind::kComm;
+  } else if (spec == "copies") {
+    w.kind = WhatIfSpec::Kind::kCopies;
+  } else if (spec == "peak") {
+    w.kind = WhatIfSpec::Kind::kPeak;
+  } else if (spec.rfind("kernel:", 0) == 0) {
+    // The last '=' splits the factor off: a regex may hold '=' of its own.
+    const std::size_t eq = spec.rfind('=');
+    if (eq == std::string::npos || eq < 7) {
+      throw std::invalid_argument("--what-if " + spec + ": kernel:REGEX=FACTOR expected");
+    }
+    w.kind = WhatIfSpec::Kind::kKernel;
+    w.pattern = spec.substr(7, eq - 7);
+    const std::string f = spec.substr(eq + 1);
+    const char* end = f.data() + f.size();
+    auto [at, ec] = std::from_chars(f.data(), end, w.factor);
+    if (ec != std::errc() || at != end || !std::isfinite(w.factor) || w.factor < 0) {
+      throw std::invalid_argument("--what-if " + spec + ": the factor must be a number >= 0 (" +
+                                  "0.7: those kernels take 70% of their time)");
+    }
+    try {
+      const std::regex check(w.pattern);
+      (void)check;
+    } catch (const std::regex_error& e) {
+      throw std::invalid_argument("--what-if " + spec + ": not a regular expression (" + e.what() +
+                                  ")");
+    }
+  } else if (spec.rfind("steps:", 0) == 0) {
+    w.kind = WhatIfSpec::Kind::kSkipSteps;
+    const std::string k = spec.substr(6);
+    const char* end = k.data() + k.size();
+    auto [at, ec] = std::from_chars(k.data(), end, w.steps);
+    if (ec != std::errc() || at != end || w.steps < 1) {
+      throw std::invalid_argument("--what-if " + spec + ": steps:K with K >= 1 expected");
+    }
+  } else {
+    throw std::invalid_argument("--what-if " + spec +
+                                ": one of host, comm, copies, peak, kernel:REGEX=FACTOR, steps:K "
+                                "expected");
+  }
+  return w;
+}
+
+std::vector<WhatIfSpec> standard_what_ifs() {
+  std::vector<WhatIfSpec> out;
+  for (const char* s : {"host", "comm", "copies", "peak", "steps:1"})
+    out.push_back(parse_what_if(s));
+  return out;
+}
+
+namespace {
+
+// The denoising steps skipped of a request's `n`: K spread evenly, never the first (TeaCache-like
+// caches always compute it), at most n - 1.
+std::vector<std::int64_t> skipped_steps(std::int64_t n, std::int64_t k) {
+  k = std::min(k, n - 1);
+  std::vector<std::int64_t> out;
+  for (std::int64_t j = 1; j <= k; ++j) out.push_back(j * n / (k + 1));
+  out.erase(std::unique(out.begin(), out.end()), out.end());
+  return out;
+}
+
+}  // namespace
+
+std::vector<double> what_if_weights(const ReplayGraph& g, const KinetoTrace& t,
+                                    const std::vector<TraceRange>& ranges, const WhatIfSpec& spec,
+                                    std::string& why) {
+  const PathGraph& graph = g.graph();
+  std::vector<double> w(graph.edge_count());
+  for (std::size_t e = 0; e < w.size(); ++e) w[e] = graph.edges()[e].weight;
+  auto row_of = [](PathGraph::Node n) { return n / 2; };
+  switch (spec.kind) {
+    case WhatIfSpec::Kind::kHost:
+      if (std::none_of(t.rows.begin(), t.rows.end(), [](const Row& r) { return r.device; })) {
+        why = "a CPU-only profile: the host's time is the work, not overhead";
+        break;
+      }
+      // Launches back to back (as a CUDA graph replays them): the host's own time weighs nothing,
+      // a launch's delay to its device row loses its call's duration (what stays is the device's
+      // own latency); waits for the device and data loading stay.
+      for (std::size_t e = 0; e < w.size(); ++e) {
+        const PathGraph::Edge& edge = graph.edges()[e];
+        const EdgeKind k = ReplayGraph::kind(edge);
+        const Bound b = ReplayGraph::bound(edge);
+        if (k == EdgeKind::kWorker ||
+            (k == EdgeKind::kThread && (b == Bound::kHost || b == Bound::kLaunch))) {
+          w[e] = 0;
+        } else if (k == EdgeKind::kLaunch) {
+          const Row& call = t.rows[row_of(edge.src)];
+          w[e] = std::max(0.0, std::min(w[e], w[e] - std::max(0.0, call.dur)));
+        }
+      }
+      break;
+    case WhatIfSpec::Kind::kComm:
+    case WhatIfSpec::Kind::kCopies: {
+      const Bound gone =
+          spec.kind == WhatIfSpec::Kind::kComm ? Bound::kCommunication : Bound::kCopies;
+      for (std::size_t e = 0; e < w.size(); ++e) {
+        const PathGraph::Edge& edge = graph.edges()[e];
+        if (ReplayGraph::kind(edge) == EdgeKind::kRun && ReplayGraph::bound(edge) == gone) w[e] = 0;
+      }
+      break;
+    }
+    case WhatIfSpec::Kind::kKernel: {
+      const std::regex re(spec.pattern);
+      std::vector<signed char> match(t.strings.size(), -1);
+      for (std::size_t e = 0; e < w.size(); ++e) {
+        const PathGraph::Edge& edge = graph.edges()[e];
+        if (ReplayGraph::kind(edge) != EdgeKind::kRun) continue;
+        const std::uint32_t name = t.rows[row_of(edge.dst)].name;
+        if (match[name] < 0) match[name] = std::regex_search(t.strings[name], re) ? 1 : 0;
+        if (match[name] == 1) w[e] *= spec.factor;
+      }
+      break;
+    }
+    case WhatIfSpec::Kind::kPeak: {
+      // Each priced range's computation scaled to its FLOPs at the peak (never slower). The
+      // innermost range holding a row decides (parents come first in `ranges`): one without
+      // FLOPs (a text encoder, a VAE, the optimizer) keeps its rows as they ran, though its
+      // request or step is priced.
+      const std::vector<KernelType> types = types_of(t);
+      std::unordered_map<std::uint32_t, double> factor;
+      for (const TraceRange& r : ranges) {
+        if (!r.ideal_s) {
+          for (std::uint32_t p : r.device) factor.erase(p);
+          continue;
+        }
+        std::vector<Interval> comp;
+        for (std::uint32_t p : r.device) {
+          const Row& d = t.rows[p];
+          if (types[d.name] == KernelType::kComputation)
+            comp.push_back({d.ts, std::max(d.ts, d.end())});
+        }
+        const double us = length(union_of(comp));
+        if (us <= 0) continue;
+        const double f = std::min(1.0, *r.ideal_s * 1e6 / us);
+        for (std::uint32_t p : r.device) {
+          if (types[t.rows[p].name] == KernelType::kComputation) factor[p] = f;
+        }
+      }
+      if (factor.empty()) {
+        why = "no range with device work is priced by FLOPs (no records, or none for them)";
+        break;
+      }
+      for (std::size_t e = 0; e < w.size(); ++e) {
+        const PathGraph::Edge& edge = graph.edges()[e];
+        if (ReplayGraph::kind(edge) != EdgeKind::kRun) continue;
+        auto f = factor.find(row_of(edge.dst));
+        if (f != factor.end()) w[e] *= f->second;
+      }
+      break;
+    }
+    case WhatIfSpec::Kind::kSkipSteps: {
+      // Per request and stage, its denoising steps in order.
+      std::map<std::pair<std::int64_t, std::uint32_t>, std::vector<const TraceRange*>> steps;
+      for (const TraceRange& r : ranges) {
+        if (r.request && r.step_index >= 0) steps[{r.root, t.rows[r.row].name}].push_back(&r);
+      }
+      std::vector<const TraceRange*> skipped;
+      for (auto& [key, list] : steps) {
+        std::sort(list.begin(), list.end(), [](const TraceRange* a, const TraceRange* b) {
+          return a->step_index < b->step_index;
+        });
+        if (list.size() < 2) continue;
+        for (std::int64_t i : skipped_steps(static_cast<std::int64_t>(list.size()), spec.steps)) {
+          skipped.push_back(list[static_cast<std::size_t>(i)]);
+        }
+      }
+      if (skipped.empty()) {
+        why = "no request with two denoising steps or more";
+        break;
+      }
+      // A skipped step's device rows take no time and wait for nothing; its host time, on its
+      // thread within its range, is gone.
+      std::vector<char> gone_row(t.rows.size(), 0);
+      std::unordered_map<std::int32_t, std::vector<Interval>> gone_host;
+      for (const TraceRange* r : skipped) {
+        for (std::uint32_t p : r->device) gone_row[p] = 1;
+        const Row& row = t.rows[r->row];
+        gone_host[row.tid].push_back({row.ts, std::max(row.ts, row.end())});
+      }
+      for (std::size_t e = 0; e < w.size(); ++e) {
+        const PathGraph::Edge& edge = graph.edges()[e];
+        const std::uint32_t dst = row_of(edge.dst);
+        const Row& d = t.rows[dst];
+        if (d.device) {
+          if (gone_row[dst] != 0) w[e] = 0;
+          continue;
+        }
+        auto it = gone_host.find(d.tid);
+        if (it == gone_host.end()) continue;
+        const double from = g.measured(edge.src), to = g.measured(edge.dst);
+        for (const Interval& i : it->second) {
+          if (from >= i.begin && to <= i.end) {
+            w[e] = 0;
+            break;
+          }
+        }
+      }
+      break;
+    }
+  }
+  if (!why.empty()) {
+    for (std::size_t e = 0; e < w.size(); ++e) w[e] = graph.edges()[e].weight;
+  }
+  return w;
+}
+
+}  // namespace vxperf::explain
