@@ -1,7 +1,7 @@
 // Every VIDEOX_PERF* variable, one row each: its name, the kind of value it takes, its default as
-// the README's environment table states it, and a one-line summary. What `vxperf env` lists; a test
-// holds it against what Settings::parse reads and against the README's table, so a variable added
-// to the parser without a row (or a row the README lacks) fails.
+// the environment table of docs/SETTINGS.md states it, and a one-line summary. What `vxperf env`
+// lists; a test holds it against what Settings::parse reads and against that table, so a variable
+// added to the parser without a row (or a row the docs lack) fails.
 //
 // Thread safety: constant data.
 #pragma once
@@ -13,7 +13,7 @@ namespace vxperf {
 struct SettingRow {
   const char* name;
   const char* takes;         // the kind of value
-  const char* default_text;  // as the README's table says it
+  const char* default_text;  // as docs/SETTINGS.md's table says it
   const char* summary;
 };
 

@@ -1,5 +1,5 @@
 // The settings table (vxperf/settings_table.h) against what Settings::parse reads and against the
-// README's environment table.
+// environment table of docs/SETTINGS.md.
 #include "vxperf/settings_table.h"
 
 #include <gtest/gtest.h>
@@ -34,9 +34,9 @@ TEST(SettingsTable, ParseReadsEveryRowAndNothingElse) {
   EXPECT_EQ(table_names().size(), kSettingRows.size());  // no name twice
 }
 
-// "| `NAME` | meaning | default |" rows of the README's "Environment variables" section.
-std::vector<std::pair<std::string, std::string>> readme_rows() {
-  std::ifstream in(VXPERF_README);
+// "| `NAME` | meaning | default |" rows of docs/SETTINGS.md's "Environment variables" section.
+std::vector<std::pair<std::string, std::string>> doc_rows() {
+  std::ifstream in(VXPERF_SETTINGS_DOC);
   std::vector<std::pair<std::string, std::string>> rows;
   bool inside = false;
   for (std::string line; std::getline(in, line);) {
@@ -51,9 +51,9 @@ std::vector<std::pair<std::string, std::string>> readme_rows() {
   return rows;
 }
 
-TEST(SettingsTable, TheReadmeListsEveryRowWithItsDefault) {
-  auto rows = readme_rows();
-  ASSERT_EQ(rows.size(), kSettingRows.size()) << VXPERF_README;
+TEST(SettingsTable, TheDocsListEveryRowWithItsDefault) {
+  auto rows = doc_rows();
+  ASSERT_EQ(rows.size(), kSettingRows.size()) << VXPERF_SETTINGS_DOC;
   for (std::size_t i = 0; i < rows.size(); ++i) {
     EXPECT_EQ(rows[i].first, kSettingRows[i].name) << "row " << i;
     EXPECT_EQ(rows[i].second, kSettingRows[i].default_text) << rows[i].first;

@@ -87,8 +87,8 @@ def run_python(code, env=None, check=True, timeout=120, fresh=False):
                      fresh=fresh)
 
 
-# vxperf's own record kind, which the reference never writes: the training's final record (README
-# "The training's end"), one per process after its last window.
+# vxperf's own record kind, which the reference never writes: the training's final record
+# (docs/RECORDS.md, "The training's end"), one per process after its last window.
 END = "train_end"
 
 

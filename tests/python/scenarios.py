@@ -62,7 +62,7 @@ VXPERF_KINDS = ("train_end",)
 DIT_KEYS = ("params", "tokens", "batch", "devices", "flops_per_fwd", "attn_share", "peak_tflops")
 
 
-# Where the reference is wrong against a truth ("Differences from the reference" in the README):
+# Where the reference is wrong against a truth (docs/DIFFERENCES.md):
 # the fields it gets wrong, left out of comparisons and checked on their own (test_side_by_side).
 PRICED = ("tokens", "flops_per_fwd", "flops_per_step", "attn_share")
 REFERENCE_WRONG = {

@@ -74,7 +74,7 @@ def test_outputs_unchanged_by_measuring(name, results):
     assert measured["digests"] == plain["digests"]
 
 
-# Where the reference is wrong against a truth ("Differences from the reference" in the README):
+# Where the reference is wrong against a truth (docs/DIFFERENCES.md):
 # records whose priced fields it gets wrong, left out of the comparison and checked on their own.
 # t2v's last request is CogVideoX's, whose (B, F, C, H, W) latents the reference reads as
 # (B, C, F, H, W) (test_cogvideox_is_priced_at_its_blocks_tokens).

@@ -291,20 +291,21 @@ TEST(PrometheusSink, HostEnergyAndVideosAreCounters) {
   EXPECT_DOUBLE_EQ(value_of(s, R"(vxperf_energy_joules_total{rank="0",device="cuda:0"})"), 200.0);
 }
 
-// The README's table of metrics names every family the sink keeps, with its labels beyond `rank`
-// (the families of record fields come from their rows: a row added there must be documented).
-TEST(PrometheusSink, TheReadmeNamesEveryMetric) {
-  std::ifstream in(VXPERF_README);
-  ASSERT_TRUE(in) << VXPERF_README;
-  std::string readme((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-  std::size_t section = readme.find("## Serving metrics: Prometheus");
+// docs/SERVING.md's table of metrics names every family the sink keeps, with its labels beyond
+// `rank` (the families of record fields come from their rows: a row added there must be
+// documented).
+TEST(PrometheusSink, TheServingDocNamesEveryMetric) {
+  std::ifstream in(VXPERF_METRICS_DOC);
+  ASSERT_TRUE(in) << VXPERF_METRICS_DOC;
+  std::string doc((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  std::size_t section = doc.find("## Serving metrics: Prometheus");
   ASSERT_NE(section, std::string::npos);
-  std::string table = readme.substr(section, readme.find("\n## ", section + 1) - section);
+  std::string table = doc.substr(section, doc.find("\n## ", section + 1) - section);
   PrometheusSink sink;
   for (const FamilySnapshot& f : sink.collect()) {
     SCOPED_TRACE(f.name);
     std::size_t at = table.find("`" + f.name);
-    ASSERT_NE(at, std::string::npos) << "not in the README's table";
+    ASSERT_NE(at, std::string::npos) << "not in docs/SERVING.md's table";
     std::string row = table.substr(at, table.find('\n', at) - at);
     for (const std::string& label : f.label_names) {
       if (label == "rank") continue;
