@@ -206,7 +206,8 @@ def test_an_accelerate_loops_steps_and_phases_in_a_cpu_trace(tmp_path):
     # optimizer's ranges), in file order: a host path each.
     got, _ = explain(trace, "--critical-path=step")
     instances = got["ranks"][0]["critical_path"]["instances"]
-    assert [i["row"] for i in instances] == [e["name"] for e in hta_rows(trace) if "step" in e["name"]]
+    steps = [e["name"] for e in hta_rows(trace) if "step" in e["name"]]
+    assert [i["row"] for i in instances] == steps
     assert {"step 2", "step 3"} <= {i["row"] for i in instances}
     expect_replay(trace)
     for instance in instances:

@@ -103,8 +103,9 @@ def test_two_ranks_count_every_sharding_exactly(two, name):
 
 def test_the_reference_side_by_side(two):
     """Where the reference is right (FSDP1 with even sizes, DDP, tensor parallel by luck of
-    neither) it agrees with vxperf; where it is wrong, by the amounts docs/DIFFERENCES.md gives: FSDP2
-    counts world-size times, FSDP1 with odd sizes counts its padding and its ranks disagree."""
+    neither) it agrees with vxperf; where it is wrong, by the amounts docs/DIFFERENCES.md gives:
+    FSDP2 counts world-size times, FSDP1 with odd sizes counts its padding and its ranks
+    disagree."""
     results, _, _ = counted(two)
     if "reference_params" not in results[0]["fsdp1_plain_even"]:
         pytest.skip("the reference module is not here")

@@ -366,7 +366,8 @@ def test_micro_steps_of_different_lengths_are_each_priced_at_their_own(tmp_path)
     assert forwards == [[rows, frames * 6] for frames, rows in PLAN]  # what the blocks ran on
     windows = [r for r in records if r["kind"] == "train_window"]
     assert [(w["step_first"], w["step_last"]) for w in windows] == [(0, 1), (2, 3)]
-    assert [w["throughput"]["tokens"] for w in windows] == [14.5, 9.0]  # docs/DIFFERENCES.md's figures
+    # docs/DIFFERENCES.md's figures
+    assert [w["throughput"]["tokens"] for w in windows] == [14.5, 9.0]
     for window in windows:
         t = window["throughput"]
         steps = [forwards[2 * s: 2 * s + 2] for s in range(window["step_first"],
