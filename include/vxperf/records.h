@@ -188,23 +188,69 @@ struct Ledger {
   double recovery_s = 0;
 };
 
+// The ledger's parts, one row each, in the order every form lists them: the records' JSON, the
+// report's text, page and comparison, Prometheus and the trackers walk this table (a new part is
+// its member above, its row here and where its time is counted).
+struct LedgerPart {
+  // When a ledger says the part: always; always, and read as 0 where a record lacks it; only
+  // where it is not 0 (the process's start, a restarted job's parts).
+  enum class Said { kAlways, kAlwaysRead0, kWhereNotZero };
+  // The parts the report's line names together, or leaves out together: the loop's, always; the
+  // process's start, where known; the restarts', where the job restarted.
+  enum class Group { kLoop, kProcessStart, kRestarts };
+  double Ledger::*seconds;
+  const char* key;     // its JSON name
+  const char* words;   // what the report calls it
+  const char* series;  // its kind in Prometheus's ledger series, or null (a record never has it)
+  Said said;
+  Group group;
+  bool net;  // can be below zero (steps faster than the ideal, net): drawn from 0
+};
+
+inline constexpr LedgerPart kLedgerParts[] = {
+    {&Ledger::startup_s, "startup_s", "start-up", "startup", LedgerPart::Said::kWhereNotZero,
+     LedgerPart::Group::kProcessStart, false},
+    {&Ledger::setup_s, "setup_s", "set-up", "setup", LedgerPart::Said::kWhereNotZero,
+     LedgerPart::Group::kProcessStart, false},
+    {&Ledger::productive_s, "productive_s", "productive", "productive", LedgerPart::Said::kAlways,
+     LedgerPart::Group::kLoop, false},
+    {&Ledger::first_step_excess_s, "first_step_excess_s", "first step", "first_step_excess",
+     LedgerPart::Said::kAlways, LedgerPart::Group::kLoop, true},
+    {&Ledger::slow_step_excess_s, "slow_step_excess_s", "slow steps", "slow_step_excess",
+     LedgerPart::Said::kAlways, LedgerPart::Group::kLoop, true},
+    {&Ledger::data_wait_s, "data_wait_s", "data", "data_wait", LedgerPart::Said::kAlways,
+     LedgerPart::Group::kLoop, false},
+    {&Ledger::save_s, "save_s", "save", "save", LedgerPart::Said::kAlwaysRead0,
+     LedgerPart::Group::kLoop, false},
+    {&Ledger::restore_s, "restore_s", "restore", "restore", LedgerPart::Said::kAlwaysRead0,
+     LedgerPart::Group::kLoop, false},
+    {&Ledger::eval_s, "eval_s", "eval", "eval", LedgerPart::Said::kAlwaysRead0,
+     LedgerPart::Group::kLoop, false},
+    {&Ledger::between_steps_s, "between_steps_s", "between steps", "between_steps",
+     LedgerPart::Said::kAlways, LedgerPart::Group::kLoop, true},
+    {&Ledger::lost_progress_s, "lost_progress_s", "lost progress", nullptr,
+     LedgerPart::Said::kWhereNotZero, LedgerPart::Group::kRestarts, false},
+    {&Ledger::between_attempts_s, "between_attempts_s", "between attempts", nullptr,
+     LedgerPart::Said::kWhereNotZero, LedgerPart::Group::kRestarts, true},
+};
+
+// Whether the report names a group's parts for `l`: the loop's always; the others where one of
+// them is not 0, or (the restarts') where attempts were stitched.
+inline bool ledger_group_said(const Ledger& l, LedgerPart::Group group) {
+  if (group == LedgerPart::Group::kLoop) return true;
+  if (group == LedgerPart::Group::kRestarts && l.attempts > 1) return true;
+  for (const LedgerPart& p : kLedgerParts) {
+    if (p.group == group && l.*p.seconds != 0) return true;
+  }
+  return false;
+}
+
 // Adds `from`'s wall time, steps and parts into `into` (a job's ledger over ranks or attempts);
 // the ideal step, goodput, attempts and recovery are not sums and are left as they are.
 inline void add_parts(Ledger& into, const Ledger& from) {
   into.wall_s += from.wall_s;
   into.steps += from.steps;
-  into.startup_s += from.startup_s;
-  into.setup_s += from.setup_s;
-  into.productive_s += from.productive_s;
-  into.first_step_excess_s += from.first_step_excess_s;
-  into.slow_step_excess_s += from.slow_step_excess_s;
-  into.data_wait_s += from.data_wait_s;
-  into.save_s += from.save_s;
-  into.restore_s += from.restore_s;
-  into.eval_s += from.eval_s;
-  into.between_steps_s += from.between_steps_s;
-  into.lost_progress_s += from.lost_progress_s;
-  into.between_attempts_s += from.between_attempts_s;
+  for (const LedgerPart& p : kLedgerParts) into.*p.seconds += from.*p.seconds;
 }
 
 struct TrainWindowRecord {

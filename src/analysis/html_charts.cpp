@@ -174,9 +174,17 @@ std::string denoising_chart(const DenoisingSteps& steps) {
 
 // Each rank's loop so far in the ledger's parts, its goodput in its label (the latest window's).
 std::string ledger_bars(const Report& report) {
-  static const std::vector<std::string> parts = {
-      "start-up", "set-up",  "productive", "first step",    "slow steps",      "data",
-      "save",     "restore", "eval",       "between steps", "lost progress", "between attempts"};
+  std::vector<std::string> parts;
+  for (const LedgerPart& part : kLedgerParts) parts.push_back(part.words);
+  // A part's bar, per rank as `per` says; a part below zero (steps faster than the ideal, net)
+  // has none.
+  auto bars = [](const Ledger& l, double per) {
+    std::vector<double> values;
+    for (const LedgerPart& part : kLedgerParts) {
+      values.push_back((part.net ? std::max(0.0, l.*part.seconds) : l.*part.seconds) / per);
+    }
+    return values;
+  };
   std::vector<std::string> labels;
   std::vector<std::vector<double>> values;
   double top = 0;
@@ -184,11 +192,7 @@ std::string ledger_bars(const Report& report) {
     if (!rs.ledger) continue;
     const Ledger& l = *rs.ledger;
     labels.push_back(rank_label(rs.rank) + strprintf(" (goodput %.0f%%)", 100.0 * l.goodput));
-    // A part below zero (steps faster than the ideal, net) has no bar of its own.
-    values.push_back({l.startup_s, l.setup_s, l.productive_s, std::max(0.0, l.first_step_excess_s),
-                      std::max(0.0, l.slow_step_excess_s), l.data_wait_s, l.save_s, l.restore_s,
-                      l.eval_s, std::max(0.0, l.between_steps_s), l.lost_progress_s,
-                      std::max(0.0, l.between_attempts_s)});
+    values.push_back(bars(l, 1));
     top = std::max(top, l.wall_s);
   }
   // The job's (the ranks' added up) as its mean per rank, on the ranks' scale.
@@ -196,11 +200,7 @@ std::string ledger_bars(const Report& report) {
     const Ledger& l = job->ledger;
     const double n = job->ranks;
     labels.push_back(strprintf("job, per rank (goodput %.0f%%)", 100.0 * l.goodput));
-    values.push_back({l.startup_s / n, l.setup_s / n, l.productive_s / n,
-                      std::max(0.0, l.first_step_excess_s) / n,
-                      std::max(0.0, l.slow_step_excess_s) / n, l.data_wait_s / n, l.save_s / n,
-                      l.restore_s / n, l.eval_s / n, std::max(0.0, l.between_steps_s) / n,
-                      l.lost_progress_s / n, std::max(0.0, l.between_attempts_s) / n});
+    values.push_back(bars(l, n));
     top = std::max(top, l.wall_s / n);
   }
   if (labels.empty()) return "";

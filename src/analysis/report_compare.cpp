@@ -62,20 +62,18 @@ std::vector<Metric> report_metrics(const Report& report) {
     }
     if (any && job.wall_s > 0) {
       add("training.goodput", job.productive_s / job.wall_s, false, "");
-      add("training.ledger.first_step_excess_s", job.first_step_excess_s, true, "s");
-      add("training.ledger.slow_step_excess_s", job.slow_step_excess_s, true, "s");
-      add("training.ledger.data_wait_s", job.data_wait_s, true, "s");
-      add("training.ledger.save_s", job.save_s, true, "s");
-      add("training.ledger.restore_s", job.restore_s, true, "s");
-      add("training.ledger.eval_s", job.eval_s, true, "s");
-      add("training.ledger.between_steps_s", job.between_steps_s, true, "s");
-      // Only where said (start-up and set-up: the process's start known; the rest: a restarted
-      // job), so that the rows of runs without them stay as they were.
-      auto said = [](double v) { return v != 0 ? std::optional<double>(v) : std::nullopt; };
-      add("training.ledger.startup_s", said(job.startup_s), true, "s");
-      add("training.ledger.setup_s", said(job.setup_s), true, "s");
-      add("training.ledger.lost_progress_s", said(job.lost_progress_s), true, "s");
-      add("training.ledger.between_attempts_s", said(job.between_attempts_s), true, "s");
+      // The parts always said, then those only where said (start-up and set-up: the process's
+      // start known; the rest: a restarted job), so that the rows of runs without them stay as
+      // they were.
+      for (bool always : {true, false}) {
+        for (const LedgerPart& part : kLedgerParts) {
+          if (part.seconds == &Ledger::productive_s) continue;  // the goodput above
+          if ((part.said != LedgerPart::Said::kWhereNotZero) != always) continue;
+          const double v = job.*part.seconds;
+          add(std::string("training.ledger.") + part.key,
+              always || v != 0 ? std::optional<double>(v) : std::nullopt, true, "s");
+        }
+      }
     }
   }
   if (const auto& e = report.energy) {

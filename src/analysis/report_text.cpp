@@ -189,6 +189,25 @@ std::string partial_line(const Partial& p) {
 
 }  // namespace
 
+namespace {
+
+// "productive 1.000s (10 steps x ideal 0.100s) + first step 0.200s + ...": the ledger's parts
+// (kLedgerParts) that its report names, the productive part with its steps where asked.
+std::string ledger_sum(const Ledger& l, bool steps) {
+  std::string text;
+  for (const LedgerPart& part : kLedgerParts) {
+    if (!ledger_group_said(l, part.group)) continue;
+    text += strprintf("%s%s %.3fs", text.empty() ? "" : " + ", part.words, l.*part.seconds);
+    if (steps && part.seconds == &Ledger::productive_s) {
+      text +=
+          strprintf(" (%lld steps x ideal %.3fs)", static_cast<long long>(l.steps), l.ideal_step_s);
+    }
+  }
+  return text;
+}
+
+}  // namespace
+
 std::string format_report(const Report& report) {
   std::string out;
   auto line = [&out](const std::string& text) { out += text + "\n"; };
@@ -362,25 +381,8 @@ std::string format_report(const Report& report) {
     for (const auto& rs : report.ranks) {
       if (!rs.ledger) continue;
       const Ledger& l = *rs.ledger;
-      // A restarted job's attempts, stitched: what the restarts cost.
-      std::string restarts;
-      if (l.attempts > 1) {
-        restarts = strprintf(" + lost progress %.3fs + between attempts %.3fs", l.lost_progress_s,
-                             l.between_attempts_s);
-      }
-      // Start-up and set-up where the process's start was known.
-      std::string before;
-      if (l.startup_s != 0 || l.setup_s != 0) {
-        before = strprintf("start-up %.3fs + set-up %.3fs + ", l.startup_s, l.setup_s);
-      }
-      line(strprintf("  rank %d: wall %.3fs = %sproductive %.3fs (%lld steps x ideal %.3fs) + first "
-                     "step %.3fs + slow steps %.3fs + data %.3fs + save %.3fs + restore %.3fs + "
-                     "eval %.3fs + between %.3fs%s; goodput %.1f%%",
-                     rs.rank, l.wall_s, before.c_str(), l.productive_s,
-                     static_cast<long long>(l.steps),
-                     l.ideal_step_s, l.first_step_excess_s, l.slow_step_excess_s, l.data_wait_s,
-                     l.save_s, l.restore_s, l.eval_s, l.between_steps_s, restarts.c_str(),
-                     100.0 * l.goodput));
+      line(strprintf("  rank %d: wall %.3fs = %s; goodput %.1f%%", rs.rank, l.wall_s,
+                     ledger_sum(l, true).c_str(), 100.0 * l.goodput));
       if (l.attempts > 1) {
         line(strprintf("    %lld attempts; recovery (failure to the next attempt's first step) "
                        "%.3fs",
@@ -390,26 +392,13 @@ std::string format_report(const Report& report) {
     // The ranks' ledgers added up, in rank-seconds (JobLedger), where there are several.
     if (const auto& job = report.job_ledger; job && job->ranks > 1) {
       const Ledger& l = job->ledger;
-      std::string restarts;
-      if (l.lost_progress_s != 0 || l.between_attempts_s != 0) {
-        restarts = strprintf(" + lost progress %.3fs + between attempts %.3fs", l.lost_progress_s,
-                             l.between_attempts_s);
-      }
       std::string span =
           job->span_s
               ? strprintf("; %.3fs from the first rank's start to the last one's end", *job->span_s)
               : std::string();
-      std::string before;
-      if (l.startup_s != 0 || l.setup_s != 0) {
-        before = strprintf("start-up %.3fs + set-up %.3fs + ", l.startup_s, l.setup_s);
-      }
-      line(
-          strprintf("  job (%d ranks added, rank-seconds): wall %.3fs = %sproductive %.3fs + "
-                    "first step %.3fs + slow steps %.3fs + data %.3fs + save %.3fs + restore "
-                    "%.3fs + eval %.3fs + between %.3fs%s; goodput %.1f%%%s",
-                    job->ranks, l.wall_s, before.c_str(), l.productive_s, l.first_step_excess_s,
-                    l.slow_step_excess_s, l.data_wait_s, l.save_s, l.restore_s, l.eval_s,
-                    l.between_steps_s, restarts.c_str(), 100.0 * l.goodput, span.c_str()));
+      line(strprintf("  job (%d ranks added, rank-seconds): wall %.3fs = %s; goodput %.1f%%%s",
+                     job->ranks, l.wall_s, ledger_sum(l, false).c_str(), 100.0 * l.goodput,
+                     span.c_str()));
     }
   }
   return out;

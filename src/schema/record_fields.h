@@ -364,20 +364,27 @@ void describe(Io& io, R& l) {
   io.number("wall_s", l.wall_s);
   io.count("steps", l.steps);
   io.number("ideal_step_s", l.ideal_step_s);
-  // Where the process's start is known (a live run, or a trace that says it).
-  io.unless(ledger_part("startup_s", "startup"), l.startup_s, 0.0);
-  io.unless(ledger_part("setup_s", "setup"), l.setup_s, 0.0);
-  io.number(ledger_part("productive_s", "productive"), l.productive_s);
-  io.number(ledger_part("first_step_excess_s", "first_step_excess"), l.first_step_excess_s);
-  io.number(ledger_part("slow_step_excess_s", "slow_step_excess"), l.slow_step_excess_s);
-  io.number(ledger_part("data_wait_s", "data_wait"), l.data_wait_s);
-  io.number(ledger_part("save_s", "save"), l.save_s, 0.0);
-  io.number(ledger_part("restore_s", "restore"), l.restore_s, 0.0);
-  io.number(ledger_part("eval_s", "eval"), l.eval_s, 0.0);
-  io.number(ledger_part("between_steps_s", "between_steps"), l.between_steps_s);
-  // Only where the report stitched attempts (a record's own ledger never has them).
-  io.unless("lost_progress_s", l.lost_progress_s, 0.0);
-  io.unless("between_attempts_s", l.between_attempts_s, 0.0);
+  for (const LedgerPart& part : kLedgerParts) {
+    auto& seconds = l.*part.seconds;
+    auto said = [&io, &seconds, &part](auto name) {
+      switch (part.said) {
+        case LedgerPart::Said::kAlways:
+          io.number(name, seconds);
+          break;
+        case LedgerPart::Said::kAlwaysRead0:
+          io.number(name, seconds, 0.0);
+          break;
+        case LedgerPart::Said::kWhereNotZero:
+          io.unless(name, seconds, 0.0);
+          break;
+      }
+    };
+    if (part.series) {
+      said(ledger_part(part.key, part.series));
+    } else {
+      said(part.key);
+    }
+  }
   io.number(show("goodput")
                 .tracked()
                 .gauge("vxperf_train_goodput",
