@@ -21,7 +21,9 @@ struct Span {
 };
 
 // `gone`: the rows a what-if took away (a duration edited to 0), which no longer bound the span.
-Span span_of(const KinetoTrace& t, const TraceRange& r, const std::vector<double>& times,
+// `times`: a node's time (a replay's, or as measured).
+template <typename Times>
+Span span_of(const KinetoTrace& t, const TraceRange& r, const Times& times,
              const std::vector<char>* gone = nullptr) {
   Span s;
   if (r.device.empty()) {
@@ -66,28 +68,25 @@ RankReplay replay_ranges(const KinetoTrace& t, const std::vector<TraceRange>& ra
   std::sort(fed_by.begin(), fed_by.end());
   fed_by.erase(std::unique(fed_by.begin(), fed_by.end()), fed_by.end());
   const ReplayGraph g(t, fed_by);
-  out.nodes = static_cast<std::int64_t>(g.graph().node_count());
-  out.edges = static_cast<std::int64_t>(g.graph().edge_count());
+  out.nodes = static_cast<std::int64_t>(g.node_count());
+  out.edges = static_cast<std::int64_t>(g.edge_count());
   out.ranges = static_cast<std::int64_t>(ranges.size());
   if (!g.ok()) {
     problems.push_back(g.problem());
     return out;
   }
-  std::vector<std::int64_t> binding;
+  std::vector<ReplayGraph::EdgeId> binding;
   const std::vector<double> times = g.replay(nullptr, &binding);
-  std::vector<double> measured(g.node_slots());
-  for (std::size_t n = 0; n < measured.size(); ++n) {
-    measured[n] = g.measured(static_cast<ReplayGraph::Node>(n));
-    out.largest_row_error_us = std::max(out.largest_row_error_us, std::abs(times[n] - measured[n]));
+  for (std::size_t n = 0; n < times.size(); ++n) {
+    out.largest_row_error_us = std::max(
+        out.largest_row_error_us, std::abs(times[n] - g.measured(static_cast<ReplayGraph::Node>(n))));
   }
+  struct Measured {
+    const ReplayGraph& g;
+    double operator[](ReplayGraph::Node n) const { return g.measured(n); }
+  } const measured{g};
   // Each what-if's weights, replay and each range's device-busy bound: per stream, the sum of its
   // rows' edited durations (a stream runs them one at a time).
-  std::vector<std::int64_t> run_edge(t.rows.size(), -1);
-  for (std::size_t e = 0; e < g.graph().edge_count(); ++e) {
-    const PathGraph::Edge& edge = g.graph().edges()[e];
-    if (ReplayGraph::kind(edge) == EdgeKind::kRun)
-      run_edge[edge.dst / 2] = static_cast<std::int64_t>(e);
-  }
   const std::size_t k = request.what_ifs.size();
   std::vector<std::vector<double>> predicted(k);  // per what-if, per range
   for (std::size_t w = 0; w < k; ++w) {
@@ -98,8 +97,8 @@ RankReplay replay_ranges(const KinetoTrace& t, const std::vector<TraceRange>& ra
     const std::vector<double> after = res.applies ? g.replay(&weights) : times;
     std::vector<char> gone(t.rows.size(), 0);
     for (std::size_t p = 0; p < gone.size(); ++p) {
-      const std::int64_t e = run_edge[p];
-      gone[p] = e >= 0 && weights[e] == 0 && g.graph().edges()[e].weight > 0 ? 1 : 0;
+      const ReplayGraph::EdgeId e = g.run_edge(static_cast<std::uint32_t>(p));
+      gone[p] = e != ReplayGraph::kNone && weights[e] == 0 && g.weight(e) > 0 ? 1 : 0;
     }
     predicted[w].resize(ranges.size());
     for (std::size_t i = 0; i < ranges.size(); ++i) {
@@ -107,8 +106,9 @@ RankReplay replay_ranges(const KinetoTrace& t, const std::vector<TraceRange>& ra
       std::unordered_map<std::int64_t, double> busy;
       double bound = 0;
       for (std::uint32_t p : r.device) {
-        if (run_edge[p] < 0) continue;
-        const double& b = busy[t.stream(t.rows[p])] += std::max(0.0, weights[run_edge[p]]);
+        const ReplayGraph::EdgeId e = g.run_edge(p);
+        if (e == ReplayGraph::kNone) continue;
+        const double& b = busy[t.stream(t.rows[p])] += std::max(0.0, weights[e]);
         bound = std::max(bound, b);
       }
       const double span = span_of(t, r, after, &gone).length();
