@@ -75,27 +75,57 @@ RankReplay replay_ranges(const KinetoTrace& t, const std::vector<TraceRange>& ra
     problems.push_back(g.problem());
     return out;
   }
-  std::vector<ReplayGraph::EdgeId> binding;
-  const std::vector<double> times = g.replay(nullptr, &binding);
-  for (std::size_t n = 0; n < times.size(); ++n) {
-    out.largest_row_error_us = std::max(
-        out.largest_row_error_us, std::abs(times[n] - g.measured(static_cast<ReplayGraph::Node>(n))));
-  }
   struct Measured {
     const ReplayGraph& g;
     double operator[](ReplayGraph::Node n) const { return g.measured(n); }
   } const measured{g};
+  // The measured replay first: each range's spans, error and critical path, after which the
+  // binding edges are dropped (the what-ifs need only times).
+  struct Base {
+    double was = 0, now = 0, error = 0;
+    double by_bound[8] = {};
+  };
+  std::vector<Base> base(ranges.size());
+  std::vector<double> times;
+  {
+    std::vector<ReplayGraph::EdgeId> binding;
+    times = g.replay(nullptr, &binding);
+    for (std::size_t n = 0; n < times.size(); ++n) {
+      out.largest_row_error_us =
+          std::max(out.largest_row_error_us,
+                   std::abs(times[n] - g.measured(static_cast<ReplayGraph::Node>(n))));
+    }
+    for (std::size_t i = 0; i < ranges.size(); ++i) {
+      const TraceRange& r = ranges[i];
+      Base& b = base[i];
+      const Span now = span_of(t, r, times);
+      b.was = span_of(t, r, measured).length();
+      b.now = now.length();
+      if (b.was > 0) {
+        b.error = std::abs(b.now - b.was) / b.was * 100;
+      } else if (std::abs(b.now) > 1e-9) {
+        b.error = 100;
+      }
+      if (out.largest_error_range.empty() || b.error > out.largest_error_pct) {
+        out.largest_error_pct = b.error;
+        out.largest_error_range = label(t, ranges, r);
+      }
+      g.path_into(now.last, now.begin, times, binding, b.by_bound);
+    }
+  }
   // Each what-if's weights, replay and each range's device-busy bound: per stream, the sum of its
   // rows' edited durations (a stream runs them one at a time).
   const std::size_t k = request.what_ifs.size();
   std::vector<std::vector<double>> predicted(k);  // per what-if, per range
+  std::vector<double> after;
+  std::vector<char> gone(t.rows.size(), 0);
   for (std::size_t w = 0; w < k; ++w) {
     WhatIfResult res;
     res.what_if = request.what_ifs[w].spec;
-    const std::vector<double> weights = what_if_weights(g, t, ranges, request.what_ifs[w], res.why);
+    std::vector<double> weights = what_if_weights(g, t, ranges, request.what_ifs[w], res.why);
     res.applies = res.why.empty();
-    const std::vector<double> after = res.applies ? g.replay(&weights) : times;
-    std::vector<char> gone(t.rows.size(), 0);
+    if (res.applies) g.replay_into(after, &weights);
+    const std::vector<double>& now = res.applies ? after : times;
     for (std::size_t p = 0; p < gone.size(); ++p) {
       const ReplayGraph::EdgeId e = g.run_edge(static_cast<std::uint32_t>(p));
       gone[p] = e != ReplayGraph::kNone && weights[e] == 0 && g.weight(e) > 0 ? 1 : 0;
@@ -111,11 +141,10 @@ RankReplay replay_ranges(const KinetoTrace& t, const std::vector<TraceRange>& ra
         const double& b = busy[t.stream(t.rows[p])] += std::max(0.0, weights[e]);
         bound = std::max(bound, b);
       }
-      const double span = span_of(t, r, after, &gone).length();
+      const double span = span_of(t, r, now, &gone).length();
       predicted[w][i] = std::max(span, r.device.empty() ? 0.0 : bound);
       if (r.root == static_cast<std::int64_t>(i)) {
-        const double was = span_of(t, r, measured).length();
-        res.span_s += was * 1e-6;
+        res.span_s += base[i].was * 1e-6;
         res.predicted_s += predicted[w][i] * 1e-6;
       }
     }
@@ -130,20 +159,7 @@ RankReplay replay_ranges(const KinetoTrace& t, const std::vector<TraceRange>& ra
   std::map<TraceRange::Key, ReplayRow> rows;
   for (std::size_t i = 0; i < ranges.size(); ++i) {
     const TraceRange& r = ranges[i];
-    const Span was = span_of(t, r, measured);
-    const Span now = span_of(t, r, times);
-    double error = 0;
-    if (was.length() > 0) {
-      error = std::abs(now.length() - was.length()) / was.length() * 100;
-    } else if (std::abs(now.length()) > 1e-9) {
-      error = 100;
-    }
-    if (out.largest_error_range.empty() || error > out.largest_error_pct) {
-      out.largest_error_pct = error;
-      out.largest_error_range = label(t, ranges, r);
-    }
-    double by_bound[8] = {};
-    g.path_into(now.last, now.begin, times, binding, by_bound);
+    const Base& b = base[i];
     for (const TraceRange::Key& key : r.keys) {
       ReplayRow& row = rows[key];
       if (row.count == 0) {
@@ -153,11 +169,12 @@ RankReplay replay_ranges(const KinetoTrace& t, const std::vector<TraceRange>& ra
         row.what_if_s.assign(k, 0);
       }
       ++row.count;
-      row.span_s += was.length() * 1e-6;
-      row.replayed_s += now.length() * 1e-6;
-      row.error_pct = std::max(row.error_pct, error);
-      for (int b = 0; b < static_cast<int>(Bound::kCount); ++b) {
-        if (by_bound[b] != 0) row.path_s[bound_name(static_cast<Bound>(b))] += by_bound[b] * 1e-6;
+      row.span_s += b.was * 1e-6;
+      row.replayed_s += b.now * 1e-6;
+      row.error_pct = std::max(row.error_pct, b.error);
+      for (int x = 0; x < static_cast<int>(Bound::kCount); ++x) {
+        if (b.by_bound[x] != 0)
+          row.path_s[bound_name(static_cast<Bound>(x))] += b.by_bound[x] * 1e-6;
       }
       for (std::size_t w = 0; w < k; ++w) row.what_if_s[w] += predicted[w][i] * 1e-6;
     }

@@ -88,6 +88,22 @@ ReplayGraph::ReplayGraph(const KinetoTrace& t, const std::vector<std::int32_t>& 
   if (n >= (std::size_t{1} << 31)) throw std::length_error("more than 2^31 rows to replay");
   in_begin_.assign(2 * n, kNone);
   const std::vector<KernelType> types = types_of(t);
+  // What each name is, decided once per name rather than once per row.
+  enum : std::uint8_t {
+    kSync = 1,
+    kCopyCall = 2,
+    kBlockingCopy = 4,
+    kLoader = 8,
+    kLaunchCall = 16
+  };
+  std::vector<std::uint8_t> name_is(t.strings.size(), 0);
+  for (std::size_t i = 0; i < name_is.size(); ++i) {
+    const std::string_view s = t.strings[i];
+    name_is[i] = static_cast<std::uint8_t>(
+        (is_sync_name(s) ? kSync : 0) | (is_copy_call(s) ? kCopyCall : 0) |
+        (is_blocking_copy(s) ? kBlockingCopy : 0) | (is_loader_name(s) ? kLoader : 0) |
+        (is_launch_name(s) ? kLaunchCall : 0));
+  }
   // A row's launch call: its launch link's partner when that is a host row.
   std::vector<std::int32_t> launch_of(n, -1);
   for (std::size_t p = 0; p < n; ++p) {
@@ -178,6 +194,53 @@ ReplayGraph::ReplayGraph(const KinetoTrace& t, const std::vector<std::int32_t>& 
     }
   }
 
+  // Host threads: every start and end of a thread's rows in call-stack order (at one time, ends
+  // before starts; the longer start first, the shorter end first), consecutive ones linked. A
+  // point is its node (a row's start or end), its time the node's measured time.
+  std::unordered_map<std::int32_t, std::vector<Node>> threads;
+  std::unordered_map<std::int32_t, bool> has_ranges;
+  const std::optional<std::uint32_t> annotation = [&]() -> std::optional<std::uint32_t> {
+    for (std::size_t c = 0; c < t.categories.size(); ++c) {
+      if (t.categories[c] == "user_annotation") return static_cast<std::uint32_t>(c);
+    }
+    return std::nullopt;
+  }();
+  // Each thread's points reserved whole (no vector grown by doubling), and with them how many
+  // edges the graph will have at most, reserved too: its arrays are made once, at their size.
+  std::unordered_map<std::int32_t, std::size_t> thread_rows;
+  std::size_t waiting_calls = 0;  // host rows whose end may wait for the device (a second edge)
+  for (std::size_t p = 0; p < n; ++p) {
+    const Row& r = t.rows[p];
+    if (r.device) continue;
+    ++thread_rows[r.tid];
+    if ((name_is[r.name] & (kSync | kCopyCall)) != 0) ++waiting_calls;
+    if (fed_by.empty() && annotation && r.cat == *annotation) has_ranges[r.tid] = true;
+  }
+  for (const auto& [tid, rows] : thread_rows) threads[tid].reserve(2 * rows);
+  for (std::size_t p = 0; p < n; ++p) {
+    const Row& r = t.rows[p];
+    if (r.device) continue;
+    const auto q = static_cast<std::uint32_t>(p);
+    std::vector<Node>& points = threads[r.tid];
+    points.push_back(start(q));
+    points.push_back(end(q));
+  }
+  // A thread of vxperf's ranges feeds the others, even those with ranges of their own (the
+  // autograd thread's record_function hooks).
+  for (std::int32_t tid : fed_by) has_ranges[tid] = true;
+  std::size_t most_edges = waiting_calls;
+  for (const auto& [tid, rows] : thread_rows) {
+    most_edges += 2 * rows - 1 + (has_ranges[tid] ? 0 : rows);  // a worker's starts may be fed
+  }
+  for (std::size_t p = 0; p < n; ++p) {
+    if (t.rows[p].device) most_edges += is_marker(t.rows[p]) ? 2 : 3;  // stream, launch, run
+  }
+  for (const auto& [row, recorded] : waits_on) most_edges += recorded.size();
+  src_.reserve(most_edges);
+  dst_.reserve(most_edges);
+  type_.reserve(most_edges);
+  weight_.reserve(most_edges);
+
   // Device rows. Of the causes of a row's start (its launch, its stream's previous row, an event
   // it waits on) the latest carries the whole measured delay; the others weigh only their least
   // (a launch its call's duration, the device nothing), so that a what-if moving a cause moves the
@@ -263,29 +326,6 @@ ReplayGraph::ReplayGraph(const KinetoTrace& t, const std::vector<std::int32_t>& 
         Bound::kSyncWait, r.dur);
   }
 
-  // Host threads: every start and end of a thread's rows in call-stack order (at one time, ends
-  // before starts; the longer start first, the shorter end first), consecutive ones linked. A
-  // point is its node (a row's start or end), its time the node's measured time.
-  std::unordered_map<std::int32_t, std::vector<Node>> threads;
-  std::unordered_map<std::int32_t, bool> has_ranges;
-  const std::optional<std::uint32_t> annotation = [&]() -> std::optional<std::uint32_t> {
-    for (std::size_t c = 0; c < t.categories.size(); ++c) {
-      if (t.categories[c] == "user_annotation") return static_cast<std::uint32_t>(c);
-    }
-    return std::nullopt;
-  }();
-  for (std::size_t p = 0; p < n; ++p) {
-    const Row& r = t.rows[p];
-    if (r.device) continue;
-    const auto q = static_cast<std::uint32_t>(p);
-    std::vector<Node>& points = threads[r.tid];
-    points.push_back(start(q));
-    points.push_back(end(q));
-    if (fed_by.empty() && annotation && r.cat == *annotation) has_ranges[r.tid] = true;
-  }
-  // A thread of vxperf's ranges feeds the others, even those with ranges of their own (the
-  // autograd thread's record_function hooks).
-  for (std::int32_t tid : fed_by) has_ranges[tid] = true;
   // The points of the threads with ranges, by time (then node): what feeds a worker thread.
   std::vector<Node> feeders;
   bool any_worker = false;
@@ -332,7 +372,7 @@ ReplayGraph::ReplayGraph(const KinetoTrace& t, const std::vector<std::int32_t>& 
       const double ts = measured(node);
       const std::uint32_t row = row_of(node);
       const Row& r = t.rows[row];
-      const std::string_view name = t.str(r.name);
+      const std::uint8_t is = name_is[r.name];
       // A worker thread's op after an idle stretch is fed by the latest earlier point of the
       // threads with ranges (the autograd engine's backward by the thread that called it).
       const Node* feeder = nullptr;
@@ -349,10 +389,10 @@ ReplayGraph::ReplayGraph(const KinetoTrace& t, const std::vector<std::int32_t>& 
         Bound b = Bound::kHost;
         if (loaders > 0) {
           b = Bound::kDataLoading;
-        } else if (!stack.empty() && is_launch_name(t.str(t.rows[stack.back()].name))) {
+        } else if (!stack.empty() && (name_is[t.rows[stack.back()].name] & kLaunchCall) != 0) {
           b = Bound::kLaunch;
         }
-        if (is_end && (is_sync_name(name) || is_copy_call(name))) {
+        if (is_end && (is & (kSync | kCopyCall)) != 0) {
           // What the call waited for: its own copies, and for a synchronize (or a blocking copy)
           // the rows launched before it on its stream (from its cuda_sync marker) or on all.
           double waited = -std::numeric_limits<double>::infinity();
@@ -377,10 +417,10 @@ ReplayGraph::ReplayGraph(const KinetoTrace& t, const std::vector<std::int32_t>& 
           };
           const std::int64_t own = t.position_of(r.partner);
           if (own >= 0 && t.rows[static_cast<std::size_t>(own)].device &&
-              !is_marker(t.rows[static_cast<std::size_t>(own)]) && is_copy_call(name)) {
+              !is_marker(t.rows[static_cast<std::size_t>(own)]) && (is & kCopyCall) != 0) {
             take(own);
           }
-          if (is_sync_name(name) || is_blocking_copy(name)) {
+          if ((is & (kSync | kBlockingCopy)) != 0) {
             std::int64_t only = -1;
             if (own >= 0 && is_marker(t.rows[static_cast<std::size_t>(own)])) {
               const Row& m = t.rows[static_cast<std::size_t>(own)];
@@ -410,10 +450,10 @@ ReplayGraph::ReplayGraph(const KinetoTrace& t, const std::vector<std::int32_t>& 
       if (is_end) {
         auto it = std::find(stack.rbegin(), stack.rend(), row);
         if (it != stack.rend()) stack.erase(std::next(it).base());
-        if (is_loader_name(name)) --loaders;
+        if ((is & kLoader) != 0) --loaders;
       } else {
         stack.push_back(row);
-        if (is_loader_name(name)) ++loaders;
+        if ((is & kLoader) != 0) ++loaders;
       }
     }
     std::vector<Node>().swap(points);  // done with
@@ -465,43 +505,45 @@ void ReplayGraph::finish() {
     grouped_ = true;
   }
   const auto count = static_cast<EdgeId>(weight_.size());
-  // Kahn's algorithm over the nodes by number (any topological order gives the same replay: a
-  // node's time is the latest over its edges in, and ties go to the first of them in edge order).
-  std::vector<EdgeId> out_at(slots + 1, 0);
-  for (EdgeId e = 0; e < count; ++e) ++out_at[src_[e] + 1];
-  for (std::size_t i = 1; i < out_at.size(); ++i) out_at[i] += out_at[i - 1];
-  std::vector<EdgeId> out(count);
-  {
-    std::vector<EdgeId> at(out_at.begin(), out_at.end() - 1);
-    for (EdgeId e = 0; e < count; ++e) out[at[src_[e]]++] = e;
-  }
-  std::vector<std::uint32_t> waiting(slots, 0);
-  for (EdgeId e = 0; e < count; ++e) ++waiting[dst_[e]];
-  std::vector<Node> ready;
+  // A topological order by depth-first walks back along the edges in (a node is placed once the
+  // sources of all its edges in are), started from the nodes by number: rows come mostly in time
+  // order, so a walk seldom goes deep, and no table of the edges out is made. Any topological
+  // order gives the same replay (a node's time is the latest over its edges in, ties to the first).
+  enum : std::uint8_t { kSeen = 1, kPlaced = 2, kTouched = 4 };
+  std::vector<std::uint8_t> state(slots, 0);
   std::size_t with_in = 0;
+  for (EdgeId e = 0; e < count; ++e) state[src_[e]] = kTouched;
   for (Node v = 0; v < slots; ++v) {
-    const bool has_out = out_at[v + 1] > out_at[v];
-    if (waiting[v] != 0 || has_out) ++nodes_;
-    if (waiting[v] != 0) ++with_in;
-    if (waiting[v] == 0 && has_out) ready.push_back(v);
+    if (in_begin_[v] != kNone) {
+      state[v] = kTouched;
+      ++with_in;
+    }
+    if (state[v] != 0) ++nodes_;
   }
-  // A node is placed once its last edge in is reached: after every node before it.
   order_.reserve(with_in);
-  while (!ready.empty()) {
-    const Node v = ready.back();
-    ready.pop_back();
-    for (EdgeId k = out_at[v]; k < out_at[v + 1]; ++k) {
-      const Node child = dst_[out[k]];
-      if (--waiting[child] == 0) {
-        order_.push_back(child);
-        if (out_at[child + 1] > out_at[child]) ready.push_back(child);
+  std::vector<std::pair<Node, EdgeId>> walk;  // a node and its next edge in
+  for (Node root = 0; root < slots; ++root) {
+    if (in_begin_[root] == kNone || (state[root] & kPlaced) != 0) continue;
+    state[root] |= kSeen;
+    walk.emplace_back(root, in_begin_[root]);
+    while (!walk.empty()) {
+      auto& [v, next] = walk.back();
+      if (next < count && dst_[next] == v) {
+        const Node from = src_[next++];
+        if ((state[from] & kPlaced) != 0 || in_begin_[from] == kNone) continue;
+        if ((state[from] & kSeen) != 0) {
+          order_ = {};
+          problem_ = "the replay's graph has a cycle (rows out of order in time): no replay";
+          return;
+        }
+        state[from] |= kSeen;
+        walk.emplace_back(from, in_begin_[from]);
+      } else {
+        state[v] |= kPlaced;
+        order_.push_back(v);
+        walk.pop_back();
       }
     }
-  }
-  if (order_.size() != with_in) {
-    order_ = {};
-    problem_ = "the replay's graph has a cycle (rows out of order in time): no replay";
-    return;
   }
   ok_ = true;
 }
@@ -513,11 +555,18 @@ ReplayGraph::EdgeId ReplayGraph::run_edge(std::uint32_t row) const {
 
 std::vector<double> ReplayGraph::replay(const std::vector<double>* weights,
                                         std::vector<EdgeId>* binding) const {
+  std::vector<double> times;
+  replay_into(times, weights, binding);
+  return times;
+}
+
+void ReplayGraph::replay_into(std::vector<double>& times, const std::vector<double>* weights,
+                              std::vector<EdgeId>* binding) const {
   const std::size_t slots = in_begin_.size();
-  std::vector<double> times(slots);
+  times.resize(slots);
   for (Node v = 0; v < slots; ++v) times[v] = measured(v);
   if (binding != nullptr) binding->assign(slots, kNone);
-  if (!ok_) return times;
+  if (!ok_) return;
   const double* w = weights != nullptr ? weights->data() : weight_.data();
   const auto count = static_cast<EdgeId>(weight_.size());
   for (Node v : order_) {
@@ -533,7 +582,6 @@ std::vector<double> ReplayGraph::replay(const std::vector<double>* weights,
     times[v] = best;
     if (binding != nullptr) (*binding)[v] = which;
   }
-  return times;
 }
 
 void ReplayGraph::path_into(Node last, double from, const std::vector<double>& times,

@@ -90,6 +90,9 @@ class ReplayGraph {
   // node's edge that gave its time (the first of equal ones), or kNone.
   std::vector<double> replay(const std::vector<double>* weights = nullptr,
                              std::vector<EdgeId>* binding = nullptr) const;
+  // The same into `times` (its storage reused from one replay to the next).
+  void replay_into(std::vector<double>& times, const std::vector<double>* weights = nullptr,
+                   std::vector<EdgeId>* binding = nullptr) const;
 
   // The critical path into `last` back to time `from`: the binding edges walked back, each
   // edge's weight added to its bound (the one that crosses `from` only for its part after it).
