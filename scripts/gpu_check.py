@@ -361,6 +361,8 @@ def python_run(args):
     on_gpu = args.device != "cpu"
     if on_gpu and not torch.cuda.is_available():
         sys.exit("gpu_check.py python-run: no CUDA device visible to PyTorch")
+    if getattr(args, "cuda_graph", False) and not on_gpu:
+        sys.exit("gpu_check.py python-run: --cuda-graph needs a CUDA device")
     profile = getattr(args, "profile_trace", None)
     # --profile-trace: request 1 (after the warmup) under torch's profiler, started and stopped
     # by vxperf (VIDEOX_PERF_PROFILE), its Kineto trace written there for `vxperf explain`.
@@ -380,6 +382,11 @@ def python_run(args):
                                      nn.Linear(TEXT_DIM, TEXT_DIM))
         vae = build_vae_decoder(torch)
 
+    # --cuda-graph: the DiT's forward captured once (on its first call, in the warmup request) and
+    # replayed, its inputs copied into the captured ones: the same device work without the host's
+    # launches, what `vxperf explain --what-if=host` predicts from the eager run.
+    graphed = graph_replayer(torch, dit) if getattr(args, "cuda_graph", False) else None
+
     class Transformer(nn.Module):
         """Wan's calling convention (x, t, context, seq_len) over the DiT; `text_len` as Wan has."""
 
@@ -389,7 +396,9 @@ def python_run(args):
             self.text_len = TEXT_LEN
 
         def forward(self, x, t, context, seq_len):
-            return self.inner(x, t, context)
+            if graphed is None:
+                return self.inner(x, t, context)
+            return graphed(x, t, context)
 
     class Pipeline:
         def __init__(self):
@@ -430,6 +439,32 @@ def python_run(args):
         profiler.export_chrome_trace(os.path.join(profile, "trace.json"))
 
 
+def graph_replayer(torch, model):
+    """A callable(x, t, context) that captures model's forward in a CUDA graph on its first call
+    (after two warmup calls on a side stream, as torch.cuda.graphs asks) and replays it after."""
+    held = {}
+
+    def run(x, t, context):
+        if "graph" not in held:
+            inputs = [x.clone(), t.clone(), context.clone()]
+            side = torch.cuda.Stream()
+            side.wait_stream(torch.cuda.current_stream())
+            with torch.cuda.stream(side):
+                for _ in range(2):
+                    model(*inputs)
+            torch.cuda.current_stream().wait_stream(side)
+            graph = torch.cuda.CUDAGraph()
+            with torch.cuda.graph(graph):
+                output = model(*inputs)
+            held.update(graph=graph, inputs=inputs, output=output)
+        for captured, given in zip(held["inputs"], (x, t, context)):
+            captured.copy_(given)
+        held["graph"].replay()
+        return held["output"].clone()  # the next replay writes over the captured output
+
+    return run
+
+
 def explain_check(args):
     """`vxperf explain --json`'s answer on the profiled request: the device work found and split
     (on a GPU), every waterfall row adding up to its span, the denoising steps priced; on the CPU
@@ -468,6 +503,56 @@ def explain_check(args):
     numbers["problems"] = problems
     write_json(args.json, numbers)
     print("gpu_check: explain " + json.dumps(numbers))
+    return 1 if problems else 0
+
+
+def step_rows(explanation, table):
+    """The denoising steps' rows of the one rank's `table` ("waterfall", or the replay's "rows")."""
+    (rank,) = explanation["ranks"]
+    rows = rank["waterfall"] if table == "waterfall" else (rank.get("replay") or {}).get("rows", [])
+    return [r for r in rows if r["kind"] == "denoising_step"]
+
+
+def what_if_check(args):
+    """`vxperf explain --what-if=host` on the eager run's trace against the same steps run with
+    their host overhead gone (the DiT replayed from a CUDA graph): the denoising steps' predicted
+    span summed against the graphed run's, within --tolerance. Without a graphed run (the CPU
+    rehearsal) only the prediction itself is checked: there, and never above what was measured.
+    Writes the numbers to --json."""
+    with open(args.eager) as handle:
+        eager = json.load(handle)
+    problems = []
+    (rank,) = eager["ranks"]
+    what_ifs = (rank.get("replay") or {}).get("what_ifs", [])
+    host = next((w for w in what_ifs if w["what_if"] == "host"), None)
+    steps = step_rows(eager, "replay")
+    measured = sum(r["span_s"] for r in steps)
+    predicted = sum(r["what_if_s"]["host"] for r in steps if "host" in r.get("what_if_s", {}))
+    numbers = {"steps": len(steps), "eager_steps_s": measured, "predicted_steps_s": predicted,
+               "host_applies": None if host is None else host["applies"],
+               "why": None if host is None else host.get("why")}
+    if host is None:
+        problems.append("no host what-if in the explanation")
+    elif not steps:
+        problems.append("no denoising step in the replay's rows")
+    elif predicted > measured * (1 + 1e-9):
+        problems.append(f"predicted {predicted} s above the measured {measured} s")
+    if args.graphed:
+        with open(args.graphed) as handle:
+            graphed = step_rows(json.load(handle), "waterfall")
+        actual = sum(r["span_s"] for r in graphed)
+        error = abs(predicted - actual) / actual if actual > 0 else None
+        numbers.update(graphed_steps_s=actual, error_pct=None if error is None else 100 * error)
+        if host is not None and not host["applies"]:
+            problems.append(f"the host what-if does not apply: {host.get('why')}")
+        if len(graphed) != len(steps):
+            problems.append(f"{len(graphed)} graphed steps against {len(steps)} eager ones")
+        if error is None or error > args.tolerance:
+            problems.append(f"prediction off by {numbers['error_pct']}% (at most "
+                            f"{100 * args.tolerance:g}%)")
+    numbers["problems"] = problems
+    write_json(args.json, numbers)
+    print("gpu_check: what-if " + json.dumps(numbers))
     return 1 if problems else 0
 
 
@@ -923,10 +1008,17 @@ def main():
     ppr = run_parser(sub, "python-run", dict(default="0", help="a CUDA index, or cpu to rehearse"),
                      requests=3, steps=3)
     ppr.add_argument("--profile-trace", help="profile request 1; its Kineto trace goes here")
+    ppr.add_argument("--cuda-graph", action="store_true",
+                     help="the DiT's forward captured in a CUDA graph and replayed (CUDA only)")
     pex = sub.add_parser("explain-check")
     pex.add_argument("--explanation", required=True, help="vxperf explain --json's output")
     pex.add_argument("--cpu", dest="on_gpu", action="store_false")
     pex.add_argument("--json", required=True)
+    pwi = sub.add_parser("what-if-check")
+    pwi.add_argument("--eager", required=True, help="explain --what-if=host --json, eager run")
+    pwi.add_argument("--graphed", help="explain --json of the run replayed from CUDA graphs")
+    pwi.add_argument("--tolerance", type=float, default=0.10)
+    pwi.add_argument("--json", required=True)
     pp = sub.add_parser("python-compare")
     pp.add_argument("--vxperf", required=True)
     pp.add_argument("--reference-records", required=True)
@@ -978,7 +1070,7 @@ def main():
                 "energy-plausible": energy_plausible, "energy-compare": energy_compare,
                 "capture-compare": capture_compare, "fake-smi": fake_smi,
                 "rehearse-meters": rehearse_meters, "scenarios-compare": scenarios_compare,
-                "explain-check": explain_check,
+                "explain-check": explain_check, "what-if-check": what_if_check,
                 "summary": summary}
     # The comparisons return their exit status; the runs return None, which exits with 0.
     sys.exit(commands[args.cmd](args))

@@ -20,6 +20,9 @@
 #   cp            diffusers' context parallel over two GPUs (where there are two)
 #   explain       two denoising steps of the Python pipeline profiled by torch (VIDEOX_PERF_PROFILE),
 #                 `vxperf explain` on the trace: device work found, the waterfall adding up
+#   what_if       `explain --what-if=host` on that eager trace against the same steps run with the
+#                 DiT replayed from a CUDA graph (the prediction within 10%); on the CPU rehearsal
+#                 the prediction alone (no CUDA graphs there)
 # $OUT/summary.json holds every part's status, seconds and numbers, $OUT/gpu_check.log all it
 # printed; each part's own files are under $OUT/work/parts/all. See docs/CUDA.md.
 #
@@ -450,6 +453,34 @@ explain() {
       --json "$WORK/explain.json"
 }
 
+# ---- what a CUDA graph buys, predicted and measured ---------------------------------------------
+# `vxperf explain --what-if=host` on the explain part's eager trace predicts the denoising steps
+# with the host's launches gone; the same pipeline run again with the DiT replayed from a CUDA
+# graph (torch.cuda.graphs: the same kernels, no launches from Python) measures it. Rehearsed on
+# the CPU: the eager trace explained with the what-if and its output checked (on a CPU-only profile
+# the host what-if says why it does not apply); no CUDA graphs there, so no second run.
+what_if() {
+  passed explain || { skip "the explain part did not pass (its trace is the eager run)"; return; }
+  local eager="$WORK/explain" dir="$WORK/what_if" device=0 graphed=()
+  rm -rf "$dir"
+  mkdir -p "$dir"
+  timeout 120 "$vxperf" explain "$eager" --what-if=host --json >"$dir/eager.json" 2>"$dir/eager.err" ||
+    { echo "gpu_check: vxperf explain --what-if=host failed"; tail -n 20 "$dir/eager.err"; return 1; }
+  if [[ "$REHEARSE" == "1" ]]; then
+    echo "gpu_check: what-if: the CUDA-graph run is skipped on the CPU (no CUDA graphs there)"
+  else
+    PYTHONPATH="$(cd "$BUILD" && pwd)/python${PYTHONPATH:+:$PYTHONPATH}" timeout 300 "$PYTHON" \
+      scripts/gpu_check.py python-run --impl vxperf --device "$device" --requests 1 --steps 2 \
+      --cuda-graph --profile-trace "$dir/graphed" --out "$dir/records.jsonl" >"$dir/run.log" 2>&1 ||
+      { echo "gpu_check: the CUDA-graph run failed"; tail -n 20 "$dir/run.log"; return 1; }
+    timeout 120 "$vxperf" explain "$dir/graphed" --json >"$dir/graphed.json" 2>"$dir/graphed.err" ||
+      { echo "gpu_check: vxperf explain on the CUDA-graph run failed"; return 1; }
+    graphed=(--graphed "$dir/graphed.json")
+  fi
+  "$PYTHON" scripts/gpu_check.py what-if-check --eager "$dir/eager.json" "${graphed[@]}" \
+    --json "$WORK/what_if.json"
+}
+
 part environment environment
 part deps deps
 part build build
@@ -462,6 +493,7 @@ part peaks peaks
 part python python_side_by_side
 part cp context_parallel
 part explain explain
+part what_if what_if
 summary=()
 [[ "$REHEARSE" == "1" ]] && summary=(--rehearsal)
 "$PYTHON" scripts/gpu_check.py summary --work "$WORK" --out "$OUT" "${summary[@]}"

@@ -92,6 +92,7 @@ Explanation explain_traces(const std::vector<std::string>& paths, const ExplainO
   ReadOptions read;
   // Both graphs walk every CPU op.
   read.every_row = options.critical_path.has_value() || options.replay.has_value();
+  read.row_extras = options.critical_path.has_value();  // the replay reads only the sync args
   parallel_for(files.size(), options.threads, [&](std::size_t i) {
     try {
       traces[i] = read_kineto_trace(files[i], read);

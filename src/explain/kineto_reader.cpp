@@ -264,8 +264,13 @@ class EventSink {
     if (!device && is_step_string(e.name)) {
       trace_.plain_host.latest_step = std::max(trace_.plain_host.latest_step, e.ts);
     }
+    if (options_.every_row &&
+        (e.extra.wait_on_stream != -1 || e.extra.wait_on_event_record != -1)) {
+      trace_.sync_args.push_back({static_cast<std::uint32_t>(trace_.rows.size()),
+                                  e.extra.wait_on_stream, e.extra.wait_on_event_record});
+    }
     trace_.rows.push_back(r);
-    if (options_.every_row) {
+    if (options_.every_row && options_.row_extras) {
       e.extra.tid = e.tid;
       trace_.extras.push_back(e.extra);
     }
@@ -654,6 +659,13 @@ std::int64_t KinetoTrace::position_of(std::int64_t index) const {
   auto it = std::lower_bound(rows.begin(), rows.end(), index,
                              [](const Row& r, std::int64_t i) { return r.index < i; });
   return it != rows.end() && it->index == index ? it - rows.begin() : -1;
+}
+
+const SyncArgs* KinetoTrace::sync_args_of(std::uint32_t position) const {
+  auto it = std::lower_bound(
+      sync_args.begin(), sync_args.end(), position,
+      [](const SyncArgs& a, std::uint32_t p) { return a.position < p; });
+  return it != sync_args.end() && it->position == position ? &*it : nullptr;
 }
 
 void KinetoTrace::PlainHostRows::add(double ts) {

@@ -46,6 +46,14 @@ struct RowExtra {
   std::int64_t wait_on_event_record = -1;  // args.wait_on_cuda_event_record_corr_id
 };
 
+// The args of a cuda_sync event that the replay reads, for the rows that have either (kept, in
+// order of position, whenever every row is: ReadOptions::every_row).
+struct SyncArgs {
+  std::uint32_t position = 0;  // in KinetoTrace::rows
+  std::int64_t wait_on_stream = -1;
+  std::int64_t wait_on_event_record = -1;
+};
+
 // Why a file could not be read (it names no file; the caller adds it).
 struct TraceError : std::runtime_error {
   using std::runtime_error::runtime_error;
@@ -84,6 +92,9 @@ struct KinetoTrace {
   // With ReadOptions::every_row: every row is in `rows` (none is a plain host row) and this holds
   // each one's extra fields at the same position.
   std::deque<RowExtra> extras;
+  // With ReadOptions::every_row: the rows with a wait_on_stream or a
+  // wait_on_cuda_event_record_corr_id, by position.
+  std::vector<SyncArgs> sync_args;
 
   std::string_view str(std::uint32_t id) const { return strings[id]; }
   std::string_view category(const Row& r) const { return categories[r.cat]; }
@@ -99,6 +110,8 @@ struct KinetoTrace {
   const Row* row_at(std::int64_t index) const;
   // Its position in `rows`, or -1.
   std::int64_t position_of(std::int64_t index) const;
+  // The sync args of the row at `position`, or null.
+  const SyncArgs* sync_args_of(std::uint32_t position) const;
 };
 
 // Interns strings for one trace.
@@ -117,6 +130,9 @@ struct ReadOptions {
   // Keep every row whole, with its RowExtra (HTA's critical path walks every CPU op and reads
   // pids, threads and the sync events' args). Off: host rows no analysis reads are only counted.
   bool every_row = false;
+  // With every_row: keep each row's RowExtra (HTA's critical path reads them; the replay reads
+  // only the sync args, kept apart for the few rows that have them).
+  bool row_extras = true;
 };
 
 // Reads a trace (.json or .json.gz, by content). Throws TraceError for a file that is not one.

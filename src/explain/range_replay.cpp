@@ -21,7 +21,9 @@ struct Span {
 };
 
 // `gone`: the rows a what-if took away (a duration edited to 0), which no longer bound the span.
-Span span_of(const KinetoTrace& t, const TraceRange& r, const std::vector<double>& times,
+// `times`: a node's time (a replay's, or as measured).
+template <typename Times>
+Span span_of(const KinetoTrace& t, const TraceRange& r, const Times& times,
              const std::vector<char>* gone = nullptr) {
   Span s;
   if (r.device.empty()) {
@@ -66,40 +68,67 @@ RankReplay replay_ranges(const KinetoTrace& t, const std::vector<TraceRange>& ra
   std::sort(fed_by.begin(), fed_by.end());
   fed_by.erase(std::unique(fed_by.begin(), fed_by.end()), fed_by.end());
   const ReplayGraph g(t, fed_by);
-  out.nodes = static_cast<std::int64_t>(g.graph().node_count());
-  out.edges = static_cast<std::int64_t>(g.graph().edge_count());
+  out.nodes = static_cast<std::int64_t>(g.node_count());
+  out.edges = static_cast<std::int64_t>(g.edge_count());
   out.ranges = static_cast<std::int64_t>(ranges.size());
   if (!g.ok()) {
     problems.push_back(g.problem());
     return out;
   }
-  std::vector<std::int64_t> binding;
-  const std::vector<double> times = g.replay(nullptr, &binding);
-  std::vector<double> measured(g.node_slots());
-  for (std::size_t n = 0; n < measured.size(); ++n) {
-    measured[n] = g.measured(static_cast<ReplayGraph::Node>(n));
-    out.largest_row_error_us = std::max(out.largest_row_error_us, std::abs(times[n] - measured[n]));
+  struct Measured {
+    const ReplayGraph& g;
+    double operator[](ReplayGraph::Node n) const { return g.measured(n); }
+  } const measured{g};
+  // The measured replay first: each range's spans, error and critical path, after which the
+  // binding edges are dropped (the what-ifs need only times).
+  struct Base {
+    double was = 0, now = 0, error = 0;
+    double by_bound[8] = {};
+  };
+  std::vector<Base> base(ranges.size());
+  std::vector<double> times;
+  {
+    std::vector<ReplayGraph::EdgeId> binding;
+    times = g.replay(nullptr, &binding);
+    for (std::size_t n = 0; n < times.size(); ++n) {
+      out.largest_row_error_us =
+          std::max(out.largest_row_error_us,
+                   std::abs(times[n] - g.measured(static_cast<ReplayGraph::Node>(n))));
+    }
+    for (std::size_t i = 0; i < ranges.size(); ++i) {
+      const TraceRange& r = ranges[i];
+      Base& b = base[i];
+      const Span now = span_of(t, r, times);
+      b.was = span_of(t, r, measured).length();
+      b.now = now.length();
+      if (b.was > 0) {
+        b.error = std::abs(b.now - b.was) / b.was * 100;
+      } else if (std::abs(b.now) > 1e-9) {
+        b.error = 100;
+      }
+      if (out.largest_error_range.empty() || b.error > out.largest_error_pct) {
+        out.largest_error_pct = b.error;
+        out.largest_error_range = label(t, ranges, r);
+      }
+      g.path_into(now.last, now.begin, times, binding, b.by_bound);
+    }
   }
   // Each what-if's weights, replay and each range's device-busy bound: per stream, the sum of its
   // rows' edited durations (a stream runs them one at a time).
-  std::vector<std::int64_t> run_edge(t.rows.size(), -1);
-  for (std::size_t e = 0; e < g.graph().edge_count(); ++e) {
-    const PathGraph::Edge& edge = g.graph().edges()[e];
-    if (ReplayGraph::kind(edge) == EdgeKind::kRun)
-      run_edge[edge.dst / 2] = static_cast<std::int64_t>(e);
-  }
   const std::size_t k = request.what_ifs.size();
   std::vector<std::vector<double>> predicted(k);  // per what-if, per range
+  std::vector<double> after;
+  std::vector<char> gone(t.rows.size(), 0);
   for (std::size_t w = 0; w < k; ++w) {
     WhatIfResult res;
     res.what_if = request.what_ifs[w].spec;
-    const std::vector<double> weights = what_if_weights(g, t, ranges, request.what_ifs[w], res.why);
+    std::vector<double> weights = what_if_weights(g, t, ranges, request.what_ifs[w], res.why);
     res.applies = res.why.empty();
-    const std::vector<double> after = res.applies ? g.replay(&weights) : times;
-    std::vector<char> gone(t.rows.size(), 0);
+    if (res.applies) g.replay_into(after, &weights);
+    const std::vector<double>& now = res.applies ? after : times;
     for (std::size_t p = 0; p < gone.size(); ++p) {
-      const std::int64_t e = run_edge[p];
-      gone[p] = e >= 0 && weights[e] == 0 && g.graph().edges()[e].weight > 0 ? 1 : 0;
+      const ReplayGraph::EdgeId e = g.run_edge(static_cast<std::uint32_t>(p));
+      gone[p] = e != ReplayGraph::kNone && weights[e] == 0 && g.weight(e) > 0 ? 1 : 0;
     }
     predicted[w].resize(ranges.size());
     for (std::size_t i = 0; i < ranges.size(); ++i) {
@@ -107,15 +136,15 @@ RankReplay replay_ranges(const KinetoTrace& t, const std::vector<TraceRange>& ra
       std::unordered_map<std::int64_t, double> busy;
       double bound = 0;
       for (std::uint32_t p : r.device) {
-        if (run_edge[p] < 0) continue;
-        const double& b = busy[t.stream(t.rows[p])] += std::max(0.0, weights[run_edge[p]]);
+        const ReplayGraph::EdgeId e = g.run_edge(p);
+        if (e == ReplayGraph::kNone) continue;
+        const double& b = busy[t.stream(t.rows[p])] += std::max(0.0, weights[e]);
         bound = std::max(bound, b);
       }
-      const double span = span_of(t, r, after, &gone).length();
+      const double span = span_of(t, r, now, &gone).length();
       predicted[w][i] = std::max(span, r.device.empty() ? 0.0 : bound);
       if (r.root == static_cast<std::int64_t>(i)) {
-        const double was = span_of(t, r, measured).length();
-        res.span_s += was * 1e-6;
+        res.span_s += base[i].was * 1e-6;
         res.predicted_s += predicted[w][i] * 1e-6;
       }
     }
@@ -130,20 +159,7 @@ RankReplay replay_ranges(const KinetoTrace& t, const std::vector<TraceRange>& ra
   std::map<TraceRange::Key, ReplayRow> rows;
   for (std::size_t i = 0; i < ranges.size(); ++i) {
     const TraceRange& r = ranges[i];
-    const Span was = span_of(t, r, measured);
-    const Span now = span_of(t, r, times);
-    double error = 0;
-    if (was.length() > 0) {
-      error = std::abs(now.length() - was.length()) / was.length() * 100;
-    } else if (std::abs(now.length()) > 1e-9) {
-      error = 100;
-    }
-    if (out.largest_error_range.empty() || error > out.largest_error_pct) {
-      out.largest_error_pct = error;
-      out.largest_error_range = label(t, ranges, r);
-    }
-    double by_bound[8] = {};
-    g.path_into(now.last, now.begin, times, binding, by_bound);
+    const Base& b = base[i];
     for (const TraceRange::Key& key : r.keys) {
       ReplayRow& row = rows[key];
       if (row.count == 0) {
@@ -153,11 +169,12 @@ RankReplay replay_ranges(const KinetoTrace& t, const std::vector<TraceRange>& ra
         row.what_if_s.assign(k, 0);
       }
       ++row.count;
-      row.span_s += was.length() * 1e-6;
-      row.replayed_s += now.length() * 1e-6;
-      row.error_pct = std::max(row.error_pct, error);
-      for (int b = 0; b < static_cast<int>(Bound::kCount); ++b) {
-        if (by_bound[b] != 0) row.path_s[bound_name(static_cast<Bound>(b))] += by_bound[b] * 1e-6;
+      row.span_s += b.was * 1e-6;
+      row.replayed_s += b.now * 1e-6;
+      row.error_pct = std::max(row.error_pct, b.error);
+      for (int x = 0; x < static_cast<int>(Bound::kCount); ++x) {
+        if (b.by_bound[x] != 0)
+          row.path_s[bound_name(static_cast<Bound>(x))] += b.by_bound[x] * 1e-6;
       }
       for (std::size_t w = 0; w < k; ++w) row.what_if_s[w] += predicted[w][i] * 1e-6;
     }

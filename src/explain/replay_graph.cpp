@@ -2,6 +2,8 @@
 
 #include <algorithm>
 #include <limits>
+#include <optional>
+#include <stdexcept>
 #include <string_view>
 #include <unordered_map>
 
@@ -56,28 +58,61 @@ const char* bound_name(Bound b) {
 }
 
 void ReplayGraph::add(Node src, Node dst, EdgeKind kind, Bound bound, double weight) {
-  graph_.add_edge(
-      src, dst,
-      static_cast<std::uint8_t>((static_cast<unsigned>(kind) << 4) | static_cast<unsigned>(bound)),
-      weight);
+  const auto type =
+      static_cast<std::uint8_t>((static_cast<unsigned>(kind) << 4) | static_cast<unsigned>(bound));
+  const auto id = static_cast<EdgeId>(weight_.size());
+  if (in_begin_[dst] == kNone) {
+    in_begin_[dst] = id;
+  } else if (dst_.back() != dst) {
+    grouped_ = false;  // sorted out by finish()
+  } else {
+    // An edge added again (the same ends) takes the new weight and keeps its place.
+    for (EdgeId e = in_begin_[dst]; e < id; ++e) {
+      if (src_[e] == src) {
+        type_[e] = type;
+        weight_[e] = weight;
+        return;
+      }
+    }
+  }
+  if (id == kNone) throw std::length_error("the replay's graph has more than 2^32 edges");
+  src_.push_back(src);
+  dst_.push_back(dst);
+  type_.push_back(type);
+  weight_.push_back(weight);
 }
 
-ReplayGraph::ReplayGraph(const KinetoTrace& t, const std::vector<std::int32_t>& fed_by) {
+ReplayGraph::ReplayGraph(const KinetoTrace& t, const std::vector<std::int32_t>& fed_by)
+    : trace_(t) {
   const std::size_t n = t.rows.size();
-  measured_.resize(2 * n);
+  if (n >= (std::size_t{1} << 31)) throw std::length_error("more than 2^31 rows to replay");
+  in_begin_.assign(2 * n, kNone);
   const std::vector<KernelType> types = types_of(t);
+  // What each name is, decided once per name rather than once per row.
+  enum : std::uint8_t {
+    kSync = 1,
+    kCopyCall = 2,
+    kBlockingCopy = 4,
+    kLoader = 8,
+    kLaunchCall = 16
+  };
+  std::vector<std::uint8_t> name_is(t.strings.size(), 0);
+  for (std::size_t i = 0; i < name_is.size(); ++i) {
+    const std::string_view s = t.strings[i];
+    name_is[i] = static_cast<std::uint8_t>(
+        (is_sync_name(s) ? kSync : 0) | (is_copy_call(s) ? kCopyCall : 0) |
+        (is_blocking_copy(s) ? kBlockingCopy : 0) | (is_loader_name(s) ? kLoader : 0) |
+        (is_launch_name(s) ? kLaunchCall : 0));
+  }
   // A row's launch call: its launch link's partner when that is a host row.
-  std::vector<std::int64_t> launch_of(n, -1);
-  std::unordered_map<std::int64_t, std::uint32_t> host_by_correlation;
+  std::vector<std::int32_t> launch_of(n, -1);
   for (std::size_t p = 0; p < n; ++p) {
     const Row& r = t.rows[p];
-    measured_[2 * p] = r.ts;
-    measured_[2 * p + 1] = r.device ? r.end() : std::max(r.ts, r.end());
     if (r.device) {
       const std::int64_t l = t.position_of(r.partner);
-      if (l >= 0 && !t.rows[static_cast<std::size_t>(l)].device) launch_of[p] = l;
-    } else if (r.correlation != -1) {
-      host_by_correlation.emplace(r.correlation, static_cast<std::uint32_t>(p));
+      if (l >= 0 && !t.rows[static_cast<std::size_t>(l)].device) {
+        launch_of[p] = static_cast<std::int32_t>(l);
+      }
     }
   }
   auto launch_ts = [&](std::uint32_t p) {
@@ -85,10 +120,11 @@ ReplayGraph::ReplayGraph(const KinetoTrace& t, const std::vector<std::int32_t>& 
   };
   // Device rows that mark rather than occupy a stream: the cuda_sync events and the GPU-side
   // copies of annotations. They follow their call (or stay where they were) and order nothing.
-  auto is_marker = [&](const Row& r) {
-    const std::string_view c = t.category(r);
-    return c == "cuda_sync" || c == "gpu_user_annotation";
-  };
+  std::vector<char> marker_cat(t.categories.size(), 0);
+  for (std::size_t c = 0; c < t.categories.size(); ++c) {
+    marker_cat[c] = t.categories[c] == "cuda_sync" || t.categories[c] == "gpu_user_annotation";
+  }
+  auto is_marker = [&](const Row& r) { return marker_cat[r.cat] != 0; };
 
   // Each stream's rows (kernels, copies, sets: not the cuda_sync markers), by start and by launch.
   std::unordered_map<std::int64_t, std::vector<std::uint32_t>> by_start, by_launch;
@@ -119,23 +155,91 @@ ReplayGraph::ReplayGraph(const KinetoTrace& t, const std::vector<std::int32_t>& 
 
   // CUDA events (cuda_sync "Stream Wait Event", with the record it waits on): the row recorded
   // before the cudaEventRecord on the recording stream, and the first row launched onto the
-  // waiting stream after the cudaStreamWaitEvent.
+  // waiting stream after the cudaStreamWaitEvent. The host rows by correlation are looked up only
+  // for the records some wait names (the first host row of each correlation).
   std::unordered_map<std::uint32_t, std::vector<std::uint32_t>> waits_on;
-  for (std::size_t p = 0; p < n && !t.extras.empty(); ++p) {
-    const Row& r = t.rows[p];
-    if (!r.device || t.str(r.name) != "Stream Wait Event") continue;
-    const RowExtra& x = t.extras[p];
-    auto record = host_by_correlation.find(x.wait_on_event_record);
-    if (record == host_by_correlation.end() || launch_of[p] < 0) continue;
-    const std::int64_t recorded = launched_before(x.wait_on_stream, t.rows[record->second].ts);
-    auto waiting = by_launch.find(t.stream(r));
-    if (recorded < 0 || waiting == by_launch.end()) continue;
-    const double wait_ts = t.rows[static_cast<std::size_t>(launch_of[p])].ts;
-    const std::vector<std::uint32_t>& l = waiting->second;
-    auto at = std::upper_bound(l.begin(), l.end(), wait_ts,
-                               [&](double x0, std::uint32_t q) { return x0 < launch_ts(q); });
-    if (at != l.end()) waits_on[*at].push_back(static_cast<std::uint32_t>(recorded));
+  std::vector<std::uint32_t> waits;
+  for (const SyncArgs& x : t.sync_args) {
+    const Row& r = t.rows[x.position];
+    if (r.device && x.wait_on_event_record != -1 && t.str(r.name) == "Stream Wait Event") {
+      waits.push_back(x.position);
+    }
   }
+  if (!waits.empty()) {
+    std::unordered_map<std::int64_t, std::uint32_t> host_by_correlation;
+    for (std::uint32_t p : waits) {
+      host_by_correlation.emplace(t.sync_args_of(p)->wait_on_event_record, UINT32_MAX);
+    }
+    for (std::size_t p = 0; p < n; ++p) {
+      const Row& r = t.rows[p];
+      if (r.device || r.correlation == -1) continue;
+      auto it = host_by_correlation.find(r.correlation);
+      if (it != host_by_correlation.end() && it->second == UINT32_MAX) {
+        it->second = static_cast<std::uint32_t>(p);
+      }
+    }
+    for (std::uint32_t p : waits) {
+      const Row& r = t.rows[p];
+      const SyncArgs& x = *t.sync_args_of(p);
+      auto record = host_by_correlation.find(x.wait_on_event_record);
+      if (record->second == UINT32_MAX || launch_of[p] < 0) continue;
+      const std::int64_t recorded = launched_before(x.wait_on_stream, t.rows[record->second].ts);
+      auto waiting = by_launch.find(t.stream(r));
+      if (recorded < 0 || waiting == by_launch.end()) continue;
+      const double wait_ts = t.rows[static_cast<std::size_t>(launch_of[p])].ts;
+      const std::vector<std::uint32_t>& l = waiting->second;
+      auto at = std::upper_bound(l.begin(), l.end(), wait_ts,
+                                 [&](double x0, std::uint32_t q) { return x0 < launch_ts(q); });
+      if (at != l.end()) waits_on[*at].push_back(static_cast<std::uint32_t>(recorded));
+    }
+  }
+
+  // Host threads: every start and end of a thread's rows in call-stack order (at one time, ends
+  // before starts; the longer start first, the shorter end first), consecutive ones linked. A
+  // point is its node (a row's start or end), its time the node's measured time.
+  std::unordered_map<std::int32_t, std::vector<Node>> threads;
+  std::unordered_map<std::int32_t, bool> has_ranges;
+  const std::optional<std::uint32_t> annotation = [&]() -> std::optional<std::uint32_t> {
+    for (std::size_t c = 0; c < t.categories.size(); ++c) {
+      if (t.categories[c] == "user_annotation") return static_cast<std::uint32_t>(c);
+    }
+    return std::nullopt;
+  }();
+  // Each thread's points reserved whole (no vector grown by doubling), and with them how many
+  // edges the graph will have at most, reserved too: its arrays are made once, at their size.
+  std::unordered_map<std::int32_t, std::size_t> thread_rows;
+  std::size_t waiting_calls = 0;  // host rows whose end may wait for the device (a second edge)
+  for (std::size_t p = 0; p < n; ++p) {
+    const Row& r = t.rows[p];
+    if (r.device) continue;
+    ++thread_rows[r.tid];
+    if ((name_is[r.name] & (kSync | kCopyCall)) != 0) ++waiting_calls;
+    if (fed_by.empty() && annotation && r.cat == *annotation) has_ranges[r.tid] = true;
+  }
+  for (const auto& [tid, rows] : thread_rows) threads[tid].reserve(2 * rows);
+  for (std::size_t p = 0; p < n; ++p) {
+    const Row& r = t.rows[p];
+    if (r.device) continue;
+    const auto q = static_cast<std::uint32_t>(p);
+    std::vector<Node>& points = threads[r.tid];
+    points.push_back(start(q));
+    points.push_back(end(q));
+  }
+  // A thread of vxperf's ranges feeds the others, even those with ranges of their own (the
+  // autograd thread's record_function hooks).
+  for (std::int32_t tid : fed_by) has_ranges[tid] = true;
+  std::size_t most_edges = waiting_calls;
+  for (const auto& [tid, rows] : thread_rows) {
+    most_edges += 2 * rows - 1 + (has_ranges[tid] ? 0 : rows);  // a worker's starts may be fed
+  }
+  for (std::size_t p = 0; p < n; ++p) {
+    if (t.rows[p].device) most_edges += is_marker(t.rows[p]) ? 2 : 3;  // stream, launch, run
+  }
+  for (const auto& [row, recorded] : waits_on) most_edges += recorded.size();
+  src_.reserve(most_edges);
+  dst_.reserve(most_edges);
+  type_.reserve(most_edges);
+  weight_.reserve(most_edges);
 
   // Device rows. Of the causes of a row's start (its launch, its stream's previous row, an event
   // it waits on) the latest carries the whole measured delay; the others weigh only their least
@@ -147,21 +251,24 @@ ReplayGraph::ReplayGraph(const KinetoTrace& t, const std::vector<std::int32_t>& 
     EdgeKind kind;
     double least;
   };
+  std::vector<Cause> causes;
   for (auto& [stream, rows] : by_start) {
     for (std::size_t i = 0; i < rows.size(); ++i) {
       const std::uint32_t p = rows[i];
       const Row& r = t.rows[p];
-      std::vector<Cause> causes;
+      causes.clear();
       if (i > 0) {
         const Row& prev = t.rows[rows[i - 1]];
         causes.push_back(
             {end(rows[i - 1]), prev.end(), EdgeKind::kStream, std::min(0.0, r.ts - prev.end())});
       }
-      auto w = waits_on.find(p);
-      if (w != waits_on.end()) {
-        for (std::uint32_t q : w->second) {
-          causes.push_back(
-              {end(q), t.rows[q].end(), EdgeKind::kEvent, std::min(0.0, r.ts - t.rows[q].end())});
+      if (!waits_on.empty()) {
+        auto w = waits_on.find(p);
+        if (w != waits_on.end()) {
+          for (std::uint32_t q : w->second) {
+            causes.push_back({end(q), t.rows[q].end(), EdgeKind::kEvent,
+                              std::min(0.0, r.ts - t.rows[q].end())});
+          }
         }
       }
       if (launch_of[p] >= 0) {
@@ -219,82 +326,73 @@ ReplayGraph::ReplayGraph(const KinetoTrace& t, const std::vector<std::int32_t>& 
         Bound::kSyncWait, r.dur);
   }
 
-  // Host threads: every start and end of a thread's rows in call-stack order (at one time, ends
-  // before starts; the longer start first, the shorter end first), consecutive ones linked.
-  struct Point {
-    double ts;
-    bool is_end;
-    std::uint32_t row;
-  };
-  std::unordered_map<std::int32_t, std::vector<Point>> threads;
-  std::unordered_map<std::int32_t, bool> has_ranges;
-  for (std::size_t p = 0; p < n; ++p) {
-    const Row& r = t.rows[p];
-    if (r.device) continue;
-    const auto q = static_cast<std::uint32_t>(p);
-    threads[r.tid].push_back({measured_[start(q)], false, q});
-    threads[r.tid].push_back({measured_[end(q)], true, q});
-    if (fed_by.empty() && t.category(r) == "user_annotation") has_ranges[r.tid] = true;
-  }
-  // A thread of vxperf's ranges feeds the others, even those with ranges of their own (the
-  // autograd thread's record_function hooks).
-  for (std::int32_t tid : fed_by) has_ranges[tid] = true;
-  // The points of the threads with ranges, by time: what feeds a worker thread.
-  std::vector<std::pair<double, Node>> feeders;
+  // The points of the threads with ranges, by time (then node): what feeds a worker thread.
+  std::vector<Node> feeders;
+  bool any_worker = false;
   for (auto& [tid, points] : threads) {
     // A row of no duration sits between the rows ending and those starting at its time, its
     // start just before its end (else it would open after it closed and stay open).
-    auto group = [&](const Point& p) {
-      if (measured_[end(p.row)] == measured_[start(p.row)]) return 1;
-      return p.is_end ? 0 : 2;
+    auto group = [&](Node p) {
+      if (measured(end(row_of(p))) == measured(start(row_of(p)))) return 1;
+      return (p & 1) != 0 ? 0 : 2;
     };
-    std::sort(points.begin(), points.end(), [&](const Point& a, const Point& b) {
-      if (a.ts != b.ts) return a.ts < b.ts;
+    std::sort(points.begin(), points.end(), [&](Node a, Node b) {
+      const double ta = measured(a), tb = measured(b);
+      if (ta != tb) return ta < tb;
       const int ga = group(a), gb = group(b);
       if (ga != gb) return ga < gb;
-      const Row& x = t.rows[a.row];
-      const Row& y = t.rows[b.row];
-      if (ga == 1) return a.row != b.row ? x.index < y.index : !a.is_end && b.is_end;
-      if (a.is_end) return x.dur != y.dur ? x.dur < y.dur : x.index > y.index;
+      const Row& x = t.rows[row_of(a)];
+      const Row& y = t.rows[row_of(b)];
+      const bool a_end = (a & 1) != 0;
+      if (ga == 1) return row_of(a) != row_of(b) ? x.index < y.index : !a_end && (b & 1) != 0;
+      if (a_end) return x.dur != y.dur ? x.dur < y.dur : x.index > y.index;
       return x.dur != y.dur ? x.dur > y.dur : x.index < y.index;
     });
     if (has_ranges[tid]) {
-      for (const Point& pt : points) {
-        feeders.emplace_back(pt.ts, pt.is_end ? end(pt.row) : start(pt.row));
-      }
+      feeders.insert(feeders.end(), points.begin(), points.end());
+    } else {
+      any_worker = true;
     }
   }
-  std::sort(feeders.begin(), feeders.end());
+  if (!any_worker) {
+    feeders = {};
+  } else {
+    std::sort(feeders.begin(), feeders.end(), [&](Node a, Node b) {
+      const double ta = measured(a), tb = measured(b);
+      return ta != tb ? ta < tb : a < b;
+    });
+  }
   for (auto& [tid, points] : threads) {
     const bool worker = !has_ranges[tid];
     std::vector<std::uint32_t> stack;
     int loaders = 0;
     for (std::size_t i = 0; i < points.size(); ++i) {
-      const Point& pt = points[i];
-      const Node node = pt.is_end ? end(pt.row) : start(pt.row);
-      const Row& r = t.rows[pt.row];
-      const std::string_view name = t.str(r.name);
+      const Node node = points[i];
+      const bool is_end = (node & 1) != 0;
+      const double ts = measured(node);
+      const std::uint32_t row = row_of(node);
+      const Row& r = t.rows[row];
+      const std::uint8_t is = name_is[r.name];
       // A worker thread's op after an idle stretch is fed by the latest earlier point of the
       // threads with ranges (the autograd engine's backward by the thread that called it).
-      const std::pair<double, Node>* feeder = nullptr;
-      if (worker && !pt.is_end && stack.empty()) {
-        auto at = std::lower_bound(
-            feeders.begin(), feeders.end(), pt.ts,
-            [](const std::pair<double, Node>& f, double x) { return f.first < x; });
+      const Node* feeder = nullptr;
+      if (worker && !is_end && stack.empty()) {
+        auto at = std::lower_bound(feeders.begin(), feeders.end(), ts,
+                                   [&](Node f, double x) { return measured(f) < x; });
         if (at != feeders.begin()) feeder = &*(at - 1);
       }
       const bool fed = feeder != nullptr;
       if (i > 0) {
-        const Point& before = points[i - 1];
-        const Node from = before.is_end ? end(before.row) : start(before.row);
-        const double gap = pt.ts - before.ts;
+        const Node from = points[i - 1];
+        const double before_ts = measured(from);
+        const double gap = ts - before_ts;
         Bound b = Bound::kHost;
         if (loaders > 0) {
           b = Bound::kDataLoading;
-        } else if (!stack.empty() && is_launch_name(t.str(t.rows[stack.back()].name))) {
+        } else if (!stack.empty() && (name_is[t.rows[stack.back()].name] & kLaunchCall) != 0) {
           b = Bound::kLaunch;
         }
-        if (pt.is_end && (is_sync_name(name) || is_copy_call(name))) {
+        if (is_end && (is & (kSync | kCopyCall)) != 0) {
           // What the call waited for: its own copies, and for a synchronize (or a blocking copy)
           // the rows launched before it on its stream (from its cuda_sync marker) or on all.
           double waited = -std::numeric_limits<double>::infinity();
@@ -302,7 +400,7 @@ ReplayGraph::ReplayGraph(const KinetoTrace& t, const std::vector<std::int32_t>& 
           auto take = [&](std::int64_t q) {
             for (std::size_t k = 0; q >= 0 && k < kWalkBack; ++k) {
               const Row& d = t.rows[static_cast<std::size_t>(q)];
-              if (d.end() <= pt.ts) {
+              if (d.end() <= ts) {
                 if (d.end() > waited) {
                   waited = d.end();
                   waited_node = end(static_cast<std::uint32_t>(q));
@@ -319,15 +417,14 @@ ReplayGraph::ReplayGraph(const KinetoTrace& t, const std::vector<std::int32_t>& 
           };
           const std::int64_t own = t.position_of(r.partner);
           if (own >= 0 && t.rows[static_cast<std::size_t>(own)].device &&
-              !is_marker(t.rows[static_cast<std::size_t>(own)]) && is_copy_call(name)) {
+              !is_marker(t.rows[static_cast<std::size_t>(own)]) && (is & kCopyCall) != 0) {
             take(own);
           }
-          if (is_sync_name(name) || is_blocking_copy(name)) {
+          if ((is & (kSync | kBlockingCopy)) != 0) {
             std::int64_t only = -1;
             if (own >= 0 && is_marker(t.rows[static_cast<std::size_t>(own)])) {
               const Row& m = t.rows[static_cast<std::size_t>(own)];
-              const RowExtra* x =
-                  t.extras.empty() ? nullptr : &t.extras[static_cast<std::size_t>(own)];
+              const SyncArgs* x = t.sync_args_of(static_cast<std::uint32_t>(own));
               if (t.str(m.name) == "Stream Sync") only = t.stream(m);
               if (x != nullptr && x->wait_on_stream >= 0) only = x->wait_on_stream;
             }
@@ -336,7 +433,7 @@ ReplayGraph::ReplayGraph(const KinetoTrace& t, const std::vector<std::int32_t>& 
             }
           }
           if (waited > -std::numeric_limits<double>::infinity()) {
-            const double latency = pt.ts - std::max(before.ts, waited);
+            const double latency = ts - std::max(before_ts, waited);
             add(waited_node, node, EdgeKind::kSync, Bound::kSyncWait, latency);
             add(from, node, EdgeKind::kThread, Bound::kSyncWait, latency);
           } else {
@@ -349,45 +446,134 @@ ReplayGraph::ReplayGraph(const KinetoTrace& t, const std::vector<std::int32_t>& 
           add(from, node, EdgeKind::kThread, b, gap);
         }
       }
-      if (fed) add(feeder->second, node, EdgeKind::kWorker, Bound::kHost, pt.ts - feeder->first);
-      if (pt.is_end) {
-        auto it = std::find(stack.rbegin(), stack.rend(), pt.row);
+      if (fed) add(*feeder, node, EdgeKind::kWorker, Bound::kHost, ts - measured(*feeder));
+      if (is_end) {
+        auto it = std::find(stack.rbegin(), stack.rend(), row);
         if (it != stack.rend()) stack.erase(std::next(it).base());
-        if (is_loader_name(name)) --loaders;
+        if ((is & kLoader) != 0) --loaders;
       } else {
-        stack.push_back(pt.row);
-        if (is_loader_name(name)) ++loaders;
+        stack.push_back(row);
+        if ((is & kLoader) != 0) ++loaders;
+      }
+    }
+    std::vector<Node>().swap(points);  // done with
+  }
+  finish();
+}
+
+void ReplayGraph::finish() {
+  const std::size_t slots = in_begin_.size();
+  const auto edges = static_cast<EdgeId>(weight_.size());
+  if (!grouped_) {
+    // Some node's edges in were added apart: renumber the edges by their end (a stable counting
+    // sort keeps each node's in the order added), an edge added again merged into its first.
+    std::vector<EdgeId> at(slots + 1, 0);
+    for (EdgeId e = 0; e < edges; ++e) ++at[dst_[e] + 1];
+    for (std::size_t i = 1; i < at.size(); ++i) at[i] += at[i - 1];
+    std::vector<EdgeId> place(edges);
+    for (EdgeId e = 0; e < edges; ++e) place[at[dst_[e]]++] = e;
+    std::vector<Node> src, dst;
+    std::vector<std::uint8_t> type;
+    std::vector<double> weight;
+    in_begin_.assign(slots, kNone);
+    for (EdgeId k = 0; k < edges; ++k) {
+      const EdgeId e = place[k];
+      const Node d = dst_[e];
+      bool again = false;
+      if (in_begin_[d] != kNone) {
+        for (EdgeId f = in_begin_[d]; f < src.size(); ++f) {
+          if (src[f] == src_[e]) {  // the later addition's weight, the first one's place
+            type[f] = type_[e];
+            weight[f] = weight_[e];
+            again = true;
+            break;
+          }
+        }
+      } else {
+        in_begin_[d] = static_cast<EdgeId>(src.size());
+      }
+      if (again) continue;
+      src.push_back(src_[e]);
+      dst.push_back(d);
+      type.push_back(type_[e]);
+      weight.push_back(weight_[e]);
+    }
+    src_.swap(src);
+    dst_.swap(dst);
+    type_.swap(type);
+    weight_.swap(weight);
+    grouped_ = true;
+  }
+  const auto count = static_cast<EdgeId>(weight_.size());
+  // A topological order by depth-first walks back along the edges in (a node is placed once the
+  // sources of all its edges in are), started from the nodes by number: rows come mostly in time
+  // order, so a walk seldom goes deep, and no table of the edges out is made. Any topological
+  // order gives the same replay (a node's time is the latest over its edges in, ties to the first).
+  enum : std::uint8_t { kSeen = 1, kPlaced = 2, kTouched = 4 };
+  std::vector<std::uint8_t> state(slots, 0);
+  std::size_t with_in = 0;
+  for (EdgeId e = 0; e < count; ++e) state[src_[e]] = kTouched;
+  for (Node v = 0; v < slots; ++v) {
+    if (in_begin_[v] != kNone) {
+      state[v] = kTouched;
+      ++with_in;
+    }
+    if (state[v] != 0) ++nodes_;
+  }
+  order_.reserve(with_in);
+  std::vector<std::pair<Node, EdgeId>> walk;  // a node and its next edge in
+  for (Node root = 0; root < slots; ++root) {
+    if (in_begin_[root] == kNone || (state[root] & kPlaced) != 0) continue;
+    state[root] |= kSeen;
+    walk.emplace_back(root, in_begin_[root]);
+    while (!walk.empty()) {
+      auto& [v, next] = walk.back();
+      if (next < count && dst_[next] == v) {
+        const Node from = src_[next++];
+        if ((state[from] & kPlaced) != 0 || in_begin_[from] == kNone) continue;
+        if ((state[from] & kSeen) != 0) {
+          order_ = {};
+          problem_ = "the replay's graph has a cycle (rows out of order in time): no replay";
+          return;
+        }
+        state[from] |= kSeen;
+        walk.emplace_back(from, in_begin_[from]);
+      } else {
+        state[v] |= kPlaced;
+        order_.push_back(v);
+        walk.pop_back();
       }
     }
   }
+  ok_ = true;
+}
 
-  order_ = graph_.topological_order();
-  if (!order_) {
-    problem_ = "the replay's graph has a cycle (rows out of order in time): no replay";
-    return;
-  }
-  in_offsets_.assign(measured_.size() + 1, 0);
-  for (const PathGraph::Edge& e : graph_.edges()) ++in_offsets_[e.dst + 1];
-  for (std::size_t i = 1; i < in_offsets_.size(); ++i) in_offsets_[i] += in_offsets_[i - 1];
-  in_list_.resize(graph_.edge_count());
-  std::vector<std::uint32_t> at(in_offsets_.begin(), in_offsets_.end() - 1);
-  for (EdgeId e = 0; e < graph_.edge_count(); ++e) in_list_[at[graph_.edge(e).dst]++] = e;
+ReplayGraph::EdgeId ReplayGraph::run_edge(std::uint32_t row) const {
+  const EdgeId e = in_begin_[end(row)];
+  return e != kNone && kind(e) == EdgeKind::kRun ? e : kNone;
 }
 
 std::vector<double> ReplayGraph::replay(const std::vector<double>* weights,
-                                        std::vector<std::int64_t>* binding) const {
-  std::vector<double> times = measured_;
-  if (binding != nullptr) binding->assign(measured_.size(), -1);
-  if (!order_) return times;
-  for (Node v : *order_) {
-    const std::uint32_t lo = in_offsets_[v], hi = in_offsets_[v + 1];
-    if (lo == hi) continue;
+                                        std::vector<EdgeId>* binding) const {
+  std::vector<double> times;
+  replay_into(times, weights, binding);
+  return times;
+}
+
+void ReplayGraph::replay_into(std::vector<double>& times, const std::vector<double>* weights,
+                              std::vector<EdgeId>* binding) const {
+  const std::size_t slots = in_begin_.size();
+  times.resize(slots);
+  for (Node v = 0; v < slots; ++v) times[v] = measured(v);
+  if (binding != nullptr) binding->assign(slots, kNone);
+  if (!ok_) return;
+  const double* w = weights != nullptr ? weights->data() : weight_.data();
+  const auto count = static_cast<EdgeId>(weight_.size());
+  for (Node v : order_) {
     double best = -std::numeric_limits<double>::infinity();
-    std::int64_t which = -1;
-    for (std::uint32_t k = lo; k < hi; ++k) {
-      const EdgeId e = in_list_[k];
-      const PathGraph::Edge& edge = graph_.edge(e);
-      const double at = times[edge.src] + (weights != nullptr ? (*weights)[e] : edge.weight);
+    EdgeId which = kNone;
+    for (EdgeId e = in_begin_[v]; e < count && dst_[e] == v; ++e) {
+      const double at = times[src_[e]] + w[e];
       if (at > best) {
         best = at;
         which = e;
@@ -396,26 +582,24 @@ std::vector<double> ReplayGraph::replay(const std::vector<double>* weights,
     times[v] = best;
     if (binding != nullptr) (*binding)[v] = which;
   }
-  return times;
 }
 
 void ReplayGraph::path_into(Node last, double from, const std::vector<double>& times,
-                            const std::vector<std::int64_t>& binding, double (&by_bound)[8]) const {
+                            const std::vector<EdgeId>& binding, double (&by_bound)[8]) const {
   Node v = last;
   while (times[v] > from) {
-    const std::int64_t e = binding[v];
-    if (e < 0) {  // a thread's or stream's first row: what came before it is not in the trace
+    const EdgeId e = binding[v];
+    if (e == kNone) {  // a thread's or stream's first row: what came before it is not in the trace
       by_bound[static_cast<int>(Bound::kHost)] += times[v] - from;
       return;
     }
-    const PathGraph::Edge& edge = graph_.edge(static_cast<EdgeId>(e));
-    const int b = static_cast<int>(bound(edge));
-    if (times[edge.src] <= from) {
+    const int b = static_cast<int>(bound(e));
+    if (times[src_[e]] <= from) {
       by_bound[b] += times[v] - from;
       return;
     }
-    by_bound[b] += times[v] - times[edge.src];
-    v = edge.src;
+    by_bound[b] += times[v] - times[src_[e]];
+    v = src_[e];
   }
 }
 

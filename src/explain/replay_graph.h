@@ -9,13 +9,13 @@
 // (what_if.h). The rules and their assumptions are in docs/EXPLAIN.md, "The replay".
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 #include <optional>
 #include <string>
 #include <vector>
 
 #include "explain/kineto_trace.h"
-#include "explain/path_graph.h"
 
 namespace vxperf::explain {
 
@@ -44,50 +44,78 @@ enum class EdgeKind : std::uint8_t {
   kRun,         // a device row's own duration
 };
 
+// Kept compact, for traces of millions of rows: an edge is 17 bytes (its ends, its kind and
+// bound, its weight), the nodes are the rows' starts and ends by number (no table of them), a
+// node's time as measured is read off its row, and the edges into a node are consecutive (each
+// node's are added together), so that a node's first edge in is all its adjacency.
 class ReplayGraph {
  public:
-  using Node = PathGraph::Node;
-  using EdgeId = PathGraph::EdgeId;
+  using Node = std::uint32_t;
+  using EdgeId = std::uint32_t;
+  static constexpr EdgeId kNone = UINT32_MAX;
 
-  // The trace must have been read with every row (ReadOptions::every_row). `fed_by`: the threads
-  // (Row::tid) that feed the others (those of vxperf's ranges); empty: every thread with a
-  // range (user_annotation) of its own.
+  // The trace must have been read with every row (ReadOptions::every_row), and must outlive the
+  // graph. `fed_by`: the threads (Row::tid) that feed the others (those of vxperf's ranges);
+  // empty: every thread with a range (user_annotation) of its own.
   explicit ReplayGraph(const KinetoTrace& trace, const std::vector<std::int32_t>& fed_by = {});
 
   static Node start(std::uint32_t row) { return 2 * row; }
   static Node end(std::uint32_t row) { return 2 * row + 1; }
+  static std::uint32_t row_of(Node n) { return n / 2; }
 
-  const PathGraph& graph() const { return graph_; }
-  static EdgeKind kind(const PathGraph::Edge& e) { return static_cast<EdgeKind>(e.type >> 4); }
-  static Bound bound(const PathGraph::Edge& e) { return static_cast<Bound>(e.type & 15); }
+  std::size_t node_count() const { return nodes_; }  // nodes with an edge
+  std::size_t edge_count() const { return weight_.size(); }
+  Node src(EdgeId e) const { return src_[e]; }
+  Node dst(EdgeId e) const { return dst_[e]; }
+  double weight(EdgeId e) const { return weight_[e]; }
+  EdgeKind kind(EdgeId e) const { return static_cast<EdgeKind>(type_[e] >> 4); }
+  Bound bound(EdgeId e) const { return static_cast<Bound>(type_[e] & 15); }
+  // The edges into `n`: [first_in(n), first_in(n) + in_degree(n)), in the order they were added.
+  EdgeId first_in(Node n) const { return in_begin_[n]; }
+  // A device row's run edge (start to end), or kNone.
+  EdgeId run_edge(std::uint32_t row) const;
   // The measured time of a node (a host row's end is never before its start).
-  double measured(Node n) const { return measured_[n]; }
-  std::size_t node_slots() const { return measured_.size(); }
+  double measured(Node n) const {
+    const Row& r = trace_.rows[row_of(n)];
+    if ((n & 1) == 0) return r.ts;
+    return r.device ? r.end() : std::max(r.ts, r.end());
+  }
+  std::size_t node_slots() const { return 2 * trace_.rows.size(); }
   // False when the graph has a cycle (the replay then gives nothing): said in `problem`.
-  bool ok() const { return order_.has_value(); }
+  bool ok() const { return ok_; }
   const std::string& problem() const { return problem_; }
 
   // Each node's time (by node number) with the given weight per edge (by edge number; the graph's
   // own when null). A node without edges into it keeps its measured time. With `binding`, each
-  // node's edge that gave its time (the first of equal ones), or -1.
+  // node's edge that gave its time (the first of equal ones), or kNone.
   std::vector<double> replay(const std::vector<double>* weights = nullptr,
-                             std::vector<std::int64_t>* binding = nullptr) const;
+                             std::vector<EdgeId>* binding = nullptr) const;
+  // The same into `times` (its storage reused from one replay to the next).
+  void replay_into(std::vector<double>& times, const std::vector<double>* weights = nullptr,
+                   std::vector<EdgeId>* binding = nullptr) const;
 
   // The critical path into `last` back to time `from`: the binding edges walked back, each
   // edge's weight added to its bound (the one that crosses `from` only for its part after it).
   // Sums to times[last] - from when the walk reaches `from`; a node without a binding edge before
   // then adds the rest as host time.
   void path_into(Node last, double from, const std::vector<double>& times,
-                 const std::vector<std::int64_t>& binding, double (&by_bound)[8]) const;
+                 const std::vector<EdgeId>& binding, double (&by_bound)[8]) const;
 
  private:
   void add(Node src, Node dst, EdgeKind kind, Bound bound, double weight);
+  // Makes each node's edges in consecutive (only needed if some node's were added apart) and
+  // finds the order to replay in.
+  void finish();
 
-  PathGraph graph_;
-  std::vector<double> measured_;
-  std::optional<std::vector<Node>> order_;
-  std::vector<std::uint32_t> in_offsets_;  // by node number: its edges in, in edge order
-  std::vector<EdgeId> in_list_;
+  const KinetoTrace& trace_;
+  std::vector<Node> src_, dst_;
+  std::vector<std::uint8_t> type_;  // kind << 4 | bound
+  std::vector<double> weight_;
+  std::vector<EdgeId> in_begin_;  // by node: its first edge in, or kNone
+  bool grouped_ = true;           // every node's edges in are consecutive
+  std::size_t nodes_ = 0;
+  std::vector<Node> order_;  // the nodes with edges in, in a topological order
+  bool ok_ = false;
   std::string problem_;
 };
 

@@ -86,10 +86,9 @@ std::vector<std::int64_t> skipped_steps(std::int64_t n, std::int64_t k) {
 std::vector<double> what_if_weights(const ReplayGraph& g, const KinetoTrace& t,
                                     const std::vector<TraceRange>& ranges, const WhatIfSpec& spec,
                                     std::string& why) {
-  const PathGraph& graph = g.graph();
-  std::vector<double> w(graph.edge_count());
-  for (std::size_t e = 0; e < w.size(); ++e) w[e] = graph.edges()[e].weight;
-  auto row_of = [](PathGraph::Node n) { return n / 2; };
+  std::vector<double> w(g.edge_count());
+  for (std::size_t e = 0; e < w.size(); ++e) w[e] = g.weight(static_cast<ReplayGraph::EdgeId>(e));
+  auto row_of = ReplayGraph::row_of;
   switch (spec.kind) {
     case WhatIfSpec::Kind::kHost:
       if (std::none_of(t.rows.begin(), t.rows.end(), [](const Row& r) { return r.device; })) {
@@ -99,15 +98,14 @@ std::vector<double> what_if_weights(const ReplayGraph& g, const KinetoTrace& t,
       // Launches back to back (as a CUDA graph replays them): the host's own time weighs nothing,
       // a launch's delay to its device row loses its call's duration (what stays is the device's
       // own latency); waits for the device and data loading stay.
-      for (std::size_t e = 0; e < w.size(); ++e) {
-        const PathGraph::Edge& edge = graph.edges()[e];
-        const EdgeKind k = ReplayGraph::kind(edge);
-        const Bound b = ReplayGraph::bound(edge);
+      for (ReplayGraph::EdgeId e = 0; e < w.size(); ++e) {
+        const EdgeKind k = g.kind(e);
+        const Bound b = g.bound(e);
         if (k == EdgeKind::kWorker ||
             (k == EdgeKind::kThread && (b == Bound::kHost || b == Bound::kLaunch))) {
           w[e] = 0;
         } else if (k == EdgeKind::kLaunch) {
-          const Row& call = t.rows[row_of(edge.src)];
+          const Row& call = t.rows[row_of(g.src(e))];
           w[e] = std::max(0.0, std::min(w[e], w[e] - std::max(0.0, call.dur)));
         }
       }
@@ -116,19 +114,17 @@ std::vector<double> what_if_weights(const ReplayGraph& g, const KinetoTrace& t,
     case WhatIfSpec::Kind::kCopies: {
       const Bound gone =
           spec.kind == WhatIfSpec::Kind::kComm ? Bound::kCommunication : Bound::kCopies;
-      for (std::size_t e = 0; e < w.size(); ++e) {
-        const PathGraph::Edge& edge = graph.edges()[e];
-        if (ReplayGraph::kind(edge) == EdgeKind::kRun && ReplayGraph::bound(edge) == gone) w[e] = 0;
+      for (ReplayGraph::EdgeId e = 0; e < w.size(); ++e) {
+        if (g.kind(e) == EdgeKind::kRun && g.bound(e) == gone) w[e] = 0;
       }
       break;
     }
     case WhatIfSpec::Kind::kKernel: {
       const std::regex re(spec.pattern);
       std::vector<signed char> match(t.strings.size(), -1);
-      for (std::size_t e = 0; e < w.size(); ++e) {
-        const PathGraph::Edge& edge = graph.edges()[e];
-        if (ReplayGraph::kind(edge) != EdgeKind::kRun) continue;
-        const std::uint32_t name = t.rows[row_of(edge.dst)].name;
+      for (ReplayGraph::EdgeId e = 0; e < w.size(); ++e) {
+        if (g.kind(e) != EdgeKind::kRun) continue;
+        const std::uint32_t name = t.rows[row_of(g.dst(e))].name;
         if (match[name] < 0) match[name] = std::regex_search(t.strings[name], re) ? 1 : 0;
         if (match[name] == 1) w[e] *= spec.factor;
       }
@@ -163,10 +159,9 @@ std::vector<double> what_if_weights(const ReplayGraph& g, const KinetoTrace& t,
         why = "no range with device work is priced by FLOPs (no records, or none for them)";
         break;
       }
-      for (std::size_t e = 0; e < w.size(); ++e) {
-        const PathGraph::Edge& edge = graph.edges()[e];
-        if (ReplayGraph::kind(edge) != EdgeKind::kRun) continue;
-        auto f = factor.find(row_of(edge.dst));
+      for (ReplayGraph::EdgeId e = 0; e < w.size(); ++e) {
+        if (g.kind(e) != EdgeKind::kRun) continue;
+        auto f = factor.find(row_of(g.dst(e)));
         if (f != factor.end()) w[e] *= f->second;
       }
       break;
@@ -200,9 +195,8 @@ std::vector<double> what_if_weights(const ReplayGraph& g, const KinetoTrace& t,
         const Row& row = t.rows[r->row];
         gone_host[row.tid].push_back({row.ts, std::max(row.ts, row.end())});
       }
-      for (std::size_t e = 0; e < w.size(); ++e) {
-        const PathGraph::Edge& edge = graph.edges()[e];
-        const std::uint32_t dst = row_of(edge.dst);
+      for (ReplayGraph::EdgeId e = 0; e < w.size(); ++e) {
+        const std::uint32_t dst = row_of(g.dst(e));
         const Row& d = t.rows[dst];
         if (d.device) {
           if (gone_row[dst] != 0) w[e] = 0;
@@ -210,7 +204,7 @@ std::vector<double> what_if_weights(const ReplayGraph& g, const KinetoTrace& t,
         }
         auto it = gone_host.find(d.tid);
         if (it == gone_host.end()) continue;
-        const double from = g.measured(edge.src), to = g.measured(edge.dst);
+        const double from = g.measured(g.src(e)), to = g.measured(g.dst(e));
         for (const Interval& i : it->second) {
           if (from >= i.begin && to <= i.end) {
             w[e] = 0;
@@ -222,7 +216,7 @@ std::vector<double> what_if_weights(const ReplayGraph& g, const KinetoTrace& t,
     }
   }
   if (!why.empty()) {
-    for (std::size_t e = 0; e < w.size(); ++e) w[e] = graph.edges()[e].weight;
+    for (ReplayGraph::EdgeId e = 0; e < w.size(); ++e) w[e] = g.weight(e);
   }
   return w;
 }
