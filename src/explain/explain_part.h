@@ -30,7 +30,9 @@ struct TracePart {
   std::vector<std::string> warnings;  // the reader's, without the file
   int rank = 0;
   bool rank_found = false;
-  std::vector<std::string> step_strings;  // profiler_step_strings, sorted
+  // The first two of its profiler_step_strings (sorted): whether the job's traces hold two or
+  // more together is all HTA's window takes from them.
+  std::vector<std::string> step_strings;
   bool analysed = false;                  // false: left out (a rank read again), or unreadable
   // The window the job takes, or both where the trace alone cannot tell which it takes (a
   // partial of fewer than two step strings, with host rows): `filtered` ends at the last step's
