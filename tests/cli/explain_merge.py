@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """`vxperf explain` split and merged: `--partial` on each trace alone, then `--merge` on the
 partials, prints byte for byte what one run on all the traces prints (text and --json, stdout,
-stderr and exit status), and a partial that is not one of this version of explain is an error.
+stderr and exit status; the --html page), and a partial that is not one of this version of
+explain is an error.
 
   explain_merge.py VXPERF TRACES BENCH WORK
 
@@ -44,6 +45,15 @@ def check(vxperf, work, name, traces, options=()):
             print("merged (exit %d):\n%s%s" % merged)
             sys.exit(1)
         assert one[0] in (0, 1), one
+    # The page too, and a partial on stdout is the one written to a file.
+    pages = [os.path.join(work, "%s-%s.html" % (name, how)) for how in ("one", "merged")]
+    run(vxperf, *traces, *options, "--html", pages[0])
+    run(vxperf, "--merge", *parts, "--html", pages[1])
+    assert all(os.path.exists(p) for p in pages) or not any(os.path.exists(p) for p in pages)
+    if os.path.exists(pages[0]):
+        assert open(pages[0], "rb").read() == open(pages[1], "rb").read(), name
+    rc, stdout, _ = run(vxperf, traces[0], "--partial", "-", *options)
+    assert rc == 0 and stdout == open(parts[0]).read(), name
     # Partials may hold several traces each: the same again from two.
     if len(traces) >= 2:
         half = len(traces) // 2
