@@ -1,7 +1,12 @@
 #include <cstdio>
+#include <filesystem>
+#include <fstream>
 #include <iostream>
+#include <optional>
+#include <sstream>
 #include <stdexcept>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "cli_util.h"
@@ -20,7 +25,10 @@ const Command kExplainCommand = {
     "usage: vxperf explain TRACE... [--json] [--html OUT.html] [--records FILE]... [--threads "
     "N]\n"
     "                      [--critical-path[=ANNOTATION[:K|:A-B]]] [--replay]\n"
-    "                      [--what-if[=SPEC]]...\n\n"
+    "                      [--what-if[=SPEC]]...\n"
+    "       vxperf explain TRACE... --partial OUT.json [--records FILE]... [--threads N]\n"
+    "                      [--replay] [--what-if[=SPEC]]...\n"
+    "       vxperf explain --merge PARTIAL... [--json] [--html OUT.html]\n\n"
     "Reads PyTorch-profiler (Kineto) traces, .json or .json.gz, files or directories of them, one\n"
     "file per rank, and says where the device time went, with the numbers Holistic Trace Analysis\n"
     "0.6.1 gives on the same files: the temporal breakdown (compute, non-compute, idle), idle "
@@ -59,7 +67,15 @@ const Command kExplainCommand = {
     "copies\n"
     "                    (gone), peak (computation at the FLOPs' ideal), kernel:REGEX=FACTOR\n"
     "                    (kernels whose name matches take FACTOR of their time), steps:K (K\n"
-    "                    denoising steps of each request skipped)\n\n"
+    "                    denoising steps of each request skipped)\n"
+    "  --partial OUT.json\n"
+    "                    write what these traces give alone (a rank's analyses, waterfall and\n"
+    "                    replay, kilobytes) as a partial instead of the output ('-': stdout)\n"
+    "  --merge PARTIAL...\n"
+    "                    the output of all the partials' traces at once, from the partials (in\n"
+    "                    the order of their traces), byte for byte what one run on the traces\n"
+    "                    prints; the partials must have been made with the same records and\n"
+    "                    options (--critical-path takes every rank at once: no partials)\n\n"
     "Exit status: 0 when some trace was analysed (problems with others are said), 1 when none\n"
     "could be, 2 for bad usage.\n",
     "where a profiled step's device time went: HTA's numbers and critical path, the waterfall"};
@@ -97,13 +113,37 @@ explain::CriticalPathRequest critical_path_request(const std::string& spec) {
   return r;
 }
 
+// Each partial's name and text, in order.
+std::vector<std::pair<std::string, std::string>> read_partials(
+    const std::vector<std::string>& paths) {
+  std::vector<std::pair<std::string, std::string>> out;
+  for (const std::string& path : paths) {
+    std::ifstream in(path, std::ios::binary);
+    std::error_code ec;
+    if (!in || std::filesystem::is_directory(path, ec)) {
+      throw std::invalid_argument(path + ": cannot be read as a partial");
+    }
+    std::ostringstream text;
+    text << in.rdbuf();
+    if (in.bad()) throw std::invalid_argument(path + ": cannot be read as a partial");
+    out.emplace_back(path, text.str());
+  }
+  return out;
+}
+
 int run(int argc, char** argv) {
   std::vector<std::string> paths;
   explain::ExplainOptions options;
   bool json = false;
+  bool merge = false;
+  std::optional<std::string> partial;
   std::string html_path;
   for (Args args(argc, argv); args.next();) {
-    if (args.is("--json")) {
+    if (args.is("--partial")) {
+      partial = args.value();
+    } else if (args.is("--merge")) {
+      merge = true;
+    } else if (args.is("--json")) {
       json = true;
     } else if (args.is("--html")) {
       html_path = args.value();
@@ -133,10 +173,37 @@ int run(int argc, char** argv) {
       paths.push_back(args.operand());
     }
   }
-  if (paths.empty()) throw UsageError{"missing TRACE (try --help)"};
+  if (merge && partial) throw UsageError{"--merge and --partial: one or the other"};
+  const bool analyses =
+      !options.records.empty() || options.critical_path || options.replay || options.threads != 0;
+  if (merge && analyses) {
+    throw UsageError{
+        "--merge takes the partials' analyses as they were made: --records, --critical-path, "
+        "--replay, --what-if and --threads go with --partial"};
+  }
+  if (partial && (json || !html_path.empty())) {
+    throw UsageError{"--partial writes the partial only: --json and --html go with --merge"};
+  }
+  if (paths.empty())
+    throw UsageError{merge ? "missing PARTIAL (try --help)" : "missing TRACE (try --help)"};
   explain::Explanation e;
   try {
-    e = explain::explain_traces(paths, options);
+    if (partial) {
+      const std::string document = explain::explain_partial(paths, options);
+      if (*partial == "-") {
+        print(document);
+        return finish_output(0, "explain");
+      }
+      std::string why = write_file_atomically(*partial, document);
+      if (!why.empty()) {
+        std::fprintf(stderr, "vxperf explain: cannot write %s: %s\n", partial->c_str(),
+                     why.c_str());
+        return 1;
+      }
+      return 0;
+    }
+    e = merge ? explain::merge_partials(read_partials(paths))
+              : explain::explain_traces(paths, options);
   } catch (const std::invalid_argument& err) {
     std::fprintf(stderr, "vxperf explain: %s\n", err.what());
     return 2;

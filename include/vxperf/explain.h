@@ -231,6 +231,19 @@ struct ExplainOptions {
 // for a path that does not exist.
 Explanation explain_traces(const std::vector<std::string>& paths, const ExplainOptions& options);
 
+// The same split in two (docs/EXPLAIN.md, "Split and merged"): a partial of some traces (one per
+// rank, say, each on a machine of its own), a small versioned JSON document of what each trace
+// gives alone (its analyses, in both of HTA's windows where the trace alone cannot tell which the
+// job takes, its waterfall, its replay); then the partials merged into the Explanation that
+// explain_traces() gives on all their traces at once, equal in every field. Throws
+// std::invalid_argument for a path that does not exist and for --critical-path (it takes every
+// rank at once).
+std::string explain_partial(const std::vector<std::string>& paths, const ExplainOptions& options);
+// `documents`: (name, text) of each partial, in the order of their traces. Throws
+// std::invalid_argument "NAME: what is wrong" for a document that is not a partial of this
+// version of `vxperf explain`, and for partials made with different options or records.
+Explanation merge_partials(const std::vector<std::pair<std::string, std::string>>& documents);
+
 // The forms it is shown in.
 std::string explanation_json(const Explanation& e);
 std::string explanation_text(const Explanation& e);

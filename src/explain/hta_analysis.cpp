@@ -323,15 +323,17 @@ std::set<std::string> profiler_step_strings(const KinetoTrace& trace) {
   return out;
 }
 
-RankWindow apply_window(const KinetoTrace& trace, const std::set<std::string>& steps) {
+RankWindow apply_window(const KinetoTrace& trace, bool job_steps) {
   RankWindow w;
   w.trace = &trace;
   const std::vector<KernelType> types = types_of(trace);
-  w.filtered = steps.size() >= 2 && trace.host_rows() > 0;
+  w.filtered = job_steps && trace.host_rows() > 0;
   if (w.filtered) {
+    // A host row's name is among the job's step strings exactly when it is a step string: the
+    // job's are every trace's, this one's included.
     std::vector<char> is_step(trace.strings.size(), 0);
     for (std::size_t i = 0; i < trace.strings.size(); ++i) {
-      is_step[i] = steps.count(trace.strings[i]) ? 1 : 0;
+      is_step[i] = is_step_string(trace.strings[i]) ? 1 : 0;
     }
     bool any_step = false;
     double last = -std::numeric_limits<double>::infinity();

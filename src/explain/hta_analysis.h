@@ -48,8 +48,10 @@ struct RankWindow {
 // The strings matching ^ProfilerStep#\d+ among a trace's names and categories (W1).
 std::set<std::string> profiler_step_strings(const KinetoTrace& trace);
 
-// The window of one rank, given the step strings of every rank (W2, W3).
-RankWindow apply_window(const KinetoTrace& trace, const std::set<std::string>& steps);
+// The window of one rank (W2, W3). `job_steps`: the step strings of every rank of the job
+// (profiler_step_strings, together) are at least two, which is all the window takes from the
+// other ranks.
+RankWindow apply_window(const KinetoTrace& trace, bool job_steps);
 
 // The step numbers the window keeps (§5.6).
 std::set<std::int64_t> profiler_steps(const RankWindow& w);

@@ -5,6 +5,7 @@ CPU-only profile says so and keeps its ranges."""
 import json
 import math
 import subprocess
+import sys
 from typing import Any
 
 from conftest import CLI, clean_env, read_records, run_python
@@ -327,3 +328,64 @@ def test_ranges_under_ddps_and_the_programs_own_ranges_in_a_real_trace(tmp_path)
     assert rank["requests_without_record"] == [] and rank["steps_without_record"] == []
     assert got["records"] == [str(records)]
     expect_replay(trace, "--records", records)
+
+
+# Two ranks of a gloo job, each profiling its own requests (a collective in each) on the CPU:
+# rank 1 marks profiler steps and rank 0 does not, so that HTA's window of rank 0 is the job's,
+# which its trace alone cannot tell.
+TWO_RANKS = """
+import sys, torch, torch.distributed as dist, vxperf
+rank = int(sys.argv[1])
+dist.init_process_group("gloo", store=dist.FileStore(STORE, 2), rank=rank, world_size=2)
+# torch's profiler records its steps under a schedule only.
+steps = torch.profiler.schedule(wait=0, warmup=0, active=10) if rank == 1 else None
+with torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CPU],
+                            schedule=steps) as prof:
+    for _ in range(3):
+        with vxperf.request():
+            for _ in range(2):
+                with vxperf.stage("transformer", tokens=16, batch=1):
+                    torch.mm(torch.ones(64, 64), torch.ones(64, 64))
+            dist.all_reduce(torch.ones(8))
+        if rank == 1:
+            prof.step()
+vxperf.finish()
+prof.export_chrome_trace(TRACE % rank)
+dist.destroy_process_group()
+"""
+
+
+def test_two_ranks_split_into_partials_and_merged_print_what_one_run_prints(tmp_path):
+    """`--partial` on each rank's trace alone and `--merge` of the partials: byte for byte what
+    one run on both traces prints, text and JSON, with the records and vxperf's replay too."""
+    code = TWO_RANKS.replace("STORE", repr(str(tmp_path / "store")))
+    code = code.replace("TRACE", repr(str(tmp_path / "trace-%d.json")))
+    records = tmp_path / "records.jsonl"
+    env = clean_env(VIDEOX_PERF=1, VIDEOX_PERF_JSON=records)
+    procs = [subprocess.Popen([sys.executable, "-c", code, str(r)], env=env, text=True,
+                              stdout=subprocess.PIPE, stderr=subprocess.PIPE) for r in (0, 1)]
+    for p in procs:
+        _, err = p.communicate(timeout=120)
+        assert p.returncode == 0, err
+    traces = [str(tmp_path / f"trace-{r}.json") for r in (0, 1)]
+
+    def run(*args: str) -> tuple[int, str, str]:
+        p = subprocess.run([CLI, "explain", *args], capture_output=True, text=True, check=False)
+        return p.returncode, p.stdout, p.stderr
+
+    for options in ([], ["--records", str(records), "--what-if"]):
+        partials = []
+        for trace in traces:
+            partials.append(trace + ".partial")
+            assert run(trace, "--partial", partials[-1], *options) == (0, "", "")
+        for form in ([], ["--json"]):
+            one = run(*traces, *options, *form)
+            assert one[0] == 0, one
+            assert run("--merge", *partials, *form) == one
+        got = json.loads(run("--merge", *partials, "--json")[1])
+        assert [r["rank"] for r in got["ranks"]] == [0, 1]
+        assert got["ranks"][1]["steps"] == [0, 1, 2]  # HTA drops the last of ProfilerStep#0-3
+        # Rank 0 alone cannot tell its window (it depends on rank 1's steps): its partial holds
+        # both; rank 1's holds the one its own steps make the job's.
+        (zero,), (one,) = (json.loads(open(p).read())["traces"] for p in partials)
+        assert zero["filtered"] and zero["whole"] and one["filtered"] and one["whole"] is None
