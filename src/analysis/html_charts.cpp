@@ -183,7 +183,7 @@ std::string ledger_bars(const Report& report) {
   for (const auto& rs : report.ranks) {
     if (!rs.ledger) continue;
     const Ledger& l = *rs.ledger;
-    labels.push_back(rank_label(rs.rank) + strprintf(" (goodput %.0f%%)", 100.0 * l.goodput));
+    labels.push_back(rank_label(rs.rank) + strprintf("\ngoodput %.0f%%", 100.0 * l.goodput));
     // A part below zero (steps faster than the ideal, net) has no bar of its own.
     values.push_back({l.startup_s, l.setup_s, l.productive_s, std::max(0.0, l.first_step_excess_s),
                       std::max(0.0, l.slow_step_excess_s), l.data_wait_s, l.save_s, l.restore_s,
@@ -195,7 +195,7 @@ std::string ledger_bars(const Report& report) {
   if (const auto& job = report.job_ledger; job && job->ranks > 1) {
     const Ledger& l = job->ledger;
     const double n = job->ranks;
-    labels.push_back(strprintf("job, per rank (goodput %.0f%%)", 100.0 * l.goodput));
+    labels.push_back(strprintf("job, per rank\ngoodput %.0f%%", 100.0 * l.goodput));
     values.push_back({l.startup_s / n, l.setup_s / n, l.productive_s / n,
                       std::max(0.0, l.first_step_excess_s) / n,
                       std::max(0.0, l.slow_step_excess_s) / n, l.data_wait_s / n, l.save_s / n,

@@ -6,6 +6,7 @@
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
+#include <set>
 #include <sstream>
 
 #include "analysis/units.h"
@@ -251,6 +252,55 @@ TEST(ReportHtml, TheComparisonIsAPageToo) {
   }
   EXPECT_NE(html.find("<title>A: steps 10-19, 2.00 s</title>"), std::string::npos);
   EXPECT_NE(html.find("<title>B: steps 10-19, 1.50 s</title>"), std::string::npos);
+}
+
+// The ledger's chart: twelve parts, a color each, a legend in as many rows as it needs, labels
+// of two lines, and the axis to the first nice tick above 21 s of data (25 s, not 50).
+TEST(ReportHtml, TheLedgerChartFitsItsPartsAndItsData) {
+  RecordSet set;
+  TrainWindowRecord w = window(0, 0, 10, 1.0);
+  Ledger l;
+  l.steps = 10;
+  l.ideal_step_s = 0.8;
+  l.startup_s = 2;
+  l.setup_s = 1;
+  l.productive_s = 8;
+  l.first_step_excess_s = 1;
+  l.slow_step_excess_s = 0.5;
+  l.data_wait_s = 2;
+  l.save_s = 1;
+  l.restore_s = 0.5;
+  l.eval_s = 1;
+  l.between_steps_s = 0.5;
+  l.lost_progress_s = 1.5;
+  l.between_attempts_s = 2;
+  l.wall_s = 21;
+  l.goodput = 0.4;
+  w.ledger = l;
+  set.windows.push_back(w);
+  std::string html = report_html(build_report(set), set);
+  auto at = html.find("Where each rank's loop went");
+  ASSERT_NE(at, std::string::npos);
+  std::string chart = html.substr(at, html.find("</svg>", at) - at);
+  std::set<std::string> fills;
+  std::size_t entries = 0;
+  for (auto p = chart.find("class=\"axis legend\""); p != std::string::npos;
+       p = chart.find("class=\"axis legend\"", p + 1)) {
+    ++entries;
+    auto fill = chart.rfind("fill=\"", p);
+    fills.insert(chart.substr(fill + 6, 7));
+  }
+  EXPECT_EQ(entries, 12u);
+  EXPECT_EQ(fills.size(), 12u) << chart;
+  // Its grid's labels: 0, 5, ... 25 (s).
+  EXPECT_NE(chart.find("text-anchor=\"end\">25</text>"), std::string::npos) << chart;
+  EXPECT_EQ(chart.find("text-anchor=\"end\">50</text>"), std::string::npos) << chart;
+  // The legend took a second row: the chart is taller than one row's 320.
+  auto open = html.rfind("<svg", at);
+  EXPECT_NE(html.substr(open, 120).find("height=\"336\""), std::string::npos)
+      << html.substr(open, 120);
+  EXPECT_NE(chart.find(">rank 0</text>"), std::string::npos);
+  EXPECT_NE(chart.find(">goodput 40%</text>"), std::string::npos);
 }
 
 TEST(ReportHtml, UnitsThatFit) {
