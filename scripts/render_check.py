@@ -1,13 +1,14 @@
 #!/usr/bin/env python3
 """Renders `vxperf report --html` pages in headless Chromium and checks what came out.
 
-Four pages: `vxperf explain --html` on a trace of tests/explain (the waterfall, the ranks'
-temporal breakdown, idle per stream), a small report (a restarted 2-rank job, a conformance case's
-requests and their transformer calls from its level-2 log), the comparison of two runs, and a
-large one (1024 ranks x 40 windows with one straggler, and 20000 requests). For each: the page's
-script ran without an error (the DOM Chromium dumps carries data-drawn, the number of heatmaps drawn, and no data-errors), Chromium logged no console error,
-and a screenshot of the requested size whose pixels hold the charts: enough ink, enough colors,
-and for the heatmaps their palette (the straggler's cell in the excess palette's dark end).
+Four pages: `vxperf explain --html` on a trace of tests/explain (the waterfall, the ranks' temporal
+breakdown, idle per stream), a small report (a restarted 2-rank job, a conformance case's requests
+and their transformer calls from its level-2 log), the comparison of two runs, and a large one (1024
+ranks x 40 windows with one straggler, and 20000 requests). For each: the page's script ran without
+an error (the DOM Chromium dumps carries data-drawn, the number of heatmaps drawn, and no
+data-errors), Chromium logged no console error, and a screenshot of the requested size whose
+pixels hold the charts: enough ink, enough colors, and for the heatmaps their palette (the
+straggler's cell in the excess palette's dark end).
 
   build-venv/bin/python scripts/render_check.py VXPERF [WORKDIR]
 
