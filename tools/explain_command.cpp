@@ -134,6 +134,12 @@ int run(int argc, char** argv) {
     }
   }
   if (paths.empty()) throw UsageError{"missing TRACE (try --help)"};
+  // Another command's file (records, an event script) is said with the command that reads it.
+  for (const std::string& path : paths) {
+    if (std::string other = kind_of_file(path, "trace"); !other.empty()) {
+      throw UsageError{path + " " + other};
+    }
+  }
   explain::Explanation e;
   try {
     e = explain::explain_traces(paths, options);
@@ -141,7 +147,18 @@ int run(int argc, char** argv) {
     std::fprintf(stderr, "vxperf explain: %s\n", err.what());
     return 2;
   }
-  for (const std::string& p : e.problems) std::fprintf(stderr, "vxperf explain: %s\n", p.c_str());
+  // Each problem said once: the text ends with them; beside JSON (or no text at all) they go to
+  // standard error, a CPU-only profile among them (the JSON's has_device_rows).
+  if (json || e.ranks.empty()) {
+    for (const std::string& p : e.problems) {
+      std::fprintf(stderr, "vxperf explain: %s\n", p.c_str());
+    }
+    for (const explain::RankExplanation& r : e.ranks) {
+      if (!r.has_device_rows) {
+        std::fprintf(stderr, "vxperf explain: %s: %s\n", r.file.c_str(), explain::kCpuOnly);
+      }
+    }
+  }
   if (e.ranks.empty()) {
     std::fprintf(stderr, "vxperf explain: no trace could be analysed\n");
     return 1;

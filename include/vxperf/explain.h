@@ -174,6 +174,10 @@ struct RankReplay {
   std::vector<std::size_t> ranked;     // what_ifs' indices, the largest gain first
 };
 
+// What a rank without device events is said to be, once: in its text section, on its page, on
+// standard error beside JSON (whose rank has has_device_rows false).
+inline constexpr const char* kCpuOnly = "no device events (a CPU-only profile): host ranges only";
+
 struct RankExplanation {
   int rank = 0;
   std::string file;

@@ -193,7 +193,8 @@ Explanation explain_traces(const std::vector<std::string>& paths, const ExplainO
           ": no record in " + in + " (rank " + std::to_string(r.rank) + "): no FLOPs for them");
     }
   }
-  for (std::size_t f = 0; f < records.files.size(); ++f) {
+  // With no trace analysed, what each records file lacked says nothing.
+  for (std::size_t f = 0; f < records.files.size() && !ranks.empty(); ++f) {
     if (priced[f] > 0) {
       out.flops_from.push_back(records.files[f]);
     } else if (matched[f] > 0) {
@@ -212,9 +213,6 @@ Explanation explain_traces(const std::vector<std::string>& paths, const ExplainO
     // Each rank's own steps in its window, as HTA lists them (ranks that ran more steps than
     // others keep more: each drops its own last one).
     r.steps.assign(rank_steps[k].begin(), rank_steps[k].end());
-    if (!r.has_device_rows) {
-      out.problems.push_back(r.file + ": no device events (a CPU-only profile): host ranges only");
-    }
     for (const auto& [label, us] : r.kernel_types) {
       out.kernel_types[label] += us;
       total += us;
