@@ -59,7 +59,8 @@ const Command kExplainCommand = {
     "copies\n"
     "                    (gone), peak (computation at the FLOPs' ideal), kernel:REGEX=FACTOR\n"
     "                    (kernels whose name matches take FACTOR of their time), steps:K (K\n"
-    "                    denoising steps of each request skipped)\n\n"
+    "                    transformer calls of each request skipped: a denoising step is one\n"
+    "                    call, or two with classifier-free guidance)\n\n"
     "Exit status: 0 when some trace was analysed (problems with others are said), 1 when none\n"
     "could be, 2 for bad usage.\n",
     "where a profiled step's device time went: HTA's numbers and critical path, the waterfall"};

@@ -109,17 +109,22 @@ std::string requests_summary(const RequestSummary& r) {
   field_facts(f, r.fields);
   f.add("peak memory", memory_text(r.peak_alloc_bytes, r.peak_reserved_bytes));
   energy_facts(f, r.energy, r.videos == r.count ? "request (video)" : "request", "requests");
-  Table stages{{"stage", "mean per request", "calls per request", "share of end to end"}, {}, {}};
+  Table stages{
+      {"stage", "mean per request", "calls per request", "mean per call", "share of end to end"},
+      {},
+      {}};
   double top = 0;
   for (const auto& s : r.stages) top = std::max(top, s.mean_ms / 1000.0);
   units::Unit unit = units::time_unit(top);
   for (const auto& s : r.stages) {
+    const std::string per_call =
+        s.calls > 0 ? time_text(s.mean_ms / 1000.0 / s.calls) : std::string("-");
     stages.rows.push_back({escape(s.name), escape(units::in_unit(s.mean_ms / 1000.0, unit)),
-                           strprintf("%.1f", s.calls), share_cell(s.share)});
+                           strprintf("%.1f", s.calls), escape(per_call), share_cell(s.share)});
   }
   if (auto other = report_format::other_stage(r)) {
     stages.rows.push_back({"other (in no stage)",
-                           escape(units::in_unit(other->mean_ms / 1000.0, unit)), "-",
+                           escape(units::in_unit(other->mean_ms / 1000.0, unit)), "-", "-",
                            share_cell(other->share)});
   }
   return "<h3>Requests</h3>\n" + f.html() + table_html(stages);

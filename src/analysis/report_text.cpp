@@ -190,14 +190,18 @@ std::string format_report(const Report& report) {
                             static_cast<long long>(r->shared_records))
                 : std::string()));
     }
-    line(strprintf("  %-16s %12s %8s %8s", "stage", "mean/request", "calls", "share"));
+    // Per request and per call: a transformer's calls are not its denoising steps (two calls a
+    // step with classifier-free guidance run as two).
+    line(strprintf("  %-16s %12s %8s %10s %8s", "stage", "mean/request", "calls", "mean/call",
+                   "share"));
     for (const auto& s : r->stages) {
-      line(strprintf("  %-16s %10.1fms %8.1f %7.1f%%", s.name.c_str(), s.mean_ms, s.calls,
+      line(strprintf("  %-16s %10.1fms %8.1f %10s %7.1f%%", s.name.c_str(), s.mean_ms, s.calls,
+                     s.calls > 0 ? strprintf("%.1fms", s.mean_ms / s.calls).c_str() : "-",
                      s.share * 100.0));
     }
     // The end-to-end time in no stage, so that the shares add up.
     if (auto other = report_format::other_stage(*r)) {
-      line(strprintf("  %-16s %10.1fms %8s %7.1f%%", "other", other->mean_ms, "-",
+      line(strprintf("  %-16s %10.1fms %8s %10s %7.1f%%", "other", other->mean_ms, "-", "-",
                      other->share * 100.0));
     }
     line(dit_line(r->params, r->tflops, r->device_tflops, "MFU " + pct(r->mfu), r->peak_tflops,

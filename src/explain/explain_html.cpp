@@ -21,7 +21,7 @@ std::string fixed(double v, const char* fmt = "%.3f") {
 }
 
 std::string label_of(const WaterfallRow& w) {
-  if (w.kind == "denoising_step") return w.range + " #" + std::to_string(w.step_index);
+  if (w.kind == "denoising_step") return call_label(w.range, w.step_index);
   return w.range;
 }
 
@@ -112,7 +112,7 @@ std::string replay_section(const RankExplanation& r) {
     const double n = static_cast<double>(std::max<std::int64_t>(w.count, 1));
     auto ms = [&](double v) { return fixed(v / n * 1e3); };
     const std::string label =
-        w.kind == "denoising_step" ? w.range + " #" + std::to_string(w.step_index) : w.range;
+        w.kind == "denoising_step" ? call_label(w.range, w.step_index) : w.range;
     std::vector<std::string> row = {svg::escape(label),      svg::escape(w.kind),
                                     std::to_string(w.count), ms(w.span_s),
                                     ms(w.replayed_s),        fixed(w.error_pct, "%.4f%%")};
@@ -165,8 +165,7 @@ std::string replay_section(const RankExplanation& r) {
   for (const ReplayRow& x : rp.rows) {
     const double n = static_cast<double>(std::max<std::int64_t>(x.count, 1));
     std::vector<std::string> row = {
-        svg::escape(x.kind == "denoising_step" ? x.range + " #" + std::to_string(x.step_index)
-                                               : x.range),
+        svg::escape(x.kind == "denoising_step" ? call_label(x.range, x.step_index) : x.range),
         fixed(x.span_s / n * 1e3)};
     for (std::size_t i : rp.ranked) {
       row.push_back(i < x.what_if_s.size() ? fixed(x.what_if_s[i] / n * 1e3) : "-");

@@ -39,7 +39,7 @@ std::string us(double v) {
 void waterfall_text(const RankExplanation& r, std::string& out);
 
 std::string row_label(const std::string& kind, const std::string& range, std::int64_t index) {
-  return kind == "denoising_step" ? "    " + range + " #" + std::to_string(index)
+  return kind == "denoising_step" ? "    " + call_label(range, index)
          : kind == "stage" || kind == "phase" || kind == "micro_step" ? "  " + range
                                                                       : range;
 }

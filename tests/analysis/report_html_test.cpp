@@ -184,17 +184,18 @@ TEST(ReportHtml, DenoisingStepsFromATraceAndFromALevel2LogAgree) {
   ChartData charts;
   for (const auto& r : set.requests) charts.request(r);
   std::string html = report_html(build_report(set), charts, &from_trace);
-  EXPECT_NE(html.find("Denoising steps: time of each transformer call (warmup dashed)"),
+  EXPECT_NE(html.find("Transformer calls in order: time of each (warmup dashed)"),
             std::string::npos);
-  EXPECT_NE(html.find("<title>req#0 (warmup): step 1, 900 ms</title>"), std::string::npos);
-  EXPECT_NE(html.find("<title>req#2: step 4, 350 ms</title>"), std::string::npos);
+  EXPECT_NE(html.find(">transformer call</text>"), std::string::npos);  // the x axis: calls
+  EXPECT_NE(html.find("<title>req#0 (warmup): call 1, 900 ms</title>"), std::string::npos);
+  EXPECT_NE(html.find("<title>req#2: call 4, 350 ms</title>"), std::string::npos);
   EXPECT_NE(html.find("stroke-dasharray"), std::string::npos);
 
   // A file with neither is said, not silently empty.
   DenoisingSteps nothing = read_denoising_steps({dir.write("other.txt", "hello\n{\"a\": 1}\n")});
   EXPECT_TRUE(nothing.requests.empty());
   ASSERT_EQ(nothing.warnings.size(), 1u);
-  EXPECT_NE(nothing.warnings[0].find("no denoising steps"), std::string::npos);
+  EXPECT_NE(nothing.warnings[0].find("no transformer calls"), std::string::npos);
   EXPECT_THROW(read_denoising_steps({dir.write("x", "") + ".missing"}), InputError);
 }
 
@@ -212,9 +213,9 @@ TEST(ReportHtml, ManyRequestsDrawTheMedianStepAndTheWarmupOnes) {
   std::string html = report_html(build_report(set), charts, &steps);
   EXPECT_NE(html.find("median of 28 requests"), std::string::npos);
   EXPECT_NE(html.find("fastest to slowest request"), std::string::npos);
-  EXPECT_NE(html.find("<title>req#1 (warmup): step 1, 2.10 s</title>"), std::string::npos);
-  // The median of requests 2..29 at each step: 100 + 16 ms, on an axis in seconds (the warmup).
-  EXPECT_NE(html.find("<title>median of 28 requests: step 3, 28 requests, 0.116 s</title>"),
+  EXPECT_NE(html.find("<title>req#1 (warmup): call 1, 2.10 s</title>"), std::string::npos);
+  // The median of requests 2..29 at each call: 100 + 16 ms, on an axis in seconds (the warmup).
+  EXPECT_NE(html.find("<title>median of 28 requests: call 3, 28 requests, 0.116 s</title>"),
             std::string::npos);
 }
 

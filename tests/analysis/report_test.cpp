@@ -644,7 +644,12 @@ TEST(Report, WordsThatMeanOneThing) {
             std::string::npos)
       << text;
   // 800 + 150 of the 1000 ms of each request in stages: 50 ms a request in none.
-  EXPECT_NE(text.find("  other                   1.5ms        -     5.0%\n"), std::string::npos)
+  EXPECT_NE(text.find("  other                   1.5ms        -          -     5.0%\n"),
+            std::string::npos)
+      << text;
+  // Per request and per call: 10 calls of 2.4 ms.
+  EXPECT_NE(text.find("  transformer            24.0ms     10.0      2.4ms    80.0%\n"),
+            std::string::npos)
       << text;
   EXPECT_NE(text.find("Training: 20 steps (the job's) in 2 windows per rank (4 over the 2 "
                       "ranks)"),
