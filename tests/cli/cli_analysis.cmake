@@ -103,14 +103,14 @@ file(READ "${WORK}/report.html" html)
 if(NOT html MATCHES "<svg")
   message(FATAL_ERROR "report.html has no chart")
 endif()
-# The page with the denoising steps of a level-2 log, and the comparison as a page.
+# The page with the transformer calls of a level-2 log, and the comparison as a page.
 expect(0 "Requests" report --html "${WORK}/steps.html" "${CASES}/inference-2-01.expected.jsonl"
        --steps "${CASES}/inference-2-01.expected.log" --steps "${CASES}/inference-2-01.events.jsonl")
 file(READ "${WORK}/steps.html" html)
-if(NOT html MATCHES "Denoising steps: time of each transformer call")
-  message(FATAL_ERROR "steps.html has no denoising-step chart")
+if(NOT html MATCHES "Transformer calls in order: time of each")
+  message(FATAL_ERROR "steps.html has no chart of the transformer calls")
 endif()
-expect(0 "warning: .*inference-1-00.expected.jsonl: no denoising steps" report --html
+expect(0 "warning: .*inference-1-00.expected.jsonl: no transformer calls" report --html
        "${WORK}/nosteps.html" "${CASES}/inference-2-01.expected.jsonl"
        --steps "${CASES}/inference-1-00.expected.jsonl")
 expect(2 "--steps goes with --html" report "${CASES}/inference-2-01.expected.jsonl"
