@@ -133,7 +133,7 @@ std::string requests_summary(const RequestSummary& r) {
 std::string training_summary(const TrainSummary& t) {
   Facts f;
   std::string steps =
-      strprintf("%lld%s ", static_cast<long long>(t.steps), t.ranks > 1 ? " (the job's)" : "") +
+      strprintf("%lld%s ", static_cast<long long>(t.steps), t.ranks > 1 ? " of the job," : "") +
       report_format::windows_text(t);
   if (t.warmup_excluded) {
     steps += strprintf(" (%lld warmup excluded)", static_cast<long long>(t.warmup_excluded));

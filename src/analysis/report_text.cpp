@@ -226,11 +226,11 @@ std::string format_report(const Report& report) {
   if (const auto& t = report.training) {
     // Steps are the job's (global steps, the most any rank closed); windows per rank.
     line(strprintf("Training: %lld steps%s%s ", static_cast<long long>(t->steps),
-                   t->ranks > 1 ? " (the job's)" : "",
                    t->steps_run_again ? strprintf(" (and %lld run again after a restart)",
                                                   static_cast<long long>(t->steps_run_again))
                                             .c_str()
-                                      : "") +
+                                      : "",
+                   t->ranks > 1 ? " of the job," : "") +
          report_format::windows_text(*t) +
          (t->warmup_excluded
               ? strprintf(" (%lld warmup excluded)", static_cast<long long>(t->warmup_excluded))

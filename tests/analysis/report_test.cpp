@@ -651,7 +651,7 @@ TEST(Report, WordsThatMeanOneThing) {
   EXPECT_NE(text.find("  transformer            24.0ms     10.0      2.4ms    80.0%\n"),
             std::string::npos)
       << text;
-  EXPECT_NE(text.find("Training: 20 steps (the job's) in 2 windows per rank (4 over the 2 "
+  EXPECT_NE(text.find("Training: 20 steps of the job, in 2 windows per rank (4 over the 2 "
                       "ranks)"),
             std::string::npos)
       << text;
