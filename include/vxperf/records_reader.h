@@ -64,12 +64,23 @@ class RecordHandler {
   // The training's end (a "train_end" record); ignored unless a handler wants it.
   virtual void end(const TrainEndRecord& record) { (void)record; }
   virtual void warning(const std::string& text) = 0;
+  // The records that follow are this file's (stream_record_files, before each file's first).
+  virtual void begin_file(const std::string& name) { (void)name; }
+  // The file's last line was torn (a writer killed mid-line) and skipped: said as a warning too.
+  virtual void torn_line(const std::string& name) { (void)name; }
+  // The file holds the same bytes as `earlier`, read before it (a rank file copied, or named
+  // twice): it is not read, and a warning says so too.
+  virtual void repeated_file(const std::string& name, const std::string& earlier) {
+    (void)name;
+    (void)earlier;
+  }
 };
 
 // One pass over each file in turn ("-" is standard input), a fixed-size buffer at a time (a line
 // longer than it grows it), parsed with simdjson: memory does not grow with the input. Besides the
 // torn last line, a file whose records' timestamps ("ts") go backwards for a rank is said once
-// (with the line) and read as it is. Throws InputError as read_record_files does.
+// (with the line) and read as it is. A file with the same bytes as one read before it is not read
+// again (RecordHandler::repeated_file). Throws InputError as read_record_files does.
 void stream_record_files(const std::vector<std::string>& paths, RecordHandler& handler,
                          const ReadOptions& options = {});
 void stream_records(std::istream& in, const std::string& name, RecordHandler& handler,

@@ -220,6 +220,16 @@ struct RankSummary {
   std::vector<PhaseScore> phase_scores;
 };
 
+// What makes a job's numbers partial, from records read out of several files: ranks of its world
+// size that no file holds training records of, files whose last line was torn, files not read as
+// the same bytes as an earlier one (a file copied, or named twice). Each is also a warning.
+struct Partial {
+  int world_size = 0;
+  std::vector<int> missing_ranks;
+  std::vector<std::string> torn_files;
+  std::vector<std::pair<std::string, std::string>> repeated_files;  // not read, the file it repeats
+};
+
 struct Report {
   std::vector<std::string> sources;
   std::vector<std::string> warnings;
@@ -235,6 +245,7 @@ struct Report {
   std::optional<JobEnergy> energy;            // the job's totals, when records carry energy
   std::optional<JobLedger> job_ledger;        // when some rank's records carry a ledger
   std::optional<LowScore> low_score;          // the lowest material per-phase score, below 0.9
+  std::optional<Partial> partial;             // when the records read miss some of the job
 };
 
 using vxperf::kStragglerMargin;
@@ -258,6 +269,9 @@ class ReportBuilder : public RecordHandler {
   void window(const TrainWindowRecord& record) override;
   void end(const TrainEndRecord& record) override;
   void warning(const std::string& text) override;
+  void begin_file(const std::string& name) override;
+  void torn_line(const std::string& name) override;
+  void repeated_file(const std::string& name, const std::string& earlier) override;
   Report finish(std::vector<std::string> sources = {}) const;
 
  private:

@@ -11,8 +11,8 @@
 #include "vxperf/records_reader.h"
 
 #include <fcntl.h>
-#include <sys/stat.h>
 #include <simdjson.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -25,7 +25,9 @@
 #include <map>
 #include <memory>
 #include <new>
+#include <optional>
 #include <stdexcept>
+#include <string_view>
 #include <vector>
 
 #include "analysis/line_batches.h"
@@ -49,6 +51,7 @@ class Stream {
 
   void begin_file(const std::string& name) {
     name_ = name;
+    handler_.begin_file(name);
     bad_lines_ = 0;
     last_bad_line_ = 0;
     backwards_ = 0;
@@ -94,6 +97,7 @@ class Stream {
           if (!l.complete) {
             handler_.warning(name_ + ":" + std::to_string(line) +
                              ": torn last line skipped (not complete JSON)");
+            handler_.torn_line(name_);
           } else {
             bad(line, "not valid JSON");
           }
@@ -440,6 +444,88 @@ void read_stream(std::istream& in, const std::string& name, Reading& reading,
   reading.end_file();
 }
 
+// For each path, the index of an earlier path with the same bytes, or -1: a rank file copied, or
+// named twice. Only files of a size another has are read for it (a rare pair among a job's files),
+// hashed, and equal hashes compared byte for byte. A file that cannot be read here is left to the
+// reading, which says why.
+class FileBytes {
+ public:
+  explicit FileBytes(const std::string& path) : fd_(::open(path.c_str(), O_RDONLY | O_CLOEXEC)) {}
+  ~FileBytes() {
+    if (fd_ >= 0) ::close(fd_);
+  }
+  FileBytes(const FileBytes&) = delete;
+  FileBytes& operator=(const FileBytes&) = delete;
+
+  // The next piece of the file (empty at its end); nullopt when it cannot be read.
+  std::optional<std::string_view> next() {
+    if (fd_ < 0) return std::nullopt;
+    buffer_.resize(1 << 20);
+    for (;;) {
+      ssize_t n = ::pread(fd_, buffer_.data(), buffer_.size(), at_);
+      if (n < 0 && errno == EINTR) continue;
+      if (n < 0) return std::nullopt;
+      at_ += n;
+      return std::string_view(buffer_.data(), static_cast<std::size_t>(n));
+    }
+  }
+
+ private:
+  int fd_;
+  off_t at_ = 0;
+  std::vector<char> buffer_;
+};
+
+std::optional<std::uint64_t> content_hash(const std::string& path) {
+  FileBytes file(path);
+  std::uint64_t h = 14695981039346656037ull;  // FNV-1a
+  for (;;) {
+    auto piece = file.next();
+    if (!piece) return std::nullopt;
+    if (piece->empty()) return h;
+    for (char c : *piece) h = (h ^ static_cast<unsigned char>(c)) * 1099511628211ull;
+  }
+}
+
+// Two files of one size: a piece of each at a time (pread gives a regular file's pieces whole).
+bool same_bytes(const std::string& a, const std::string& b) {
+  FileBytes fa(a), fb(b);
+  for (;;) {
+    auto pa = fa.next();
+    auto pb = fb.next();
+    if (!pa || !pb || *pa != *pb) return false;
+    if (pa->empty()) return true;
+  }
+}
+
+std::vector<std::ptrdiff_t> repeated_files(const std::vector<std::string>& paths) {
+  std::vector<std::ptrdiff_t> earlier(paths.size(), -1);
+  std::map<off_t, std::vector<std::size_t>> by_size;
+  for (std::size_t i = 0; i < paths.size(); ++i) {
+    struct stat st {};
+    if (paths[i] != "-" && ::stat(paths[i].c_str(), &st) == 0 && S_ISREG(st.st_mode)) {
+      by_size[st.st_size].push_back(i);
+    }
+  }
+  for (const auto& [size, group] : by_size) {
+    if (group.size() < 2) continue;
+    std::map<std::uint64_t, std::vector<std::size_t>> by_hash;  // the distinct files of a hash
+    for (std::size_t i : group) {
+      auto h = content_hash(paths[i]);
+      if (!h) continue;
+      auto& seen = by_hash[*h];
+      for (std::size_t e : seen) {
+        if (same_bytes(paths[e], paths[i])) {
+          earlier[i] = static_cast<std::ptrdiff_t>(e);
+          break;
+        }
+      }
+      if (earlier[i] < 0) seen.push_back(i);
+    }
+  }
+  return earlier;
+}
+
 // Keeps every record: the RecordSet of read_records.
 class Collector : public RecordHandler {
  public:
@@ -470,7 +556,17 @@ void stream_record_files(const std::vector<std::string>& paths, RecordHandler& h
   Reading reading(stream, options,
                   options.threads == 0 ? LineBatches::default_workers()
                                        : static_cast<unsigned>(std::max(options.threads, 1) - 1));
-  for (const auto& path : paths) {
+  const std::vector<std::ptrdiff_t> repeats = repeated_files(paths);
+  for (std::size_t i = 0; i < paths.size(); ++i) {
+    const std::string& path = paths[i];
+    if (repeats[i] >= 0) {
+      const std::string& earlier = paths[static_cast<std::size_t>(repeats[i])];
+      reading.drain();  // said in its place among the files' warnings
+      handler.warning(path + ": the same bytes as " + earlier +
+                      " (a file copied, or named twice): not read again");
+      handler.repeated_file(path, earlier);
+      continue;
+    }
     if (path == "-") {
       read_fd(STDIN_FILENO, "<stdin>", reading);
       continue;

@@ -677,6 +677,13 @@ struct ReportBuilder::State {
   ByRank<Rank> ranks;
   std::vector<std::string> warnings;
   FieldValues fields;  // the record's at hand (its buffers kept from one record to the next)
+  // The files read, in order (none when records do not come from files), and what makes the
+  // job's numbers partial (Report::partial).
+  std::size_t files = 0;
+  std::vector<std::string> torn;
+  std::vector<std::pair<std::string, std::string>> repeated;
+  int world_size = 0;  // the largest a training window said
+
   State() {
     training.keep_values = false;
     training.s.fields = summarized_fields<TrainWindowRecord>(false);
@@ -696,6 +703,7 @@ void ReportBuilder::request(const RequestRecord& record) {
 }
 
 void ReportBuilder::window(const TrainWindowRecord& record) {
+  state_->world_size = std::max(state_->world_size, record.world_size);
   summarized_values(record, state_->fields);
   state_->training.add(record, state_->fields);
   state_->job.window(record);
@@ -899,6 +907,29 @@ void straggler_costs(const WindowPhases& by_window, std::vector<RankSummary>& ra
 }  // namespace
 
 void ReportBuilder::warning(const std::string& text) { state_->warnings.push_back(text); }
+void ReportBuilder::begin_file(const std::string&) { ++state_->files; }
+void ReportBuilder::repeated_file(const std::string& name, const std::string& earlier) {
+  ++state_->files;
+  state_->repeated.emplace_back(name, earlier);
+}
+void ReportBuilder::torn_line(const std::string& name) { state_->torn.push_back(name); }
+
+namespace {
+
+// "3, 7-9, 12": ranks in runs.
+std::string rank_runs(const std::vector<int>& ranks) {
+  std::string text;
+  for (std::size_t i = 0; i < ranks.size();) {
+    std::size_t j = i;
+    while (j + 1 < ranks.size() && ranks[j + 1] == ranks[j] + 1) ++j;
+    text += (text.empty() ? "" : ", ") + std::to_string(ranks[i]);
+    if (j > i) text += "-" + std::to_string(ranks[j]);
+    i = j + 1;
+  }
+  return text;
+}
+
+}  // namespace
 
 Report ReportBuilder::finish(std::vector<std::string> sources) const {
   const State& st = *state_;
@@ -974,6 +1005,30 @@ Report ReportBuilder::finish(std::vector<std::string> sources) const {
   report.ranks = std::move(ranks);
 
   report.energy = st.job.summary();
+
+  // A job read from several files: its ranks that none holds, its files torn or read twice.
+  Partial partial;
+  partial.world_size = st.world_size;
+  if (st.files > 1) {
+    for (int r = 0; r < st.world_size; ++r) {
+      auto it = st.ranks.find(r);
+      if (it == st.ranks.end() || !it->second.training) partial.missing_ranks.push_back(r);
+    }
+  }
+  if (!partial.missing_ranks.empty()) {
+    const int present = st.world_size - static_cast<int>(partial.missing_ranks.size());
+    report.warnings.push_back(strprintf(
+        "no training records of rank%s %s in the %zu files given (world size %d): the job's "
+        "numbers are those of its other %d rank%s",
+        partial.missing_ranks.size() > 1 ? "s" : "", rank_runs(partial.missing_ranks).c_str(),
+        st.files, st.world_size, present, present == 1 ? "" : "s"));
+  }
+  partial.torn_files = st.torn;
+  partial.repeated_files = st.repeated;
+  if (!partial.missing_ranks.empty() || !partial.torn_files.empty() ||
+      !partial.repeated_files.empty()) {
+    report.partial = std::move(partial);
+  }
 
   // Stragglers, by the core's rule: by step time and phases when there is training, else by
   // request latency.

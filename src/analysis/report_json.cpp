@@ -99,6 +99,16 @@ std::string report_json(const Report& report) {
   Json j;
   j["sources"] = report.sources;
   j["warnings"] = report.warnings;
+  if (const auto& p = report.partial) {
+    Json repeated = Json::array();
+    for (const auto& [file, of] : p->repeated_files) {
+      repeated.push_back({{"file", file}, {"repeats", of}});
+    }
+    j["partial"] = {{"world_size", p->world_size},
+                    {"missing_ranks", p->missing_ranks},
+                    {"torn_files", p->torn_files},
+                    {"repeated_files", repeated}};
+  }
   if (const auto& r = report.requests) {
     Json stages = Json::array();
     for (const auto& s : r->stages) {

@@ -161,6 +161,43 @@ std::string skip_line(const std::optional<std::int64_t>& skipped,
 
 }  // namespace
 
+namespace {
+
+// "Partial: ..." what the job's numbers lack (Report::partial); a few files named, then a count.
+std::string partial_line(const Partial& p) {
+  auto files = [](const std::vector<std::string>& names) {
+    std::string text;
+    for (std::size_t i = 0; i < names.size() && i < 3; ++i) {
+      text += (i ? ", " : "") + names[i];
+    }
+    if (names.size() > 3) text += strprintf(" and %zu more", names.size() - 3);
+    return text;
+  };
+  std::vector<std::string> parts;
+  if (!p.missing_ranks.empty()) {
+    parts.push_back(strprintf("%zu of %d ranks have no training records", p.missing_ranks.size(),
+                              p.world_size));
+  }
+  if (!p.torn_files.empty()) {
+    parts.push_back(strprintf("%zu file%s lost %s last line (%s)", p.torn_files.size(),
+                              p.torn_files.size() > 1 ? "s" : "",
+                              p.torn_files.size() > 1 ? "their" : "its",
+                              files(p.torn_files).c_str()));
+  }
+  if (!p.repeated_files.empty()) {
+    std::vector<std::string> names;
+    for (const auto& [file, of] : p.repeated_files) names.push_back(file);
+    parts.push_back(strprintf("%zu file%s not read, the same as one read before (%s)",
+                              p.repeated_files.size(), p.repeated_files.size() > 1 ? "s" : "",
+                              files(names).c_str()));
+  }
+  std::string text = "Partial:";
+  for (std::size_t i = 0; i < parts.size(); ++i) text += (i ? "; " : " ") + parts[i];
+  return text + " (the warnings say which)";
+}
+
+}  // namespace
+
 std::string format_report(const Report& report) {
   std::string out;
   auto line = [&out](const std::string& text) { out += text + "\n"; };
@@ -169,6 +206,7 @@ std::string format_report(const Report& report) {
     line("no records");
     return out;
   }
+  if (const auto& p = report.partial) line(partial_line(*p));
   if (const auto& r = report.requests) {
     line(strprintf("Requests: %lld measured%s", static_cast<long long>(r->count),
                    r->warmup

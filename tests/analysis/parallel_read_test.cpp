@@ -162,14 +162,20 @@ TEST_F(ParallelRead, AFileReadInPartsReadsAsAStream) {
 
 // Each line the fast path takes, read again the general way on the worker that parsed it.
 TEST_F(ParallelRead, ChecksTheFastPathOnEveryThread) {
-  std::string text;
-  for (int i = 0; i < 600; ++i) text += to_json_line(full_window()) + "\n";
-  std::string path = write("full.jsonl", text);
+  // Two ranks' files (one file named twice would be read once: its second naming is a repeat).
+  std::vector<std::string> paths;
+  for (int rank : {1, 2}) {
+    TrainWindowRecord w = full_window();
+    w.rank = rank;
+    std::string text;
+    for (int i = 0; i < 600; ++i) text += to_json_line(w) + "\n";
+    paths.push_back(write("full-" + std::to_string(rank) + ".jsonl", text));
+  }
   Calls calls;
   ReadOptions options;
   options.threads = 3;
   options.check_fast_path = true;
-  stream_record_files({path, path}, calls, options);
+  stream_record_files(paths, calls, options);
   EXPECT_EQ(calls.seen.size(), 1200u);
 }
 

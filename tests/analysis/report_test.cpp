@@ -900,5 +900,69 @@ TEST(Report, TheUnionOfADevicesIntervalsCountsOverlapsOnce) {
   EXPECT_DOUBLE_EQ(*report.energy->devices[0].power_w_mean, 100.0 * (10 + 3 + 10 + 12) / 30.0);
 }
 
+// A 4-rank job read from its rank files, as a job among thousands loses them: rank 3's missing,
+// rank 2's cut mid-line, rank 1's named twice and also copied. Each is said, the job's numbers are
+// marked partial, and rank 1's windows count once.
+TEST(Report, AJobReadFromFilesSaysWhatItMisses) {
+  namespace fs = std::filesystem;
+  fs::path dir = fs::path(::testing::TempDir()) / ("vxperf-partial-" + std::to_string(::getpid()));
+  fs::create_directories(dir);
+  auto rank_file = [&dir](int rank) {
+    return lines({to_json_line(window(rank, 0, 10, 1.0)), to_json_line(window(rank, 10, 10, 1.0))});
+  };
+  auto write = [&dir](const std::string& name, const std::string& text) {
+    std::ofstream((dir / name).string(), std::ios::binary) << text;
+    return (dir / name).string();
+  };
+  std::string r0 = write("rank0.jsonl", rank_file(0));
+  std::string r1 = write("rank1.jsonl", rank_file(1));
+  std::string copy = write("rank1-copy.jsonl", rank_file(1));
+  std::string r2 = write("rank2.jsonl", rank_file(2) + R"({"kind":"train_window","ra)");
+
+  ReportBuilder builder;
+  stream_record_files({r0, r1, r2, r1, copy}, builder);
+  Report report = builder.finish();
+  ASSERT_TRUE(report.partial);
+  EXPECT_EQ(report.partial->world_size, 4);
+  EXPECT_EQ(report.partial->missing_ranks, std::vector<int>{3});
+  EXPECT_EQ(report.partial->torn_files, std::vector<std::string>{r2});
+  using Repeat = std::pair<std::string, std::string>;
+  EXPECT_EQ(report.partial->repeated_files, (std::vector<Repeat>{{r1, r1}, {copy, r1}}));
+  ASSERT_TRUE(report.training);
+  EXPECT_EQ(report.training->windows, 6);  // ranks 0, 1 and 2, two windows each, once
+  EXPECT_EQ(report.training->steps, 20);   // the job's, not the ranks' added
+  std::string text = format_report(report);
+  EXPECT_EQ(text.rfind("Partial: 1 of 4 ranks have no training records; 1 file lost its last "
+                       "line (" +
+                           r2 + "); 2 files not read, the same as one read before (" + r1 + ", " +
+                           copy + ") (the warnings say which)\n",
+                       0),
+            0u)
+      << text;
+  auto said = [&report](const std::string& what) {
+    return std::count_if(report.warnings.begin(), report.warnings.end(),
+                         [&what](const std::string& w) { return w.find(what) != w.npos; });
+  };
+  EXPECT_EQ(said("no training records of rank 3 in the 5 files given (world size 4): the job's "
+                 "numbers are those of its other 3 ranks"),
+            1);
+  EXPECT_EQ(said(r2 + ":3: torn last line skipped"), 1);
+  EXPECT_EQ(said(copy + ": the same bytes as " + r1), 1);
+  EXPECT_EQ(said(r1 + ": the same bytes as " + r1), 1);
+  Json j = Json::parse(report_json(report));
+  EXPECT_EQ(j["partial"]["missing_ranks"], Json::array({3}));
+  EXPECT_EQ(j["partial"]["repeated_files"][1], Json({{"file", copy}, {"repeats", r1}}));
+
+  // Every rank's file, each once: nothing partial, nothing said.
+  std::string r3 = write("rank3.jsonl", rank_file(3));
+  ReportBuilder whole;
+  stream_record_files({r0, r1, write("rank2.jsonl", rank_file(2)), r3}, whole);
+  Report complete = whole.finish();
+  EXPECT_FALSE(complete.partial);
+  EXPECT_TRUE(complete.warnings.empty()) << complete.warnings.front();
+  EXPECT_EQ(complete.training->windows, 8);
+  fs::remove_all(dir);
+}
+
 }  // namespace
 }  // namespace vxperf::analysis
