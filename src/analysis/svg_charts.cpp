@@ -63,14 +63,12 @@ std::string y_title(const YAxis& y) {
 
 // The frame's title, y-axis title and grid; the <svg> element around it is wrap()'s, once the
 // legend's rows (the height) are known.
-std::string frame(const std::string& title, const std::string& y_label, const Ticks& ticks,
-                  bool grid = true) {
+std::string frame(const std::string& title, const std::string& y_label, const Ticks& ticks) {
   std::string s = "<text x=\"10\" y=\"22\" class=\"title\">" + escape(title) + "</text>\n";
   s += strprintf(
       "<text x=\"14\" y=\"%.0f\" class=\"axis\" transform=\"rotate(-90 14 %.0f)\" "
       "text-anchor=\"middle\">%s</text>\n",
       (kTop + kHeight - kBottom) / 2, (kTop + kHeight - kBottom) / 2, escape(y_label).c_str());
-  if (!grid) return s;
   double plot_h = kHeight - kTop - kBottom;
   for (int i = 0; i <= ticks.count; ++i) {
     double v = ticks.top * i / ticks.count;
