@@ -304,8 +304,9 @@ class ChartData : public RecordHandler {
   std::unique_ptr<Impl> impl_;
 };
 
-// The denoising steps of requests: each call of a transformer stage ("transformer",
-// "transformer_2"), in call order, in milliseconds.
+// The transformer calls of requests (DenoisingRequest keeps its name): each call of a transformer
+// stage ("transformer", "transformer_2"), in call order, in milliseconds; one or two a denoising
+// step, which a log or trace does not tell apart.
 struct DenoisingRequest {
   int rank = 0;
   std::int64_t req = 0;
