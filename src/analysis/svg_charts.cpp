@@ -53,7 +53,9 @@ double nice_max(double value) {
 
 std::string axis_label(double v) {
   if (v == 0) return "0";
-  if (std::fabs(v) >= 1000 || std::fabs(v) < 0.01) return strprintf("%.2g", v);
+  // Whole thousands as they are ("1000", "25000"), not "1e+03"; beyond a million, exponents.
+  if (std::fabs(v) >= 1e6 || std::fabs(v) < 0.01) return strprintf("%.2g", v);
+  if (std::fabs(v) >= 1000) return strprintf("%.0f", v);
   return strprintf("%.3g", v);
 }
 

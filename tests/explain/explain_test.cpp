@@ -338,6 +338,15 @@ TEST_F(ExplainTest, WaterfallAddsUpToTheSpanAndPricesFromRecords) {
                        row.idle_other_s;
     EXPECT_NEAR(sum, row.span_s, 1e-12) << row.kind << " " << row.range;
   }
+  // The per-index rows are the transformer's calls, said so in the text and on the page (their
+  // JSON kind stays "denoising_step"); the page's axes read whole microseconds, not "1e+03".
+  const std::string text = explanation_text(e), page = explanation_html(e);
+  EXPECT_NE(text.find("    transformer call #1 "), std::string::npos) << text;
+  EXPECT_EQ(text.find("transformer #"), std::string::npos) << text;
+  EXPECT_NE(page.find("<td>transformer call #0</td><td>call</td>"), std::string::npos);
+  EXPECT_EQ(page.find(">denoising_step<"), std::string::npos);
+  EXPECT_EQ(page.find("1e+03"), std::string::npos);
+  EXPECT_NE(page.find(">1000</text>"), std::string::npos);
 }
 
 TEST_F(ExplainTest, BadFilesAreSaidAndTheOthersAnalysed) {
