@@ -1,18 +1,25 @@
 #!/usr/bin/env python3
 """Renders `vxperf report --html` pages in headless Chromium and checks what came out.
 
-Four pages: `vxperf explain --html` on a trace of tests/explain (the waterfall, the ranks'
-temporal breakdown, idle per stream), a small report (conformance cases, denoising steps from a level-2 log), the
-comparison of two runs, and a large one (1024 ranks x 40 windows with one straggler, and 20000
-requests). For each: the page's script ran without an error (the DOM Chromium dumps carries
-data-drawn, the number of heatmaps drawn, and no data-errors), Chromium logged no console error,
-and a screenshot of the requested size whose pixels hold the charts: enough ink, enough colors,
-and for the heatmaps their palette (the straggler's cell in the excess palette's dark end).
+Four pages: `vxperf explain --html` on a trace of tests/explain (the waterfall, the ranks' temporal
+breakdown, idle per stream), a small report (a restarted 2-rank job, a conformance case's requests
+and their transformer calls from its level-2 log), the comparison of two runs, and a large one (1024
+ranks x 40 windows with one straggler, and 20000 requests). For each: the page's script ran without
+an error (the DOM Chromium dumps carries data-drawn, the number of heatmaps drawn, and no
+data-errors), Chromium logged no console error, and a screenshot of the requested size whose
+pixels hold the charts: enough ink, enough colors, and for the heatmaps their palette (the
+straggler's cell in the excess palette's dark end).
 
   build-venv/bin/python scripts/render_check.py VXPERF [WORKDIR]
 
-Exits 77 (skipped) when Chromium, numpy or Pillow is not installed; scripts/setup.sh installs
-them.
+Each page's charts are also measured where Chromium laid them out (a script added to the page,
+its verdict in data-layout): no text outside its chart (a legend cut off), no two texts of a row
+over each other, a color per legend entry, and each y axis fitted to its data (the highest mark
+above the second-highest grid line). The small report holds a 2-rank job restarted once, whose
+ledger has all twelve parts.
+
+Fails when Chromium is missing, since scripts/setup.sh installs it; without numpy or Pillow
+(build-venv has them, a minimal setup has not) every check but the screenshots' pixels runs.
 """
 import json
 import os
@@ -41,10 +48,109 @@ def read_pixels(path):
     return pixels.shape[1], pixels.shape[0], pixels
 
 
+# Measures the charts as laid out; its verdict goes in <body data-layout="ok" | "what is wrong">.
+LAYOUT_SCRIPT = r"""<script>
+window.addEventListener('load', function () {
+  var errors = [];
+  function rect(e) { return e.getBoundingClientRect(); }
+  document.querySelectorAll('svg').forEach(function (svg, n) {
+    var box = rect(svg), t = svg.querySelector('text.title');
+    var name = t ? t.textContent : 'chart ' + n;
+    var texts = Array.prototype.slice.call(svg.querySelectorAll('text'));
+    texts.forEach(function (x) {
+      var b = rect(x);
+      if (b.width === 0) return;
+      if (b.left < box.left - 1 || b.right > box.right + 1 || b.top < box.top - 1 ||
+          b.bottom > box.bottom + 1) errors.push(name + ': "' + x.textContent + '" cut off');
+    });
+    var flat = texts.filter(function (x) { return !x.hasAttribute('transform'); });
+    for (var i = 0; i < flat.length; ++i) {
+      for (var j = i + 1; j < flat.length; ++j) {
+        if (flat[i].getAttribute('y') !== flat[j].getAttribute('y')) continue;
+        var a = rect(flat[i]), b = rect(flat[j]);
+        if (a.width && b.width && a.right > b.left + 0.5 && b.right > a.left + 0.5) {
+          errors.push(name + ': "' + flat[i].textContent + '" over "' + flat[j].textContent + '"');
+        }
+      }
+    }
+    var fills = {};
+    svg.querySelectorAll('text.legend').forEach(function (x) {
+      var swatch = x.previousElementSibling, fill = swatch && swatch.getAttribute('fill');
+      if (fills[fill]) errors.push(name + ': "' + fills[fill] + '" and "' + x.textContent +
+                                   '" share ' + fill);
+      fills[fill] = x.textContent;
+    });
+    var grid = [];
+    svg.querySelectorAll('line.grid').forEach(function (l) {
+      if (l.getAttribute('y1') === l.getAttribute('y2')) grid.push(+l.getAttribute('y1'));
+    });
+    grid.sort(function (a, b) { return a - b; });
+    var marks = [];
+    svg.querySelectorAll('circle').forEach(function (c) { marks.push(+c.getAttribute('cy')); });
+    svg.querySelectorAll('rect').forEach(function (r) {
+      if (r.querySelector('title')) marks.push(+r.getAttribute('y'));
+    });
+    svg.querySelectorAll('polygon').forEach(function (p) {
+      p.getAttribute('points').trim().split(/\s+/).forEach(function (xy) {
+        marks.push(+xy.split(',')[1]);
+      });
+    });
+    if (grid.length >= 3 && marks.length) {
+      var top = Math.min.apply(null, marks);
+      if (top > grid[1] + 0.5) {
+        errors.push(name + ': the axis runs past its data (highest mark at y ' + top +
+                    ', the top grid lines at ' + grid[0] + ' and ' + grid[1] + ')');
+      }
+    }
+  });
+  document.body.setAttribute('data-layout', errors.length ? errors.slice(0, 6).join(' | ')
+                                                          : 'ok');
+});
+</script>"""
+
+
+def ledger_records(path):
+    """Two ranks, each restarted once at step 20 after a save at step 10: every part of the
+    ledger (start-up, lost progress and the time between attempts among them) is there."""
+    lines = []
+    for rank in range(2):
+        for attempt, (first_step, start) in enumerate(((0, 1000.0), (10, 1100.0))):
+            for k in range(2):
+                step_first = first_step + 10 * k
+                steps = 10 * (k + 1)
+                productive = 0.5 * steps
+                ledger = {"wall_s": 0.0, "steps": steps, "ideal_step_s": 0.5,
+                          "startup_s": 3.0 + rank, "setup_s": 1.5, "productive_s": productive,
+                          "first_step_excess_s": 1.2, "slow_step_excess_s": 0.4 * (k + 1),
+                          "data_wait_s": 0.3 * steps * (1 + rank), "save_s": 0.8 * k,
+                          "restore_s": 0.6 * attempt, "eval_s": 0.5, "between_steps_s": 0.2,
+                          "goodput": 0.0}
+                parts = [v for key, v in ledger.items() if key.endswith("_s")
+                         and key not in ("wall_s", "ideal_step_s")]
+                ledger["wall_s"] = sum(parts)
+                ledger["goodput"] = productive / ledger["wall_s"]
+                lines.append(json.dumps({
+                    "kind": "train_window", "ts": start + ledger["wall_s"], "rank": rank,
+                    "world_size": 2, "attempt": attempt, "step_first": step_first,
+                    "step_last": step_first + 9, "steps": 10, "warmup_excluded": 0,
+                    "step_s_p50": 0.5 + 0.3 * rank, "step_s_p95": 0.7 + 0.3 * rank,
+                    "phases_s": {"data": 0.03 * (1 + rank), "fwd": 0.15, "bwd": 0.3,
+                                 "opt": 0.02},
+                    "ledger": ledger}))
+    with open(path, "w") as f:
+        f.write("\n".join(lines) + "\n")
+
+
 class Browser:
     def __init__(self, work):
         self.exe = shutil.which("chromium") or shutil.which("chromium-browser")
         self.work = work
+        try:
+            import numpy  # noqa: F401  (the screenshots' pixels)
+            import PIL  # noqa: F401
+            self.pixels = True
+        except ImportError:
+            self.pixels = False
 
     def run(self, page, *args):
         profile = tempfile.mkdtemp(prefix="chromium-")
@@ -70,6 +176,11 @@ class Browser:
         shot = os.path.join(self.work, os.path.basename(page) + ".png")
         if os.path.exists(shot):
             os.remove(shot)
+        with open(page) as f:
+            html = f.read()
+        if LAYOUT_SCRIPT not in html:
+            with open(page, "w") as f:
+                f.write(html.replace("</body>", LAYOUT_SCRIPT + "</body>", 1))
         # One load: the DOM once the page's script ran, and the screenshot.
         dom = self.run(page, "--dump-dom", f"--screenshot={shot}",
                        f"--window-size={size[0]},{size[1]}", "--hide-scrollbars")
@@ -78,6 +189,17 @@ class Browser:
             fail(f"{page}: script errors: {dom[start:start + 300]}")
         if f'data-drawn="{heatmaps}"' not in dom:
             fail(f"{page}: expected data-drawn=\"{heatmaps}\" (the script did not finish?)")
+        if 'data-layout="ok"' not in dom:
+            start = dom.find('data-layout="')
+            fail(f"{page}: charts laid out wrong: "
+                 + (dom[start:start + 900] if start >= 0 else "the layout check did not run"))
+        if not self.pixels:
+            if not os.path.getsize(shot):
+                fail(f"{shot}: empty")
+            print(f"render_check: {os.path.basename(page)}: {os.path.getsize(shot)} bytes, "
+                  f"{heatmaps} heatmaps, no script or console error, charts laid out whole "
+                  "(pixels unread: no numpy or Pillow)")
+            return
         width, height, pixels = read_pixels(shot)
         if (width, height) != size:
             fail(f"{shot}: {width}x{height}, expected {size[0]}x{size[1]}")
@@ -95,7 +217,8 @@ class Browser:
             found.append(n)
         print(f"render_check: {os.path.basename(page)}: {width}x{height}, "
               f"{os.path.getsize(shot)} bytes, {ink:.1%} ink, {colors} colors, "
-              f"palette pixels {found}, {heatmaps} heatmaps, no script or console error")
+              f"palette pixels {found}, {heatmaps} heatmaps, no script or console error, "
+              "charts laid out whole")
 
 
 def window_line(rank, index, slow):
@@ -138,22 +261,20 @@ def main():
     work = os.path.abspath(sys.argv[2]) if len(sys.argv) > 2 else tempfile.mkdtemp()
     browser = Browser(work)
     if not browser.exe:
-        print("render_check: chromium not installed (scripts/setup.sh installs it); skipping")
-        return 77
-    try:
-        import numpy  # noqa: F401  (the screenshots' pixels)
-        import PIL  # noqa: F401
-    except ImportError:
-        print("render_check: numpy and Pillow are needed (build-venv has them); skipping")
-        return 77
+        fail("chromium not installed: scripts/setup.sh installs it (apt-get install chromium)")
     os.makedirs(work, exist_ok=True)
     case = lambda name: os.path.join(CASES, name)
     viridis_dark, excess_dark = (68, 1, 84), (215, 48, 31)
 
     small = os.path.join(work, "small.html")
-    vxperf_report(vxperf, case("training-2-02.expected.jsonl"), case("inference-2-01.expected.jsonl"),
+    restarted = os.path.join(work, "restarted.jsonl")
+    ledger_records(restarted)
+    vxperf_report(vxperf, restarted, case("inference-2-01.expected.jsonl"),
                   "--html", small, "--steps", case("inference-2-01.expected.log"))
-    browser.check(small, 0, (1200, 2400))
+    with open(small) as f:
+        if "lost progress" not in f.read():
+            fail(f"{small}: no ledger chart with lost progress")
+    browser.check(small, 2, (1200, 3600))
 
     compare = os.path.join(work, "compare.html")
     vxperf_report(vxperf, "--compare", case("training-2-02.expected.jsonl"),

@@ -67,7 +67,8 @@ const Command kExplainCommand = {
     "copies\n"
     "                    (gone), peak (computation at the FLOPs' ideal), kernel:REGEX=FACTOR\n"
     "                    (kernels whose name matches take FACTOR of their time), steps:K (K\n"
-    "                    denoising steps of each request skipped)\n"
+    "                    transformer calls of each request skipped: a denoising step is one\n"
+    "                    call, or two with classifier-free guidance)\n"
     "  --partial OUT.json\n"
     "                    write what these traces give alone (a rank's analyses, waterfall and\n"
     "                    replay, kilobytes) as a partial instead of the output ('-': stdout)\n"
@@ -186,6 +187,12 @@ int run(int argc, char** argv) {
   }
   if (paths.empty())
     throw UsageError{merge ? "missing PARTIAL (try --help)" : "missing TRACE (try --help)"};
+  // Another command's file (records, an event script) is said with the command that reads it.
+  for (const std::string& path : merge ? std::vector<std::string>{} : paths) {
+    if (std::string other = kind_of_file(path, "trace"); !other.empty()) {
+      throw UsageError{path + " " + other};
+    }
+  }
   explain::Explanation e;
   try {
     if (partial) {
@@ -208,7 +215,18 @@ int run(int argc, char** argv) {
     std::fprintf(stderr, "vxperf explain: %s\n", err.what());
     return 2;
   }
-  for (const std::string& p : e.problems) std::fprintf(stderr, "vxperf explain: %s\n", p.c_str());
+  // Each problem said once: the text ends with them; beside JSON (or no text at all) they go to
+  // standard error, a CPU-only profile among them (the JSON's has_device_rows).
+  if (json || e.ranks.empty()) {
+    for (const std::string& p : e.problems) {
+      std::fprintf(stderr, "vxperf explain: %s\n", p.c_str());
+    }
+    for (const explain::RankExplanation& r : e.ranks) {
+      if (!r.has_device_rows) {
+        std::fprintf(stderr, "vxperf explain: %s: %s\n", r.file.c_str(), explain::kCpuOnly);
+      }
+    }
+  }
   if (e.ranks.empty()) {
     std::fprintf(stderr, "vxperf explain: no trace could be analysed\n");
     return 1;

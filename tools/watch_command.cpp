@@ -241,10 +241,7 @@ class View : public analysis::RecordHandler {
         if (w.throughput) {
           std::snprintf(buf, sizeof buf, "%.3f", w.throughput->samples_per_s);
           samples = buf;
-          if (w.throughput->mfu) {
-            std::snprintf(buf, sizeof buf, "%.1f%%", *w.throughput->mfu * 100.0);
-            mfu = buf;
-          }
+          if (w.throughput->mfu) mfu = percent(*w.throughput->mfu);
         }
         if (w.eta_s) eta = duration(*w.eta_s);
         std::string steps = std::to_string(w.step_first) + "-" + std::to_string(w.step_last);
@@ -310,6 +307,18 @@ class View : public analysis::RecordHandler {
   }
 
  private:
+  // A fraction with the digits a small one needs, as the report writes MFU: "45.1%", "0.47%",
+  // "0.047%" (a CPU run's MFU against a GPU peak is no "0.0%").
+  static std::string percent(double fraction) {
+    char buf[32];
+    const double p = fraction * 100.0, a = std::fabs(p);
+    const char* format = a >= 1 || a == 0 || !std::isfinite(a) ? "%.1f%%"
+                         : a >= 0.1                            ? "%.2f%%"
+                                                               : "%.2g%%";
+    std::snprintf(buf, sizeof buf, format, p);
+    return buf;
+  }
+
   static std::string duration(double s) {
     char buf[32];
     if (s < 120) {

@@ -50,11 +50,18 @@ struct LaunchStats {
   std::int64_t n_short_gpu = 0;          // launch <= 50 us and the device row shorter than it
 };
 
+// The rows of a priced stage's calls by their index within the request: kind "denoising_step" in
+// the JSON (its name kept), shown as what they are, one transformer call each ("transformer call
+// #3"): a denoising step is one call, or two with classifier-free guidance run as two calls.
+inline std::string call_label(const std::string& range, std::int64_t index) {
+  return range + " call #" + std::to_string(index);
+}
+
 // One vxperf range's device span split into parts that add up to it exactly (seconds).
 struct WaterfallRow {
   std::string range;  // the range as it is shown: "denoise", "step" (index), "forward", ...
-  std::string kind;   // "request", "stage", "denoising_step", "train_step", "phase"
-  std::int64_t step_index = -1;   // for denoising steps: which one (0-based)
+  std::string kind;  // "request", "stage", "denoising_step" (a call: call_label), "train_step", ...
+  std::int64_t step_index = -1;   // for a priced stage's calls: which call (0-based)
   std::int64_t count = 0;         // ranges aggregated
   double host_s = 0;              // the ranges' own (host) duration
   double span_s = 0;              // first start to last end of the device work they launched
@@ -168,11 +175,15 @@ struct RankReplay {
   // rounding when the replay reproduces what ran.
   double largest_row_error_us = 0;
   double largest_error_pct = 0;     // over every range
-  std::string largest_error_range;  // which ("denoise step 3 of request 0")
+  std::string largest_error_range;  // which ("transformer call #3 of request 0")
   std::vector<ReplayRow> rows;
   std::vector<WhatIfResult> what_ifs;  // in the order asked
   std::vector<std::size_t> ranked;     // what_ifs' indices, the largest gain first
 };
+
+// What a rank without device events is said to be, once: in its text section, on its page, on
+// standard error beside JSON (whose rank has has_device_rows false).
+inline constexpr const char* kCpuOnly = "no device events (a CPU-only profile): host ranges only";
 
 struct RankExplanation {
   int rank = 0;

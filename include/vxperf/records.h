@@ -75,8 +75,8 @@ struct RequestRecord {
   std::optional<std::int64_t> videos;
   std::optional<double> energy_j_per_video;
   // Serving: the seconds it waited in a queue before it began (RequestOptions::queue_s), from its
-  // start to the end of its first denoising step (a priced stage's first call), and the video's
-  // length (frames over fps) with the end-to-end time over it.
+  // start to the end of its first priced stage's call (the first denoising step's first), and
+  // the video's length (frames over fps) with the end-to-end time over it.
   std::optional<double> queue_s;
   std::optional<double> first_step_s;
   std::optional<double> video_s;

@@ -58,7 +58,10 @@ struct RequestSummary {
   std::int64_t warmup = 0;  // warmup requests seen
   double e2e_p50_s = 0, e2e_p95_s = 0, e2e_max_s = 0, e2e_mean_s = 0;
   std::vector<StageShare> stages;  // by mean time, largest first
+  // The job rate the records carry (over `devices` devices each), and the same per device: what
+  // one rank computed at, the rate MFU is of.
   std::optional<double> tflops, mfu;
+  std::optional<double> device_tflops;
   std::optional<std::uint64_t> peak_alloc_bytes, peak_reserved_bytes;
   // What the MFU rests on, from the latest priced request: its parameters, the per-device peak,
   // where that came from ("table", "env", "measured") and the dtype it is for.
@@ -101,6 +104,7 @@ struct TrainSummary {
   std::optional<double> samples_per_s_global;               // local times dp
   int dp = 1;
   std::optional<double> tflops, hw_tflops, mfu, hfu;  // weighted by priced seconds
+  std::optional<double> device_tflops;                // tflops per device (RequestSummary's)
   std::optional<std::uint64_t> peak_alloc_bytes, peak_reserved_bytes;
   std::optional<double> eta_s;  // from the latest window
   // As RequestSummary's, from the latest priced window (trainable too).
@@ -189,7 +193,8 @@ struct RankSummary {
   std::int64_t windows = 0;
   std::int64_t steps = 0;
   std::optional<double> step_p50_s, step_p95_s;
-  std::optional<double> samples_per_s, tflops, mfu;
+  // tflops: the job rate its records carry; device_tflops: its own (the job rate per device).
+  std::optional<double> samples_per_s, tflops, mfu, device_tflops;
   std::optional<std::uint64_t> peak_alloc_bytes;
   std::vector<std::pair<std::string, double>> phase_s;  // mean seconds per step
   // Seconds per step above the ranks' per-phase medians (the straggler rule's measure).
@@ -299,8 +304,9 @@ class ChartData : public RecordHandler {
   std::unique_ptr<Impl> impl_;
 };
 
-// The denoising steps of requests: each call of a transformer stage ("transformer",
-// "transformer_2"), in call order, in milliseconds.
+// The transformer calls of requests (DenoisingRequest keeps its name): each call of a transformer
+// stage ("transformer", "transformer_2"), in call order, in milliseconds; one or two a denoising
+// step, which a log or trace does not tell apart.
 struct DenoisingRequest {
   int rank = 0;
   std::int64_t req = 0;

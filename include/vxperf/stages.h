@@ -5,8 +5,8 @@
 // diffusers pipeline's components, the LibTorch adapter's roles). Every part of vxperf that names
 // them or asks what a stage is reads this table: the stage registry (it interns the names in
 // table order, so a row's index is its StageId and kTransformer ... in vxperf/inference.h are
-// constants), the request's settling and `vxperf report` (which calls are priced and counted as
-// denoising steps: is_priced_stage), the denoising steps of a log or trace, the LibTorch adapter
+// constants), the request's settling and `vxperf report` (which calls are priced, the denoising
+// model's: is_priced_stage), the transformer calls of a log or trace, the LibTorch adapter
 // (a Role is a row: its stage, its phase in training, whether its inputs give tokens), replay (a
 // declared model's default stage) and the Python package (through the extension's stages() and
 // is_priced_stage()).
@@ -41,7 +41,7 @@ enum class KnownStage : std::uint8_t {
 struct StageInfo {
   KnownStage stage;  // its key; its index in the table is its StageId
   const char* name;  // in records, lines, scripts and the Python package
-  // Priced in FLOPs by the model declared for it, its calls counted as denoising steps: what
+  // Priced in FLOPs by the model declared for it, its calls the denoising model's: what
   // is_priced_stage says of its name (and of any name outside the table).
   bool priced;
   Phase phase;  // the training phase a model call of it belongs to
@@ -66,7 +66,7 @@ inline constexpr StageId stage_id(KnownStage stage) {
   return StageId{static_cast<std::uint32_t>(stage)};
 }
 
-// Whether calls of the stage `name` are priced in FLOPs and counted as denoising steps: a name
+// Whether calls of the stage `name` are priced in FLOPs, the denoising model's calls: a name
 // starting with the transformer stage's ("transformer", "transformer_2", a program's own
 // "transformer_3"). The same for every stage, of the table or not.
 constexpr bool is_priced_stage(std::string_view name) {

@@ -409,7 +409,9 @@ PYBIND11_MODULE(_ext, m) {
       "table).");
   m.def(
       "is_priced_stage", [](const std::string& name) { return vxperf::is_priced_stage(name); },
-      py::arg("name"), "Whether a stage's calls are priced and counted as denoising steps.");
+      py::arg("name"),
+      "Whether a stage's calls are priced in FLOPs: the denoising model's calls (one or two a "
+      "denoising step).");
   m.def("stage_id", &api::stage_id, py::arg("name"));
   m.def("closed_calls", &api::closed_calls, py::arg("stage"));
   m.def("open_calls", &api::open_calls, py::arg("stage"));

@@ -143,7 +143,7 @@ DenoisingSteps read_denoising_steps(const std::vector<std::string>& paths) {
     log.finish(steps.requests);
     if (steps.requests.size() == before) {
       steps.warnings.push_back(path +
-                               ": no denoising steps (it needs the VIDEOX_PERF=2 log or a "
+                               ": no transformer calls (it needs the VIDEOX_PERF=2 log or a "
                                "VIDEOX_PERF_TRACE event script of requests)");
     }
   }

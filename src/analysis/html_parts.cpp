@@ -21,7 +21,7 @@ std::string rank_label(int rank) { return "rank " + std::to_string(rank); }
 
 std::string time_text(double seconds) { return units::in_unit(seconds, units::time_unit(seconds)); }
 
-std::string percent(double fraction) { return strprintf("%.1f%%", fraction * 100.0); }
+std::string percent(double fraction) { return units::percent(fraction); }
 
 svg::YAxis time_axis(const std::string& label, double top) {
   return {label, units::time_unit(top)};

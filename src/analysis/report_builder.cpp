@@ -209,7 +209,7 @@ struct RequestAcc {
   std::optional<double> e2e_max;
   std::optional<double> first_start, last_end;  // wall-clock seconds
   OrderedSums stage_ms, stage_calls;
-  WeightedMean tflops, mfu;
+  WeightedMean tflops, device_tflops, mfu;
   double effective = 0;  // full forwards the transformer calls came to
   // A request computed by a group of ranks: (its data-parallel index, its number) -> its place
   // in e2e. The run's sums count it once; a rank's, each of its records.
@@ -270,6 +270,7 @@ struct RequestAcc {
     if (r.dit) {
       const DitThroughput& d = *r.dit;
       tflops.add(d.tflops, 1);
+      device_tflops.add(d.tflops / std::max(d.devices, 1), 1);
       if (d.mfu) mfu.add(*d.mfu, 1);
       s.params = d.params;
       dtype = dtype_name(d.dtype);
@@ -316,6 +317,7 @@ struct RequestAcc {
         out.stages.begin(), out.stages.end(),
         [](const StageShare& a, const StageShare& b) { return a.mean_ms > b.mean_ms; });
     out.tflops = tflops.get();
+    out.device_tflops = device_tflops.get();
     out.mfu = mfu.get();
     if (out.skipped_fwd) out.effective_fwd = effective;
     return out;
@@ -394,7 +396,7 @@ struct TrainAcc {
   StepValues p50s{kRankValues}, p95s{kRankValues};
   OrderedSums phases;
   double phase_steps = 0;
-  WeightedMean tflops, hw_tflops, mfu, hfu;
+  WeightedMean tflops, device_tflops, hw_tflops, mfu, hfu;
   bool have_latest = false;  // the window the ETA is taken from
   std::int64_t latest_step = 0;
   int latest_rank = 0;
@@ -435,6 +437,7 @@ struct TrainAcc {
       if (t.priced) {
         double priced = t.priced_s > 0 ? t.priced_s : 1.0;
         tflops.add(t.tflops, priced);
+        device_tflops.add(t.tflops / std::max(t.devices, 1), priced);
         hw_tflops.add(t.hw_tflops, priced);
         if (t.mfu) mfu.add(*t.mfu, priced);
         if (t.hfu) hfu.add(*t.hfu, priced);
@@ -499,6 +502,7 @@ struct TrainAcc {
     out.samples_per_s = samples.get();
     if (out.samples_per_s) out.samples_per_s_global = *out.samples_per_s * out.dp;
     out.tflops = tflops.get();
+    out.device_tflops = device_tflops.get();
     out.hw_tflops = hw_tflops.get();
     out.mfu = mfu.get();
     out.hfu = hfu.get();
@@ -968,6 +972,7 @@ Report ReportBuilder::finish(std::vector<std::string> sources) const {
       rs.e2e_p50_s = q.e2e_p50_s;
       if (q.peak_alloc_bytes) keep_max(rs.peak_alloc_bytes, *q.peak_alloc_bytes);
       rs.tflops = q.tflops;
+      rs.device_tflops = q.device_tflops;
       rs.mfu = q.mfu;
     }
     if (r.training) {
@@ -978,6 +983,7 @@ Report ReportBuilder::finish(std::vector<std::string> sources) const {
       rs.step_p95_s = t.step_p95_s;
       rs.samples_per_s = t.samples_per_s;
       rs.tflops = t.tflops;
+      rs.device_tflops = t.device_tflops;
       rs.mfu = t.mfu;
       if (t.peak_alloc_bytes) keep_max(rs.peak_alloc_bytes, *t.peak_alloc_bytes);
       rs.phase_s = t.phase_s;

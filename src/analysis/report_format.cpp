@@ -56,6 +56,52 @@ std::string rank_field_cell(const RankSummary& rank, const ReadingSummary& colum
   return r->show.fold == Fold::kList ? internal::join(r->seen, ", ") : reading_value(*r, r->value);
 }
 
+std::optional<StageShare> other_stage(const RequestSummary& r) {
+  double share = 1.0, ms = r.e2e_mean_s * 1000.0;
+  for (const auto& s : r.stages) {
+    share -= s.share;
+    ms -= s.mean_ms;
+  }
+  if (r.stages.empty() || share < 0.0005) return std::nullopt;
+  StageShare other;
+  other.name = "other";
+  other.mean_ms = std::max(ms, 0.0);
+  other.share = share;
+  return other;
+}
+
+std::string windows_text(const TrainSummary& t) {
+  auto windows = [](std::int64_t n) {
+    return internal::strprintf("%lld window%s", static_cast<long long>(n), n == 1 ? "" : "s");
+  };
+  if (t.ranks <= 1) return "in " + windows(t.windows);
+  if (t.windows % t.ranks == 0) {
+    return "in " + windows(t.windows / t.ranks) +
+           internal::strprintf(" per rank (%lld over the %d ranks)",
+                               static_cast<long long>(t.windows), t.ranks);
+  }
+  return "in " + windows(t.windows) + internal::strprintf(" over the %d ranks together", t.ranks);
+}
+
+std::string no_stragglers_note(bool training) {
+  return internal::strprintf(
+      "none above the threshold (no rank's %s above the ranks' median%s exceeds the least rank's "
+      "by %.0f%% of the median %s)",
+      training ? "time per step" : "e2e p50", training ? "s per phase" : "",
+      kStragglerMargin * 100.0, training ? "step" : "e2e p50");
+}
+
+std::string slowest_rank_cost(const RankSummary& rank) {
+  std::string where;
+  for (const auto& [phase, seconds] : rank.lost_phases_s) {
+    where += internal::strprintf("%s%s %.3fs", where.empty() ? "" : ", ", phase.c_str(), seconds);
+  }
+  return internal::strprintf(
+      "Slowest rank's cost: rank %d %.3fs above the ranks' per-phase medians in the windows it was "
+      "slowest in (%s)",
+      rank.rank, rank.lost_s.value_or(0), where.c_str());
+}
+
 namespace {
 
 Json reading_json(const ReadingSummary& r, const std::optional<double>& v) {

@@ -41,4 +41,22 @@ std::string rank_field_cell(const RankSummary& rank, const ReadingSummary& colum
 // beside it ("power_w_mean", "power_w_max"); a list as an array.
 void add_readings(Json& j, const std::vector<ReadingSummary>& readings);
 
+// The requests' end-to-end time in no stage, as a row of the stage table ("other", its calls 0),
+// where the stages' shares add up to less than the whole (by 0.05% or more); none otherwise
+// (stages that overlap, such as a transformer's device time past its host call, add up to more).
+std::optional<StageShare> other_stage(const RequestSummary& r);
+
+// A training's windows, per rank where the ranks wrote as many each: "in 4 windows per rank (8
+// over the 2 ranks)", else "in 7 windows over the 2 ranks together"; "in 4 windows" for one rank.
+std::string windows_text(const TrainSummary& t);
+
+// "Stragglers: " and this where there are none: "none above the threshold (...)": no rank above the
+// straggler rule's threshold (kStragglerMargin of the median step, or of the median e2e p50 for
+// requests alone).
+std::string no_stragglers_note(bool training);
+// What each window's slowest rank cost, without its scores: "Slowest rank's cost: rank 2 10.000s
+// above the ranks' per-phase medians in the windows it was slowest in (data 10.000s)". No
+// straggler verdict: some rank is the slowest of every window, a straggler or not.
+std::string slowest_rank_cost(const RankSummary& rank);
+
 }  // namespace vxperf::analysis::report_format

@@ -22,6 +22,17 @@ struct Facts {
   std::string html() const { return table_html(t, "facts"); }
 };
 
+// "570.9 TFLOPS", or for a job rate of several devices "570.9 TFLOPS job (285.5 TFLOPS per
+// device)"; empty without a rate.
+std::string rate_text(const std::optional<double>& rate, const std::optional<double>& device) {
+  if (!rate) return "";
+  std::string text = units::flops_rate(*rate);
+  if (device && *rate > *device * 1.0001) {
+    text += " job (" + units::flops_rate(*device) + " per device)";
+  }
+  return text;
+}
+
 std::string rate_basis(const std::optional<double>& peak, const std::string& source,
                        const std::string& dtype) {
   if (!peak) return "";
@@ -86,7 +97,7 @@ std::string requests_summary(const RequestSummary& r) {
   f.add("end to end", "p50 " + time_text(r.e2e_p50_s) + ", p95 " + time_text(r.e2e_p95_s) +
                           ", max " + time_text(r.e2e_max_s) + ", mean " + time_text(r.e2e_mean_s));
   if (r.params) f.add("DiT", units::param_count(*r.params) + " params");
-  if (r.tflops) f.add("rate", units::flops_rate(*r.tflops));
+  f.add("rate", rate_text(r.tflops, r.device_tflops));
   if (r.mfu)
     f.add("MFU", percent(*r.mfu) + " " + rate_basis(r.peak_tflops, r.peak_source, r.dtype));
   if (r.skipped_fwd) {
@@ -98,22 +109,32 @@ std::string requests_summary(const RequestSummary& r) {
   field_facts(f, r.fields);
   f.add("peak memory", memory_text(r.peak_alloc_bytes, r.peak_reserved_bytes));
   energy_facts(f, r.energy, r.videos == r.count ? "request (video)" : "request", "requests");
-  Table stages{{"stage", "mean per request", "calls per request", "share of end to end"}, {}, {}};
+  Table stages{
+      {"stage", "mean per request", "calls per request", "mean per call", "share of end to end"},
+      {},
+      {}};
   double top = 0;
   for (const auto& s : r.stages) top = std::max(top, s.mean_ms / 1000.0);
   units::Unit unit = units::time_unit(top);
   for (const auto& s : r.stages) {
+    const std::string per_call =
+        s.calls > 0 ? time_text(s.mean_ms / 1000.0 / s.calls) : std::string("-");
     stages.rows.push_back({escape(s.name), escape(units::in_unit(s.mean_ms / 1000.0, unit)),
-                           strprintf("%.1f", s.calls), share_cell(s.share)});
+                           strprintf("%.1f", s.calls), escape(per_call), share_cell(s.share)});
+  }
+  if (auto other = report_format::other_stage(r)) {
+    stages.rows.push_back({"other (in no stage)",
+                           escape(units::in_unit(other->mean_ms / 1000.0, unit)), "-", "-",
+                           share_cell(other->share)});
   }
   return "<h3>Requests</h3>\n" + f.html() + table_html(stages);
 }
 
 std::string training_summary(const TrainSummary& t) {
   Facts f;
-  std::string steps = strprintf("%lld in %lld windows%s", static_cast<long long>(t.steps),
-                                static_cast<long long>(t.windows),
-                                t.ranks > 1 ? strprintf(" of %d ranks", t.ranks).c_str() : "");
+  std::string steps =
+      strprintf("%lld%s ", static_cast<long long>(t.steps), t.ranks > 1 ? " of the job," : "") +
+      report_format::windows_text(t);
   if (t.warmup_excluded) {
     steps += strprintf(" (%lld warmup excluded)", static_cast<long long>(t.warmup_excluded));
   }
@@ -130,7 +151,7 @@ std::string training_summary(const TrainSummary& t) {
     }
     f.add("DiT", text);
   }
-  if (t.tflops) f.add("rate", units::flops_rate(*t.tflops));
+  f.add("rate", rate_text(t.tflops, t.device_tflops));
   if (t.mfu || t.hfu) {
     f.add("MFU / HFU", (t.mfu ? percent(*t.mfu) : "-") + " / " + (t.hfu ? percent(*t.hfu) : "-") +
                            " " + rate_basis(t.peak_tflops, t.peak_source, t.dtype));
@@ -157,8 +178,8 @@ std::string training_summary(const TrainSummary& t) {
 }
 
 std::string ranks_summary(const Report& report) {
-  Table t{{"rank", "requests", "e2e p50", "steps", "step p50", "step p95", "samples/s", "FLOP/s",
-           "MFU", "peak alloc", "excess"},
+  Table t{{"rank", "requests", "e2e p50", "steps", "step p50", "step p95", "samples/s",
+           "FLOP/s per device", "MFU", "peak alloc", "excess"},
           {},
           {}};
   // The fields shown per rank, a column each after the table's own.
@@ -182,7 +203,8 @@ std::string ranks_summary(const Report& report) {
         {std::to_string(rs.rank) + (slow ? " <b>straggler</b>" : ""), std::to_string(rs.requests),
          cell(rs.e2e_p50_s, e2e), std::to_string(rs.steps), cell(rs.step_p50_s, step),
          cell(rs.step_p95_s, step), rs.samples_per_s ? strprintf("%.3f", *rs.samples_per_s) : "-",
-         rs.tflops ? escape(units::flops_rate(*rs.tflops)) : "-", rs.mfu ? percent(*rs.mfu) : "-",
+         rs.device_tflops ? escape(units::flops_rate(*rs.device_tflops)) : "-",
+         rs.mfu ? percent(*rs.mfu) : "-",
          rs.peak_alloc_bytes
              ? escape(units::in_unit(static_cast<double>(*rs.peak_alloc_bytes), bytes))
              : "-",
@@ -195,7 +217,16 @@ std::string ranks_summary(const Report& report) {
   std::string s = strprintf("<h3>Ranks (%zu)</h3>\n", report.ranks.size());
   s += report.ranks.size() > 16 ? "<div class=\"scroll\">" + table_html(t) + "</div>\n"
                                 : table_html(t);
-  if (report.stragglers.empty()) return s + "<p>Stragglers: none</p>\n";
+  // What each window's slowest rank cost, which is no straggler verdict.
+  std::string costs;
+  for (const auto& rs : report.ranks) {
+    if (rs.lost_s) costs += "<p>" + escape(report_format::slowest_rank_cost(rs)) + "</p>\n";
+  }
+  if (report.stragglers.empty()) {
+    return s + "<p>Stragglers: " +
+           escape(report_format::no_stragglers_note(report.training.has_value())) + "</p>\n" +
+           costs;
+  }
   s += "<p class=\"warn\">Stragglers:";
   for (std::size_t i = 0; i < report.stragglers.size(); ++i) {
     for (const auto& rs : report.ranks) {
@@ -207,7 +238,7 @@ std::string ranks_summary(const Report& report) {
     }
   }
   return s + escape(" against the median " + time_text(report.rank_median_s.value_or(0))) +
-         "</p>\n";
+         "</p>\n" + costs;
 }
 
 // The job's energy (#28): totals, per video and per sample, a row per device.

@@ -69,6 +69,13 @@ void add_basis(Json& j, const std::optional<std::int64_t>& params,
   if (effective) j["effective_fwd"] = *effective;
 }
 
+// The requests' time in no stage (report_format::other_stage), or null.
+Json other_json(const RequestSummary& r) {
+  auto other = report_format::other_stage(r);
+  if (!other) return nullptr;
+  return {{"mean_ms", other->mean_ms}, {"share", other->share}};
+}
+
 // A layout as its record carries it (the field table's object), or null.
 Json layout_json(const std::optional<ParallelLayout>& layout) {
   if (!layout) return nullptr;
@@ -116,7 +123,9 @@ std::string report_json(const Report& report) {
                        {"max", r->e2e_max_s},
                        {"mean", r->e2e_mean_s}}},
                      {"stages", stages},
+                     {"other", other_json(*r)},
                      {"tflops", opt_json(r->tflops)},
+                     {"device_tflops", opt_json(r->device_tflops)},
                      {"mfu", opt_json(r->mfu)},
                      {"peak_alloc_bytes", opt_json(r->peak_alloc_bytes)},
                      {"peak_reserved_bytes", opt_json(r->peak_reserved_bytes)},
@@ -145,6 +154,7 @@ std::string report_json(const Report& report) {
                      {"samples_per_s_global", opt_json(t->samples_per_s_global)},
                      {"dp", t->dp},
                      {"tflops", opt_json(t->tflops)},
+                     {"device_tflops", opt_json(t->device_tflops)},
                      {"hw_tflops", opt_json(t->hw_tflops)},
                      {"mfu", opt_json(t->mfu)},
                      {"hfu", opt_json(t->hfu)},
@@ -173,6 +183,7 @@ std::string report_json(const Report& report) {
                      {"step_p95_s", opt_json(rs.step_p95_s)},
                      {"samples_per_s", opt_json(rs.samples_per_s)},
                      {"tflops", opt_json(rs.tflops)},
+                     {"device_tflops", opt_json(rs.device_tflops)},
                      {"mfu", opt_json(rs.mfu)},
                      {"peak_alloc_bytes", opt_json(rs.peak_alloc_bytes)},
                      {"phases_s", phases},

@@ -119,6 +119,10 @@ using units::flops_rate;
 using units::gib;
 using units::param_count;
 
+std::string pct(const std::optional<double>& fraction) {
+  return fraction ? units::percent(*fraction) : std::string("-");
+}
+
 std::string flops_cell(const std::optional<double>& tflops) {
   return tflops ? units::flops_cell(*tflops) : std::string("-");
 }
@@ -127,11 +131,16 @@ std::string flops_cell(const std::optional<double>& tflops) {
 // records say a peak's source only when it was measured (a table or variable peak is the
 // reference's own and unmarked), and the dtype only when it is not bf16.
 std::string dit_line(const std::optional<std::int64_t>& params, const std::optional<double>& rate,
-                     const std::string& utilization, const std::optional<double>& peak,
-                     const std::string& source, const std::string& dtype) {
+                     const std::optional<double>& device_rate, const std::string& utilization,
+                     const std::optional<double>& peak, const std::string& source,
+                     const std::string& dtype) {
   std::string text = "  DiT ";
   if (params) text += param_count(*params) + " params  ";
   text += rate ? flops_rate(*rate) : std::string("-");
+  // A job rate of several devices says so, with what one device computed at (the MFU's rate).
+  if (rate && device_rate && *rate > *device_rate * 1.0001) {
+    text += " job (" + flops_rate(*device_rate) + " per device)";
+  }
   text += "  " + utilization;
   if (peak) {
     text += " of " + flops_rate(*peak) + " per device";
@@ -224,8 +233,10 @@ std::string format_report(const Report& report) {
                                    r->warmup == r->count ? "included: all are warmup" : "excluded")
                              .c_str()
                        : ""));
-    line(strprintf("  e2e      p50 %.3fs  p95 %.3fs  max %.3fs  mean %.3fs", r->e2e_p50_s,
-                   r->e2e_p95_s, r->e2e_max_s, r->e2e_mean_s));
+    const double e2e_top = r->e2e_max_s;
+    line("  e2e      p50 " + units::seconds(r->e2e_p50_s, e2e_top) + "  p95 " +
+         units::seconds(r->e2e_p95_s, e2e_top) + "  max " + units::seconds(r->e2e_max_s) +
+         "  mean " + units::seconds(r->e2e_mean_s, e2e_top));
     if (r->requests_per_hour) {
       line(strprintf("  rate     %.1f requests/hour", *r->requests_per_hour));
     }
@@ -236,12 +247,21 @@ std::string format_report(const Report& report) {
                             static_cast<long long>(r->shared_records))
                 : std::string()));
     }
-    line(strprintf("  %-16s %12s %8s %8s", "stage", "mean/request", "calls", "share"));
+    // Per request and per call: a transformer's calls are not its denoising steps (two calls a
+    // step with classifier-free guidance run as two).
+    line(strprintf("  %-16s %12s %8s %10s %8s", "stage", "mean/request", "calls", "mean/call",
+                   "share"));
     for (const auto& s : r->stages) {
-      line(strprintf("  %-16s %10.1fms %8.1f %7.1f%%", s.name.c_str(), s.mean_ms, s.calls,
+      line(strprintf("  %-16s %10.1fms %8.1f %10s %7.1f%%", s.name.c_str(), s.mean_ms, s.calls,
+                     s.calls > 0 ? strprintf("%.1fms", s.mean_ms / s.calls).c_str() : "-",
                      s.share * 100.0));
     }
-    line(dit_line(r->params, r->tflops, "MFU " + opt_text(r->mfu, "%.1f%%", 100.0), r->peak_tflops,
+    // The end-to-end time in no stage, so that the shares add up.
+    if (auto other = report_format::other_stage(*r)) {
+      line(strprintf("  %-16s %10.1fms %8s %10s %7.1f%%", "other", other->mean_ms, "-", "-",
+                     other->share * 100.0));
+    }
+    line(dit_line(r->params, r->tflops, r->device_tflops, "MFU " + pct(r->mfu), r->peak_tflops,
                   r->peak_source, r->dtype));
     if (r->skipped_fwd) {
       line(skip_line(
@@ -261,19 +281,19 @@ std::string format_report(const Report& report) {
     }
   }
   if (const auto& t = report.training) {
-    // Steps are the job's (global steps, the most any rank closed), windows every rank's.
-    line(strprintf("Training: %lld steps%s in %lld windows%s%s", static_cast<long long>(t->steps),
+    // Steps are the job's (global steps, the most any rank closed); windows per rank.
+    line(strprintf("Training: %lld steps%s%s ", static_cast<long long>(t->steps),
                    t->steps_run_again ? strprintf(" (and %lld run again after a restart)",
                                                   static_cast<long long>(t->steps_run_again))
                                             .c_str()
                                       : "",
-                   static_cast<long long>(t->windows),
-                   t->ranks > 1 ? strprintf(" of %d ranks", t->ranks).c_str() : "",
-                   t->warmup_excluded ? strprintf(" (%lld warmup excluded)",
-                                                  static_cast<long long>(t->warmup_excluded))
-                                            .c_str()
-                                      : ""));
-    line(strprintf("  step     p50 %.3fs  p95 %.3fs", t->step_p50_s, t->step_p95_s));
+                   t->ranks > 1 ? " of the job," : "") +
+         report_format::windows_text(*t) +
+         (t->warmup_excluded
+              ? strprintf(" (%lld warmup excluded)", static_cast<long long>(t->warmup_excluded))
+              : std::string()));
+    line("  step     p50 " + units::seconds(t->step_p50_s, t->step_p95_s) + "  p95 " +
+         units::seconds(t->step_p95_s));
     if (t->layout) line(layout_line(*t->layout, false));
     line(strprintf("  %-16s %12s %8s", "phase", "mean/step", "share"));
     for (std::size_t i = 0; i < t->phase_s.size(); ++i) {
@@ -283,10 +303,9 @@ std::string format_report(const Report& report) {
     line("  " + opt_text(t->samples_per_s, "%.3f samples/s") +
          strprintf(" per rank, dp=%d -> ", t->dp) +
          opt_text(t->samples_per_s_global, "%.3f samples/s global"));
-    line(dit_line(
-        t->params, t->tflops,
-        "MFU " + opt_text(t->mfu, "%.1f%%", 100.0) + "  HFU " + opt_text(t->hfu, "%.1f%%", 100.0),
-        t->peak_tflops, t->peak_source, t->dtype));
+    line(dit_line(t->params, t->tflops, t->device_tflops,
+                  "MFU " + pct(t->mfu) + "  HFU " + pct(t->hfu), t->peak_tflops, t->peak_source,
+                  t->dtype));
     if (t->params && t->trainable && *t->trainable != *t->params) {
       line("  trainable " + param_count(*t->trainable) + " params");
     }
@@ -312,25 +331,24 @@ std::string format_report(const Report& report) {
       return text;
     };
     line(strprintf("Ranks (%zu):", report.ranks.size()));
-    line(strprintf("  %4s %8s %9s %6s %9s %9s %10s %8s %7s %10s %9s", "rank", "requests", "e2e p50",
-                   "steps", "step p50", "step p95", "samples/s", "FLOP/s", "MFU", "peak alloc",
-                   "excess") +
+    line(strprintf("  %4s %8s %9s %6s %9s %9s %10s %10s %7s %10s %9s", "rank", "requests",
+                   "e2e p50", "steps", "step p50", "step p95", "samples/s", "FLOP/s/dev", "MFU",
+                   "peak alloc", "excess") +
          field_cells([](const ReadingSummary* c) { return std::string(c->show.label); }));
     for (const auto& rs : report.ranks) {
-      line(strprintf("  %4d %8lld %9s %6lld %9s %9s %10s %8s %7s %10s %9s", rs.rank,
+      line(strprintf("  %4d %8lld %9s %6lld %9s %9s %10s %10s %7s %10s %9s", rs.rank,
                      static_cast<long long>(rs.requests), opt_text(rs.e2e_p50_s, "%.3fs").c_str(),
                      static_cast<long long>(rs.steps), opt_text(rs.step_p50_s, "%.3fs").c_str(),
                      opt_text(rs.step_p95_s, "%.3fs").c_str(),
-                     opt_text(rs.samples_per_s, "%.3f").c_str(), flops_cell(rs.tflops).c_str(),
-                     opt_text(rs.mfu, "%.1f%%", 100).c_str(),
+                     opt_text(rs.samples_per_s, "%.3f").c_str(),
+                     flops_cell(rs.device_tflops).c_str(), pct(rs.mfu).c_str(),
                      rs.peak_alloc_bytes ? gib(*rs.peak_alloc_bytes).c_str() : "-",
                      opt_text(rs.excess_s, "%.3fs").c_str()) +
-           field_cells([&](const ReadingSummary* c) {
-             return report_format::rank_field_cell(rs, *c);
-           }));
+           field_cells(
+               [&](const ReadingSummary* c) { return report_format::rank_field_cell(rs, *c); }));
     }
     if (report.stragglers.empty()) {
-      line("Stragglers: none");
+      line("Stragglers: " + report_format::no_stragglers_note(report.training.has_value()));
     } else {
       std::string text = "Stragglers:";
       for (std::size_t i = 0; i < report.stragglers.size(); ++i) {
@@ -345,16 +363,12 @@ std::string format_report(const Report& report) {
       text += strprintf(" against the median %.3fs", *report.rank_median_s);
       line(text);
     }
-    // What the slowest rank of each window cost, by phase, with its scores.
+    // What the slowest rank of each window cost, by phase, with its scores: some rank is the
+    // slowest of every window, a straggler or not.
     for (const auto& rs : report.ranks) {
       if (!rs.lost_s) continue;
-      std::string where;
-      for (const auto& [phase, seconds] : rs.lost_phases_s) {
-        where += strprintf("%s%s %.3fs", where.empty() ? "" : ", ", phase.c_str(), seconds);
-      }
-      line(strprintf("Straggler cost: rank %d %.3fs lost as the slowest rank (%s); scores "
-                     "relative %.2f, individual %.2f",
-                     rs.rank, *rs.lost_s, where.c_str(), rs.relative_score.value_or(1.0),
+      line(report_format::slowest_rank_cost(rs) +
+           strprintf("; scores relative %.2f, individual %.2f", rs.relative_score.value_or(1.0),
                      rs.individual_score.value_or(1.0)));
     }
     // The lowest per-phase score that costs time: where a synchronized job's step scores hide it.

@@ -13,12 +13,35 @@ namespace {
 constexpr double kWidth = 1000, kHeight = 320;
 constexpr double kLeft = 70, kRight = 20, kTop = 40, kBottom = 50;
 
+// A color per series or part: twenty, so that no chart repeats one (the ledger has 12 parts);
+// the first ten are the usual categorical ten, the next ten darker or lighter hues of their own.
 const char* const kPalette[] = {"#4e79a7", "#f28e2b", "#e15759", "#76b7b2", "#59a14f",
-                                "#edc948", "#b07aa1", "#ff9da7", "#9c755f", "#bab0ac"};
+                                "#edc948", "#b07aa1", "#ff9da7", "#9c755f", "#bab0ac",
+                                "#1b3a6b", "#8c510a", "#7b1f2e", "#2a6f68", "#1f5f2a",
+                                "#b38b00", "#5e2f73", "#c51b7d", "#3d3d3d", "#a6cee3"};
 
 std::string color(std::size_t i) { return kPalette[i % (sizeof kPalette / sizeof *kPalette)]; }
 
-// A "nice" upper bound for an axis: 1, 2 or 5 times a power of ten.
+// A y axis fitted to the data: ticks a "nice" step apart (1, 2, 2.5 or 5 times a power of ten),
+// at most five of them above zero, the top the first tick at or above the data (20 s of data
+// reads up to 25 s, not to 50).
+struct Ticks {
+  double top = 1;
+  int count = 4;  // intervals from zero to top
+};
+Ticks fit_ticks(double value) {
+  if (!(value > 0) || !std::isfinite(value)) return {};
+  double p = std::pow(10.0, std::floor(std::log10(value / 5.0)));
+  for (double base : {1.0, 2.0, 2.5, 5.0, 10.0, 20.0}) {
+    double step = base * p;
+    double n = std::ceil(value / step - 1e-9);
+    if (n <= 5) return {n * step, static_cast<int>(std::max(1.0, n))};
+  }
+  return {value, 4};
+}
+
+// A "nice" bound: 1, 2 or 5 times a power of ten at or above `value` (x ticks' spacing, the
+// comparison's symmetric axis).
 double nice_max(double value) {
   if (!(value > 0) || !std::isfinite(value)) return 1;
   double p = std::pow(10.0, std::floor(std::log10(value)));
@@ -30,7 +53,9 @@ double nice_max(double value) {
 
 std::string axis_label(double v) {
   if (v == 0) return "0";
-  if (std::fabs(v) >= 1000 || std::fabs(v) < 0.01) return strprintf("%.2g", v);
+  // Whole thousands as they are ("1000", "25000"), not "1e+03"; beyond a million, exponents.
+  if (std::fabs(v) >= 1e6 || std::fabs(v) < 0.01) return strprintf("%.2g", v);
+  if (std::fabs(v) >= 1000) return strprintf("%.0f", v);
   return strprintf("%.3g", v);
 }
 
@@ -38,22 +63,18 @@ std::string y_title(const YAxis& y) {
   return y.unit.name.empty() ? y.label : y.label + " (" + y.unit.name + ")";
 }
 
-std::string svg_open(const std::string& title, const std::string& y_label, double y_max,
-                     double height = kHeight) {
-  std::string s = strprintf(
-      "<svg xmlns=\"http://www.w3.org/2000/svg\" viewBox=\"0 0 %.0f %.0f\" width=\"%.0f\" "
-      "height=\"%.0f\">\n",
-      kWidth, height, kWidth, height);
-  s += "<text x=\"10\" y=\"22\" class=\"title\">" + escape(title) + "</text>\n";
+// The frame's title, y-axis title and grid; the <svg> element around it is wrap()'s, once the
+// legend's rows (the height) are known.
+std::string frame(const std::string& title, const std::string& y_label, const Ticks& ticks) {
+  std::string s = "<text x=\"10\" y=\"22\" class=\"title\">" + escape(title) + "</text>\n";
   s += strprintf(
       "<text x=\"14\" y=\"%.0f\" class=\"axis\" transform=\"rotate(-90 14 %.0f)\" "
       "text-anchor=\"middle\">%s</text>\n",
-      (kTop + height - kBottom) / 2, (kTop + height - kBottom) / 2, escape(y_label).c_str());
-  if (y_max <= 0) return s;
-  double plot_h = height - kTop - kBottom;
-  for (int i = 0; i <= 4; ++i) {
-    double v = y_max * i / 4;
-    double y = height - kBottom - plot_h * i / 4;
+      (kTop + kHeight - kBottom) / 2, (kTop + kHeight - kBottom) / 2, escape(y_label).c_str());
+  double plot_h = kHeight - kTop - kBottom;
+  for (int i = 0; i <= ticks.count; ++i) {
+    double v = ticks.top * i / ticks.count;
+    double y = kHeight - kBottom - plot_h * i / ticks.count;
     s += strprintf(
         "<line x1=\"%.0f\" x2=\"%.0f\" y1=\"%.1f\" y2=\"%.1f\" class=\"grid\"/>"
         "<text x=\"%.0f\" y=\"%.1f\" class=\"axis\" text-anchor=\"end\">%s</text>\n",
@@ -62,20 +83,47 @@ std::string svg_open(const std::string& title, const std::string& y_label, doubl
   return s;
 }
 
-std::string legend(const std::vector<std::string>& names, const std::vector<bool>& dashed = {}) {
+std::string wrap(const std::string& body, double height) {
+  return strprintf(
+             "<svg xmlns=\"http://www.w3.org/2000/svg\" viewBox=\"0 0 %.0f %.0f\" width=\"%.0f\" "
+             "height=\"%.0f\">\n",
+             kWidth, height, kWidth, height) +
+         body + "</svg>\n";
+}
+
+// The width an 11 px label takes, generously (the page's sans-serif averages under 7 px a
+// character; capitals and digits come near it).
+double text_width(const std::string& text) { return 7.0 * static_cast<double>(text.size()); }
+
+constexpr double kLegendRow = 16;
+
+// The legend under the plot, in as many rows as its names need, never past `right` (the x axis'
+// title sits right of it on the first row). Returns its markup and the rows it took.
+std::pair<std::string, int> legend(const std::vector<std::string>& names,
+                                   const std::vector<bool>& dashed, double right) {
   std::string s;
   double x = kLeft;
+  int row = 0;
   for (std::size_t i = 0; i < names.size(); ++i) {
+    double width = 14 + text_width(names[i]);
+    if (x > kLeft && x + width > right) {
+      ++row;
+      x = kLeft;
+    }
     bool dash = i < dashed.size() && dashed[i];
+    double y = kHeight - 9 + kLegendRow * row;
     s += strprintf(
         "<rect x=\"%.0f\" y=\"%.0f\" width=\"10\" height=\"10\" fill=\"%s\"%s/>"
-        "<text x=\"%.0f\" y=\"%.0f\" class=\"axis\">%s</text>\n",
-        x, kHeight - 18, color(i).c_str(), dash ? " fill-opacity=\"0.5\"" : "", x + 14, kHeight - 9,
+        "<text x=\"%.0f\" y=\"%.0f\" class=\"axis legend\">%s</text>\n",
+        x, y - 9, color(i).c_str(), dash ? " fill-opacity=\"0.5\"" : "", x + 14, y,
         escape(names[i]).c_str());
-    x += 24 + 7.0 * static_cast<double>(names[i].size());
+    x += width + 10;
   }
-  return s;
+  return {s, names.empty() ? 0 : row + 1};
 }
+
+// The chart's height with `rows` legend rows (the first fits the frame's bottom margin).
+double height_with(int rows) { return kHeight + kLegendRow * std::max(0, rows - 1); }
 
 std::string no_data(const std::string& title) {
   return "<p class=\"empty\">" + escape(title) + ": no data</p>\n";
@@ -144,11 +192,12 @@ std::string line_chart(const std::string& title, const std::string& x_label, con
   }
   if (!std::isfinite(x_min)) return no_data(title);
   if (x_max <= x_min) x_max = x_min + 1;
-  double y_max = nice_max(y_top * 1.05);
+  const Ticks ticks = fit_ticks(y_top);
+  const double y_max = ticks.top;
   double plot_w = kWidth - kLeft - kRight, plot_h = kHeight - kTop - kBottom;
   auto px = [&](double x) { return kLeft + (x - x_min) / (x_max - x_min) * plot_w; };
   auto py = [&](double v) { return kHeight - kBottom - v * y.unit.scale / y_max * plot_h; };
-  std::string s = svg_open(title, y_title(y), y_max);
+  std::string s = frame(title, y_title(y), ticks);
   // Whole ticks at multiples of 1, 2 or 5 times a power of ten, about five of them, never at a
   // fraction (a window's middle may be one; its tick is not).
   double tick = std::max(1.0, nice_max((x_max - x_min) / 5.0));
@@ -197,8 +246,8 @@ std::string line_chart(const std::string& title, const std::string& x_label, con
           escape(units::in_unit(v, y.unit)).c_str());
     }
   }
-  s += legend(names, dashed);
-  return s + "</svg>\n";
+  auto [marks, rows] = legend(names, dashed, kWidth - kRight - text_width(x_label) - 16);
+  return wrap(s + marks, height_with(rows));
 }
 
 std::string stacked_bars(const std::string& title, const YAxis& y,
@@ -213,13 +262,29 @@ std::string stacked_bars(const std::string& title, const YAxis& y,
     for (double v : values[i]) sum += std::max(v, 0.0);
     top = std::max(top, sum * y.unit.scale);
   }
-  double y_max = nice_max(top * 1.05);
+  const Ticks ticks = fit_ticks(top);
+  const double y_max = ticks.top;
   double plot_w = kWidth - kLeft - kRight, plot_h = kHeight - kTop - kBottom;
   double slot = plot_w / static_cast<double>(labels.size() - first);
   std::string shown = first ? strprintf(" (last %zu)", kMaxBars) : "";
-  std::string s = svg_open(title + shown, y_title(y), y_max);
-  std::size_t every = std::max<std::size_t>(1, (labels.size() - first) / 12);
+  std::string s = frame(title + shown, y_title(y), ticks);
+  // A label of two lines ("rank 0\ngoodput 81%") is drawn as two; labels shown every `every`
+  // bars, as far apart as the widest needs.
+  auto lines_of = [](const std::string& label) {
+    auto cut = label.find('\n');
+    return cut == std::string::npos
+               ? std::pair<std::string, std::string>{label, ""}
+               : std::pair<std::string, std::string>{label.substr(0, cut), label.substr(cut + 1)};
+  };
+  double widest = 0;
   for (std::size_t i = first; i < labels.size(); ++i) {
+    auto [one, two] = lines_of(labels[i]);
+    widest = std::max({widest, text_width(one), text_width(two)});
+  }
+  auto every = static_cast<std::size_t>(std::max(1.0, std::ceil((widest + 8) / slot)));
+  for (std::size_t i = first; i < labels.size(); ++i) {
+    auto [line_one, line_two] = lines_of(labels[i]);
+    const std::string tip = line_two.empty() ? line_one : line_one + " " + line_two;
     double x = kLeft + slot * static_cast<double>(i - first);
     double top_y = kHeight - kBottom;
     for (std::size_t k = 0; k < names.size() && k < values[i].size(); ++k) {
@@ -230,17 +295,22 @@ std::string stacked_bars(const std::string& title, const YAxis& y,
       s += strprintf(
           "<rect x=\"%.1f\" y=\"%.1f\" width=\"%.1f\" height=\"%.1f\" fill=\"%s\">"
           "<title>%s %s: %s</title></rect>\n",
-          x + slot * 0.1, top_y, slot * 0.8, h, color(k).c_str(), escape(labels[i]).c_str(),
+          x + slot * 0.1, top_y, slot * 0.8, h, color(k).c_str(), escape(tip).c_str(),
           escape(names[k]).c_str(), escape(units::in_unit(v, y.unit)).c_str());
     }
     if ((i - first) % every == 0) {
       s +=
           strprintf("<text x=\"%.1f\" y=\"%.0f\" class=\"axis\" text-anchor=\"middle\">%s</text>\n",
-                    x + slot / 2, kHeight - kBottom + 16, escape(labels[i]).c_str());
+                    x + slot / 2, kHeight - kBottom + 16, escape(line_one).c_str());
+      if (!line_two.empty()) {
+        s += strprintf(
+            "<text x=\"%.1f\" y=\"%.0f\" class=\"axis\" text-anchor=\"middle\">%s</text>\n",
+            x + slot / 2, kHeight - kBottom + 28, escape(line_two).c_str());
+      }
     }
   }
-  s += legend(names);
-  return s + "</svg>\n";
+  auto [marks, rows] = legend(names, {}, kWidth - kRight);
+  return wrap(s + marks, height_with(rows));
 }
 
 std::string diverging_bars(const std::string& title, const std::string& x_label,

@@ -33,14 +33,16 @@ struct Band {
   std::vector<std::pair<double, std::pair<double, double>>> points;  // x, (low, high)
 };
 
-// Whole-number x ticks (steps, requests, denoising steps); `x_label` at the axis' end. Series
-// of more than kMaxPoints points are drawn as the means of that many buckets.
+// Whole-number x ticks (steps, requests, calls); `x_label` at the axis' end. Series of more than
+// kMaxPoints points are drawn as the means of that many buckets. The y axis runs to the first
+// nice tick above the data (1, 2, 2.5 or 5 times a power of ten apart); the legend wraps.
 inline constexpr std::size_t kMaxPoints = 500;
 std::string line_chart(const std::string& title, const std::string& x_label, const YAxis& y,
                        std::vector<Series> series, const std::vector<Band>& bands = {});
 
-// Bars made of named segments (`names` fixes the colors and the legend); more than kMaxBars bars
-// show the last ones.
+// Bars made of named segments (`names` fixes the colors, a color each, and the legend, in as many
+// rows as it needs); more than kMaxBars bars show the last ones. A label may be two lines, split
+// by '\n'; labels are shown as often as their width leaves room for.
 inline constexpr std::size_t kMaxBars = 300;
 std::string stacked_bars(const std::string& title, const YAxis& y,
                          const std::vector<std::string>& names,

@@ -55,6 +55,14 @@ std::string flops_cell(double tflops) {
   return strprintf("%.1fM", tflops * 1e6);
 }
 
+std::string percent(double fraction) {
+  double p = fraction * 100.0;
+  double a = std::fabs(p);
+  if (a >= 1 || a == 0 || !std::isfinite(a)) return strprintf("%.1f%%", p);
+  if (a >= 0.1) return strprintf("%.2f%%", p);
+  return strprintf("%.2g%%", p);
+}
+
 std::string param_count(std::int64_t n) {
   double v = static_cast<double>(n);
   if (v >= 1e9) return strprintf("%.2fB", v / 1e9);
@@ -65,6 +73,13 @@ std::string param_count(std::int64_t n) {
 
 std::string gib(std::uint64_t bytes) {
   return strprintf("%.1f GiB", static_cast<double>(bytes) / kGiB);
+}
+
+std::string seconds(double s, double largest) {
+  double a = std::fabs(std::isnan(largest) ? s : largest);
+  if (a >= 1 || a == 0 || !std::isfinite(a)) return strprintf("%.3fs", s);
+  if (a >= 1e-3) return strprintf("%.1fms", s * 1e3);
+  return strprintf("%.1fus", s * 1e6);
 }
 
 std::string duration(double seconds) {

@@ -1,6 +1,7 @@
 // Numbers in the unit that fits them: for the report's text, its HTML tables and chart axes.
 #pragma once
 
+#include <cmath>
 #include <cstdint>
 #include <string>
 
@@ -25,10 +26,17 @@ std::string in_unit(double base_value, const Unit& unit);
 std::string flops_rate(double tflops);
 // The same, compact, for table cells ("12.3T").
 std::string flops_cell(double tflops);
+// A fraction as a percentage with the digits a small one needs: "45.1%", "0.47%", "0.047%"
+// (MFU on a CPU is a small fraction of a GPU's peak; "0.0%" would say nothing).
+std::string percent(double fraction);
 // A parameter count in billions, millions or thousands ("1.42B").
 std::string param_count(std::int64_t n);
 // "27.9 GiB", one decimal, whatever the size (the text report's memory lines).
 std::string gib(std::uint64_t bytes);
+// A time as the text report writes it: "10.278s" from a second up, else "30.0ms" or "250.0us"
+// (a CPU run's 30 ms request would read "0.030s"); the unit `largest`'s when given, so that the
+// numbers of one line share theirs.
+std::string seconds(double s, double largest = std::nan(""));
 // A duration in seconds, minutes or hours ("45s", "90.0 min", "10.0h").
 std::string duration(double seconds);
 

@@ -294,7 +294,8 @@ Explanation merge_parts(std::vector<ExplainParts> parts) {
     }
     out.ranks.push_back(std::move(r));
   }
-  for (std::size_t f = 0; f < record_files.size(); ++f) {
+  // With no trace analysed, what each records file lacked says nothing.
+  for (std::size_t f = 0; f < record_files.size() && !out.ranks.empty(); ++f) {
     if (priced[f] > 0) {
       out.flops_from.push_back(record_files[f]);
     } else if (matched[f] > 0) {
@@ -309,9 +310,6 @@ Explanation merge_parts(std::vector<ExplainParts> parts) {
   }
   double total = 0;
   for (RankExplanation& r : out.ranks) {
-    if (!r.has_device_rows) {
-      out.problems.push_back(r.file + ": no device events (a CPU-only profile): host ranges only");
-    }
     for (const auto& [label, us] : r.kernel_types) {
       out.kernel_types[label] += us;
       total += us;

@@ -20,8 +20,14 @@ std::string fixed(double v, const char* fmt = "%.3f") {
   return buf;
 }
 
+// A row's kind as the page says it: a priced stage's call by its index is a "call" (the JSON's
+// "denoising_step").
+std::string kind_text(const std::string& kind) {
+  return kind == "denoising_step" ? "call" : kind == "train_step" ? "training step" : kind;
+}
+
 std::string label_of(const WaterfallRow& w) {
-  if (w.kind == "denoising_step") return w.range + " #" + std::to_string(w.step_index);
+  if (w.kind == "denoising_step") return call_label(w.range, w.step_index);
   return w.range;
 }
 
@@ -46,11 +52,11 @@ std::string waterfall_section(const RankExplanation& r) {
     labels.push_back(label_of(w));
     top = std::max(top, w.span_s / n);
     auto ms = [&](double s) { return fixed(s / n * 1e3); };
-    table.rows.push_back({svg::escape(label_of(w)), svg::escape(w.kind), std::to_string(w.count),
-                          ms(w.host_s), ms(w.span_s), w.ideal_s ? ms(*w.ideal_s) : "-",
-                          ms(w.kernel_excess_s), ms(w.exposed_comm_s), ms(w.memory_s),
-                          ms(w.other_s), ms(w.idle_host_wait_s), ms(w.idle_kernel_wait_s),
-                          ms(w.idle_other_s), w.mfu ? html::percent(*w.mfu) : "-"});
+    table.rows.push_back(
+        {svg::escape(label_of(w)), svg::escape(kind_text(w.kind)), std::to_string(w.count),
+         ms(w.host_s), ms(w.span_s), w.ideal_s ? ms(*w.ideal_s) : "-", ms(w.kernel_excess_s),
+         ms(w.exposed_comm_s), ms(w.memory_s), ms(w.other_s), ms(w.idle_host_wait_s),
+         ms(w.idle_kernel_wait_s), ms(w.idle_other_s), w.mfu ? html::percent(*w.mfu) : "-"});
     table.row_class.push_back("");
   }
   return "<h3>Where the time went: the waterfall, rank " + std::to_string(r.rank) +
@@ -112,8 +118,8 @@ std::string replay_section(const RankExplanation& r) {
     const double n = static_cast<double>(std::max<std::int64_t>(w.count, 1));
     auto ms = [&](double v) { return fixed(v / n * 1e3); };
     const std::string label =
-        w.kind == "denoising_step" ? w.range + " #" + std::to_string(w.step_index) : w.range;
-    std::vector<std::string> row = {svg::escape(label),      svg::escape(w.kind),
+        w.kind == "denoising_step" ? call_label(w.range, w.step_index) : w.range;
+    std::vector<std::string> row = {svg::escape(label),      svg::escape(kind_text(w.kind)),
                                     std::to_string(w.count), ms(w.span_s),
                                     ms(w.replayed_s),        fixed(w.error_pct, "%.4f%%")};
     std::vector<double> drawn;
@@ -165,8 +171,7 @@ std::string replay_section(const RankExplanation& r) {
   for (const ReplayRow& x : rp.rows) {
     const double n = static_cast<double>(std::max<std::int64_t>(x.count, 1));
     std::vector<std::string> row = {
-        svg::escape(x.kind == "denoising_step" ? x.range + " #" + std::to_string(x.step_index)
-                                               : x.range),
+        svg::escape(x.kind == "denoising_step" ? call_label(x.range, x.step_index) : x.range),
         fixed(x.span_s / n * 1e3)};
     for (std::size_t i : rp.ranked) {
       row.push_back(i < x.what_if_s.size() ? fixed(x.what_if_s[i] / n * 1e3) : "-");

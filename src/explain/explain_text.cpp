@@ -39,7 +39,7 @@ std::string us(double v) {
 void waterfall_text(const RankExplanation& r, std::string& out);
 
 std::string row_label(const std::string& kind, const std::string& range, std::int64_t index) {
-  return kind == "denoising_step" ? "    " + range + " #" + std::to_string(index)
+  return kind == "denoising_step" ? "    " + call_label(range, index)
          : kind == "stage" || kind == "phase" || kind == "micro_step" ? "  " + range
                                                                       : range;
 }
@@ -159,7 +159,7 @@ void critical_path_text(const RankCriticalPath& cp, std::string& out) {
 void rank_text(const RankExplanation& r, std::string& out) {
   out += strprintf("rank %d  %s\n", r.rank, r.file.c_str());
   if (!r.has_device_rows) {
-    out += "  no device events (a CPU-only profile): host ranges only\n";
+    out += std::string("  ") + kCpuOnly + "\n";
   } else {
     const Temporal& t = r.temporal;
     out += strprintf("  device time    %.0f us: compute %s, non-compute %s, idle %s\n",

@@ -48,11 +48,11 @@ Span span_of(const KinetoTrace& t, const TraceRange& r, const Times& times,
   return s;
 }
 
-// "denoise step 3 of request 0": which range an error is of.
+// "transformer call #3 of request 0": which range an error is of.
 std::string label(const KinetoTrace& t, const std::vector<TraceRange>& ranges,
                   const TraceRange& r) {
   std::string s(t.str(t.rows[r.row].name));
-  if (r.step_index >= 0) s += " step " + std::to_string(r.step_index);
+  if (r.step_index >= 0) s = call_label(s, r.step_index);
   const TraceRange& root = ranges[static_cast<std::size_t>(r.root)];
   if (&root != &r) s += " of " + std::string(t.str(t.rows[root.row].name));
   return s;

@@ -183,7 +183,7 @@ std::vector<double> what_if_weights(const ReplayGraph& g, const KinetoTrace& t,
         }
       }
       if (skipped.empty()) {
-        why = "no request with two denoising steps or more";
+        why = "no request with two transformer calls or more";
         break;
       }
       // A skipped step's device rows take no time and wait for nothing; its host time, on its

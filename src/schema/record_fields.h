@@ -231,7 +231,7 @@ void describe(Io& io, R& r) {
   io.optional_count("videos", r.videos);
   io.optional("energy_j_per_video", r.energy_j_per_video);
   io.optional(show("queue_s", "queue wait", "s", 3).summarized(Fold::kMean), r.queue_s);
-  io.optional(show("first_step_s", "time to first step", "s", 3).summarized(Fold::kMean),
+  io.optional(show("first_step_s", "time to first call", "s", 3).summarized(Fold::kMean),
               r.first_step_s);
   io.optional("video_s", r.video_s);
   io.optional(show("realtime_factor", "real-time factor", "x", 2)

@@ -130,8 +130,8 @@ struct PrometheusSink::Metrics {
       {"rank"}, kRequestBuckets);
   serving::HistogramFamily& first_step_seconds = registry.add_histogram(
       "vxperf_request_first_step_seconds",
-      "Seconds from each completed request's start to the end of its first denoising step, "
-      "warmup excluded.",
+      "Seconds from each completed request's start to the end of its first transformer call (of "
+      "the first denoising step), warmup excluded.",
       {"rank"}, kFirstStepBuckets);
   serving::HistogramFamily& stage_seconds = registry.add_histogram(
       "vxperf_stage_seconds",

@@ -6,6 +6,7 @@
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
+#include <set>
 #include <sstream>
 
 #include "analysis/units.h"
@@ -183,17 +184,18 @@ TEST(ReportHtml, DenoisingStepsFromATraceAndFromALevel2LogAgree) {
   ChartData charts;
   for (const auto& r : set.requests) charts.request(r);
   std::string html = report_html(build_report(set), charts, &from_trace);
-  EXPECT_NE(html.find("Denoising steps: time of each transformer call (warmup dashed)"),
+  EXPECT_NE(html.find("Transformer calls in order: time of each (warmup dashed)"),
             std::string::npos);
-  EXPECT_NE(html.find("<title>req#0 (warmup): step 1, 900 ms</title>"), std::string::npos);
-  EXPECT_NE(html.find("<title>req#2: step 4, 350 ms</title>"), std::string::npos);
+  EXPECT_NE(html.find(">transformer call</text>"), std::string::npos);  // the x axis: calls
+  EXPECT_NE(html.find("<title>req#0 (warmup): call 1, 900 ms</title>"), std::string::npos);
+  EXPECT_NE(html.find("<title>req#2: call 4, 350 ms</title>"), std::string::npos);
   EXPECT_NE(html.find("stroke-dasharray"), std::string::npos);
 
   // A file with neither is said, not silently empty.
   DenoisingSteps nothing = read_denoising_steps({dir.write("other.txt", "hello\n{\"a\": 1}\n")});
   EXPECT_TRUE(nothing.requests.empty());
   ASSERT_EQ(nothing.warnings.size(), 1u);
-  EXPECT_NE(nothing.warnings[0].find("no denoising steps"), std::string::npos);
+  EXPECT_NE(nothing.warnings[0].find("no transformer calls"), std::string::npos);
   EXPECT_THROW(read_denoising_steps({dir.write("x", "") + ".missing"}), InputError);
 }
 
@@ -211,9 +213,9 @@ TEST(ReportHtml, ManyRequestsDrawTheMedianStepAndTheWarmupOnes) {
   std::string html = report_html(build_report(set), charts, &steps);
   EXPECT_NE(html.find("median of 28 requests"), std::string::npos);
   EXPECT_NE(html.find("fastest to slowest request"), std::string::npos);
-  EXPECT_NE(html.find("<title>req#1 (warmup): step 1, 2.10 s</title>"), std::string::npos);
-  // The median of requests 2..29 at each step: 100 + 16 ms, on an axis in seconds (the warmup).
-  EXPECT_NE(html.find("<title>median of 28 requests: step 3, 28 requests, 0.116 s</title>"),
+  EXPECT_NE(html.find("<title>req#1 (warmup): call 1, 2.10 s</title>"), std::string::npos);
+  // The median of requests 2..29 at each call: 100 + 16 ms, on an axis in seconds (the warmup).
+  EXPECT_NE(html.find("<title>median of 28 requests: call 3, 28 requests, 0.116 s</title>"),
             std::string::npos);
 }
 
@@ -251,6 +253,55 @@ TEST(ReportHtml, TheComparisonIsAPageToo) {
   }
   EXPECT_NE(html.find("<title>A: steps 10-19, 2.00 s</title>"), std::string::npos);
   EXPECT_NE(html.find("<title>B: steps 10-19, 1.50 s</title>"), std::string::npos);
+}
+
+// The ledger's chart: twelve parts, a color each, a legend in as many rows as it needs, labels
+// of two lines, and the axis to the first nice tick above 21 s of data (25 s, not 50).
+TEST(ReportHtml, TheLedgerChartFitsItsPartsAndItsData) {
+  RecordSet set;
+  TrainWindowRecord w = window(0, 0, 10, 1.0);
+  Ledger l;
+  l.steps = 10;
+  l.ideal_step_s = 0.8;
+  l.startup_s = 2;
+  l.setup_s = 1;
+  l.productive_s = 8;
+  l.first_step_excess_s = 1;
+  l.slow_step_excess_s = 0.5;
+  l.data_wait_s = 2;
+  l.save_s = 1;
+  l.restore_s = 0.5;
+  l.eval_s = 1;
+  l.between_steps_s = 0.5;
+  l.lost_progress_s = 1.5;
+  l.between_attempts_s = 2;
+  l.wall_s = 21;
+  l.goodput = 0.4;
+  w.ledger = l;
+  set.windows.push_back(w);
+  std::string html = report_html(build_report(set), set);
+  auto at = html.find("Where each rank's loop went");
+  ASSERT_NE(at, std::string::npos);
+  std::string chart = html.substr(at, html.find("</svg>", at) - at);
+  std::set<std::string> fills;
+  std::size_t entries = 0;
+  for (auto p = chart.find("class=\"axis legend\""); p != std::string::npos;
+       p = chart.find("class=\"axis legend\"", p + 1)) {
+    ++entries;
+    auto fill = chart.rfind("fill=\"", p);
+    fills.insert(chart.substr(fill + 6, 7));
+  }
+  EXPECT_EQ(entries, 12u);
+  EXPECT_EQ(fills.size(), 12u) << chart;
+  // Its grid's labels: 0, 5, ... 25 (s).
+  EXPECT_NE(chart.find("text-anchor=\"end\">25</text>"), std::string::npos) << chart;
+  EXPECT_EQ(chart.find("text-anchor=\"end\">50</text>"), std::string::npos) << chart;
+  // The legend took a second row: the chart is taller than one row's 320.
+  auto open = html.rfind("<svg", at);
+  EXPECT_NE(html.substr(open, 120).find("height=\"336\""), std::string::npos)
+      << html.substr(open, 120);
+  EXPECT_NE(chart.find(">rank 0</text>"), std::string::npos);
+  EXPECT_NE(chart.find(">goodput 40%</text>"), std::string::npos);
 }
 
 TEST(ReportHtml, UnitsThatFit) {

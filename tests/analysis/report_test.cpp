@@ -179,8 +179,9 @@ TEST(Report, WhatAStragglerCost) {
   EXPECT_FALSE(report.ranks[0].lost_s);
   EXPECT_DOUBLE_EQ(*report.ranks[0].relative_score, 1.0);
   std::string text = format_report(report);
-  EXPECT_NE(text.find("Straggler cost: rank 2 10.000s lost as the slowest rank (data 10.000s); "
-                      "scores relative 0.67, individual 0.67"),
+  EXPECT_NE(text.find("Slowest rank's cost: rank 2 10.000s above the ranks' per-phase medians in "
+                      "the windows it was slowest in (data 10.000s); scores relative 0.67, "
+                      "individual 0.67"),
             std::string::npos)
       << text;
   Json j = Json::parse(report_json(report));
@@ -270,7 +271,7 @@ TEST(Report, TheJobsLedgerAddsTheRanksThroughTheirEnds) {
   EXPECT_NE(text.find(tail), std::string::npos) << text;
   EXPECT_NE(text.find("s from the first rank's start to the last one's end"), std::string::npos);
   std::string html = report_html(report, set);
-  EXPECT_NE(html.find("job, per rank (goodput"), std::string::npos);
+  EXPECT_NE(html.find(">job, per rank</text>"), std::string::npos);
   // Read back from the lines the records file holds, the final records among them.
   std::vector<std::string> text_lines;
   for (const auto& w : set.windows) text_lines.push_back(to_json_line(w));
@@ -611,6 +612,65 @@ TEST(Report, SmallNumbersReadInUnitsThatFit) {
                       "989.0 TFLOPS per device\n"),
             std::string::npos)
       << format_report(build_report(gpu));
+}
+
+// A CPU run of two ranks: small times in ms, the job's rate beside each device's, an MFU that is
+// not "0.0%", the request's time outside every stage as its own row, windows said per rank, and
+// the slowest rank's cost never called a straggler's when there is none.
+TEST(Report, WordsThatMeanOneThing) {
+  RecordSet set;
+  for (int rank = 0; rank < 2; ++rank) {
+    for (std::int64_t req = 0; req < 3; ++req) {
+      RequestRecord r = request(rank, req, 0.030);
+      r.dit->params = 200000000;
+      r.dit->tflops = 0.010;
+      r.dit->devices = 2;
+      r.dit->peak_tflops = 2 * 989.0;  // the job's: both devices'
+      r.dit->mfu = 0.005 / 989.0;
+      set.requests.push_back(r);
+    }
+    // Two windows a rank; rank 1 a little slower, under the threshold.
+    for (std::int64_t first : {0, 10})
+      set.windows.push_back(window(rank, first, 10, 2.0 + rank * 0.04));
+  }
+  Report report = build_report(set);
+  ASSERT_TRUE(report.stragglers.empty());
+  std::string text = format_report(report);
+  EXPECT_NE(text.find("  e2e      p50 30.0ms  p95 30.0ms  max 30.0ms  mean 30.0ms\n"),
+            std::string::npos)
+      << text;
+  EXPECT_NE(text.find("  DiT 200.0M params  10.0 GFLOPS job (5.0 GFLOPS per device)  MFU "
+                      "0.00051% of 989.0 TFLOPS per device"),
+            std::string::npos)
+      << text;
+  // 800 + 150 of the 1000 ms of each request in stages: 50 ms a request in none.
+  EXPECT_NE(text.find("  other                   1.5ms        -          -     5.0%\n"),
+            std::string::npos)
+      << text;
+  // Per request and per call: 10 calls of 2.4 ms.
+  EXPECT_NE(text.find("  transformer            24.0ms     10.0      2.4ms    80.0%\n"),
+            std::string::npos)
+      << text;
+  EXPECT_NE(text.find("Training: 20 steps of the job, in 2 windows per rank (4 over the 2 "
+                      "ranks)"),
+            std::string::npos)
+      << text;
+  EXPECT_NE(text.find("Stragglers: none above the threshold (no rank's time per step above the "
+                      "ranks' medians per phase exceeds the least rank's by 5% of the median "
+                      "step)"),
+            std::string::npos)
+      << text;
+  EXPECT_NE(text.find("Slowest rank's cost: rank 1 "), std::string::npos) << text;
+  EXPECT_EQ(text.find("Straggler cost"), std::string::npos) << text;
+  Json j = Json::parse(report_json(report));
+  EXPECT_NEAR(j["requests"]["other"]["share"].get<double>(), 0.05, 1e-9);
+  EXPECT_NEAR(j["requests"]["device_tflops"].get<double>(), 0.005, 1e-12);
+  // A rank that trained shows its training's rate (one device a window here).
+  EXPECT_NEAR(j["ranks"][1]["device_tflops"].get<double>(), 300.0, 1e-9);
+  std::string html = report_html(report, set);
+  EXPECT_NE(html.find("Stragglers: none above the threshold"), std::string::npos);
+  EXPECT_NE(html.find("<td>other (in no stage)</td>"), std::string::npos);
+  EXPECT_NE(html.find("<th>FLOP/s per device</th>"), std::string::npos);
 }
 
 TEST(Report, HtmlStepTicksAreWholeNumbers) {

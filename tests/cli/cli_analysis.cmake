@@ -103,14 +103,14 @@ file(READ "${WORK}/report.html" html)
 if(NOT html MATCHES "<svg")
   message(FATAL_ERROR "report.html has no chart")
 endif()
-# The page with the denoising steps of a level-2 log, and the comparison as a page.
+# The page with the transformer calls of a level-2 log, and the comparison as a page.
 expect(0 "Requests" report --html "${WORK}/steps.html" "${CASES}/inference-2-01.expected.jsonl"
        --steps "${CASES}/inference-2-01.expected.log" --steps "${CASES}/inference-2-01.events.jsonl")
 file(READ "${WORK}/steps.html" html)
-if(NOT html MATCHES "Denoising steps: time of each transformer call")
-  message(FATAL_ERROR "steps.html has no denoising-step chart")
+if(NOT html MATCHES "Transformer calls in order: time of each")
+  message(FATAL_ERROR "steps.html has no chart of the transformer calls")
 endif()
-expect(0 "warning: .*inference-1-00.expected.jsonl: no denoising steps" report --html
+expect(0 "warning: .*inference-1-00.expected.jsonl: no transformer calls" report --html
        "${WORK}/nosteps.html" "${CASES}/inference-2-01.expected.jsonl"
        --steps "${CASES}/inference-1-00.expected.jsonl")
 expect(2 "--steps goes with --html" report "${CASES}/inference-2-01.expected.jsonl"
@@ -146,6 +146,29 @@ expect(2 "profile.json is a PyTorch profiler trace: 'vxperf explain' reads it" r
        "${WORK}/profile.json")
 expect(2 "is an event script \\(VIDEOX_PERF_TRACE\\): 'vxperf replay' re-aggregates it" report
        "${CASES}/training-2-02.events.jsonl")
+expect(2 "inference-1-00.expected.jsonl is a records file \\(VIDEOX_PERF_JSON\\): 'vxperf report' reads it"
+       explain "${CASES}/inference-1-00.expected.jsonl")
+expect(2 "is an event script \\(VIDEOX_PERF_TRACE\\): 'vxperf replay' re-aggregates it" explain
+       "${CASES}/training-2-02.events.jsonl")
+# A CPU-only profile is said once, in the text or (beside JSON) on standard error.
+file(MAKE_DIRECTORY "${WORK}/cpu")
+file(WRITE "${WORK}/cpu/cpu.json" "{\"distributedInfo\": {\"rank\": 0}, \"traceEvents\": [
+{\"ph\": \"X\", \"cat\": \"user_annotation\", \"name\": \"request 0\", \"pid\": 1, \"tid\": 1, \"ts\": 0, \"dur\": 500},
+{\"ph\": \"X\", \"cat\": \"cpu_op\", \"name\": \"aten::mm\", \"pid\": 1, \"tid\": 1, \"ts\": 20, \"dur\": 50}]}
+")
+foreach(form text json)
+  set(flag "")
+  if(form STREQUAL "json")
+    set(flag "--json")
+  endif()
+  execute_process(COMMAND "${VXPERF}" explain "${WORK}/cpu/cpu.json" ${flag} RESULT_VARIABLE got
+                  OUTPUT_VARIABLE out ERROR_VARIABLE err)
+  string(REGEX MATCHALL "CPU-only" said "${out}${err}")
+  list(LENGTH said times)
+  if(NOT got EQUAL 0 OR NOT times EQUAL 1)
+    message(FATAL_ERROR "explain ${flag}: exit ${got}, CPU-only said ${times} times:\n${out}${err}")
+  endif()
+endforeach()
 file(MAKE_DIRECTORY "${WORK}/run")
 file(COPY "${CASES}/inference-1-00.expected.jsonl" "${CASES}/inference-1-00.events.jsonl"
      DESTINATION "${WORK}/run")
