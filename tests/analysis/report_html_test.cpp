@@ -255,8 +255,9 @@ TEST(ReportHtml, TheComparisonIsAPageToo) {
   EXPECT_NE(html.find("<title>B: steps 10-19, 1.50 s</title>"), std::string::npos);
 }
 
-// The ledger's chart: twelve parts, a color each, a legend in as many rows as it needs, labels
-// of two lines, and the axis to the first nice tick above 21 s of data (25 s, not 50).
+// The ledger's chart: its parts (kLedgerParts), a color each, a legend in as many rows as it
+// needs, labels of two lines, and the axis to the first nice tick above 21 s of data (25 s, not
+// 50).
 TEST(ReportHtml, TheLedgerChartFitsItsPartsAndItsData) {
   RecordSet set;
   TrainWindowRecord w = window(0, 0, 10, 1.0);
@@ -291,8 +292,8 @@ TEST(ReportHtml, TheLedgerChartFitsItsPartsAndItsData) {
     auto fill = chart.rfind("fill=\"", p);
     fills.insert(chart.substr(fill + 6, 7));
   }
-  EXPECT_EQ(entries, 12u);
-  EXPECT_EQ(fills.size(), 12u) << chart;
+  EXPECT_EQ(entries, std::size(kLedgerParts));
+  EXPECT_EQ(fills.size(), std::size(kLedgerParts)) << chart;
   // Its grid's labels: 0, 5, ... 25 (s).
   EXPECT_NE(chart.find("text-anchor=\"end\">25</text>"), std::string::npos) << chart;
   EXPECT_EQ(chart.find("text-anchor=\"end\">50</text>"), std::string::npos) << chart;

@@ -15,6 +15,7 @@ import pytest
 from conftest import CLI, PACKAGE_DIR, REPO, clean_env, run_python
 
 FIELD_TABLE = os.path.join(REPO, "src", "schema", "record_fields.h")
+LEDGER_TABLE = os.path.join(REPO, "include", "vxperf", "records.h")
 CASES = os.path.join(REPO, "tests", "conformance", "cases")
 
 
@@ -95,6 +96,18 @@ def _keys(body, bodies, shows):
     return keys
 
 
+LEDGER_PART = re.compile(r'\{&Ledger::\w+, "(\w+)", "[^"]*", (?:"\w+"|nullptr),\s*'
+                         r'LedgerPart::Said::(\w+)')
+
+
+def ledger_parts():
+    """{key: required} of kLedgerParts: a part said only where it is not 0 is optional."""
+    with open(LEDGER_TABLE) as handle:
+        rows = LEDGER_PART.findall(handle.read())
+    assert len(rows) >= 10, "kLedgerParts' rows were not read"
+    return {key: said != "kWhereNotZero" for key, said in rows}
+
+
 def field_table():
     """{struct: {key: required}} read from the field table, as records carry each struct."""
     with open(FIELD_TABLE) as handle:
@@ -102,6 +115,8 @@ def field_table():
     shows = dict(re.findall(r'constexpr Show (\w+)\(\) \{\s*return show\("(\w+)"', text))
     bodies = _bodies(text)
     table = {struct: _keys(bodies[struct], bodies, shows) for struct in STRUCTS}
+    # The ledger's parts are rows of their own table (kLedgerParts), which its body walks.
+    table["Ledger"].update(ledger_parts())
     # The readings sit in a record's top level beside "device", all of them only when measured
     # on a device (io.device): none is required there.
     table["DeviceReadings"] = dict.fromkeys(["device", *table["DeviceReadings"]], False)
