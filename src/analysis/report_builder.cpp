@@ -825,7 +825,7 @@ void phase_scores(const Ranks& st_ranks, Report& report) {
 template <class Ranks>
 std::optional<JobLedger> job_ledger(const Ranks& st_ranks, const Report& report) {
   JobLedger job;
-  double weighted = 0;
+  double weighted = 0, longest = 0;
   std::optional<std::pair<double, double>> span;
   bool timed = true;
   for (const auto& rs : report.ranks) {
@@ -834,6 +834,7 @@ std::optional<JobLedger> job_ledger(const Ranks& st_ranks, const Report& report)
     ++job.ranks;
     add_parts(job.ledger, l);
     weighted += l.ideal_step_s * static_cast<double>(l.steps);
+    longest = std::max(longest, l.wall_s);
     job.ledger.attempts = std::max(job.ledger.attempts, l.attempts);
     job.ledger.recovery_s += l.recovery_s;
     auto it = st_ranks.find(rs.rank);
@@ -851,7 +852,10 @@ std::optional<JobLedger> job_ledger(const Ranks& st_ranks, const Report& report)
   Ledger& l = job.ledger;
   l.ideal_step_s = l.steps > 0 ? weighted / static_cast<double>(l.steps) : 0.0;
   l.goodput = l.wall_s > 0 ? l.productive_s / l.wall_s : 0.0;
-  if (timed && span) job.span_s = span->second - span->first;
+  // The span comes from times since the epoch (a rank's start is its record's time less its
+  // wall), rounded to about 2e-7 s there: never shorter than the longest rank's own wall, which
+  // it holds, whatever the rounding.
+  if (timed && span) job.span_s = std::max(span->second - span->first, longest);
   return job;
 }
 

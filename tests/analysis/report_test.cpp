@@ -900,6 +900,25 @@ TEST(Report, TheUnionOfADevicesIntervalsCountsOverlapsOnce) {
   EXPECT_DOUBLE_EQ(*report.energy->devices[0].power_w_mean, 100.0 * (10 + 3 + 10 + 12) / 30.0);
 }
 
+// The span is read from times since the epoch, where a second holds only about 2e-7 s of
+// precision: a rank that ran from the job's first moment to its last spans it whatever the
+// rounding (it was 2e-9 s short, in one run of the 3-rank DDP test in five).
+TEST(Report, TheJobsSpanHoldsItsLongestRankWhateverTheRounding) {
+  RecordSet set;
+  for (int rank = 0; rank < 2; ++rank) {
+    TrainWindowRecord w = window(rank, 0, 10, 1.0);
+    w.ledger->wall_s = rank == 0 ? 4.996248964259031 : 2.0;
+    w.ts = 1765000306.8995614 - (rank == 0 ? 0.0 : 1.0);
+    set.windows.push_back(w);
+    set.ends.push_back(end_of(w, 0.0));
+  }
+  const double start = set.ends[0].ts - set.ends[0].ledger->wall_s;
+  ASSERT_LT(start + set.ends[0].ledger->wall_s - start, set.ends[0].ledger->wall_s);  // rounds
+  Report report = build_report(set);
+  ASSERT_TRUE(report.job_ledger && report.job_ledger->span_s);
+  EXPECT_EQ(*report.job_ledger->span_s, set.ends[0].ledger->wall_s);
+}
+
 // A 4-rank job read from its rank files, as a job among thousands loses them: rank 3's missing,
 // rank 2's cut mid-line, rank 1's named twice and also copied. Each is said, the job's numbers are
 // marked partial, and rank 1's windows count once.
