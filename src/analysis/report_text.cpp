@@ -159,10 +159,6 @@ std::string skip_line(const std::optional<std::int64_t>& skipped,
                    static_cast<long long>(skipped.value_or(0)), calls_text, effective.value_or(0));
 }
 
-}  // namespace
-
-namespace {
-
 // "Partial: ..." what the job's numbers lack (Report::partial); a few files named, then a count.
 std::string partial_line(const Partial& p) {
   auto files = [](const std::vector<std::string>& names) {
@@ -195,10 +191,6 @@ std::string partial_line(const Partial& p) {
   for (std::size_t i = 0; i < parts.size(); ++i) text += (i ? "; " : " ") + parts[i];
   return text + " (the warnings say which)";
 }
-
-}  // namespace
-
-namespace {
 
 // "productive 1.000s (10 steps x ideal 0.100s) + first step 0.200s + ...": the ledger's parts
 // (kLedgerParts) that its report names, the productive part with its steps where asked.
