@@ -53,6 +53,15 @@ struct EnergySummary {
   std::vector<ReadingSummary> readings;
 };
 
+// The denoising steps of the requests that said theirs (`denoising_steps`): a step is all its
+// transformer calls (denoising_step_time, vxperf/records.h), so its time sits beside a call's.
+struct DenoisingStepSummary {
+  std::int64_t requests = 0;  // of the summary's, those that said their steps
+  double steps = 0;           // per request, their mean
+  double mean_ms = 0;         // per step: their transformer calls' time over their steps
+  double calls = 0;           // per step: their transformer calls over their steps
+};
+
 struct RequestSummary {
   std::int64_t count = 0;   // requests summarized (warmup ones excluded unless all are warmup)
   std::int64_t warmup = 0;  // warmup requests seen
@@ -73,6 +82,7 @@ struct RequestSummary {
   std::optional<std::int64_t> skipped_fwd;
   std::optional<double> effective_fwd;
   std::int64_t transformer_calls = 0;
+  std::optional<DenoisingStepSummary> denoising_step;  // absent when no request said its steps
   std::optional<EnergySummary> energy;
   // Requests over the span from the first one's start to the last one's end; a request computed
   // by a group of ranks (context or tensor parallel) counts once, its latency the slowest rank's,

@@ -211,6 +211,10 @@ struct RequestAcc {
   OrderedSums stage_ms, stage_calls;
   WeightedMean tflops, device_tflops, mfu;
   double effective = 0;  // full forwards the transformer calls came to
+  // Of the requests that said their denoising steps: the steps, and their transformer calls and
+  // time (a step's time is the calls' over the steps, whatever the requests' lengths).
+  std::int64_t step_requests = 0, steps = 0, step_calls = 0;
+  double step_ms = 0;
   // A request computed by a group of ranks: (its data-parallel index, its number) -> its place
   // in e2e. The run's sums count it once; a rank's, each of its records.
   bool fold_groups = false;
@@ -265,6 +269,12 @@ struct RequestAcc {
       if (is_priced_stage(st.name)) calls += st.count;
     }
     s.transformer_calls += calls;
+    if (auto t = denoising_step_time(r)) {
+      ++step_requests;
+      steps += t->steps;
+      step_calls += t->calls;
+      step_ms += t->total_ms;
+    }
     // A request without skips computed every call whole.
     effective += r.dit && r.dit->effective_fwd ? *r.dit->effective_fwd : static_cast<double>(calls);
     if (r.dit) {
@@ -320,6 +330,12 @@ struct RequestAcc {
     out.device_tflops = device_tflops.get();
     out.mfu = mfu.get();
     if (out.skipped_fwd) out.effective_fwd = effective;
+    if (step_requests > 0) {
+      const double n_steps = static_cast<double>(steps);
+      out.denoising_step =
+          DenoisingStepSummary{step_requests, n_steps / static_cast<double>(step_requests),
+                               step_ms / n_steps, static_cast<double>(step_calls) / n_steps};
+    }
     return out;
   }
 };
