@@ -73,8 +73,7 @@ def shutdown() -> None:
 
 __all__ = [
     "add_sink", "backward", "calibrate", "checkpoint", "clip", "declare_model", "denoising_steps",
-    "enabled",
-    "evaluation", "finish",
+    "enabled", "evaluation", "finish",
     "forward_fraction", "install", "install_training", "instrument_model_class",
     "instrument_module", "instrument_pipeline", "last_request", "micro_step", "model_call",
     "optimizer_step", "phase", "profile_range", "queued", "register_model", "remove_sink",

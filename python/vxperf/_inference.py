@@ -671,10 +671,9 @@ def request(device: object = None, stream: object = None, videos: int = 1, *,
     arrived): the record's `queue_s`. frames (at fps, else VIDEOX_PERF_FPS): the video it makes,
     for the record's `video_s` and `realtime_factor`. denoising_steps: the sampler steps it runs,
     each all its transformer calls (vxperf.denoising_steps() says it from inside, once known): the
-    record's `denoising_steps`, its time per step beside its time per call. name: its OpenTelemetry
-    span's
-    (VIDEOX_PERF_OTEL). A request opened inside another on the same
-    thread is ignored: its stages belong to the outer one. An exception inside is reported with
+    record's `denoising_steps`, its time per step beside its time per call. name: its
+    OpenTelemetry span's (VIDEOX_PERF_OTEL). A request opened inside another on the same thread is
+    ignored: its stages belong to the outer one. An exception inside is reported with
     the request and propagates unchanged."""
     if not _state.on:
         return _ext.NULL_SCOPE
