@@ -199,7 +199,10 @@ int& stdout_error() {
 }
 
 void print(const std::string& text) {
-  if (std::fputs(text.c_str(), stdout) == EOF && stdout_error() == 0) stdout_error() = errno;
+  // Written whole, NULs too (a report partial's bytes).
+  if (std::fwrite(text.data(), 1, text.size(), stdout) != text.size() && stdout_error() == 0) {
+    stdout_error() = errno;
+  }
 }
 
 int finish_output(int rc, const char* command) {

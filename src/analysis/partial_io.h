@@ -1,9 +1,10 @@
 // The bytes of `vxperf report --partial` (report_partial.cpp): state walked by its `fields(io)`
 // (a member, or a free function found by argument lookup) and written as it is in memory, so
 // that every double and float reads back to the same bits and a merge sums what one run sums.
-// Little-endian, fixed-width: integers 8 bytes, floats 4, doubles 8, a length before each string
-// and container, a byte before each optional. A type copied as bytes (trivially copyable, no
-// fields()) is written with its size, which a reader of another layout refuses.
+// Little-endian, each number at its own width (an int 4 bytes, a float 4, a double 8), a length
+// of 8 bytes before each string and container, a byte before each bool and optional. A type copied
+// as bytes (trivially copyable, no fields()) is written with its size, which a reader of another
+// layout refuses.
 //
 // Reading checks every length against the bytes left and throws std::invalid_argument at the
 // first thing out of place.
@@ -13,7 +14,6 @@
 #include <cstdint>
 #include <cstring>
 #include <deque>
-#include <limits>
 #include <map>
 #include <optional>
 #include <set>
@@ -95,11 +95,8 @@ class Writer {
     } else if constexpr (std::is_same_v<T, bool>) {
       const char b = v ? 1 : 0;
       raw(&b, 1);
-    } else if constexpr (std::is_floating_point_v<T>) {
+    } else if constexpr (std::is_arithmetic_v<T> || std::is_enum_v<T>) {
       raw(&v, sizeof v);
-    } else if constexpr (std::is_integral_v<T> || std::is_enum_v<T>) {
-      const auto wide = static_cast<std::int64_t>(v);
-      raw(&wide, sizeof wide);
     } else if constexpr (IsOptional<T>::value) {
       put(v.has_value());
       if (v) put(*v);
@@ -167,23 +164,8 @@ class Reader {
       raw(&b, 1);
       if (b != 0 && b != 1) fail("a bool of " + std::to_string(static_cast<int>(b)));
       v = b == 1;
-    } else if constexpr (std::is_floating_point_v<T>) {
-      raw(&v, sizeof v);
-    } else if constexpr (std::is_integral_v<T> || std::is_enum_v<T>) {
-      std::int64_t wide = 0;
-      raw(&wide, sizeof wide);
-      using Int = std::conditional_t<std::is_enum_v<T>, std::underlying_type<T>,
-                                     std::common_type<T>>;
-      using I = typename Int::type;
-      if constexpr (std::is_unsigned_v<I> && sizeof(I) == 8) {
-        v = static_cast<T>(static_cast<I>(wide));
-      } else {
-        if (wide < static_cast<std::int64_t>(std::numeric_limits<I>::min()) ||
-            wide > static_cast<std::int64_t>(std::numeric_limits<I>::max())) {
-          fail("an integer out of range: " + std::to_string(wide));
-        }
-        v = static_cast<T>(static_cast<I>(wide));
-      }
+    } else if constexpr (std::is_arithmetic_v<T> || std::is_enum_v<T>) {
+      raw(&v, sizeof v);  // an enum's value is checked where it is used (the checksum first)
     } else if constexpr (IsOptional<T>::value) {
       bool present = false;
       get(present);

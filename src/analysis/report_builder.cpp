@@ -550,6 +550,10 @@ struct TrainAcc {
        hw_tflops, mfu, hfu, have_latest, latest_step, latest_rank, latest_eta, shown, s.layout,
        s.peak_alloc_bytes, s.peak_reserved_bytes, energy, s.dp, s.params, s.trainable,
        s.peak_tflops, s.skipped_fwd, s.effective_fwd, dtype, peak_source);
+    if ((dtype && static_cast<std::size_t>(*dtype) >= std::size(kDtypes)) ||
+        (peak_source && static_cast<int>(*peak_source) > static_cast<int>(PeakSource::kMeasured))) {
+      throw std::invalid_argument("a dtype or peak source this vxperf does not know");
+    }
   }
 
   // A later file's windows after these (the run's sums: each sum one addition; the latest
@@ -1509,15 +1513,6 @@ void ReportBuilder::add_partial(const std::string& bytes, const std::string& nam
   } catch (const std::invalid_argument& e) {
     throw std::invalid_argument(name + ": " + e.what());
   }
-  for (const auto& [rank, r] : ranks) {
-    auto held = st.rank_from.find(rank);
-    if (held != st.rank_from.end()) {
-      throw std::invalid_argument(strprintf(
-          "rank %d is in both %s and %s: a rank's records go in one partial (its percentiles, "
-          "scores and ledger are over all of them)",
-          rank, held->second.c_str(), name.c_str()));
-    }
-  }
   // A file another partial read first: one run reads it once. Without records it is said as
   // repeated, as one run says it; with records it cannot be taken out of this partial's ranks.
   for (State::FilePart& part : parts) {
@@ -1542,6 +1537,15 @@ void ReportBuilder::add_partial(const std::string& bytes, const std::string& nam
     again.bytes = part.bytes;
     again.warnings.push_back(repeated_file_warning(part.name, earlier->name));
     part = std::move(again);
+  }
+  for (const auto& [rank, r] : ranks) {
+    auto held = st.rank_from.find(rank);
+    if (held != st.rank_from.end()) {
+      throw std::invalid_argument(strprintf(
+          "rank %d is in both %s and %s: a rank's records go in one partial (its percentiles, "
+          "scores and ledger are over all of them)",
+          rank, held->second.c_str(), name.c_str()));
+    }
   }
   for (auto& [rank, r] : ranks) {
     st.ranks[rank] = std::move(r);
