@@ -10,6 +10,7 @@
 // first thing out of place.
 #pragma once
 
+#include <algorithm>
 #include <array>
 #include <cstdint>
 #include <cstring>
@@ -130,6 +131,12 @@ class Reader {
     (get(values), ...);
   }
   bool done() const { return at_ == end_; }
+  // A count read by a fields() of its own: never more things of `least` bytes than are left.
+  void check_count(std::size_t n, std::size_t least) const {
+    if (n > static_cast<std::size_t>(end_ - at_) / std::max<std::size_t>(least, 1)) {
+      fail("a length of " + std::to_string(n) + " past the end");
+    }
+  }
   [[noreturn]] void fail(const std::string& what) const {
     throw std::invalid_argument(what + " (at byte " + std::to_string(at_ - begin_) + ")");
   }

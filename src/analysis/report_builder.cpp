@@ -1408,6 +1408,25 @@ std::uint64_t checksum(std::string_view bytes) {
   return h;
 }
 
+// The page's points in a partial: each window's numbers and its phases up to the names there are
+// (most of the 16 a point has room for are none).
+struct PagePoints {
+  std::vector<ChartData::Impl::Window>& windows;
+  std::size_t phases;
+  template <class IO>
+  void fields(IO& io) {
+    std::size_t n = windows.size();
+    io(n);
+    if constexpr (std::is_same_v<IO, partial_io::Reader>) io.check_count(n, 40);
+    windows.resize(n);
+    for (ChartData::Impl::Window& w : windows) {
+      io(w.rank, w.step_first, w.step_last, w.p50, w.p95, w.mfu, w.readings, w.alloc_bytes,
+         w.reserved_bytes);
+      for (std::size_t k = 0; k < phases; ++k) io(w.phase_s[k]);
+    }
+  }
+};
+
 // A regular file's size and content hash; none for a stream or what cannot be read.
 std::optional<std::pair<std::int64_t, std::uint64_t>> file_bytes(const std::string& path) {
   struct stat st {};
@@ -1437,9 +1456,10 @@ std::string ReportBuilder::partial(const ChartData& charts,
   std::vector<std::string> source_list = sources;
   std::vector<std::string> phase_names = c.phase_names;
   std::vector<ChartData::Impl::Window> windows = c.windows;
+  PagePoints points{windows, std::min(phase_names.size(), ChartData::Impl::kMaxPhases)};
   std::optional<std::tuple<std::string, int, std::string>> first_bad = st.first_bad;
   partial_io::Writer out;
-  out(source_list, parts, ranks, first_bad, phase_names, windows);
+  out(source_list, parts, ranks, first_bad, phase_names, points);
   std::string bytes = kPartialMagic;
   bytes += kPartialCommand;
   bytes += " " + std::to_string(kPartialVersion) + "\n";
@@ -1508,7 +1528,9 @@ void ReportBuilder::add_partial(const std::string& bytes, const std::string& nam
     const std::string_view body = partial_body(bytes);
     partial_io::Reader in(body.data(), body.size());
     // Parts are read into rows made from this vxperf's field table, each checked against it.
-    in(source_list, parts, ranks, first_bad, phase_names, windows);
+    in(source_list, parts, ranks, first_bad, phase_names);
+    PagePoints points{windows, std::min(phase_names.size(), ChartData::Impl::kMaxPhases)};
+    in(points);
     if (!in.done()) in.fail("more after its end");
   } catch (const std::invalid_argument& e) {
     throw std::invalid_argument(name + ": " + e.what());

@@ -156,11 +156,13 @@ def main():
     explain = os.path.join(work, "explain.partial.json")
     with open(explain, "w") as f:
         f.write('{"vxperf_partial": 1, "command": "explain"}\n')
-    expect_error(vxperf, ["--merge", explain], "a partial of `vxperf explain`, not of `vxperf report`")
+    expect_error(vxperf, ["--merge", explain],
+                 "a partial of `vxperf explain`, not of `vxperf report`")
     expect_error(vxperf, ["--merge", files[0]], "not a vxperf partial")
     expect_error(vxperf, ["--merge", work], "cannot be read as a partial")
     # Usage: the flags as explain's.
-    expect_error(vxperf, [files[0], "--partial", "x", "--json"], "--json and --html go with --merge")
+    expect_error(vxperf, [files[0], "--partial", "x", "--json"],
+                 "--json and --html go with --merge")
     expect_error(vxperf, ["--merge", parts[0], "--threads", "2"], "go with --partial")
     expect_error(vxperf, ["--merge", parts[0], "--partial", "x"], "one or the other")
     return 0
