@@ -934,6 +934,9 @@ struct ReportBuilder::State {
       if (training) io(*training);
       io(attempts, window_p50s, best_p50, latest_p50, latest_ts, phase_values, phase_best,
          phase_latest, phase_spent, firsts, said_twice, by_window, devices);
+      if (!phase_values.empty() && phase_values.size() != static_cast<std::size_t>(kPhaseCount)) {
+        throw std::invalid_argument("a rank's phases out of shape");
+      }
     }
   };
   ByRank<Rank> ranks;

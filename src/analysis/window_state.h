@@ -10,6 +10,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <map>
+#include <stdexcept>
 #include <tuple>
 #include <utility>
 #include <vector>
@@ -92,6 +93,7 @@ class WindowPhases {
   template <class IO>
   void fields(IO& io) {
     io(windows_, shift_);
+    if (shift_ < -1 || shift_ > 62) throw std::invalid_argument("windows' bands out of shape");
   }
 
  private:
