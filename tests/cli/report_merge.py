@@ -159,6 +159,9 @@ def main():
     expect_error(vxperf, ["--merge", explain],
                  "a partial of `vxperf explain`, not of `vxperf report`")
     expect_error(vxperf, ["--merge", files[0]], "not a vxperf partial")
+    p = subprocess.run([vxperf, "explain", "--merge", parts[0]], capture_output=True, text=True)
+    assert p.returncode == 2 and "a partial of `vxperf report`, not of `vxperf explain`" in p.stderr
+
     expect_error(vxperf, ["--merge", work], "cannot be read as a partial")
     # Usage: the flags as explain's.
     expect_error(vxperf, [files[0], "--partial", "x", "--json"],
