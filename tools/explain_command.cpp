@@ -1,9 +1,6 @@
 #include <cstdio>
-#include <filesystem>
-#include <fstream>
 #include <iostream>
 #include <optional>
-#include <sstream>
 #include <stdexcept>
 #include <string>
 #include <utility>
@@ -112,24 +109,6 @@ explain::CriticalPathRequest critical_path_request(const std::string& spec) {
   r.first = first;
   r.last = one ? first : last;
   return r;
-}
-
-// Each partial's name and text, in order.
-std::vector<std::pair<std::string, std::string>> read_partials(
-    const std::vector<std::string>& paths) {
-  std::vector<std::pair<std::string, std::string>> out;
-  for (const std::string& path : paths) {
-    std::ifstream in(path, std::ios::binary);
-    std::error_code ec;
-    if (!in || std::filesystem::is_directory(path, ec)) {
-      throw std::invalid_argument(path + ": cannot be read as a partial");
-    }
-    std::ostringstream text;
-    text << in.rdbuf();
-    if (in.bad()) throw std::invalid_argument(path + ": cannot be read as a partial");
-    out.emplace_back(path, text.str());
-  }
-  return out;
 }
 
 int run(int argc, char** argv) {

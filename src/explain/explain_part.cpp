@@ -300,6 +300,9 @@ std::string partial_json(const ExplainParts& parts) {
 }
 
 ExplainParts read_partial(const std::string& text) {
+  if (text.rfind("VXPERF-PARTIAL ", 0) == 0) {  // `vxperf report`'s partials are bytes
+    throw std::invalid_argument("a partial of `vxperf report`, not of `vxperf explain`");
+  }
   Json j = Json::parse(text, nullptr, false);
   if (j.is_discarded() || !j.is_object() || !j.contains("vxperf_partial")) {
     throw std::invalid_argument("not a vxperf partial (no \"vxperf_partial\" in a JSON object)");
