@@ -80,7 +80,8 @@ RankReplay replay_ranges(const KinetoTrace& t, const std::vector<TraceRange>& ra
     double operator[](ReplayGraph::Node n) const { return g.measured(n); }
   } const measured{g};
   // The measured replay first: each range's spans, error and critical path, after which the
-  // binding edges are dropped (the what-ifs need only times).
+  // binding edges are dropped and its times' storage is the what-ifs' (a what-if that does not
+  // apply replays the graph's own weights again rather than keep these times beside them).
   struct Base {
     double was = 0, now = 0, error = 0;
     double by_bound[8] = {};
@@ -89,7 +90,8 @@ RankReplay replay_ranges(const KinetoTrace& t, const std::vector<TraceRange>& ra
   std::vector<double> times;
   {
     std::vector<ReplayGraph::EdgeId> binding;
-    times = g.replay(nullptr, &binding);
+    // The binding edges only for the ranges' paths (a trace without ranges needs none).
+    times = g.replay(nullptr, ranges.empty() ? nullptr : &binding);
     for (std::size_t n = 0; n < times.size(); ++n) {
       out.largest_row_error_us =
           std::max(out.largest_row_error_us,
@@ -116,11 +118,11 @@ RankReplay replay_ranges(const KinetoTrace& t, const std::vector<TraceRange>& ra
   // A set of edits' weights replayed: each range's predicted span into `per_range`, at least its
   // device-busy bound (per stream, the sum of its rows' edited durations: a stream runs them one
   // at a time); returns the requests' and steps' sum (us).
-  std::vector<double> weights, after;
+  std::vector<double> weights;
   std::vector<char> gone(t.rows.size(), 0);
-  auto predict = [&](bool applies, std::vector<double>& per_range) {
-    if (applies) g.replay_into(after, &weights);
-    const std::vector<double>& now = applies ? after : times;
+  auto predict = [&](std::vector<double>& per_range) {
+    g.replay_into(times, &weights);
+    const std::vector<double>& now = times;
     for (std::size_t p = 0; p < gone.size(); ++p) {
       const ReplayGraph::EdgeId e = g.run_edge(static_cast<std::uint32_t>(p));
       gone[p] = e != ReplayGraph::kNone && weights[e] == 0 && g.weight(e) > 0 ? 1 : 0;
@@ -169,7 +171,7 @@ RankReplay replay_ranges(const KinetoTrace& t, const std::vector<TraceRange>& ra
     res.what_if = request.what_ifs[w].spec;
     what_if_weights(g, t, ranges, edits_of(request.what_ifs[w]), weights, res.why);
     res.applies = res.why.empty();
-    total[w] = predict(res.applies, predicted[w]);
+    total[w] = predict(predicted[w]);
     for (std::size_t i = 0; i < ranges.size(); ++i) {
       if (ranges[i].root == static_cast<std::int64_t>(i)) res.span_s += base[i].was * 1e-6;
     }
@@ -211,7 +213,7 @@ RankReplay replay_ranges(const KinetoTrace& t, const std::vector<TraceRange>& ra
           }
           std::string why;
           what_if_weights(g, t, ranges, edits, weights, why);
-          now = predict(why.empty(), per_range);
+          now = predict(per_range);
         } else {
           per_range = predicted[w];
         }

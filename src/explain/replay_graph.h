@@ -44,10 +44,11 @@ enum class EdgeKind : std::uint8_t {
   kRun,         // a device row's own duration
 };
 
-// Kept compact, for traces of millions of rows: an edge is 17 bytes (its ends, its kind and
-// bound, its weight), the nodes are the rows' starts and ends by number (no table of them), a
-// node's time as measured is read off its row, and the edges into a node are consecutive (each
-// node's are added together), so that a node's first edge in is all its adjacency.
+// Kept compact, for traces of millions of rows: an edge is 13 bytes (its source, its kind and
+// bound with a bit saying it is the last into its node, its weight), the nodes are the rows'
+// starts and ends by number (no table of them), a node's time as measured is read off its row,
+// and the edges into a node are consecutive (each node's are added together), so that a node's
+// first edge in is all its adjacency and no edge needs its end.
 class ReplayGraph {
  public:
   using Node = std::uint32_t;
@@ -66,12 +67,24 @@ class ReplayGraph {
   std::size_t node_count() const { return nodes_; }  // nodes with an edge
   std::size_t edge_count() const { return weight_.size(); }
   Node src(EdgeId e) const { return src_[e]; }
-  Node dst(EdgeId e) const { return dst_[e]; }
   double weight(EdgeId e) const { return weight_[e]; }
-  EdgeKind kind(EdgeId e) const { return static_cast<EdgeKind>(type_[e] >> 4); }
+  EdgeKind kind(EdgeId e) const { return static_cast<EdgeKind>((type_[e] >> 4) & 7); }
   Bound bound(EdgeId e) const { return static_cast<Bound>(type_[e] & 15); }
-  // The edges into `n`: [first_in(n), first_in(n) + in_degree(n)), in the order they were added.
+  // The edges into `n`: from first_in(n) (kNone: none) to the one that is last_in, in the order
+  // they were added.
   EdgeId first_in(Node n) const { return in_begin_[n]; }
+  bool last_in(EdgeId e) const { return (type_[e] & kLastIn) != 0; }
+  // f(edge, its end) for every edge, node by node.
+  template <class F>
+  void for_each_edge(F&& f) const {
+    for (Node v = 0; v < in_begin_.size(); ++v) {
+      if (in_begin_[v] == kNone) continue;
+      for (EdgeId e = in_begin_[v];; ++e) {
+        f(e, v);
+        if (last_in(e)) break;
+      }
+    }
+  }
   // A device row's run edge (start to end), or kNone.
   EdgeId run_edge(std::uint32_t row) const;
   // The measured time of a node (a host row's end is never before its start).
@@ -107,11 +120,17 @@ class ReplayGraph {
   // finds the order to replay in.
   void finish();
 
+  static constexpr std::uint8_t kLastIn = 128;  // in type_: the last edge into its node
+
   const KinetoTrace& trace_;
-  std::vector<Node> src_, dst_;
-  std::vector<std::uint8_t> type_;  // kind << 4 | bound
+  std::vector<Node> src_;
+  // Each edge's end, only while some node's edges in were added apart (!grouped_), until
+  // finish() has put them together.
+  std::vector<Node> dst_;
+  std::vector<std::uint8_t> type_;  // kLastIn | kind << 4 | bound
   std::vector<double> weight_;
   std::vector<EdgeId> in_begin_;  // by node: its first edge in, or kNone
+  Node last_dst_ = 0;             // the end of the edge added last
   bool grouped_ = true;           // every node's edges in are consecutive
   std::size_t nodes_ = 0;
   std::vector<Node> order_;  // the nodes with edges in, in a topological order

@@ -156,12 +156,12 @@ void apply_edit(const ReplayGraph& g, const KinetoTrace& t, const std::vector<Tr
     case WhatIfEdit::Kind::kKernel: {
       const std::regex re(spec.pattern);
       std::vector<signed char> match(t.strings.size(), -1);
-      for (ReplayGraph::EdgeId e = 0; e < w.size(); ++e) {
-        if (g.kind(e) != EdgeKind::kRun) continue;
-        const std::uint32_t name = t.rows[row_of(g.dst(e))].name;
+      g.for_each_edge([&](ReplayGraph::EdgeId e, ReplayGraph::Node to) {
+        if (g.kind(e) != EdgeKind::kRun) return;
+        const std::uint32_t name = t.rows[row_of(to)].name;
         if (match[name] < 0) match[name] = std::regex_search(t.strings[name], re) ? 1 : 0;
         if (match[name] == 1) w[e] *= spec.factor;
-      }
+      });
       break;
     }
     case WhatIfEdit::Kind::kPeak: {
@@ -193,13 +193,12 @@ void apply_edit(const ReplayGraph& g, const KinetoTrace& t, const std::vector<Tr
         why = "no range with device work is priced by FLOPs (no records, or none for them)";
         break;
       }
-      for (ReplayGraph::EdgeId e = 0; e < w.size(); ++e) {
-        if (g.kind(e) != EdgeKind::kRun) continue;
-        auto f = factor.find(row_of(g.dst(e)));
-        if (f == factor.end()) continue;
+      for (const auto& [row, f] : factor) {
+        const ReplayGraph::EdgeId e = g.run_edge(row);
+        if (e == ReplayGraph::kNone) continue;
         // A floor: a row another edit made faster than its peak time keeps that (an untouched
         // row is exactly its time scaled).
-        const double at_peak = g.weight(e) * f->second;
+        const double at_peak = g.weight(e) * f;
         if (w[e] == g.weight(e) || at_peak < w[e]) w[e] = at_peak;
       }
       break;
@@ -233,23 +232,23 @@ void apply_edit(const ReplayGraph& g, const KinetoTrace& t, const std::vector<Tr
         const Row& row = t.rows[r->row];
         gone_host[row.tid].push_back({row.ts, std::max(row.ts, row.end())});
       }
-      for (ReplayGraph::EdgeId e = 0; e < w.size(); ++e) {
-        const std::uint32_t dst = row_of(g.dst(e));
+      g.for_each_edge([&](ReplayGraph::EdgeId e, ReplayGraph::Node node) {
+        const std::uint32_t dst = row_of(node);
         const Row& d = t.rows[dst];
         if (d.device) {
           if (gone_row[dst] != 0) w[e] = 0;
-          continue;
+          return;
         }
         auto it = gone_host.find(d.tid);
-        if (it == gone_host.end()) continue;
-        const double from = g.measured(g.src(e)), to = g.measured(g.dst(e));
+        if (it == gone_host.end()) return;
+        const double from = g.measured(g.src(e)), to = g.measured(node);
         for (const Interval& i : it->second) {
           if (from >= i.begin && to <= i.end) {
             w[e] = 0;
             break;
           }
         }
-      }
+      });
       break;
     }
   }
