@@ -123,9 +123,9 @@ RankReplay replay_ranges(const KinetoTrace& t, const std::vector<TraceRange>& ra
   auto predict = [&](std::vector<double>& per_range) {
     g.replay_into(times, &weights);
     const std::vector<double>& now = times;
-    for (std::size_t p = 0; p < gone.size(); ++p) {
-      const ReplayGraph::EdgeId e = g.run_edge(static_cast<std::uint32_t>(p));
-      gone[p] = e != ReplayGraph::kNone && weights[e] == 0 && g.weight(e) > 0 ? 1 : 0;
+    std::fill(gone.begin(), gone.end(), 0);
+    for (const auto& [p, e] : g.run_edges()) {
+      gone[p] = weights[e] == 0 && g.weight(e) > 0 ? 1 : 0;
     }
     per_range.resize(ranges.size());
     double total = 0;

@@ -600,11 +600,52 @@ void ReplayGraph::finish() {
     }
   }
   ok_ = true;
+  std::vector<std::uint8_t>().swap(state);
+  // The edges renumbered in the replay's order (in place, cycle by cycle of the permutation:
+  // `from` says which edge each place takes), after which no node needs its first edge in.
+  std::vector<EdgeId> from(count);
+  EdgeId k = 0;
+  for (Node v : order_) {
+    for (EdgeId e = in_begin_[v];; ++e) {
+      from[k++] = e;
+      if (last_in(e)) break;
+    }
+  }
+  std::vector<EdgeId>().swap(in_begin_);
+  std::vector<bool> moved(count, false);
+  for (EdgeId i = 0; i < count; ++i) {
+    if (moved[i] || from[i] == i) continue;
+    const Node src = src_[i];
+    const std::uint8_t type = type_[i];
+    const double weight = weight_[i];
+    for (EdgeId j = i;;) {
+      moved[j] = true;
+      const EdgeId f = from[j];
+      if (f == i) {
+        src_[j] = src;
+        type_[j] = type;
+        weight_[j] = weight;
+        break;
+      }
+      src_[j] = src_[f];
+      type_[j] = type_[f];
+      weight_[j] = weight_[f];
+      j = f;
+    }
+  }
+  std::vector<EdgeId>().swap(from);
+  // A device row's end has its run edge alone.
+  for_each_edge([&](EdgeId e, Node v) {
+    if (kind(e) == EdgeKind::kRun) run_edges_.emplace_back(row_of(v), e);
+  });
+  std::sort(run_edges_.begin(), run_edges_.end());
 }
 
 ReplayGraph::EdgeId ReplayGraph::run_edge(std::uint32_t row) const {
-  const EdgeId e = in_begin_[end(row)];
-  return e != kNone && kind(e) == EdgeKind::kRun ? e : kNone;
+  auto at = std::lower_bound(
+      run_edges_.begin(), run_edges_.end(), row,
+      [](const std::pair<std::uint32_t, EdgeId>& r, std::uint32_t x) { return r.first < x; });
+  return at != run_edges_.end() && at->first == row ? at->second : kNone;
 }
 
 std::vector<double> ReplayGraph::replay(const std::vector<double>* weights,
@@ -616,16 +657,17 @@ std::vector<double> ReplayGraph::replay(const std::vector<double>* weights,
 
 void ReplayGraph::replay_into(std::vector<double>& times, const std::vector<double>* weights,
                               std::vector<EdgeId>* binding) const {
-  const std::size_t slots = in_begin_.size();
+  const std::size_t slots = node_slots();
   times.resize(slots);
   for (Node v = 0; v < slots; ++v) times[v] = measured(v);
   if (binding != nullptr) binding->assign(slots, kNone);
   if (!ok_) return;
   const double* w = weights != nullptr ? weights->data() : weight_.data();
+  EdgeId e = 0;  // the edges come in the order of their nodes
   for (Node v : order_) {
     double best = -std::numeric_limits<double>::infinity();
     EdgeId which = kNone;
-    for (EdgeId e = in_begin_[v];; ++e) {
+    for (;; ++e) {
       const double at = times[src_[e]] + w[e];
       if (at > best) {
         best = at;
@@ -633,6 +675,7 @@ void ReplayGraph::replay_into(std::vector<double>& times, const std::vector<doub
       }
       if (last_in(e)) break;
     }
+    ++e;
     times[v] = best;
     if (binding != nullptr) (*binding)[v] = which;
   }
