@@ -53,6 +53,10 @@ struct ChartData::Impl {
     float e2e_s = 0;
     Readings readings = unread();
     double alloc_bytes = kNone, reserved_bytes = kNone;
+    template <class IO>
+    void fields(IO& io) {
+      io(rank, warmup, req, e2e_s, readings, alloc_bytes, reserved_bytes);
+    }
   };
   // One bar of the per-request chart: seconds by stage_names' index, then the untimed rest.
   struct Bar {
@@ -61,6 +65,10 @@ struct ChartData::Impl {
     std::int64_t req = 0;
     std::vector<float> stage_s;
     float untimed_s = 0;
+    template <class IO>
+    void fields(IO& io) {
+      io(rank, warmup, req, stage_s, untimed_s);
+    }
   };
 
   std::vector<std::string> phase_names;  // in order of first use

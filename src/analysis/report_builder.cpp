@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <array>
 #include <cstring>
+#include <deque>
 #include <future>
 #include <map>
 #include <set>
@@ -16,6 +17,7 @@
 #include "analysis/chart_data.h"
 #include "analysis/file_bytes.h"
 #include "analysis/partial_io.h"
+#include "analysis/svg_charts.h"
 #include "analysis/value_sketch.h"
 #include "analysis/window_state.h"
 #include "base/stats.h"
@@ -416,6 +418,66 @@ struct RequestAcc {
     }
   }
 
+  // Its bytes in a partial: every request's time (for the percentiles), the sums, and the
+  // requests of several ranks by (data-parallel index, number), to fold their later records.
+  template <class IO>
+  void fields(IO& io) {
+    InPlace shown{s.fields};
+    EnergyIO energy{s.energy};
+    io(count, e2e, e2e_sum, e2e_max, first_start, last_end, stage_ms, stage_calls, tflops,
+       device_tflops, mfu, effective, step_requests, steps, step_calls, step_ms, fold_groups,
+       group_requests, shown, s.videos, s.layout, s.transformer_calls, s.params, s.peak_tflops,
+       s.skipped_fwd, s.peak_alloc_bytes, s.peak_reserved_bytes, energy, s.shared_records, dtype,
+       peak_source);
+    if ((dtype && static_cast<std::size_t>(*dtype) >= std::size(kDtypes)) ||
+        (peak_source && static_cast<int>(*peak_source) > static_cast<int>(PeakSource::kMeasured))) {
+      throw std::invalid_argument("a dtype or peak source this vxperf does not know");
+    }
+    for (const auto& [key, index] : group_requests) {
+      if (index >= e2e.size()) throw std::invalid_argument("a request's index out of range");
+    }
+  }
+
+  // A later file's requests after these: each sum one addition, the price and layout the later
+  // ones where they have them. Its groups are not looked up again (no record comes after).
+  void merge(const RequestAcc& o) {
+    count += o.count;
+    merge_readings(s.fields, o.s.fields);
+    e2e.insert(e2e.end(), o.e2e.begin(), o.e2e.end());
+    e2e_sum += o.e2e_sum;
+    if (o.e2e_max && (!e2e_max || *o.e2e_max > *e2e_max)) e2e_max = o.e2e_max;
+    if (o.first_start && (!first_start || *o.first_start < *first_start)) {
+      first_start = o.first_start;
+    }
+    if (o.last_end && (!last_end || *o.last_end > *last_end)) last_end = o.last_end;
+    stage_ms.merge(o.stage_ms);
+    stage_calls.merge(o.stage_calls);
+    tflops.merge(o.tflops);
+    device_tflops.merge(o.device_tflops);
+    mfu.merge(o.mfu);
+    effective += o.effective;
+    step_requests += o.step_requests;
+    steps += o.steps;
+    step_calls += o.step_calls;
+    step_ms += o.step_ms;
+    s.videos += o.s.videos;
+    if (o.s.layout) s.layout = o.s.layout;
+    s.transformer_calls += o.s.transformer_calls;
+    if (o.dtype) {  // a priced request
+      s.params = o.s.params;
+      dtype = o.dtype;
+    }
+    if (o.s.peak_tflops) {
+      s.peak_tflops = o.s.peak_tflops;
+      peak_source = o.peak_source;
+    }
+    if (o.s.skipped_fwd) s.skipped_fwd = s.skipped_fwd.value_or(0) + *o.s.skipped_fwd;
+    if (o.s.peak_alloc_bytes) keep_max(s.peak_alloc_bytes, *o.s.peak_alloc_bytes);
+    if (o.s.peak_reserved_bytes) keep_max(s.peak_reserved_bytes, *o.s.peak_reserved_bytes);
+    merge_energy(s.energy, o.s.energy);
+    s.shared_records += o.s.shared_records;
+  }
+
   RequestSummary summary(std::int64_t warmup) const {
     RequestSummary out = s;
     if (dtype) out.dtype = dtype_name(*dtype);
@@ -471,6 +533,15 @@ struct RequestSide {
   }
   void add(const RequestRecord& r, const FieldValues& fields) {
     (r.warmup ? warmup : measured).add(r, fields);
+  }
+  RequestAcc& side(bool is_warmup) { return is_warmup ? warmup : measured; }
+  void merge(const RequestSide& o) {
+    measured.merge(o.measured);
+    warmup.merge(o.warmup);
+  }
+  template <class IO>
+  void fields(IO& io) {
+    io(measured, warmup);
   }
   std::int64_t total() const { return measured.count + warmup.count; }
   bool all_warmup() const { return measured.count == 0; }
@@ -906,12 +977,17 @@ struct ReportBuilder::State {
     // A partial's: the file's size and content hash (the reader's), to find a file another
     // partial holds too; none for a stream.
     std::optional<std::pair<std::int64_t, std::uint64_t>> bytes;
+    // Its requests, the run's way (a request of several ranks once: a later file's record of
+    // it is folded here, where the request was first counted).
+    std::optional<RequestSide> requests;
     template <class IO>
     void fields(IO& io) {
       io(name, file, repeats, records, world_size, warnings, torn, training, job, bytes);
+      optional_side(io, requests, true);
     }
   };
-  RequestSide requests{true};  // every file's: requests are never a partial's
+  // A request of several ranks: (warmup, dp_rank, req) -> the part that counted it.
+  std::map<std::tuple<bool, int, std::int64_t>, std::size_t> group_parts;
   std::set<std::pair<int, std::int64_t>> group_requests;  // (dp_rank, req) of several ranks
   struct Rank {
     std::optional<RequestSide> requests;
@@ -937,9 +1013,10 @@ struct ReportBuilder::State {
     // per step by phase, for what stragglers cost (the job's: the ranks' merged in rank order).
     WindowPhases by_window;
     JobAcc::Devices devices;  // its devices' energy and intervals
-    // Its bytes in a partial: never its requests (a partial of requests is refused).
+    // Its bytes in a partial.
     template <class IO>
     void fields(IO& io) {
+      optional_side(io, requests, false);
       bool trained = training.has_value();
       io(trained);
       if (!trained) {
@@ -960,8 +1037,25 @@ struct ReportBuilder::State {
   FieldValues fields;  // the record's at hand (its buffers kept from one record to the next)
   // The first line skipped as no record: what the reader throws when no file gave a record.
   std::optional<std::tuple<std::string, int, std::string>> first_bad;
-  // A merge's: the partial each rank came from.
+  // A merge's: the partial each rank came from, and each request of several ranks.
   std::map<int, std::string> rank_from;
+  std::map<std::pair<int, std::int64_t>, std::string> request_from;
+
+  // A side of requests that may be absent (`run`: the run's kind, else a rank's).
+  template <class IO>
+  static void optional_side(IO& io, std::optional<RequestSide>& side, bool run) {
+    bool present = side.has_value();
+    io(present);
+    if (!present) {
+      side.reset();
+      return;
+    }
+    if (!side) side.emplace(run);
+    io(*side);
+    if (side->measured.fold_groups != run || side->warmup.fold_groups != run) {
+      throw std::invalid_argument("requests of a rank where the run's were due, or the reverse");
+    }
+  }
 
   // The file being read (a part of no file before the first).
   FilePart& part() {
@@ -981,7 +1075,20 @@ void ReportBuilder::request(const RequestRecord& record) {
   ++part.records;
   auto& rank = state_->ranks[record.rank];
   summarized_values(record, state_->fields);
-  state_->requests.add(record, state_->fields);
+  const std::size_t here = state_->parts.size() - 1;
+  if (!part.requests) part.requests.emplace(true);
+  bool folded = false;
+  if (record.parallel && record.parallel->group > 1) {
+    // A request of several ranks counted in an earlier file: folded into that file's part.
+    auto [it, fresh] = state_->group_parts.emplace(
+        std::make_tuple(record.warmup, record.parallel->dp_rank, record.req), here);
+    if (!fresh && it->second != here) {
+      RequestAcc& acc = state_->parts[it->second].requests->side(record.warmup);
+      acc.fold(record, acc.group_requests.at({record.parallel->dp_rank, record.req}));
+      folded = true;
+    }
+  }
+  if (!folded) part.requests->add(record, state_->fields);
   part.job.request(record, rank.devices, state_->group_requests);
   if (!rank.requests) rank.requests.emplace(false);
   rank.requests->add(record, state_->fields);
@@ -1269,8 +1376,18 @@ Report ReportBuilder::finish(std::vector<std::string> sources) const {
   // while this one summarizes the ranks (the parse is over: the other cores are idle, and this
   // was most of what came after it). Both only read the state. No thread to be had: here.
   auto run_summaries = [&st, &report, &training] {
-    // The run's measured requests are the non-warmup ones of every rank unless all are warmup.
-    if (st.requests.total() > 0) report.requests = st.requests.summary();
+    // The run's measured requests are the non-warmup ones of every rank unless all are warmup;
+    // the files' added in order.
+    std::optional<RequestSide> requests;
+    for (const State::FilePart& part : st.parts) {
+      if (!part.requests) continue;
+      if (!requests) {
+        requests = part.requests;
+      } else {
+        requests->merge(*part.requests);
+      }
+    }
+    if (requests && requests->total() > 0) report.requests = requests->summary();
     if (training.windows > 0) {
       StepValues p50s(kRunValues), p95s(kRunValues);
       for (const auto& [rank, r] : st.ranks) {
@@ -1417,7 +1534,7 @@ namespace {
 
 // The partial's first line: the command and the version of the bytes after it, which a change
 // to any state a partial holds raises.
-constexpr int kPartialVersion = 1;
+constexpr int kPartialVersion = 2;
 constexpr char kPartialMagic[] = "VXPERF-PARTIAL ";
 constexpr char kPartialCommand[] = "report";
 
@@ -1460,12 +1577,6 @@ std::optional<std::pair<std::int64_t, std::uint64_t>> file_bytes(const std::stri
 std::string ReportBuilder::partial(const ChartData& charts,
                                    const std::vector<std::string>& sources) const {
   const State& st = *state_;
-  if (st.requests.total() > 0) {
-    throw std::invalid_argument(
-        "these records hold requests (inference records), which a partial does not take: their "
-        "percentiles are over every request, so a partial would be their list; report them in "
-        "one run");
-  }
   std::vector<State::FilePart> parts = st.parts;
   for (State::FilePart& part : parts) {
     if (part.file) part.bytes = file_bytes(part.name == "<stdin>" ? "-" : part.name);
@@ -1477,8 +1588,11 @@ std::string ReportBuilder::partial(const ChartData& charts,
   std::vector<ChartData::Impl::Window> windows = c.windows;
   PagePoints points{windows, std::min(phase_names.size(), ChartData::Impl::kMaxPhases)};
   std::optional<std::tuple<std::string, int, std::string>> first_bad = st.first_bad;
+  std::vector<std::string> stage_names = c.stage_names;
+  std::vector<ChartData::Impl::Request> requests = c.requests;
+  std::deque<ChartData::Impl::Bar> bars = c.last_bars;
   partial_io::Writer out;
-  out(source_list, parts, ranks, first_bad, phase_names, points);
+  out(source_list, parts, ranks, first_bad, phase_names, points, stage_names, requests, bars);
   std::string bytes = kPartialMagic;
   bytes += kPartialCommand;
   bytes += " " + std::to_string(kPartialVersion) + "\n";
@@ -1543,13 +1657,19 @@ void ReportBuilder::add_partial(const std::string& bytes, const std::string& nam
   std::optional<std::tuple<std::string, int, std::string>> first_bad;
   std::vector<std::string> phase_names;
   std::vector<ChartData::Impl::Window> windows;
+  std::vector<std::string> stage_names;
+  std::vector<ChartData::Impl::Request> requests;
+  std::deque<ChartData::Impl::Bar> bars;
   try {
     const std::string_view body = partial_body(bytes);
     partial_io::Reader in(body.data(), body.size());
     // Parts are read into rows made from this vxperf's field table, each checked against it.
     in(source_list, parts, ranks, first_bad, phase_names);
     PagePoints points{windows, std::min(phase_names.size(), ChartData::Impl::kMaxPhases)};
-    in(points);
+    in(points, stage_names, requests, bars);
+    for (const ChartData::Impl::Bar& bar : bars) {
+      if (bar.stage_s.size() > stage_names.size()) in.fail("a bar of more stages than named");
+    }
     if (!in.done()) in.fail("more after its end");
   } catch (const std::invalid_argument& e) {
     throw std::invalid_argument(name + ": " + e.what());
@@ -1588,6 +1708,26 @@ void ReportBuilder::add_partial(const std::string& bytes, const std::string& nam
           rank, held->second.c_str(), name.c_str()));
     }
   }
+  // A request of several ranks whose records another partial holds too: its latency is its
+  // slowest rank's and its energy the group's, folded record by record as one run reads them.
+  std::set<std::pair<int, std::int64_t>> shared;
+  for (const State::FilePart& part : parts) {
+    if (!part.requests) continue;
+    for (const RequestAcc* acc : {&part.requests->measured, &part.requests->warmup}) {
+      for (const auto& [key, index] : acc->group_requests) {
+        auto held = st.request_from.find(key);
+        if (held != st.request_from.end()) {
+          throw std::invalid_argument(strprintf(
+              "request %lld of data-parallel rank %d is computed by ranks in both %s and %s: the "
+              "files of the ranks that share a request go in one partial (its latency is its "
+              "slowest rank's)",
+              static_cast<long long>(key.second), key.first, held->second.c_str(), name.c_str()));
+        }
+        shared.insert(key);
+      }
+    }
+  }
+  for (const auto& key : shared) st.request_from[key] = name;
   for (auto& [rank, r] : ranks) {
     st.ranks[rank] = std::move(r);
     st.rank_from[rank] = name;
@@ -1606,6 +1746,20 @@ void ReportBuilder::add_partial(const std::string& bytes, const std::string& nam
       if (index[k] < ChartData::Impl::kMaxPhases) w.phase_s[index[k]] = own[k];
     }
     c.windows.push_back(w);
+  }
+  // The requests' points, and the last bars with their stages by the merged names' index.
+  c.requests.insert(c.requests.end(), requests.begin(), requests.end());
+  std::vector<std::size_t> stage_at;
+  for (const std::string& stage : stage_names) stage_at.push_back(c.stage_index(stage));
+  for (ChartData::Impl::Bar& bar : bars) {
+    std::vector<float> own = std::move(bar.stage_s);
+    bar.stage_s.clear();
+    for (std::size_t k = 0; k < own.size(); ++k) {
+      if (bar.stage_s.size() <= stage_at[k]) bar.stage_s.resize(stage_at[k] + 1, 0.0F);
+      bar.stage_s[stage_at[k]] = own[k];
+    }
+    c.last_bars.push_back(std::move(bar));
+    if (c.last_bars.size() > svg::kMaxBars) c.last_bars.pop_front();
   }
 }
 

@@ -2,8 +2,8 @@
 """`vxperf report` split and merged: `--partial` on each file (or group of files) alone, then
 `--merge` on the partials, prints byte for byte what one run on all the files prints (text and
 --json, stdout, stderr and exit status; the --html page), and what cannot be merged is refused
-with the reason: a rank in two partials, requests, a corrupt partial, another version's or
-another command's.
+with the reason: a rank in two partials, a request of several ranks whose files are in two, a
+corrupt partial, another version's or another command's.
 
   report_merge.py VXPERF CASES BENCH WORK
 
@@ -12,6 +12,8 @@ generator makes a multi-rank set (windows past what the report keeps exactly: it
 and its windows band).
 """
 import importlib.util
+import json
+import random
 import os
 import shutil
 import subprocess
@@ -63,6 +65,14 @@ def check(vxperf, work, name, groups, cwd=None):
     return [os.path.getsize(p) for p in parts]
 
 
+def cut(path, work, lines):
+    """The first `lines` lines of `path`, as a file of their own."""
+    out = os.path.join(work, "cut-%d-%s" % (lines, os.path.basename(path)))
+    with open(path) as f, open(out, "w") as o:
+        o.writelines(f.readlines()[:lines])
+    return out
+
+
 def expect_error(vxperf, args, says, cwd=None):
     rc, stdout, stderr = run(vxperf, *args, cwd=cwd)
     text = stderr.decode()
@@ -92,6 +102,50 @@ def rank_set(bench, folder, ranks, windows):
     return files + [empty[0], torn, empty[1]]
 
 
+def request_set(folder, ranks, per_rank, groups):
+    """Request records of `ranks` serving ranks, a file each: the first 2 of each rank warmup,
+    energy read, the stages in two orders. `groups`: ranks that compute each request together
+    (context parallel: the same data-parallel index and request numbers, each its own time)."""
+    rng = random.Random(11)
+    os.makedirs(folder, exist_ok=True)
+    files = []
+    for rank in range(ranks):
+        group = next((g for g in groups if rank in g), [rank])
+        dp_rank = groups.index(group) if group in groups else rank
+        lines = []
+        for i in range(per_rank):
+            e2e = rng.uniform(0.5, 3.0)
+            text, vae = rng.uniform(5, 40), rng.uniform(100, 400)
+            transformer = e2e * 1000 * rng.uniform(0.6, 0.8)
+            stages = [("text_encoder", 1, text), ("transformer", 8, transformer),
+                      ("vae_dec", 1, vae)]
+            if rank % 2:
+                stages.reverse()
+            record = {
+                "kind": "request", "ts": 5000.0 + i * 4 + rng.random(), "rank": rank,
+                "world_size": ranks, "req": i, "warmup": i < 2, "e2e_s": e2e,
+                "stages": {name: {"count": n, "total_ms": ms, "mean_ms": ms / n, "std_ms": 0.0,
+                                  "min_ms": ms / n, "max_ms": ms / n}
+                           for name, n, ms in stages},
+                "dit": {"params": 1300000000, "tokens": 4096, "batch": 2, "devices": len(group),
+                        "flops_per_fwd": 2.1e13 * rng.uniform(0.9, 1.1),
+                        "attn_share": 0.31, "tflops": rng.uniform(40, 90), "peak_tflops": 989.0,
+                        "mfu": rng.uniform(0.04, 0.09)},
+                "device": "cuda:%d" % rank, "peak_alloc_bytes": rng.randrange(1 << 30, 1 << 34),
+                "peak_reserved_bytes": 1 << 35, "energy_j": rng.uniform(100, 900),
+                "energy_from": "counter",
+            }
+            if len(group) > 1:
+                record["parallel"] = {"dp": ranks // len(group), "cp": len(group), "tp": 1,
+                                      "group": len(group), "dp_rank": dp_rank}
+            lines.append(json.dumps(record) + "\n")
+        path = os.path.join(folder, "serve-rank%d.jsonl" % rank)
+        with open(path, "w") as f:
+            f.writelines(lines)
+        files.append(path)
+    return files
+
+
 def main():
     vxperf, cases, bench, work = (os.path.abspath(a) for a in sys.argv[1:5])
     shutil.rmtree(work, ignore_errors=True)
@@ -105,9 +159,31 @@ def main():
     for n in training:
         check(vxperf, work, n, [[n]], cwd=cases)
     check(vxperf, work, "training", [training], cwd=cases)
-    # Requests are refused, with why.
-    expect_error(vxperf, [inference[0], "--partial", os.path.join(work, "i.partial")],
-                 "requests (inference records)", cwd=cases)
+    # The inference cases: each alone, all in one partial, and in two partials of their files.
+    for n in inference:
+        check(vxperf, work, n, [[n]], cwd=cases)
+    check(vxperf, work, "inference", [inference], cwd=cases)
+
+    # Serving ranks, a file each, split into one partial, one a file and two.
+    served = request_set(os.path.join(work, "served"), 4, 60, [])
+    sizes = check(vxperf, work, "served-n", [[f] for f in served])
+    check(vxperf, work, "served-1", [served])
+    check(vxperf, work, "served-2", [served[:3], served[3:]])
+    print("partial of a serving rank's 60 requests: %d-%d bytes; of 58: %d more a request"
+          % (min(sizes), max(sizes),
+             (max(sizes) - check(vxperf, work, "served-58", [[cut(served[0], work, 58)]])[0])
+             // 2))
+    # Ranks 0 and 1 computing each request together (ranks 2 and 3 too): one partial of the
+    # pair's files folds each request's records as one run does; a pair across partials is
+    # refused, naming the request.
+    pairs = request_set(os.path.join(work, "pairs"), 4, 30, [[0, 1], [2, 3]])
+    check(vxperf, work, "pairs", [pairs[:2], pairs[2:]])
+    check(vxperf, work, "pairs-1", [pairs])
+    parts = make_partials(vxperf, work, "pairs-split", [[pairs[0]], pairs[1:]])
+    expect_error(vxperf, ["--merge", *parts], "request 2 of data-parallel rank 0 is computed by "
+                 "ranks in both " + parts[0] + " and " + parts[1])
+    # With windows of training in the same partials.
+    check(vxperf, work, "mixed", [pairs[:2] + [training[0]]], cwd=cases)
 
     # A multi-rank job: one partial, one a file, and two of half the files each.
     files = rank_set(bench, work, 8, 300)
@@ -151,8 +227,8 @@ def main():
     expect_error(vxperf, ["--merge", corrupt], "corrupt")
     other = os.path.join(work, "other.partial")
     with open(other, "wb") as f:
-        f.write(good.replace(b"VXPERF-PARTIAL report 1\n", b"VXPERF-PARTIAL report 99\n", 1))
-    expect_error(vxperf, ["--merge", other], "a partial of version 99; this vxperf reads version 1")
+        f.write(good.replace(b"VXPERF-PARTIAL report 2\n", b"VXPERF-PARTIAL report 99\n", 1))
+    expect_error(vxperf, ["--merge", other], "a partial of version 99; this vxperf reads version 2")
     explain = os.path.join(work, "explain.partial.json")
     with open(explain, "w") as f:
         f.write('{"vxperf_partial": 1, "command": "explain"}\n')
