@@ -164,14 +164,15 @@ def main():
         check(vxperf, work, n, [[n]], cwd=cases)
     check(vxperf, work, "inference", [inference], cwd=cases)
 
-    # Serving ranks, a file each, split into one partial, one a file and two.
-    served = request_set(os.path.join(work, "served"), 4, 60, [])
+    # Serving ranks, a file each, split into one partial, one a file and two (the page's last
+    # 300 bars over more than one partial).
+    served = request_set(os.path.join(work, "served"), 4, 120, [])
     sizes = check(vxperf, work, "served-n", [[f] for f in served])
     check(vxperf, work, "served-1", [served])
     check(vxperf, work, "served-2", [served[:3], served[3:]])
-    print("partial of a serving rank's 60 requests: %d-%d bytes; of 58: %d more a request"
+    print("partial of a serving rank's 120 requests: %d-%d bytes; of 118: %d more a request"
           % (min(sizes), max(sizes),
-             (max(sizes) - check(vxperf, work, "served-58", [[cut(served[0], work, 58)]])[0])
+             (max(sizes) - check(vxperf, work, "served-118", [[cut(served[0], work, 118)]])[0])
              // 2))
     # Ranks 0 and 1 computing each request together (ranks 2 and 3 too): one partial of the
     # pair's files folds each request's records as one run does; a pair across partials is
