@@ -290,13 +290,13 @@ class ReportBuilder : public RecordHandler {
   // `vxperf report --partial` and `--merge` (docs/COMMANDS.md, "Split and merged"). A partial:
   // what the records read so far give the report and the page (`charts`: ChartData fed the same
   // records), each file's part of the job's sums and each rank's whole state, with `sources`
-  // (the files named), as versioned bytes. Throws std::invalid_argument where the records hold
-  // requests (their percentiles are over every request: a partial would be their list).
+  // (the files named), as versioned bytes: a file's requests as their sums and each one's time.
   std::string partial(const ChartData& charts, const std::vector<std::string>& sources) const;
   // A partial (named `name` in errors) after what this holds: its files after these, its ranks
   // beside these, its page's points into `charts`, its sources after `sources`. Throws
   // std::invalid_argument: not a report partial of this version, corrupt, a rank this holds
-  // already (a rank's records go in one partial), a file with records another partial holds.
+  // already (a rank's records go in one partial), a file with records another partial holds, a
+  // request of several ranks another partial holds records of (folded in one run's file order).
   void add_partial(const std::string& bytes, const std::string& name, ChartData& charts,
                    std::vector<std::string>& sources);
   // Whether `e` is what reading threw only because no line was a record (a partial's files may

@@ -1056,5 +1056,63 @@ TEST(Report, AJobReadFromFilesSaysWhatItMisses) {
   fs::remove_all(dir);
 }
 
+// #51: requests in partials. A context-parallel pair's files in one partial fold each request
+// across the files as one run does; a third rank's file in a partial of its own merges beside
+// it, the same report to the last digit; the pair's files in two partials are refused.
+TEST(Report, PartialsOfRequestsMergeToOneRunsReport) {
+  auto feed = [](ReportBuilder& b, ChartData& c, int rank, int count, bool pair) {
+    b.begin_file("rank" + std::to_string(rank) + ".jsonl");
+    for (int i = 0; i < count; ++i) {
+      RequestRecord r = request(rank, i, 1.0 + 0.37 * i + 0.11 * rank, i == 0);
+      r.ts = 1000.0 + i;
+      if (pair) {
+        ParallelLayout p;
+        p.cp = 2;
+        p.group = 2;
+        r.parallel = p;
+      }
+      b.request(r);
+      c.request(r);
+    }
+  };
+  ReportBuilder one;
+  ChartData one_charts;
+  feed(one, one_charts, 0, 5, true);
+  feed(one, one_charts, 1, 5, true);
+  feed(one, one_charts, 2, 4, false);
+  const Report expected = one.finish({"a", "b", "c"});
+  ASSERT_TRUE(expected.requests);
+  EXPECT_EQ(expected.requests->count, 4 + 3);  // the pair's 4 once, rank 2's 3 (a warmup each)
+  EXPECT_EQ(expected.requests->shared_records, 4);
+
+  ReportBuilder pair, solo;
+  ChartData pair_charts, solo_charts;
+  feed(pair, pair_charts, 0, 5, true);
+  feed(pair, pair_charts, 1, 5, true);
+  feed(solo, solo_charts, 2, 4, false);
+  ReportBuilder merged;
+  ChartData merged_charts;
+  std::vector<std::string> sources;
+  merged.add_partial(pair.partial(pair_charts, {"a", "b"}), "pair", merged_charts, sources);
+  merged.add_partial(solo.partial(solo_charts, {"c"}), "solo", merged_charts, sources);
+  EXPECT_EQ(report_json(merged.finish(sources)), report_json(expected));
+
+  ReportBuilder first, second, split;
+  ChartData first_charts, second_charts, split_charts;
+  feed(first, first_charts, 0, 5, true);
+  feed(second, second_charts, 1, 5, true);
+  sources.clear();
+  split.add_partial(first.partial(first_charts, {"a"}), "a.partial", split_charts, sources);
+  try {
+    split.add_partial(second.partial(second_charts, {"b"}), "b.partial", split_charts, sources);
+    ADD_FAILURE() << "a request of two ranks merged from two partials";
+  } catch (const std::invalid_argument& e) {
+    EXPECT_NE(std::string(e.what()).find("request 1 of data-parallel rank 0 is computed by ranks "
+                                         "in both a.partial and b.partial"),
+              std::string::npos)
+        << e.what();
+  }
+}
+
 }  // namespace
 }  // namespace vxperf::analysis
