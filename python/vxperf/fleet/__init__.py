@@ -318,21 +318,21 @@ class _Progress:
         sys.stderr.flush()
 
 
-def _init_ray(address: str | None) -> Any:
+def import_ray() -> Any:
     try:
         import ray
     except ImportError as e:
         raise UsageError("Ray is not installed: pip install vxperf[fleet]") from e
-    kwargs: dict[str, Any] = {"logging_level": logging.WARNING, "log_to_driver": False}
-    address = address or os.environ.get("RAY_ADDRESS") or None
-    if address is None:
-        kwargs["include_dashboard"] = False
-    ray.init(address=address, **kwargs)
     return ray
 
 
 def run_on_ray(plan: Plan, groups: list[list[str]]) -> list[TaskResult]:
-    ray = _init_ray(plan.address)
+    ray = import_ray()
+    kwargs: dict[str, Any] = {"logging_level": logging.WARNING, "log_to_driver": False}
+    address = plan.address or os.environ.get("RAY_ADDRESS") or None
+    if address is None:
+        kwargs["include_dashboard"] = False
+    ray.init(address=address, **kwargs)
     try:
         task = ray.remote(run_task).options(num_cpus=1, max_retries=plan.retries,
                                             retry_exceptions=[OSError, CommandKilled])
@@ -357,9 +357,9 @@ def run_on_ray(plan: Plan, groups: list[list[str]]) -> list[TaskResult]:
         ray.shutdown()
 
 
-def merge(plan: Plan, results: list[TaskResult]) -> int:
-    """Says what the tasks left out (each line once), then runs the merge with this process's
-    standard output and error: what the command prints."""
+def merge(plan: Plan, results: list[TaskResult], stdout: int = 1) -> int:
+    """Says what the tasks left out (each line once), then runs the merge, its output to `stdout`
+    and this process's standard error: what the command prints."""
     seen: set[str] = set()
     for r in results:
         for line in r.said:
@@ -377,19 +377,16 @@ def merge(plan: Plan, results: list[TaskResult]) -> int:
             paths.append(os.path.join(root, f"{k:06d}.partial.json"))
             with open(paths[-1], "wb") as f:
                 f.write(p)
-        sys.stdout.flush()
         return subprocess.run([command(), plan.command, "--merge", *paths, *plan.merge_args],
-                              check=False).returncode
+                              stdout=stdout, check=False).returncode
 
 
 def main(argv: list[str] | None = None) -> int:
     try:
         plan = parse(list(sys.argv[1:] if argv is None else argv))
+        import_ray()
         files = expand(plan.command, plan.operands)
-        command()  # the driver merges: say now, not after the tasks, when it has no command
-        groups = [files[k:k + plan.files_per_task]
-                  for k in range(0, len(files), plan.files_per_task)]
-        results = run_on_ray(plan, groups)
+        command()  # the driver merges: said now rather than after the tasks
     except UsageError as e:
         if not str(e):  # --help
             sys.stdout.write(USAGE)
@@ -399,4 +396,15 @@ def main(argv: list[str] | None = None) -> int:
     except RuntimeError as e:
         sys.stderr.write(f"vxperf fleet: {e}\n")
         return 2
-    return merge(plan, results)
+    groups = [files[k:k + plan.files_per_task] for k in range(0, len(files), plan.files_per_task)]
+    # Ray writes some of its messages (a raylet lost, say) to standard output: while it runs that
+    # is standard error, and the merge alone writes to the real one.
+    sys.stdout.flush()
+    stdout = os.dup(1)
+    try:
+        os.dup2(2, 1)
+        return merge(plan, run_on_ray(plan, groups), stdout)
+    finally:
+        sys.stdout.flush()
+        os.dup2(stdout, 1)
+        os.close(stdout)
