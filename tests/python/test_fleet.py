@@ -147,14 +147,14 @@ def cluster():
         shutil.rmtree(root, ignore_errors=True)
 
 
-def one_process(*args):
-    p = subprocess.run([CLI, *args], capture_output=True, text=True, check=False)
+def one_process(*args, cwd=None):
+    p = subprocess.run([CLI, *args], capture_output=True, text=True, check=False, cwd=cwd)
     return p.returncode, p.stdout, p.stderr
 
 
-def fleet(*args, env=None):
+def fleet(*args, env=None, cwd=None):
     p = subprocess.run([sys.executable, "-m", "vxperf.fleet", *args], env=env or fleet_env(),
-                       capture_output=True, text=True, timeout=300, check=False)
+                       capture_output=True, text=True, timeout=300, check=False, cwd=cwd)
     return p.returncode, p.stdout, p.stderr
 
 
@@ -169,6 +169,8 @@ def test_usage_is_answered_without_ray(traces):
     assert rc == 2 and "--critical-path takes every file at once" in err, err
     rc, out, err = fleet("explain", traces, "--merge")
     assert rc == 2 and "the fleet makes and merges the partials itself" in err, err
+    rc, out, err = fleet("report", "-")
+    assert rc == 2 and "standard input cannot be handed to tasks" in err, err
     rc, out, err = fleet("--help")
     assert rc == 0 and out.startswith("usage: python -m vxperf.fleet explain|report")
     # Without Ray installed: one line saying what to install.
@@ -186,10 +188,13 @@ def test_the_cluster_prints_what_one_process_prints(traces, cluster):
     assert (rc, out) == one[:2], err
     lines = [line for line in err.splitlines() if line.startswith(PROGRESS)]
     assert len(lines) == RANKS + 1 and lines[-1].startswith(f"{PROGRESS}{RANKS + 1}/"), err
-    # JSON (its problems on standard error), five files a task, the cluster from RAY_ADDRESS.
-    one = one_process("explain", traces, "--json")
-    rc, out, err = fleet("explain", traces, "--json", "--files-per-task", "5",
-                         env=fleet_env(RAY_ADDRESS=cluster.address))
+    # JSON (its problems on standard error), five files a task, the cluster from RAY_ADDRESS, the
+    # folder named relative to the driver's: read in that folder, and named as given.
+    parent, name = os.path.split(traces)
+    one = one_process("explain", name, "--json", cwd=parent)
+    assert f'"{name}/rank-0.json"' in one[1]
+    rc, out, err = fleet("explain", name, "--json", "--files-per-task", "5",
+                         env=fleet_env(RAY_ADDRESS=cluster.address), cwd=parent)
     assert (rc, out, said(err)) == one, err
 
 
@@ -230,7 +235,7 @@ def test_report_on_the_cluster(traces, cluster, tmp_path):
     for form in ([], ["--json"]):
         one = one_process("report", *files, *form)
         rc, out, err = fleet("report", *files, *form, "--address", cluster.address)
-        assert (rc, out, said(err)) == one, err
+        assert (rc, out, said(err)) == (one[0], one[1], said(one[2])), err
 
 
 def test_a_worker_node_killed_mid_run(traces, cluster):

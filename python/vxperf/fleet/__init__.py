@@ -24,7 +24,7 @@ import subprocess
 import sys
 import tempfile
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Callable
 
 from .._cli import command_path
 
@@ -60,6 +60,9 @@ what the command prints over all the files in one process. Progress goes to stan
   --files-per-task N   files given to each task (default 1)
   --retries N          times a task whose worker was lost (or whose command was killed, or whose
                        download failed) is run again (default 3)
+
+A task runs the command in this folder where its worker has it (a shared filesystem), else in
+its own: a relative path is read, and named, as given.
 
 The command's options go with it: --json and --html OUT (report: --steps FILE too) to the merge,
 the others (--records, --replay, --what-if, --threads, --strict, ...) to every task. A directory
@@ -149,7 +152,9 @@ def parse(argv: list[str]) -> Plan:
             plan.merge_args.append(arg)
             if merge[arg]:
                 plan.merge_args.append(value(arg))
-        elif arg.startswith("-") and arg != "-":
+        elif arg == "-":
+            raise UsageError("-: standard input cannot be handed to tasks; give the files")
+        elif arg.startswith("-"):
             plan.partial_args.append(arg)
             if arg in PARTIAL_VALUES[command]:
                 plan.partial_args.append(value(arg))
@@ -165,14 +170,20 @@ def _trace_name(name: str) -> bool:
     return name.endswith(TRACE_SUFFIXES)
 
 
+def _records_name(name: str) -> bool:
+    return ".jsonl" in name and not name.startswith(".")
+
+
 def expand(command: str, operands: list[str]) -> list[str]:
     """The files the command would read, in its order, as far as this machine sees them: a local
-    directory's files sorted by path (explain: the .json and .json.gz ones), a URL directory's
-    likewise; a directory the command itself expands on the worker (report's) stays whole."""
+    directory's files sorted by path (explain's: the .json and .json.gz ones; report's stays
+    whole, the command reads what it holds), a URL directory's by name likewise (report's: the
+    *.jsonl ones, each then read as records or said)."""
     files: list[str] = []
     for op in operands:
-        if command == "explain" and is_url(op):
-            files.extend(_url_directory(op) or [op])
+        if is_url(op):
+            rule = _trace_name if command == "explain" else _records_name
+            files.extend(_url_directory(op, rule) or [op])
         elif command == "explain" and os.path.isdir(op):
             found = [os.path.join(op, e.name) for e in os.scandir(op)
                      if e.is_file() and _trace_name(e.name)]
@@ -182,7 +193,7 @@ def expand(command: str, operands: list[str]) -> list[str]:
     return files
 
 
-def _url_directory(url: str) -> list[str] | None:
+def _url_directory(url: str, rule: Callable[[str], bool]) -> list[str] | None:
     """A directory URL's trace files, sorted; None when the URL is not a directory (or fsspec is
     not here: the worker then says what it finds)."""
     try:
@@ -197,7 +208,7 @@ def _url_directory(url: str) -> list[str] | None:
     except OSError:
         return None
     found = [fs.unstrip_protocol(e["name"]) for e in entries
-             if e.get("type") == "file" and _trace_name(str(e["name"]).rsplit("/", 1)[-1])]
+             if e.get("type") == "file" and rule(str(e["name"]).rsplit("/", 1)[-1])]
     return sorted(found)
 
 
@@ -249,7 +260,7 @@ class _Scratch:
             return
         for e in entries:
             name = str(e["name"]).rsplit("/", 1)[-1]
-            if e.get("type") == "file" and ".jsonl" in name:
+            if e.get("type") == "file" and _records_name(name):
                 fs.get(e["name"], os.path.join(local, name))
 
     def named_back(self, text: bytes) -> bytes:
@@ -260,9 +271,13 @@ class _Scratch:
 
 
 def run_task(command_name: str, files: list[str], partial_args: list[str],
-             threads: int = 1) -> TaskResult:
-    """On a worker: the command's partial of `files` (the Ray task's body; runs without Ray too)."""
+             cwd: str | None = None, threads: int = 1) -> TaskResult:
+    """On a worker: the command's partial of `files` (the Ray task's body; runs without Ray too),
+    run in the driver's folder `cwd` where the worker has it, so that a relative path names the
+    same file on a shared filesystem and the output names it as given."""
     exe = command()
+    if cwd is None or not os.path.isdir(cwd):
+        cwd = os.getcwd()
     with tempfile.TemporaryDirectory(prefix="vxperf-fleet-") as root:
         given_records = "--records" in partial_args
         scratch = _Scratch(root, with_siblings=command_name == "explain" and not given_records)
@@ -274,7 +289,7 @@ def run_task(command_name: str, files: list[str], partial_args: list[str],
             except FileNotFoundError:
                 said.append(f"vxperf {command_name}: {f}: no such file or directory")
                 continue
-            if not os.path.exists(local[-1]):
+            if not os.path.exists(os.path.join(cwd, local[-1])):
                 local.pop()
                 said.append(f"vxperf {command_name}: {f}: no such file or directory")
         args = list(partial_args)
@@ -286,7 +301,7 @@ def run_task(command_name: str, files: list[str], partial_args: list[str],
         if not local:
             return TaskResult(None, 2, said)
         out = os.path.join(root, "partial.json")
-        proc = subprocess.run([exe, command_name, *local, "--partial", out, *args],
+        proc = subprocess.run([exe, command_name, *local, "--partial", out, *args], cwd=cwd,
                               capture_output=True, text=True, check=False)
         if proc.returncode < 0:
             raise CommandKilled(f"vxperf {command_name} on {', '.join(files)} was killed by "
@@ -336,7 +351,8 @@ def run_on_ray(plan: Plan, groups: list[list[str]]) -> list[TaskResult]:
     try:
         task = ray.remote(run_task).options(num_cpus=1, max_retries=plan.retries,
                                             retry_exceptions=[OSError, CommandKilled])
-        pending = {task.remote(plan.command, g, plan.partial_args): k
+        cwd = os.getcwd()
+        pending = {task.remote(plan.command, g, plan.partial_args, cwd): k
                    for k, g in enumerate(groups)}
         results: list[TaskResult] = [TaskResult(None) for _ in groups]
         progress = _Progress(plan.command, sum(len(g) for g in groups))
