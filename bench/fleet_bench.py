@@ -22,6 +22,7 @@ from __future__ import annotations
 import argparse
 import os
 import secrets
+import shutil
 import signal
 import subprocess
 import sys
@@ -73,7 +74,9 @@ class Cluster:
         with open(log, "w") as out:
             self.procs.append(subprocess.Popen(
                 [RAY, "start", "--block", "--disable-usage-stats", "--include-log-monitor=false",
-                 "--object-store-memory=80000000", f"--node-ip-address={HOST}", *args],
+                 "--object-store-memory=80000000", f"--node-ip-address={HOST}",
+                 # Every node's agent would take port 52365: one host, three nodes.
+                 "--dashboard-agent-listen-port=0", *args],
                 env=self.env, stdout=out, stderr=subprocess.STDOUT, start_new_session=True))
         deadline = time.monotonic() + 300
         while time.monotonic() < deadline and self.procs[-1].poll() is None:
@@ -98,6 +101,7 @@ class Cluster:
                 os.kill(pid, signal.SIGKILL)
             except ProcessLookupError:
                 pass
+        shutil.rmtree(self.root, ignore_errors=True)
 
 
 def main() -> None:

@@ -92,7 +92,9 @@ class Cluster:
         log = open(os.path.join(self.root, name + ".log"), "w")
         self.procs.append(subprocess.Popen(
             [RAY, "start", "--block", "--disable-usage-stats", "--include-log-monitor=false",
-             "--object-store-memory=80000000", f"--node-ip-address={HOST}", *args],
+             "--object-store-memory=80000000", f"--node-ip-address={HOST}",
+             # Every node's agent would take port 52365: one host, three nodes.
+             "--dashboard-agent-listen-port=0", *args],
             env=self.env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True))
         return self.procs[-1]
 
@@ -137,10 +139,10 @@ def cluster():
         c.wait_started(0)
         with open(os.path.join(root, "ray_current_cluster")) as f:
             c.address = f.read().strip()
+        # One after the other: two nodes starting at once on one host could time out.
         for w in (1, 2):
             c.start(f"worker{w}", f"--address={c.address}", "--num-cpus=1")
-        c.wait_started(1)
-        c.wait_started(2)
+            c.wait_started(w)
         yield c
     finally:
         c.stop()
