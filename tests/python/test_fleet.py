@@ -221,23 +221,25 @@ def report_partials_supported(records):
     return p.returncode == 0, (p.stderr.strip().splitlines() or [""])[0]
 
 
-def test_report_on_the_cluster(traces, cluster, tmp_path):
-    # Each rank's records a file of its own, as a job writes them.
-    files = []
-    with open(os.path.join(traces, "run.records.jsonl")) as f:
-        for line in f:
-            path = tmp_path / f"rank-{json.loads(line)['rank']:02d}.records.jsonl"
-            if str(path) not in files:
-                files.append(str(path))
-            with open(path, "a") as out:
-                out.write(line)
+def test_report_on_the_cluster(cluster, tmp_path):
+    # A training job's records, a file per rank as a job writes them (report's partials take
+    # training records, a rank's in one partial).
+    sys.path.insert(0, os.path.join(REPO, "bench"))
+    import records_bench
+    files = records_bench.generate(str(tmp_path), "records", 16, 5, 0, 7)
     supported, answer = report_partials_supported(files[0])
     if not supported:
         pytest.skip(f"this vxperf report has no --partial yet ({answer})")
     for form in ([], ["--json"]):
         one = one_process("report", *files, *form)
+        assert one[0] == 0, one
         rc, out, err = fleet("report", *files, *form, "--address", cluster.address)
         assert (rc, out, said(err)) == (one[0], one[1], said(one[2])), err
+    # A folder as a URL: listed here, each *.jsonl a task.
+    rc, out, err = fleet("report", "file://" + os.path.dirname(files[0]), "--json", "--address",
+                         cluster.address)
+    assert rc == 0 and json.loads(out) == json.loads(one[1].replace(
+        f'"{os.path.dirname(files[0])}/', f'"file://{os.path.dirname(files[0])}/')), err
 
 
 def test_a_worker_node_killed_mid_run(traces, cluster):

@@ -16,7 +16,6 @@ says more.
 
 from __future__ import annotations
 
-import json
 import logging
 import os
 import shutil
@@ -222,36 +221,32 @@ def command() -> str:
     return path
 
 
-def _json_text(s: str) -> bytes:
-    return json.dumps(s, ensure_ascii=False)[1:-1].encode()
-
-
 class _Scratch:
-    """The URLs of one task copied to a scratch folder: each URL's folder mirrored by a local one,
-    so that the command finds the records beside a trace as it would beside a local one."""
+    """A task's URLs copied into a scratch folder, each where the URL read as a relative path
+    names it (s3://bucket/job/rank-0.json at ./s3:/bucket/job/rank-0.json), so that the command,
+    run in that folder and given the URL itself, reads the copy and names it by its URL, and
+    finds the records beside a trace as it would beside a local one (explain)."""
 
-    def __init__(self, root: str, with_siblings: bool) -> None:
+    def __init__(self, root: str, base: str, with_siblings: bool) -> None:
         self.root = root
+        self.base = base  # where a relative local path is read from
         self.with_siblings = with_siblings
-        self.folders: dict[str, str] = {}  # URL folder -> local folder
+        self.folders: set[str] = set()
 
-    def fetch(self, url: str) -> str:
+    def fetch(self, url: str) -> None:
         import fsspec
-        parent, _, name = url.rpartition("/")
-        local = self.folders.get(parent)
-        if local is None:
-            local = os.path.join(self.root, str(len(self.folders)))
-            os.mkdir(local)
-            self.folders[parent] = local
+        parent = url.rpartition("/")[0]
+        local = os.path.join(self.root, url)
+        if parent not in self.folders:
+            os.makedirs(os.path.dirname(local), exist_ok=True)
+            self.folders.add(parent)
             if self.with_siblings:
-                self._records_beside(parent, local)
-        path = os.path.join(local, name)
-        if not os.path.exists(path):
-            with fsspec.open(url, "rb") as src, open(path, "wb") as dst:
+                self._records_beside(parent)
+        if not os.path.exists(local):
+            with fsspec.open(url, "rb") as src, open(local, "wb") as dst:
                 shutil.copyfileobj(src, dst, 1 << 20)
-        return path
 
-    def _records_beside(self, parent: str, local: str) -> None:
+    def _records_beside(self, parent: str) -> None:
         import fsspec
         fs, path = fsspec.core.url_to_fs(parent)
         try:
@@ -261,13 +256,21 @@ class _Scratch:
         for e in entries:
             name = str(e["name"]).rsplit("/", 1)[-1]
             if e.get("type") == "file" and _records_name(name):
-                fs.get(e["name"], os.path.join(local, name))
+                fs.get(e["name"], os.path.join(self.root, parent, name))
 
-    def named_back(self, text: bytes) -> bytes:
-        """The partial with each local copy named by its URL again."""
-        for parent, local in self.folders.items():
-            text = text.replace(_json_text(local + "/"), _json_text(parent + "/"))
-        return text
+    def link_local(self, path: str) -> None:
+        """A relative local path reachable from the scratch folder too: its first component
+        linked to the one in the base folder."""
+        if os.path.isabs(path):
+            return
+        first = path.split("/", 1)[0]
+        link = os.path.join(self.root, first)
+        if first not in ("", ".", "..") and not os.path.lexists(link):
+            os.symlink(os.path.join(self.base, first), link)
+
+
+def _missing(command_name: str, path: str) -> str:
+    return f"vxperf {command_name}: {path}: no such file or directory"
 
 
 def run_task(command_name: str, files: list[str], partial_args: list[str],
@@ -278,31 +281,35 @@ def run_task(command_name: str, files: list[str], partial_args: list[str],
     exe = command()
     if cwd is None or not os.path.isdir(cwd):
         cwd = os.getcwd()
+    args = list(partial_args)
+    records = [args[k + 1] for k in range(len(args) - 1) if args[k] == "--records"]
+    if "--threads" not in args:
+        args += ["--threads", str(threads)]
     with tempfile.TemporaryDirectory(prefix="vxperf-fleet-") as root:
-        given_records = "--records" in partial_args
-        scratch = _Scratch(root, with_siblings=command_name == "explain" and not given_records)
         said: list[str] = []
-        local: list[str] = []
-        for f in files:
+        kept: list[str] = []
+        urls = any(is_url(f) for f in files + records)
+        scratch = _Scratch(root, cwd, command_name == "explain" and not records)
+        for f in files + records:
             try:
-                local.append(scratch.fetch(f) if is_url(f) else f)
+                if is_url(f):
+                    scratch.fetch(f)
+                elif urls:
+                    scratch.link_local(f)
             except FileNotFoundError:
-                said.append(f"vxperf {command_name}: {f}: no such file or directory")
+                said.append(_missing(command_name, f))
                 continue
-            if not os.path.exists(os.path.join(cwd, local[-1])):
-                local.pop()
-                said.append(f"vxperf {command_name}: {f}: no such file or directory")
-        args = list(partial_args)
-        for k in range(len(args) - 1):
-            if args[k] == "--records" and is_url(args[k + 1]):
-                args[k + 1] = scratch.fetch(args[k + 1])
-        if "--threads" not in args:
-            args += ["--threads", str(threads)]
-        if not local:
+            if f in files:
+                if os.path.exists(os.path.join(root if is_url(f) else cwd, f)):
+                    kept.append(f)
+                else:
+                    said.append(_missing(command_name, f))
+        if not kept:
             return TaskResult(None, 2, said)
-        out = os.path.join(root, "partial.json")
-        proc = subprocess.run([exe, command_name, *local, "--partial", out, *args], cwd=cwd,
-                              capture_output=True, text=True, check=False)
+        out = os.path.join(root, ".partial.json")
+        proc = subprocess.run([exe, command_name, *kept, "--partial", out, *args],
+                              cwd=root if urls else cwd, capture_output=True, text=True,
+                              check=False)
         if proc.returncode < 0:
             raise CommandKilled(f"vxperf {command_name} on {', '.join(files)} was killed by "
                                 f"signal {-proc.returncode}")
@@ -310,8 +317,7 @@ def run_task(command_name: str, files: list[str], partial_args: list[str],
             said += [line for line in proc.stderr.splitlines() if line.strip()]
             return TaskResult(None, proc.returncode or 1, said)
         with open(out, "rb") as made:
-            partial = made.read()
-        return TaskResult(scratch.named_back(partial), 0, said)
+            return TaskResult(made.read(), 0, said)
 
 
 class _Progress:
