@@ -56,11 +56,12 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     show(vxperf::explain::explain_traces({input_path()}, options));
   }
   // vxperf's own replay: its graph of every row, each range replayed with its critical path, and
-  // every kind of what-if (the standard ones and a kernel regex).
+  // every kind of what-if (the standard ones, a kernel regex, edits together) and their stacking.
   options.critical_path.reset();
   vxperf::explain::ReplayRequest replay{vxperf::explain::standard_what_ifs()};
   replay.what_ifs.push_back(vxperf::explain::parse_what_if("kernel:^g.*m=0.5"));
   replay.what_ifs.push_back(vxperf::explain::parse_what_if("steps:3"));
+  replay.what_ifs.push_back(vxperf::explain::parse_what_if("kernel:^g.*m=0.5,peak,host"));
   options.replay = replay;
   show(vxperf::explain::explain_traces({input_path()}, options));
   std::remove(input_path().c_str());

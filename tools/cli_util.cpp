@@ -12,7 +12,10 @@
 #include <cstring>
 #include <exception>
 #include <filesystem>
+#include <fstream>
 #include <new>
+#include <sstream>
+#include <stdexcept>
 
 namespace vxperf::cli {
 
@@ -196,7 +199,10 @@ int& stdout_error() {
 }
 
 void print(const std::string& text) {
-  if (std::fputs(text.c_str(), stdout) == EOF && stdout_error() == 0) stdout_error() = errno;
+  // Written whole, NULs too (a report partial's bytes).
+  if (std::fwrite(text.data(), 1, text.size(), stdout) != text.size() && stdout_error() == 0) {
+    stdout_error() = errno;
+  }
 }
 
 int finish_output(int rc, const char* command) {
@@ -263,6 +269,23 @@ int exec_torch_helper(const char* helper, const char* command, int argc, char** 
   std::fprintf(stderr, "vxperf %s: needs LibTorch, whose commands are in %s, not found beside %s\n",
                command, helper, dir.empty() ? "this program" : dir.c_str());
   return 2;
+}
+
+std::vector<std::pair<std::string, std::string>> read_partials(
+    const std::vector<std::string>& paths) {
+  std::vector<std::pair<std::string, std::string>> out;
+  for (const std::string& path : paths) {
+    std::ifstream in(path, std::ios::binary);
+    std::error_code ec;
+    if (!in || std::filesystem::is_directory(path, ec)) {
+      throw std::invalid_argument(path + ": cannot be read as a partial");
+    }
+    std::ostringstream text;
+    text << in.rdbuf();
+    if (in.bad()) throw std::invalid_argument(path + ": cannot be read as a partial");
+    out.emplace_back(path, text.str());
+  }
+  return out;
 }
 
 }  // namespace vxperf::cli

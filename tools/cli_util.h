@@ -9,6 +9,7 @@
 #include <cstdint>
 #include <streambuf>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "vxperf/file_io.h"
@@ -115,6 +116,11 @@ std::string kind_of_file(const std::string& path, const std::string& own);
 // ".jsonl", rank files included, hidden ones and other commands' files left out), sorted. A
 // folder without any is a UsageError.
 std::vector<std::string> records_in_folders(const std::vector<std::string>& paths);
+
+// Each partial's name and bytes, in order (`vxperf explain --merge`, `vxperf report --merge`);
+// throws std::invalid_argument for one that cannot be read.
+std::vector<std::pair<std::string, std::string>> read_partials(
+    const std::vector<std::string>& paths);
 
 // The one of `candidates` nearest to `word` by edit distance, when it is near enough to be what
 // was meant (at most a third of the word's letters off, and 2 at least); "" when none is.

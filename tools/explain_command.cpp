@@ -1,9 +1,6 @@
 #include <cstdio>
-#include <filesystem>
-#include <fstream>
 #include <iostream>
 #include <optional>
-#include <sstream>
 #include <stdexcept>
 #include <string>
 #include <utility>
@@ -68,7 +65,10 @@ const Command kExplainCommand = {
     "                    (gone), peak (computation at the FLOPs' ideal), kernel:REGEX=FACTOR\n"
     "                    (kernels whose name matches take FACTOR of their time), steps:K (K\n"
     "                    transformer calls of each request skipped: a denoising step is one\n"
-    "                    call, or two with classifier-free guidance)\n"
+    "                    call, or two with classifier-free guidance); edits joined by commas\n"
+    "                    (--what-if=peak,host) are one what-if, all applied in one replay. With\n"
+    "                    two what-ifs or more they are also stacked: the best, then the best\n"
+    "                    with it applied, and so on, each gain against the replay before it\n"
     "  --partial OUT.json\n"
     "                    write what these traces give alone (a rank's analyses, waterfall and\n"
     "                    replay, kilobytes) as a partial instead of the output ('-': stdout)\n"
@@ -112,24 +112,6 @@ explain::CriticalPathRequest critical_path_request(const std::string& spec) {
   r.first = first;
   r.last = one ? first : last;
   return r;
-}
-
-// Each partial's name and text, in order.
-std::vector<std::pair<std::string, std::string>> read_partials(
-    const std::vector<std::string>& paths) {
-  std::vector<std::pair<std::string, std::string>> out;
-  for (const std::string& path : paths) {
-    std::ifstream in(path, std::ios::binary);
-    std::error_code ec;
-    if (!in || std::filesystem::is_directory(path, ec)) {
-      throw std::invalid_argument(path + ": cannot be read as a partial");
-    }
-    std::ostringstream text;
-    text << in.rdbuf();
-    if (in.bad()) throw std::invalid_argument(path + ": cannot be read as a partial");
-    out.emplace_back(path, text.str());
-  }
-  return out;
 }
 
 int run(int argc, char** argv) {

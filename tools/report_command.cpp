@@ -1,4 +1,6 @@
 #include <cstdio>
+#include <optional>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
@@ -16,6 +18,8 @@ const Command kReportCommand = {
     "report", run,
     "usage: vxperf report FILE|DIR... [--json] [--html OUT.html [--steps LOG|TRACE]...]\n"
     "                     [--strict] [--threads N]\n"
+    "       vxperf report FILE|DIR... --partial OUT [--strict] [--threads N]\n"
+    "       vxperf report --merge PARTIAL... [--json] [--html OUT.html [--steps LOG|TRACE]...]\n"
     "       vxperf report --compare A B [--json] [--html OUT.html] [--strict] [--threads N]\n\n"
     "Summarizes records (the JSON lines of VIDEOX_PERF_JSON or 'vxperf replay', any number of\n"
     "files and ranks; a folder: its *.jsonl* files; '-' reads standard input; a profiler trace\n"
@@ -38,6 +42,13 @@ const Command kReportCommand = {
     "  --steps FILE     each transformer call's time for the page, from a VIDEOX_PERF=2 log or\n"
     "                   a VIDEOX_PERF_TRACE event script (repeatable)\n"
     "  --compare A B    compare two runs metric by metric with the direction of change\n"
+    "  --partial OUT    write what these files give the report (each rank's state, each file's\n"
+    "                   part of the job's sums, the page's points) as a partial instead of the\n"
+    "                   output ('-': stdout); records of training only\n"
+    "  --merge PARTIAL...\n"
+    "                   the output of all the partials' files at once, from the partials (in\n"
+    "                   the order of their files), byte for byte what one run on the files\n"
+    "                   prints; a rank's records go in one partial\n"
     "  --strict         a line that is not a record is an error (exit 2), not skipped\n"
     "  --threads N      parse on N threads in all (default: one per core, at most 8, besides\n"
     "                   this one; 1: this thread only)\n",
@@ -63,6 +74,14 @@ struct BothHandlers : analysis::RecordHandler {
   }
   void end(const TrainEndRecord& e) override { report.end(e); }
   void warning(const std::string& text) override { report.warning(text); }
+  void begin_file(const std::string& name) override { report.begin_file(name); }
+  void torn_line(const std::string& name) override { report.torn_line(name); }
+  void repeated_file(const std::string& name, const std::string& earlier) override {
+    report.repeated_file(name, earlier);
+  }
+  void bad_line(const std::string& name, int line, const std::string& message) override {
+    report.bad_line(name, line, message);
+  }
 };
 
 bool write_page(const std::string& path, const std::string& html) {
@@ -81,15 +100,24 @@ int run(int argc, char** argv) {
   std::vector<std::string> step_files;
   std::string html_path;
   bool json = false;
+  bool merge = false;
+  bool read_options = false;  // --strict or --threads: how files are read
+  std::optional<std::string> partial;
   analysis::ReadOptions options;
   options.skip_bad_lines = true;
   for (Args args(argc, argv); args.next();) {
-    if (args.is("--json")) {
+    if (args.is("--partial")) {
+      partial = args.value();
+    } else if (args.is("--merge")) {
+      merge = true;
+    } else if (args.is("--json")) {
       json = true;
     } else if (args.is("--strict")) {
       options.skip_bad_lines = false;
+      read_options = true;
     } else if (args.is("--threads")) {
       options.threads = static_cast<int>(args.integer(1, 64));
+      read_options = true;
     } else if (args.is("--html")) {
       html_path = args.value();
     } else if (args.is("--steps")) {
@@ -107,9 +135,25 @@ int run(int argc, char** argv) {
   if (!step_files.empty() && (html_path.empty() || !compare.empty())) {
     throw UsageError{"--steps goes with --html, for one run"};
   }
-  if (compare.empty() && files.empty()) throw UsageError{"missing FILE (try --help)"};
-  files = records_in_folders(files);
-  for (const std::string& file : (compare.empty() ? files : compare)) {
+  if (merge && partial) throw UsageError{"--merge and --partial: one or the other"};
+  if ((merge || partial) && !compare.empty()) {
+    throw UsageError{"--compare takes two runs' records, not --partial or --merge"};
+  }
+  if (merge && read_options) {
+    throw UsageError{
+        "--merge takes the partials as they were read: --strict and --threads go "
+        "with --partial"};
+  }
+  if (partial && (json || !html_path.empty())) {
+    throw UsageError{"--partial writes the partial only: --json and --html go with --merge"};
+  }
+  if (compare.empty() && files.empty()) {
+    throw UsageError{merge ? "missing PARTIAL (try --help)" : "missing FILE (try --help)"};
+  }
+  if (!merge) files = records_in_folders(files);
+  for (const std::string& file : (merge             ? std::vector<std::string>{}
+                                  : compare.empty() ? files
+                                                    : compare)) {
     if (std::string other = kind_of_file(file, "records"); !other.empty()) {
       throw UsageError{file + " " + other};
     }
@@ -134,8 +178,44 @@ int run(int argc, char** argv) {
       print(out);
       return 0;
     }
+    if (partial) {
+      BothHandlers both;
+      try {
+        analysis::stream_record_files(files, both, options);
+      } catch (const analysis::InputError& e) {
+        if (!both.report.no_records(e)) throw;  // else the merge's to say, where no partial has one
+      }
+      const std::string document = both.report.partial(both.charts, files);
+      if (*partial == "-") {
+        print(document);
+        return 0;
+      }
+      if (std::string why = write_file_atomically(*partial, document); !why.empty()) {
+        std::fprintf(stderr, "vxperf report: cannot write %s: %s\n", partial->c_str(), why.c_str());
+        return 2;
+      }
+      return 0;
+    }
     analysis::Report report;
-    if (html_path.empty()) {
+    if (merge) {
+      // The partials' files, their records read as one run reads them.
+      BothHandlers both;
+      std::vector<std::string> sources;
+      for (const auto& [path, bytes] : read_partials(files)) {
+        both.report.add_partial(bytes, path, both.charts, sources);
+      }
+      both.report.check_records();
+      report = both.report.finish(sources);
+      print_warnings(report.warnings);
+      if (!html_path.empty()) {
+        analysis::DenoisingSteps steps = analysis::read_denoising_steps(step_files);
+        print_warnings(steps.warnings);
+        if (!write_page(html_path, analysis::report_html(report, both.charts,
+                                                         step_files.empty() ? nullptr : &steps))) {
+          return 2;
+        }
+      }
+    } else if (html_path.empty()) {
       analysis::ReportBuilder builder;
       analysis::stream_record_files(files, builder, options);
       report = builder.finish(files);
@@ -155,6 +235,9 @@ int run(int argc, char** argv) {
     std::string out = json ? analysis::report_json(report) + "\n" : analysis::format_report(report);
     print(out);
   } catch (const analysis::InputError& e) {
+    std::fprintf(stderr, "vxperf report: %s\n", e.what());
+    return 2;
+  } catch (const std::invalid_argument& e) {  // a partial that cannot be made or read
     std::fprintf(stderr, "vxperf report: %s\n", e.what());
     return 2;
   }

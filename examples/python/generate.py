@@ -41,6 +41,9 @@ class TextToVideoPipeline:
         latents = torch.randn(shape, generator=torch.Generator().manual_seed(seed))
         seq_len = tiny_wan.seq_len_of(latents, self.transformer)
         sigmas = torch.linspace(1.0, 0.0, steps + 1)
+        # The loop's length where diffusers' pipelines keep it: vxperf reads it as the call returns
+        # and says the time per denoising step (two transformer calls each here) beside a call's.
+        self._num_timesteps = steps
         for i in range(steps):
             t = sigmas[i:i + 1] * 1000
             cond = self.transformer(x=latents, t=t, context=context, seq_len=seq_len)

@@ -125,8 +125,8 @@ struct RankCriticalPath {
 // gaps between, each edge its measured time, replayed to give each range's span again; the
 // critical path of each range by what bounds it; the graph edited and replayed for what-ifs.
 
-// One what-if: an edit of the graph (`--what-if SPEC`).
-struct WhatIfSpec {
+// One edit of the graph: `host`, `comm`, `copies`, `peak`, `kernel:REGEX=FACTOR`, `steps:K`.
+struct WhatIfEdit {
   enum class Kind { kHost, kComm, kCopies, kKernel, kPeak, kSkipSteps };
   Kind kind = Kind::kHost;
   std::string spec;        // as written ("kernel:flash.*=0.7")
@@ -135,8 +135,16 @@ struct WhatIfSpec {
   std::int64_t steps = 0;  // kSkipSteps: how many denoising steps of each request are skipped
 };
 
-// "host", "comm", "copies", "peak", "kernel:REGEX=FACTOR", "steps:K". Throws std::invalid_argument
-// with a line saying what is wrong.
+// One what-if (`--what-if=SPEC`): one edit, or several joined by commas ("peak,host"), all
+// applied together in one replay.
+struct WhatIfSpec {
+  std::string spec;               // as written
+  std::vector<WhatIfEdit> edits;  // in the order written, each named once
+};
+
+// An edit, or edits joined by ',' ("peak,host"; a comma inside a kernel's REGEX stays its own
+// unless an edit's name follows it). Throws std::invalid_argument with a line saying what is
+// wrong.
 WhatIfSpec parse_what_if(const std::string& spec);
 // What `--what-if` alone asks for: host, comm, copies, peak, steps:1.
 std::vector<WhatIfSpec> standard_what_ifs();
@@ -158,6 +166,7 @@ struct ReplayRow {
   // replayed_s.
   std::map<std::string, double> path_s;
   std::vector<double> what_if_s;  // predicted span per RankReplay::what_ifs (in that order)
+  std::vector<double> stacked_s;  // predicted span after each of RankReplay::stacked (in order)
 };
 
 struct WhatIfResult {
@@ -179,6 +188,11 @@ struct RankReplay {
   std::vector<ReplayRow> rows;
   std::vector<WhatIfResult> what_ifs;  // in the order asked
   std::vector<std::size_t> ranked;     // what_ifs' indices, the largest gain first
+  // The what-ifs stacked greedily (with two that apply or more): the one that gains most, then
+  // the one that gains most with it applied, and so on while one gains. Each is a replay of all
+  // the edits so far together: its span_s is the previous one's predicted_s (the first's, the
+  // measured span), its gain against that.
+  std::vector<WhatIfResult> stacked;
 };
 
 // What a rank without device events is said to be, once: in its text section, on its page, on

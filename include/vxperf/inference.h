@@ -64,7 +64,16 @@ struct RequestOptions {
   // The request comes out of the server's queue (note_queued said it entered): the queued count
   // drops as it begins.
   bool from_queue = false;
+  // The sampler steps it runs, each all its transformer calls (two with classifier-free guidance
+  // run as two): the record's `denoising_steps`, its time per step beside its time per call.
+  // 0: not said (note_denoising_steps may say it later).
+  std::int64_t denoising_steps = 0;
 };
+
+// Says how many denoising (sampler) steps the request open on this thread ran, when that is
+// known only once its loop has run (a scheduler's timesteps, a strength cutting them short); the
+// last said wins over RequestOptions::denoising_steps. Below 1, or outside a request, nothing.
+void note_denoising_steps(std::int64_t steps) noexcept;
 
 // A server's queue in front of the pipeline: +1 as a request enters it, -1 as one leaves it
 // without being served (a client that hung up); a request that begins with

@@ -76,6 +76,7 @@ struct SettledRequest {
   double t0 = 0, t1 = 0;
   bool failed = false;
   std::int64_t videos = 1;                // generated (RequestOptions::videos)
+  std::int64_t denoising_steps = 0;       // its sampler steps, where said (0: not said)
   double queue_s = -1;                    // RequestOptions::queue_s (-1: not said)
   std::int64_t frames = 0;                // RequestOptions::frames and fps (0: not said)
   double fps = 0;

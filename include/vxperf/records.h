@@ -79,6 +79,9 @@ struct RequestRecord {
   // the video's length (frames over fps) with the end-to-end time over it.
   std::optional<double> queue_s;
   std::optional<double> first_step_s;
+  // The sampler steps it ran (RequestOptions::denoising_steps, note_denoising_steps): each one
+  // all its transformer calls, guidance's included; absent where no front end knew them.
+  std::optional<std::int64_t> denoising_steps;
   std::optional<double> video_s;
   std::optional<double> realtime_factor;
   std::optional<ParallelLayout> parallel;  // what it was priced with, on a multi-rank run
@@ -309,5 +312,19 @@ std::string to_json_line(const TrainEndRecord& record);
 // The log line, tag included.
 std::string format_log_line(const RequestRecord& record);
 std::string format_log_line(const TrainWindowRecord& record);
+
+// A request's denoising steps beside its transformer calls: the steps it says it ran, its priced
+// stages' calls (every expert's: Wan2.2's `transformer` and `transformer_2` split the steps) and
+// their time. One step is all its calls: two with classifier-free guidance run as two, one when
+// batched.
+struct DenoisingStepTime {
+  std::int64_t steps = 0;
+  std::int64_t calls = 0;
+  double total_ms = 0;
+  double ms_per_step() const { return total_ms / static_cast<double>(steps); }
+  double calls_per_step() const { return static_cast<double>(calls) / static_cast<double>(steps); }
+};
+// Absent when the record says no steps (or 0) or ran no priced call.
+std::optional<DenoisingStepTime> denoising_step_time(const RequestRecord& record);
 
 }  // namespace vxperf

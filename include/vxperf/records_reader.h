@@ -68,6 +68,13 @@ class RecordHandler {
   virtual void begin_file(const std::string& name) { (void)name; }
   // The file's last line was torn (a writer killed mid-line) and skipped: said as a warning too.
   virtual void torn_line(const std::string& name) { (void)name; }
+  // A line that is no record, skipped (ReadOptions::skip_bad_lines): the file's first is said as
+  // a warning too. The first of all is what reading throws when no line was a record.
+  virtual void bad_line(const std::string& name, int line, const std::string& message) {
+    (void)name;
+    (void)line;
+    (void)message;
+  }
   // The file holds the same bytes as `earlier`, read before it (a rank file copied, or named
   // twice): it is not read, and a warning says so too.
   virtual void repeated_file(const std::string& name, const std::string& earlier) {

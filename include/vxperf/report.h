@@ -53,6 +53,15 @@ struct EnergySummary {
   std::vector<ReadingSummary> readings;
 };
 
+// The denoising steps of the requests that said theirs (`denoising_steps`): a step is all its
+// transformer calls (denoising_step_time, vxperf/records.h), so its time sits beside a call's.
+struct DenoisingStepSummary {
+  std::int64_t requests = 0;  // of the summary's, those that said their steps
+  double steps = 0;           // per request, their mean
+  double mean_ms = 0;         // per step: their transformer calls' time over their steps
+  double calls = 0;           // per step: their transformer calls over their steps
+};
+
 struct RequestSummary {
   std::int64_t count = 0;   // requests summarized (warmup ones excluded unless all are warmup)
   std::int64_t warmup = 0;  // warmup requests seen
@@ -73,6 +82,7 @@ struct RequestSummary {
   std::optional<std::int64_t> skipped_fwd;
   std::optional<double> effective_fwd;
   std::int64_t transformer_calls = 0;
+  std::optional<DenoisingStepSummary> denoising_step;  // absent when no request said its steps
   std::optional<EnergySummary> energy;
   // Requests over the span from the first one's start to the last one's end; a request computed
   // by a group of ranks (context or tensor parallel) counts once, its latency the slowest rank's,
@@ -250,6 +260,8 @@ struct Report {
 
 using vxperf::kStragglerMargin;
 
+class ChartData;
+
 // The report built one record at a time, in one pass (what `vxperf report` does): it keeps
 // per-rank sums and, for the exact percentiles, each request's e2e time (8 bytes), never the
 // records. Of the windows it keeps bounded structures, whatever their number: each rank's step
@@ -272,7 +284,27 @@ class ReportBuilder : public RecordHandler {
   void begin_file(const std::string& name) override;
   void torn_line(const std::string& name) override;
   void repeated_file(const std::string& name, const std::string& earlier) override;
+  void bad_line(const std::string& name, int line, const std::string& message) override;
   Report finish(std::vector<std::string> sources = {}) const;
+
+  // `vxperf report --partial` and `--merge` (docs/COMMANDS.md, "Split and merged"). A partial:
+  // what the records read so far give the report and the page (`charts`: ChartData fed the same
+  // records), each file's part of the job's sums and each rank's whole state, with `sources`
+  // (the files named), as versioned bytes. Throws std::invalid_argument where the records hold
+  // requests (their percentiles are over every request: a partial would be their list).
+  std::string partial(const ChartData& charts, const std::vector<std::string>& sources) const;
+  // A partial (named `name` in errors) after what this holds: its files after these, its ranks
+  // beside these, its page's points into `charts`, its sources after `sources`. Throws
+  // std::invalid_argument: not a report partial of this version, corrupt, a rank this holds
+  // already (a rank's records go in one partial), a file with records another partial holds.
+  void add_partial(const std::string& bytes, const std::string& name, ChartData& charts,
+                   std::vector<std::string>& sources);
+  // Whether `e` is what reading threw only because no line was a record (a partial's files may
+  // hold none: the merge says so where no partial's did, check_records).
+  bool no_records(const InputError& e) const;
+  // Throws the InputError reading every partial's files at once would have: no record in any,
+  // and a line that was none.
+  void check_records() const;
 
  private:
   struct State;
@@ -299,6 +331,7 @@ class ChartData : public RecordHandler {
 
   struct Impl;
   const Impl& impl() const { return *impl_; }
+  Impl& impl_mut() { return *impl_; }  // a merge's points (ReportBuilder::add_partial)
 
  private:
   std::unique_ptr<Impl> impl_;

@@ -219,6 +219,8 @@ void note_queued(std::int64_t delta) {
   if (Engine* e = eng()) vxperf::note_queued(*e, delta);
 }
 
+void note_denoising_steps(std::int64_t steps) { vxperf::note_denoising_steps(steps); }
+
 const void* begin_request(int device, std::uintptr_t stream, bool own_models, std::int64_t videos,
                           double queue_s, std::int64_t frames, double fps, bool from_queue) {
   Engine* e = eng();

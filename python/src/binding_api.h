@@ -137,6 +137,9 @@ const void* begin_request(int device, std::uintptr_t stream, bool own_models,
                           double fps = 0, bool from_queue = false);
 // A server's queue grew (+1) or lost a request unserved (-1): vxperf::note_queued.
 void note_queued(std::int64_t delta);
+// The denoising steps this thread's open request ran (vxperf::note_denoising_steps); below 1 or
+// outside a request, nothing.
+void note_denoising_steps(std::int64_t steps);
 // Closes and reports the request `handle` names, when it is still this thread's open request (one
 // synchronize of its device first). `failed`: the measured call raised; reported all the same.
 void end_request(const void* handle, bool failed);

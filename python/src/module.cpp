@@ -423,6 +423,8 @@ PYBIND11_MODULE(_ext, m) {
   m.def("in_request", &api::in_request);
   m.def("note_queued", &api::note_queued, py::arg("delta"),
         "A server's queue grew (+1) or lost a request unserved (-1).");
+  m.def("note_denoising_steps", &api::note_denoising_steps, py::arg("steps"),
+        "The denoising (sampler) steps this thread's open request ran.");
   m.def(
       "begin_request",
       [](int device, std::uintptr_t stream, bool own_models, std::int64_t videos, double queue_s,

@@ -40,8 +40,8 @@ summaries are the C++ engine's; `vxperf report`/`replay`/`trace` read what it wr
 from __future__ import annotations
 
 from . import _ext, _state, integrations
-from ._inference import (declare_model, forward_fraction, instrument_pipeline, queued, request,
-                         set_attention_density, skip_forward, timed)
+from ._inference import (declare_model, denoising_steps, forward_fraction, instrument_pipeline,
+                         queued, request, set_attention_density, skip_forward, timed)
 from ._capture import profile_range
 from ._install import install, install_training
 from ._peak import calibrate
@@ -72,8 +72,8 @@ def shutdown() -> None:
 
 
 __all__ = [
-    "add_sink", "backward", "calibrate", "checkpoint", "clip", "declare_model", "enabled",
-    "evaluation", "finish",
+    "add_sink", "backward", "calibrate", "checkpoint", "clip", "declare_model", "denoising_steps",
+    "enabled", "evaluation", "finish",
     "forward_fraction", "install", "install_training", "instrument_model_class",
     "instrument_module", "instrument_pipeline", "last_request", "micro_step", "model_call",
     "optimizer_step", "phase", "profile_range", "queued", "register_model", "remove_sink",

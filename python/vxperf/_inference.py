@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import contextvars
 import functools
+import operator
 import os
 import threading
 import time
@@ -317,6 +318,36 @@ def videos_of(args: Sequence[Any], kwargs: Mapping[str, Any]) -> int:
         return 1
 
 
+def _count(value: Any) -> int:
+    """`value` as a count above 0, else 0 (a flag or a float is not a count)."""
+    if isinstance(value, bool):
+        return 0
+    try:
+        count = operator.index(value)
+    except TypeError:
+        return 0
+    return count if count > 0 else 0
+
+
+def denoising_steps_of(pipe: Any, kwargs: Mapping[str, Any]) -> int:
+    """The sampler steps one finished pipeline call ran, as diffusers says them: the
+    `_num_timesteps` its pipelines set to their loop's length each call (the scheduler's
+    timesteps, after a strength or the call's own timesteps cut them; both of Wan2.2's experts'
+    steps), else the call's `timesteps` or `sigmas`, else its `num_inference_steps`. 0 when none
+    says, or when the loop was interrupted (its remaining steps skipped)."""
+    try:
+        if getattr(pipe, "_interrupt", False) is True:
+            return 0
+        steps = _count(getattr(pipe, "_num_timesteps", None))
+        for key in ("timesteps", "sigmas"):
+            given = kwargs.get(key)
+            if not steps and given is not None and hasattr(given, "__len__"):
+                steps = _count(len(given))
+        return steps or _count(kwargs.get("num_inference_steps"))
+    except Exception:
+        return 0
+
+
 def serving_of(queued_at: Any = None, queue_s: Any = None, frames: Any = None,
                fps: Any = None) -> tuple[float, int, float]:
     """(queue_s, frames, fps) for begin_request from what a server said: the seconds a request
@@ -427,6 +458,10 @@ def _end(pipe: Any, handle: int, failed: bool, kwargs: Mapping[str, Any]) -> Non
     except Exception as error:
         _state.warn(("check", type(pipe)), f"cannot check the stages of {type(pipe).__name__} "
                     f"({error!r})")
+    if not failed:
+        steps = denoising_steps_of(pipe, kwargs)
+        if steps:
+            _ext.note_denoising_steps(steps)
     _ext.end_request(handle, failed)
     if _listeners:
         _tell(type(pipe).__name__, failed, kwargs)
@@ -570,15 +605,16 @@ def queued() -> Queued | _NoQueue:
 
 
 class _Request:
-    __slots__ = ("name", "device", "stream", "videos", "serving", "ticket", "handle")
+    __slots__ = ("name", "device", "stream", "videos", "steps", "serving", "ticket", "handle")
 
-    def __init__(self, name: str, device: object, stream: object, videos: int,
+    def __init__(self, name: str, device: object, stream: object, videos: int, steps: int,
                  serving: tuple[Any, Any, Any, Any],
                  ticket: Queued | _NoQueue | None) -> None:
         self.name = name
         self.device = device
         self.stream = stream
         self.videos = videos
+        self.steps = steps
         self.serving = serving  # (queued_at, queue_s, frames, fps) as given
         self.ticket = ticket  # a Queued it leaves as it begins, or None
         self.handle = 0
@@ -604,6 +640,8 @@ class _Request:
                                          from_queue)
         if from_queue and not self.handle:  # nested or off: it left the queue all the same
             _ext.note_queued(-1)
+        if self.handle and self.steps:
+            _ext.note_denoising_steps(self.steps)
         return self
 
     def __exit__(self, kind: type[BaseException] | None, value: BaseException | None,
@@ -620,7 +658,8 @@ class _Request:
 def request(device: object = None, stream: object = None, videos: int = 1, *,
             queued: Queued | _NoQueue | None = None, queued_at: float | None = None,
             queue_s: float | None = None, frames: int | None = None,
-            fps: float | None = None, name: str = "request") -> _Request | _ext.NullContext:
+            fps: float | None = None, denoising_steps: int | None = None,
+            name: str = "request") -> _Request | _ext.NullContext:
     """A `with` scope measuring one request on this thread: what a pipeline call is.
 
     device: the CUDA device the work runs on (torch.device, "cuda:N" or an index); None times on
@@ -630,9 +669,11 @@ def request(device: object = None, stream: object = None, videos: int = 1, *,
     request waited in its queue, as `queued` (the ticket vxperf.queued() gave as it arrived: it
     leaves the queue's count now), `queue_s` (seconds) or `queued_at` (time.time() when it
     arrived): the record's `queue_s`. frames (at fps, else VIDEOX_PERF_FPS): the video it makes,
-    for the record's `video_s` and `realtime_factor`. name: its OpenTelemetry span's
-    (VIDEOX_PERF_OTEL). A request opened inside another on the same
-    thread is ignored: its stages belong to the outer one. An exception inside is reported with
+    for the record's `video_s` and `realtime_factor`. denoising_steps: the sampler steps it runs,
+    each all its transformer calls (vxperf.denoising_steps() says it from inside, once known): the
+    record's `denoising_steps`, its time per step beside its time per call. name: its
+    OpenTelemetry span's (VIDEOX_PERF_OTEL). A request opened inside another on the same thread is
+    ignored: its stages belong to the outer one. An exception inside is reported with
     the request and propagates unchanged."""
     if not _state.on:
         return _ext.NULL_SCOPE
@@ -642,7 +683,29 @@ def request(device: object = None, stream: object = None, videos: int = 1, *,
         _state.warn(("request-videos", repr(videos)),
                     f"request(videos={videos!r}) is not a count; 1 video")
         videos = 1
-    return _Request(str(name), device, stream, videos, (queued_at, queue_s, frames, fps), queued)
+    steps = _count(denoising_steps)
+    if denoising_steps is not None and not steps:
+        _state.warn(("request-steps", repr(denoising_steps)),
+                    f"request(denoising_steps={denoising_steps!r}) is not a count above 0; "
+                    "not said")
+    return _Request(str(name), device, stream, videos, steps, (queued_at, queue_s, frames, fps),
+                    queued)
+
+
+def denoising_steps(steps: int) -> None:
+    """Says how many denoising (sampler) steps the request open on this thread ran, each all its
+    transformer calls (two with classifier-free guidance run as two, one when batched): for a loop
+    that knows its count only once its scheduler has set its timesteps. The last said wins over
+    request(denoising_steps=); a pipeline call says diffusers' own count. A no-op outside a
+    request or while metrics are off."""
+    if not _state.on:
+        return
+    count = _count(steps)
+    if not count:
+        _state.warn(("denoising-steps", repr(steps)),
+                    f"denoising_steps({steps!r}) is not a count above 0; not said")
+        return
+    _ext.note_denoising_steps(count)
 
 
 def timed(stage: str) -> Callable[[Callable[..., Any]], Callable[..., Any]]:

@@ -106,6 +106,7 @@ class RequestRecord(_RequestRequired, DeviceReadings, total=False):
     energy_j_per_video: float
     queue_s: float
     first_step_s: float
+    denoising_steps: int
     video_s: float
     realtime_factor: float
     parallel: ParallelLayout

@@ -13,6 +13,7 @@
 #include <map>
 #include <optional>
 #include <string>
+#include <type_traits>
 #include <utility>
 #include <vector>
 
@@ -34,12 +35,21 @@ class AttemptLedgers {
   // From its first attempt's start to its last attempt's end on the records' wall clock; nullopt
   // without a ledger or where a record carried no time.
   std::optional<std::pair<double, double>> span() const;
+  // Its bytes in a report partial (analysis/partial_io.h).
+  template <class IO>
+  void fields(IO& io) {
+    io(attempts_, untimed_);
+  }
 
  private:
   // A window's place in its attempt: its steps and the attempt's step time through it.
   struct Mark {
     std::int64_t step_first = 0, step_last = 0;
     double compute_s = 0, data_s = 0;  // cumulative: the ledger's step parts at this window
+    template <class IO>
+    void fields(IO& io) {
+      io(step_first, step_last, compute_s, data_s);
+    }
   };
   struct Attempt {
     double first_ts = 0, start = 0;  // the earliest record's time, less its ledger's wall
@@ -58,6 +68,12 @@ class AttemptLedgers {
     std::int64_t last_first = -1;
     double last_ts = 0;
     bool clock_back = false;
+    template <class IO>
+    void fields(IO& io) {
+      static_assert(std::is_trivially_copyable_v<Ledger>);  // written as its bytes, sized
+      io(first_ts, start, latest_ts, ledger, ended, first_step, world_size, marks, last_first,
+         last_ts, clock_back);
+    }
   };
   static constexpr std::size_t kExactMarks = 64;
   static void compact(std::vector<Mark>& marks);

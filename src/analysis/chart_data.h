@@ -36,6 +36,12 @@ struct ChartData::Impl {
     Readings readings = unread();
     double alloc_bytes = kNone, reserved_bytes = kNone;
     std::array<float, kMaxPhases> phase_s{};  // mean seconds per step, by phase_names' index
+    // Its bytes in a report partial (analysis/partial_io.h).
+    template <class IO>
+    void fields(IO& io) {
+      io(rank, step_first, step_last, p50, p95, mfu, readings, alloc_bytes, reserved_bytes,
+         phase_s);
+    }
     double mid_step() const {
       return (static_cast<double>(step_first) + static_cast<double>(step_last)) / 2.0;
     }

@@ -30,6 +30,7 @@
 #include <string_view>
 #include <vector>
 
+#include "analysis/file_bytes.h"
 #include "analysis/line_batches.h"
 #include "schema/json.h"
 
@@ -128,6 +129,7 @@ class Stream {
 
   void bad(std::int64_t line, const std::string& message) {
     if (!options_.skip_bad_lines) throw InputError(name_, static_cast<int>(line), message);
+    handler_.bad_line(name_, static_cast<int>(line), message);
     if (first_problem_.empty()) {
       first_problem_ = message;
       first_problem_file_ = name_;
@@ -476,6 +478,8 @@ class FileBytes {
   std::vector<char> buffer_;
 };
 
+}  // namespace
+
 std::optional<std::uint64_t> content_hash(const std::string& path) {
   FileBytes file(path);
   std::uint64_t h = 14695981039346656037ull;  // FNV-1a
@@ -486,6 +490,13 @@ std::optional<std::uint64_t> content_hash(const std::string& path) {
     for (char c : *piece) h = (h ^ static_cast<unsigned char>(c)) * 1099511628211ull;
   }
 }
+
+std::string repeated_file_warning(const std::string& path, const std::string& earlier) {
+  return path + ": the same bytes as " + earlier +
+         " (a file copied, or named twice): not read again";
+}
+
+namespace {
 
 // Two files of one size: a piece of each at a time (pread gives a regular file's pieces whole).
 bool same_bytes(const std::string& a, const std::string& b) {
@@ -562,8 +573,7 @@ void stream_record_files(const std::vector<std::string>& paths, RecordHandler& h
     if (repeats[i] >= 0) {
       const std::string& earlier = paths[static_cast<std::size_t>(repeats[i])];
       reading.drain();  // said in its place among the files' warnings
-      handler.warning(path + ": the same bytes as " + earlier +
-                      " (a file copied, or named twice): not read again");
+      handler.warning(repeated_file_warning(path, earlier));
       handler.repeated_file(path, earlier);
       continue;
     }

@@ -1,24 +1,75 @@
 // The report built a record at a time: the run's, ranks' and job's sums, ReportBuilder.
+#include <sys/stat.h>
+
 #include <algorithm>
 #include <array>
 #include <cstring>
 #include <future>
 #include <map>
 #include <set>
+#include <stdexcept>
+#include <string_view>
 #include <system_error>
 #include <tuple>
 
 #include "analysis/attempt_ledgers.h"
+#include "analysis/chart_data.h"
+#include "analysis/file_bytes.h"
+#include "analysis/partial_io.h"
 #include "analysis/value_sketch.h"
 #include "analysis/window_state.h"
 #include "base/stats.h"
 #include "base/strings.h"
+#include "schema/json.h"
 #include "schema/show_walk.h"
 #include "vxperf/phases.h"
 #include "vxperf/report.h"
 #include "vxperf/stages.h"
 
+namespace vxperf {
+
+// A layout's bytes in a partial (analysis/partial_io.h finds it by the layout's namespace).
+template <class IO>
+[[maybe_unused]] static void fields(IO& io, ParallelLayout& p) {
+  io(p.dp, p.dp_replicate, p.dp_shard, p.cp, p.tp, p.group, p.dp_rank, p.from);
+}
+
+}  // namespace vxperf
+
 namespace vxperf::analysis {
+
+// A fold's bytes in a partial: its key, which the row read into must have (the rows are made
+// from the field table, as those of the vxperf that wrote it were).
+template <class IO>
+[[maybe_unused]] static void fields(IO& io, ReadingSummary& r) {
+  std::string key = r.show.key;
+  io(key);
+  if (key != r.show.key) {
+    throw std::invalid_argument("a fold of '" + key + "' where this vxperf folds '" + r.show.key +
+                                "': a partial of another vxperf's field table");
+  }
+  io(r.records, r.value, r.max, r.seen);
+}
+
+namespace {
+
+// Folds made from the field table, read back in place (ReadingSummary's fields).
+struct InPlace {
+  std::vector<ReadingSummary>& rows;
+  template <class IO>
+  void fields(IO& io) {
+    std::size_t n = rows.size();
+    io(n);
+    if (n != rows.size()) {
+      throw std::invalid_argument(std::to_string(n) + " folds where this vxperf has " +
+                                  std::to_string(rows.size()) +
+                                  ": a partial of another vxperf's field table");
+    }
+    for (ReadingSummary& r : rows) io(r);
+  }
+};
+
+}  // namespace
 
 using internal::strprintf;
 namespace {
@@ -32,6 +83,14 @@ struct WeightedMean {
   }
   std::optional<double> get() const {
     return weight > 0 ? std::optional<double>(sum / weight) : std::nullopt;
+  }
+  void merge(const WeightedMean& other) {
+    sum += other.sum;
+    weight += other.weight;
+  }
+  template <class IO>
+  void fields(IO& io) {
+    io(sum, weight);
   }
 };
 
@@ -51,6 +110,14 @@ struct OrderedSums {
       if (hint == entries.size()) entries.emplace_back(name, 0.0);
     }
     entries[hint++].second += value;
+  }
+  // Another's names after these, in its order: each sum one addition.
+  void merge(const OrderedSums& other) {
+    for (const auto& [name, value] : other.entries) add(name, value);
+  }
+  template <class IO>
+  void fields(IO& io) {
+    io(entries);
   }
 };
 
@@ -161,6 +228,25 @@ void finish_readings(std::vector<ReadingSummary>& readings) {
   }
 }
 
+// Another part's folds after these (the same rows in the same order): sums added, the lowest
+// or highest kept, the values seen after these.
+void merge_readings(std::vector<ReadingSummary>& into, const std::vector<ReadingSummary>& from) {
+  for (std::size_t i = 0; i < into.size() && i < from.size(); ++i) {
+    ReadingSummary& a = into[i];
+    const ReadingSummary& b = from[i];
+    a.records += b.records;
+    for (const auto& value : b.seen) note(a.seen, value);
+    if (!b.value) continue;
+    const Fold fold = a.show.fold;
+    if (fold == Fold::kMean || fold == Fold::kSum) {
+      a.value = a.value ? *a.value + *b.value : *b.value;
+      if (fold == Fold::kMean && b.max && (!a.max || *b.max > *a.max)) a.max = b.max;
+    } else if (!a.value || (fold == Fold::kMin ? *b.value < *a.value : *b.value > *a.value)) {
+      a.value = b.value;
+    }
+  }
+}
+
 // Whether the record read anything a section's energy summary shows.
 bool any_summarized(const DeviceReadings& r) {
   bool any = r.energy_j.has_value();
@@ -191,6 +277,39 @@ void add_energy(std::optional<EnergySummary>& into, const DeviceReadings& r, dou
   if (r.energy_from) note(e.energy_from, *r.energy_from);
 }
 
+void merge_energy(std::optional<EnergySummary>& into, const std::optional<EnergySummary>& from) {
+  if (!from) return;
+  if (!into) {
+    into = from;
+    return;
+  }
+  into->records += from->records;
+  into->energy_j += from->energy_j;
+  if (from->per_unit_j) into->per_unit_j = into->per_unit_j.value_or(0) + *from->per_unit_j;
+  for (const auto& how : from->energy_from) note(into->energy_from, how);
+  merge_readings(into->readings, from->readings);
+}
+
+// An energy summary's bytes in a partial: present or not, its folds in place.
+struct EnergyIO {
+  std::optional<EnergySummary>& e;
+  template <class IO>
+  void fields(IO& io) {
+    bool present = e.has_value();
+    io(present);
+    if (!present) {
+      e.reset();
+      return;
+    }
+    if (!e) {
+      e.emplace();
+      e->readings = folded_readings(false);
+    }
+    InPlace readings{e->readings};
+    io(e->records, e->energy_j, e->per_unit_j, e->energy_from, readings);
+  }
+};
+
 // The sums to means.
 void finish_energy(std::optional<EnergySummary>& e) {
   if (!e) return;
@@ -211,6 +330,10 @@ struct RequestAcc {
   OrderedSums stage_ms, stage_calls;
   WeightedMean tflops, device_tflops, mfu;
   double effective = 0;  // full forwards the transformer calls came to
+  // Of the requests that said their denoising steps: the steps, and their transformer calls and
+  // time (a step's time is the calls' over the steps, whatever the requests' lengths).
+  std::int64_t step_requests = 0, steps = 0, step_calls = 0;
+  double step_ms = 0;
   // A request computed by a group of ranks: (its data-parallel index, its number) -> its place
   // in e2e. The run's sums count it once; a rank's, each of its records.
   bool fold_groups = false;
@@ -218,8 +341,8 @@ struct RequestAcc {
   RequestSummary s;  // the fields taken as they come
   // The last priced record's dtype and peak source, named in the summary (a string assigned a
   // record was a tenth of this accumulator's time).
-  const char* dtype = nullptr;
-  const char* peak_source = nullptr;
+  std::optional<Dtype> dtype;
+  std::optional<PeakSource> peak_source;
 
   void add_span(const RequestRecord& r) {
     if (r.ts <= 0) return;  // a record without its settle time (a replay's)
@@ -265,6 +388,12 @@ struct RequestAcc {
       if (is_priced_stage(st.name)) calls += st.count;
     }
     s.transformer_calls += calls;
+    if (auto t = denoising_step_time(r)) {
+      ++step_requests;
+      steps += t->steps;
+      step_calls += t->calls;
+      step_ms += t->total_ms;
+    }
     // A request without skips computed every call whole.
     effective += r.dit && r.dit->effective_fwd ? *r.dit->effective_fwd : static_cast<double>(calls);
     if (r.dit) {
@@ -273,10 +402,10 @@ struct RequestAcc {
       device_tflops.add(d.tflops / std::max(d.devices, 1), 1);
       if (d.mfu) mfu.add(*d.mfu, 1);
       s.params = d.params;
-      dtype = dtype_name(d.dtype);
+      dtype = d.dtype;
       if (d.peak_tflops) {
         s.peak_tflops = *d.peak_tflops / std::max(d.devices, 1);
-        peak_source = peak_source_name(d.peak_source);
+        peak_source = d.peak_source;
       }
       if (d.effective_fwd) s.skipped_fwd = s.skipped_fwd.value_or(0) + d.skipped_fwd.value_or(0);
     }
@@ -289,8 +418,8 @@ struct RequestAcc {
 
   RequestSummary summary(std::int64_t warmup) const {
     RequestSummary out = s;
-    if (dtype) out.dtype = dtype;
-    if (peak_source) out.peak_source = peak_source;
+    if (dtype) out.dtype = dtype_name(*dtype);
+    if (peak_source) out.peak_source = peak_source_name(*peak_source);
     finish_energy(out.energy);
     finish_readings(out.fields);
     out.warmup = warmup;
@@ -320,6 +449,12 @@ struct RequestAcc {
     out.device_tflops = device_tflops.get();
     out.mfu = mfu.get();
     if (out.skipped_fwd) out.effective_fwd = effective;
+    if (step_requests > 0) {
+      const double n_steps = static_cast<double>(steps);
+      out.denoising_step =
+          DenoisingStepSummary{step_requests, n_steps / static_cast<double>(step_requests),
+                               step_ms / n_steps, static_cast<double>(step_calls) / n_steps};
+    }
     return out;
   }
 };
@@ -367,6 +502,15 @@ class ByRank {
   auto end() const { return map_.end(); }
   auto find(int rank) const { return map_.find(rank); }
   std::size_t size() const { return map_.size(); }
+  std::map<int, Entry>& entries() {
+    last_ = nullptr;
+    return map_;
+  }
+  template <class IO>
+  void fields(IO& io) {
+    io(map_);
+    last_ = nullptr;
+  }
 
  private:
   std::map<int, Entry> map_;
@@ -386,11 +530,20 @@ using StepValues = ValueSketch<double, double>;
 
 // A training summary's sums, one window at a time.
 struct TrainAcc {
+  // A rank's (`rank`) keeps its windows' percentiles and folds the fields shown per rank; the
+  // run's, every summarized field.
+  explicit TrainAcc(bool rank = false) : keep_values(rank) {
+    s.fields = summarized_fields<TrainWindowRecord>(rank);
+  }
   std::int64_t windows = 0;
   bool keep_values = true;  // each window's p50 and p95 with its weight (a rank's)
   struct RankSums {
     std::int64_t steps = 0, warmup = 0;
     double samples = 0, wall_s = 0;
+    template <class IO>
+    void fields(IO& io) {
+      io(steps, warmup, samples, wall_s);
+    }
   };
   ByRank<RankSums> by_rank;
   StepValues p50s{kRankValues}, p95s{kRankValues};
@@ -402,8 +555,60 @@ struct TrainAcc {
   int latest_rank = 0;
   double latest_eta = 0;
   TrainSummary s;
-  const char* dtype = nullptr;  // as RequestAcc's
-  const char* peak_source = nullptr;
+  std::optional<Dtype> dtype;  // as RequestAcc's
+  std::optional<PeakSource> peak_source;
+
+  template <class IO>
+  void fields(IO& io) {
+    InPlace shown{s.fields};
+    EnergyIO energy{s.energy};
+    io(windows, keep_values, by_rank, p50s, p95s, phases, phase_steps, tflops, device_tflops,
+       hw_tflops, mfu, hfu, have_latest, latest_step, latest_rank, latest_eta, shown, s.layout,
+       s.peak_alloc_bytes, s.peak_reserved_bytes, energy, s.dp, s.params, s.trainable,
+       s.peak_tflops, s.skipped_fwd, s.effective_fwd, dtype, peak_source);
+    if ((dtype && static_cast<std::size_t>(*dtype) >= std::size(kDtypes)) ||
+        (peak_source && static_cast<int>(*peak_source) > static_cast<int>(PeakSource::kMeasured))) {
+      throw std::invalid_argument("a dtype or peak source this vxperf does not know");
+    }
+  }
+
+  // A later file's windows after these (the run's sums: each sum one addition; the latest
+  // window, layout and price the later ones where it has them). Not the per-rank sums: the
+  // ranks' own are the run's (finish).
+  void merge(const TrainAcc& o) {
+    windows += o.windows;
+    merge_readings(s.fields, o.s.fields);
+    phases.merge(o.phases);
+    phase_steps += o.phase_steps;
+    tflops.merge(o.tflops);
+    device_tflops.merge(o.device_tflops);
+    hw_tflops.merge(o.hw_tflops);
+    mfu.merge(o.mfu);
+    hfu.merge(o.hfu);
+    if (o.have_latest && (!have_latest || o.latest_step > latest_step ||
+                          (o.latest_step == latest_step && o.latest_rank < latest_rank))) {
+      have_latest = true;
+      latest_step = o.latest_step;
+      latest_rank = o.latest_rank;
+      latest_eta = o.latest_eta;
+    }
+    if (o.s.layout) s.layout = o.s.layout;
+    if (o.s.peak_alloc_bytes) keep_max(s.peak_alloc_bytes, *o.s.peak_alloc_bytes);
+    if (o.s.peak_reserved_bytes) keep_max(s.peak_reserved_bytes, *o.s.peak_reserved_bytes);
+    merge_energy(s.energy, o.s.energy);
+    s.dp = std::max(s.dp, o.s.dp);
+    if (o.dtype) {  // a priced window
+      s.params = o.s.params;
+      s.trainable = o.s.trainable;
+      dtype = o.dtype;
+    }
+    if (o.peak_source) {
+      s.peak_tflops = o.s.peak_tflops;
+      peak_source = o.peak_source;
+    }
+    if (o.s.skipped_fwd) s.skipped_fwd = s.skipped_fwd.value_or(0) + *o.s.skipped_fwd;
+    if (o.s.effective_fwd) s.effective_fwd = s.effective_fwd.value_or(0) + *o.s.effective_fwd;
+  }
 
   void add(const TrainWindowRecord& w, const FieldValues& fields) {
     ++windows;
@@ -443,10 +648,10 @@ struct TrainAcc {
         if (t.hfu) hfu.add(*t.hfu, priced);
         s.params = t.params;
         s.trainable = t.trainable;
-        dtype = dtype_name(t.dtype);
+        dtype = t.dtype;
         if (t.peak_tflops) {
           s.peak_tflops = *t.peak_tflops / std::max(t.devices, 1);
-          peak_source = peak_source_name(t.peak_source);
+          peak_source = t.peak_source;
         }
         if (t.skipped_fwd) s.skipped_fwd = s.skipped_fwd.value_or(0) + *t.skipped_fwd;
         if (t.effective_fwd) s.effective_fwd = s.effective_fwd.value_or(0) + *t.effective_fwd;
@@ -464,8 +669,8 @@ struct TrainAcc {
   // `p50_values`, `p95_values`: the windows' percentiles with their weights.
   TrainSummary summary(const StepValues& p50_values, const StepValues& p95_values) const {
     TrainSummary out = s;
-    if (dtype) out.dtype = dtype;
-    if (peak_source) out.peak_source = peak_source;
+    if (dtype) out.dtype = dtype_name(*dtype);
+    if (peak_source) out.peak_source = peak_source_name(*peak_source);
     finish_energy(out.energy);
     finish_readings(out.fields);
     out.windows = windows;
@@ -523,12 +728,20 @@ struct JobAcc {
     struct Span {
       double first, second;
       double gap = 0;  // seconds inside it that no interval covered
+      template <class IO>
+      void fields(IO& io) {
+        io(first, second, gap);
+      }
     };
     std::int64_t records = 0;
     double energy_j = 0;
     double union_s = 0;
     std::vector<Span> spans;  // disjoint, in time order
     double loose_s = 0;       // intervals without a settle time (a replay's records): summed
+    template <class IO>
+    void fields(IO& io) {
+      io(records, energy_j, union_s, spans, loose_s);
+    }
 
     void add(double start, double end) {
       // Records come nearly in the order they ended: most land at the back.
@@ -554,18 +767,43 @@ struct JobAcc {
     }
   };
 
+  // A rank's devices (the rank's state, not a file's: a device's intervals are one union).
+  using Devices = std::map<int, Device>;
+
   JobEnergy s;
-  bool any = false;                                       // some record carries energy_j
-  std::map<std::pair<int, int>, Device> devices;          // by (rank, device)
-  std::set<std::pair<int, std::int64_t>> group_requests;  // (dp_rank, req) of several ranks
+  bool any = false;  // some record carries energy_j
 
   JobAcc() { s.totals = folded_readings(true); }
+
+  template <class IO>
+  void fields(IO& io) {
+    InPlace totals{s.totals};
+    io(any, s.energy_j, totals, s.videos, s.request_energy_j, s.samples, s.window_energy_j,
+       s.records, s.shared, s.unread, s.unread_first);
+  }
+
+  // A later file's records after these.
+  void merge(const JobAcc& o) {
+    any = any || o.any;
+    s.energy_j += o.s.energy_j;
+    merge_readings(s.totals, o.s.totals);
+    s.videos += o.s.videos;
+    s.request_energy_j += o.s.request_energy_j;
+    s.samples += o.s.samples;
+    s.window_energy_j += o.s.window_energy_j;
+    s.records += o.s.records;
+    s.shared += o.s.shared;
+    s.unread += o.s.unread;
+    for (const auto& label : o.s.unread_first) {
+      if (s.unread_first.size() < kUnreadListed) s.unread_first.push_back(label);
+    }
+  }
 
   // `seconds`: the record's interval; `label()`: it, for the list of records without readings
   // (made only for the few listed: formatting one per record was a tenth of the report's time).
   template <class Label>
-  void add(int rank, const std::optional<int>& device, const std::optional<DeviceReadings>& r,
-           double ts, double seconds, const Label& label) {
+  void add(Devices& devices, const std::optional<int>& device,
+           const std::optional<DeviceReadings>& r, double ts, double seconds, const Label& label) {
     ++s.records;
     if (r) fold_readings(s.totals, *r, true);
     if (!r || !r->energy_j) {
@@ -576,7 +814,7 @@ struct JobAcc {
     any = true;
     if (r->energy_shared) ++s.shared;
     s.energy_j += *r->energy_j;
-    Device& d = devices[{rank, device.value_or(0)}];
+    Device& d = devices[device.value_or(0)];
     ++d.records;
     d.energy_j += *r->energy_j;
     // The meter's own seconds where it said them, else the record's.
@@ -588,22 +826,23 @@ struct JobAcc {
     }
   }
 
-  void request(const RequestRecord& r) {
-    add(r.rank, r.device, r.readings, r.ts, r.e2e_s,
+  // `groups`: the requests of several ranks counted so far, the run's (requests are no file's).
+  void request(const RequestRecord& r, Devices& devices,
+               std::set<std::pair<int, std::int64_t>>& groups) {
+    add(devices, r.device, r.readings, r.ts, r.e2e_s,
         [&] { return strprintf("rank %d req %lld", r.rank, static_cast<long long>(r.req)); });
     if (!r.readings || !r.readings->energy_j) return;
     s.request_energy_j += *r.readings->energy_j;
     // A request of several ranks is counted once, its energy the sum of theirs.
-    if (r.parallel && r.parallel->group > 1 &&
-        !group_requests.emplace(r.parallel->dp_rank, r.req).second) {
+    if (r.parallel && r.parallel->group > 1 && !groups.emplace(r.parallel->dp_rank, r.req).second) {
       return;
     }
     s.videos += r.videos.value_or(1);
   }
 
-  void window(const TrainWindowRecord& w) {
+  void window(const TrainWindowRecord& w, Devices& devices) {
     double wall = w.throughput ? w.throughput->wall_s : 0.0;
-    add(w.rank, w.device, w.readings, w.ts, wall, [&] {
+    add(devices, w.device, w.readings, w.ts, wall, [&] {
       return strprintf("rank %d steps %lld-%lld", w.rank, static_cast<long long>(w.step_first),
                        static_cast<long long>(w.step_last));
     });
@@ -616,21 +855,25 @@ struct JobAcc {
     }
   }
 
-  std::optional<JobEnergy> summary() const {
+  // `ranks`: each rank's devices, by rank.
+  template <class Ranks>
+  std::optional<JobEnergy> summary(const Ranks& ranks) const {
     if (!any) return std::nullopt;
     JobEnergy out = s;
     finish_readings(out.totals);
     if (out.videos > 0) out.j_per_video = out.request_energy_j / static_cast<double>(out.videos);
     if (out.samples > 0) out.j_per_sample = out.window_energy_j / out.samples;
-    for (const auto& [key, d] : devices) {
-      DeviceEnergy e;
-      e.rank = key.first;
-      e.device = key.second;
-      e.records = d.records;
-      e.energy_j = d.energy_j;
-      e.seconds = d.union_s + d.loose_s;
-      if (e.seconds > 0) e.power_w_mean = e.energy_j / e.seconds;
-      out.devices.push_back(e);
+    for (const auto& [rank, r] : ranks) {
+      for (const auto& [device, d] : r.devices) {
+        DeviceEnergy e;
+        e.rank = rank;
+        e.device = device;
+        e.records = d.records;
+        e.energy_j = d.energy_j;
+        e.seconds = d.union_s + d.loose_s;
+        if (e.seconds > 0) e.power_w_mean = e.energy_j / e.seconds;
+        out.devices.push_back(e);
+      }
     }
     return out;
   }
@@ -647,9 +890,29 @@ const ReadingSummary* find_reading(const std::vector<ReadingSummary>& readings,
 }
 
 struct ReportBuilder::State {
-  RequestSide requests{true};
-  TrainAcc training;
-  JobAcc job;
+  // What one file gave the job's sums (its records in order, after the earlier files'): the
+  // report adds the files' in order (finish), one run and a merge of partials alike, so that
+  // each sum over ranks is the same additions whichever made it.
+  struct FilePart {
+    std::string name;
+    bool file = true;  // false: records not from a file (build_report, before any file)
+    std::optional<std::string> repeats;  // not read: the earlier file it repeats
+    std::int64_t records = 0;
+    int world_size = 0;                 // the largest its windows said
+    std::vector<std::string> warnings;  // in the order said
+    std::vector<std::string> torn;
+    TrainAcc training;
+    JobAcc job;
+    // A partial's: the file's size and content hash (the reader's), to find a file another
+    // partial holds too; none for a stream.
+    std::optional<std::pair<std::int64_t, std::uint64_t>> bytes;
+    template <class IO>
+    void fields(IO& io) {
+      io(name, file, repeats, records, world_size, warnings, torn, training, job, bytes);
+    }
+  };
+  RequestSide requests{true};  // every file's: requests are never a partial's
+  std::set<std::pair<int, std::int64_t>> group_requests;  // (dp_rank, req) of several ranks
   struct Rank {
     std::optional<RequestSide> requests;
     std::optional<TrainAcc> training;
@@ -670,23 +933,43 @@ struct ReportBuilder::State {
     // which run some steps again, are not mistaken for two runs.
     FirstSteps firsts;
     bool said_twice = false;
+    // Per window of steps (its attempt, step_first, steps), or band of them: its mean seconds
+    // per step by phase, for what stragglers cost (the job's: the ranks' merged in rank order).
+    WindowPhases by_window;
+    JobAcc::Devices devices;  // its devices' energy and intervals
+    // Its bytes in a partial: never its requests (a partial of requests is refused).
+    template <class IO>
+    void fields(IO& io) {
+      bool trained = training.has_value();
+      io(trained);
+      if (!trained) {
+        training.reset();
+      } else if (!training) {
+        training.emplace(true);
+      }
+      if (training) io(*training);
+      io(attempts, window_p50s, best_p50, latest_p50, latest_ts, phase_values, phase_best,
+         phase_latest, phase_spent, firsts, said_twice, by_window, devices);
+      if (!phase_values.empty() && phase_values.size() != static_cast<std::size_t>(kPhaseCount)) {
+        throw std::invalid_argument("a rank's phases out of shape");
+      }
+    }
   };
-  // Per window of steps (its attempt, step_first, steps), or band of them: each rank's mean seconds
-  // per step by phase, for what stragglers cost.
-  WindowPhases by_window;
   ByRank<Rank> ranks;
-  std::vector<std::string> warnings;
+  std::vector<FilePart> parts;  // in file order
   FieldValues fields;  // the record's at hand (its buffers kept from one record to the next)
-  // The files read, in order (none when records do not come from files), and what makes the
-  // job's numbers partial (Report::partial).
-  std::size_t files = 0;
-  std::vector<std::string> torn;
-  std::vector<std::pair<std::string, std::string>> repeated;
-  int world_size = 0;  // the largest a training window said
+  // The first line skipped as no record: what the reader throws when no file gave a record.
+  std::optional<std::tuple<std::string, int, std::string>> first_bad;
+  // A merge's: the partial each rank came from.
+  std::map<int, std::string> rank_from;
 
-  State() {
-    training.keep_values = false;
-    training.s.fields = summarized_fields<TrainWindowRecord>(false);
+  // The file being read (a part of no file before the first).
+  FilePart& part() {
+    if (parts.empty()) {
+      parts.emplace_back();
+      parts.back().file = false;
+    }
+    return parts.back();
   }
 };
 
@@ -694,31 +977,32 @@ ReportBuilder::ReportBuilder() : state_(std::make_unique<State>()) {}
 ReportBuilder::~ReportBuilder() = default;
 
 void ReportBuilder::request(const RequestRecord& record) {
+  State::FilePart& part = state_->part();
+  ++part.records;
+  auto& rank = state_->ranks[record.rank];
   summarized_values(record, state_->fields);
   state_->requests.add(record, state_->fields);
-  state_->job.request(record);
-  auto& rank = state_->ranks[record.rank];
+  part.job.request(record, rank.devices, state_->group_requests);
   if (!rank.requests) rank.requests.emplace(false);
   rank.requests->add(record, state_->fields);
 }
 
 void ReportBuilder::window(const TrainWindowRecord& record) {
-  state_->world_size = std::max(state_->world_size, record.world_size);
-  summarized_values(record, state_->fields);
-  state_->training.add(record, state_->fields);
-  state_->job.window(record);
+  State::FilePart& part = state_->part();
+  ++part.records;
+  part.world_size = std::max(part.world_size, record.world_size);
   auto& rank = state_->ranks[record.rank];
-  if (!rank.training) {
-    rank.training.emplace();
-    rank.training->s.fields = summarized_fields<TrainWindowRecord>(true);
-  }
+  summarized_values(record, state_->fields);
+  part.training.add(record, state_->fields);
+  part.job.window(record, rank.devices);
+  if (!rank.training) rank.training.emplace(true);
   rank.training->add(record, state_->fields);
   rank.attempts.add(record);
   const std::size_t run = std::hash<std::string>{}(record.run_id.value_or(""));
   const std::int64_t attempt = record.attempt.value_or(-1);
   if (rank.firsts.seen_again(run, attempt, record.step_first) && !rank.said_twice) {
     rank.said_twice = true;
-    state_->warnings.push_back(strprintf(
+    part.warnings.push_back(strprintf(
         "rank %d has two windows from step %lld: records of two runs, or of a restarted run's "
         "attempts, read together (its ledger and scores are its latest window's)",
         record.rank, static_cast<long long>(record.step_first)));
@@ -750,11 +1034,12 @@ void ReportBuilder::window(const TrainWindowRecord& record) {
       rank.latest_p50 = record.step_s_p50;
       rank.phase_latest = phases;
     }
-    state_->by_window.add(run, attempt, record.step_first, record.steps, record.rank, phases);
+    rank.by_window.add(run, attempt, record.step_first, record.steps, record.rank, phases);
   }
 }
 
 void ReportBuilder::end(const TrainEndRecord& record) {
+  ++state_->part().records;
   state_->ranks[record.rank].attempts.add(record);
 }
 
@@ -910,13 +1195,27 @@ void straggler_costs(const WindowPhases& by_window, std::vector<RankSummary>& ra
 
 }  // namespace
 
-void ReportBuilder::warning(const std::string& text) { state_->warnings.push_back(text); }
-void ReportBuilder::begin_file(const std::string&) { ++state_->files; }
-void ReportBuilder::repeated_file(const std::string& name, const std::string& earlier) {
-  ++state_->files;
-  state_->repeated.emplace_back(name, earlier);
+void ReportBuilder::warning(const std::string& text) { state_->part().warnings.push_back(text); }
+void ReportBuilder::begin_file(const std::string& name) {
+  state_->parts.emplace_back();
+  state_->parts.back().name = name;
 }
-void ReportBuilder::torn_line(const std::string& name) { state_->torn.push_back(name); }
+void ReportBuilder::repeated_file(const std::string& name, const std::string& earlier) {
+  // Said just before this by the reader, in the file before's part: its own part's.
+  State::FilePart& before = state_->part();
+  State::FilePart part;
+  part.name = name;
+  part.repeats = earlier;
+  if (!before.warnings.empty() && before.warnings.back() == repeated_file_warning(name, earlier)) {
+    part.warnings.push_back(std::move(before.warnings.back()));
+    before.warnings.pop_back();
+  }
+  state_->parts.push_back(std::move(part));
+}
+void ReportBuilder::torn_line(const std::string& name) { state_->part().torn.push_back(name); }
+void ReportBuilder::bad_line(const std::string& name, int line, const std::string& message) {
+  if (!state_->first_bad) state_->first_bad.emplace(name, line, message);
+}
 
 namespace {
 
@@ -939,21 +1238,47 @@ Report ReportBuilder::finish(std::vector<std::string> sources) const {
   const State& st = *state_;
   Report report;
   report.sources = std::move(sources);
-  report.warnings = st.warnings;
+  // The files' parts in order: their warnings, the job's sums, what makes it partial.
+  TrainAcc training;
+  JobAcc job;
+  std::size_t files = 0;
+  int world_size = 0;
+  Partial partial;
+  for (std::size_t i = 0; i < st.parts.size(); ++i) {
+    const State::FilePart& part = st.parts[i];
+    report.warnings.insert(report.warnings.end(), part.warnings.begin(), part.warnings.end());
+    if (i == 0) {
+      training = part.training;
+      job = part.job;
+    } else {
+      training.merge(part.training);
+      job.merge(part.job);
+    }
+    files += part.file ? 1 : 0;
+    world_size = std::max(world_size, part.world_size);
+    partial.torn_files.insert(partial.torn_files.end(), part.torn.begin(), part.torn.end());
+    if (part.repeats) partial.repeated_files.emplace_back(part.name, *part.repeats);
+  }
+  // Each rank's sums are its own accumulator's (the same additions, in its records' order).
+  for (const auto& [rank, r] : st.ranks) {
+    if (r.training) {
+      training.by_rank.entries()[rank] = r.training->by_rank.find(rank)->second;
+    }
+  }
   // The run's summaries select their percentiles over every record: on a thread of their own
   // while this one summarizes the ranks (the parse is over: the other cores are idle, and this
   // was most of what came after it). Both only read the state. No thread to be had: here.
-  auto run_summaries = [&st, &report] {
+  auto run_summaries = [&st, &report, &training] {
     // The run's measured requests are the non-warmup ones of every rank unless all are warmup.
     if (st.requests.total() > 0) report.requests = st.requests.summary();
-    if (st.training.windows > 0) {
+    if (training.windows > 0) {
       StepValues p50s(kRunValues), p95s(kRunValues);
       for (const auto& [rank, r] : st.ranks) {
         if (!r.training) continue;
         p50s.merge(r.training->p50s);
         p95s.merge(r.training->p95s);
       }
-      report.training = st.training.summary(p50s, p95s);
+      report.training = training.summary(p50s, p95s);
     }
   };
   std::future<void> run;
@@ -1008,27 +1333,24 @@ Report ReportBuilder::finish(std::vector<std::string> sources) const {
   }
   report.ranks = std::move(ranks);
 
-  report.energy = st.job.summary();
+  report.energy = job.summary(st.ranks);
 
   // A job read from several files: its ranks that none holds, its files torn or read twice.
-  Partial partial;
-  partial.world_size = st.world_size;
-  if (st.files > 1) {
-    for (int r = 0; r < st.world_size; ++r) {
+  partial.world_size = world_size;
+  if (files > 1) {
+    for (int r = 0; r < world_size; ++r) {
       auto it = st.ranks.find(r);
       if (it == st.ranks.end() || !it->second.training) partial.missing_ranks.push_back(r);
     }
   }
   if (!partial.missing_ranks.empty()) {
-    const int present = st.world_size - static_cast<int>(partial.missing_ranks.size());
+    const int present = world_size - static_cast<int>(partial.missing_ranks.size());
     report.warnings.push_back(strprintf(
         "no training records of rank%s %s in the %zu files given (world size %d): the job's "
         "numbers are those of its other %d rank%s",
         partial.missing_ranks.size() > 1 ? "s" : "", rank_runs(partial.missing_ranks).c_str(),
-        st.files, st.world_size, present, present == 1 ? "" : "s"));
+        files, world_size, present, present == 1 ? "" : "s"));
   }
-  partial.torn_files = st.torn;
-  partial.repeated_files = st.repeated;
   if (!partial.missing_ranks.empty() || !partial.torn_files.empty() ||
       !partial.repeated_files.empty()) {
     report.partial = std::move(partial);
@@ -1070,7 +1392,10 @@ Report ReportBuilder::finish(std::vector<std::string> sources) const {
     if (medians[rs.rank] > 0) rs.relative_score = *fastest / medians[rs.rank];
     if (r.latest_p50 > 0) rs.individual_score = r.best_p50 / r.latest_p50;
   }
-  straggler_costs(st.by_window, report.ranks);
+  // The job's windows: the ranks' in rank order.
+  WindowPhases by_window;
+  for (const auto& [rank, r] : st.ranks) by_window.merge(r.by_window);
+  straggler_costs(by_window, report.ranks);
   phase_scores(st.ranks, report);
   report.job_ledger = job_ledger(st.ranks, report);
   return report;
@@ -1083,6 +1408,223 @@ Report build_report(const RecordSet& records, std::vector<std::string> sources) 
   for (const auto& w : records.windows) builder.window(w);
   for (const auto& e : records.ends) builder.end(e);
   return builder.finish(std::move(sources));
+}
+
+}  // namespace vxperf::analysis
+
+namespace vxperf::analysis {
+namespace {
+
+// The partial's first line: the command and the version of the bytes after it, which a change
+// to any state a partial holds raises.
+constexpr int kPartialVersion = 1;
+constexpr char kPartialMagic[] = "VXPERF-PARTIAL ";
+constexpr char kPartialCommand[] = "report";
+
+std::uint64_t checksum(std::string_view bytes) {
+  std::uint64_t h = 14695981039346656037ull;  // FNV-1a
+  for (char c : bytes) h = (h ^ static_cast<unsigned char>(c)) * 1099511628211ull;
+  return h;
+}
+
+// The page's points in a partial: each window's numbers and its phases up to the names there are
+// (most of the 16 a point has room for are none).
+struct PagePoints {
+  std::vector<ChartData::Impl::Window>& windows;
+  std::size_t phases;
+  template <class IO>
+  void fields(IO& io) {
+    std::size_t n = windows.size();
+    io(n);
+    if constexpr (std::is_same_v<IO, partial_io::Reader>) io.check_count(n, 40);
+    windows.resize(n);
+    for (ChartData::Impl::Window& w : windows) {
+      io(w.rank, w.step_first, w.step_last, w.p50, w.p95, w.mfu, w.readings, w.alloc_bytes,
+         w.reserved_bytes);
+      for (std::size_t k = 0; k < phases; ++k) io(w.phase_s[k]);
+    }
+  }
+};
+
+// A regular file's size and content hash; none for a stream or what cannot be read.
+std::optional<std::pair<std::int64_t, std::uint64_t>> file_bytes(const std::string& path) {
+  struct stat st {};
+  if (path == "-" || ::stat(path.c_str(), &st) != 0 || !S_ISREG(st.st_mode)) return std::nullopt;
+  auto hash = content_hash(path);
+  if (!hash) return std::nullopt;
+  return std::make_pair(static_cast<std::int64_t>(st.st_size), *hash);
+}
+
+}  // namespace
+
+std::string ReportBuilder::partial(const ChartData& charts,
+                                   const std::vector<std::string>& sources) const {
+  const State& st = *state_;
+  if (st.requests.total() > 0) {
+    throw std::invalid_argument(
+        "these records hold requests (inference records), which a partial does not take: their "
+        "percentiles are over every request, so a partial would be their list; report them in "
+        "one run");
+  }
+  std::vector<State::FilePart> parts = st.parts;
+  for (State::FilePart& part : parts) {
+    if (part.file) part.bytes = file_bytes(part.name == "<stdin>" ? "-" : part.name);
+  }
+  auto& ranks = const_cast<ByRank<State::Rank>&>(st.ranks);  // only read
+  const ChartData::Impl& c = charts.impl();
+  std::vector<std::string> source_list = sources;
+  std::vector<std::string> phase_names = c.phase_names;
+  std::vector<ChartData::Impl::Window> windows = c.windows;
+  PagePoints points{windows, std::min(phase_names.size(), ChartData::Impl::kMaxPhases)};
+  std::optional<std::tuple<std::string, int, std::string>> first_bad = st.first_bad;
+  partial_io::Writer out;
+  out(source_list, parts, ranks, first_bad, phase_names, points);
+  std::string bytes = kPartialMagic;
+  bytes += kPartialCommand;
+  bytes += " " + std::to_string(kPartialVersion) + "\n";
+  const std::uint64_t sum = checksum(out.bytes());
+  bytes += out.bytes();
+  bytes.append(reinterpret_cast<const char*>(&sum), sizeof sum);
+  return bytes;
+}
+
+namespace {
+
+// The body of a report partial after its first line, checked; else why it is none.
+std::string_view partial_body(const std::string& bytes) {
+  if (bytes.rfind(kPartialMagic, 0) != 0) {
+    // The other command's partials are JSON.
+    internal::Json j = internal::Json::parse(bytes, nullptr, false);
+    if (!j.is_discarded() && j.is_object() && j.contains("vxperf_partial")) {
+      const auto command = j.find("command");
+      throw std::invalid_argument("a partial of `vxperf " +
+                                  (command != j.end() && command->is_string()
+                                       ? command->get<std::string>()
+                                       : std::string("?")) +
+                                  "`, not of `vxperf report`");
+    }
+    throw std::invalid_argument("not a vxperf partial (it does not begin \"" +
+                                std::string(kPartialMagic) + "\")");
+  }
+  const std::size_t eol = bytes.find('\n');
+  const std::size_t magic = std::strlen(kPartialMagic);
+  const std::string head =
+      bytes.substr(magic, eol == std::string::npos ? 40 : std::min<std::size_t>(eol - magic, 40));
+  const std::size_t space = head.find(' ');
+  const std::string command = head.substr(0, space);
+  if (command != kPartialCommand) {
+    throw std::invalid_argument("a partial of `vxperf " + command + "`, not of `vxperf report`");
+  }
+  const std::string version = space == std::string::npos ? "" : head.substr(space + 1);
+  if (eol == std::string::npos || version != std::to_string(kPartialVersion)) {
+    throw std::invalid_argument("a partial of version " + (version.empty() ? "?" : version) +
+                                "; this vxperf reads version " + std::to_string(kPartialVersion));
+  }
+  std::string_view body(bytes);
+  body.remove_prefix(eol + 1);
+  std::uint64_t sum = 0;
+  if (body.size() < sizeof sum) throw std::invalid_argument("corrupt: cut short");
+  std::memcpy(&sum, body.data() + body.size() - sizeof sum, sizeof sum);
+  body.remove_suffix(sizeof sum);
+  if (checksum(body) != sum) {
+    throw std::invalid_argument("corrupt: its checksum does not match (cut short, or changed)");
+  }
+  return body;
+}
+
+}  // namespace
+
+void ReportBuilder::add_partial(const std::string& bytes, const std::string& name,
+                                ChartData& charts, std::vector<std::string>& sources) {
+  State& st = *state_;
+  std::vector<std::string> source_list;
+  std::vector<State::FilePart> parts;
+  std::map<int, State::Rank> ranks;
+  std::optional<std::tuple<std::string, int, std::string>> first_bad;
+  std::vector<std::string> phase_names;
+  std::vector<ChartData::Impl::Window> windows;
+  try {
+    const std::string_view body = partial_body(bytes);
+    partial_io::Reader in(body.data(), body.size());
+    // Parts are read into rows made from this vxperf's field table, each checked against it.
+    in(source_list, parts, ranks, first_bad, phase_names);
+    PagePoints points{windows, std::min(phase_names.size(), ChartData::Impl::kMaxPhases)};
+    in(points);
+    if (!in.done()) in.fail("more after its end");
+  } catch (const std::invalid_argument& e) {
+    throw std::invalid_argument(name + ": " + e.what());
+  }
+  // A file another partial read first: one run reads it once. Without records it is said as
+  // repeated, as one run says it; with records it cannot be taken out of this partial's ranks.
+  for (State::FilePart& part : parts) {
+    if (!part.bytes) continue;
+    const State::FilePart* earlier = nullptr;
+    for (const State::FilePart& other : st.parts) {
+      if (!other.repeats && other.bytes == part.bytes) {
+        earlier = &other;
+        break;
+      }
+    }
+    if (earlier == nullptr) continue;
+    if (!part.repeats && part.records > 0) {
+      throw std::invalid_argument(name + ": " + part.name + " holds the same bytes as " +
+                                  earlier->name +
+                                  " of an earlier partial (a file copied, or named twice): "
+                                  "make the partials without it");
+    }
+    State::FilePart again;
+    again.name = part.name;
+    again.repeats = earlier->name;
+    again.bytes = part.bytes;
+    again.warnings.push_back(repeated_file_warning(part.name, earlier->name));
+    part = std::move(again);
+  }
+  for (const auto& [rank, r] : ranks) {
+    auto held = st.rank_from.find(rank);
+    if (held != st.rank_from.end()) {
+      throw std::invalid_argument(strprintf(
+          "rank %d is in both %s and %s: a rank's records go in one partial (its percentiles, "
+          "scores and ledger are over all of them)",
+          rank, held->second.c_str(), name.c_str()));
+    }
+  }
+  for (auto& [rank, r] : ranks) {
+    st.ranks[rank] = std::move(r);
+    st.rank_from[rank] = name;
+  }
+  for (State::FilePart& part : parts) st.parts.push_back(std::move(part));
+  if (!st.first_bad) st.first_bad = std::move(first_bad);
+  sources.insert(sources.end(), source_list.begin(), source_list.end());
+  // The page's points: phases by the merged names' index, as one run names them in order.
+  ChartData::Impl& c = charts.impl_mut();
+  std::vector<std::size_t> index;
+  for (const std::string& phase : phase_names) index.push_back(c.phase_index(phase));
+  for (ChartData::Impl::Window w : windows) {
+    const auto own = w.phase_s;
+    w.phase_s = {};
+    for (std::size_t k = 0; k < own.size() && k < index.size(); ++k) {
+      if (index[k] < ChartData::Impl::kMaxPhases) w.phase_s[index[k]] = own[k];
+    }
+    c.windows.push_back(w);
+  }
+}
+
+bool ReportBuilder::no_records(const InputError& e) const {
+  const State& st = *state_;
+  std::int64_t records = 0;
+  for (const State::FilePart& part : st.parts) records += part.records;
+  if (records > 0 || !st.first_bad) return false;
+  const auto& [file, line, message] = *st.first_bad;
+  return std::string(e.what()) == InputError(file, line, message).what();
+}
+
+void ReportBuilder::check_records() const {
+  const State& st = *state_;
+  std::int64_t records = 0;
+  for (const State::FilePart& part : st.parts) records += part.records;
+  if (records > 0 || !st.first_bad) return;
+  const auto& [file, line, message] = *st.first_bad;
+  throw InputError(file, line, message);
 }
 
 }  // namespace vxperf::analysis

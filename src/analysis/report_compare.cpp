@@ -34,6 +34,8 @@ std::vector<Metric> report_metrics(const Report& report) {
     add("requests.e2e_max_s", r->e2e_max_s, true, "s");
     add("requests.per_hour", r->requests_per_hour, false, "1/h");
     for (const auto& s : r->stages) add("requests.stage." + s.name + "_ms", s.mean_ms, true, "ms");
+    if (const auto& d = r->denoising_step)
+      add("requests.denoising_step_ms", d->mean_ms, true, "ms");
     add("requests.tflops", r->tflops, false, "TFLOPS");
     add("requests.mfu", r->mfu, false, "");
     add("requests.peak_alloc_gib", bytes(r->peak_alloc_bytes), true, "GiB");

@@ -106,6 +106,16 @@ std::string requests_summary(const RequestSummary& r) {
                     static_cast<long long>(*r.skipped_fwd),
                     static_cast<long long>(r.transformer_calls), r.effective_fwd.value_or(0)));
   }
+  if (const auto& d = r.denoising_step) {
+    std::string step =
+        strprintf("%.4g steps a request, mean ", d->steps) + time_text(d->mean_ms / 1000.0) +
+        strprintf(" a step (%.3g transformer call%s each)", d->calls, d->calls == 1.0 ? "" : "s");
+    if (d->requests < r.count) {
+      step += strprintf("; %lld of %lld requests said their steps",
+                        static_cast<long long>(d->requests), static_cast<long long>(r.count));
+    }
+    f.add("denoising step", step);
+  }
   field_facts(f, r.fields);
   f.add("peak memory", memory_text(r.peak_alloc_bytes, r.peak_reserved_bytes));
   energy_facts(f, r.energy, r.videos == r.count ? "request (video)" : "request", "requests");

@@ -135,6 +135,12 @@ std::string report_json(const Report& report) {
     add_basis(j["requests"], r->params, r->peak_tflops, r->peak_source, r->dtype, r->skipped_fwd,
               r->effective_fwd);
     j["requests"]["fields"] = fields_json(r->fields);
+    if (const auto& d = r->denoising_step) {
+      j["requests"]["denoising_step"] = {{"requests", d->requests},
+                                         {"steps", d->steps},
+                                         {"mean_ms", d->mean_ms},
+                                         {"calls", d->calls}};
+    }
     if (r->energy) j["requests"]["energy"] = energy_json(*r->energy);
   } else {
     j["requests"] = nullptr;

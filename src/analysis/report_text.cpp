@@ -207,6 +207,17 @@ std::string ledger_sum(const Ledger& l, bool steps) {
   return text;
 }
 
+// A denoising step beside the calls of the table above: all of a step's transformer calls.
+std::string denoising_step_line(const DenoisingStepSummary& d, std::int64_t requests) {
+  std::string text = strprintf("  denoising step: %.4g steps, mean %.1fms (%.3g call%s each)",
+                               d.steps, d.mean_ms, d.calls, d.calls == 1.0 ? "" : "s");
+  if (d.requests < requests) {
+    text += strprintf("; %lld of %lld requests said their steps",
+                      static_cast<long long>(d.requests), static_cast<long long>(requests));
+  }
+  return text;
+}
+
 }  // namespace
 
 std::string format_report(const Report& report) {
@@ -253,6 +264,7 @@ std::string format_report(const Report& report) {
       line(strprintf("  %-16s %10.1fms %8s %10s %7.1f%%", "other", other->mean_ms, "-", "-",
                      other->share * 100.0));
     }
+    if (const auto& d = r->denoising_step) line(denoising_step_line(*d, r->count));
     line(dit_line(r->params, r->tflops, r->device_tflops, "MFU " + pct(r->mfu), r->peak_tflops,
                   r->peak_source, r->dtype));
     if (r->skipped_fwd) {

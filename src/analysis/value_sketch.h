@@ -26,6 +26,7 @@
 #include <cstdint>
 #include <cstring>
 #include <limits>
+#include <stdexcept>
 #include <type_traits>
 #include <vector>
 
@@ -113,6 +114,16 @@ class ValueSketch {
   // The heap bytes it holds.
   std::size_t bytes() const { return entries_.capacity() * sizeof(Entry); }
 
+  // Its bytes in a report partial (analysis/partial_io.h): every member, so that a sketch read
+  // back adds, merges and answers as this one does.
+  template <class IO>
+  void fields(IO& io) {
+    io(entries_, sorted_, appending_, limit_, dropped_, keep_, count_, min_, max_);
+    if (sorted_ > entries_.size() || dropped_ < 0 || dropped_ > kMaxDropped || limit_ < 4) {
+      throw std::invalid_argument("a value sketch out of shape");
+    }
+  }
+
   // The smallest value whose cumulative weight, values ascending, reaches q percent of the
   // total (q in [0, 100]): internal::weighted_percentile's rule for positive weights. 0 for none.
   double weighted_percentile(double q) const {
@@ -149,6 +160,10 @@ class ValueSketch {
   struct Entry {
     Value lo, hi;  // the smallest and largest value in it (one while exact)
     Weight weight;
+    template <class IO>
+    void fields(IO& io) {
+      io(lo, hi, weight);
+    }
   };
 
   // An order-preserving key: the bits of a positive value with the sign bit set, of a negative

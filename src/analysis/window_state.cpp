@@ -76,33 +76,51 @@ void WindowPhases::add(std::size_t run, std::int64_t attempt, std::int64_t step_
 }
 
 void WindowPhases::regroup() {
+  do {
+    coarser();
+  } while (windows_.size() > kMaxWindows / 2);
+}
+
+void WindowPhases::coarser() {
   // Each entry with its new band, sorted by band and rank, then one entry per band and rank.
   std::vector<std::pair<Key, Entry>> all;
-  for (;;) {
-    ++shift_;
-    all.clear();
-    for (const auto& [key, entries] : windows_) {
-      // From windows: the band of the first step; from bands: half as many.
-      const std::int64_t band = std::get<3>(key) > 0 ? std::get<2>(key) >> shift_ : std::get<2>(key) >> 1;
-      for (const Entry& e : entries) {
-        all.emplace_back(Key{std::get<0>(key), std::get<1>(key), band, 0}, e);
-      }
+  ++shift_;
+  for (const auto& [key, entries] : windows_) {
+    // From windows: the band of the first step; from bands: half as many.
+    const std::int64_t band =
+        std::get<3>(key) > 0 ? std::get<2>(key) >> shift_ : std::get<2>(key) >> 1;
+    for (const Entry& e : entries) {
+      all.emplace_back(Key{std::get<0>(key), std::get<1>(key), band, 0}, e);
     }
-    std::stable_sort(all.begin(), all.end(), [](const auto& a, const auto& b) {
-      return a.first != b.first ? a.first < b.first : a.second.rank < b.second.rank;
-    });
-    windows_.clear();
-    for (const auto& [key, e] : all) {
-      std::vector<Entry>& band = windows_[key];
-      if (!band.empty() && band.back().rank == e.rank) {
-        fold(band.back(), e);
-      } else {
-        band.push_back(e);
-      }
+  }
+  std::stable_sort(all.begin(), all.end(), [](const auto& a, const auto& b) {
+    return a.first != b.first ? a.first < b.first : a.second.rank < b.second.rank;
+  });
+  windows_.clear();
+  for (const auto& [key, e] : all) {
+    std::vector<Entry>& band = windows_[key];
+    if (!band.empty() && band.back().rank == e.rank) {
+      fold(band.back(), e);
+    } else {
+      band.push_back(e);
     }
-    if (windows_.size() <= kMaxWindows / 2) break;
   }
   for (auto& [key, entries] : windows_) entries.shrink_to_fit();
+}
+
+void WindowPhases::merge(const WindowPhases& other) {
+  WindowPhases theirs = other;
+  while (theirs.shift_ < shift_) theirs.coarser();
+  while (shift_ < theirs.shift_) coarser();
+  for (const auto& [key, entries] : theirs.windows_) {
+    std::vector<Entry>& mine = windows_[key];
+    for (const Entry& e : entries) {
+      mine.insert(std::upper_bound(mine.begin(), mine.end(), e.rank,
+                                   [](int r, const Entry& x) { return r < x.rank; }),
+                  e);
+    }
+  }
+  if (windows_.size() > kMaxWindows) regroup();
 }
 
 std::size_t WindowPhases::bytes() const {

@@ -10,6 +10,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <map>
+#include <stdexcept>
 #include <tuple>
 #include <utility>
 #include <vector>
@@ -31,10 +32,19 @@ class FirstSteps {
   // unsaid); whether it was noted before.
   bool seen_again(std::size_t run, std::int64_t attempt, std::int64_t step);
   std::size_t bytes() const;
+  // Its bytes in a report partial (analysis/partial_io.h).
+  template <class IO>
+  void fields(IO& io) {
+    io(runs_);
+  }
 
  private:
   struct Run {
     std::int64_t first = 0, last = 0, stride = 0;  // stride 0: the one step `first`
+    template <class IO>
+    void fields(IO& io) {
+      io(first, last, stride);
+    }
   };
   std::map<std::pair<std::size_t, std::int64_t>, std::vector<Run>> runs_;
 };
@@ -56,6 +66,10 @@ class WindowPhases {
     int rank = 0;
     float steps = 0;  // a band's: the rank's steps in it
     Phases phases{};  // mean seconds per step
+    template <class IO>
+    void fields(IO& io) {
+      io(rank, steps, phases);
+    }
   };
   // A window: its attempt (run id hashed, restart count), first step and steps; a band: its
   // attempt, its number (first step >> k) and 0.
@@ -71,10 +85,22 @@ class WindowPhases {
   }
   bool banded() const { return shift_ >= 0; }
   std::size_t bytes() const;
+  // Another rank's windows beside these (the job's from its ranks', each rank's kept apart:
+  // ReportBuilder): both brought to the coarser bands, then into coarser ones again while
+  // more than kMaxWindows. Each entry stays its rank's.
+  void merge(const WindowPhases& other);
+  // Its bytes in a report partial (analysis/partial_io.h).
+  template <class IO>
+  void fields(IO& io) {
+    io(windows_, shift_);
+    if (shift_ < -1 || shift_ > 62) throw std::invalid_argument("windows' bands out of shape");
+  }
 
  private:
   // Into bands of 2^shift_ steps (from windows, or from bands of half as many), merged by rank.
   void regroup();
+  // One step of it: bands of twice the steps.
+  void coarser();
   static void fold(Entry& into, const Entry& e);
 
   std::map<Key, std::vector<Entry>> windows_;

@@ -47,6 +47,12 @@ void end_request(bool failed) noexcept {
   if (internal::Request* r = internal::current_request) internal::close_request(r, failed);
 }
 
+void note_denoising_steps(std::int64_t steps) noexcept {
+  if (internal::Request* r = internal::current_request; r != nullptr && steps > 0) {
+    r->denoising_steps = steps;
+  }
+}
+
 // Inside a request, the request's call; else, inside a training micro-step, the trainer's.
 void note_forward_fraction(StageId stage, double fraction) noexcept {
   if (internal::Request* r = internal::current_request) {

@@ -164,6 +164,20 @@ std::string replay_section(const RankExplanation& r) {
     w.row_class.push_back("");
   }
   out += "<h4>What-ifs, ranked by gain</h4>\n" + html::table_html(w);
+  const bool stacked = rp.stacked.size() >= 2;
+  if (stacked) {
+    html::Table st;
+    st.head = {"what-if", "before (ms)", "predicted (ms)", "gain (ms)", "gain"};
+    for (std::size_t i = 0; i < rp.stacked.size(); ++i) {
+      const WhatIfResult& x = rp.stacked[i];
+      st.rows.push_back({svg::escape((i == 0 ? "" : "then ") + x.what_if), fixed(x.span_s * 1e3),
+                         fixed(x.predicted_s * 1e3), fixed(x.gain_s * 1e3),
+                         x.span_s > 0 ? html::percent(x.gain_s / x.span_s) : "-"});
+      st.row_class.push_back("");
+    }
+    out += "<h4>What-ifs stacked: the best, then the best with it applied, ...</h4>\n" +
+           html::table_html(st);
+  }
   if (rp.rows.empty()) return out;
   html::Table per;
   per.head = {"range", "span"};
@@ -179,7 +193,25 @@ std::string replay_section(const RankExplanation& r) {
     per.rows.push_back(std::move(row));
     per.row_class.push_back("");
   }
-  return out + "<h4>Predicted span per range (mean per range, ms)</h4>\n" + html::table_html(per);
+  out += "<h4>Predicted span per range (mean per range, ms)</h4>\n" + html::table_html(per);
+  if (!stacked) return out;
+  html::Table sp;
+  sp.head = {"range", "span"};
+  for (std::size_t i = 0; i < rp.stacked.size(); ++i) {
+    sp.head.push_back(svg::escape((i == 0 ? "" : "+") + rp.stacked[i].what_if));
+  }
+  for (const ReplayRow& x : rp.rows) {
+    const double n = static_cast<double>(std::max<std::int64_t>(x.count, 1));
+    std::vector<std::string> row = {
+        svg::escape(x.kind == "denoising_step" ? call_label(x.range, x.step_index) : x.range),
+        fixed(x.span_s / n * 1e3)};
+    for (std::size_t i = 0; i < rp.stacked.size(); ++i) {
+      row.push_back(i < x.stacked_s.size() ? fixed(x.stacked_s[i] / n * 1e3) : "-");
+    }
+    sp.rows.push_back(std::move(row));
+    sp.row_class.push_back("");
+  }
+  return out + "<h4>Stacked, per range (mean per range, ms)</h4>\n" + html::table_html(sp);
 }
 
 std::string critical_path_section(const RankExplanation& r) {

@@ -43,7 +43,7 @@ Json waterfall_json(const WaterfallRow& w) {
 
 // A rank's "replay" (only with --replay or --what-if): the graph's size, the largest error of a
 // replayed span, each waterfall row replayed with its critical path and what-ifs, the what-ifs'
-// totals in the order asked and ranked.
+// totals in the order asked, ranked and stacked.
 Json replay_json(const RankReplay& r) {
   Json j;
   j["nodes"] = r.nodes;
@@ -52,21 +52,25 @@ Json replay_json(const RankReplay& r) {
   j["largest_row_error_us"] = r.largest_row_error_us;
   j["largest_error_pct"] = r.largest_error_pct;
   j["largest_error_range"] = r.largest_error_range;
-  Json what_ifs = Json::array();
-  for (const WhatIfResult& w : r.what_ifs) {
-    Json o;
-    o["what_if"] = w.what_if;
-    o["applies"] = w.applies;
-    if (!w.applies) o["why"] = w.why;
-    o["span_s"] = w.span_s;
-    o["predicted_s"] = w.predicted_s;
-    o["gain_s"] = w.gain_s;
-    what_ifs.push_back(o);
-  }
-  j["what_ifs"] = what_ifs;
+  auto results = [](const std::vector<WhatIfResult>& list, bool applies) {
+    Json a = Json::array();
+    for (const WhatIfResult& w : list) {
+      Json o;
+      o["what_if"] = w.what_if;
+      if (applies) o["applies"] = w.applies;
+      if (!w.applies) o["why"] = w.why;
+      o["span_s"] = w.span_s;
+      o["predicted_s"] = w.predicted_s;
+      o["gain_s"] = w.gain_s;
+      a.push_back(o);
+    }
+    return a;
+  };
+  j["what_ifs"] = results(r.what_ifs, true);
   Json ranked = Json::array();
   for (std::size_t i : r.ranked) ranked.push_back(r.what_ifs[i].what_if);
   j["ranked"] = ranked;
+  if (!r.what_ifs.empty()) j["stacked"] = results(r.stacked, false);
   Json rows = Json::array();
   for (const ReplayRow& w : r.rows) {
     Json o;
@@ -85,6 +89,7 @@ Json replay_json(const RankReplay& r) {
       predicted[r.what_ifs[i].what_if] = w.what_if_s[i];
     }
     o["what_if_s"] = predicted;
+    if (!r.what_ifs.empty()) o["stacked_s"] = w.stacked_s;
     rows.push_back(o);
   }
   j["rows"] = rows;

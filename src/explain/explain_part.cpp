@@ -15,7 +15,7 @@ namespace {
 
 using internal::Json;
 
-constexpr int kPartialVersion = 1;
+constexpr int kPartialVersion = 2;  // 2: the replay's stacked what-ifs
 constexpr const char* kCommand = "explain";
 
 // The fields of each struct a part holds, in the order written; the schema of the document.
@@ -92,6 +92,7 @@ void fields(IO& io, ReplayRow& r) {
   io("error_pct", r.error_pct);
   io("path_s", r.path_s);
   io("what_if_s", r.what_if_s);
+  io("stacked_s", r.stacked_s);
 }
 
 template <class IO>
@@ -115,6 +116,7 @@ void fields(IO& io, RankReplay& r) {
   io("rows", r.rows);
   io("what_ifs", r.what_ifs);
   io("ranked", r.ranked);
+  io("stacked", r.stacked);
 }
 
 // A window's analyses: analyse_rank's part of a RankExplanation and the steps kept (a partial
@@ -300,6 +302,9 @@ std::string partial_json(const ExplainParts& parts) {
 }
 
 ExplainParts read_partial(const std::string& text) {
+  if (text.rfind("VXPERF-PARTIAL ", 0) == 0) {  // `vxperf report`'s partials are bytes
+    throw std::invalid_argument("a partial of `vxperf report`, not of `vxperf explain`");
+  }
   Json j = Json::parse(text, nullptr, false);
   if (j.is_discarded() || !j.is_object() || !j.contains("vxperf_partial")) {
     throw std::invalid_argument("not a vxperf partial (no \"vxperf_partial\" in a JSON object)");

@@ -86,6 +86,20 @@ void replay_text(const RankReplay& r, std::string& out) {
                      short_name(w.what_if, 24).c_str(), w.span_s * 1e3, w.predicted_s * 1e3,
                      w.gain_s * 1e3, w.span_s > 0 ? w.gain_s / w.span_s * 100 : 0.0);
   }
+  // Stacked: shown when it says more than the ranking's first line.
+  const bool stacked = r.stacked.size() >= 2;
+  if (stacked) {
+    out +=
+        "  stacked        the best what-if, then the best with it applied, ... (each gain against "
+        "the line above)\n";
+    for (std::size_t i = 0; i < r.stacked.size(); ++i) {
+      const WhatIfResult& w = r.stacked[i];
+      out += strprintf("    %-24s %10.3f ms -> %10.3f ms  gain %10.3f ms (%.1f%%)\n",
+                       short_name((i == 0 ? "" : "then ") + w.what_if, 24).c_str(), w.span_s * 1e3,
+                       w.predicted_s * 1e3, w.gain_s * 1e3,
+                       w.span_s > 0 ? w.gain_s / w.span_s * 100 : 0.0);
+    }
+  }
   if (r.rows.empty()) return;
   out += "  what-if per range (ms, mean per range: predicted span)\n";
   out += strprintf("    %-26s %8s |", "range", "span");
@@ -99,6 +113,23 @@ void replay_text(const RankReplay& r, std::string& out) {
                   short_name(row_label(w.kind, w.range, w.step_index), 26).c_str(), w.span_s * ms);
     for (std::size_t i : r.ranked) {
       out += strprintf(" %12.3f", i < w.what_if_s.size() ? w.what_if_s[i] * ms : 0.0);
+    }
+    out += "\n";
+  }
+  if (!stacked) return;
+  out += "  stacked per range (ms, mean per range: predicted span with the what-ifs up to each)\n";
+  out += strprintf("    %-26s %8s |", "range", "span");
+  for (std::size_t i = 0; i < r.stacked.size(); ++i) {
+    out += strprintf(" %12s", short_name((i == 0 ? "" : "+") + r.stacked[i].what_if, 12).c_str());
+  }
+  out += "\n";
+  for (const ReplayRow& w : r.rows) {
+    const double ms = 1e3 / static_cast<double>(w.count > 0 ? w.count : 1);
+    out +=
+        strprintf("    %-26s %8.3f |",
+                  short_name(row_label(w.kind, w.range, w.step_index), 26).c_str(), w.span_s * ms);
+    for (std::size_t i = 0; i < r.stacked.size(); ++i) {
+      out += strprintf(" %12.3f", i < w.stacked_s.size() ? w.stacked_s[i] * ms : 0.0);
     }
     out += "\n";
   }

@@ -80,7 +80,8 @@ RankReplay replay_ranges(const KinetoTrace& t, const std::vector<TraceRange>& ra
     double operator[](ReplayGraph::Node n) const { return g.measured(n); }
   } const measured{g};
   // The measured replay first: each range's spans, error and critical path, after which the
-  // binding edges are dropped (the what-ifs need only times).
+  // binding edges are dropped and its times' storage is the what-ifs' (a what-if that does not
+  // apply replays the graph's own weights again rather than keep these times beside them).
   struct Base {
     double was = 0, now = 0, error = 0;
     double by_bound[8] = {};
@@ -89,7 +90,8 @@ RankReplay replay_ranges(const KinetoTrace& t, const std::vector<TraceRange>& ra
   std::vector<double> times;
   {
     std::vector<ReplayGraph::EdgeId> binding;
-    times = g.replay(nullptr, &binding);
+    // The binding edges only for the ranges' paths (a trace without ranges needs none).
+    times = g.replay(nullptr, ranges.empty() ? nullptr : &binding);
     for (std::size_t n = 0; n < times.size(); ++n) {
       out.largest_row_error_us =
           std::max(out.largest_row_error_us,
@@ -113,24 +115,20 @@ RankReplay replay_ranges(const KinetoTrace& t, const std::vector<TraceRange>& ra
       g.path_into(now.last, now.begin, times, binding, b.by_bound);
     }
   }
-  // Each what-if's weights, replay and each range's device-busy bound: per stream, the sum of its
-  // rows' edited durations (a stream runs them one at a time).
-  const std::size_t k = request.what_ifs.size();
-  std::vector<std::vector<double>> predicted(k);  // per what-if, per range
-  std::vector<double> after;
+  // A set of edits' weights replayed: each range's predicted span into `per_range`, at least its
+  // device-busy bound (per stream, the sum of its rows' edited durations: a stream runs them one
+  // at a time); returns the requests' and steps' sum (us).
+  std::vector<double> weights;
   std::vector<char> gone(t.rows.size(), 0);
-  for (std::size_t w = 0; w < k; ++w) {
-    WhatIfResult res;
-    res.what_if = request.what_ifs[w].spec;
-    std::vector<double> weights = what_if_weights(g, t, ranges, request.what_ifs[w], res.why);
-    res.applies = res.why.empty();
-    if (res.applies) g.replay_into(after, &weights);
-    const std::vector<double>& now = res.applies ? after : times;
-    for (std::size_t p = 0; p < gone.size(); ++p) {
-      const ReplayGraph::EdgeId e = g.run_edge(static_cast<std::uint32_t>(p));
-      gone[p] = e != ReplayGraph::kNone && weights[e] == 0 && g.weight(e) > 0 ? 1 : 0;
+  auto predict = [&](std::vector<double>& per_range) {
+    g.replay_into(times, &weights);
+    const std::vector<double>& now = times;
+    std::fill(gone.begin(), gone.end(), 0);
+    for (const auto& [p, e] : g.run_edges()) {
+      gone[p] = weights[e] == 0 && g.weight(e) > 0 ? 1 : 0;
     }
-    predicted[w].resize(ranges.size());
+    per_range.resize(ranges.size());
+    double total = 0;
     for (std::size_t i = 0; i < ranges.size(); ++i) {
       const TraceRange& r = ranges[i];
       std::unordered_map<std::int64_t, double> busy;
@@ -142,12 +140,42 @@ RankReplay replay_ranges(const KinetoTrace& t, const std::vector<TraceRange>& ra
         bound = std::max(bound, b);
       }
       const double span = span_of(t, r, now, &gone).length();
-      predicted[w][i] = std::max(span, r.device.empty() ? 0.0 : bound);
-      if (r.root == static_cast<std::int64_t>(i)) {
-        res.span_s += base[i].was * 1e-6;
-        res.predicted_s += predicted[w][i] * 1e-6;
-      }
+      per_range[i] = std::max(span, r.device.empty() ? 0.0 : bound);
+      if (r.root == static_cast<std::int64_t>(i)) total += per_range[i];
     }
+    return total;
+  };
+  double measured_total = 0;
+  for (std::size_t i = 0; i < ranges.size(); ++i) {
+    if (ranges[i].root == static_cast<std::int64_t>(i)) measured_total += base[i].was;
+  }
+  // The requests' and steps' sum in seconds, as each what-if's span_s and predicted_s are summed.
+  auto seconds = [&](const std::vector<double>& per_range) {
+    double sum = 0;
+    for (std::size_t i = 0; i < ranges.size(); ++i) {
+      if (ranges[i].root == static_cast<std::int64_t>(i)) sum += per_range[i] * 1e-6;
+    }
+    return sum;
+  };
+  auto edits_of = [](const WhatIfSpec& w) {
+    std::vector<const WhatIfEdit*> out;
+    for (const WhatIfEdit& e : w.edits) out.push_back(&e);
+    return out;
+  };
+  // Each what-if against the run as measured.
+  const std::size_t k = request.what_ifs.size();
+  std::vector<std::vector<double>> predicted(k);  // per what-if, per range
+  std::vector<double> total(k);                   // per what-if: the requests' and steps' (us)
+  for (std::size_t w = 0; w < k; ++w) {
+    WhatIfResult res;
+    res.what_if = request.what_ifs[w].spec;
+    what_if_weights(g, t, ranges, edits_of(request.what_ifs[w]), weights, res.why);
+    res.applies = res.why.empty();
+    total[w] = predict(predicted[w]);
+    for (std::size_t i = 0; i < ranges.size(); ++i) {
+      if (ranges[i].root == static_cast<std::int64_t>(i)) res.span_s += base[i].was * 1e-6;
+    }
+    res.predicted_s = seconds(predicted[w]);
     res.gain_s = res.span_s - res.predicted_s;
     out.what_ifs.push_back(std::move(res));
   }
@@ -155,6 +183,66 @@ RankReplay replay_ranges(const KinetoTrace& t, const std::vector<TraceRange>& ra
   std::stable_sort(out.ranked.begin(), out.ranked.end(), [&](std::size_t a, std::size_t b) {
     return out.what_ifs[a].gain_s > out.what_ifs[b].gain_s;
   });
+
+  // Stacked greedily: of the what-ifs left, the one whose edits added to those applied so far
+  // gain most (the first in the ranking of equal ones), replayed all together, while one gains
+  // more than a nanosecond. A what-if that gains only beside another is not found this way.
+  std::vector<std::size_t> left;
+  for (std::size_t w : out.ranked) {
+    if (out.what_ifs[w].applies) left.push_back(w);
+  }
+  std::vector<std::vector<double>> stacked;  // per stacked what-if, per range
+  if (left.size() >= 2) {
+    std::vector<const WhatIfEdit*> applied;
+    double before = measured_total;
+    double before_s = out.what_ifs[left[0]].span_s;
+    std::vector<double> per_range, best_per_range;
+    while (!left.empty()) {
+      std::size_t best = left.size();
+      double best_total = before;
+      for (std::size_t j = 0; j < left.size(); ++j) {
+        const std::size_t w = left[j];
+        double now = total[w];
+        if (!applied.empty()) {
+          std::vector<const WhatIfEdit*> edits = applied;
+          for (const WhatIfEdit& e : request.what_ifs[w].edits) {
+            if (std::none_of(edits.begin(), edits.end(),
+                             [&](const WhatIfEdit* x) { return x->spec == e.spec; })) {
+              edits.push_back(&e);
+            }
+          }
+          std::string why;
+          what_if_weights(g, t, ranges, edits, weights, why);
+          now = predict(per_range);
+        } else {
+          per_range = predicted[w];
+        }
+        if (now < best_total) {
+          best = j;
+          best_total = now;
+          best_per_range.swap(per_range);
+        }
+      }
+      if (best == left.size() || before - best_total <= 1e-3) break;
+      const std::size_t w = left[best];
+      for (const WhatIfEdit& e : request.what_ifs[w].edits) {
+        if (std::none_of(applied.begin(), applied.end(),
+                         [&](const WhatIfEdit* x) { return x->spec == e.spec; })) {
+          applied.push_back(&e);
+        }
+      }
+      WhatIfResult res;
+      res.what_if = request.what_ifs[w].spec;
+      res.span_s = before_s;
+      res.predicted_s = seconds(best_per_range);
+      res.gain_s = res.span_s - res.predicted_s;
+      out.stacked.push_back(std::move(res));
+      stacked.push_back(best_per_range);
+      before = best_total;
+      before_s = res.predicted_s;
+      left.erase(left.begin() + static_cast<std::ptrdiff_t>(best));
+    }
+  }
 
   std::map<TraceRange::Key, ReplayRow> rows;
   for (std::size_t i = 0; i < ranges.size(); ++i) {
@@ -167,6 +255,7 @@ RankReplay replay_ranges(const KinetoTrace& t, const std::vector<TraceRange>& ra
         row.kind = key.kind;
         row.step_index = key.step_index;
         row.what_if_s.assign(k, 0);
+        row.stacked_s.assign(stacked.size(), 0);
       }
       ++row.count;
       row.span_s += b.was * 1e-6;
@@ -177,6 +266,7 @@ RankReplay replay_ranges(const KinetoTrace& t, const std::vector<TraceRange>& ra
           row.path_s[bound_name(static_cast<Bound>(x))] += b.by_bound[x] * 1e-6;
       }
       for (std::size_t w = 0; w < k; ++w) row.what_if_s[w] += predicted[w][i] * 1e-6;
+      for (std::size_t w = 0; w < stacked.size(); ++w) row.stacked_s[w] += stacked[w][i] * 1e-6;
     }
   }
   for (auto& [key, row] : rows) out.rows.push_back(std::move(row));

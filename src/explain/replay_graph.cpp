@@ -63,13 +63,27 @@ void ReplayGraph::add(Node src, Node dst, EdgeKind kind, Bound bound, double wei
   const auto id = static_cast<EdgeId>(weight_.size());
   if (in_begin_[dst] == kNone) {
     in_begin_[dst] = id;
-  } else if (dst_.back() != dst) {
-    grouped_ = false;  // sorted out by finish()
+    if (grouped_ && id > 0) type_.back() |= kLastIn;  // the node before has all its edges in
+  } else if (last_dst_ != dst) {
+    if (grouped_) {
+      // Some node's edges in come apart: each edge's end is kept from here on (for finish()),
+      // those so far read off their groups.
+      grouped_ = false;
+      dst_.reserve(src_.capacity());
+      dst_.resize(id);
+      for (Node v = 0; v < in_begin_.size(); ++v) {
+        if (in_begin_[v] == kNone) continue;
+        for (EdgeId e = in_begin_[v]; e < id; ++e) {
+          dst_[e] = v;
+          if (last_in(e)) break;
+        }
+      }
+    }
   } else {
     // An edge added again (the same ends) takes the new weight and keeps its place.
     for (EdgeId e = in_begin_[dst]; e < id; ++e) {
       if (src_[e] == src) {
-        type_[e] = type;
+        type_[e] = static_cast<std::uint8_t>(type | (type_[e] & kLastIn));
         weight_[e] = weight;
         return;
       }
@@ -77,9 +91,10 @@ void ReplayGraph::add(Node src, Node dst, EdgeKind kind, Bound bound, double wei
   }
   if (id == kNone) throw std::length_error("the replay's graph has more than 2^32 edges");
   src_.push_back(src);
-  dst_.push_back(dst);
+  if (!grouped_) dst_.push_back(dst);
   type_.push_back(type);
   weight_.push_back(weight);
+  last_dst_ = dst;
 }
 
 ReplayGraph::ReplayGraph(const KinetoTrace& t, const std::vector<std::int32_t>& fed_by)
@@ -228,16 +243,83 @@ ReplayGraph::ReplayGraph(const KinetoTrace& t, const std::vector<std::int32_t>& 
   // A thread of vxperf's ranges feeds the others, even those with ranges of their own (the
   // autograd thread's record_function hooks).
   for (std::int32_t tid : fed_by) has_ranges[tid] = true;
+  // Each thread's points in call-stack order, by time first.
+  for (auto& [tid, points] : threads) {
+    // A row of no duration sits between the rows ending and those starting at its time, its
+    // start just before its end (else it would open after it closed and stay open).
+    auto group = [&](Node p) {
+      if (measured(end(row_of(p))) == measured(start(row_of(p)))) return 1;
+      return (p & 1) != 0 ? 0 : 2;
+    };
+    std::sort(points.begin(), points.end(), [&](Node a, Node b) {
+      const double ta = measured(a), tb = measured(b);
+      if (ta != tb) return ta < tb;
+      const int ga = group(a), gb = group(b);
+      if (ga != gb) return ga < gb;
+      const Row& x = t.rows[row_of(a)];
+      const Row& y = t.rows[row_of(b)];
+      const bool a_end = (a & 1) != 0;
+      if (ga == 1) return row_of(a) != row_of(b) ? x.index < y.index : !a_end && (b & 1) != 0;
+      if (a_end) return x.dur != y.dur ? x.dur < y.dur : x.index > y.index;
+      return x.dur != y.dur ? x.dur > y.dur : x.index < y.index;
+    });
+  }
+  // What feeds a worker thread: the threads with ranges, their points looked up by time.
+  std::vector<const std::vector<Node>*> feeding;
+  bool any_worker = false;
+  for (const auto& [tid, points] : threads) {
+    if (has_ranges[tid]) {
+      feeding.push_back(&points);
+    } else {
+      any_worker = true;
+    }
+  }
+  if (!any_worker) feeding.clear();
+  // The latest point of those threads before `ts` (of equal times, the highest node), or null.
+  auto feeder_before = [&](double ts) -> const Node* {
+    const Node* best = nullptr;
+    for (const std::vector<Node>* points : feeding) {
+      auto at = std::lower_bound(points->begin(), points->end(), ts,
+                                 [&](Node f, double x) { return measured(f) < x; });
+      if (at == points->begin()) continue;
+      const double when = measured(*(at - 1));
+      const Node* top = &*(at - 1);
+      for (auto q = at - 1; measured(*q) == when; --q) {
+        if (*q > *top) top = &*q;
+        if (q == points->begin()) break;
+      }
+      if (best == nullptr || when > measured(*best) || (when == measured(*best) && *top > *best)) {
+        best = top;
+      }
+    }
+    return best;
+  };
+  // How many of a worker thread's starts are fed (those with nothing open on their thread).
+  auto fed_starts = [&](const std::vector<Node>& points) {
+    std::size_t fed = 0;
+    std::vector<std::uint32_t> stack;
+    for (Node node : points) {
+      const std::uint32_t row = row_of(node);
+      if ((node & 1) == 0) {
+        if (stack.empty()) ++fed;
+        stack.push_back(row);
+      } else {
+        auto it = std::find(stack.rbegin(), stack.rend(), row);
+        if (it != stack.rend()) stack.erase(std::next(it).base());
+      }
+    }
+    return fed;
+  };
   std::size_t most_edges = waiting_calls;
   for (const auto& [tid, rows] : thread_rows) {
-    most_edges += 2 * rows - 1 + (has_ranges[tid] ? 0 : rows);  // a worker's starts may be fed
+    most_edges += 2 * rows - 1;
+    if (any_worker && !has_ranges[tid]) most_edges += fed_starts(threads[tid]);
   }
   for (std::size_t p = 0; p < n; ++p) {
     if (t.rows[p].device) most_edges += is_marker(t.rows[p]) ? 2 : 3;  // stream, launch, run
   }
   for (const auto& [row, recorded] : waits_on) most_edges += recorded.size();
   src_.reserve(most_edges);
-  dst_.reserve(most_edges);
   type_.reserve(most_edges);
   weight_.reserve(most_edges);
 
@@ -326,42 +408,6 @@ ReplayGraph::ReplayGraph(const KinetoTrace& t, const std::vector<std::int32_t>& 
         Bound::kSyncWait, r.dur);
   }
 
-  // The points of the threads with ranges, by time (then node): what feeds a worker thread.
-  std::vector<Node> feeders;
-  bool any_worker = false;
-  for (auto& [tid, points] : threads) {
-    // A row of no duration sits between the rows ending and those starting at its time, its
-    // start just before its end (else it would open after it closed and stay open).
-    auto group = [&](Node p) {
-      if (measured(end(row_of(p))) == measured(start(row_of(p)))) return 1;
-      return (p & 1) != 0 ? 0 : 2;
-    };
-    std::sort(points.begin(), points.end(), [&](Node a, Node b) {
-      const double ta = measured(a), tb = measured(b);
-      if (ta != tb) return ta < tb;
-      const int ga = group(a), gb = group(b);
-      if (ga != gb) return ga < gb;
-      const Row& x = t.rows[row_of(a)];
-      const Row& y = t.rows[row_of(b)];
-      const bool a_end = (a & 1) != 0;
-      if (ga == 1) return row_of(a) != row_of(b) ? x.index < y.index : !a_end && (b & 1) != 0;
-      if (a_end) return x.dur != y.dur ? x.dur < y.dur : x.index > y.index;
-      return x.dur != y.dur ? x.dur > y.dur : x.index < y.index;
-    });
-    if (has_ranges[tid]) {
-      feeders.insert(feeders.end(), points.begin(), points.end());
-    } else {
-      any_worker = true;
-    }
-  }
-  if (!any_worker) {
-    feeders = {};
-  } else {
-    std::sort(feeders.begin(), feeders.end(), [&](Node a, Node b) {
-      const double ta = measured(a), tb = measured(b);
-      return ta != tb ? ta < tb : a < b;
-    });
-  }
   for (auto& [tid, points] : threads) {
     const bool worker = !has_ranges[tid];
     std::vector<std::uint32_t> stack;
@@ -376,11 +422,7 @@ ReplayGraph::ReplayGraph(const KinetoTrace& t, const std::vector<std::int32_t>& 
       // A worker thread's op after an idle stretch is fed by the latest earlier point of the
       // threads with ranges (the autograd engine's backward by the thread that called it).
       const Node* feeder = nullptr;
-      if (worker && !is_end && stack.empty()) {
-        auto at = std::lower_bound(feeders.begin(), feeders.end(), ts,
-                                   [&](Node f, double x) { return measured(f) < x; });
-        if (at != feeders.begin()) feeder = &*(at - 1);
-      }
+      if (worker && !is_end && stack.empty()) feeder = feeder_before(ts);
       const bool fed = feeder != nullptr;
       if (i > 0) {
         const Node from = points[i - 1];
@@ -456,14 +498,23 @@ ReplayGraph::ReplayGraph(const KinetoTrace& t, const std::vector<std::int32_t>& 
         if ((is & kLoader) != 0) ++loaders;
       }
     }
-    std::vector<Node>().swap(points);  // done with
+    if (worker) std::vector<Node>().swap(points);  // done with (the others feed the workers)
   }
+  // What only the making needed goes before finish() makes the order (the peak is then the rows
+  // and the graph alone).
+  std::vector<std::int32_t>().swap(launch_of);
+  std::vector<std::uint32_t>().swap(launch_place);
+  by_start = {};
+  by_launch = {};
+  feeding.clear();
+  threads = {};
   finish();
 }
 
 void ReplayGraph::finish() {
   const std::size_t slots = in_begin_.size();
   const auto edges = static_cast<EdgeId>(weight_.size());
+  if (grouped_ && edges > 0) type_.back() |= kLastIn;
   if (!grouped_) {
     // Some node's edges in were added apart: renumber the edges by their end (a stable counting
     // sort keeps each node's in the order added), an edge added again merged into its first.
@@ -472,43 +523,45 @@ void ReplayGraph::finish() {
     for (std::size_t i = 1; i < at.size(); ++i) at[i] += at[i - 1];
     std::vector<EdgeId> place(edges);
     for (EdgeId e = 0; e < edges; ++e) place[at[dst_[e]]++] = e;
-    std::vector<Node> src, dst;
+    std::vector<Node> src;
     std::vector<std::uint8_t> type;
     std::vector<double> weight;
     in_begin_.assign(slots, kNone);
     for (EdgeId k = 0; k < edges; ++k) {
       const EdgeId e = place[k];
       const Node d = dst_[e];
+      const auto t = static_cast<std::uint8_t>(type_[e] & ~kLastIn);
       bool again = false;
       if (in_begin_[d] != kNone) {
         for (EdgeId f = in_begin_[d]; f < src.size(); ++f) {
           if (src[f] == src_[e]) {  // the later addition's weight, the first one's place
-            type[f] = type_[e];
+            type[f] = t;
             weight[f] = weight_[e];
             again = true;
             break;
           }
         }
       } else {
+        if (!type.empty()) type.back() |= kLastIn;
         in_begin_[d] = static_cast<EdgeId>(src.size());
       }
       if (again) continue;
       src.push_back(src_[e]);
-      dst.push_back(d);
-      type.push_back(type_[e]);
+      type.push_back(t);
       weight.push_back(weight_[e]);
     }
+    if (!type.empty()) type.back() |= kLastIn;
     src_.swap(src);
-    dst_.swap(dst);
     type_.swap(type);
     weight_.swap(weight);
+    std::vector<Node>().swap(dst_);
     grouped_ = true;
   }
-  const auto count = static_cast<EdgeId>(weight_.size());
   // A topological order by depth-first walks back along the edges in (a node is placed once the
   // sources of all its edges in are), started from the nodes by number: rows come mostly in time
   // order, so a walk seldom goes deep, and no table of the edges out is made. Any topological
   // order gives the same replay (a node's time is the latest over its edges in, ties to the first).
+  const auto count = static_cast<EdgeId>(weight_.size());
   enum : std::uint8_t { kSeen = 1, kPlaced = 2, kTouched = 4 };
   std::vector<std::uint8_t> state(slots, 0);
   std::size_t with_in = 0;
@@ -521,15 +574,16 @@ void ReplayGraph::finish() {
     if (state[v] != 0) ++nodes_;
   }
   order_.reserve(with_in);
-  std::vector<std::pair<Node, EdgeId>> walk;  // a node and its next edge in
+  std::vector<std::pair<Node, EdgeId>> walk;  // a node and its next edge in (kNone: no more)
   for (Node root = 0; root < slots; ++root) {
     if (in_begin_[root] == kNone || (state[root] & kPlaced) != 0) continue;
     state[root] |= kSeen;
     walk.emplace_back(root, in_begin_[root]);
     while (!walk.empty()) {
       auto& [v, next] = walk.back();
-      if (next < count && dst_[next] == v) {
-        const Node from = src_[next++];
+      if (next != kNone) {
+        const Node from = src_[next];
+        next = last_in(next) ? kNone : next + 1;
         if ((state[from] & kPlaced) != 0 || in_begin_[from] == kNone) continue;
         if ((state[from] & kSeen) != 0) {
           order_ = {};
@@ -546,11 +600,52 @@ void ReplayGraph::finish() {
     }
   }
   ok_ = true;
+  std::vector<std::uint8_t>().swap(state);
+  // The edges renumbered in the replay's order (in place, cycle by cycle of the permutation:
+  // `from` says which edge each place takes), after which no node needs its first edge in.
+  std::vector<EdgeId> from(count);
+  EdgeId k = 0;
+  for (Node v : order_) {
+    for (EdgeId e = in_begin_[v];; ++e) {
+      from[k++] = e;
+      if (last_in(e)) break;
+    }
+  }
+  std::vector<EdgeId>().swap(in_begin_);
+  std::vector<bool> moved(count, false);
+  for (EdgeId i = 0; i < count; ++i) {
+    if (moved[i] || from[i] == i) continue;
+    const Node src = src_[i];
+    const std::uint8_t type = type_[i];
+    const double weight = weight_[i];
+    for (EdgeId j = i;;) {
+      moved[j] = true;
+      const EdgeId f = from[j];
+      if (f == i) {
+        src_[j] = src;
+        type_[j] = type;
+        weight_[j] = weight;
+        break;
+      }
+      src_[j] = src_[f];
+      type_[j] = type_[f];
+      weight_[j] = weight_[f];
+      j = f;
+    }
+  }
+  std::vector<EdgeId>().swap(from);
+  // A device row's end has its run edge alone.
+  for_each_edge([&](EdgeId e, Node v) {
+    if (kind(e) == EdgeKind::kRun) run_edges_.emplace_back(row_of(v), e);
+  });
+  std::sort(run_edges_.begin(), run_edges_.end());
 }
 
 ReplayGraph::EdgeId ReplayGraph::run_edge(std::uint32_t row) const {
-  const EdgeId e = in_begin_[end(row)];
-  return e != kNone && kind(e) == EdgeKind::kRun ? e : kNone;
+  auto at = std::lower_bound(
+      run_edges_.begin(), run_edges_.end(), row,
+      [](const std::pair<std::uint32_t, EdgeId>& r, std::uint32_t x) { return r.first < x; });
+  return at != run_edges_.end() && at->first == row ? at->second : kNone;
 }
 
 std::vector<double> ReplayGraph::replay(const std::vector<double>* weights,
@@ -562,23 +657,25 @@ std::vector<double> ReplayGraph::replay(const std::vector<double>* weights,
 
 void ReplayGraph::replay_into(std::vector<double>& times, const std::vector<double>* weights,
                               std::vector<EdgeId>* binding) const {
-  const std::size_t slots = in_begin_.size();
+  const std::size_t slots = node_slots();
   times.resize(slots);
   for (Node v = 0; v < slots; ++v) times[v] = measured(v);
   if (binding != nullptr) binding->assign(slots, kNone);
   if (!ok_) return;
   const double* w = weights != nullptr ? weights->data() : weight_.data();
-  const auto count = static_cast<EdgeId>(weight_.size());
+  EdgeId e = 0;  // the edges come in the order of their nodes
   for (Node v : order_) {
     double best = -std::numeric_limits<double>::infinity();
     EdgeId which = kNone;
-    for (EdgeId e = in_begin_[v]; e < count && dst_[e] == v; ++e) {
+    for (;; ++e) {
       const double at = times[src_[e]] + w[e];
       if (at > best) {
         best = at;
         which = e;
       }
+      if (last_in(e)) break;
     }
+    ++e;
     times[v] = best;
     if (binding != nullptr) (*binding)[v] = which;
   }

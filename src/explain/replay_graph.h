@@ -13,6 +13,7 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "explain/kineto_trace.h"
@@ -44,10 +45,12 @@ enum class EdgeKind : std::uint8_t {
   kRun,         // a device row's own duration
 };
 
-// Kept compact, for traces of millions of rows: an edge is 17 bytes (its ends, its kind and
-// bound, its weight), the nodes are the rows' starts and ends by number (no table of them), a
-// node's time as measured is read off its row, and the edges into a node are consecutive (each
-// node's are added together), so that a node's first edge in is all its adjacency.
+// Kept compact, for traces of millions of rows: an edge is 13 bytes (its source, its kind and
+// bound with a bit saying it is the last into its node, its weight), the nodes are the rows'
+// starts and ends by number (no table of them), a node's time as measured is read off its row,
+// and the edges into a node are consecutive (each node's are added together). Once made, the
+// edges are renumbered in the order the replay takes their nodes, so that a replay reads them
+// front to back and the order of the nodes is all that says which node an edge goes into.
 class ReplayGraph {
  public:
   using Node = std::uint32_t;
@@ -66,14 +69,28 @@ class ReplayGraph {
   std::size_t node_count() const { return nodes_; }  // nodes with an edge
   std::size_t edge_count() const { return weight_.size(); }
   Node src(EdgeId e) const { return src_[e]; }
-  Node dst(EdgeId e) const { return dst_[e]; }
   double weight(EdgeId e) const { return weight_[e]; }
-  EdgeKind kind(EdgeId e) const { return static_cast<EdgeKind>(type_[e] >> 4); }
+  EdgeKind kind(EdgeId e) const { return static_cast<EdgeKind>((type_[e] >> 4) & 7); }
   Bound bound(EdgeId e) const { return static_cast<Bound>(type_[e] & 15); }
-  // The edges into `n`: [first_in(n), first_in(n) + in_degree(n)), in the order they were added.
-  EdgeId first_in(Node n) const { return in_begin_[n]; }
+  // Whether `e` is the last of its node's edges in (those are consecutive, in the order added).
+  bool last_in(EdgeId e) const { return (type_[e] & kLastIn) != 0; }
+  // f(edge, its end) for every edge, node by node in the replay's order (none when ok() is
+  // false).
+  template <class F>
+  void for_each_edge(F&& f) const {
+    EdgeId e = 0;
+    for (Node v : order_) {
+      for (;; ++e) {
+        f(e, v);
+        if (last_in(e)) break;
+      }
+      ++e;
+    }
+  }
   // A device row's run edge (start to end), or kNone.
   EdgeId run_edge(std::uint32_t row) const;
+  // Every device row's run edge (row, edge), by row.
+  const std::vector<std::pair<std::uint32_t, EdgeId>>& run_edges() const { return run_edges_; }
   // The measured time of a node (a host row's end is never before its start).
   double measured(Node n) const {
     const Row& r = trace_.rows[row_of(n)];
@@ -107,14 +124,24 @@ class ReplayGraph {
   // finds the order to replay in.
   void finish();
 
+  static constexpr std::uint8_t kLastIn = 128;  // in type_: the last edge into its node
+
   const KinetoTrace& trace_;
-  std::vector<Node> src_, dst_;
-  std::vector<std::uint8_t> type_;  // kind << 4 | bound
+  std::vector<Node> src_;
+  // Each edge's end, only while some node's edges in were added apart (!grouped_), until
+  // finish() has put them together.
+  std::vector<Node> dst_;
+  std::vector<std::uint8_t> type_;  // kLastIn | kind << 4 | bound
   std::vector<double> weight_;
-  std::vector<EdgeId> in_begin_;  // by node: its first edge in, or kNone
-  bool grouped_ = true;           // every node's edges in are consecutive
+  // By node: its first edge in, or kNone; while the graph is made (finish() drops it).
+  std::vector<EdgeId> in_begin_;
+  Node last_dst_ = 0;    // the end of the edge added last
+  bool grouped_ = true;  // every node's edges in are consecutive
   std::size_t nodes_ = 0;
-  std::vector<Node> order_;  // the nodes with edges in, in a topological order
+  // The nodes with edges in, in a topological order; once finished, their edges in come in this
+  // order, the first node's first.
+  std::vector<Node> order_;
+  std::vector<std::pair<std::uint32_t, EdgeId>> run_edges_;  // (device row, its run edge), by row
   bool ok_ = false;
   std::string problem_;
 };

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <charconv>
 #include <cmath>
+#include <limits>
 #include <map>
 #include <regex>
 #include <stdexcept>
@@ -13,24 +14,27 @@
 
 namespace vxperf::explain {
 
-WhatIfSpec parse_what_if(const std::string& spec) {
-  WhatIfSpec w;
+namespace {
+
+// One edit; what is wrong is said of it as written.
+WhatIfEdit parse_edit(const std::string& spec) {
+  WhatIfEdit w;
   w.spec = spec;
   if (spec == "host") {
-    w.kind = WhatIfSpec::Kind::kHost;
+    w.kind = WhatIfEdit::Kind::kHost;
   } else if (spec == "comm") {
-    w.kind = WhatIfSpec::Kind::kComm;
+    w.kind = WhatIfEdit::Kind::kComm;
   } else if (spec == "copies") {
-    w.kind = WhatIfSpec::Kind::kCopies;
+    w.kind = WhatIfEdit::Kind::kCopies;
   } else if (spec == "peak") {
-    w.kind = WhatIfSpec::Kind::kPeak;
+    w.kind = WhatIfEdit::Kind::kPeak;
   } else if (spec.rfind("kernel:", 0) == 0) {
     // The last '=' splits the factor off: a regex may hold '=' of its own.
     const std::size_t eq = spec.rfind('=');
     if (eq == std::string::npos || eq < 7) {
       throw std::invalid_argument("--what-if " + spec + ": kernel:REGEX=FACTOR expected");
     }
-    w.kind = WhatIfSpec::Kind::kKernel;
+    w.kind = WhatIfEdit::Kind::kKernel;
     w.pattern = spec.substr(7, eq - 7);
     const std::string f = spec.substr(eq + 1);
     const char* end = f.data() + f.size();
@@ -47,7 +51,7 @@ WhatIfSpec parse_what_if(const std::string& spec) {
                                   ")");
     }
   } else if (spec.rfind("steps:", 0) == 0) {
-    w.kind = WhatIfSpec::Kind::kSkipSteps;
+    w.kind = WhatIfEdit::Kind::kSkipSteps;
     const std::string k = spec.substr(6);
     const char* end = k.data() + k.size();
     auto [at, ec] = std::from_chars(k.data(), end, w.steps);
@@ -58,6 +62,40 @@ WhatIfSpec parse_what_if(const std::string& spec) {
     throw std::invalid_argument("--what-if " + spec +
                                 ": one of host, comm, copies, peak, kernel:REGEX=FACTOR, steps:K "
                                 "expected");
+  }
+  return w;
+}
+
+// Whether a piece after a comma begins an edit of its own (else it is a kernel REGEX's comma).
+bool names_an_edit(const std::string& piece) {
+  return piece == "host" || piece == "comm" || piece == "copies" || piece == "peak" ||
+         piece.rfind("kernel:", 0) == 0 || piece.rfind("steps:", 0) == 0;
+}
+
+}  // namespace
+
+WhatIfSpec parse_what_if(const std::string& spec) {
+  std::vector<std::string> pieces;
+  for (std::size_t at = 0;;) {
+    const std::size_t comma = spec.find(',', at);
+    std::string piece = spec.substr(at, comma == std::string::npos ? comma : comma - at);
+    if (pieces.empty() || names_an_edit(piece)) {
+      pieces.push_back(std::move(piece));
+    } else {
+      pieces.back() += "," + piece;
+    }
+    if (comma == std::string::npos) break;
+    at = comma + 1;
+  }
+  WhatIfSpec w;
+  w.spec = spec;
+  for (const std::string& piece : pieces) {
+    for (const WhatIfEdit& e : w.edits) {
+      if (e.spec == piece) {
+        throw std::invalid_argument("--what-if " + spec + ": " + piece + " is named twice");
+      }
+    }
+    w.edits.push_back(parse_edit(piece));
   }
   return w;
 }
@@ -81,16 +119,13 @@ std::vector<std::int64_t> skipped_steps(std::int64_t n, std::int64_t k) {
   return out;
 }
 
-}  // namespace
-
-std::vector<double> what_if_weights(const ReplayGraph& g, const KinetoTrace& t,
-                                    const std::vector<TraceRange>& ranges, const WhatIfSpec& spec,
-                                    std::string& why) {
-  std::vector<double> w(g.edge_count());
-  for (std::size_t e = 0; e < w.size(); ++e) w[e] = g.weight(static_cast<ReplayGraph::EdgeId>(e));
+// `spec` applied to `w` (the weights the edits before it left). `why` is set when nothing in the
+// trace is for it.
+void apply_edit(const ReplayGraph& g, const KinetoTrace& t, const std::vector<TraceRange>& ranges,
+                const WhatIfEdit& spec, std::vector<double>& w, std::string& why) {
   auto row_of = ReplayGraph::row_of;
   switch (spec.kind) {
-    case WhatIfSpec::Kind::kHost:
+    case WhatIfEdit::Kind::kHost:
       if (std::none_of(t.rows.begin(), t.rows.end(), [](const Row& r) { return r.device; })) {
         why = "a CPU-only profile: the host's time is the work, not overhead";
         break;
@@ -106,31 +141,31 @@ std::vector<double> what_if_weights(const ReplayGraph& g, const KinetoTrace& t,
           w[e] = 0;
         } else if (k == EdgeKind::kLaunch) {
           const Row& call = t.rows[row_of(g.src(e))];
-          w[e] = std::max(0.0, std::min(w[e], w[e] - std::max(0.0, call.dur)));
+          w[e] = std::max(0.0, std::min(w[e], g.weight(e) - std::max(0.0, call.dur)));
         }
       }
       break;
-    case WhatIfSpec::Kind::kComm:
-    case WhatIfSpec::Kind::kCopies: {
+    case WhatIfEdit::Kind::kComm:
+    case WhatIfEdit::Kind::kCopies: {
       const Bound gone =
-          spec.kind == WhatIfSpec::Kind::kComm ? Bound::kCommunication : Bound::kCopies;
+          spec.kind == WhatIfEdit::Kind::kComm ? Bound::kCommunication : Bound::kCopies;
       for (ReplayGraph::EdgeId e = 0; e < w.size(); ++e) {
         if (g.kind(e) == EdgeKind::kRun && g.bound(e) == gone) w[e] = 0;
       }
       break;
     }
-    case WhatIfSpec::Kind::kKernel: {
+    case WhatIfEdit::Kind::kKernel: {
       const std::regex re(spec.pattern);
       std::vector<signed char> match(t.strings.size(), -1);
-      for (ReplayGraph::EdgeId e = 0; e < w.size(); ++e) {
-        if (g.kind(e) != EdgeKind::kRun) continue;
-        const std::uint32_t name = t.rows[row_of(g.dst(e))].name;
+      g.for_each_edge([&](ReplayGraph::EdgeId e, ReplayGraph::Node to) {
+        if (g.kind(e) != EdgeKind::kRun) return;
+        const std::uint32_t name = t.rows[row_of(to)].name;
         if (match[name] < 0) match[name] = std::regex_search(t.strings[name], re) ? 1 : 0;
         if (match[name] == 1) w[e] *= spec.factor;
-      }
+      });
       break;
     }
-    case WhatIfSpec::Kind::kPeak: {
+    case WhatIfEdit::Kind::kPeak: {
       // Each priced range's computation scaled to its FLOPs at the peak (never slower). The
       // innermost range holding a row decides (parents come first in `ranges`): one without
       // FLOPs (a text encoder, a VAE, the optimizer) keeps its rows as they ran, though its
@@ -159,14 +194,17 @@ std::vector<double> what_if_weights(const ReplayGraph& g, const KinetoTrace& t,
         why = "no range with device work is priced by FLOPs (no records, or none for them)";
         break;
       }
-      for (ReplayGraph::EdgeId e = 0; e < w.size(); ++e) {
-        if (g.kind(e) != EdgeKind::kRun) continue;
-        auto f = factor.find(row_of(g.dst(e)));
-        if (f != factor.end()) w[e] *= f->second;
+      for (const auto& [row, f] : factor) {
+        const ReplayGraph::EdgeId e = g.run_edge(row);
+        if (e == ReplayGraph::kNone) continue;
+        // A floor: a row another edit made faster than its peak time keeps that (an untouched
+        // row is exactly its time scaled).
+        const double at_peak = g.weight(e) * f;
+        if (w[e] == g.weight(e) || at_peak < w[e]) w[e] = at_peak;
       }
       break;
     }
-    case WhatIfSpec::Kind::kSkipSteps: {
+    case WhatIfEdit::Kind::kSkipSteps: {
       // Per request and stage, its denoising steps in order.
       std::map<std::pair<std::int64_t, std::uint32_t>, std::vector<const TraceRange*>> steps;
       for (const TraceRange& r : ranges) {
@@ -189,36 +227,71 @@ std::vector<double> what_if_weights(const ReplayGraph& g, const KinetoTrace& t,
       // A skipped step's device rows take no time and wait for nothing; its host time, on its
       // thread within its range, is gone.
       std::vector<char> gone_row(t.rows.size(), 0);
-      std::unordered_map<std::int32_t, std::vector<Interval>> gone_host;
+      // Per thread, the skipped ranges by start with the latest end so far: an edge lies in one
+      // when one starting at or before its start ends at or after its end (a search, not a scan
+      // of every skipped step per edge).
+      struct Gone {
+        std::vector<Interval> by_begin;
+        std::vector<double> latest_end;
+      };
+      std::unordered_map<std::int32_t, Gone> gone_host;
       for (const TraceRange* r : skipped) {
         for (std::uint32_t p : r->device) gone_row[p] = 1;
         const Row& row = t.rows[r->row];
-        gone_host[row.tid].push_back({row.ts, std::max(row.ts, row.end())});
+        const Interval i{row.ts, std::max(row.ts, row.end())};
+        if (i.begin == i.begin && i.end == i.end) gone_host[row.tid].by_begin.push_back(i);
       }
-      for (ReplayGraph::EdgeId e = 0; e < w.size(); ++e) {
-        const std::uint32_t dst = row_of(g.dst(e));
+      for (auto& [tid, gone] : gone_host) {
+        std::sort(gone.by_begin.begin(), gone.by_begin.end(),
+                  [](const Interval& a, const Interval& b) { return a.begin < b.begin; });
+        double latest = -std::numeric_limits<double>::infinity();
+        for (const Interval& i : gone.by_begin)
+          gone.latest_end.push_back(latest = std::max(latest, i.end));
+      }
+      g.for_each_edge([&](ReplayGraph::EdgeId e, ReplayGraph::Node node) {
+        const std::uint32_t dst = row_of(node);
         const Row& d = t.rows[dst];
         if (d.device) {
           if (gone_row[dst] != 0) w[e] = 0;
-          continue;
+          return;
         }
         auto it = gone_host.find(d.tid);
-        if (it == gone_host.end()) continue;
-        const double from = g.measured(g.src(e)), to = g.measured(g.dst(e));
-        for (const Interval& i : it->second) {
-          if (from >= i.begin && to <= i.end) {
-            w[e] = 0;
-            break;
-          }
-        }
-      }
+        if (it == gone_host.end()) return;
+        const double from = g.measured(g.src(e)), to = g.measured(node);
+        if (from != from || to != to) return;  // NaN lies in nothing
+        const std::vector<Interval>& by_begin = it->second.by_begin;
+        const auto started = static_cast<std::size_t>(
+            std::upper_bound(by_begin.begin(), by_begin.end(), from,
+                             [](double x, const Interval& i) { return x < i.begin; }) -
+            by_begin.begin());
+        if (started > 0 && it->second.latest_end[started - 1] >= to) w[e] = 0;
+      });
       break;
     }
   }
-  if (!why.empty()) {
-    for (ReplayGraph::EdgeId e = 0; e < w.size(); ++e) w[e] = g.weight(e);
+}
+
+}  // namespace
+
+void what_if_weights(const ReplayGraph& g, const KinetoTrace& t,
+                     const std::vector<TraceRange>& ranges, std::vector<const WhatIfEdit*> edits,
+                     std::vector<double>& w, std::string& why) {
+  w.resize(g.edge_count());
+  for (std::size_t e = 0; e < w.size(); ++e) w[e] = g.weight(static_cast<ReplayGraph::EdgeId>(e));
+  // The kinds' order: a kernel's factor before peak's floor, whatever the order given.
+  std::stable_sort(edits.begin(), edits.end(),
+                   [](const WhatIfEdit* a, const WhatIfEdit* b) { return a->kind < b->kind; });
+  for (const WhatIfEdit* edit : edits) {
+    std::string not_here;
+    apply_edit(g, t, ranges, *edit, w, not_here);
+    if (!not_here.empty()) {
+      why = edits.size() > 1 ? edit->spec + ": " + not_here : not_here;
+      for (std::size_t e = 0; e < w.size(); ++e) {
+        w[e] = g.weight(static_cast<ReplayGraph::EdgeId>(e));
+      }
+      return;
+    }
   }
-  return w;
 }
 
 }  // namespace vxperf::explain

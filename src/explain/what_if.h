@@ -1,7 +1,8 @@
-// What-ifs as edits of the replay's graph (replay_graph.h): each spec gives the graph's weights
-// changed (host overhead gone, communication or copies weighing nothing, kernels of a name faster,
-// computation at the FLOPs' ideal, denoising steps skipped); replaying them predicts each range's
-// span. The assumptions are in docs/EXPLAIN.md, "What-ifs".
+// What-ifs as edits of the replay's graph (replay_graph.h): each edit changes the graph's weights
+// (host overhead gone, communication or copies weighing nothing, kernels of a name faster,
+// computation at the FLOPs' ideal, denoising steps skipped), several together in one set of
+// weights; replaying them predicts each range's span. The assumptions are in docs/EXPLAIN.md,
+// "What-ifs".
 #pragma once
 
 #include <string>
@@ -14,11 +15,13 @@
 
 namespace vxperf::explain {
 
-// The graph's weights with `spec` applied. `why` is set (and the weights are the graph's own) when
-// nothing in the trace is for it: no device rows (host), no range priced by FLOPs (peak), no
-// request with two denoising steps (steps).
-std::vector<double> what_if_weights(const ReplayGraph& g, const KinetoTrace& t,
-                                    const std::vector<TraceRange>& ranges, const WhatIfSpec& spec,
-                                    std::string& why);
+// `w`: the graph's weights with every edit applied, in the kinds' order whatever the order given
+// (a kernel's factor before peak, a floor that never makes a row slower than another edit made
+// it). When an edit has nothing in the trace for it (no device rows: host; no range priced by
+// FLOPs: peak; no request with two denoising steps: steps), `why` says so ("peak: ..." among
+// several) and `w` is the graph's own weights.
+void what_if_weights(const ReplayGraph& g, const KinetoTrace& t,
+                     const std::vector<TraceRange>& ranges, std::vector<const WhatIfEdit*> edits,
+                     std::vector<double>& w, std::string& why);
 
 }  // namespace vxperf::explain

@@ -107,6 +107,7 @@ Request* Requests::begin(const RequestOptions& options) {
   request->stream = options.stream;
   request->own_models = options.own_models;
   request->videos = std::max<std::int64_t>(options.videos, 1);
+  request->denoising_steps = std::max<std::int64_t>(options.denoising_steps, 0);
   request->queue_s = std::isfinite(options.queue_s) && options.queue_s >= 0 ? options.queue_s : -1;
   const double fps = options.fps > 0 ? options.fps : ctx_.settings().fps.value_or(0);
   const bool video = options.frames > 0 && std::isfinite(fps) && fps > 0;
@@ -308,6 +309,7 @@ void Requests::settle(Request& request, double t_end, bool failed) {
     const double first = p.t1 - request.t0;
     if (!record.first_step_s || first < *record.first_step_s) record.first_step_s = first;
   }
+  if (request.denoising_steps > 0) record.denoising_steps = request.denoising_steps;
   if (request.frames > 0) {
     record.video_s = static_cast<double>(request.frames) / request.fps;
     record.realtime_factor = record.e2e_s / *record.video_s;
@@ -321,6 +323,7 @@ void Requests::settle(Request& request, double t_end, bool failed) {
     settled.t1 = t_end;
     settled.failed = failed;
     settled.videos = request.videos;
+    settled.denoising_steps = request.denoising_steps;
     settled.queue_s = request.queue_s;
     settled.frames = request.frames;
     settled.fps = request.fps;

@@ -115,6 +115,7 @@ void Request::clear() {
   meter = Context::Metering{};
   metered = DeviceReadings{};
   videos = 1;
+  denoising_steps = 0;
   queue_s = -1;
   frames = 0;
   fps = 0;

@@ -186,6 +186,10 @@ class Replayer {
           if (ev.has("queue_s") && !(options.queue_s >= 0)) {
             ev.fail("\"queue_s\" must be at least 0");
           }
+          options.denoising_steps = ev.count("denoising_steps", 0);
+          if (ev.has("denoising_steps") && options.denoising_steps < 1) {
+            ev.fail("\"denoising_steps\" must be at least 1");
+          }
           options.frames = ev.count("frames", 0);
           options.fps = ev.optional_number("fps").value_or(0);
           if (options.frames < 0 || options.fps < 0 || (options.frames > 0) != (options.fps > 0)) {

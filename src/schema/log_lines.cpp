@@ -45,6 +45,14 @@ std::string format_log_line(const RequestRecord& r) {
                                 s->min_ms, s->max_ms));
     }
   }
+  // Per denoising step beside the calls above, where the request said its steps (not the
+  // reference's: its records never do).
+  if (auto steps = denoising_step_time(r)) {
+    const double calls = steps->calls_per_step();
+    parts.push_back(strprintf("denoising %lld steps, %.0fms/step (%.3g call%s each)",
+                              static_cast<long long>(steps->steps), steps->ms_per_step(), calls,
+                              calls == 1.0 ? "" : "s"));
+  }
   if (r.device) parts.push_back(memory_segment(r.readings.value_or(DeviceReadings{})));
   if (r.dit) {
     const auto& d = *r.dit;

@@ -233,6 +233,7 @@ void describe(Io& io, R& r) {
   io.optional(show("queue_s", "queue wait", "s", 3).summarized(Fold::kMean), r.queue_s);
   io.optional(show("first_step_s", "time to first call", "s", 3).summarized(Fold::kMean),
               r.first_step_s);
+  io.optional_count("denoising_steps", r.denoising_steps);
   io.optional("video_s", r.video_s);
   io.optional(show("realtime_factor", "real-time factor", "x", 2)
                   .summarized(Fold::kMean)

@@ -133,6 +133,13 @@ struct PrometheusSink::Metrics {
       "Seconds from each completed request's start to the end of its first transformer call (of "
       "the first denoising step), warmup excluded.",
       {"rank"}, kFirstStepBuckets);
+  // A denoising step is all its transformer calls (two with guidance run as two): the same range
+  // as one call, a little wider.
+  serving::HistogramFamily& denoising_step_seconds = registry.add_histogram(
+      "vxperf_request_denoising_step_seconds",
+      "Mean seconds per denoising step of each completed request that said its steps (its "
+      "transformer calls' time over its steps), warmup excluded.",
+      {"rank"}, kStageBuckets);
   serving::HistogramFamily& stage_seconds = registry.add_histogram(
       "vxperf_stage_seconds",
       "Seconds of each call of each stage of completed requests, warmup excluded.",
@@ -192,6 +199,9 @@ void PrometheusSink::on_request(const RequestRecord& record, const RequestDetail
   m.request_seconds.with({rank}).observe(record.e2e_s);
   if (record.queue_s) m.queue_seconds.with({rank}).observe(*record.queue_s);
   if (record.first_step_s) m.first_step_seconds.with({rank}).observe(*record.first_step_s);
+  if (auto steps = denoising_step_time(record)) {
+    m.denoising_step_seconds.with({rank}).observe(steps->ms_per_step() / 1000.0);
+  }
   for (std::size_t i = 0; i < record.stages.size() && i < detail.stage_calls_ms.size(); ++i) {
     m.stage_seconds.with({rank, record.stages[i].name}).observe_all(detail.stage_calls_ms[i], 1e-3);
   }

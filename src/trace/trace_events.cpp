@@ -66,6 +66,7 @@ std::vector<std::string> request_events(const SettledRequest& request) {
   thread_local const int thread = next_thread.fetch_add(1, std::memory_order_relaxed);
   Json begin = {{"ev", event_name(EventKind::kRequestBegin)}, {"t", request.t0}, {"thread", thread}};
   if (request.videos != 1) begin["videos"] = request.videos;
+  if (request.denoising_steps > 0) begin["denoising_steps"] = request.denoising_steps;
   if (request.queue_s >= 0) begin["queue_s"] = request.queue_s;
   if (request.frames > 0) {
     begin["frames"] = request.frames;

@@ -14,8 +14,10 @@
 #include <new>
 #include <random>
 #include <set>
+#include <stdexcept>
 #include <vector>
 
+#include "analysis/partial_io.h"
 #include "analysis/value_sketch.h"
 #include "analysis/window_state.h"
 #include "analysis_records.h"
@@ -283,6 +285,87 @@ TEST(ReportMemory, WindowPhasesBandPastTheirLimit) {
     steps += WindowPhases::steps_of(key, entries[0]);
   }
   EXPECT_EQ(steps, windows * 8.0);
+}
+
+// The job's windows from its ranks' (ReportBuilder keeps each rank's apart, for partials): while
+// every rank's are exact, the same entries as one structure fed them all, in rank order; past
+// the limit, bands at the coarsest rank's, each rank once a band with all its steps.
+TEST(ReportMemory, WindowPhasesMergedRankByRank) {
+  std::mt19937_64 random(5);
+  std::uniform_real_distribution<float> seconds(0.1f, 2.0f);
+  for (int windows : {100, 4000}) {
+    WindowPhases all, merged;
+    std::vector<double> steps(3, 0.0);
+    for (int rank : {2, 0, 1}) {  // ranks in no order: the merge is by rank
+      WindowPhases own;
+      const int count = rank == 1 ? windows / 2 : windows;  // one rank shorter
+      for (int i = 0; i < count; ++i) {
+        WindowPhases::Phases p{};
+        p[1] = seconds(random);
+        own.add(3, 0, i * 8, 8, rank, p);
+        all.add(3, 0, i * 8, 8, rank, p);
+        steps[static_cast<std::size_t>(rank)] += 8;
+      }
+      own.merge(WindowPhases{});  // nothing: unchanged
+      merged.merge(own);
+    }
+    EXPECT_LE(merged.windows().size(), WindowPhases::kMaxWindows);
+    EXPECT_EQ(merged.banded(), windows > 256);
+    std::vector<double> got(3, 0.0);
+    for (const auto& [key, entries] : merged.windows()) {
+      for (std::size_t i = 0; i < entries.size(); ++i) {
+        if (i > 0) EXPECT_LT(entries[i - 1].rank, entries[i].rank);
+        got[static_cast<std::size_t>(entries[i].rank)] += WindowPhases::steps_of(key, entries[i]);
+      }
+      if (!merged.banded()) {
+        // Exact: one structure's entries for the window, ordered by rank.
+        auto want = all.windows().at(key);
+        std::stable_sort(want.begin(), want.end(),
+                         [](const auto& a, const auto& b) { return a.rank < b.rank; });
+        ASSERT_EQ(entries.size(), want.size());
+        for (std::size_t i = 0; i < entries.size(); ++i) {
+          EXPECT_EQ(entries[i].phases, want[i].phases);
+        }
+      }
+    }
+    EXPECT_EQ(got, steps) << windows;
+  }
+}
+
+// A sketch written as a partial's bytes and read back answers, adds and merges as the original.
+TEST(ReportMemory, SketchReadBackFromItsBytesIsTheSame) {
+  std::mt19937_64 random(9);
+  std::normal_distribution<double> step(3.0, 0.2);
+  for (int values : {50, 5000}) {
+    ValueSketch<double, double> a(128);
+    for (int i = 0; i < values; ++i) a.add(step(random), 1 + i % 3);
+    partial_io::Writer out;
+    out(a);
+    ValueSketch<double, double> b(4);
+    partial_io::Reader in(out.bytes().data(), out.bytes().size());
+    in(b);
+    EXPECT_TRUE(in.done());
+    EXPECT_EQ(a.exact(), b.exact());
+    for (int i = 0; i < 100; ++i) {
+      const double x = step(random);
+      a.add(x, 2);
+      b.add(x, 2);
+    }
+    ValueSketch<double, double> ma(65536), mb(65536);
+    ma.merge(a);
+    mb.merge(b);
+    for (double q : {0.0, 5.0, 50.0, 95.0, 100.0}) {
+      EXPECT_EQ(a.weighted_percentile(q), b.weighted_percentile(q)) << q;
+      EXPECT_EQ(ma.weighted_percentile(q), mb.weighted_percentile(q)) << q;
+    }
+    EXPECT_EQ(a.median(), b.median());
+    // Cut short anywhere: refused, never read past the end.
+    for (std::size_t cut : {std::size_t{0}, std::size_t{7}, out.bytes().size() - 1}) {
+      ValueSketch<double, double> c;
+      partial_io::Reader short_in(out.bytes().data(), cut);
+      EXPECT_THROW(short_in(c), std::invalid_argument) << cut;
+    }
+  }
 }
 
 }  // namespace

@@ -118,6 +118,79 @@ TEST(Report, AContextParallelRequestCountsOnceWithItsGroupsEnergy) {
   EXPECT_EQ(again.requests->layout->from, (LayoutSources{{"cp", "diffusers"}}));
 }
 
+// Time per denoising step beside time per call (#50): a step is all its transformer calls, every
+// expert's. Request 1 is Wan2.2-like, 4 steps split over two experts with guidance run as two
+// calls (8 calls, 440 ms: 110 ms a step); request 2 batches guidance (2 steps, 2 calls, 60 ms);
+// request 3 says no steps. The summary is over the two that said theirs: 6 steps, 500 ms.
+TEST(Report, TimePerDenoisingStepBesideTimePerCall) {
+  RecordSet set;
+  RequestRecord wan = request(0, 0, 1.0);
+  wan.stages = {{"transformer", 4, 200.0, 50.0, 0.0, 50.0, 50.0},
+                {"transformer_2", 4, 240.0, 60.0, 0.0, 60.0, 60.0},
+                {"vae_dec", 1, 100.0, 100.0, 0.0, 100.0, 100.0}};
+  wan.denoising_steps = 4;
+  RequestRecord batched = request(0, 1, 1.0);
+  batched.stages = {{"transformer", 2, 60.0, 30.0, 0.0, 30.0, 30.0}};
+  batched.denoising_steps = 2;
+  RequestRecord unsaid = request(0, 2, 1.0);
+  set.requests = {wan, batched, unsaid};
+
+  // One request's: its calls' time over its steps.
+  ASSERT_TRUE(denoising_step_time(wan));
+  EXPECT_EQ(denoising_step_time(wan)->calls, 8);
+  EXPECT_DOUBLE_EQ(denoising_step_time(wan)->ms_per_step(), 110.0);
+  EXPECT_DOUBLE_EQ(denoising_step_time(wan)->calls_per_step(), 2.0);
+  EXPECT_FALSE(denoising_step_time(unsaid));
+  RequestRecord no_calls = batched;
+  no_calls.stages = {{"vae_dec", 1, 100.0, 100.0, 0.0, 100.0, 100.0}};
+  EXPECT_FALSE(denoising_step_time(no_calls));  // steps said, but no transformer ran
+  EXPECT_NE(format_log_line(wan).find(" | denoising 4 steps, 110ms/step (2 calls each) | "),
+            std::string::npos)
+      << format_log_line(wan);
+  EXPECT_NE(format_log_line(batched).find(" | denoising 2 steps, 30ms/step (1 call each) | "),
+            std::string::npos);
+  EXPECT_EQ(format_log_line(unsaid).find("denoising"), std::string::npos);
+
+  // The summary, through the records reader as `vxperf report` reads the files.
+  std::string lines;
+  for (const auto& q : set.requests) lines += to_json_line(q) + "\n";
+  for (const Report& report : {build_report(set), build_report(read_string(lines))}) {
+    ASSERT_TRUE(report.requests && report.requests->denoising_step);
+    const DenoisingStepSummary& d = *report.requests->denoising_step;
+    EXPECT_EQ(d.requests, 2);
+    EXPECT_DOUBLE_EQ(d.steps, 3.0);
+    EXPECT_DOUBLE_EQ(d.mean_ms, 500.0 / 6.0);
+    EXPECT_DOUBLE_EQ(d.calls, 10.0 / 6.0);
+    std::string text = format_report(report);
+    EXPECT_NE(text.find("  denoising step: 3 steps, mean 83.3ms (1.67 calls each); 2 of 3 "
+                        "requests said their steps\n"),
+              std::string::npos)
+        << text;
+    Json j = Json::parse(report_json(report));
+    EXPECT_EQ(j["requests"]["denoising_step"]["requests"], 2);
+    EXPECT_DOUBLE_EQ(j["requests"]["denoising_step"]["mean_ms"].get<double>(), 500.0 / 6.0);
+    EXPECT_DOUBLE_EQ(j["requests"]["denoising_step"]["calls"].get<double>(), 10.0 / 6.0);
+    std::string page = report_html(report, ChartData{});
+    EXPECT_NE(page.find("3 steps a request, mean 83.3 ms a step (1.67 transformer calls each)"),
+              std::string::npos);
+    auto metrics = report_metrics(report);
+    auto step = std::find_if(metrics.begin(), metrics.end(), [](const Metric& m) {
+      return m.name == "requests.denoising_step_ms";
+    });
+    ASSERT_NE(step, metrics.end());
+    EXPECT_DOUBLE_EQ(step->value, 500.0 / 6.0);
+  }
+
+  // Without steps said, no form says anything of them.
+  RecordSet old;
+  old.requests = {unsaid};
+  Report report = build_report(old);
+  EXPECT_FALSE(report.requests->denoising_step);
+  EXPECT_EQ(format_report(report).find("denoising"), std::string::npos);
+  EXPECT_FALSE(Json::parse(report_json(report))["requests"].contains("denoising_step"));
+  EXPECT_EQ(report_html(report, ChartData{}).find("denoising step"), std::string::npos);
+}
+
 TEST(Report, FindsStragglersAcrossRanks) {
   RecordSet set;
   double p50[] = {1.0, 1.01, 1.049, 1.2};

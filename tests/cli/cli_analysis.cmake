@@ -169,6 +169,13 @@ foreach(form text json)
     message(FATAL_ERROR "explain ${flag}: exit ${got}, CPU-only said ${times} times:\n${out}${err}")
   endif()
 endforeach()
+# Edits joined by commas are one what-if: one that does not apply is said of the whole.
+expect(0 "comm,host +does not apply: host: a CPU-only profile" explain "${WORK}/cpu/cpu.json"
+       --what-if=comm,host)
+expect(2 "--what-if host,hosts: one of host, comm" explain "${WORK}/cpu/cpu.json"
+       --what-if=host,hosts)
+expect(2 "--what-if comm,comm: comm is named twice" explain "${WORK}/cpu/cpu.json"
+       --what-if=comm,comm)
 file(MAKE_DIRECTORY "${WORK}/run")
 file(COPY "${CASES}/inference-1-00.expected.jsonl" "${CASES}/inference-1-00.events.jsonl"
      DESTINATION "${WORK}/run")

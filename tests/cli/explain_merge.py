@@ -108,8 +108,8 @@ def main():
     with_records = partials(vxperf, work, "refused-records", [no_steps], ["--records", copy])[0]
     with_replay = partials(vxperf, work, "refused-replay", [no_steps], ["--replay"])[0]
     doc = json.load(open(part))
-    for key, value, says in (("vxperf_partial", 2, "a partial of version 2; this vxperf reads "
-                              "version 1"),
+    for key, value, says in (("vxperf_partial", 1, "a partial of version 1; this vxperf reads "
+                              "version 2"),
                              ("command", "report", "a partial of `vxperf report`, not of "
                               "`vxperf explain`")):
         other = os.path.join(work, "other-%s.json" % key)

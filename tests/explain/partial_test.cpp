@@ -68,9 +68,12 @@ ExplainParts sample() {
   row.range = "request";
   row.path_s = {{"host", 0.5}, {"gpu_compute", 1.0 / 9}};
   row.what_if_s = {0.25, std::nan("")};
+  row.stacked_s = {0.2, 1.0 / 11};
   r.rows = {row};
   r.what_ifs.push_back({"host", false, "no launches", 1, 0.5, 0.5});
   r.ranked = {0};
+  r.stacked.push_back({"peak,host", true, "", 1, 0.25, 0.75});
+  r.stacked.push_back({"comm", true, "", 0.25, 0.2, 0.05});
   t.replay = r;
   t.replay_problems = {"a sync without its event"};
   p.traces = {t, TracePart{"trace-1.json", "truncated", {}, 0, false, {}, false}};
@@ -97,6 +100,10 @@ TEST(ExplainPartial, EveryFieldComesBackAndEveryDoubleToTheBit) {
   EXPECT_FALSE(t.waterfall[0].mfu.has_value());
   EXPECT_EQ(bits(t.replay->rows[0].path_s.at("gpu_compute")), bits(1.0 / 9));
   EXPECT_TRUE(std::isnan(t.replay->rows[0].what_if_s[1]));
+  EXPECT_EQ(bits(t.replay->rows[0].stacked_s[1]), bits(1.0 / 11));
+  ASSERT_EQ(t.replay->stacked.size(), 2u);
+  EXPECT_EQ(t.replay->stacked[0].what_if, "peak,host");
+  EXPECT_EQ(bits(t.replay->stacked[1].gain_s), bits(0.05));
   EXPECT_EQ(back.traces[1].error, "truncated");
 }
 
@@ -114,8 +121,8 @@ TEST(ExplainPartial, AnotherVersionCommandOrShapeIsRefusedByName) {
   expect_refused("[1, 2]", "not a vxperf partial");
   expect_refused("{\"traceEvents\": []}", "not a vxperf partial");
   internal::Json j = good;
-  j["vxperf_partial"] = 2;
-  expect_refused(j.dump(), "a partial of version 2; this vxperf reads version 1");
+  j["vxperf_partial"] = 1;
+  expect_refused(j.dump(), "a partial of version 1; this vxperf reads version 2");
   j = good;
   j["command"] = "report";
   expect_refused(j.dump(), "a partial of `vxperf report`, not of `vxperf explain`");

@@ -296,6 +296,88 @@ TEST_F(ReplayTest, DenoisingStepsSkipped) {
   expect_what_if(r, "steps:5", 280, 80);
 }
 
+TEST_F(ReplayTest, StackedGainsMoreThanTheSumWhereBoundsAreParallel) {
+  // request 0 [0,1000]: a launch [10,20] of gemm (stream 7, [30,430]); aten::cat [25,325] on the
+  // host meanwhile; a launch [330,340] of add, queued behind the gemm ([435,445]: its stream is
+  // the later cause, 5 us; its launch keeps its least, the call's 10 us). Span 30 -> 445 = 415.
+  Kineto t;
+  t.event("user_annotation", "request 0", 1, 1, 0, 1000);
+  t.launch(10, 10, 1).kernel("gemm", 7, 30, 400, 1);
+  t.op("aten::cat", 25, 300);
+  t.launch(330, 10, 2).kernel("add", 7, 435, 10, 2);
+  const RankReplay r =
+      run(t, {"host", "kernel:^gemm$=0.5", "comm", "kernel:^gemm$=0.5,host", "host,peak"});
+  // host alone: every host edge 0, gemm's launch keeps 20 - 10: gemm [10,410], add's launch at
+  // 0 + 0, its stream 410 + 5: [415,425]. 10 -> 425 = 415: nothing (the device bounds).
+  expect_what_if(r, "host", 415, 415);
+  // The gemm at half alone: [30,230]; add at max(330 + 10, 230 + 5) = 340 -> 350: 320 (the host
+  // now bounds).
+  expect_what_if(r, "kernel:^gemm$=0.5", 415, 320);
+  // Both in one replay: gemm [10,210], add at max(0, 215) -> 225: 10 -> 225 = 215. The separate
+  // gains add up to 95; together they gain 200.
+  expect_what_if(r, "kernel:^gemm$=0.5,host", 415, 215);
+  // peak has nothing to act on (no FLOPs), so neither does the what-if holding it.
+  EXPECT_FALSE(what_if(r, "host,peak").applies);
+  EXPECT_EQ(what_if(r, "host,peak").why.rfind("peak: ", 0), 0u) << what_if(r, "host,peak").why;
+  // Stacked: the combined what-if gains most alone (200); then nothing gains more (host's and the
+  // gemm's edits are its own, and there is no communication): it stands alone.
+  ASSERT_EQ(r.stacked.size(), 1u);
+  EXPECT_EQ(r.stacked[0].what_if, "kernel:^gemm$=0.5,host");
+  // Without the combined one asked, the greedy order finds it: the gemm first (95), then host
+  // against the gemm's replay (320 -> 215: 105 more, where host alone gained nothing).
+  const RankReplay s = run(t, {"host", "kernel:^gemm$=0.5", "comm"});
+  ASSERT_EQ(s.stacked.size(), 2u);
+  EXPECT_EQ(s.stacked[0].what_if, "kernel:^gemm$=0.5");
+  EXPECT_NEAR(s.stacked[0].span_s * 1e6, 415, 1e-6);
+  EXPECT_NEAR(s.stacked[0].predicted_s * 1e6, 320, 1e-6);
+  EXPECT_NEAR(s.stacked[0].gain_s * 1e6, 95, 1e-6);
+  EXPECT_EQ(s.stacked[1].what_if, "host");
+  EXPECT_NEAR(s.stacked[1].span_s * 1e6, 320, 1e-6);
+  EXPECT_NEAR(s.stacked[1].predicted_s * 1e6, 215, 1e-6);
+  EXPECT_NEAR(s.stacked[1].gain_s * 1e6, 105, 1e-6);
+  EXPECT_EQ(s.stacked[0].span_s, what_if(s, "host").span_s);
+  EXPECT_EQ(s.stacked[0].predicted_s, what_if(s, "kernel:^gemm$=0.5").predicted_s);
+  ASSERT_EQ(row(s, "request").stacked_s.size(), 2u);
+  EXPECT_NEAR(row(s, "request").stacked_s[1] * 1e6, 215, 1e-6);
+}
+
+TEST_F(ReplayTest, StackedGainsLessThanTheSumWhereEditsShareTime) {
+  // The trace of DenoisingStepsSkipped: request 0, three transformer calls [0,100], [100,200],
+  // [200,300], each launching (at +5, 5 us) one gemm at +10 for 80 us. Span 10 -> 290 = 280.
+  Kineto t;
+  t.event("user_annotation", "request 0", 1, 1, 0, 1000);
+  for (int i = 0; i < 3; ++i) {
+    const double at = 100.0 * i;
+    t.event("user_annotation", "transformer", 1, 1, at, 100);
+    t.launch(at + 5, 5, i + 1).kernel("gemm", 7, at + 10, 80, i + 1);
+  }
+  const RankReplay r = run(t, {"host", "steps:1", "peak", "comm"});
+  // steps:1 (call 1 skipped): 180, as there.
+  expect_what_if(r, "steps:1", 280, 180);
+  // host: every launch at 0; each gemm's launch keeps 5 - 5 and its stream its least (0): the
+  // gemms back to back, [0,80], [80,160], [160,240]: 240.
+  expect_what_if(r, "host", 280, 240);
+  EXPECT_FALSE(what_if(r, "peak").applies);
+  // Stacked: steps:1 first (100); then host against it: gemm 0 [0,80], gemm 2 right after the
+  // skipped one at 80 -> 160: 180 -> 160, 20 more, not host's 40 alone (the skipped call's host
+  // time was in both). The sum of the separate gains (140) says 140 us; together it is 120.
+  ASSERT_EQ(r.stacked.size(), 2u);
+  EXPECT_EQ(r.stacked[0].what_if, "steps:1");
+  EXPECT_NEAR(r.stacked[0].gain_s * 1e6, 100, 1e-6);
+  EXPECT_EQ(r.stacked[1].what_if, "host");
+  EXPECT_NEAR(r.stacked[1].span_s * 1e6, 180, 1e-6);
+  EXPECT_NEAR(r.stacked[1].predicted_s * 1e6, 160, 1e-6);
+  EXPECT_NEAR(r.stacked[1].gain_s * 1e6, 20, 1e-6);
+  // Per range: the last call's gemm takes its 80 us in every state.
+  const ReplayRow& last = row(r, "transformer", 2);
+  ASSERT_EQ(last.stacked_s.size(), 2u);
+  EXPECT_NEAR(last.stacked_s[0] * 1e6, 80, 1e-6);
+  EXPECT_NEAR(last.stacked_s[1] * 1e6, 80, 1e-6);
+  EXPECT_NEAR(row(r, "request").stacked_s[1] * 1e6, 160, 1e-6);
+  // One what-if alone stacks nothing.
+  EXPECT_TRUE(run(t, {"host"}).stacked.empty());
+}
+
 TEST_F(ReplayTest, TheWaterfallTraceWithItsRecords) {
   // The checked-in trace: every range replayed exactly, every what-if applies (the records
   // price the transformer calls: peak), each range's prediction at least its device-busy bound.
@@ -330,15 +412,30 @@ TEST_F(ReplayTest, TheWaterfallTraceWithItsRecords) {
     EXPECT_DOUBLE_EQ(row(r, unpriced).what_if_s[peak], row(r, unpriced).span_s) << unpriced;
   }
   EXPECT_LT(row(r, "transformer", 0).what_if_s[peak], row(r, "transformer", 0).span_s);
+  // Stacked: steps:1, then host, then peak, which gained the request nothing alone (its path was
+  // the host's) and gains once host is applied; each line starts where the one above ended.
+  ASSERT_EQ(r.stacked.size(), 3u);
+  EXPECT_EQ(r.stacked[0].what_if, "steps:1");
+  EXPECT_EQ(r.stacked[1].what_if, "host");
+  EXPECT_EQ(r.stacked[2].what_if, "peak");
+  EXPECT_GT(r.stacked[2].gain_s, 1e-6);
+  for (std::size_t i = 1; i < r.stacked.size(); ++i) {
+    EXPECT_EQ(r.stacked[i].span_s, r.stacked[i - 1].predicted_s);
+    EXPECT_LT(r.stacked[i].predicted_s, r.stacked[i].span_s);
+  }
+  EXPECT_LT(r.stacked[1].gain_s, what_if(r, "host").gain_s);  // the skipped step's host time
   const std::string json = explanation_json(e);
   EXPECT_NE(json.find("\"replay\""), std::string::npos);
+  EXPECT_NE(json.find("\"stacked\""), std::string::npos);
   EXPECT_NE(json.find("\"critical_path_s\""), std::string::npos);
   const std::string text = explanation_text(e);
   EXPECT_NE(text.find("largest error of a row's time 0.000 us, of a replayed span 0.0000%"),
             std::string::npos);
   EXPECT_NE(text.find("what-if"), std::string::npos);
+  EXPECT_NE(text.find("    then peak "), std::string::npos);
   const std::string page = explanation_html(e);
   EXPECT_NE(page.find("What-ifs, ranked by gain"), std::string::npos);
+  EXPECT_NE(page.find("What-ifs stacked"), std::string::npos);
   EXPECT_NE(page.find("Its critical path per range"), std::string::npos);
 }
 
@@ -350,26 +447,49 @@ TEST_F(ReplayTest, NothingWithoutTheOption) {
   ASSERT_EQ(e.ranks.size(), 1u);
   EXPECT_FALSE(e.ranks[0].replay);
   EXPECT_EQ(explanation_json(e).find("\"replay\""), std::string::npos);
-  EXPECT_EQ(explanation_text(e).find("replay"), std::string::npos);
+  // (not "replay" alone: the file's path may hold it)
+  EXPECT_EQ(explanation_text(e).find("vxperf's graph"), std::string::npos);
+  EXPECT_EQ(explanation_text(e).find("what-if"), std::string::npos);
   EXPECT_EQ(explanation_html(e).find("vxperf's replay"), std::string::npos);
 }
 
 TEST(WhatIfSpecTest, Specs) {
-  EXPECT_EQ(parse_what_if("host").kind, WhatIfSpec::Kind::kHost);
-  EXPECT_EQ(parse_what_if("comm").kind, WhatIfSpec::Kind::kComm);
-  EXPECT_EQ(parse_what_if("copies").kind, WhatIfSpec::Kind::kCopies);
-  EXPECT_EQ(parse_what_if("peak").kind, WhatIfSpec::Kind::kPeak);
-  const WhatIfSpec k = parse_what_if("kernel:flash.*=0.7");
-  EXPECT_EQ(k.kind, WhatIfSpec::Kind::kKernel);
+  auto kind = [](const std::string& spec) {
+    const WhatIfSpec w = parse_what_if(spec);
+    EXPECT_EQ(w.spec, spec);
+    EXPECT_EQ(w.edits.size(), 1u) << spec;
+    return w.edits.empty() ? WhatIfEdit::Kind::kHost : w.edits[0].kind;
+  };
+  EXPECT_EQ(kind("host"), WhatIfEdit::Kind::kHost);
+  EXPECT_EQ(kind("comm"), WhatIfEdit::Kind::kComm);
+  EXPECT_EQ(kind("copies"), WhatIfEdit::Kind::kCopies);
+  EXPECT_EQ(kind("peak"), WhatIfEdit::Kind::kPeak);
+  EXPECT_EQ(kind("kernel:flash.*=0.7"), WhatIfEdit::Kind::kKernel);
+  const WhatIfEdit k = parse_what_if("kernel:flash.*=0.7").edits.at(0);
   EXPECT_EQ(k.pattern, "flash.*");
   EXPECT_EQ(k.factor, 0.7);
-  EXPECT_EQ(parse_what_if("kernel:a=b=2").pattern, "a=b");  // the last '=' splits
-  EXPECT_EQ(parse_what_if("steps:3").steps, 3);
+  EXPECT_EQ(parse_what_if("kernel:a=b=2").edits.at(0).pattern, "a=b");  // the last '=' splits
+  EXPECT_EQ(parse_what_if("steps:3").edits.at(0).steps, 3);
   for (const char* bad : {"", "hosts", "kernel:x", "kernel:x=", "kernel:x=-1", "kernel:(=0.5",
-                          "steps:0", "steps:", "steps:2x"}) {
+                          "steps:0", "steps:", "steps:2x", "host,", ",host", "host,hosts",
+                          "host,host", "peak,kernel:x=1,peak"}) {
     EXPECT_THROW(parse_what_if(bad), std::invalid_argument) << bad;
   }
   EXPECT_EQ(standard_what_ifs().size(), 5u);
+}
+
+TEST(WhatIfSpecTest, EditsTogether) {
+  // Commas join edits; a comma not followed by an edit's name is a kernel REGEX's own.
+  const WhatIfSpec w = parse_what_if("peak,kernel:a{1,2},b=0.5,steps:2,host");
+  EXPECT_EQ(w.spec, "peak,kernel:a{1,2},b=0.5,steps:2,host");
+  ASSERT_EQ(w.edits.size(), 4u);
+  EXPECT_EQ(w.edits[0].kind, WhatIfEdit::Kind::kPeak);
+  EXPECT_EQ(w.edits[1].kind, WhatIfEdit::Kind::kKernel);
+  EXPECT_EQ(w.edits[1].pattern, "a{1,2},b");
+  EXPECT_EQ(w.edits[1].factor, 0.5);
+  EXPECT_EQ(w.edits[1].spec, "kernel:a{1,2},b=0.5");
+  EXPECT_EQ(w.edits[2].steps, 2);
+  EXPECT_EQ(w.edits[3].kind, WhatIfEdit::Kind::kHost);
 }
 
 }  // namespace

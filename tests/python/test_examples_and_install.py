@@ -37,6 +37,8 @@ def test_generate_example(tmp_path):
         assert {n: s["count"] for n, s in record["stages"].items()} == {
             "text_encoder": 2, "transformer": 8, "vae_dec": 1}
         assert record["dit"]["tokens"] == 64 and record["dit"]["attn_share"] > 0
+        assert record["denoising_steps"] == 4  # its loop's, two transformer calls each
+    assert measured.stderr.count("| denoising 4 steps, ") == 3, measured.stderr
 
 
 @pytest.mark.parametrize("variant", [["--checkpointing"], ["--lora"]])

@@ -105,6 +105,16 @@ def expect_replay(trace: object, *args: object) -> dict[str, Any]:
         assert {w["what_if"] for w in replay["what_ifs"]} == {"host", "comm", "copies", "peak",
                                                               "steps:1"}
         assert all(w["gain_s"] >= -1e-12 for w in replay["what_ifs"])
+        # Stacked: each line starts where the one above ended and gains, each what-if once;
+        # every row has a predicted span per line.
+        stacked = replay["stacked"]
+        before = replay["what_ifs"][0]["span_s"]
+        for line in stacked:
+            assert line["span_s"] == before and line["gain_s"] > 0, line
+            assert abs(line["span_s"] - line["predicted_s"] - line["gain_s"]) <= 1e-12, line
+            before = line["predicted_s"]
+        assert len({line["what_if"] for line in stacked}) == len(stacked)
+        assert all(len(row["stacked_s"]) == len(stacked) for row in replay["rows"])
     return got
 
 
@@ -138,6 +148,8 @@ def test_an_instrumented_pipelines_ranges_in_a_cpu_trace(tmp_path):
     gains = {w["what_if"]: w["gain_s"] for w in replay["what_ifs"]}
     assert gains["steps:1"] > 0 and gains["comm"] == 0 and gains["copies"] == 0, gains
     assert {w["what_if"] for w in replay["what_ifs"] if not w["applies"]} == {"host", "peak"}
+    # Of the three that apply only steps:1 gains: it stands alone.
+    assert [line["what_if"] for line in replay["stacked"]] == ["steps:1"], replay["stacked"]
     # HTA's critical path of each request: the instances are the rows named "request N"; the
     # host path is the thread with the most top-level op time in the window, worked out here.
     got, stderr = explain(trace, "--critical-path=request")

@@ -104,6 +104,38 @@ TEST(LiveTrace, ServingFieldsInTheRecordAndTheReplay) {
   testing::expect_replay_reproduces(*t.output, path);
 }
 
+// #50: the sampler's steps, said as the request opens or once the loop knows them (the last said
+// wins; below 1 or outside a request: nothing), in the record and, through the trace's
+// request_begin, in the replay.
+TEST(LiveTrace, DenoisingStepsInTheRecordAndTheReplay) {
+  std::string path = temp_path("steps.jsonl");
+  TestEngine t({{"VIDEOX_PERF", "1"}, {"VIDEOX_PERF_TRACE", path}});
+  t.engine->declare_model("transformer", testing::wan_1_3b());
+  note_denoising_steps(9);  // no request open: nothing
+  for (int r = 0; r < 3; ++r) {
+    RequestOptions options;
+    if (r < 2) options.denoising_steps = 5;
+    RequestScope request(*t.engine, options);
+    if (r == 1) {
+      note_denoising_steps(0);  // not a count: the 5 stays until ...
+      note_denoising_steps(2);  // ... a strength cut the schedule to 2 steps
+    }
+    for (int i = 0; i < 4; ++i) {
+      StageScope s(kTransformer, 32760, 1);
+      t.clock->advance(0.5);
+    }
+  }
+  t.engine->shutdown();
+  const std::vector<RequestRecord> r = t.output->requests();
+  ASSERT_EQ(r.size(), 3u);
+  EXPECT_EQ(r[0].denoising_steps, 5);
+  EXPECT_EQ(r[1].denoising_steps, 2);
+  EXPECT_FALSE(r[2].denoising_steps);
+  ASSERT_TRUE(denoising_step_time(r[1]));
+  EXPECT_NEAR(denoising_step_time(r[1])->ms_per_step(), 1000.0, 1e-6);  // 4 calls of 0.5 s
+  testing::expect_replay_reproduces(*t.output, path);
+}
+
 TEST(LiveTrace, TrainingReplayReproducesTheRecords) {
   std::string path = temp_path("training.jsonl");
   TestEngine t({{"VIDEOX_PERF", "2"},

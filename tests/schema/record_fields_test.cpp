@@ -85,6 +85,20 @@ TEST(RecordFields, EnergySharedVideosAndHostEnergyOnlyWhenTheySaySomething) {
   EXPECT_FALSE(internal::read_request(p.dump()).readings->energy_shared);
 }
 
+// #50: a request's denoising steps, written only when said and read back as written; a count
+// below 0 is refused as any count is.
+TEST(RecordFields, DenoisingStepsOnlyWhenSaid) {
+  RequestRecord r = analysis::test_records::request(0, 1, 2.0);
+  EXPECT_FALSE(Json::parse(to_json_line(r)).contains("denoising_steps"));
+  EXPECT_FALSE(internal::read_request(to_json_line(r)).denoising_steps);
+  r.denoising_steps = 30;
+  Json j = Json::parse(to_json_line(r));
+  EXPECT_EQ(j["denoising_steps"], 30);
+  EXPECT_EQ(internal::read_request(j.dump()).denoising_steps, 30);
+  j["denoising_steps"] = -1;
+  EXPECT_ANY_THROW(internal::read_request(j.dump()));
+}
+
 // Keys as a visitor is walked over them, for the order of the walk.
 struct Keys : RecordVisitor {
   std::vector<std::string> keys;

@@ -81,6 +81,25 @@ TEST(PrometheusSink, QueueWaitFirstStepAndRequestsToAnHour) {
   EXPECT_DOUBLE_EQ(value_of(s, R"(vxperf_request_first_step_seconds_sum{rank="0"})"), 12);
 }
 
+// #50: a request that said its denoising steps observes its mean step, its transformer calls'
+// time over its steps (25 steps of two 0.3 s calls: 0.6 s); one that did not says nothing.
+TEST(PrometheusSink, DenoisingStepOfRequestsThatSaidTheirSteps) {
+  PrometheusSink sink;
+  Request a = make_request(0, 20);
+  for (StageSummary& st : a.record.stages) {
+    if (st.name == "transformer") st.total_ms = 300.0 * static_cast<double>(st.count);
+  }
+  a.record.denoising_steps = 25;
+  sink.on_request(a.record, a.detail);
+  Request b = make_request(0, 20);
+  sink.on_request(b.record, b.detail);
+  auto s = scrape(sink);
+  EXPECT_EQ(value_of(s, R"(vxperf_request_denoising_step_seconds_count{rank="0"})"), 1);
+  EXPECT_DOUBLE_EQ(value_of(s, R"(vxperf_request_denoising_step_seconds_sum{rank="0"})"), 0.6);
+  EXPECT_EQ(value_of(s, R"(vxperf_request_denoising_step_seconds_bucket{rank="0",le="0.5"})"), 0);
+  EXPECT_EQ(value_of(s, R"(vxperf_request_denoising_step_seconds_bucket{rank="0",le="1.0"})"), 1);
+}
+
 TEST(PrometheusSink, InFlightAndQueuedAsTheyChange) {
   PrometheusSink sink;
   sink.on_request_load({0, 1, 3});

@@ -195,6 +195,8 @@ Result run(const Options& o) {
       RequestOptions ro;
       ro.device = device.is_cuda() ? device.index() < 0 ? 0 : device.index() : -1;
       ro.stream = current_stream(device);
+      // The sampler's steps: one DiT call each, guidance batched into it.
+      ro.denoising_steps = o.steps;
       RequestScope request(ro);
       auto ids = prompt_ids(c, o.seed, r + 1, 1);
       if (o.cfg) ids = ::torch::cat({ids, prompt_ids(c, o.seed, 0, 1)});
