@@ -64,11 +64,12 @@ A task runs the command in this folder where its worker has it (a shared filesys
 its own: a relative path is read, and named, as given.
 
 The command's options go with it: --json and --html OUT (report: --steps FILE too) to the merge,
-the others (--records, --replay, --what-if, --threads, --strict, ...) to every task. A directory
-given as a local path or a URL is listed here, as the command would (its .json and .json.gz files
-for explain); one this machine cannot see is handed whole to one task. A file that cannot be
-read, or whose task fails, is said once and left out. Exit status: the merge's, as the command's
-(2 for bad usage, and when no task made a partial: the tasks' worst).
+the others (--records, --replay, --what-if, --threads, --strict, ...) to every task. A folder is
+listed here, a file a task: explain's local folders and URL folders (their .json and .json.gz
+files, as explain lists them), report's URL folders (their *.jsonl files); a local folder of
+report's, or one this machine cannot see, goes whole to one task. A file that cannot be read, or
+whose task fails, is said once and left out. Exit status: the merge's, as the command's (2 for
+bad usage, and when no task made a partial: the tasks' worst).
 """
 
 
