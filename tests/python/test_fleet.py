@@ -267,4 +267,5 @@ def test_a_worker_node_killed_mid_run(traces, cluster):
     assert worker.wait(timeout=60) != 0  # its `ray start` saw the raylet die and stopped
     err = "".join(err) + rest
     assert (p.returncode, out) == one[:2], err
-    assert len([line for line in err.splitlines() if line.startswith(PROGRESS)]) == RANKS + 1
+    # Ray's lines about the lost raylet may land inside one of the progress lines.
+    assert len(re.findall(rf"{re.escape(PROGRESS)}\d+/{RANKS + 1}\]", err)) == RANKS + 1, err

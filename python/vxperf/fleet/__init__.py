@@ -364,7 +364,10 @@ def run_on_ray(plan: Plan, groups: list[list[str]]) -> list[TaskResult]:
         results: list[TaskResult] = [TaskResult(None) for _ in groups]
         progress = _Progress(plan.command, sum(len(g) for g in groups))
         while pending:
-            done, _ = ray.wait(list(pending), num_returns=1)
+            # Whatever finished within a moment, at once: a wait per task would walk the
+            # pending list once per task.
+            refs = list(pending)
+            done, _ = ray.wait(refs, num_returns=len(refs), timeout=0.2)
             for ref in done:
                 k = pending.pop(ref)
                 try:
@@ -426,7 +429,12 @@ def main(argv: list[str] | None = None) -> int:
     stdout = os.dup(1)
     try:
         os.dup2(2, 1)
-        return merge(plan, run_on_ray(plan, groups), stdout)
+        try:
+            results = run_on_ray(plan, groups)
+        except (ConnectionError, TimeoutError, ValueError) as e:  # no cluster there
+            sys.stderr.write(f"vxperf fleet: Ray: {e}\n")
+            return 2
+        return merge(plan, results, stdout)
     finally:
         sys.stdout.flush()
         os.dup2(stdout, 1)
