@@ -2,8 +2,9 @@
 two worker nodes started with `ray start` on loopback, 64 rank files (and a bad one) read by the
 workers and merged: standard output byte for byte what one `vxperf explain` prints; file://
 URLs read through fsspec; files that are not there said once; `report` over 16 ranks' training
-records the same way (skipped where `vxperf report` has no --partial); one worker node's raylet
-killed mid-run, its tasks run again on the other, the output still the same. Every process of the
+records the same way (skipped where `vxperf report` has no --partial); each task's command
+killed once, and run again; one worker node's raylet killed mid-run, its tasks run again on the
+other, the output still the same. Every process of the
 cluster is started here in sessions of its own, and only those sessions are stopped."""
 import importlib.util
 import json
@@ -82,10 +83,30 @@ def sessions_pids(sessions):
     return found
 
 
+# The workers' `vxperf`: the real one, but killed (SIGKILL) the first time it is given each file
+# with --partial while the folder KILL_ONCE exists.
+KILLED_ONCE = """#!/bin/sh
+case " $* " in *" --partial "*)
+  if [ -d "{kill_once}" ]; then
+    marker="{kill_once}/$(basename "$2")"
+    if [ ! -e "$marker" ]; then : > "$marker"; kill -KILL $$; fi
+  fi;;
+esac
+exec "{real}" "$@"
+"""
+
+
 class Cluster:
     def __init__(self, root):
         self.root = root
+        self.kill_once = os.path.join(root, "kill-once")
+        bin_dir = os.path.join(root, "bin")
+        os.mkdir(bin_dir)
+        with open(os.path.join(bin_dir, "vxperf"), "w") as f:
+            f.write(KILLED_ONCE.format(kill_once=self.kill_once, real=CLI))
+        os.chmod(os.path.join(bin_dir, "vxperf"), 0o755)
         self.env = fleet_env()
+        self.env["PATH"] = bin_dir + os.pathsep + self.env["PATH"]
         self.procs = []
         self.address = None
 
@@ -241,6 +262,21 @@ def test_report_on_the_cluster(cluster, tmp_path):
     rc, out, err = fleet("report", "file://" + folder, "--json", "--address", cluster.address)
     assert rc == 0 and json.loads(out) == json.loads(
         one[1].replace(f'"{folder}/', f'"file://{folder}/')), err
+
+
+def test_a_command_killed_is_run_again(traces, cluster):
+    """Each task's `vxperf` killed once (out of memory, say): Ray runs the task again."""
+    one = one_process("explain", traces)
+    os.mkdir(cluster.kill_once)
+    try:
+        rc, out, err = fleet("explain", traces, "--files-per-task", "8", "--address",
+                             cluster.address)
+        killed = sorted(os.listdir(cluster.kill_once))
+    finally:
+        shutil.rmtree(cluster.kill_once)
+    assert (rc, out) == one[:2], err
+    # The first file of each of the 9 tasks (65 files, 8 a task).
+    assert len(killed) == 9 and "rank-0.json" in killed, killed
 
 
 def test_a_worker_node_killed_mid_run(traces, cluster):
