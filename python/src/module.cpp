@@ -118,6 +118,16 @@ class CaptureHook final : public vxperf::Observer {
   py::object start_, stop_;
 };
 
+// The names of the phases `keep` holds for, in the engine's order.
+template <class Keep>
+py::tuple phase_names(Keep keep) {
+  py::list names;
+  for (const vxperf::PhaseInfo& info : api::phases()) {
+    if (keep(info)) names.append(info.name);
+  }
+  return py::tuple(names);
+}
+
 using Widths = std::optional<std::tuple<std::int64_t, std::int64_t, std::int64_t>>;
 
 // The one model description (vxperf/model.h) from a vxperf._model.Model, read by its fields'
@@ -451,31 +461,21 @@ PYBIND11_MODULE(_ext, m) {
   // ---- training
   py::class_<vxperf::TrainMark>(m, "TrainMark", "An open training interval (opaque).");
   m.def(
-      "phases",
-      [] {
-        py::list names;
-        for (const vxperf::PhaseInfo& info : api::phases()) names.append(info.name);
-        return py::tuple(names);
-      },
+      "phases", [] { return phase_names([](const vxperf::PhaseInfo&) { return true; }); },
       "The training phases' names, in the engine's order (the phase table).");
   m.def(
       "model_phases",
       [] {
-        py::list names;
-        for (const vxperf::PhaseInfo& info : api::phases()) {
-          if (info.source == vxperf::PhaseSource::kModelCall) names.append(info.name);
-        }
-        return py::tuple(names);
+        return phase_names([](const vxperf::PhaseInfo& info) {
+          return info.source == vxperf::PhaseSource::kModelCall;
+        });
       },
       "The phases a model call can be classified into, in the engine's order.");
   m.def(
       "call_phases",
       [] {
-        py::list names;
-        for (const vxperf::PhaseInfo& info : api::phases()) {
-          if (vxperf::is_plain_call_phase(info.phase)) names.append(info.name);
-        }
-        return py::tuple(names);
+        return phase_names(
+            [](const vxperf::PhaseInfo& info) { return vxperf::is_plain_call_phase(info.phase); });
       },
       "The phases timed as calls of their own (vxperf.phase()), in the engine's order.");
   m.def("phase_id", &api::phase_id, py::arg("name"));
