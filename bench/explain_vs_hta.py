@@ -61,6 +61,11 @@ class Comparison:
     def diff(self, rank: str, path: str, hta: Any, explain: Any) -> None:
         self.lines.append(f"rank {rank}: {path}: hta={fmt(hta)} explain={fmt(explain)}")
 
+    def unmatched(self, rank: str, path: str, hta: Any, explain: Any) -> None:
+        """Something one side has and the other lacks: compared, and a difference."""
+        self.compared += 1
+        self.diff(rank, path, hta, explain)
+
     def value(self, rank: str, path: str, hta: Any, explain: Any, kind: str) -> None:
         """Compare one scalar; kind is 'us', 'pct' or 'stat'."""
         self.compared += 1
@@ -123,8 +128,7 @@ def compare_labels(
             continue
         if is_num(ev) and ev == 0:
             continue
-        c.compared += 1
-        c.diff(rank, f"{path}[{label}]", MISSING, ev)
+        c.unmatched(rank, f"{path}[{label}]", MISSING, ev)
 
 
 def compare_rows(
@@ -150,8 +154,7 @@ def compare_rows(
         label = f"{path}[{'/'.join(str(k) for k in key)}]"
         erow = erows.get(key)
         if erow is None:
-            c.compared += 1
-            c.diff(rank, label, "<row>", MISSING)
+            c.unmatched(rank, label, "<row>", MISSING)
             continue
         for field, hv in hrow.items():
             if field in key_fields:
@@ -159,8 +162,7 @@ def compare_rows(
             c.value(rank, f"{label}.{field}", hv, erow.get(field, MISSING), kind_of(field))
     for key in erows:
         if key not in hrows:
-            c.compared += 1
-            c.diff(rank, f"{path}[{'/'.join(str(k) for k in key)}]", MISSING, "<row>")
+            c.unmatched(rank, f"{path}[{'/'.join(str(k) for k in key)}]", MISSING, "<row>")
 
 
 def compare_critical_path(c: Comparison, rank: str, hta: Dict[str, Any], exp: Any) -> None:
@@ -177,8 +179,7 @@ def compare_critical_path(c: Comparison, rank: str, hta: Dict[str, Any], exp: An
         path = f"critical_path[{'-'.join(str(k) for k in key)}]"
         ei = by_instance.get(key)
         if ei is None:
-            c.compared += 1
-            c.diff(rank, path, "<instance>", MISSING)
+            c.unmatched(rank, path, "<instance>", MISSING)
             continue
         c.value(rank, f"{path}.hta", hi.get("hta"), ei.get("hta", MISSING), "us")
         for field in ("row", "category"):
@@ -196,8 +197,7 @@ def compare_critical_path(c: Comparison, rank: str, hta: Dict[str, Any], exp: An
         for label in sorted(set(hb) | set(eb)):
             hv, ev = hb.get(label, {}), eb.get(label)
             if ev is None or not hv:
-                c.compared += 1
-                c.diff(rank, f"{path}.breakdown[{label}]", hv or MISSING, ev or MISSING)
+                c.unmatched(rank, f"{path}.breakdown[{label}]", hv or MISSING, ev or MISSING)
                 continue
             c.value(rank, f"{path}.breakdown[{label}].us", hv.get("us"), ev.get("us"), "us")
             c.value(rank, f"{path}.breakdown[{label}].pct", hv.get("pct"), ev.get("pct"), "pct")
@@ -213,8 +213,7 @@ def compare_critical_path(c: Comparison, rank: str, hta: Dict[str, Any], exp: An
 def compare_rank(c: Comparison, hrank: Dict[str, Any], erank: Optional[Dict[str, Any]]) -> None:
     r = str(hrank.get("rank"))
     if erank is None:
-        c.compared += 1
-        c.diff(r, "rank", "<present>", MISSING)
+        c.unmatched(r, "rank", "<present>", MISSING)
         return
     if "steps" in hrank:
         c.compared += 1

@@ -106,6 +106,29 @@ const std::string& Args::operand() const {
   return arg_;
 }
 
+bool PartialModes::take(Args& args) {
+  if (args.is("--partial")) {
+    partial = args.value();
+  } else if (args.is("--merge")) {
+    merge = true;
+  } else if (args.is("--json")) {
+    json = true;
+  } else {
+    return false;
+  }
+  return true;
+}
+
+void PartialModes::check_one() const {
+  if (merge && partial) throw UsageError{"--merge and --partial: one or the other"};
+}
+
+void PartialModes::check_partial_alone(bool html) const {
+  if (partial && (json || html)) {
+    throw UsageError{"--partial writes the partial only: --json and --html go with --merge"};
+  }
+}
+
 std::string kind_of_file(const std::string& path, const std::string& own) {
   if (path == "-") return {};
   std::FILE* f = std::fopen(path.c_str(), "rb");

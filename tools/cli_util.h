@@ -7,6 +7,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <optional>
 #include <streambuf>
 #include <string>
 #include <utility>
@@ -104,6 +105,20 @@ class Args {
   int i_ = 0;
   std::string arg_;
   mutable std::vector<std::string> asked_;  // the options asked of the current argument
+};
+
+// The modes `report` and `explain` share: --partial PATH (this part's state, for a later
+// --merge), --merge (the partials given, as one) and --json.
+struct PartialModes {
+  std::optional<std::string> partial;
+  bool merge = false;
+  bool json = false;
+  // Takes the current argument when it is one of the three.
+  bool take(Args& args);
+  // A UsageError for --merge with --partial.
+  void check_one() const;
+  // A UsageError for --partial with --json or a page (`html`): it writes the partial alone.
+  void check_partial_alone(bool html) const;
 };
 
 // What kind of file `path` is when it is plainly one of another command's: "a PyTorch profiler

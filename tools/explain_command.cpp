@@ -115,20 +115,13 @@ explain::CriticalPathRequest critical_path_request(const std::string& spec) {
 }
 
 int run(int argc, char** argv) {
+  PartialModes modes;
   std::vector<std::string> paths;
   explain::ExplainOptions options;
-  bool json = false;
-  bool merge = false;
-  std::optional<std::string> partial;
   std::string html_path;
   for (Args args(argc, argv); args.next();) {
-    if (args.is("--partial")) {
-      partial = args.value();
-    } else if (args.is("--merge")) {
-      merge = true;
-    } else if (args.is("--json")) {
-      json = true;
-    } else if (args.is("--html")) {
+    if (modes.take(args)) continue;
+    if (args.is("--html")) {
       html_path = args.value();
     } else if (args.is("--records")) {
       options.records.push_back(args.value());
@@ -156,50 +149,48 @@ int run(int argc, char** argv) {
       paths.push_back(args.operand());
     }
   }
-  if (merge && partial) throw UsageError{"--merge and --partial: one or the other"};
+  modes.check_one();
   const bool analyses =
       !options.records.empty() || options.critical_path || options.replay || options.threads != 0;
-  if (merge && analyses) {
+  if (modes.merge && analyses) {
     throw UsageError{
         "--merge takes the partials' analyses as they were made: --records, --critical-path, "
         "--replay, --what-if and --threads go with --partial"};
   }
-  if (partial && (json || !html_path.empty())) {
-    throw UsageError{"--partial writes the partial only: --json and --html go with --merge"};
-  }
+  modes.check_partial_alone(!html_path.empty());
   if (paths.empty())
-    throw UsageError{merge ? "missing PARTIAL (try --help)" : "missing TRACE (try --help)"};
+    throw UsageError{modes.merge ? "missing PARTIAL (try --help)" : "missing TRACE (try --help)"};
   // Another command's file (records, an event script) is said with the command that reads it.
-  for (const std::string& path : merge ? std::vector<std::string>{} : paths) {
+  for (const std::string& path : modes.merge ? std::vector<std::string>{} : paths) {
     if (std::string other = kind_of_file(path, "trace"); !other.empty()) {
       throw UsageError{path + " " + other};
     }
   }
   explain::Explanation e;
   try {
-    if (partial) {
+    if (modes.partial) {
       const std::string document = explain::explain_partial(paths, options);
-      if (*partial == "-") {
+      if (*modes.partial == "-") {
         print(document);
         return finish_output(0, "explain");
       }
-      std::string why = write_file_atomically(*partial, document);
+      std::string why = write_file_atomically(*modes.partial, document);
       if (!why.empty()) {
-        std::fprintf(stderr, "vxperf explain: cannot write %s: %s\n", partial->c_str(),
+        std::fprintf(stderr, "vxperf explain: cannot write %s: %s\n", modes.partial->c_str(),
                      why.c_str());
         return 1;
       }
       return 0;
     }
-    e = merge ? explain::merge_partials(read_partials(paths))
-              : explain::explain_traces(paths, options);
+    e = modes.merge ? explain::merge_partials(read_partials(paths))
+                    : explain::explain_traces(paths, options);
   } catch (const std::invalid_argument& err) {
     std::fprintf(stderr, "vxperf explain: %s\n", err.what());
     return 2;
   }
   // Each problem said once: the text ends with them; beside JSON (or no text at all) they go to
   // standard error, a CPU-only profile among them (the JSON's has_device_rows).
-  if (json || e.ranks.empty()) {
+  if (modes.json || e.ranks.empty()) {
     for (const std::string& p : e.problems) {
       std::fprintf(stderr, "vxperf explain: %s\n", p.c_str());
     }
@@ -220,7 +211,7 @@ int run(int argc, char** argv) {
       return 1;
     }
   }
-  print(json ? explain::explanation_json(e) : explain::explanation_text(e));
+  print(modes.json ? explain::explanation_json(e) : explain::explanation_text(e));
   return finish_output(0, "explain");
 }
 

@@ -95,24 +95,17 @@ bool write_page(const std::string& path, const std::string& html) {
 }
 
 int run(int argc, char** argv) {
+  PartialModes modes;
   std::vector<std::string> files;
   std::vector<std::string> compare;
   std::vector<std::string> step_files;
   std::string html_path;
-  bool json = false;
-  bool merge = false;
   bool read_options = false;  // --strict or --threads: how files are read
-  std::optional<std::string> partial;
   analysis::ReadOptions options;
   options.skip_bad_lines = true;
   for (Args args(argc, argv); args.next();) {
-    if (args.is("--partial")) {
-      partial = args.value();
-    } else if (args.is("--merge")) {
-      merge = true;
-    } else if (args.is("--json")) {
-      json = true;
-    } else if (args.is("--strict")) {
+    if (modes.take(args)) continue;
+    if (args.is("--strict")) {
       options.skip_bad_lines = false;
       read_options = true;
     } else if (args.is("--threads")) {
@@ -135,23 +128,21 @@ int run(int argc, char** argv) {
   if (!step_files.empty() && (html_path.empty() || !compare.empty())) {
     throw UsageError{"--steps goes with --html, for one run"};
   }
-  if (merge && partial) throw UsageError{"--merge and --partial: one or the other"};
-  if ((merge || partial) && !compare.empty()) {
+  modes.check_one();
+  if ((modes.merge || modes.partial) && !compare.empty()) {
     throw UsageError{"--compare takes two runs' records, not --partial or --merge"};
   }
-  if (merge && read_options) {
+  if (modes.merge && read_options) {
     throw UsageError{
         "--merge takes the partials as they were read: --strict and --threads go "
         "with --partial"};
   }
-  if (partial && (json || !html_path.empty())) {
-    throw UsageError{"--partial writes the partial only: --json and --html go with --merge"};
-  }
+  modes.check_partial_alone(!html_path.empty());
   if (compare.empty() && files.empty()) {
-    throw UsageError{merge ? "missing PARTIAL (try --help)" : "missing FILE (try --help)"};
+    throw UsageError{modes.merge ? "missing PARTIAL (try --help)" : "missing FILE (try --help)"};
   }
-  if (!merge) files = records_in_folders(files);
-  for (const std::string& file : (merge             ? std::vector<std::string>{}
+  if (!modes.merge) files = records_in_folders(files);
+  for (const std::string& file : (modes.merge       ? std::vector<std::string>{}
                                   : compare.empty() ? files
                                                     : compare)) {
     if (std::string other = kind_of_file(file, "records"); !other.empty()) {
@@ -173,12 +164,13 @@ int run(int argc, char** argv) {
                                                            a.charts, b.charts))) {
         return 2;
       }
-      std::string out = json ? analysis::comparison_json(compare[0], compare[1], changes) + "\n"
-                             : analysis::format_comparison(compare[0], compare[1], changes);
+      std::string out = modes.json
+                            ? analysis::comparison_json(compare[0], compare[1], changes) + "\n"
+                            : analysis::format_comparison(compare[0], compare[1], changes);
       print(out);
       return 0;
     }
-    if (partial) {
+    if (modes.partial) {
       BothHandlers both;
       try {
         analysis::stream_record_files(files, both, options);
@@ -186,18 +178,19 @@ int run(int argc, char** argv) {
         if (!both.report.no_records(e)) throw;  // else the merge's to say, where no partial has one
       }
       const std::string document = both.report.partial(both.charts, files);
-      if (*partial == "-") {
+      if (*modes.partial == "-") {
         print(document);
         return 0;
       }
-      if (std::string why = write_file_atomically(*partial, document); !why.empty()) {
-        std::fprintf(stderr, "vxperf report: cannot write %s: %s\n", partial->c_str(), why.c_str());
+      if (std::string why = write_file_atomically(*modes.partial, document); !why.empty()) {
+        std::fprintf(stderr, "vxperf report: cannot write %s: %s\n", modes.partial->c_str(),
+                     why.c_str());
         return 2;
       }
       return 0;
     }
     analysis::Report report;
-    if (merge) {
+    if (modes.merge) {
       // The partials' files, their records read as one run reads them.
       BothHandlers both;
       std::vector<std::string> sources;
@@ -232,7 +225,8 @@ int run(int argc, char** argv) {
         return 2;
       }
     }
-    std::string out = json ? analysis::report_json(report) + "\n" : analysis::format_report(report);
+    std::string out =
+        modes.json ? analysis::report_json(report) + "\n" : analysis::format_report(report);
     print(out);
   } catch (const analysis::InputError& e) {
     std::fprintf(stderr, "vxperf report: %s\n", e.what());

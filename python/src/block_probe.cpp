@@ -554,25 +554,19 @@ bool add_block_types(PyObject* module) {
       "cross_attn*T).");
   watch_type.tp_new = watch_new;
   WatchGc::set(watch_type);
-  watch_type.tp_methods = watch_methods;
-  watch_type.tp_getset = watch_getset;
-  if (PyType_Ready(&watch_type) < 0) return false;
+  if (!ready_type(watch_type, watch_methods, watch_getset)) return false;
 
   describe_type(
       probe_type, "vxperf._ext.BlockProbe", sizeof(BlockProbe),
       "BlockProbe(func, self, watch, part=False, linear_share=0, self_share=0, cross_share=0, *, "
       "inner=False, shard=1): a block's call implementation, adding what ran to the priced call "
       "open on "
-      "this thread.",
-      Py_TPFLAGS_HAVE_VECTORCALL);
+      "this thread.");
   probe_type.tp_new = probe_new;
   ProbeGc::set(probe_type);
-  probe_type.tp_vectorcall_offset = offsetof(BlockProbe, vectorcall);
-  probe_type.tp_call = PyVectorcall_Call;
+  call_by_vector(probe_type, offsetof(BlockProbe, vectorcall));
   probe_type.tp_repr = probe_repr;
-  probe_type.tp_methods = probe_methods;
-  probe_type.tp_getset = probe_getset;
-  if (PyType_Ready(&probe_type) < 0) return false;
+  if (!ready_type(probe_type, probe_methods, probe_getset)) return false;
 
   watch_key = PyUnicode_InternFromString("_vxperf_watch");
   shape_name = PyUnicode_InternFromString("shape");

@@ -118,6 +118,32 @@ class CaptureHook final : public vxperf::Observer {
   py::object start_, stop_;
 };
 
+// fn(args...) as a Tuple; nullopt where it returned None, returned something else, or raised (a
+// Python error said as unraisable, `what` naming the call). Call with the GIL held.
+template <class Tuple, class... Args>
+std::optional<Tuple> tuple_or_none(const py::object& fn, const char* what, Args&&... args) {
+  try {
+    py::object result = fn(std::forward<Args>(args)...);
+    if (result.is_none()) return std::nullopt;
+    return result.cast<Tuple>();
+  } catch (py::error_already_set& e) {
+    e.discard_as_unraisable(what);
+    return std::nullopt;
+  } catch (const py::cast_error&) {
+    return std::nullopt;
+  }
+}
+
+// The names of the phases `keep` holds for, in the engine's order.
+template <class Keep>
+py::tuple phase_names(Keep keep) {
+  py::list names;
+  for (const vxperf::PhaseInfo& info : api::phases()) {
+    if (keep(info)) names.append(info.name);
+  }
+  return py::tuple(names);
+}
+
 using Widths = std::optional<std::tuple<std::int64_t, std::int64_t, std::int64_t>>;
 
 // The one model description (vxperf/model.h) from a vxperf._model.Model, read by its fields'
@@ -158,17 +184,14 @@ vxperf::CudaOptions cuda_options(py::object peaks, py::object reset, const std::
     if (python_closing.load() || !Py_IsInitialized() || keep_peaks->is_none()) return std::nullopt;
     py::gil_scoped_acquire gil;
     try {
-      py::object result = (*keep_peaks)(device);
-      if (result.is_none()) return std::nullopt;
-      auto pair = result.cast<std::tuple<std::uint64_t, std::uint64_t>>();
+      auto pair = tuple_or_none<std::tuple<std::uint64_t, std::uint64_t>>(
+          *keep_peaks, "vxperf: reading peak memory", device);
+      if (!pair) return std::nullopt;
       vxperf::DeviceReadings readings;
-      readings.allocated = std::get<0>(pair);
-      readings.reserved = std::get<1>(pair);
+      readings.allocated = std::get<0>(*pair);
+      readings.reserved = std::get<1>(*pair);
       return readings;
-    } catch (py::error_already_set& e) {
-      e.discard_as_unraisable("vxperf: reading peak memory");
-      return std::nullopt;
-    } catch (...) {
+    } catch (...) {  // nothing may reach the engine's thread
       return std::nullopt;
     }
   };
@@ -355,24 +378,17 @@ PYBIND11_MODULE(_ext, m) {
          bool force) -> py::object {
         // probe() -> (tflops, n, gemms, seconds, by) or None; errors in it mean "no rate".
         auto call = [&probe]() -> std::optional<vxperf::MeasuredPeak> {
-          try {
-            py::object result = probe();
-            if (result.is_none()) return std::nullopt;
-            auto t =
-                result.cast<std::tuple<double, std::int64_t, std::int64_t, double, std::string>>();
-            vxperf::MeasuredPeak p;
-            p.tflops = std::get<0>(t);
-            p.n = std::get<1>(t);
-            p.gemms = std::get<2>(t);
-            p.seconds = std::get<3>(t);
-            p.by = std::get<4>(t);
-            return p;
-          } catch (py::error_already_set& e) {
-            e.discard_as_unraisable("vxperf: the peak probe");
-            return std::nullopt;
-          } catch (const py::cast_error&) {
-            return std::nullopt;
-          }
+          auto t =
+              tuple_or_none<std::tuple<double, std::int64_t, std::int64_t, double, std::string>>(
+                  probe, "vxperf: the peak probe");
+          if (!t) return std::nullopt;
+          vxperf::MeasuredPeak p;
+          p.tflops = std::get<0>(*t);
+          p.n = std::get<1>(*t);
+          p.gemms = std::get<2>(*t);
+          p.seconds = std::get<3>(*t);
+          p.by = std::get<4>(*t);
+          return p;
         };
         auto got = api::calibrate(device, dtype, call, force);
         if (!got) return py::none();
@@ -451,31 +467,21 @@ PYBIND11_MODULE(_ext, m) {
   // ---- training
   py::class_<vxperf::TrainMark>(m, "TrainMark", "An open training interval (opaque).");
   m.def(
-      "phases",
-      [] {
-        py::list names;
-        for (const vxperf::PhaseInfo& info : api::phases()) names.append(info.name);
-        return py::tuple(names);
-      },
+      "phases", [] { return phase_names([](const vxperf::PhaseInfo&) { return true; }); },
       "The training phases' names, in the engine's order (the phase table).");
   m.def(
       "model_phases",
       [] {
-        py::list names;
-        for (const vxperf::PhaseInfo& info : api::phases()) {
-          if (info.source == vxperf::PhaseSource::kModelCall) names.append(info.name);
-        }
-        return py::tuple(names);
+        return phase_names([](const vxperf::PhaseInfo& info) {
+          return info.source == vxperf::PhaseSource::kModelCall;
+        });
       },
       "The phases a model call can be classified into, in the engine's order.");
   m.def(
       "call_phases",
       [] {
-        py::list names;
-        for (const vxperf::PhaseInfo& info : api::phases()) {
-          if (vxperf::is_plain_call_phase(info.phase)) names.append(info.name);
-        }
-        return py::tuple(names);
+        return phase_names(
+            [](const vxperf::PhaseInfo& info) { return vxperf::is_plain_call_phase(info.phase); });
       },
       "The phases timed as calls of their own (vxperf.phase()), in the engine's order.");
   m.def("phase_id", &api::phase_id, py::arg("name"));

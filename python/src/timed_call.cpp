@@ -505,29 +505,23 @@ bool add_timed_types(PyObject* module) {
   describe_type(
       timed_type, "vxperf._ext.TimedCall", sizeof(TimedCall),
       "TimedCall(func, self, owner, name, flags=0, phase=-1, infer=None): calls func, timing "
-      "each call as a stage of the open request (phase < 0) or as a training phase.",
-      Py_TPFLAGS_HAVE_VECTORCALL);
+      "each call as a stage of the open request (phase < 0) or as a training phase.");
   timed_type.tp_new = timed_new;
   TimedGc::set(timed_type);
-  timed_type.tp_vectorcall_offset = offsetof(TimedCall, vectorcall);
-  timed_type.tp_call = PyVectorcall_Call;
+  call_by_vector(timed_type, offsetof(TimedCall, vectorcall));
   timed_type.tp_descr_get = timed_descr_get;
   timed_type.tp_getattro = timed_getattro;
   timed_type.tp_repr = timed_repr;
-  timed_type.tp_methods = timed_methods;
-  timed_type.tp_getset = timed_getset;
-  if (PyType_Ready(&timed_type) < 0) return false;
+  if (!ready_type(timed_type, timed_methods, timed_getset)) return false;
 
   describe_type(context_type, "vxperf._ext.StageContext", sizeof(StageContext),
                 "One call of a stage, as a `with` scope (made by vxperf.stage()).");
   context_type.tp_dealloc = context_dealloc;
-  context_type.tp_methods = context_methods;
-  if (PyType_Ready(&context_type) < 0) return false;
+  if (!ready_type(context_type, context_methods)) return false;
 
   describe_type(null_type, "vxperf._ext.NullContext", sizeof(PyObject),
                 "A `with` scope that does nothing (metrics off).");
-  null_type.tp_methods = null_methods;
-  if (PyType_Ready(&null_type) < 0) return false;
+  if (!ready_type(null_type, null_methods)) return false;
   null_context = PyObject_New(PyObject, &null_type);
   if (null_context == nullptr) return false;
 

@@ -42,32 +42,40 @@ template <class T>
 struct HasFree<T, std::void_t<decltype(fields(std::declval<Probe&>(), std::declval<T&>()))>>
     : std::true_type {};
 
+// Whether T is Of<...> with type arguments alone (std::array, whose size is none, is IsTuple's).
+template <class T, template <class...> class Of>
+struct IsInstance : std::false_type {};
+template <template <class...> class Of, class... A>
+struct IsInstance<Of<A...>, Of> : std::true_type {};
+
 template <class T>
-struct Container : std::false_type {};
+using Container = std::disjunction<IsInstance<T, std::vector>, IsInstance<T, std::deque>>;
 template <class T>
-struct Container<std::vector<T>> : std::true_type {};
+using IsMap = IsInstance<T, std::map>;
 template <class T>
-struct Container<std::deque<T>> : std::true_type {};
+using IsSet = IsInstance<T, std::set>;
 template <class T>
-struct IsMap : std::false_type {};
-template <class K, class V>
-struct IsMap<std::map<K, V>> : std::true_type {};
+using IsOptional = IsInstance<T, std::optional>;
 template <class T>
-struct IsSet : std::false_type {};
-template <class K>
-struct IsSet<std::set<K>> : std::true_type {};
-template <class T>
-struct IsOptional : std::false_type {};
-template <class T>
-struct IsOptional<std::optional<T>> : std::true_type {};
-template <class T>
-struct IsTuple : std::false_type {};
-template <class A, class B>
-struct IsTuple<std::pair<A, B>> : std::true_type {};
-template <class... T>
-struct IsTuple<std::tuple<T...>> : std::true_type {};
+struct IsArray : std::false_type {};
 template <class T, std::size_t N>
-struct IsTuple<std::array<T, N>> : std::true_type {};
+struct IsArray<std::array<T, N>> : std::true_type {};
+template <class T>
+using IsTuple = std::disjunction<IsInstance<T, std::pair>, IsInstance<T, std::tuple>, IsArray<T>>;
+
+// An optional whose value a plain T{} cannot stand for: its flag, then true where the caller walks
+// the value; reading, `o` is emptied, or made by `make(o)` where it was empty.
+template <class IO, class T, class Make>
+bool walk_present(IO& io, std::optional<T>& o, Make make) {
+  bool present = o.has_value();
+  io(present);
+  if (!present) {
+    o.reset();
+  } else if (!o) {
+    make(o);
+  }
+  return present;
+}
 
 class Writer {
  public:

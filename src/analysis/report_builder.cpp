@@ -297,16 +297,11 @@ struct EnergyIO {
   std::optional<EnergySummary>& e;
   template <class IO>
   void fields(IO& io) {
-    bool present = e.has_value();
-    io(present);
-    if (!present) {
-      e.reset();
-      return;
-    }
-    if (!e) {
-      e.emplace();
-      e->readings = folded_readings(false);
-    }
+    const bool present = partial_io::walk_present(io, e, [](std::optional<EnergySummary>& made) {
+      made.emplace();
+      made->readings = folded_readings(false);
+    });
+    if (!present) return;
     InPlace readings{e->readings};
     io(e->records, e->energy_j, e->per_unit_j, e->energy_from, readings);
   }
@@ -320,6 +315,17 @@ void finish_energy(std::optional<EnergySummary>& e) {
         *e->per_unit_j > 0 ? std::optional<double>(e->energy_j / *e->per_unit_j) : std::nullopt;
   }
   finish_readings(e->readings);
+}
+
+// What a request summary and a training summary finish alike: the last priced record's dtype and
+// peak source by name, the energy's and the readings' sums to means.
+template <class Summary>
+void finish_common(Summary& out, const std::optional<Dtype>& dtype,
+                   const std::optional<PeakSource>& peak_source) {
+  if (dtype) out.dtype = dtype_name(*dtype);
+  if (peak_source) out.peak_source = peak_source_name(*peak_source);
+  finish_energy(out.energy);
+  finish_readings(out.fields);
 }
 
 // A request summary's sums, one request at a time (the requests it is over: see RequestSide).
@@ -480,10 +486,7 @@ struct RequestAcc {
 
   RequestSummary summary(std::int64_t warmup) const {
     RequestSummary out = s;
-    if (dtype) out.dtype = dtype_name(*dtype);
-    if (peak_source) out.peak_source = peak_source_name(*peak_source);
-    finish_energy(out.energy);
-    finish_readings(out.fields);
+    finish_common(out, dtype, peak_source);
     out.warmup = warmup;
     out.count = count;
     double n = static_cast<double>(std::max<std::int64_t>(count, 1));
@@ -740,10 +743,7 @@ struct TrainAcc {
   // `p50_values`, `p95_values`: the windows' percentiles with their weights.
   TrainSummary summary(const StepValues& p50_values, const StepValues& p95_values) const {
     TrainSummary out = s;
-    if (dtype) out.dtype = dtype_name(*dtype);
-    if (peak_source) out.peak_source = peak_source_name(*peak_source);
-    finish_energy(out.energy);
-    finish_readings(out.fields);
+    finish_common(out, dtype, peak_source);
     out.windows = windows;
     out.ranks = static_cast<int>(std::max<std::size_t>(1, by_rank.size()));
     for (const auto& [rank, sums] : by_rank) {
@@ -1017,14 +1017,9 @@ struct ReportBuilder::State {
     template <class IO>
     void fields(IO& io) {
       optional_side(io, requests, false);
-      bool trained = training.has_value();
-      io(trained);
-      if (!trained) {
-        training.reset();
-      } else if (!training) {
-        training.emplace(true);
+      if (partial_io::walk_present(io, training, [](auto& made) { made.emplace(true); })) {
+        io(*training);
       }
-      if (training) io(*training);
       io(attempts, window_p50s, best_p50, latest_p50, latest_ts, phase_values, phase_best,
          phase_latest, phase_spent, firsts, said_twice, by_window, devices);
       if (!phase_values.empty() && phase_values.size() != static_cast<std::size_t>(kPhaseCount)) {
@@ -1044,13 +1039,7 @@ struct ReportBuilder::State {
   // A side of requests that may be absent (`run`: the run's kind, else a rank's).
   template <class IO>
   static void optional_side(IO& io, std::optional<RequestSide>& side, bool run) {
-    bool present = side.has_value();
-    io(present);
-    if (!present) {
-      side.reset();
-      return;
-    }
-    if (!side) side.emplace(run);
+    if (!partial_io::walk_present(io, side, [run](auto& made) { made.emplace(run); })) return;
     io(*side);
     if (side->measured.fold_groups != run || side->warmup.fold_groups != run) {
       throw std::invalid_argument("requests of a rank where the run's were due, or the reverse");

@@ -425,19 +425,12 @@ class CudaBackend final : public DeviceBackend {
   std::vector<Slot> slots_;  // EventId i is slots_[i - 1]; guarded by pool_mu_
 };
 
-void not_used(const CudaOptions& options, const std::string& what) {
-  say(options.notice, "[Perf] CUDA backend not used: " + what + "; host-only timing");
-}
-
 }  // namespace
 
 std::shared_ptr<DeviceBackend> make_cuda_backend(const CudaOptions& options) {
-  std::string error;
-  void* handle = open_library(options.library_path, &error);
-  if (handle == nullptr) {
-    not_used(options, error);
-    return nullptr;
-  }
+  const NotUsed not_used(options.notice, "CUDA backend", "host-only timing");
+  void* handle = open_library(options.library_path, not_used);
+  if (handle == nullptr) return nullptr;
   Driver d;
   std::string missing;
   // The `_v2` names are the ones cuda.h maps the plain names to; cuEventElapsedTime_v2 exists
@@ -460,7 +453,7 @@ std::shared_ptr<DeviceBackend> make_cuda_backend(const CudaOptions& options) {
       resolve(handle, d.event_destroy, {"cuEventDestroy_v2"}, &missing) &&
       resolve(handle, d.mem_get_info, {"cuMemGetInfo_v2"}, &missing);
   if (!ok) {
-    not_used(options, options.library_path + " lacks " + missing);
+    not_used(options.library_path + " lacks " + missing);
     dlclose(handle);  // not initialized yet, so safe to unload
     return nullptr;
   }
@@ -471,14 +464,14 @@ std::shared_ptr<DeviceBackend> make_cuda_backend(const CudaOptions& options) {
 
   CUresult r = d.init(0);
   if (r != kSuccess) {
-    not_used(options, "cuInit failed (error " + std::to_string(r) + ")");
+    not_used("cuInit failed (error " + std::to_string(r) + ")");
     return nullptr;
   }
   int count = 0;
   r = d.device_get_count(&count);
   if (r != kSuccess || count <= 0) {
-    not_used(options, r != kSuccess ? "cuDeviceGetCount failed (error " + std::to_string(r) + ")"
-                                    : std::string("no CUDA device"));
+    not_used(r != kSuccess ? "cuDeviceGetCount failed (error " + std::to_string(r) + ")"
+                           : std::string("no CUDA device"));
     return nullptr;
   }
   return std::make_shared<CudaBackend>(d, count, options);

@@ -492,19 +492,12 @@ class NvmlMeter final : public DeviceMeter {
   std::set<std::string> said_;
 };
 
-void not_used(const NvmlOptions& options, const std::string& what) {
-  say_to(options, "[Perf] NVML not used: " + what + "; no energy, power or clock readings");
-}
-
 }  // namespace
 
 std::shared_ptr<DeviceMeter> make_nvml_meter(const NvmlOptions& options) {
-  std::string error;
-  void* handle = open_library(options.library_path, &error);
-  if (handle == nullptr) {
-    not_used(options, error);
-    return nullptr;
-  }
+  const NotUsed not_used(options.notice, "NVML", "no energy, power or clock readings");
+  void* handle = open_library(options.library_path, not_used);
+  if (handle == nullptr) return nullptr;
   Library lib;
   const char* missing = nullptr;
   if (!resolve(handle, lib.init, {"nvmlInit_v2"})) missing = "nvmlInit_v2";
@@ -513,7 +506,7 @@ std::shared_ptr<DeviceMeter> make_nvml_meter(const NvmlOptions& options) {
     missing = "nvmlDeviceGetHandleByPciBusId_v2";
   }
   if (missing != nullptr) {
-    not_used(options, options.library_path + " lacks " + missing);
+    not_used(options.library_path + " lacks " + missing);
     return nullptr;  // the handle stays: dlclose of a half-loaded driver library is not worth it
   }
   resolve(handle, lib.energy, {"nvmlDeviceGetTotalEnergyConsumption"});
@@ -530,7 +523,7 @@ std::shared_ptr<DeviceMeter> make_nvml_meter(const NvmlOptions& options) {
     if (lib.error_string != nullptr) {
       if (const char* s = lib.error_string(r)) text += " (" + std::string(s) + ")";
     }
-    not_used(options, text);
+    not_used(text);
     return nullptr;
   }
   return std::make_shared<NvmlMeter>(lib, options);

@@ -33,24 +33,17 @@ class NvtxRanges final : public Observer {
   nvtxRangePop_t pop_;
 };
 
-void not_used(const NvtxOptions& options, const std::string& what) {
-  say(options.notice, "[Perf] NVTX not used: " + what + "; no Nsight ranges");
-}
-
 }  // namespace
 
 std::shared_ptr<Observer> make_nvtx_ranges(const NvtxOptions& options) {
-  std::string error;
-  void* handle = open_library(options.library_path, &error);
-  if (handle == nullptr) {
-    not_used(options, error);
-    return nullptr;
-  }
+  const NotUsed not_used(options.notice, "NVTX", "no Nsight ranges");
+  void* handle = open_library(options.library_path, not_used);
+  if (handle == nullptr) return nullptr;
   auto push = reinterpret_cast<nvtxRangePushA_t>(dlsym(handle, "nvtxRangePushA"));
   auto pop = reinterpret_cast<nvtxRangePop_t>(dlsym(handle, "nvtxRangePop"));
   if (push == nullptr || pop == nullptr) {
-    not_used(options, options.library_path + " lacks " +
-                          (push == nullptr ? "nvtxRangePushA" : "nvtxRangePop"));
+    not_used(options.library_path + " lacks " +
+             (push == nullptr ? "nvtxRangePushA" : "nvtxRangePop"));
     return nullptr;
   }
   return std::make_shared<NvtxRanges>(push, pop);

@@ -10,6 +10,7 @@
 #include <initializer_list>
 #include <string>
 #include <string_view>
+#include <utility>
 
 namespace vxperf {
 
@@ -45,6 +46,29 @@ inline void say(const std::function<void(std::string_view)>& notice, const std::
   } else {
     std::fprintf(stderr, "%s\n", line.c_str());
   }
+}
+
+// The one line a backend says when it stands aside: "[Perf] WHO not used: WHY; INSTEAD".
+class NotUsed {
+ public:
+  NotUsed(std::function<void(std::string_view)> notice, const char* who, const char* instead)
+      : notice_(std::move(notice)), who_(who), instead_(instead) {}
+  void operator()(const std::string& why) const {
+    say(notice_, std::string("[Perf] ") + who_ + " not used: " + why + "; " + instead_);
+  }
+
+ private:
+  std::function<void(std::string_view)> notice_;
+  const char* who_;
+  const char* instead_;
+};
+
+// open_library, saying why through `not_used` when the library cannot be loaded.
+inline void* open_library(const std::string& path, const NotUsed& not_used) {
+  std::string error;
+  void* handle = open_library(path, &error);
+  if (handle == nullptr) not_used(error);
+  return handle;
 }
 
 }  // namespace vxperf

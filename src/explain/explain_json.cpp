@@ -2,7 +2,11 @@
 // summed over ranks, and the waterfall. A whole number is written as one (HTA's sums are).
 #include <cmath>
 #include <optional>
+#include <string>
+#include <type_traits>
+#include <utility>
 
+#include "explain/explain_fields.h"
 #include "schema/json.h"
 #include "vxperf/explain.h"
 
@@ -19,6 +23,26 @@ Json number(double v) {
 }
 
 Json number(const std::optional<double>& v) { return v ? number(*v) : Json(nullptr); }
+
+// One of HTA's tables' rows as an object, its fields() in order, every double through number().
+struct NumbersWriter {
+  Json j = Json::object();
+  template <class T>
+  void operator()(const char* key, const T& v) {
+    if constexpr (std::is_same_v<T, std::string> || std::is_integral_v<T>) {
+      j[key] = v;
+    } else {
+      j[key] = number(v);
+    }
+  }
+};
+
+template <class T>
+Json numbers_json(const T& row) {
+  NumbersWriter w;
+  fields(w, const_cast<T&>(row));  // fields() walks by reference; the writer only reads
+  return std::move(w.j);
+}
 
 Json waterfall_json(const WaterfallRow& w) {
   Json j;
@@ -154,24 +178,9 @@ Json rank_json(const RankExplanation& r) {
   j["file"] = r.file;
   j["has_device_rows"] = r.has_device_rows;
   j["steps"] = r.steps;
-  const Temporal& t = r.temporal;
-  j["temporal"] = {{"kernel_time_us", number(t.kernel_time_us)},
-                   {"idle_time_us", number(t.idle_time_us)},
-                   {"compute_time_us", number(t.compute_time_us)},
-                   {"non_compute_time_us", number(t.non_compute_time_us)},
-                   {"idle_pct", number(t.idle_pct)},
-                   {"compute_pct", number(t.compute_pct)},
-                   {"non_compute_pct", number(t.non_compute_pct)}};
+  j["temporal"] = numbers_json(r.temporal);
   Json idle = Json::array();
-  for (const StreamIdle& s : r.idle_by_stream) {
-    idle.push_back({{"stream", s.stream},
-                    {"host_wait_us", number(s.host_wait_us)},
-                    {"kernel_wait_us", number(s.kernel_wait_us)},
-                    {"other_us", number(s.other_us)},
-                    {"host_wait_ratio", number(s.host_wait_ratio)},
-                    {"kernel_wait_ratio", number(s.kernel_wait_ratio)},
-                    {"other_ratio", number(s.other_ratio)}});
-  }
+  for (const StreamIdle& s : r.idle_by_stream) idle.push_back(numbers_json(s));
   j["idle_by_stream"] = idle;
   j["comm_comp_overlap_pct"] = number(r.comm_comp_overlap_pct);
   Json types = Json::object();
@@ -180,22 +189,9 @@ Json rank_json(const RankExplanation& r) {
   }
   j["kernel_types"] = types;
   Json kernels = Json::array();
-  for (const KernelStats& k : r.kernels) {
-    kernels.push_back({{"name", k.name},
-                       {"type", k.type},
-                       {"count", k.count},
-                       {"sum_us", number(k.sum_us)},
-                       {"max_us", number(k.max_us)},
-                       {"min_us", number(k.min_us)},
-                       {"mean_us", number(k.mean_us)},
-                       {"std_us", number(k.std_us)}});
-  }
+  for (const KernelStats& k : r.kernels) kernels.push_back(numbers_json(k));
   j["kernels"] = kernels;
-  const LaunchStats& l = r.launches;
-  j["launches"] = {{"n_events", l.n_events},
-                   {"n_long_runtime", l.n_long_runtime},
-                   {"n_long_launch_delay", l.n_long_launch_delay},
-                   {"n_short_gpu", l.n_short_gpu}};
+  j["launches"] = numbers_json(r.launches);
   Json waterfall = Json::array();
   for (const WaterfallRow& w : r.waterfall) waterfall.push_back(waterfall_json(w));
   j["waterfall"] = waterfall;

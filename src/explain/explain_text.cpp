@@ -5,6 +5,7 @@
 #include <cmath>
 #include <cstdio>
 #include <string>
+#include <vector>
 
 #include "base/strings.h"
 #include "vxperf/explain.h"
@@ -42,6 +43,27 @@ std::string row_label(const std::string& kind, const std::string& range, std::in
   return kind == "denoising_step" ? "    " + call_label(range, index)
          : kind == "stage" || kind == "phase" || kind == "micro_step" ? "  " + range
                                                                       : range;
+}
+
+// A table of the replayed ranges (ms, mean per range): each row's span, then `seconds(row, c)`
+// under each of `columns`.
+template <class Seconds>
+void per_range_text(const char* title, const std::vector<std::string>& columns,
+                    const std::vector<ReplayRow>& rows, Seconds seconds, std::string& out) {
+  out += std::string("  ") + title + "\n";
+  out += strprintf("    %-26s %8s |", "range", "span");
+  for (const std::string& c : columns) out += strprintf(" %12s", short_name(c, 12).c_str());
+  out += "\n";
+  for (const ReplayRow& w : rows) {
+    const double ms = 1e3 / static_cast<double>(w.count > 0 ? w.count : 1);
+    out +=
+        strprintf("    %-26s %8.3f |",
+                  short_name(row_label(w.kind, w.range, w.step_index), 26).c_str(), w.span_s * ms);
+    for (std::size_t c = 0; c < columns.size(); ++c) {
+      out += strprintf(" %12.3f", seconds(w, c) * ms);
+    }
+    out += "\n";
+  }
 }
 
 // vxperf's replay: how well it gives the spans again, its critical path per range by bound type,
@@ -101,38 +123,27 @@ void replay_text(const RankReplay& r, std::string& out) {
     }
   }
   if (r.rows.empty()) return;
-  out += "  what-if per range (ms, mean per range: predicted span)\n";
-  out += strprintf("    %-26s %8s |", "range", "span");
-  for (std::size_t i : r.ranked)
-    out += strprintf(" %12s", short_name(r.what_ifs[i].what_if, 12).c_str());
-  out += "\n";
-  for (const ReplayRow& w : r.rows) {
-    const double ms = 1e3 / static_cast<double>(w.count > 0 ? w.count : 1);
-    out +=
-        strprintf("    %-26s %8.3f |",
-                  short_name(row_label(w.kind, w.range, w.step_index), 26).c_str(), w.span_s * ms);
-    for (std::size_t i : r.ranked) {
-      out += strprintf(" %12.3f", i < w.what_if_s.size() ? w.what_if_s[i] * ms : 0.0);
-    }
-    out += "\n";
-  }
+  std::vector<std::string> ranked;
+  for (std::size_t i : r.ranked) ranked.push_back(r.what_ifs[i].what_if);
+  per_range_text(
+      "what-if per range (ms, mean per range: predicted span)", ranked, r.rows,
+      [&](const ReplayRow& w, std::size_t c) {
+        const std::size_t i = r.ranked[c];
+        return i < w.what_if_s.size() ? w.what_if_s[i] : 0.0;
+      },
+      out);
   if (!stacked) return;
-  out += "  stacked per range (ms, mean per range: predicted span with the what-ifs up to each)\n";
-  out += strprintf("    %-26s %8s |", "range", "span");
+  std::vector<std::string> stacked_names;
   for (std::size_t i = 0; i < r.stacked.size(); ++i) {
-    out += strprintf(" %12s", short_name((i == 0 ? "" : "+") + r.stacked[i].what_if, 12).c_str());
+    stacked_names.push_back((i == 0 ? "" : "+") + r.stacked[i].what_if);
   }
-  out += "\n";
-  for (const ReplayRow& w : r.rows) {
-    const double ms = 1e3 / static_cast<double>(w.count > 0 ? w.count : 1);
-    out +=
-        strprintf("    %-26s %8.3f |",
-                  short_name(row_label(w.kind, w.range, w.step_index), 26).c_str(), w.span_s * ms);
-    for (std::size_t i = 0; i < r.stacked.size(); ++i) {
-      out += strprintf(" %12.3f", i < w.stacked_s.size() ? w.stacked_s[i] * ms : 0.0);
-    }
-    out += "\n";
-  }
+  per_range_text(
+      "stacked per range (ms, mean per range: predicted span with the what-ifs up to each)",
+      stacked_names, r.rows,
+      [](const ReplayRow& w, std::size_t c) {
+        return c < w.stacked_s.size() ? w.stacked_s[c] : 0.0;
+      },
+      out);
 }
 
 // HTA's critical path per instance: its length, the breakdown by bound type, the path's edges by

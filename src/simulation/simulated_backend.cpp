@@ -1,11 +1,11 @@
+#include "base/locked.h"
 #include "vxperf/simulation.h"
 
 namespace vxperf {
 
-std::string SimulatedBackend::device_name(int) {
-  std::lock_guard<std::mutex> lock(mu_);
-  return name_;
-}
+using internal::copy_under;
+
+std::string SimulatedBackend::device_name(int) { return copy_under(mu_, name_); }
 
 EventId SimulatedBackend::record(int, void*) {
   std::lock_guard<std::mutex> lock(mu_);
@@ -52,8 +52,7 @@ void SimulatedBackend::reset_peak_memory(int) {
 }
 
 std::optional<DeviceReadings> SimulatedBackend::peak_memory(int) {
-  std::lock_guard<std::mutex> lock(mu_);
-  return readings_;
+  return copy_under(mu_, readings_);
 }
 
 EventId SimulatedBackend::add_event(double device_ms, ReadyTest ready) {
@@ -78,14 +77,10 @@ void SimulatedBackend::set_readings(DeviceReadings readings) {
   readings_ = readings;
 }
 
-int SimulatedBackend::synchronize_count() const {
-  std::lock_guard<std::mutex> lock(mu_);
-  return syncs_;
-}
+int SimulatedBackend::synchronize_count() const { return copy_under(mu_, syncs_); }
 
 int SimulatedBackend::last_synchronized_device() const {
-  std::lock_guard<std::mutex> lock(mu_);
-  return last_sync_device_;
+  return copy_under(mu_, last_sync_device_);
 }
 
 int SimulatedBackend::live_events() const {
@@ -93,14 +88,8 @@ int SimulatedBackend::live_events() const {
   return static_cast<int>(events_.size());
 }
 
-int SimulatedBackend::recorded_events() const {
-  std::lock_guard<std::mutex> lock(mu_);
-  return recorded_;
-}
+int SimulatedBackend::recorded_events() const { return copy_under(mu_, recorded_); }
 
-int SimulatedBackend::reset_count() const {
-  std::lock_guard<std::mutex> lock(mu_);
-  return resets_;
-}
+int SimulatedBackend::reset_count() const { return copy_under(mu_, resets_); }
 
 }  // namespace vxperf

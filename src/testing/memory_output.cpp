@@ -1,6 +1,9 @@
+#include "base/locked.h"
 #include "vxperf/testing.h"
 
 namespace vxperf::testing {
+
+using internal::copy_under;
 
 LogFn MemoryOutput::log_fn() {
   return [this](std::string_view line) { log(line); };
@@ -35,39 +38,20 @@ void MemoryOutput::on_train_end(const TrainEndRecord& record) {
   ends_.push_back(record);
 }
 
-std::vector<std::string> MemoryOutput::logs() const {
-  std::lock_guard<std::mutex> lock(mu_);
-  return logs_;
-}
+std::vector<std::string> MemoryOutput::logs() const { return copy_under(mu_, logs_); }
 
-std::vector<std::string> MemoryOutput::records() const {
-  std::lock_guard<std::mutex> lock(mu_);
-  return records_;
-}
+std::vector<std::string> MemoryOutput::records() const { return copy_under(mu_, records_); }
 
-std::vector<std::string> MemoryOutput::all_records() const {
-  std::lock_guard<std::mutex> lock(mu_);
-  return all_records_;
-}
+std::vector<std::string> MemoryOutput::all_records() const { return copy_under(mu_, all_records_); }
 
-std::vector<RequestRecord> MemoryOutput::requests() const {
-  std::lock_guard<std::mutex> lock(mu_);
-  return requests_;
-}
+std::vector<RequestRecord> MemoryOutput::requests() const { return copy_under(mu_, requests_); }
 
 std::vector<RequestDetail> MemoryOutput::request_details() const {
-  std::lock_guard<std::mutex> lock(mu_);
-  return request_details_;
+  return copy_under(mu_, request_details_);
 }
 
-std::vector<TrainWindowRecord> MemoryOutput::windows() const {
-  std::lock_guard<std::mutex> lock(mu_);
-  return windows_;
-}
+std::vector<TrainWindowRecord> MemoryOutput::windows() const { return copy_under(mu_, windows_); }
 
-std::vector<TrainEndRecord> MemoryOutput::ends() const {
-  std::lock_guard<std::mutex> lock(mu_);
-  return ends_;
-}
+std::vector<TrainEndRecord> MemoryOutput::ends() const { return copy_under(mu_, ends_); }
 
 }  // namespace vxperf::testing

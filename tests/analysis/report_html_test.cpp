@@ -11,6 +11,7 @@
 
 #include "analysis/units.h"
 #include "analysis_records.h"
+#include "test_dir.h"
 #include "vxperf/event_script.h"
 #include "vxperf/report.h"
 
@@ -37,12 +38,7 @@ Json heatmap_data(const std::string& html, const std::string& id) {
 
 class TempDir {
  public:
-  TempDir() {
-    path_ = std::filesystem::temp_directory_path() /
-            ("vxperf-html-" + std::to_string(::getpid()) + "-" +
-             ::testing::UnitTest::GetInstance()->current_test_info()->name());
-    std::filesystem::create_directories(path_);
-  }
+  TempDir() { path_ = testing::fresh_test_dir("vxperf-html"); }
   ~TempDir() { std::filesystem::remove_all(path_); }
   std::string write(const std::string& name, const std::string& text) const {
     std::string p = (path_ / name).string();

@@ -11,6 +11,7 @@
 #include <thread>
 #include <vector>
 
+#include "fake_library.h"
 #include "test_support.h"
 #include "vxperf/engine.h"
 #include "vxperf/inference.h"
@@ -23,8 +24,7 @@ using Json = nlohmann::json;
 using testing::env_of;
 
 // The fake's control API, resolved from the handle the backend's dlopen also gets.
-struct FakeCuda {
-  void* handle = nullptr;
+struct FakeCuda : testing::FakeLibrary {
   void (*reset)() = nullptr;
   void (*set_device_count)(int) = nullptr;
   void (*set_init_error)(int) = nullptr;
@@ -49,8 +49,7 @@ struct FakeCuda {
   std::uintptr_t (*last_record_stream)() = nullptr;
   unsigned (*last_event_flags)() = nullptr;
 
-  FakeCuda() {
-    handle = dlopen(VXPERF_FAKE_CUDA_PATH, RTLD_NOW | RTLD_LOCAL);
+  FakeCuda() : FakeLibrary(VXPERF_FAKE_CUDA_PATH) {
     if (handle == nullptr) return;
     get(reset, "fake_cuda_reset");
     get(set_device_count, "fake_cuda_set_device_count");
@@ -76,22 +75,13 @@ struct FakeCuda {
     get(last_record_stream, "fake_cuda_last_record_stream");
     get(last_event_flags, "fake_cuda_last_event_flags");
   }
-  ~FakeCuda() {
-    if (handle != nullptr) dlclose(handle);
-  }
-  template <class Fn>
-  void get(Fn& fn, const char* name) {
-    fn = reinterpret_cast<Fn>(dlsym(handle, name));
-    if (fn == nullptr) handle_ok = false;
-  }
-  bool handle_ok = true;
 };
 
 class CudaBackendTest : public ::testing::Test {
  protected:
   void SetUp() override {
     ASSERT_NE(fake.handle, nullptr) << dlerror();
-    ASSERT_TRUE(fake.handle_ok);
+    ASSERT_TRUE(fake.ok);
     fake.reset();
   }
 

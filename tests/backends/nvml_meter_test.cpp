@@ -18,6 +18,7 @@
 #include <vector>
 
 #include "fake_cuda_engine.h"
+#include "fake_library.h"
 #include "test_support.h"
 #include "vxperf/cuda_backend.h"
 #include "vxperf/engine.h"
@@ -36,9 +37,7 @@ using testing::env_of;
 constexpr int kNotSupported = 3;
 
 // The fake's control API, resolved from the handle the meter's dlopen also gets.
-struct FakeNvml {
-  void* handle = nullptr;
-  bool ok = true;
+struct FakeNvml : testing::FakeLibrary {
   void (*reset)() = nullptr;
   int (*add_device)(const char*) = nullptr;
   void (*script_energy_mj)(int, const unsigned long long*, int) = nullptr;
@@ -53,12 +52,8 @@ struct FakeNvml {
   void (*set_time)(double) = nullptr;
   void (*set_power_limit)(int, unsigned) = nullptr;
 
-  explicit FakeNvml(const char* path) {
-    handle = dlopen(path, RTLD_NOW | RTLD_LOCAL);
-    if (handle == nullptr) {
-      ok = false;
-      return;
-    }
+  explicit FakeNvml(const char* path) : FakeLibrary(path) {
+    if (handle == nullptr) return;
     get(reset, "fake_nvml_reset");
     get(add_device, "fake_nvml_add_device");
     get(script_energy_mj, "fake_nvml_script_energy_mj");
@@ -72,14 +67,6 @@ struct FakeNvml {
     get(draw, "fake_nvml_draw");
     get(set_time, "fake_nvml_set_time");
     get(set_power_limit, "fake_nvml_set_power_limit");
-  }
-  ~FakeNvml() {
-    if (handle != nullptr) dlclose(handle);
-  }
-  template <class Fn>
-  void get(Fn& fn, const char* name) {
-    fn = reinterpret_cast<Fn>(dlsym(handle, name));
-    if (fn == nullptr) ok = false;
   }
   void energy(int d, std::vector<unsigned long long> v) {
     script_energy_mj(d, v.data(), static_cast<int>(v.size()));

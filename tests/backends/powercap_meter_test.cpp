@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "fake_cuda_engine.h"
+#include "test_dir.h"
 #include "test_support.h"
 #include "vxperf/cuda_backend.h"
 #include "vxperf/engine.h"
@@ -34,10 +35,7 @@ constexpr unsigned long long kRange = 262143328850ULL;  // a package zone's, as 
 class PowercapTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    root = fs::temp_directory_path() /
-           ("vxperf-powercap-" + std::to_string(::getpid()) + "-" +
-            ::testing::UnitTest::GetInstance()->current_test_info()->name());
-    fs::remove_all(root);
+    root = testing::fresh_test_dir("vxperf-powercap");
     fs::create_directories(root / "intel-rapl");  // the control type: no energy_uj
   }
   void TearDown() override { fs::remove_all(root); }

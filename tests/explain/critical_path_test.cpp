@@ -22,6 +22,7 @@
 #include "explain/hta_rules.h"
 #include "explain/path_graph.h"
 #include "kineto_builder.h"
+#include "test_dir.h"
 #include "vxperf/explain.h"
 
 namespace vxperf::explain {
@@ -33,9 +34,7 @@ class CriticalPathTest : public ::testing::Test {
  protected:
   void SetUp() override {
     name_ = ::testing::UnitTest::GetInstance()->current_test_info()->name();
-    dir_ = fs::temp_directory_path() / ("vxperf-cp-" + std::to_string(::getpid()) + "-" + name_);
-    fs::remove_all(dir_);
-    fs::create_directories(dir_);
+    dir_ = testing::fresh_test_dir("vxperf-cp");
   }
   void TearDown() override { fs::remove_all(dir_); }
 

@@ -18,6 +18,8 @@
 #include <utility>
 #include <vector>
 
+#include "kineto_builder.h"
+#include "test_dir.h"
 #include "vxperf/records.h"
 
 namespace vxperf::explain {
@@ -68,40 +70,33 @@ class Trace {
   }
 
   std::string text() const {
-    std::string s = "{\n  \"schemaVersion\": 1,\n";
+    std::string head;
     if (rank_ >= 0) {
-      s += "  \"distributedInfo\": {\"backend\": \"nccl\", \"rank\": " + std::to_string(rank_) +
-           ", \"world_size\": 2},\n";
+      head = "  \"distributedInfo\": {\"backend\": \"nccl\", \"rank\": " + std::to_string(rank_) +
+             ", \"world_size\": 2},\n";
     }
-    s += meta_;
-    s += "  \"traceEvents\": [\n";
-    for (std::size_t i = 0; i < events_.size(); ++i) {
-      s += "  " + events_[i] + (i + 1 < events_.size() ? ",\n" : "\n");
-    }
-    return s + "  ],\n  \"traceName\": \"t\"\n}\n";
+    return kineto_text(events_, head + meta_);
   }
 
  private:
-  static std::string num(double v) {
-    if (v == std::floor(v)) return std::to_string(static_cast<long long>(v));
-    char buf[64];
-    std::snprintf(buf, sizeof buf, "%.3f", v);
-    return buf;
-  }
+  static std::string num(double v) { return kineto_number(v); }
   int rank_;
   std::vector<std::string> events_;
   std::string meta_;
 };
 
+// HTA's temporal breakdown's four times (us): the kernels' span, idle, computation, the rest.
+void expect_times(const Temporal& t, double kernel, double idle, double compute,
+                  double non_compute) {
+  EXPECT_EQ(t.kernel_time_us, kernel);
+  EXPECT_EQ(t.idle_time_us, idle);
+  EXPECT_EQ(t.compute_time_us, compute);
+  EXPECT_EQ(t.non_compute_time_us, non_compute);
+}
+
 class ExplainTest : public ::testing::Test {
  protected:
-  void SetUp() override {
-    dir_ = fs::temp_directory_path() /
-           ("vxperf-explain-" + std::to_string(::getpid()) + "-" +
-            ::testing::UnitTest::GetInstance()->current_test_info()->name());
-    fs::remove_all(dir_);
-    fs::create_directories(dir_);
-  }
+  void SetUp() override { dir_ = testing::fresh_test_dir("vxperf-explain"); }
   void TearDown() override { fs::remove_all(dir_); }
 
   std::string write(const std::string& name, const std::string& text) {
@@ -146,10 +141,7 @@ TEST_F(ExplainTest, HtaNumbersOfThreeStreamsByHand) {
   EXPECT_EQ(r.steps, (std::vector<std::int64_t>{1, 2}));
   // Device rows: 20..165; their union [20,100] + [130,140] + [145,165] = 110; computation
   // [20,50] + [60,100] + [130,140] + [150,160] = 90.
-  EXPECT_EQ(r.temporal.kernel_time_us, 145);
-  EXPECT_EQ(r.temporal.idle_time_us, 35);
-  EXPECT_EQ(r.temporal.compute_time_us, 90);
-  EXPECT_EQ(r.temporal.non_compute_time_us, 20);
+  expect_times(r.temporal, 145, 35, 90, 20);
   EXPECT_DOUBLE_EQ(*r.temporal.idle_pct, 24.14);     // 35/145
   EXPECT_DOUBLE_EQ(*r.temporal.compute_pct, 62.07);  // 90/145
   EXPECT_DOUBLE_EQ(*r.temporal.non_compute_pct, 13.79);
@@ -220,10 +212,7 @@ TEST_F(ExplainTest, AFractionalTimestampRoundsTheWholeFile) {
   const Explanation e = explain_traces({write("r.json", t.text())}, {});
   const RankExplanation& r = e.ranks.at(0);
   // Span 11..20 = 9; union 1 + 0 + (-1) = 0, all of it computation.
-  EXPECT_EQ(r.temporal.kernel_time_us, 9);
-  EXPECT_EQ(r.temporal.idle_time_us, 9);
-  EXPECT_EQ(r.temporal.compute_time_us, 0);
-  EXPECT_EQ(r.temporal.non_compute_time_us, 0);
+  expect_times(r.temporal, 9, 9, 0, 0);
   // Stream 7: gaps 13 - 12 = 1 and 21 - 13 = 8, both kernel wait.
   EXPECT_EQ(r.idle_by_stream.at(0).kernel_wait_us, 9);
   EXPECT_TRUE(r.steps.empty());
@@ -792,10 +781,7 @@ TEST_F(ExplainTest, NegativeDurationsAfterRoundingAreSaidAndNeverGoSilentlyNegat
   const RankExplanation& r = e.ranks.at(0);
   // As HTA: span 11..25 = 14, union 9 - 1 = 8, computation 9: non-compute 14 - 9 - 6 = -1.
   // With the copy as [26, 26]: span 15, union 9, idle 6, computation 9, non-compute 0.
-  EXPECT_EQ(r.temporal.kernel_time_us, 15);
-  EXPECT_EQ(r.temporal.idle_time_us, 6);
-  EXPECT_EQ(r.temporal.compute_time_us, 9);
-  EXPECT_EQ(r.temporal.non_compute_time_us, 0);
+  expect_times(r.temporal, 15, 6, 9, 0);
   EXPECT_DOUBLE_EQ(*r.temporal.non_compute_pct, 0);
   EXPECT_DOUBLE_EQ(*r.temporal.compute_pct, 60);
   EXPECT_TRUE(said(e,

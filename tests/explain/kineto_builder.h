@@ -9,6 +9,24 @@
 
 namespace vxperf::explain {
 
+// A timestamp or duration as a trace holds it: a whole one bare, any other to 3 decimals.
+inline std::string kineto_number(double v) {
+  if (v == std::floor(v)) return std::to_string(static_cast<long long>(v));
+  char buf[64];
+  std::snprintf(buf, sizeof buf, "%.3f", v);
+  return buf;
+}
+
+// The trace document of `events`; `head` (top-level keys, each line ending ",\n") before them.
+inline std::string kineto_text(const std::vector<std::string>& events,
+                               const std::string& head = "") {
+  std::string s = "{\n  \"schemaVersion\": 1,\n" + head + "  \"traceEvents\": [\n";
+  for (std::size_t i = 0; i < events.size(); ++i) {
+    s += "  " + events[i] + (i + 1 < events.size() ? ",\n" : "\n");
+  }
+  return s + "  ],\n  \"traceName\": \"t\"\n}\n";
+}
+
 // A Kineto trace written event by event: host calls on pid 1, GPU rows on pid 0 with the stream
 // as tid, as torch's profiler writes them.
 class Kineto {
@@ -50,21 +68,10 @@ class Kineto {
                      ", \"stream\": " + std::to_string(stream) +
                      ", \"correlation\": " + std::to_string(correlation) + ", \"device\": 0");
   }
-  std::string text() const {
-    std::string s = "{\n  \"schemaVersion\": 1,\n  \"traceEvents\": [\n";
-    for (std::size_t i = 0; i < events_.size(); ++i) {
-      s += "  " + events_[i] + (i + 1 < events_.size() ? ",\n" : "\n");
-    }
-    return s + "  ],\n  \"traceName\": \"t\"\n}\n";
-  }
+  std::string text() const { return kineto_text(events_); }
 
  private:
-  static std::string num(double v) {
-    if (v == std::floor(v)) return std::to_string(static_cast<long long>(v));
-    char buf[64];
-    std::snprintf(buf, sizeof buf, "%.3f", v);
-    return buf;
-  }
+  static std::string num(double v) { return kineto_number(v); }
   std::vector<std::string> events_;
 };
 

@@ -17,6 +17,7 @@
 #include "explain/kineto_trace.h"
 #include "explain/replay_graph.h"
 #include "kineto_builder.h"
+#include "test_dir.h"
 #include "vxperf/explain.h"
 
 namespace vxperf::explain {
@@ -28,12 +29,7 @@ using Path = std::map<std::string, double>;  // bound -> us
 
 class ReplayTest : public ::testing::Test {
  protected:
-  void SetUp() override {
-    const std::string name = ::testing::UnitTest::GetInstance()->current_test_info()->name();
-    dir_ = fs::temp_directory_path() / ("vxperf-replay-" + std::to_string(::getpid()) + "-" + name);
-    fs::remove_all(dir_);
-    fs::create_directories(dir_);
-  }
+  void SetUp() override { dir_ = testing::fresh_test_dir("vxperf-replay"); }
   void TearDown() override { fs::remove_all(dir_); }
 
   // Replays the trace with the what-ifs given (specs) and returns the rank's replay.

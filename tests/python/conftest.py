@@ -92,6 +92,17 @@ def run_python(code, env=None, check=True, timeout=120, fresh=False):
 END = "train_end"
 
 
+def stop(process, timeout=15):
+    """Ends a child process: asked to (SIGTERM), then killed after `timeout` seconds."""
+    if process.poll() is None:
+        process.terminate()
+        try:
+            process.wait(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.wait()
+
+
 def read_records(path, ends=False):
     """A records file's requests and windows, in file order (the kinds the tests count); with
     `ends`, the training's final records among them."""

@@ -35,7 +35,7 @@ import urllib.request
 
 import pytest
 
-from conftest import BUILD, FAKE_CUDA, clean_env
+from conftest import BUILD, FAKE_CUDA, clean_env, stop
 
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 DASHBOARD = os.path.join(REPO, "dashboards", "vxperf.json")
@@ -189,12 +189,7 @@ class Prometheus:
         return float(result[0]["value"][1]) if result else None
 
     def close(self):
-        self.process.terminate()
-        try:
-            self.process.wait(timeout=15)
-        except subprocess.TimeoutExpired:
-            self.process.kill()
-            self.process.wait()
+        stop(self.process)
         self.log.close()
 
 
@@ -206,16 +201,6 @@ def wait_for(what, predicate, deadline, process=None, interval=0.1):
             pytest.fail(f"{what}: the process ended ({process.returncode})")
         time.sleep(interval)
     pytest.fail(f"timed out waiting for {what}")
-
-
-def stop(process):
-    if process.poll() is None:
-        process.terminate()
-        try:
-            process.wait(timeout=15)
-        except subprocess.TimeoutExpired:
-            process.kill()
-            process.wait()
 
 
 class Child:

@@ -18,7 +18,7 @@ import pytest
 prometheus_client = pytest.importorskip("prometheus_client")
 from prometheus_client.parser import text_string_to_metric_families  # noqa: E402
 
-from conftest import clean_env, run_python  # noqa: E402
+from conftest import clean_env, run_python, stop  # noqa: E402
 
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 SERVE = os.path.join(REPO, "examples", "python", "serve.py")
@@ -104,12 +104,7 @@ def server():
         assert line.startswith("serving on http://"), line + process.stderr.read()
         yield line.split()[-1].strip(), f"http://127.0.0.1:{native_port}"
     finally:
-        process.terminate()
-        try:
-            process.wait(timeout=30)
-        except subprocess.TimeoutExpired:
-            process.kill()
-            process.wait()
+        stop(process, timeout=30)
 
 
 def test_counts_equal_the_requests_served_while_scraped(server):

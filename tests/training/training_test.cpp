@@ -70,6 +70,25 @@ struct TrainRig {
     }
   }
 
+  // Three steps, then a checkpoint saved to `path` (0.5 s).
+  void three_steps_then_save(const std::string& path) {
+    for (int i = 0; i < 3; ++i) step();
+    CheckpointSave save(trainer);
+    save.set_path(path);
+    work(0.5, 1.0);
+  }
+
+  // A checkpoint restored from `path` (0.2 s), then the two steps of one window.
+  void restore_then_two_steps(const std::string& path) {
+    {
+      CheckpointRestore restore(trainer);
+      restore.set_path(path);
+      work(0.2, 1.0);
+    }
+    step();
+    step();
+  }
+
   std::vector<Json> records() {
     std::vector<Json> out;
     for (const auto& line : t.output->records()) out.push_back(Json::parse(line));
@@ -153,19 +172,10 @@ TEST(Training, ARestoredCheckpointResumesTheStepsItWasSavedAt) {
       {"VIDEOX_PERF", "1"}, {"VIDEOX_PERF_EVERY", "2"}, {"VIDEOX_PERF_JSON", records}};
   {
     TrainRig first(0, env);
-    for (int i = 0; i < 3; ++i) first.step();
-    CheckpointSave save(first.trainer);
-    save.set_path("/checkpoints/step-3");
-    first.work(0.5, 1.0);
+    first.three_steps_then_save("/checkpoints/step-3");
   }
   TrainRig again(0, env);
-  {
-    CheckpointRestore restore(again.trainer);
-    restore.set_path("/checkpoints/step-3");
-    again.work(0.2, 1.0);
-  }
-  again.step();
-  again.step();
+  again.restore_then_two_steps("/checkpoints/step-3");
   ASSERT_EQ(again.records().size(), 1u);
   EXPECT_EQ(again.records()[0]["step_first"], 3);
   EXPECT_EQ(again.records()[0]["step_last"], 4);
@@ -208,34 +218,19 @@ TEST(Training, ARankResumesAtTheStepAnotherRankSaved) {
   const std::string absolute = std::filesystem::current_path().string() + "/ck/step-3";
   {
     TrainRig main(0, env, topology(0, 4));
-    for (int i = 0; i < 3; ++i) main.step();
-    CheckpointSave save(main.trainer);
-    save.set_path("ck/step-3/");
-    main.work(0.5, 1.0);
+    main.three_steps_then_save("ck/step-3/");
   }
   EXPECT_TRUE(std::filesystem::exists(dir + "/.r.jsonl.rank0.checkpoints"));
   EXPECT_FALSE(std::filesystem::exists(dir + "/.r.jsonl.rank1.checkpoints"));
   for (Topology topo : {topology(1, 4), topology(1, 2), topology(0, 1)}) {
     TrainRig rank(0, env, topo);
-    {
-      CheckpointRestore restore(rank.trainer);
-      restore.set_path(absolute);
-      rank.work(0.2, 1.0);
-    }
-    rank.step();
-    rank.step();
+    rank.restore_then_two_steps(absolute);
     ASSERT_EQ(rank.records().size(), 1u) << topo.rank << "/" << topo.world_size;
     EXPECT_EQ(rank.records()[0]["step_first"], 3) << topo.rank << "/" << topo.world_size;
     EXPECT_EQ(rank.records()[0]["step_last"], 4);
   }
   TrainRig unknown(0, env, topology(2, 4));
-  {
-    CheckpointRestore restore(unknown.trainer);
-    restore.set_path("/pretrained/weights");
-    unknown.work(0.2, 1.0);
-  }
-  unknown.step();
-  unknown.step();
+  unknown.restore_then_two_steps("/pretrained/weights");
   ASSERT_EQ(unknown.records().size(), 1u);
   EXPECT_EQ(unknown.records()[0]["step_first"], 0);
   for (const auto& line : unknown.t.output->logs()) {
