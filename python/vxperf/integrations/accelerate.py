@@ -125,7 +125,15 @@ def _unnamed_work(record: Record) -> None:
         return
     phases = cast("TrainWindowRecord", record).get("phases_s", {})
     step = sum(phases.values())
-    if step > 0 and phases.get("prep", 0.0) > PREP_SHARE * step:
+    if step > 0 and phases.get("prep", 0.0) > PREP_SHARE * step and _trained.module is None:
+        # install_training() after accelerator.prepare(): the trained model's forward is prep.
+        _state.warn(("prep-share",), f"{phases['prep'] / step:.0%} of each step is prep, and no "
+                    "model went through accelerator.prepare() since vxperf.install_training(), "
+                    "so the trained model's forward is neither timed nor priced: call "
+                    "install_training() before accelerator.prepare(), or time the model: "
+                    "vxperf.register_model(model) and vxperf.instrument_module(model, 'fwd')")
+        _records.remove_sink(_unnamed_work)
+    elif step > 0 and phases.get("prep", 0.0) > PREP_SHARE * step:
         _state.warn(("prep-share",), f"{phases['prep'] / step:.0%} of each step is prep, the "
                     "work in a micro-step before any timed model: a model vxperf cannot tell "
                     "(not diffusers' or transformers') runs there? Name it: "
