@@ -129,7 +129,15 @@ std::string format_comparison(const std::string& a_name, const std::string& b_na
   out += strprintf("%-34s %14s %14s %9s  %s\n", "metric", "A", "B", "change", "");
   auto value = [](const std::optional<double>& v, const std::string& unit) {
     if (!v) return std::string("-");
-    if (unit.empty()) return strprintf("%.2f%%", *v * 100.0);  // utilizations
+    if (unit.empty()) {  // utilizations: a CPU's MFU of 0.0037% is no "0.00%"
+      const double a = std::fabs(*v * 100.0);
+      return a >= 0.1 || a == 0 ? strprintf("%.2f%%", *v * 100.0) : units::percent(*v);
+    }
+    if (unit == "TFLOPS") {  // a small rate in the unit the report gives it in
+      const double a = std::fabs(*v);
+      if (a > 0 && a < 1e-3) return strprintf("%.4g MFLOPS", *v * 1e6);
+      if (a > 0 && a < 1) return strprintf("%.4g GFLOPS", *v * 1e3);
+    }
     return strprintf("%.4g %s", *v, unit.c_str());
   };
   for (const auto& c : changes) {

@@ -301,7 +301,9 @@ Explanation merge_parts(std::vector<ExplainParts> parts) {
     } else if (matched[f] > 0) {
       out.problems.push_back(record_files[f] + ": its records hold " + std::to_string(matched[f]) +
                              " of the traces' requests and steps but price none of them (no "
-                             "FLOPs in them): no FLOPs from it");
+                             "FLOPs in them, or no peak to price them at: record with "
+                             "VIDEOX_PERF_PEAK_TFLOPS=auto on a CPU or a GPU without a "
+                             "datasheet peak): no FLOPs from it");
     } else {
       out.problems.push_back(record_files[f] +
                              ": none of its records is of a request or step in the traces (by "

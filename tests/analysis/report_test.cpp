@@ -561,6 +561,23 @@ TEST(Report, StepPercentilesWeighWindowsByTheirSteps) {
   }
 }
 
+// A CPU run's numbers: its MFU is never "0.00%", its rate is in the unit the report uses.
+TEST(Report, ComparisonTextKeepsSmallNumbersReadable) {
+  const std::vector<MetricChange> changes = {
+      {"requests.tflops", 1.017e-05, 3.172e-06, -0.688, "worse", "TFLOPS"},
+      {"training.tflops", 0.25, 1989.0, 7955.0, "better", "TFLOPS"},
+      {"requests.mfu", std::nullopt, 3.7e-05, std::nullopt, "n/a", ""},
+      {"training.mfu", 0.4512, 0.0, -1.0, "worse", ""}};
+  const std::string text = format_comparison("a.jsonl", "b.jsonl", changes);
+  EXPECT_NE(text.find("10.17 MFLOPS"), std::string::npos) << text;
+  EXPECT_NE(text.find("3.172 MFLOPS"), std::string::npos) << text;
+  EXPECT_NE(text.find("250 GFLOPS"), std::string::npos) << text;
+  EXPECT_NE(text.find("1989 TFLOPS"), std::string::npos) << text;
+  EXPECT_NE(text.find("0.0037%"), std::string::npos) << text;
+  EXPECT_NE(text.find("45.12%"), std::string::npos) << text;
+  EXPECT_NE(text.find("0.00%"), std::string::npos) << text;  // a zero stays zero
+}
+
 TEST(Report, ComparesTwoRunsWithDirection) {
   RecordSet a, b;
   a.windows = {window(0, 0, 10, 2.0, 0.40)};

@@ -766,6 +766,26 @@ TEST_F(ExplainTest, RangesWithoutARecordAreNamed) {
                                    "price none of them"));
     EXPECT_TRUE(e.flops_from.empty());
   }
+  {  // records with FLOPs but no peak (a CPU run without VIDEOX_PERF_PEAK_TFLOPS): the fix is said
+    TrainWindowRecord w;
+    w.step_first = 3;
+    w.step_last = 7;
+    w.steps = 5;
+    TrainThroughput t;
+    t.samples = 1;
+    t.wall_s = 1;
+    t.priced = true;  // FLOPs, and no peak_tflops
+    t.flops_per_step = 1e6;
+    t.flops_coef = 3;
+    t.priced_steps = w.steps;
+    w.throughput = t;
+    const std::string no_peak = write("no_peak.jsonl", to_json_line(w) + "\n");
+    ExplainOptions options;
+    options.records = {no_peak};
+    const Explanation e = explain_traces({trace}, options);
+    EXPECT_TRUE(said(e, "no peak to price them at: record with VIDEOX_PERF_PEAK_TFLOPS=auto"));
+    EXPECT_TRUE(e.flops_from.empty());
+  }
 }
 
 // Rounding that leaves a copy at -1 us makes HTA's union shorter than its computation: HTA

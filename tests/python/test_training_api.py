@@ -382,3 +382,21 @@ def test_install_training_without_models_on_classes_of_its_own(tmp_path):
     params = sum(p.numel() for p in __import__("tiny_models").WanTransformer3DModel().parameters())
     assert window["phases_s"]["fwd"] > 0 and t["params"] == params and t["tokens"] == 8.0
     assert t["flops_per_step"] > 0 and t["samples"] == 2.0
+
+
+def test_install_training_after_prepare_says_to_call_it_before(tmp_path):
+    """install_training() after accelerator.prepare(): the trained model's forward falls in prep
+    and nothing is priced; the prep line says why and what to do, not that a model is unknown."""
+    pytest.importorskip("accelerate")
+    late = CUSTOM_CLASSES.replace("\nvxperf.install_training()\n", "\n").replace(
+        "for step in range(4):", "vxperf.install_training()\nfor step in range(4):")
+    assert late.count("vxperf.install_training()") == 1
+    records = tmp_path / "r.jsonl"
+    proc = run_python(late, env=clean_env(VIDEOX_PERF=1, VIDEOX_PERF_EVERY=4,
+                                          VIDEOX_PERF_JSON=records))
+    said = [line for line in proc.stderr.splitlines() if "of each step is prep" in line]
+    assert len(said) == 1, proc.stderr
+    assert "install_training() before accelerator.prepare()" in said[0]
+    assert "install_training(models=[" not in said[0]
+    (window,) = read_records(records)
+    assert "fwd" not in window["phases_s"] and "flops_per_step" not in window["throughput"]

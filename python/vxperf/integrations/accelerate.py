@@ -118,14 +118,23 @@ PREP_SHARE = 0.3
 
 
 def _unnamed_work(record: Record) -> None:
-    """After install_training() with no models: a window whose steps go mostly to `prep` (work
-    in a micro-step before any timed model: a VAE or text encoder of no library vxperf knows)
-    says once how to name them; then the sink goes."""
+    """After install_training() with no models: a window with no forward timed and no model
+    prepared since (install_training() came after accelerator.prepare()), or whose steps go
+    mostly to `prep` (work in a micro-step before any timed model: a VAE or text encoder of no
+    library vxperf knows), says once what to do; then the sink goes."""
     if record.get("kind") != "train_window":
         return
     phases = cast("TrainWindowRecord", record).get("phases_s", {})
     step = sum(phases.values())
-    if step > 0 and phases.get("prep", 0.0) > PREP_SHARE * step:
+    if step > 0 and _trained.module is None and "fwd" not in phases:
+        # install_training() after accelerator.prepare(): the trained model's forward is prep.
+        _state.warn(("prep-share",), f"{phases.get('prep', 0.0) / step:.0%} of each step is "
+                    "prep, no forward was timed and no model went through accelerator.prepare() "
+                    "since vxperf.install_training(), so the trained model is not priced: call "
+                    "install_training() before accelerator.prepare(), or time the model: "
+                    "vxperf.register_model(model) and vxperf.instrument_module(model, 'fwd')")
+        _records.remove_sink(_unnamed_work)
+    elif step > 0 and phases.get("prep", 0.0) > PREP_SHARE * step:
         _state.warn(("prep-share",), f"{phases['prep'] / step:.0%} of each step is prep, the "
                     "work in a micro-step before any timed model: a model vxperf cannot tell "
                     "(not diffusers' or transformers') runs there? Name it: "
