@@ -150,7 +150,9 @@ build() {
       grep -q "vxperf_python" "$BUILD/build.ninja" 2>/dev/null; then
     targets+=(vxperf_python)
   fi
-  cmake --build "$BUILD" -j "$(nproc)" --target "${targets[@]}" >"$WORK/build.log" 2>&1 ||
+  # Every core: nproc obeys OMP_NUM_THREADS, which the rehearsal sets to 1 for torch.
+  cmake --build "$BUILD" -j "$(env -u OMP_NUM_THREADS -u OMP_THREAD_LIMIT nproc)" \
+    --target "${targets[@]}" >"$WORK/build.log" 2>&1 ||
     { tail -n 30 "$WORK/build.log"; return 1; }
   [[ -d "$BUILD/python/vxperf" ]] ||
     NOTE="${NOTE:+$NOTE; }no Python package (python3-dev, pybind11)"
