@@ -23,15 +23,16 @@ import argparse
 import os
 import secrets
 import shutil
-import signal
 import subprocess
 import sys
 import tempfile
 import time
 from collections.abc import Sequence
 
-RAY = os.path.join(os.path.dirname(sys.executable), "ray")
-HOST = "127.0.0.2"  # loopback; Ray swaps 127.0.0.1 for the machine's outward address
+# The nodes' starting and stopping, shared with the fleet's test.
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tests",
+                                "python"))
+from ray_nodes import Nodes  # noqa: E402
 
 
 def timed(argv: Sequence[str], env: dict[str, str], repeats: int) -> float:
@@ -44,64 +45,24 @@ def timed(argv: Sequence[str], env: dict[str, str], repeats: int) -> float:
     return best
 
 
-def session_pids(sessions: set[int]) -> list[int]:
-    pids = []
-    for entry in os.listdir("/proc"):
-        if entry.isdigit():
-            try:
-                with open(f"/proc/{entry}/stat") as f:
-                    if int(f.read().rsplit(")", 1)[1].split()[3]) in sessions:
-                        pids.append(int(entry))
-            except OSError:
-                pass
-    return pids
-
-
-class Cluster:
-    def __init__(self, env: dict[str, str], workers: int, cpus: int) -> None:
-        self.root = tempfile.mkdtemp(prefix="vxr-", dir="/tmp")
-        self.env = env
-        self.procs: list[subprocess.Popen] = []
-        self._start("head", "--head", "--port=0", "--num-cpus=0", "--include-dashboard=false",
-                    f"--temp-dir={self.root}")
-        with open(os.path.join(self.root, "ray_current_cluster")) as f:
-            self.address = f.read().strip()
+def start_cluster(env: dict[str, str], workers: int, cpus: int) -> Nodes:
+    """A head without CPUs and `workers` nodes of `cpus` each, one after the other."""
+    nodes = Nodes(tempfile.mkdtemp(prefix="vxr-", dir="/tmp"), env)
+    try:
+        nodes.start("head", "--head", "--port=0", "--num-cpus=0", "--include-dashboard=false",
+                    f"--temp-dir={nodes.root}", timeout=300)
         for w in range(workers):
-            self._start(f"worker{w}", f"--address={self.address}", f"--num-cpus={cpus}")
+            nodes.start(f"worker{w}", f"--address={nodes.address}", f"--num-cpus={cpus}",
+                        timeout=300)
+    except RuntimeError as e:
+        stop_cluster(nodes)
+        raise SystemExit(str(e)) from None
+    return nodes
 
-    def _start(self, name: str, *args: str) -> None:
-        log = os.path.join(self.root, name + ".log")
-        with open(log, "w") as out:
-            self.procs.append(subprocess.Popen(
-                [RAY, "start", "--block", "--disable-usage-stats", "--include-log-monitor=false",
-                 "--object-store-memory=80000000", f"--node-ip-address={HOST}",
-                 # Every node's agent would take port 52365: one host, three nodes.
-                 "--dashboard-agent-listen-port=0", *args],
-                env=self.env, stdout=out, stderr=subprocess.STDOUT, start_new_session=True))
-        deadline = time.monotonic() + 300
-        while time.monotonic() < deadline and self.procs[-1].poll() is None:
-            with open(log) as f:
-                if "block forever" in f.read():
-                    return
-            time.sleep(0.2)
-        self.stop()
-        raise SystemExit(f"ray start {name} did not start: see {log}")
 
-    def stop(self) -> None:
-        for p in self.procs:
-            if p.poll() is None:
-                p.send_signal(signal.SIGTERM)
-        for p in self.procs:
-            try:
-                p.wait(timeout=30)
-            except subprocess.TimeoutExpired:
-                p.kill()
-        for pid in session_pids({p.pid for p in self.procs}):
-            try:
-                os.kill(pid, signal.SIGKILL)
-            except ProcessLookupError:
-                pass
-        shutil.rmtree(self.root, ignore_errors=True)
+def stop_cluster(nodes: Nodes) -> None:
+    nodes.stop()
+    shutil.rmtree(nodes.root, ignore_errors=True)
 
 
 def main() -> None:
@@ -133,7 +94,7 @@ def main() -> None:
     if not args.no_local_ray:
         t = timed(fleet, env, args.repeats)
         rows.append(("fleet, a Ray it starts (its start counted)", cores, t, len(files)))
-    cluster = Cluster(env, args.workers, args.cpus)
+    cluster = start_cluster(env, args.workers, args.cpus)
     try:
         cores_used = args.workers * args.cpus
         t = timed(fleet + ["--address", cluster.address], env, args.repeats)
@@ -144,7 +105,7 @@ def main() -> None:
             t = timed([*fleet[:4], first, "--address", cluster.address], env, args.repeats)
             rows.append(("fleet, cluster, the first file alone", cores_used, t, 1))
     finally:
-        cluster.stop()
+        stop_cluster(cluster)
     print(f"{len(files)} rank files of {size:.2f} MiB, {cores} cores, load average "
           f"{os.getloadavg()[0]:.1f}")
     print("| run | cores | wall s | files/s | files/s/core |")

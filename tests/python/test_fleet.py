@@ -16,19 +16,16 @@ import signal
 import subprocess
 import sys
 import tempfile
-import time
 
 import pytest
 
 from conftest import BUILD, CLI, REPO, clean_env
+from ray_nodes import Nodes, sessions_pids
 
 if importlib.util.find_spec("ray") is None:
     pytest.skip("Ray is not installed (pip install vxperf[fleet])", allow_module_level=True)
 
-RAY = os.path.join(os.path.dirname(sys.executable), "ray")
 RANKS = 64
-# Loopback, but not 127.0.0.1: Ray swaps that one for the machine's outward address.
-HOST = "127.0.0.2"
 PROGRESS = "vxperf fleet explain: ["
 # The cluster's own token: nothing read from ~/.ray, nothing left there.
 TOKEN = secrets.token_hex(32)
@@ -64,25 +61,6 @@ def traces(tmp_path_factory):
     return str(out)
 
 
-def sessions_pids(sessions):
-    """The processes in these sessions (ours: each `ray start` got one of its own)."""
-    found = {}
-    for entry in os.listdir("/proc"):
-        if not entry.isdigit():
-            continue
-        try:
-            with open(f"/proc/{entry}/stat") as f:
-                stat = f.read()
-            with open(f"/proc/{entry}/cmdline", "rb") as f:
-                cmdline = f.read().replace(b"\0", b" ").decode(errors="replace")
-        except OSError:
-            continue
-        session = int(stat.rsplit(")", 1)[1].split()[3])
-        if session in sessions:
-            found[int(entry)] = cmdline
-    return found
-
-
 # The workers' `vxperf`: the real one, but killed (SIGKILL) the first time it is given each file
 # with --partial while the folder KILL_ONCE exists.
 KILLED_ONCE = """#!/bin/sh
@@ -96,58 +74,25 @@ exec "{real}" "$@"
 """
 
 
-class Cluster:
+class Cluster(Nodes):
+    """The nodes, their workers' `vxperf` the one killed once per file while KILL_ONCE exists."""
+
     def __init__(self, root):
-        self.root = root
         self.kill_once = os.path.join(root, "kill-once")
         bin_dir = os.path.join(root, "bin")
         os.mkdir(bin_dir)
         with open(os.path.join(bin_dir, "vxperf"), "w") as f:
             f.write(KILLED_ONCE.format(kill_once=self.kill_once, real=CLI))
         os.chmod(os.path.join(bin_dir, "vxperf"), 0o755)
-        self.env = fleet_env()
-        self.env["PATH"] = bin_dir + os.pathsep + self.env["PATH"]
-        self.procs = []
-        self.address = None
+        env = fleet_env()
+        env["PATH"] = bin_dir + os.pathsep + env["PATH"]
+        super().__init__(root, env)
 
-    def start(self, name, *args):
-        log = open(os.path.join(self.root, name + ".log"), "w")
-        self.procs.append(subprocess.Popen(
-            [RAY, "start", "--block", "--disable-usage-stats", "--include-log-monitor=false",
-             "--object-store-memory=80000000", f"--node-ip-address={HOST}",
-             # Every node's agent would take port 52365: one host, three nodes.
-             "--dashboard-agent-listen-port=0", *args],
-            env=self.env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True))
-        return self.procs[-1]
-
-    def wait_started(self, index, timeout=240):
-        log = os.path.join(self.root, ("head" if index == 0 else f"worker{index}") + ".log")
-        deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:
-            with open(log) as f:
-                if "block forever" in f.read():
-                    return
-            if self.procs[index].poll() is not None:
-                break
-            time.sleep(0.2)
-        with open(log) as f:
-            pytest.fail(f"ray start did not start:\n{f.read()[-3000:]}")
-
-    def stop(self):
-        for p in reversed(self.procs):
-            if p.poll() is None:
-                p.send_signal(signal.SIGTERM)
-        for p in self.procs:
-            try:
-                p.wait(timeout=30)
-            except subprocess.TimeoutExpired:
-                p.kill()
-        # What outlived its `ray start` (a worker process the raylet left): ours by session.
-        for pid in sessions_pids({p.pid for p in self.procs}):
-            try:
-                os.kill(pid, signal.SIGKILL)
-            except ProcessLookupError:
-                pass
+    def start(self, name, *args, timeout=240):
+        try:
+            return super().start(name, *args, timeout=timeout)
+        except RuntimeError as e:
+            pytest.fail(str(e))
 
 
 @pytest.fixture(scope="module")
@@ -158,13 +103,9 @@ def cluster():
     try:
         c.start("head", "--head", "--port=0", "--num-cpus=0", "--include-dashboard=false",
                 f"--temp-dir={root}")
-        c.wait_started(0)
-        with open(os.path.join(root, "ray_current_cluster")) as f:
-            c.address = f.read().strip()
         # One after the other: two nodes starting at once on one host could time out.
         for w in (1, 2):
             c.start(f"worker{w}", f"--address={c.address}", "--num-cpus=1")
-            c.wait_started(w)
         yield c
     finally:
         c.stop()
