@@ -32,6 +32,19 @@ class ReplayTest : public ::testing::Test {
   void SetUp() override { dir_ = testing::fresh_test_dir("vxperf-replay"); }
   void TearDown() override { fs::remove_all(dir_); }
 
+  // Request 0 [0,1000] with three transformer calls (its denoising steps) [0,100], [100,200],
+  // [200,300], each launching (at +5, 5 us) one gemm at +10 for 80 us.
+  static Kineto three_denoising_steps() {
+    Kineto t;
+    t.event("user_annotation", "request 0", 1, 1, 0, 1000);
+    for (int i = 0; i < 3; ++i) {
+      const double at = 100.0 * i;
+      t.event("user_annotation", "transformer", 1, 1, at, 100);
+      t.launch(at + 5, 5, i + 1).kernel("gemm", 7, at + 10, 80, i + 1);
+    }
+    return t;
+  }
+
   // Replays the trace with the what-ifs given (specs) and returns the rank's replay.
   RankReplay run(const Kineto& k, const std::vector<std::string>& what_ifs = {}) {
     const std::string file = (dir_ / "trace.json").string();
@@ -270,13 +283,7 @@ TEST_F(ReplayTest, TheAutogradThreadsLaunches) {
 TEST_F(ReplayTest, DenoisingStepsSkipped) {
   // request 0 [0,1000] with three transformer calls (its denoising steps) [0,100], [100,200],
   // [200,300], each launching (at +5, 5 us) one gemm at +10 for 80 us.
-  Kineto t;
-  t.event("user_annotation", "request 0", 1, 1, 0, 1000);
-  for (int i = 0; i < 3; ++i) {
-    const double at = 100.0 * i;
-    t.event("user_annotation", "transformer", 1, 1, at, 100);
-    t.launch(at + 5, 5, i + 1).kernel("gemm", 7, at + 10, 80, i + 1);
-  }
+  const Kineto t = three_denoising_steps();
   const RankReplay r = run(t, {"steps:1", "steps:5"});
   // The request: 10 -> 290; back from the last gemm: 80, its launch 5, the host 190 and the
   // launch calls 10 of the calls before it (the first gemm's start is the span's).
@@ -340,13 +347,7 @@ TEST_F(ReplayTest, StackedGainsMoreThanTheSumWhereBoundsAreParallel) {
 TEST_F(ReplayTest, StackedGainsLessThanTheSumWhereEditsShareTime) {
   // The trace of DenoisingStepsSkipped: request 0, three transformer calls [0,100], [100,200],
   // [200,300], each launching (at +5, 5 us) one gemm at +10 for 80 us. Span 10 -> 290 = 280.
-  Kineto t;
-  t.event("user_annotation", "request 0", 1, 1, 0, 1000);
-  for (int i = 0; i < 3; ++i) {
-    const double at = 100.0 * i;
-    t.event("user_annotation", "transformer", 1, 1, at, 100);
-    t.launch(at + 5, 5, i + 1).kernel("gemm", 7, at + 10, 80, i + 1);
-  }
+  const Kineto t = three_denoising_steps();
   const RankReplay r = run(t, {"host", "steps:1", "peak", "comm"});
   // steps:1 (call 1 skipped): 180, as there.
   expect_what_if(r, "steps:1", 280, 180);
