@@ -62,6 +62,13 @@ if "$venv/bin/vxperf" demo 2>"$out/demo.txt" ||
   echo "wheel_check: vxperf demo from the wheel does not say how to get it"; cat "$out/demo.txt"
   exit 1
 fi
+# Its --help lists only what it runs, and names the rest with how to get them.
+"$venv/bin/vxperf" --help >"$out/help.txt"
+if grep -qE "^  (demo|inspect) " "$out/help.txt" ||
+    ! grep -q "^not in this build (they need LibTorch): inspect, demo" "$out/help.txt"; then
+  echo "wheel_check: vxperf --help from the wheel lists commands it lacks"; cat "$out/help.txt"
+  exit 1
+fi
 
 "$venv/bin/python" -m pip uninstall -q -y vxperf
 left=$(find "$venv" \( -path '*vxperf*' -o -name vxperf \) -not -path "$venv/lib/*/site-packages/pip/*" | head -n 5)

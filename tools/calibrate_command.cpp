@@ -13,7 +13,8 @@ int run(int argc, char** argv);
 }  // namespace
 
 const Command kCalibrateCommand = {
-    "calibrate", run,
+    "calibrate",
+    run,
     "usage: vxperf calibrate [--device cpu|cuda[:N]] [--dtype DTYPE] [--threads N]\n"
     "                        [--budget SECONDS] [--force] [--json] | --list [--json]\n\n"
     "Measures the device's dense matmul peak in a dtype (square GEMMs, best of a few rounds,\n"
@@ -28,7 +29,9 @@ const Command kCalibrateCommand = {
     "  --json          one JSON object per peak\n"
     "  --list          print the cached peaks (needs no LibTorch)\n\n"
     "The cache: $XDG_CACHE_HOME/vxperf/peaks.json (default ~/.cache/vxperf/peaks.json).\n",
-    "measure this device's matmul peak per dtype, cached for VIDEOX_PERF_PEAK_TFLOPS=auto"};
+    "measure this device's matmul peak per dtype, cached for VIDEOX_PERF_PEAK_TFLOPS=auto",
+    0,
+    "list the matmul peaks measured and cached for VIDEOX_PERF_PEAK_TFLOPS=auto (--list)"};
 
 namespace {
 

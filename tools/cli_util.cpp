@@ -263,7 +263,10 @@ std::string input_problem(const std::string& path) {
   return {};
 }
 
-int exec_torch_helper(const char* helper, const char* command, int argc, char** argv) {
+namespace {
+
+// This executable's folder, with its trailing slash ("" when it cannot be read).
+std::string own_dir() {
   std::string dir;
   char self[PATH_MAX];
   ssize_t n = ::readlink("/proc/self/exe", self, sizeof self - 1);
@@ -271,11 +274,34 @@ int exec_torch_helper(const char* helper, const char* command, int argc, char** 
     dir.assign(self, static_cast<std::size_t>(n));
     dir.erase(dir.rfind('/') + 1);
   }
-  std::vector<std::string> candidates = {dir + helper,
-                                         dir + "../libexec/vxperf/" + std::string(helper)};
+  return dir;
+}
+
+// Where exec_torch_helper looks for `helper`, in order.
+std::vector<std::string> helper_candidates(const std::string& dir, const char* helper) {
+  return {dir + helper, dir + "../libexec/vxperf/" + std::string(helper)};
+}
+
+}  // namespace
+
+bool torch_commands_here() {
+#if defined(VXPERF_HAVE_TORCH)
+  return true;
+#elif defined(VXPERF_TORCH_HELPER)
+  for (const auto& path : helper_candidates(own_dir(), VXPERF_TORCH_HELPER)) {
+    if (::access(path.c_str(), X_OK) == 0) return true;
+  }
+  return false;
+#else
+  return false;
+#endif
+}
+
+int exec_torch_helper(const char* helper, const char* command, int argc, char** argv) {
+  const std::string dir = own_dir();
   std::vector<char*> args;
   std::string name = command;
-  for (const auto& path : candidates) {
+  for (const auto& path : helper_candidates(dir, helper)) {
     if (::access(path.c_str(), X_OK) != 0) continue;
     args.clear();
     args.push_back(const_cast<char*>(path.c_str()));

@@ -39,6 +39,9 @@ struct Command {
   const char* usage;                  // printed for --help
   const char* summary;                // its line in `vxperf --help`
   unsigned flags = 0;                 // CommandFlag bits
+  // Its line in `vxperf --help` where LibTorch is not here, when part of it still runs
+  // (calibrate --list); nullptr: the summary.
+  const char* summary_without_torch = nullptr;
 };
 
 // Runs `c`: its usage when an argument before "--" asks for help (unless kOwnHelp), else c.run
@@ -182,5 +185,9 @@ std::string input_problem(const std::string& path);
 // executable (a build tree), else ../libexec/vxperf/ from it (an installed tree). Returns only
 // when the helper cannot be run, saying why in one line (exit status 2).
 int exec_torch_helper(const char* helper, const char* command, int argc, char** argv);
+
+// Whether this build's LibTorch commands can run here: built in, or the helper found where
+// exec_torch_helper looks (a wheel has neither).
+bool torch_commands_here();
 
 }  // namespace vxperf::cli

@@ -16,7 +16,26 @@ void usage(std::FILE* out) {
                "usage: vxperf COMMAND [ARGS...]\n\n"
                "Stage-level timing, FLOPs and MFU for diffusion-transformer inference and "
                "training.\n\ncommands:\n");
-  for (const Command* c : kCommands) std::fprintf(out, "  %-9s %s\n", c->name, c->summary);
+  // Only what this build runs: a wheel's command has no LibTorch (demo, inspect, calibrate's
+  // probe), and says once how to get them rather than listing commands that would refuse.
+  const bool torch = vxperf::cli::torch_commands_here();
+  for (const Command* c : kCommands) {
+    if (!torch && (c->flags & vxperf::cli::kNeedsTorch)) continue;
+    const char* summary =
+        !torch && c->summary_without_torch ? c->summary_without_torch : c->summary;
+    std::fprintf(out, "  %-9s %s\n", c->name, summary);
+  }
+  if (!torch) {
+    std::string missing;
+    for (const Command* c : kCommands) {
+      if (c->flags & vxperf::cli::kNeedsTorch) missing += std::string(c->name) + ", ";
+    }
+    std::fprintf(out,
+                 "\nnot in this build (they need LibTorch): %sand calibrate's probe; build vxperf "
+                 "from source with torch installed (README: LibTorch and GPUs), or measure a peak "
+                 "from Python: vxperf.calibrate()\n",
+                 missing.c_str());
+  }
   std::fprintf(out,
                "\n'vxperf COMMAND --help' describes one command; 'vxperf --version' says which "
                "vxperf this is.\n");

@@ -72,13 +72,24 @@ def install(level: int | None = None, pipelines: Any = None) -> bool:
             measured += _inference.measures(cls)
     if not _announced.inference:
         _announced.inference = True
-        # The classes measured now (wrapped by this call or an earlier one), and how the ones
-        # defined later are (diffusers imports its pipelines as they are first named).
-        later = (f", and on each {base.__name__} subclass as it is defined" if base is not None
-                 else "")
-        _ext.perf_line(f"inference metrics enabled (level {_ext.level()}) on {measured} pipeline "
-                       f"classes{later}")
+        # What is measured is each call that runs; the classes wrapped so far are few or none
+        # under diffusers, which defines its pipelines as they are first named.
+        _ext.perf_line(f"inference metrics enabled (level {_ext.level()}): "
+                       + _measured_text(measured, base))
     return True
+
+
+def _measured_text(measured: int, base: type | None) -> str:
+    """What the inference start line says is measured, given the classes wrapped so far."""
+    wrapped = f"{measured} class{'es' if measured != 1 else ''} wrapped"
+    if base is not None:
+        so_far = f"{wrapped} so far, and " if measured else ""
+        return (f"each pipeline call is measured as a request as it runs ({so_far}each "
+                f"{base.__name__} subclass wrapped as it is defined)")
+    if measured:
+        return f"each pipeline call is measured as a request as it runs ({wrapped})"
+    return ("no pipeline class found to measure: name yours with install(pipelines=...) or "
+            "vxperf.instrument_pipeline(pipe)")
 
 
 def install_training(level: int | None = None, models: Any = None,

@@ -2,6 +2,7 @@
 #include "analysis/report_format.h"
 
 #include <algorithm>
+#include <map>
 #include <string_view>
 
 #include "base/strings.h"
@@ -68,6 +69,36 @@ std::optional<StageShare> other_stage(const RequestSummary& r) {
   other.mean_ms = std::max(ms, 0.0);
   other.share = share;
   return other;
+}
+
+std::string mfu_missing(const std::optional<double>& tflops) {
+  return tflops ? "no peak: set VIDEOX_PERF_PEAK_TFLOPS" : "no FLOPs priced";
+}
+
+std::string ranks_mfu_missing(const Report& report) {
+  std::map<std::string, std::string> ranks;  // reason -> ranks
+  for (const RankSummary& rs : report.ranks) {
+    if (rs.mfu) continue;
+    // A rank's MFU is its training's where it trained, else its requests' (RankSummary); where
+    // the section has none either, the section's line said why.
+    const bool section = rs.windows > 0 ? report.training && report.training->mfu
+                                        : report.requests && report.requests->mfu;
+    if (!section) continue;
+    std::string& list = ranks[mfu_missing(rs.device_tflops)];
+    list += (list.empty() ? "" : ", ") + std::to_string(rs.rank);
+  }
+  std::string text;
+  for (const auto& [why, list] : ranks) {
+    text += (text.empty() ? "MFU n/a for rank" : "; for rank") +
+            std::string(list.find(',') != std::string::npos ? "s " : " ") + list + " (" + why + ")";
+  }
+  return text;
+}
+
+units::Unit step_time_unit(const TrainSummary& t) {
+  double top = std::max(t.step_p50_s, t.step_p95_s);
+  for (const auto& [name, s] : t.phase_s) top = std::max(top, s);
+  return units::time_unit(top);
 }
 
 std::string windows_text(const TrainSummary& t) {

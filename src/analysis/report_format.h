@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "analysis/units.h"
 #include "vxperf/report.h"
 
 namespace vxperf::analysis::report_format {
@@ -49,6 +50,17 @@ std::optional<StageShare> other_stage(const RequestSummary& r);
 // A training's windows, per rank where the ranks wrote as many each: "in 4 windows per rank (8
 // over the 2 ranks)", else "in 7 windows over the 2 ranks together"; "in 4 windows" for one rank.
 std::string windows_text(const TrainSummary& t);
+
+// Why a section or a rank has no MFU, from its rate (FLOPs were priced where it has one): "no
+// FLOPs priced", else "no peak: set VIDEOX_PERF_PEAK_TFLOPS".
+std::string mfu_missing(const std::optional<double>& tflops);
+// The ranks without an MFU where their section has one (else its line said why), and why: "MFU
+// n/a for rank 3 (no FLOPs priced)"; "" when every rank has one.
+std::string ranks_mfu_missing(const Report& report);
+
+// The one unit of a training's times, its step p50 and p95 and its phases, in the text and on
+// the page: the one the largest of them reads best in.
+units::Unit step_time_unit(const TrainSummary& t);
 
 // "Stragglers: " and this where there are none: "none above the threshold (...)": no rank above the
 // straggler rule's threshold (kStragglerMargin of the median step, or of the median e2e p50 for

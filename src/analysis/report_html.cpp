@@ -98,8 +98,8 @@ std::string requests_summary(const RequestSummary& r) {
                           ", max " + time_text(r.e2e_max_s) + ", mean " + time_text(r.e2e_mean_s));
   if (r.params) f.add("DiT", units::param_count(*r.params) + " params");
   f.add("rate", rate_text(r.tflops, r.device_tflops));
-  if (r.mfu)
-    f.add("MFU", percent(*r.mfu) + " " + rate_basis(r.peak_tflops, r.peak_source, r.dtype));
+  f.add("MFU", r.mfu ? percent(*r.mfu) + " " + rate_basis(r.peak_tflops, r.peak_source, r.dtype)
+                     : "n/a (" + report_format::mfu_missing(r.tflops) + ")");
   if (r.skipped_fwd) {
     f.add("cached forwards",
           strprintf("%lld of %lld transformer calls skipped, %.4g full forwards computed",
@@ -149,7 +149,10 @@ std::string training_summary(const TrainSummary& t) {
     steps += strprintf(" (%lld warmup excluded)", static_cast<long long>(t.warmup_excluded));
   }
   f.add("steps", steps);
-  f.add("step time", "p50 " + time_text(t.step_p50_s) + ", p95 " + time_text(t.step_p95_s));
+  // The step and its phases in one unit, the text's.
+  const units::Unit unit = report_format::step_time_unit(t);
+  f.add("step time", "p50 " + units::in_unit(t.step_p50_s, unit) + ", p95 " +
+                         units::in_unit(t.step_p95_s, unit));
   if (t.samples_per_s) {
     f.add("samples/s", strprintf("%.3f per rank, dp=%d: %.3f global", *t.samples_per_s, t.dp,
                                  t.samples_per_s_global.value_or(0)));
@@ -165,6 +168,8 @@ std::string training_summary(const TrainSummary& t) {
   if (t.mfu || t.hfu) {
     f.add("MFU / HFU", (t.mfu ? percent(*t.mfu) : "-") + " / " + (t.hfu ? percent(*t.hfu) : "-") +
                            " " + rate_basis(t.peak_tflops, t.peak_source, t.dtype));
+  } else {
+    f.add("MFU / HFU", "n/a (" + report_format::mfu_missing(t.tflops) + ")");
   }
   if (t.skipped_fwd) {
     f.add("cached forwards",
@@ -176,9 +181,6 @@ std::string training_summary(const TrainSummary& t) {
   energy_facts(f, t.energy, "sample", "windows");
   if (t.eta_s) f.add("ETA", units::duration(*t.eta_s));
   Table phases{{"phase", "mean per step", "share of the phases"}, {}, {}};
-  double top = 0;
-  for (const auto& [name, s] : t.phase_s) top = std::max(top, s);
-  units::Unit unit = units::time_unit(top);
   for (std::size_t i = 0; i < t.phase_s.size(); ++i) {
     phases.rows.push_back({escape(t.phase_s[i].first),
                            escape(units::in_unit(t.phase_s[i].second, unit)),
@@ -214,7 +216,7 @@ std::string ranks_summary(const Report& report) {
          cell(rs.e2e_p50_s, e2e), std::to_string(rs.steps), cell(rs.step_p50_s, step),
          cell(rs.step_p95_s, step), rs.samples_per_s ? strprintf("%.3f", *rs.samples_per_s) : "-",
          rs.device_tflops ? escape(units::flops_rate(*rs.device_tflops)) : "-",
-         rs.mfu ? percent(*rs.mfu) : "-",
+         rs.mfu ? percent(*rs.mfu) : "n/a",
          rs.peak_alloc_bytes
              ? escape(units::in_unit(static_cast<double>(*rs.peak_alloc_bytes), bytes))
              : "-",
@@ -227,6 +229,9 @@ std::string ranks_summary(const Report& report) {
   std::string s = strprintf("<h3>Ranks (%zu)</h3>\n", report.ranks.size());
   s += report.ranks.size() > 16 ? "<div class=\"scroll\">" + table_html(t) + "</div>\n"
                                 : table_html(t);
+  if (auto why = report_format::ranks_mfu_missing(report); !why.empty()) {
+    s += "<p>" + escape(why) + "</p>\n";
+  }
   // What each window's slowest rank cost, which is no straggler verdict.
   std::string costs;
   for (const auto& rs : report.ranks) {

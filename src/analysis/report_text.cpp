@@ -265,8 +265,10 @@ std::string format_report(const Report& report) {
                      other->share * 100.0));
     }
     if (const auto& d = r->denoising_step) line(denoising_step_line(*d, r->count));
-    line(dit_line(r->params, r->tflops, r->device_tflops, "MFU " + pct(r->mfu), r->peak_tflops,
-                  r->peak_source, r->dtype));
+    line(dit_line(
+        r->params, r->tflops, r->device_tflops,
+        r->mfu ? "MFU " + pct(r->mfu) : "MFU n/a (" + report_format::mfu_missing(r->tflops) + ")",
+        r->peak_tflops, r->peak_source, r->dtype));
     if (r->skipped_fwd) {
       line(skip_line(
           r->skipped_fwd, r->effective_fwd,
@@ -296,20 +298,24 @@ std::string format_report(const Report& report) {
          (t->warmup_excluded
               ? strprintf(" (%lld warmup excluded)", static_cast<long long>(t->warmup_excluded))
               : std::string()));
-    line("  step     p50 " + units::seconds(t->step_p50_s, t->step_p95_s) + "  p95 " +
-         units::seconds(t->step_p95_s));
+    // The step and its phases in one unit, the page's.
+    const units::Unit unit = report_format::step_time_unit(*t);
+    line("  step     p50 " + units::seconds_in(t->step_p50_s, unit) + "  p95 " +
+         units::seconds_in(t->step_p95_s, unit));
     if (t->layout) line(layout_line(*t->layout, false));
     line(strprintf("  %-16s %12s %8s", "phase", "mean/step", "share"));
     for (std::size_t i = 0; i < t->phase_s.size(); ++i) {
-      line(strprintf("  %-16s %11.3fs %7.1f%%", t->phase_s[i].first.c_str(), t->phase_s[i].second,
+      line(strprintf("  %-16s %12s %7.1f%%", t->phase_s[i].first.c_str(),
+                     units::seconds_in(t->phase_s[i].second, unit).c_str(),
                      t->phase_share[i].second * 100.0));
     }
     line("  " + opt_text(t->samples_per_s, "%.3f samples/s") +
          strprintf(" per rank, dp=%d -> ", t->dp) +
          opt_text(t->samples_per_s_global, "%.3f samples/s global"));
     line(dit_line(t->params, t->tflops, t->device_tflops,
-                  "MFU " + pct(t->mfu) + "  HFU " + pct(t->hfu), t->peak_tflops, t->peak_source,
-                  t->dtype));
+                  t->mfu || t->hfu ? "MFU " + pct(t->mfu) + "  HFU " + pct(t->hfu)
+                                   : "MFU, HFU n/a (" + report_format::mfu_missing(t->tflops) + ")",
+                  t->peak_tflops, t->peak_source, t->dtype));
     if (t->params && t->trainable && *t->trainable != *t->params) {
       line("  trainable " + param_count(*t->trainable) + " params");
     }
@@ -345,12 +351,14 @@ std::string format_report(const Report& report) {
                      static_cast<long long>(rs.steps), opt_text(rs.step_p50_s, "%.3fs").c_str(),
                      opt_text(rs.step_p95_s, "%.3fs").c_str(),
                      opt_text(rs.samples_per_s, "%.3f").c_str(),
-                     flops_cell(rs.device_tflops).c_str(), pct(rs.mfu).c_str(),
+                     flops_cell(rs.device_tflops).c_str(),
+                     rs.mfu ? units::percent(*rs.mfu).c_str() : "n/a",
                      rs.peak_alloc_bytes ? gib(*rs.peak_alloc_bytes).c_str() : "-",
                      opt_text(rs.excess_s, "%.3fs").c_str()) +
            field_cells(
                [&](const ReadingSummary* c) { return report_format::rank_field_cell(rs, *c); }));
     }
+    if (auto why = report_format::ranks_mfu_missing(report); !why.empty()) line("  " + why);
     if (report.stragglers.empty()) {
       line("Stragglers: " + report_format::no_stragglers_note(report.training.has_value()));
     } else {

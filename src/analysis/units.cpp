@@ -82,6 +82,13 @@ std::string seconds(double s, double largest) {
   return strprintf("%.1fus", s * 1e6);
 }
 
+std::string seconds_in(double s, const Unit& unit) {
+  const double v = s * unit.scale;
+  if (unit.name == "s") return strprintf("%.3fs", v);
+  if (unit.name == "ms" || unit.name == "us") return strprintf("%.1f%s", v, unit.name.c_str());
+  return strprintf("%.2f%s%s", v, unit.name == "min" ? " " : "", unit.name.c_str());
+}
+
 std::string duration(double seconds) {
   if (seconds < 10) return strprintf("%.1fs", seconds);
   if (seconds < 120) return strprintf("%.0fs", seconds);

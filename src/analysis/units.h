@@ -37,6 +37,9 @@ std::string gib(std::uint64_t bytes);
 // (a CPU run's 30 ms request would read "0.030s"); the unit `largest`'s when given, so that the
 // numbers of one line share theirs.
 std::string seconds(double s, double largest = std::nan(""));
+// A time in a unit chosen for a whole table, as the text report writes it: "1.600s", "50.0ms",
+// "250.0us", "6.67 min", "3.50h".
+std::string seconds_in(double s, const Unit& unit);
 // A duration in seconds, minutes or hours ("45s", "90.0 min", "10.0h").
 std::string duration(double seconds);
 

@@ -704,6 +704,62 @@ TEST(Report, SmallNumbersReadInUnitsThatFit) {
       << format_report(build_report(gpu));
 }
 
+// A new user's CPU run: requests priced with no peak for the device, windows with no FLOPs
+// priced, steps of 20 ms. Where there is no MFU the report says why, once, in the text, the page
+// and a comparison; the step and its phases read in one unit.
+TEST(Report, NoMfuSaysWhyAndStepsShareTheirUnit) {
+  RecordSet set;
+  for (int rank = 0; rank < 2; ++rank) {
+    RequestRecord r = request(rank, 0, 0.030);
+    r.dit->peak_tflops.reset();
+    r.dit->mfu.reset();
+    set.requests.push_back(r);
+    TrainWindowRecord w = window(rank, 0, 10, 0.020);
+    w.throughput->priced = false;
+    w.throughput->tflops = 0;
+    w.throughput->hw_tflops = 0;
+    w.throughput->peak_tflops.reset();
+    w.throughput->mfu.reset();
+    w.throughput->hfu.reset();
+    set.windows.push_back(w);
+  }
+  Report report = build_report(set);
+  const std::string text = format_report(report);
+  EXPECT_EQ(text.find("MFU -"), std::string::npos) << text;
+  EXPECT_NE(text.find("  MFU n/a (no peak: set VIDEOX_PERF_PEAK_TFLOPS)\n"), std::string::npos)
+      << text;
+  EXPECT_NE(text.find("  MFU, HFU n/a (no FLOPs priced)\n"), std::string::npos) << text;
+  // The rank table's cells say n/a; the sections' lines above said why.
+  EXPECT_NE(text.find("     n/a   "), std::string::npos) << text;
+  EXPECT_EQ(text.find("MFU n/a for rank"), std::string::npos) << text;
+  // 20 ms steps: the phases in ms as well, not "0.012s" beside "20.0ms".
+  EXPECT_NE(text.find("  step     p50 20.0ms  p95 24.0ms\n"), std::string::npos) << text;
+  EXPECT_NE(text.find("  bwd                    12.0ms    60.0%\n"), std::string::npos) << text;
+  const std::string html = report_html(report, set);
+  EXPECT_NE(html.find("n/a (no peak: set VIDEOX_PERF_PEAK_TFLOPS)"), std::string::npos);
+  EXPECT_NE(html.find("n/a (no FLOPs priced)"), std::string::npos);
+  EXPECT_NE(html.find("p50 20.0 ms, p95 24.0 ms"), std::string::npos);
+  EXPECT_NE(html.find("<td>12.0 ms</td>"), std::string::npos);
+
+  // One rank priced against a peak, the other not: the rank without one is named, with why.
+  set.requests[0].dit->peak_tflops = 989.0;
+  set.requests[0].dit->mfu = 400.0 / 989.0;
+  set.windows.clear();
+  const Report mixed = build_report(set);
+  EXPECT_NE(format_report(mixed).find("  MFU n/a for rank 1 (no peak: set "
+                                      "VIDEOX_PERF_PEAK_TFLOPS)\n"),
+            std::string::npos)
+      << format_report(mixed);
+  // Compared with a run that has its MFU: which side lacks it, and why.
+  RecordSet gpu;
+  gpu.requests = {request(0, 0, 0.030)};
+  const std::string compared =
+      format_comparison("gpu.jsonl", "cpu.jsonl", compare_reports(build_report(gpu), report));
+  EXPECT_NE(compared.find("requests.mfu n/a in B: no peak: set VIDEOX_PERF_PEAK_TFLOPS\n"),
+            std::string::npos)
+      << compared;
+}
+
 // A CPU run of two ranks: small times in ms, the job's rate beside each device's, an MFU that is
 // not "0.0%", the request's time outside every stage as its own row, windows said per rank, and
 // the slowest rank's cost never called a straggler's when there is none.

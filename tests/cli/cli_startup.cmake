@@ -18,7 +18,30 @@ execute_process(COMMAND "${VXPERF}" demo --help OUTPUT_VARIABLE out RESULT_VARIA
 if(NOT rc EQUAL 0 OR NOT out MATCHES "usage: vxperf demo")
   message(FATAL_ERROR "vxperf demo --help: exit ${rc}: ${out}")
 endif()
+# --help lists the commands this build runs; without LibTorch (a wheel's command) it names the
+# missing ones and how to get them, once.
+execute_process(COMMAND "${VXPERF}" --help OUTPUT_VARIABLE out RESULT_VARIABLE rc)
+set(missing "not in this build \\(they need LibTorch\\): inspect, demo, and calibrate's probe; build")
+if(NOT rc EQUAL 0 OR NOT out MATCHES "\n  report +summarize records files")
+  message(FATAL_ERROR "vxperf --help: exit ${rc}:\n${out}")
+endif()
+if(HELPER AND (NOT out MATCHES "\n  demo +run the embedded" OR out MATCHES "not in this build"))
+  message(FATAL_ERROR "vxperf --help with LibTorch does not list demo:\n${out}")
+endif()
+if(NOT HELPER AND (out MATCHES "\n  (demo|inspect) " OR NOT out MATCHES "${missing}"
+                   OR NOT out MATCHES "\n  calibrate +list the matmul peaks"))
+  message(FATAL_ERROR "vxperf --help without LibTorch lists what it cannot run:\n${out}")
+endif()
 if(HELPER)
+  # Copied away from its helper (an install that left libexec/ out), it lists what it has.
+  file(REMOVE_RECURSE "${CMAKE_CURRENT_BINARY_DIR}/cli-startup-alone")
+  file(COPY "${VXPERF}" DESTINATION "${CMAKE_CURRENT_BINARY_DIR}/cli-startup-alone")
+  get_filename_component(name "${VXPERF}" NAME)
+  execute_process(COMMAND "${CMAKE_CURRENT_BINARY_DIR}/cli-startup-alone/${name}" --help
+                  OUTPUT_VARIABLE out RESULT_VARIABLE rc)
+  if(NOT rc EQUAL 0 OR out MATCHES "\n  demo " OR NOT out MATCHES "${missing}")
+    message(FATAL_ERROR "vxperf --help away from vxperf-torch:\n${out}")
+  endif()
   # The helper's own answers, through vxperf: exit status and one-line error.
   execute_process(COMMAND "${VXPERF}" inspect RESULT_VARIABLE rc ERROR_VARIABLE err)
   if(NOT rc EQUAL 2 OR NOT err MATCHES "^vxperf inspect: missing MODEL.pt")

@@ -406,11 +406,19 @@ def test_the_start_lines_say_what_is_measured(tmp_path):
                 return 1
 
         print(getattr(LaterPipeline.__call__, "_vxperf_wrapped", False))
+        LaterPipeline()()
     """, env=clean_env(VIDEOX_PERF="1", VIDEOX_PERF_JSON=str(tmp_path / "r.jsonl")))
     present, later = proc.stdout.split()
     assert later == "True"
-    assert (f"inference metrics enabled (level 1) on {present} pipeline classes, and on each "
-            "DiffusionPipeline subclass as it is defined") in proc.stderr, proc.stderr
+    # A new user read "on 0 pipeline classes" (diffusers defines its pipelines as they are first
+    # named) while every call was measured: the line says what is measured, the call that ran.
+    noun = "class" if present == "1" else "classes"
+    so_far = f"{present} {noun} wrapped so far, and " if present != "0" else ""
+    assert ("inference metrics enabled (level 1): each pipeline call is measured as a request as "
+            f"it runs ({so_far}each DiffusionPipeline subclass wrapped as it is defined)"
+            ) in proc.stderr, proc.stderr
+    assert "0 pipeline classes" not in proc.stderr
+    assert [r["kind"] for r in read_records(tmp_path / "r.jsonl")] == ["request"]
     assert ("training metrics enabled (level 1) on 10 accelerate methods and 0 model classes "
             "(0 non-model classes skipped), reporting every 50 steps (accelerate: "
             "Accelerator.__init__, Accelerator.accumulate, Accelerator.backward, "
