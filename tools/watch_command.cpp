@@ -221,6 +221,7 @@ class View : public analysis::RecordHandler {
       std::snprintf(buf, sizeof buf, "  %-5s %-13s %9s %-20s %10s %7s %9s  %s", "rank", "steps",
                     "step p50", "largest phase", "samples/s", "MFU", "ETA", "");
       out.emplace_back(buf);
+      std::map<std::string, std::string> no_mfu;  // why -> the ranks it holds for
       for (const auto& [rank, v] : ranks_) {
         if (!v.window) continue;
         const TrainWindowRecord& w = *v.window;
@@ -237,11 +238,18 @@ class View : public analysis::RecordHandler {
           std::snprintf(buf, sizeof buf, "%s %.0f%%", phase.c_str(), 100.0 * largest / total);
           phase = buf;
         }
-        std::string samples = "-", mfu = "-", eta = "-";
+        std::string samples = "-", mfu = "n/a", eta = "-";
         if (w.throughput) {
           std::snprintf(buf, sizeof buf, "%.3f", w.throughput->samples_per_s);
           samples = buf;
           if (w.throughput->mfu) mfu = percent(*w.throughput->mfu);
+        }
+        if (!w.throughput || !w.throughput->mfu) {
+          // As the report says it: a priced window without an MFU had no peak to take it over.
+          std::string& ranks =
+              no_mfu[w.throughput && w.throughput->priced ? "no peak: set VIDEOX_PERF_PEAK_TFLOPS"
+                                                          : "no FLOPs priced"];
+          ranks += (ranks.empty() ? "" : ", ") + std::to_string(rank);
         }
         if (w.eta_s) eta = duration(*w.eta_s);
         std::string steps = std::to_string(w.step_first) + "-" + std::to_string(w.step_last);
@@ -257,6 +265,13 @@ class View : public analysis::RecordHandler {
                       eta.c_str(), mark.c_str());
         out.emplace_back(buf);
       }
+      std::string why;
+      for (const auto& [reason, ranks] : no_mfu) {
+        why += (why.empty() ? "  MFU n/a for rank" : "; for rank") +
+               std::string(ranks.find(',') != std::string::npos ? "s " : " ") + ranks + " (" +
+               reason + ")";
+      }
+      if (!why.empty()) out.push_back(why);
       if (median) {
         std::snprintf(buf, sizeof buf, "  median step %.3fs; stragglers: %zu", *median,
                       stragglers.size());

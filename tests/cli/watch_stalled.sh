@@ -105,4 +105,13 @@ mkdir -p "$WORK/cpu"
 sed -e 's/"mfu": [0-9.e-]*/"mfu": 0.00047/' <<< "$template" > "$WORK/cpu/rank0.jsonl"
 "$VXPERF" watch --once "$WORK/cpu/rank0.jsonl" > "$WORK/out"
 row 0 | grep -qF " 0.047% " || fail "a small MFU is not 0.047%"
+# No peak on rank 0 (a CPU run's), no FLOPs priced on rank 1: each cell n/a, why said once.
+sed -e 's/, "peak_tflops": [0-9.e-]*, "mfu": [0-9.e-]*, "hfu": [0-9.e-]*}/}/' <<< "$template" \
+  > "$WORK/cpu/rank0.jsonl"
+sed -e 's/"rank": 0,/"rank": 1,/' -e 's/, "params": .*}}$/}}/' <<< "$template" \
+  > "$WORK/cpu/rank1.jsonl"
+"$VXPERF" watch --once "$WORK/cpu/rank*.jsonl" > "$WORK/out"
+row 0 | grep -qF " n/a " || fail "no MFU is not n/a"
+grep -qxF "  MFU n/a for rank 1 (no FLOPs priced); for rank 0 (no peak: set VIDEOX_PERF_PEAK_TFLOPS)" \
+  "$WORK/out" || fail "why there is no MFU is not said"
 echo "watch_stalled: ok"
