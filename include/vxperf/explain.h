@@ -197,7 +197,9 @@ struct RankReplay {
 
 // What a rank without device events is said to be, once: in its text section, on its page, on
 // standard error beside JSON (whose rank has has_device_rows false).
-inline constexpr const char* kCpuOnly = "no device events (a CPU-only profile): host ranges only";
+inline constexpr const char* kCpuOnly =
+    "the trace has no device activity (a CPU-only profile: record ProfilerActivity.CUDA too for "
+    "device time); what it still tells is each range's host time";
 
 struct RankExplanation {
   int rank = 0;

@@ -2,6 +2,7 @@
 // waterfall per stage or phase as stacked bars, the ranks' temporal breakdown side by side, the
 // idle split per stream, and the tables. Every name from the trace is escaped.
 #include <algorithm>
+#include <cctype>
 #include <cstdio>
 
 #include "analysis/html_parts.h"
@@ -31,8 +32,24 @@ std::string label_of(const WaterfallRow& w) {
   return w.range;
 }
 
-std::string waterfall_section(const RankExplanation& r) {
+// `flops_read`: some records priced some range (else the page's problems say why none has an
+// MFU).
+std::string waterfall_section(const RankExplanation& r, bool flops_read) {
   if (r.waterfall.empty()) return "";
+  if (!r.has_device_rows) {
+    // No device span to split: the host time alone, not bars and columns of zeros.
+    html::Table table;
+    table.head = {"range", "kind", "n", "host"};
+    for (const WaterfallRow& w : r.waterfall) {
+      const double n = static_cast<double>(std::max<std::int64_t>(w.count, 1));
+      table.rows.push_back({svg::escape(label_of(w)), svg::escape(kind_text(w.kind)),
+                            std::to_string(w.count), fixed(w.host_s / n * 1e3)});
+      table.row_class.push_back("");
+    }
+    return "<h3>Ranges, rank " + std::to_string(r.rank) +
+           " (mean per range: host time, ms)</h3>\n" + html::table_html(table);
+  }
+  bool unpriced = false;
   const std::vector<std::string> parts = {
       "ideal", "kernel excess",   "exposed comm",      "memory",
       "other", "idle: host wait", "idle: kernel wait", "idle: other"};
@@ -56,14 +73,20 @@ std::string waterfall_section(const RankExplanation& r) {
         {svg::escape(label_of(w)), svg::escape(kind_text(w.kind)), std::to_string(w.count),
          ms(w.host_s), ms(w.span_s), w.ideal_s ? ms(*w.ideal_s) : "-", ms(w.kernel_excess_s),
          ms(w.exposed_comm_s), ms(w.memory_s), ms(w.other_s), ms(w.idle_host_wait_s),
-         ms(w.idle_kernel_wait_s), ms(w.idle_other_s), w.mfu ? html::percent(*w.mfu) : "-"});
+         ms(w.idle_kernel_wait_s), ms(w.idle_other_s), w.mfu ? html::percent(*w.mfu) : "n/a"});
     table.row_class.push_back("");
+    unpriced = unpriced || !w.mfu;
   }
+  const std::string why =
+      unpriced && flops_read
+          ? "<p>MFU n/a: no FLOPs priced for the range (records price requests, transformer "
+            "calls, steps, fwd and bwd).</p>\n"
+          : std::string();
   return "<h3>Where the time went: the waterfall, rank " + std::to_string(r.rank) +
          " (mean per range, ms)</h3>\n" +
          svg::stacked_bars("device span per range", html::time_axis("span", top), parts, labels,
                            values) +
-         html::table_html(table);
+         html::table_html(table) + why;
 }
 
 std::string temporal_section(const Explanation& e) {
@@ -71,12 +94,14 @@ std::string temporal_section(const Explanation& e) {
   std::vector<std::vector<double>> values;
   double top = 0;
   for (const RankExplanation& r : e.ranks) {
+    if (!r.has_device_rows) continue;  // its section says so: no bar of zeros
     const Temporal& t = r.temporal;
     labels.push_back(html::rank_label(r.rank));
     values.push_back(
         {t.compute_time_us * 1e-6, t.non_compute_time_us * 1e-6, t.idle_time_us * 1e-6});
     top = std::max(top, t.kernel_time_us * 1e-6);
   }
+  if (labels.empty()) return "";
   return "<h2>Temporal breakdown per rank</h2>\n" +
          svg::stacked_bars("device time", html::time_axis("time", top),
                            {"compute", "non-compute", "idle"}, labels, values);
@@ -252,7 +277,7 @@ std::string critical_path_section(const RankExplanation& r) {
          html::table_html(t);
 }
 
-std::string rank_summary(const RankExplanation& r) {
+std::string rank_summary(const RankExplanation& r, bool flops_read) {
   html::Table t;
   t.head = {"kernel", "type", "count", "sum (us)", "mean (us)", "max (us)", "min (us)", "std"};
   for (const KernelStats& k : r.kernels) {
@@ -265,17 +290,23 @@ std::string rank_summary(const RankExplanation& r) {
   std::string overlap = r.comm_comp_overlap_pct ? fixed(*r.comm_comp_overlap_pct, "%.2f%%")
                                                 : std::string("no communication");
   const LaunchStats& l = r.launches;
-  return "<h2>" + html::rank_label(r.rank) + " — " + svg::escape(r.file) + "</h2>\n<p>" +
-         (r.has_device_rows ? "" : "No device events (a CPU-only profile): host ranges only. ") +
-         "Device time " + fixed(tm.kernel_time_us, "%.0f") +
+  const std::string head =
+      "<h2>" + html::rank_label(r.rank) + " — " + svg::escape(r.file) + "</h2>\n";
+  if (!r.has_device_rows) {
+    std::string said = kCpuOnly;
+    said[0] = static_cast<char>(std::toupper(static_cast<unsigned char>(said[0])));
+    return head + "<p>" + svg::escape(said) + ".</p>\n" + critical_path_section(r) +
+           waterfall_section(r, flops_read) + replay_section(r);
+  }
+  return head + "<p>" + "Device time " + fixed(tm.kernel_time_us, "%.0f") +
          " us; communication under "
          "computation: " +
          overlap + "; launches " + std::to_string(l.n_events) + " (" +
          std::to_string(l.n_long_runtime) + " over 50 us, " +
          std::to_string(l.n_long_launch_delay) + " started over 100 us late, " +
          std::to_string(l.n_short_gpu) + " shorter on the device than to launch).</p>\n" +
-         idle_section(r) + html::table_html(t) + critical_path_section(r) + waterfall_section(r) +
-         replay_section(r);
+         idle_section(r) + html::table_html(t) + critical_path_section(r) +
+         waterfall_section(r, flops_read) + replay_section(r);
 }
 
 }  // namespace
@@ -288,7 +319,7 @@ std::string explanation_html(const Explanation& e) {
     page += "</ul>\n";
   }
   page += temporal_section(e);
-  for (const RankExplanation& r : e.ranks) page += rank_summary(r);
+  for (const RankExplanation& r : e.ranks) page += rank_summary(r, !e.flops_from.empty());
   return page + html::page_close();
 }
 

@@ -37,7 +37,7 @@ std::string us(double v) {
   return strprintf(v == std::floor(v) && std::fabs(v) < 1e15 ? "%.0f us" : "%.3f us", v);
 }
 
-void waterfall_text(const RankExplanation& r, std::string& out);
+void waterfall_text(const RankExplanation& r, bool flops_read, std::string& out);
 
 std::string row_label(const std::string& kind, const std::string& range, std::int64_t index) {
   return kind == "denoising_step" ? "    " + call_label(range, index)
@@ -198,7 +198,7 @@ void critical_path_text(const RankCriticalPath& cp, std::string& out) {
   }
 }
 
-void rank_text(const RankExplanation& r, std::string& out) {
+void rank_text(const RankExplanation& r, bool flops_read, std::string& out) {
   out += strprintf("rank %d  %s\n", r.rank, r.file.c_str());
   if (!r.has_device_rows) {
     out += std::string("  ") + kCpuOnly + "\n";
@@ -234,17 +234,30 @@ void rank_text(const RankExplanation& r, std::string& out) {
     }
   }
   if (r.critical_path) critical_path_text(*r.critical_path, out);
-  waterfall_text(r, out);
+  waterfall_text(r, flops_read, out);
   if (r.replay) replay_text(*r.replay, out);
 }
 
-void waterfall_text(const RankExplanation& r, std::string& out) {
+// `flops_read`: some records priced some range (else the text's end says why none has an MFU).
+void waterfall_text(const RankExplanation& r, bool flops_read, std::string& out) {
   if (r.waterfall.empty()) return;
+  if (!r.has_device_rows) {
+    // No device span to split: the host time alone, not a table of zeros that reads as measured.
+    out += "  ranges (ms, mean per range: host time)\n";
+    out += strprintf("    %-26s %5s %8s\n", "range", "n", "host");
+    for (const WaterfallRow& w : r.waterfall) {
+      const double ms = 1e3 / static_cast<double>(w.count > 0 ? w.count : 1);
+      out += strprintf("    %-26s %5" PRId64 " %8.3f\n",
+                       short_name(row_label(w.kind, w.range, w.step_index), 26).c_str(), w.count,
+                       w.host_s * ms);
+    }
+    return;
+  }
   out += "  waterfall (ms, mean per range; parts add up to the device span)\n";
   out += strprintf("    %-26s %5s %8s %8s | %8s %8s %8s %8s %8s %8s %8s %8s %6s\n", "range", "n",
                    "host", "span", "ideal", "excess", "comm", "memory", "other", "hostwait",
                    "kernwait", "idle", "MFU");
-  bool off = false;
+  bool off = false, unpriced = false;
   for (const WaterfallRow& w : r.waterfall) {
     const double n = static_cast<double>(w.count > 0 ? w.count : 1);
     const double ms = 1e3 / n;
@@ -255,8 +268,14 @@ void waterfall_text(const RankExplanation& r, std::string& out) {
                      w.ideal_s ? strprintf("%.3f", *w.ideal_s * ms).c_str() : "-",
                      w.kernel_excess_s * ms, w.exposed_comm_s * ms, w.memory_s * ms, w.other_s * ms,
                      w.idle_host_wait_s * ms, w.idle_kernel_wait_s * ms, w.idle_other_s * ms,
-                     w.mfu ? strprintf("%.1f%%", *w.mfu * 100).c_str() : "-");
+                     w.mfu ? strprintf("%.1f%%", *w.mfu * 100).c_str() : "n/a");
     off = off || (w.ideal_s && w.kernel_excess_s < 0);
+    unpriced = unpriced || !w.mfu;
+  }
+  if (unpriced && flops_read) {
+    out +=
+        "  MFU n/a: no FLOPs priced for the range (records price requests, transformer calls, "
+        "steps, fwd and bwd)\n";
   }
   if (off) {
     out +=
@@ -275,7 +294,7 @@ std::string explanation_text(const Explanation& e) {
                    steps_text(steps).c_str());
   for (const RankExplanation& r : e.ranks) {
     out += "\n";
-    rank_text(r, out);
+    rank_text(r, !e.flops_from.empty(), out);
   }
   if (!e.kernel_types.empty()) {
     out += "\nkernel types, all ranks:";
@@ -292,7 +311,10 @@ std::string explanation_text(const Explanation& e) {
     out += "\n";
   } else {
     bool ranges = false;
-    for (const RankExplanation& r : e.ranks) ranges = ranges || !r.waterfall.empty();
+    // A rank with no device activity has no ideal time or MFU whatever the records say.
+    for (const RankExplanation& r : e.ranks) {
+      ranges = ranges || (!r.waterfall.empty() && r.has_device_rows);
+    }
     if (ranges) {
       out += e.records_files.empty()
                  ? "\nFLOPs: no records found (--records FILE): no ideal time or MFU\n"

@@ -386,6 +386,24 @@ TEST_F(ExplainTest, ACpuOnlyProfileGivesItsHostRanges) {
   const auto at = text.find("CPU-only");
   ASSERT_NE(at, std::string::npos) << text;
   EXPECT_EQ(text.find("CPU-only", at + 1), std::string::npos) << text;
+  // A new user's torch.profiler run with ProfilerActivity.CPU alone: said plainly, with what it
+  // still tells, and no device columns of zeros that read as measured.
+  EXPECT_NE(text.find("  the trace has no device activity (a CPU-only profile: record "
+                      "ProfilerActivity.CUDA too for device time); what it still tells is each "
+                      "range's host time\n  ranges (ms, mean per range: host time)\n"),
+            std::string::npos)
+      << text;
+  EXPECT_NE(text.find("    request                        1    0.500\n"), std::string::npos)
+      << text;
+  for (const char* device : {"span", "kernwait", "  device time ", "MFU", "0.000"}) {
+    EXPECT_EQ(text.find(device), std::string::npos) << device << "\n" << text;
+  }
+  const std::string html = explanation_html(e);
+  EXPECT_NE(html.find("<p>The trace has no device activity (a CPU-only profile"),
+            std::string::npos);
+  for (const char* device : {"Temporal breakdown", "device span per range", "Device time"}) {
+    EXPECT_EQ(html.find(device), std::string::npos) << device;
+  }
 }
 
 // Untrusted input: a name of a megabyte, an event nested a million deep, markup in a name.
@@ -655,6 +673,15 @@ TEST_F(ExplainTest, AProgramsOwnRangeAroundTheDenoisingLoopHidesNoStage) {
   EXPECT_TRUE(said(e, "r.json: request 1: no record in " + records + " (rank 0)"))
       << e.problems.at(0);
   EXPECT_EQ(e.flops_from, std::vector<std::string>{records});
+  // The ranges the records price none of (the VAE's, request 1's) say why they have no MFU, once.
+  const std::string text = explanation_text(e);
+  const std::string why =
+      "  MFU n/a: no FLOPs priced for the range (records price requests, transformer calls, "
+      "steps, fwd and bwd)\n";
+  ASSERT_NE(text.find(why), std::string::npos) << text;
+  EXPECT_EQ(text.find(why, text.find(why) + 1), std::string::npos) << text;
+  EXPECT_NE(explanation_html(e).find("<p>MFU n/a: no FLOPs priced for the range"),
+            std::string::npos);
   // Each request alone: request 0's steps priced, request 1's not.
   for (int r = 0; r < 2; ++r) {
     Trace one(0);
