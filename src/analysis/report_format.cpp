@@ -95,6 +95,16 @@ std::string ranks_mfu_missing(const Report& report) {
   return text;
 }
 
+RankTimeUnits rank_time_units(const std::vector<RankSummary>& ranks) {
+  double e2e = 0, step = 0, excess = 0;
+  for (const RankSummary& rs : ranks) {
+    e2e = std::max(e2e, rs.e2e_p50_s.value_or(0));
+    step = std::max({step, rs.step_p50_s.value_or(0), rs.step_p95_s.value_or(0)});
+    excess = std::max(excess, rs.excess_s.value_or(0));
+  }
+  return {units::time_unit(e2e), units::time_unit(step), units::time_unit(excess)};
+}
+
 units::Unit step_time_unit(const TrainSummary& t) {
   double top = std::max(t.step_p50_s, t.step_p95_s);
   for (const auto& [name, s] : t.phase_s) top = std::max(top, s);

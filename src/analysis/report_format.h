@@ -58,6 +58,13 @@ std::string mfu_missing(const std::optional<double>& tflops);
 // n/a for rank 3 (no FLOPs priced)"; "" when every rank has one.
 std::string ranks_mfu_missing(const Report& report);
 
+// The ranks' table's time columns, each in the one unit its largest reads in, in the text and on
+// the page: the e2e p50, the step p50 and p95 together, the excess.
+struct RankTimeUnits {
+  units::Unit e2e, step, excess;
+};
+RankTimeUnits rank_time_units(const std::vector<RankSummary>& ranks);
+
 // The one unit of a training's times, its step p50 and p95 and its phases, in the text and on
 // the page: the one the largest of them reads best in.
 units::Unit step_time_unit(const TrainSummary& t);

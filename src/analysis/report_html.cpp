@@ -197,15 +197,13 @@ std::string ranks_summary(const Report& report) {
   // The fields shown per rank, a column each after the table's own.
   std::vector<const ReadingSummary*> columns = report_format::rank_field_columns(report.ranks);
   for (const ReadingSummary* c : columns) t.head.push_back(c->show.label);
-  double top_e2e = 0, top_step = 0, top_excess = 0, top_bytes = 0;
+  double top_bytes = 0;
   for (const auto& rs : report.ranks) {
-    top_e2e = std::max(top_e2e, rs.e2e_p50_s.value_or(0));
-    top_step = std::max(top_step, rs.step_p95_s.value_or(0));
-    top_excess = std::max(top_excess, rs.excess_s.value_or(0));
     top_bytes = std::max(top_bytes, static_cast<double>(rs.peak_alloc_bytes.value_or(0)));
   }
-  units::Unit e2e = units::time_unit(top_e2e), step = units::time_unit(top_step),
-              excess = units::time_unit(top_excess), bytes = units::bytes_unit(top_bytes);
+  // The text's units, a column's each.
+  const auto [e2e, step, excess] = report_format::rank_time_units(report.ranks);
+  const units::Unit bytes = units::bytes_unit(top_bytes);
   auto cell = [](const std::optional<double>& v, const units::Unit& u) {
     return v ? escape(units::in_unit(*v, u)) : std::string("-");
   };

@@ -345,16 +345,21 @@ std::string format_report(const Report& report) {
                    "e2e p50", "steps", "step p50", "step p95", "samples/s", "FLOP/s/dev", "MFU",
                    "peak alloc", "excess") +
          field_cells([](const ReadingSummary* c) { return std::string(c->show.label); }));
+    // Each time column in the unit its largest reads in, the page's.
+    const report_format::RankTimeUnits unit = report_format::rank_time_units(report.ranks);
+    auto time = [](const std::optional<double>& s, const units::Unit& u) {
+      return s ? units::seconds_in(*s, u) : std::string("-");
+    };
     for (const auto& rs : report.ranks) {
       line(strprintf("  %4d %8lld %9s %6lld %9s %9s %10s %10s %7s %10s %9s", rs.rank,
-                     static_cast<long long>(rs.requests), opt_text(rs.e2e_p50_s, "%.3fs").c_str(),
-                     static_cast<long long>(rs.steps), opt_text(rs.step_p50_s, "%.3fs").c_str(),
-                     opt_text(rs.step_p95_s, "%.3fs").c_str(),
+                     static_cast<long long>(rs.requests), time(rs.e2e_p50_s, unit.e2e).c_str(),
+                     static_cast<long long>(rs.steps), time(rs.step_p50_s, unit.step).c_str(),
+                     time(rs.step_p95_s, unit.step).c_str(),
                      opt_text(rs.samples_per_s, "%.3f").c_str(),
                      flops_cell(rs.device_tflops).c_str(),
                      rs.mfu ? units::percent(*rs.mfu).c_str() : "n/a",
                      rs.peak_alloc_bytes ? gib(*rs.peak_alloc_bytes).c_str() : "-",
-                     opt_text(rs.excess_s, "%.3fs").c_str()) +
+                     time(rs.excess_s, unit.excess).c_str()) +
            field_cells(
                [&](const ReadingSummary* c) { return report_format::rank_field_cell(rs, *c); }));
     }

@@ -735,11 +735,16 @@ TEST(Report, NoMfuSaysWhyAndStepsShareTheirUnit) {
   // 20 ms steps: the phases in ms as well, not "0.012s" beside "20.0ms".
   EXPECT_NE(text.find("  step     p50 20.0ms  p95 24.0ms\n"), std::string::npos) << text;
   EXPECT_NE(text.find("  bwd                    12.0ms    60.0%\n"), std::string::npos) << text;
+  // The ranks' table: each time column in the unit that fits it, the page's.
+  EXPECT_NE(text.find("     1        1    30.0ms     10    20.0ms    24.0ms "), std::string::npos)
+      << text;
   const std::string html = report_html(report, set);
   EXPECT_NE(html.find("n/a (no peak: set VIDEOX_PERF_PEAK_TFLOPS)"), std::string::npos);
   EXPECT_NE(html.find("n/a (no FLOPs priced)"), std::string::npos);
   EXPECT_NE(html.find("p50 20.0 ms, p95 24.0 ms"), std::string::npos);
   EXPECT_NE(html.find("<td>12.0 ms</td>"), std::string::npos);
+  EXPECT_NE(html.find("<td>30.0 ms</td><td>10</td><td>20.0 ms</td><td>24.0 ms</td>"),
+            std::string::npos);
 
   // One rank priced against a peak, the other not: the rank without one is named, with why.
   set.requests[0].dit->peak_tflops = 989.0;
