@@ -13,6 +13,7 @@ import re
 import secrets
 import shutil
 import signal
+import socket
 import subprocess
 import sys
 import tempfile
@@ -144,6 +145,17 @@ def test_usage_is_answered_without_ray(traces):
     p = subprocess.run([sys.executable, "-c", code], env=fleet_env(), capture_output=True,
                        text=True, check=False)
     assert p.returncode == 2 and "pip install vxperf[fleet]" in p.stderr, p.stderr
+
+
+def test_no_cluster_at_the_address_is_said_at_once(traces):
+    """A wrong --address: said in one line at once, not after Ray's minutes of retries."""
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]  # closed again: nothing listens there
+    rc, out, err = fleet("explain", traces, "--address", f"127.0.0.1:{port}")
+    assert (rc, out) == (2, ""), err
+    assert err == f"vxperf fleet: Ray: no Ray cluster answers at 127.0.0.1:{port} " \
+                  "(Connection refused)\n", err
 
 
 def test_the_cluster_prints_what_one_process_prints(traces, cluster):
