@@ -223,13 +223,15 @@ def test_a_command_killed_is_run_again(traces, cluster):
 def test_a_worker_node_killed_mid_run(traces, cluster):
     """Runs last: it leaves the cluster one worker node."""
     one = one_process("explain", traces)
+    # Unbuffered: `communicate` reads the pipes' descriptors, so lines a buffered `readline` had
+    # read ahead would be lost to it (the tasks finish in bursts; 23 progress lines were, once).
     p = subprocess.Popen([sys.executable, "-m", "vxperf.fleet", "explain", traces, "--address",
                           cluster.address], env=fleet_env(), stdout=subprocess.PIPE,
-                         stderr=subprocess.PIPE, text=True)
+                         stderr=subprocess.PIPE, bufsize=0)
     err = []
     try:
         while not any(line.startswith(f"{PROGRESS}8/") for line in err):
-            line = p.stderr.readline()
+            line = p.stderr.readline().decode()
             assert line, "".join(err)
             err.append(line)
         worker = cluster.procs[1]
@@ -237,7 +239,8 @@ def test_a_worker_node_killed_mid_run(traces, cluster):
                    if "raylet/raylet" in cmd.split(" ")[0]]
         assert len(raylets) == 1, sessions_pids({worker.pid})
         os.kill(raylets[0], signal.SIGKILL)
-        out, rest = p.communicate(timeout=300)
+        out_bytes, rest_bytes = p.communicate(timeout=300)
+        out, rest = out_bytes.decode(), rest_bytes.decode()
     finally:
         if p.poll() is None:
             p.kill()
