@@ -413,12 +413,13 @@ def merge(plan: Plan, results: list[TaskResult], stdout: int = 1) -> int:
         sys.stderr.write(f"vxperf fleet {plan.command}: no task made a partial\n")
         return max([r.status for r in results] + [1])
     with tempfile.TemporaryDirectory(prefix="vxperf-fleet-merge-") as root:
-        paths = []
+        # The folder, not each file, on the command line (thousands of partials); the merge
+        # reads its files sorted by name, which is the tasks' order at one width.
+        width = len(str(len(partials) - 1))
         for k, p in enumerate(partials):
-            paths.append(os.path.join(root, f"{k:06d}.partial.json"))
-            with open(paths[-1], "wb") as f:
+            with open(os.path.join(root, f"{k:0{width}d}.partial.json"), "wb") as f:
                 f.write(p)
-        return subprocess.run([command(), plan.command, "--merge", *paths, *plan.merge_args],
+        return subprocess.run([command(), plan.command, "--merge", root, *plan.merge_args],
                               stdout=stdout, check=False).returncode
 
 
