@@ -2,6 +2,7 @@
 #include <algorithm>
 
 #include "analysis/html_parts.h"
+#include "analysis/report_format.h"
 #include "analysis/units.h"
 #include "base/strings.h"
 
@@ -71,8 +72,12 @@ std::string comparison_html(const std::string& a_name, const std::string& b_name
   std::vector<bool> better;
   for (const auto& c : changes) {
     std::string change = c.change ? strprintf("%+.1f%%", *c.change * 100.0) : "-";
-    t.rows.push_back({escape(c.name), escape(metric_value(c.a, c.unit)),
-                      escape(metric_value(c.b, c.unit)), change,
+    // A utilization one side lacks reads "n/a", why said under the table (as the text does).
+    const bool lacks = report_format::lacks_utilization(c);
+    auto cell = [&](const std::optional<double>& v) {
+      return lacks && !v ? std::string("n/a") : metric_value(v, c.unit);
+    };
+    t.rows.push_back({escape(c.name), escape(cell(c.a)), escape(cell(c.b)), change,
                       "<span class=\"" + c.direction + "\">" + escape(c.direction) + "</span>"});
     if (!c.change) continue;
     labels.push_back(c.name);
@@ -82,6 +87,9 @@ std::string comparison_html(const std::string& a_name, const std::string& b_name
                    " (" + change + ", " + c.direction + ")");
   }
   html += "<h2>Metrics</h2>\n" + table_html(t);
+  for (const std::string& why : report_format::comparison_mfu_missing(changes)) {
+    html += "<p>" + escape(why) + "</p>\n";
+  }
   html += svg::diverging_bars("Change from A to B (green: better, red: worse)", "change (%)",
                               labels, values, better, tips);
   const auto &da = a.impl(), &db = b.impl();

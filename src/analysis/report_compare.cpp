@@ -140,32 +140,20 @@ std::string format_comparison(const std::string& a_name, const std::string& b_na
     }
     return strprintf("%.4g %s", *v, unit.c_str());
   };
-  // A utilization one side lacks is "n/a", and why its MFU is missing is said once below: no
-  // rate beside it means no FLOPs priced, a rate means no peak.
-  std::string why;
+  // A utilization one side lacks is "n/a", and why an MFU is missing is said once below.
   for (const auto& c : changes) {
-    const std::size_t dot = c.name.rfind('.') + 1;  // 0 where there is none
-    const std::string what = c.name.substr(dot);
-    const bool lacks = (what == "mfu" || what == "hfu") && (!c.a || !c.b);
+    const bool lacks = report_format::lacks_utilization(c);
     auto cell = [&](const std::optional<double>& v) {
       return lacks && !v ? std::string("n/a") : value(v, c.unit);
     };
     out += strprintf(
         "%-34s %14s %14s %9s  %s\n", c.name.c_str(), cell(c.a).c_str(), cell(c.b).c_str(),
         c.change ? strprintf("%+.1f%%", *c.change * 100.0).c_str() : "-", c.direction.c_str());
-    if (!lacks || what != "mfu") continue;
-    const std::string rate = c.name.substr(0, dot) + "tflops";
-    for (int side = 0; side < 2; ++side) {
-      if (side == 0 ? c.a.has_value() : c.b.has_value()) continue;
-      std::optional<double> tflops;
-      for (const auto& r : changes) {
-        if (r.name == rate) tflops = side == 0 ? r.a : r.b;
-      }
-      why += strprintf("%s n/a in %s: %s\n", c.name.c_str(), side == 0 ? "A" : "B",
-                       report_format::mfu_missing(tflops).c_str());
-    }
   }
-  return out + why;
+  for (const std::string& why : report_format::comparison_mfu_missing(changes)) {
+    out += why + "\n";
+  }
+  return out;
 }
 
 std::string comparison_json(const std::string& a_name, const std::string& b_name,

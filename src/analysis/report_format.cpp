@@ -95,6 +95,37 @@ std::string ranks_mfu_missing(const Report& report) {
   return text;
 }
 
+namespace {
+
+// "mfu" of "training.mfu", and where it begins.
+std::size_t metric_leaf(const std::string& name) { return name.rfind('.') + 1; }  // 0: no dot
+
+}  // namespace
+
+bool lacks_utilization(const MetricChange& c) {
+  const std::string leaf = c.name.substr(metric_leaf(c.name));
+  return (leaf == "mfu" || leaf == "hfu") && (!c.a || !c.b);
+}
+
+std::vector<std::string> comparison_mfu_missing(const std::vector<MetricChange>& changes) {
+  std::vector<std::string> lines;
+  for (const MetricChange& c : changes) {
+    const std::size_t at = metric_leaf(c.name);
+    if (!lacks_utilization(c) || c.name.substr(at) != "mfu") continue;
+    // The same section's rate on the same side: FLOPs were priced where there is one.
+    const std::string rate = c.name.substr(0, at) + "tflops";
+    for (const bool a : {true, false}) {
+      if (a ? c.a.has_value() : c.b.has_value()) continue;
+      std::optional<double> tflops;
+      for (const MetricChange& r : changes) {
+        if (r.name == rate) tflops = a ? r.a : r.b;
+      }
+      lines.push_back(c.name + " n/a in " + (a ? "A" : "B") + ": " + mfu_missing(tflops));
+    }
+  }
+  return lines;
+}
+
 RankTimeUnits rank_time_units(const std::vector<RankSummary>& ranks) {
   double e2e = 0, step = 0, excess = 0;
   for (const RankSummary& rs : ranks) {

@@ -58,6 +58,12 @@ std::string mfu_missing(const std::optional<double>& tflops);
 // n/a for rank 3 (no FLOPs priced)"; "" when every rank has one.
 std::string ranks_mfu_missing(const Report& report);
 
+// A comparison's utilization (MFU, HFU) one side lacks: its cell says "n/a".
+bool lacks_utilization(const MetricChange& c);
+// Why each side of a comparison that lacks an MFU has none, a line each: "training.mfu n/a in B:
+// no peak: set VIDEOX_PERF_PEAK_TFLOPS" (by the side's rate, as mfu_missing).
+std::vector<std::string> comparison_mfu_missing(const std::vector<MetricChange>& changes);
+
 // The ranks' table's time columns, each in the one unit its largest reads in, in the text and on
 // the page: the e2e p50, the step p50 and p95 together, the excess.
 struct RankTimeUnits {

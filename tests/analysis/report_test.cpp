@@ -763,6 +763,12 @@ TEST(Report, NoMfuSaysWhyAndStepsShareTheirUnit) {
   EXPECT_NE(compared.find("requests.mfu n/a in B: no peak: set VIDEOX_PERF_PEAK_TFLOPS\n"),
             std::string::npos)
       << compared;
+  const ChartData none;
+  const std::string page = comparison_html("gpu.jsonl", "cpu.jsonl",
+                                           compare_reports(build_report(gpu), report), none, none);
+  EXPECT_NE(page.find("<td>n/a</td>"), std::string::npos);
+  EXPECT_NE(page.find("<p>requests.mfu n/a in B: no peak: set VIDEOX_PERF_PEAK_TFLOPS</p>"),
+            std::string::npos);
 }
 
 // A CPU run of two ranks: small times in ms, the job's rate beside each device's, an MFU that is
