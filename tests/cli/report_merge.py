@@ -239,7 +239,8 @@ def main():
     p = subprocess.run([vxperf, "explain", "--merge", parts[0]], capture_output=True, text=True)
     assert p.returncode == 2 and "a partial of `vxperf report`, not of `vxperf explain`" in p.stderr
 
-    expect_error(vxperf, ["--merge", work], "cannot be read as a partial")
+    # A folder is read as its files (0a58ebb): one that is no partial is refused by name.
+    expect_error(vxperf, ["--merge", work], "bad0.jsonl: not a vxperf partial")
     # Usage: the flags as explain's.
     expect_error(vxperf, [files[0], "--partial", "x", "--json"],
                  "--json and --html go with --merge")
