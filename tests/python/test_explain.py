@@ -141,6 +141,18 @@ def test_an_instrumented_pipelines_ranges_in_a_cpu_trace(tmp_path):
     # Each stage call lies inside its request.
     assert sum(s["host_s"] for s in stages.values()) <= request["host_s"]
     assert got["records"] == [str(records)]
+    # What a user reads: the text says once that the trace has no device activity and what it
+    # still tells, and gives the ranges' host time, no device columns of zeros.
+    proc = subprocess.run([CLI, "explain", str(trace), "--records", str(records)],
+                          capture_output=True, text=True, check=False)
+    assert proc.returncode == 0, proc.stderr
+    text = proc.stdout
+    assert text.count("the trace has no device activity (a CPU-only profile") == 1, text
+    assert "what it still tells is each range's host time" in text, text
+    assert "ranges (ms, mean per range: host time)" in text, text
+    host_ms = float(text.split("\n    request ")[1].split()[1])
+    assert abs(host_ms - request["host_s"] / request["count"] * 1e3) < 1e-3, text  # a mean
+    assert "kernwait" not in text and "0.000" not in text and "MFU" not in text, text
     # vxperf's replay: each range's span again; skipping a denoising step of three shortens each
     # request; without a device there is no host overhead to remove, nor communication, copies
     # or FLOPs priced against device time.
