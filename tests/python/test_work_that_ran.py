@@ -429,6 +429,36 @@ def test_the_start_lines_say_what_is_measured(tmp_path):
             ) in proc.stderr, proc.stderr
 
 
+def test_the_start_line_without_diffusers(tmp_path):
+    """With no diffusers, the line counts the classes install() was given, or says how to name
+    them when there are none."""
+    source = """
+        import sys
+        sys.modules["diffusers"] = None  # not installed
+        import vxperf
+
+        class MyPipeline:
+            components = {}
+
+            def __call__(self):
+                return 1
+
+        vxperf.install(%s)
+        MyPipeline()()
+    """
+    records = tmp_path / "r.jsonl"
+    proc = run_python(source % "pipelines=MyPipeline",
+                      env=clean_env(VIDEOX_PERF="1", VIDEOX_PERF_JSON=str(records)))
+    assert ("inference metrics enabled (level 1): each pipeline call is measured as a request as "
+            "it runs (1 class wrapped)") in proc.stderr, proc.stderr
+    assert [r["kind"] for r in read_records(records)] == ["request"]
+    proc = run_python(source % "",
+                      env=clean_env(VIDEOX_PERF="1", VIDEOX_PERF_JSON=str(tmp_path / "none.jsonl")))
+    assert ("inference metrics enabled (level 1): no pipeline class found to measure: name yours "
+            "with install(pipelines=...) or vxperf.instrument_pipeline(pipe)") in proc.stderr, \
+        proc.stderr
+
+
 # ---- what the probes must never do ------------------------------------------------------------
 
 
