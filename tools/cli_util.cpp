@@ -294,10 +294,38 @@ int exec_torch_helper(const char* helper, const char* command, int argc, char** 
   return 2;
 }
 
+namespace {
+
+// `paths` with each folder replaced by the files in it, sorted by name (hidden ones left out):
+// a fleet's partials, too many to name on one command line. A folder without any is a UsageError.
+std::vector<std::string> partials_in_folders(const std::vector<std::string>& paths) {
+  std::vector<std::string> out;
+  for (const std::string& path : paths) {
+    std::error_code ec;
+    if (!std::filesystem::is_directory(path, ec)) {
+      out.push_back(path);
+      continue;
+    }
+    std::vector<std::string> found;
+    for (const auto& entry : std::filesystem::directory_iterator(path, ec)) {
+      const std::string name = entry.path().filename().string();
+      if (!name.empty() && name[0] != '.' && entry.is_regular_file(ec)) {
+        found.push_back(entry.path().string());
+      }
+    }
+    if (found.empty()) throw UsageError{path + ": a folder with no partials in it"};
+    std::sort(found.begin(), found.end());
+    out.insert(out.end(), found.begin(), found.end());
+  }
+  return out;
+}
+
+}  // namespace
+
 std::vector<std::pair<std::string, std::string>> read_partials(
     const std::vector<std::string>& paths) {
   std::vector<std::pair<std::string, std::string>> out;
-  for (const std::string& path : paths) {
+  for (const std::string& path : partials_in_folders(paths)) {
     std::ifstream in(path, std::ios::binary);
     std::error_code ec;
     if (!in || std::filesystem::is_directory(path, ec)) {

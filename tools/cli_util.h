@@ -132,8 +132,9 @@ std::string kind_of_file(const std::string& path, const std::string& own);
 // folder without any is a UsageError.
 std::vector<std::string> records_in_folders(const std::vector<std::string>& paths);
 
-// Each partial's name and bytes, in order (`vxperf explain --merge`, `vxperf report --merge`);
-// throws std::invalid_argument for one that cannot be read.
+// Each partial's name and bytes, in order (`vxperf explain --merge`, `vxperf report --merge`), a
+// folder standing for the files in it, sorted by name; throws std::invalid_argument for one that
+// cannot be read, UsageError for a folder with none.
 std::vector<std::pair<std::string, std::string>> read_partials(
     const std::vector<std::string>& paths);
 

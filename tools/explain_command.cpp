@@ -74,8 +74,9 @@ const Command kExplainCommand = {
     "                    replay, kilobytes) as a partial instead of the output ('-': stdout)\n"
     "  --merge PARTIAL...\n"
     "                    the output of all the partials' traces at once, from the partials (in\n"
-    "                    the order of their traces), byte for byte what one run on the traces\n"
-    "                    prints; the partials must have been made with the same records and\n"
+    "                    the order of their traces; a folder: its files, by name), byte for\n"
+    "                    byte what one run on the traces prints; the partials must have been\n"
+    "                    made with the same records and\n"
     "                    options (--critical-path takes every rank at once: no partials)\n\n"
     "Exit status: 0 when some trace was analysed (problems with others are said), 1 when none\n"
     "could be, 2 for bad usage.\n",

@@ -1,6 +1,7 @@
 // The measured-peak cache (vxperf/peak.h): one JSON file that every front end reads and writes.
 #include <sys/stat.h>
 
+#include <array>
 #include <cerrno>
 #include <chrono>
 #include <cmath>
@@ -9,6 +10,7 @@
 #include <nlohmann/json.hpp>
 #include <sstream>
 
+#include "base/enum_names.h"
 #include "vxperf/file_io.h"
 #include "vxperf/peak.h"
 
@@ -19,6 +21,9 @@ using Json = nlohmann::ordered_json;
 
 constexpr const char* kFormat = "vxperf-peaks";
 constexpr int kVersion = 1;
+
+constexpr std::array<const char*, 3> kSourceNames = {"table", "env", "measured"};
+static_assert(kSourceNames.size() == internal::enumerators_through(PeakSource::kMeasured));
 
 // The file's entries, or nullopt (with `why`) when the file is not ours to read. A missing file
 // is an empty cache.
@@ -112,15 +117,7 @@ std::string trimmed(const std::string& s) {
 }  // namespace
 
 const char* peak_source_name(PeakSource source) {
-  switch (source) {
-    case PeakSource::kTable:
-      return "table";
-    case PeakSource::kEnv:
-      return "env";
-    case PeakSource::kMeasured:
-      return "measured";
-  }
-  return "table";
+  return internal::enum_name(source, kSourceNames, "table");
 }
 
 std::string peak_cache_path(const EnvLookup& env) {

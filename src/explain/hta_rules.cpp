@@ -1,7 +1,10 @@
-#include "base/strings.h"
 #include "explain/hta_rules.h"
 
 #include <algorithm>
+#include <array>
+
+#include "base/enum_names.h"
+#include "base/strings.h"
 
 namespace vxperf::explain {
 namespace {
@@ -13,6 +16,11 @@ bool in_first_line(std::string_view s, std::string_view x) {
   return s.substr(0, s.find('\n')).find(x) != std::string_view::npos;
 }
 
+// HTA's names of its kernel types, by KernelType.
+constexpr std::array<const char*, 4> kKernelTypeNames = {"COMPUTATION", "COMMUNICATION", "MEMORY",
+                                                         "OTHER"};
+static_assert(kKernelTypeNames.size() == internal::enumerators_through(KernelType::kOther));
+
 }  // namespace
 
 bool is_step_string(std::string_view s) {
@@ -22,17 +30,7 @@ bool is_step_string(std::string_view s) {
 }
 
 const char* kernel_type_name(KernelType t) {
-  switch (t) {
-    case KernelType::kComputation:
-      return "COMPUTATION";
-    case KernelType::kCommunication:
-      return "COMMUNICATION";
-    case KernelType::kMemory:
-      return "MEMORY";
-    case KernelType::kOther:
-      break;
-  }
-  return "OTHER";
+  return internal::enum_name(t, kKernelTypeNames, "OTHER");
 }
 
 KernelType kernel_type_of(std::string_view name) {

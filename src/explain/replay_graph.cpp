@@ -1,12 +1,14 @@
 #include "explain/replay_graph.h"
 
 #include <algorithm>
+#include <array>
 #include <limits>
 #include <optional>
 #include <stdexcept>
 #include <string_view>
 #include <unordered_map>
 
+#include "base/enum_names.h"
 #include "explain/hta_analysis.h"
 #include "explain/hta_rules.h"
 
@@ -31,31 +33,15 @@ bool is_loader_name(std::string_view n) { return contains(n, "DataLoader"); }
 
 constexpr std::size_t kWalkBack = 64;  // rows of a stream looked back for what a sync waited on
 
+// By Bound: the keys of a replayed row's critical_path_s.
+constexpr std::array<const char*, 8> kBoundNames = {
+    "host",   "launch_overhead", "gpu_compute", "gpu_communication",
+    "copies", "sync_wait",       "device_idle", "data_loading"};
+static_assert(kBoundNames.size() == static_cast<std::size_t>(Bound::kCount));
+
 }  // namespace
 
-const char* bound_name(Bound b) {
-  switch (b) {
-    case Bound::kHost:
-      return "host";
-    case Bound::kLaunch:
-      return "launch_overhead";
-    case Bound::kCompute:
-      return "gpu_compute";
-    case Bound::kCommunication:
-      return "gpu_communication";
-    case Bound::kCopies:
-      return "copies";
-    case Bound::kSyncWait:
-      return "sync_wait";
-    case Bound::kDeviceIdle:
-      return "device_idle";
-    case Bound::kDataLoading:
-      return "data_loading";
-    case Bound::kCount:
-      break;
-  }
-  return "?";
-}
+const char* bound_name(Bound b) { return internal::enum_name(b, kBoundNames, "?"); }
 
 void ReplayGraph::add(Node src, Node dst, EdgeKind kind, Bound bound, double weight) {
   const auto type =

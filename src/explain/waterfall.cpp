@@ -348,30 +348,23 @@ class Builder {
   // which none holds.
   void join(RankWaterfall& out) const {
     std::set<std::int64_t> requests, steps;
+    // A request's record or a step's window: counted in its file, or the root's number kept.
+    auto count = [&out](const auto* record, std::set<std::int64_t>& without, const Node& root) {
+      if (record == nullptr) {
+        without.insert(root.number);
+        return;
+      }
+      ++out.matched[record->file];
+      if (record->priced) ++out.priced[record->file];
+    };
     for (std::int64_t i : order_) {
       const Node& n = nodes_[i];
       if (n.root != i) continue;
-      std::uint32_t file = 0;
-      bool priced = false;
       if (n.kind == Kind::kRequest) {
-        const Records::Request* r = request_record(n);
-        if (r == nullptr) {
-          requests.insert(n.number);
-          continue;
-        }
-        file = r->file;
-        priced = r->priced;
+        count(request_record(n), requests, n);
       } else {
-        const Records::Window* w = window_record(n);
-        if (w == nullptr) {
-          steps.insert(n.number);
-          continue;
-        }
-        file = w->file;
-        priced = w->priced;
+        count(window_record(n), steps, n);
       }
-      ++out.matched[file];
-      if (priced) ++out.priced[file];
     }
     out.requests_without_record.assign(requests.begin(), requests.end());
     out.steps_without_record.assign(steps.begin(), steps.end());

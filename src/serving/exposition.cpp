@@ -1,10 +1,12 @@
 #include "serving/exposition.h"
 
+#include <array>
 #include <charconv>
 #include <cmath>
 #include <cstdint>
 #include <system_error>
 
+#include "base/enum_names.h"
 #include "base/strings.h"
 
 namespace vxperf::serving {
@@ -38,17 +40,11 @@ void append_count(std::uint64_t n, std::string* out) {
   out->append(buf, result.ptr);
 }
 
-const char* type_name(MetricType type) {
-  switch (type) {
-    case MetricType::kCounter:
-      return "counter";
-    case MetricType::kGauge:
-      return "gauge";
-    case MetricType::kHistogram:
-      return "histogram";
-  }
-  return "untyped";
-}
+// The exposition format's # TYPE words, by MetricType.
+constexpr std::array<const char*, 3> kTypeNames = {"counter", "gauge", "histogram"};
+static_assert(kTypeNames.size() == internal::enumerators_through(MetricType::kHistogram));
+
+const char* type_name(MetricType type) { return internal::enum_name(type, kTypeNames, "untyped"); }
 
 }  // namespace
 

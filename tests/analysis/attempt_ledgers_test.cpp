@@ -8,6 +8,8 @@
 #include <string>
 #include <vector>
 
+#include "analysis_records.h"
+
 namespace vxperf {
 namespace {
 
@@ -95,18 +97,7 @@ TEST(AttemptLedgers, AFinalRecordRunsTheAttemptToItsEnd) {
   job.add(window(0, 10, 19, 1000, 10));
   TrainWindowRecord last = window(0, 20, 29, 1000, 20);  // closes at 1045
   job.add(last);
-  TrainEndRecord end;
-  end.attempt = 0;
-  end.world_size = 4;
-  end.step_first = 0;
-  end.step_last = 29;
-  end.steps = 30;
-  end.after_last_step_s = 5;
-  Ledger l = *last.ledger;
-  l.between_steps_s = 5;
-  l.wall_s += 5;
-  end.ledger = l;
-  end.ts = last.ts + 5;
+  const TrainEndRecord end = analysis::test_records::end_of(last, 5);  // steps 0-29, ends at 1050
   job.add(end);
   for (std::int64_t first = 20; first < 60; first += 10) {
     job.add(window(1, first, first + 9, 1100, first - 20));
@@ -127,7 +118,7 @@ TEST(AttemptLedgers, AFinalRecordRunsTheAttemptToItsEnd) {
   AttemptLedgers one;
   one.add(end);
   one.add(last);
-  EXPECT_DOUBLE_EQ(one.ledger(0, nullptr)->wall_s, l.wall_s);
+  EXPECT_DOUBLE_EQ(one.ledger(0, nullptr)->wall_s, end.ledger->wall_s);
 }
 
 // A restart that runs every step of the earlier attempt again, its first step's excess among

@@ -13,6 +13,7 @@ import re
 import secrets
 import shutil
 import signal
+import socket
 import subprocess
 import sys
 import tempfile
@@ -146,6 +147,17 @@ def test_usage_is_answered_without_ray(traces):
     assert p.returncode == 2 and "pip install vxperf[fleet]" in p.stderr, p.stderr
 
 
+def test_no_cluster_at_the_address_is_said_at_once(traces):
+    """A wrong --address: said in one line at once, not after Ray's minutes of retries."""
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]  # closed again: nothing listens there
+    rc, out, err = fleet("explain", traces, "--address", f"127.0.0.1:{port}")
+    assert (rc, out) == (2, ""), err
+    assert err == f"vxperf fleet: Ray: no Ray cluster answers at 127.0.0.1:{port} " \
+                  "(Connection refused)\n", err
+
+
 def test_the_cluster_prints_what_one_process_prints(traces, cluster):
     one = one_process("explain", traces)
     assert one[0] == 0 and f"{traces}/rank-x.json: " in one[1], one
@@ -223,13 +235,15 @@ def test_a_command_killed_is_run_again(traces, cluster):
 def test_a_worker_node_killed_mid_run(traces, cluster):
     """Runs last: it leaves the cluster one worker node."""
     one = one_process("explain", traces)
+    # Unbuffered: `communicate` reads the pipes' descriptors, so lines a buffered `readline` had
+    # read ahead would be lost to it (the tasks finish in bursts; 23 progress lines were, once).
     p = subprocess.Popen([sys.executable, "-m", "vxperf.fleet", "explain", traces, "--address",
                           cluster.address], env=fleet_env(), stdout=subprocess.PIPE,
-                         stderr=subprocess.PIPE, text=True)
+                         stderr=subprocess.PIPE, bufsize=0)
     err = []
     try:
         while not any(line.startswith(f"{PROGRESS}8/") for line in err):
-            line = p.stderr.readline()
+            line = p.stderr.readline().decode()
             assert line, "".join(err)
             err.append(line)
         worker = cluster.procs[1]
@@ -237,7 +251,8 @@ def test_a_worker_node_killed_mid_run(traces, cluster):
                    if "raylet/raylet" in cmd.split(" ")[0]]
         assert len(raylets) == 1, sessions_pids({worker.pid})
         os.kill(raylets[0], signal.SIGKILL)
-        out, rest = p.communicate(timeout=300)
+        out_bytes, rest_bytes = p.communicate(timeout=300)
+        out, rest = out_bytes.decode(), rest_bytes.decode()
     finally:
         if p.poll() is None:
             p.kill()

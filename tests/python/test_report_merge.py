@@ -6,6 +6,7 @@ a worker next to each rank would make it), merged (`--merge`), prints byte for b
 status."""
 import json
 import os
+import shutil
 import socket
 import subprocess
 import sys
@@ -54,13 +55,22 @@ def test_partials_of_a_torchrun_jobs_ranks_merge_to_one_runs_report(tmp_path: Pa
 
 
 def same_as_one_run(tmp_path: Path, files: list[str], partials: list[str]) -> None:
-    """The merge of `partials` against one run over `files`: text, JSON and the page."""
+    """The merge of `partials` against one run over `files`: text, JSON and the page; the
+    partials also as a folder of them (named so that their order is the files')."""
+    folder = tmp_path / "partials"
+    folder.mkdir()
+    for p in partials:
+        shutil.copy(p, folder)
     for form in ([], ["--json"]):
         one = report(*files, *form)
         assert one[0] == 0 and one[1]
         if not form:
             assert b"Ranks (2)" in one[1]
         assert report("--merge", *partials, *form) == one
+        assert report("--merge", str(folder), *form) == one
+    (tmp_path / "empty").mkdir()
+    rc, out, err = report("--merge", str(tmp_path / "empty"))
+    assert (rc, out) == (2, b"") and b"empty: a folder with no partials in it" in err, err
 
     (tmp_path / "one").mkdir()
     (tmp_path / "merged").mkdir()

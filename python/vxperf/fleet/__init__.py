@@ -19,6 +19,7 @@ from __future__ import annotations
 import logging
 import os
 import shutil
+import socket
 import subprocess
 import sys
 import tempfile
@@ -348,12 +349,26 @@ def import_ray() -> Any:
     return ray
 
 
+def check_answers(address: str, timeout_s: float = 10.0) -> None:
+    """Raises ConnectionError at once where nothing listens at a HOST:PORT address: Ray itself
+    would retry for minutes before it says so. Other forms ("auto", "ray://...") go to Ray."""
+    host, sep, port = address.rpartition(":")
+    if not sep or not host or "/" in address or not port.isdigit():
+        return
+    try:
+        socket.create_connection((host.strip("[]"), int(port)), timeout=timeout_s).close()
+    except OSError as e:
+        raise ConnectionError(f"no Ray cluster answers at {address} ({e.strerror or e})") from e
+
+
 def run_on_ray(plan: Plan, groups: list[list[str]]) -> list[TaskResult]:
     ray = import_ray()
     kwargs: dict[str, Any] = {"logging_level": logging.WARNING, "log_to_driver": False}
     address = plan.address or os.environ.get("RAY_ADDRESS") or None
     if address is None:
         kwargs["include_dashboard"] = False
+    else:
+        check_answers(address)
     ray.init(address=address, **kwargs)
     try:
         task = ray.remote(run_task).options(num_cpus=1, max_retries=plan.retries,
@@ -398,12 +413,13 @@ def merge(plan: Plan, results: list[TaskResult], stdout: int = 1) -> int:
         sys.stderr.write(f"vxperf fleet {plan.command}: no task made a partial\n")
         return max([r.status for r in results] + [1])
     with tempfile.TemporaryDirectory(prefix="vxperf-fleet-merge-") as root:
-        paths = []
+        # The folder, not each file, on the command line (thousands of partials); the merge
+        # reads its files sorted by name, which is the tasks' order at one width.
+        width = len(str(len(partials) - 1))
         for k, p in enumerate(partials):
-            paths.append(os.path.join(root, f"{k:06d}.partial.json"))
-            with open(paths[-1], "wb") as f:
+            with open(os.path.join(root, f"{k:0{width}d}.partial.json"), "wb") as f:
                 f.write(p)
-        return subprocess.run([command(), plan.command, "--merge", *paths, *plan.merge_args],
+        return subprocess.run([command(), plan.command, "--merge", root, *plan.merge_args],
                               stdout=stdout, check=False).returncode
 
 
