@@ -7,9 +7,9 @@ of step 20 and trains to step 60. With the live view on and off: no window lost 
 held for the exchange is written when the job is told to stop), every attempt in the files, the
 steps of the restored attempt numbered from 20 on every rank (those that saved nothing find the
 step rank 0 kept), and `vxperf report` stitching the attempts: 60 steps trained and 10 run again
-on every rank, lost progress equal to the first attempt's time on the steps run again and close to
-the re-run's, the slowed rank's cost equal to what was injected, the ledger adding up to the wall
-on every rank."""
+on every rank, lost progress equal to the first attempt's time on the steps run again (each
+attempt's at least their batch waits), the slowed rank's cost equal to what was injected, the
+ledger adding up to the wall on every rank."""
 import json
 import os
 import subprocess
@@ -85,10 +85,13 @@ def test_a_restarted_job_is_stitched_from_its_attempts(tmp_path, xrank, saver):
         # Each rank's own count: 60 steps trained, and 10 of the 70 it ran run again.
         assert ledger["attempts"] == 2 and ledger["steps"] == 60 and rs["steps"] == 70, rs
         assert sum(ledger.get(k, 0.0) for k in PARTS) == pytest.approx(ledger["wall_s"], abs=1e-6)
-        # Exactly the first attempt's time on the steps run again; and about the re-run's time on
-        # them (the same work in another process, on a loaded machine).
+        # Exactly the first attempt's time on the steps run again, from its own windows.
         assert ledger["lost_progress_s"] == pytest.approx(lost_s[rs["rank"]], abs=1e-6)
-        assert ledger["lost_progress_s"] == pytest.approx(rerun_s[rs["rank"]], rel=0.2)
+        # Both attempts' time on those ten steps holds their ten batch waits, a floor no load
+        # lowers. How near the two are is the machine's doing, not vxperf's (two processes a
+        # restart apart: 0.85 s against 1.12 s once, at a load average of 11), so not held.
+        assert ledger["lost_progress_s"] >= 10 * DATA_S
+        assert rerun_s[rs["rank"]] >= 10 * DATA_S
         assert ledger["between_attempts_s"] > 0 and ledger["startup_s"] > 0
         assert ledger["recovery_s"] >= ledger["between_attempts_s"] + before["restore_s"]
     # The slowed rank: 30 ms on each of its 20 + 40 slowed steps in the windows, in its data wait.
