@@ -1,9 +1,12 @@
 // The Python extension's only door into the C++ engine.
 //
 // Everything the extension (the pybind11 module, the C-implemented timed callables) needs from the
-// engine is a free function here, over plain values and the engine's public types (vxperf/*.h);
-// binding_api.cpp implements them over the public API alone (vxperf/markers.h, vxperf/config.h,
-// ...): the extension is a front end like any other program.
+// engine is a free function of binding_api.cpp, over plain values and the engine's public types
+// (vxperf/*.h), implemented over the public API alone (vxperf/markers.h, vxperf/config.h, ...): the
+// extension is a front end like any other program. A call Python makes straight, with plain
+// arguments, is defined and registered there alone (define_calls: a new one is its function and
+// its line in that table, then _ext.pyi); this header declares what the module's own wrappers
+// (Python objects, the GIL, records handed back) and the C types call.
 //
 // Conventions:
 //   * Stages are small integers interned once from their names (stage_id).
@@ -39,7 +42,15 @@
 #include "vxperf/topology.h"
 #include "vxperf/training.h"
 
+namespace pybind11 {
+class module_;
+}  // namespace pybind11
+
 namespace vxperf::binding {
+
+// Registers every call Python makes straight on the engine (`m`: the extension module, after the
+// types those calls name); the table is at the end of binding_api.cpp.
+void define_calls(pybind11::module_& m);
 
 // ---- the process-wide engine ----------------------------------------------------------------
 
@@ -47,29 +58,12 @@ namespace vxperf::binding {
 // whatever VIDEOX_PERF says; level <= 0: from the environment. Returns whether metrics are on.
 // Once created, the engine stays as it is (a later call only answers).
 bool configure(int level);
-// Whether the engine has been created (configure was called or an engine call made one).
-bool configured();
 // Adds `observer` to the process-wide engine (vxperf/observer.h); false with metrics off.
 bool add_observer(std::shared_ptr<vxperf::Observer> observer);
-// VIDEOX_PERF_PROFILE's range: ("steps" or "requests", first, last), nullopt when none is set or
-// metrics are off.
-std::optional<std::tuple<std::string, std::int64_t, std::int64_t>> capture_range();
 // Whether metrics are on (creates the engine from the environment if needed).
 bool enabled();
-// VIDEOX_PERF level in effect (0 when off).
-int level();
-// Whether the cost model prices core attention (VIDEOX_PERF_FLOPS_ATTN).
-bool attention_pricing();
-// A warning or notice line on the engine's output (stderr); printed by every rank.
-void notice(const std::string& line);
-// "[Perf][rankN] " + text, where this rank logs (rank 0, or every rank with VIDEOX_PERF_RANKS=all).
-void perf_line(const std::string& text);
-// Training steps per window (VIDEOX_PERF_EVERY).
-std::int64_t window_steps();
 // Prints the exit summaries now (training first), once. Idempotent.
 void shutdown();
-// The library's version ("0.2.0").
-std::string version();
 
 // ---- Prometheus -------------------------------------------------------------------------------
 
@@ -80,7 +74,6 @@ std::string prometheus_text();
 std::vector<FamilySnapshot> prometheus_families();
 
 Topology topology();
-void set_topology(int rank, int world_size);
 void set_parallel(const ParallelSpec& spec);
 
 // ---- models -----------------------------------------------------------------------------------
@@ -92,21 +85,11 @@ void declare_model(const std::string& stage, const ModelInfo& model);
 // ---- measured peaks (vxperf/peak.h)
 // --------------------------------------------------------------
 
-// Whether the engine wants a measured peak (VIDEOX_PERF_PEAK_TFLOPS=auto). False when off.
-bool wants_measured_peak();
-// The cache key of the host CPU probed with `threads` threads.
-std::string cpu_device_key(int threads);
-std::string peak_cache_path();
 // The cached peak of `device` (a cache key) in `dtype`, else `probe`'s (then cached; `force`:
 // measure even when cached). nullopt when neither, or `dtype` is unknown. Problems go to stderr.
 std::optional<Calibration> calibrate(const std::string& device, const std::string& dtype,
                                      const std::function<std::optional<MeasuredPeak>()>& probe,
                                      bool force);
-// VIDEOX_PERF_DTYPE ("" when unset or off): the dtype the engine prices with, whatever a model
-// says, and so the one to probe.
-std::string dtype_override();
-// Hands a measured peak of `device` (-1: the host) in `dtype` to the engine.
-void set_measured_peak(int device, const std::string& dtype, double tflops);
 
 // ---- devices ----------------------------------------------------------------------------------
 
@@ -135,11 +118,6 @@ bool training_in_use();
 const void* begin_request(int device, std::uintptr_t stream, bool own_models,
                           std::int64_t videos = 1, double queue_s = -1, std::int64_t frames = 0,
                           double fps = 0, bool from_queue = false);
-// A server's queue grew (+1) or lost a request unserved (-1): vxperf::note_queued.
-void note_queued(std::int64_t delta);
-// The denoising steps this thread's open request ran (vxperf::note_denoising_steps); below 1 or
-// outside a request, nothing.
-void note_denoising_steps(std::int64_t steps);
 // Closes and reports the request `handle` names, when it is still this thread's open request (one
 // synchronize of its device first). `failed`: the measured call raised; reported all the same.
 void end_request(const void* handle, bool failed);
@@ -154,10 +132,6 @@ StageMark begin_stage(std::uint32_t stage, std::int64_t tokens, std::int64_t bat
 void end_stage(const StageMark& mark);
 // Forgets the call without recording it (releases its device event).
 void drop_stage(const StageMark& mark);
-// The call of `stage` open on this thread (else the last one closed) computed `fraction` of a
-// full forward (0: skipped); outside a request, the training forward open now (else the last one
-// of the current step). See vxperf/inference.h.
-void note_forward_fraction(std::uint32_t stage, double fraction);
 // What the blocks of the call of `stage` open on this thread computed (vxperf::ForwardWork, read
 // by the block probes); outside a request, of the training forward open now.
 void note_forward_work(std::uint32_t stage, const ForwardWork& work);
@@ -165,28 +139,15 @@ void note_forward_work(std::uint32_t stage, const ForwardWork& work);
 // ("bf16", ...; the autocast state at the call): its stage is priced at that dtype's peak (the
 // first one said wins). Outside a request, the training forward open now. Unknown names: ignored.
 void note_compute_dtype(std::uint32_t stage, const std::string& dtype);
-// Calls of `stage` closed so far in this thread's open request (0 outside one).
-std::int64_t closed_calls(std::uint32_t stage);
-// Calls of `stage` open now in this thread's request (0 outside one).
-std::int64_t open_calls(std::uint32_t stage);
 
 // ---- training ---------------------------------------------------------------------------------
 
 // The phase table (vxperf/phases.h): names in order, and how each is timed.
 const std::array<PhaseInfo, kPhaseCount>& phases();
-// Phase ids: a phase's index in the phase table (vxperf/phases.h: "data", "prep", "vae_enc",
-// "vae_dec", "text_encoder", "aux", "fwd", "bwd", "clip", "opt", "other"); -1 for another name.
-int phase_id(const std::string& name);
 
-// Whether a training loop uses the trainer (a model registered or a micro-step run).
-bool training_active();
-// The device the trainer times on (-1: host clock only) and the stream to record events on.
-void train_set_device(int device, std::uintptr_t stream);
 // The trained model. replace=false: kept only if larger than the one registered (what a prepare
 // of several modules does); true: replaces it (a re-reading of the same model).
 void train_register_model(const ModelInfo& model, bool replace);
-void train_micro_enter();
-void train_micro_exit();
 // Whether a model call starting now would be timed (not nested in another, not in a backward).
 bool train_call_timed();
 // `phase`: the call's phase where known at its start (its ranges are named so), -1: said at the
@@ -194,43 +155,16 @@ bool train_call_timed();
 TrainMark train_call_begin(int phase = -1);
 void train_call_end(const TrainMark& mark, int phase, std::int64_t tokens, std::int64_t samples,
                     double fraction = 1.0);
-TrainMark train_backward_begin();
-void train_backward_end(const TrainMark& mark);
-// One call of a call phase (clip, or another call phase of the table that leaves the step where
-// it is: vxperf/phases.h); a phase that is not one is not timed.
-TrainMark train_call_phase_begin(int phase);
-void train_call_phase_end(const TrainMark& mark, int phase);
-// A call outside the steps (save, restore, eval); `bytes` -1: not said.
-TrainMark train_outside_begin(int phase);
-// A checkpoint's `path` ("" none) and a restore's `resume_step` (-1: the step its save was at).
-void train_outside_end(const TrainMark& mark, int phase, std::int64_t bytes,
-                       const std::string& path, std::int64_t resume_step);
-TrainMark train_optimizer_begin();
 // owner: identifies the optimizer (the first to close a step owns the boundary); synced: whether
 // this call really stepped (false on a gradient-accumulation pass-through).
 void train_optimizer_end(const TrainMark& mark, std::uintptr_t owner, bool synced);
-std::int64_t train_steps_closed();
-std::int64_t train_pending_steps();
 // Settles every pending step, emits the partial window and prints the training summary. Once.
 void train_finish();
 // Trainer::stop_exchanges: the held windows written now, the cross-rank view off.
 void train_stop_exchanges(const std::string& why);
-// Trainer::mark_setup: the program begins setting up its training.
-void train_mark_setup();
 
 // ---- the live cross-rank view (VIDEOX_PERF_XRANK=1) --------------------------------------------
 
-// VIDEOX_PERF_TRACKERS: 1 or 0 as set, -1 unset (or metrics off).
-int trackers_setting();
-
-// VIDEOX_PERF_OTEL=1: requests as OpenTelemetry spans.
-bool otel_requested();
-
-// Whether VIDEOX_PERF_XRANK asks for the view, and how long one exchange may take (seconds).
-bool xrank_requested();
-double xrank_timeout_s();
-// How many numbers each rank contributes to an exchange.
-std::size_t xrank_width();
 // The all-gather behind the view, called on the training thread at window ends: handed this
 // rank's numbers, returns every rank's (xrank_width() each), or nullopt on failure; it may throw
 // (the message is reported when the view goes off).

@@ -3,7 +3,8 @@
 // pybind11 for everything that runs once per request, window or model (configuration, model
 // declarations, request boundaries, training measurement points); the per-call paths (timed
 // module calls, stage scopes) are the C types of timed_call.cpp. Every engine call goes through
-// binding_api.h. No LibTorch: Python hands over plain numbers.
+// binding_api: the calls with plain arguments are its table (api::define_calls), what needs
+// Python's objects is wrapped here. No LibTorch: Python hands over plain numbers.
 #include <pybind11/functional.h>
 #include <pybind11/pybind11.h>
 #include <pybind11/stl.h>
@@ -254,20 +255,11 @@ PYBIND11_MODULE(_ext, m) {
   m.def("configure", &configure, py::arg("level"),
         "Makes the engine if needed: level > 0 turns metrics on at that level, 0 reads "
         "VIDEOX_PERF. Returns whether metrics are on.");
-  m.def("configured", &api::configured);
   m.def("enabled", [] {
     bool on = api::enabled();
     vxperf::python::set_stage_scopes_enabled(on);
     return on;
   });
-  m.def("level", &api::level);
-  m.def("attention_pricing", &api::attention_pricing);
-  m.def("notice", &api::notice, py::arg("line"));
-  m.def("perf_line", &api::perf_line, py::arg("text"),
-        "Prints '[Perf][rankN] ' + text where this rank logs.");
-  m.def("window_steps", &api::window_steps);
-  m.def("version", &api::version,
-        "The version of the vxperf engine this extension was built with.");
   m.def(
       "prometheus_text",
       [] {
@@ -326,8 +318,6 @@ PYBIND11_MODULE(_ext, m) {
       },
       py::arg("start"), py::arg("stop"),
       "Calls start() and stop() as VIDEOX_PERF_PROFILE's range starts and stops.");
-  m.def("capture_range", &api::capture_range,
-        "VIDEOX_PERF_PROFILE's range as (kind, first, last), None when unset or off.");
   m.def(
       "dtype_names",
       [] {
@@ -348,7 +338,6 @@ PYBIND11_MODULE(_ext, m) {
     vxperf::Topology t = api::topology();
     return std::make_tuple(t.rank, t.world_size, t.sp);
   });
-  m.def("set_topology", &api::set_topology, py::arg("rank"), py::arg("world_size"));
   m.def(
       "set_parallel",
       [](int sp, int tp, int dp_shard, int dp_replicate, int group, int dp_rank,
@@ -369,9 +358,6 @@ PYBIND11_MODULE(_ext, m) {
       py::arg("stage"), py::arg("model"), "Prices the forwards of `stage` by `model` (a Model).");
 
   // ---- measured peaks
-  m.def("wants_measured_peak", &api::wants_measured_peak);
-  m.def("cpu_device_key", &api::cpu_device_key, py::arg("threads"));
-  m.def("peak_cache_path", &api::peak_cache_path);
   m.def(
       "calibrate",
       [](const std::string& device, const std::string& dtype, py::object probe,
@@ -399,9 +385,6 @@ PYBIND11_MODULE(_ext, m) {
       py::arg("device"), py::arg("dtype"), py::arg("probe"), py::arg("force") = false,
       "The cached peak of a device (a cache key) in a dtype, else probe()'s, then cached: "
       "(tflops, n, gemms, seconds, by, from_cache) or None.");
-  m.def("dtype_override", &api::dtype_override);
-  m.def("set_measured_peak", &api::set_measured_peak, py::arg("device"), py::arg("dtype"),
-        py::arg("tflops"));
   m.def(
       "use_cuda_backend",
       [](py::object peaks, py::object reset, int device, const std::string& library) {
@@ -428,19 +411,6 @@ PYBIND11_MODULE(_ext, m) {
       py::arg("name"),
       "Whether a stage's calls are priced in FLOPs: the denoising model's calls (one or two a "
       "denoising step).");
-  m.def("stage_id", &api::stage_id, py::arg("name"));
-  m.def("closed_calls", &api::closed_calls, py::arg("stage"));
-  m.def("open_calls", &api::open_calls, py::arg("stage"));
-  m.def("note_compute_dtype", &api::note_compute_dtype, py::arg("stage"), py::arg("dtype"),
-        "Says the dtype the open (else last) call of a stage ran its matmuls in (autocast).");
-  m.def("note_forward_fraction", &api::note_forward_fraction, py::arg("stage"), py::arg("fraction"),
-        "The open (else last) call of a stage, or the training forward, computed a fraction of a "
-        "full forward.");
-  m.def("in_request", &api::in_request);
-  m.def("note_queued", &api::note_queued, py::arg("delta"),
-        "A server's queue grew (+1) or lost a request unserved (-1).");
-  m.def("note_denoising_steps", &api::note_denoising_steps, py::arg("steps"),
-        "The denoising (sampler) steps this thread's open request ran.");
   m.def(
       "begin_request",
       [](int device, std::uintptr_t stream, bool own_models, std::int64_t videos, double queue_s,
@@ -484,9 +454,6 @@ PYBIND11_MODULE(_ext, m) {
             [](const vxperf::PhaseInfo& info) { return vxperf::is_plain_call_phase(info.phase); });
       },
       "The phases timed as calls of their own (vxperf.phase()), in the engine's order.");
-  m.def("phase_id", &api::phase_id, py::arg("name"));
-  m.def("training_active", &api::training_active);
-  m.def("train_set_device", &api::train_set_device, py::arg("device"), py::arg("stream"));
   m.def(
       "train_register_model",
       [](const py::object& model, bool replace) {
@@ -494,20 +461,6 @@ PYBIND11_MODULE(_ext, m) {
       },
       py::arg("model"), py::arg("replace"),
       "The trained model (a Model); the largest wins unless `replace`.");
-  m.def("train_micro_enter", &api::train_micro_enter);
-  m.def("train_micro_exit", &api::train_micro_exit);
-  m.def("train_call_timed", &api::train_call_timed);
-  m.def("train_call_begin", &api::train_call_begin, py::arg("phase") = -1);
-  m.def("train_call_end", &api::train_call_end, py::arg("mark"), py::arg("phase"),
-        py::arg("tokens"), py::arg("samples"), py::arg("fraction") = 1.0);
-  m.def("train_backward_begin", &api::train_backward_begin);
-  m.def("train_backward_end", &api::train_backward_end, py::arg("mark"));
-  m.def("train_call_phase_begin", &api::train_call_phase_begin, py::arg("phase"));
-  m.def("train_call_phase_end", &api::train_call_phase_end, py::arg("mark"), py::arg("phase"));
-  m.def("train_outside_begin", &api::train_outside_begin, py::arg("phase"));
-  m.def("train_outside_end", &api::train_outside_end, py::arg("mark"), py::arg("phase"),
-        py::arg("bytes") = -1, py::arg("path") = "", py::arg("resume_step") = -1);
-  m.def("train_optimizer_begin", &api::train_optimizer_begin);
   m.def(
       "train_optimizer_end",
       [](const vxperf::TrainMark& mark, std::uintptr_t owner, bool synced) {
@@ -515,9 +468,6 @@ PYBIND11_MODULE(_ext, m) {
         deliver_pending();  // windows settled as the step closed
       },
       py::arg("mark"), py::arg("owner"), py::arg("synced"));
-  m.def("train_steps_closed", &api::train_steps_closed);
-  m.def("train_pending_steps", &api::train_pending_steps);
-  m.def("train_mark_setup", &api::train_mark_setup);
   m.def("train_stop_exchanges", [](const std::string& why) {
     {
       py::gil_scoped_release release;
@@ -531,14 +481,11 @@ PYBIND11_MODULE(_ext, m) {
   });
 
   // ---- the live cross-rank view
-  m.def("xrank_requested", &api::xrank_requested);
-  m.def("otel_requested", &api::otel_requested, "VIDEOX_PERF_OTEL=1.");
-  m.def("trackers_setting", &api::trackers_setting,
-        "VIDEOX_PERF_TRACKERS: 1 or 0 as set, -1 when unset.");
-  m.def("xrank_timeout", &api::xrank_timeout_s);
-  m.def("xrank_width", &api::xrank_width);
   m.def(
       "set_rank_exchange",
       [](py::object fn) { api::set_rank_exchange(packed_exchange(std::move(fn))); }, py::arg("fn"),
       "fn(mine: list[float]) -> list[list[float]] | None: every rank's numbers, at window ends.");
+
+  // The plain calls, after the types they name (their signatures say TrainMark).
+  api::define_calls(m);
 }

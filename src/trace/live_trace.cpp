@@ -56,11 +56,9 @@ void LiveTrace::on_train_model(const ModelInfo& info, std::int64_t trainable) {
   train_.add(train_model_event(info, trainable));
 }
 
-void LiveTrace::on_train_setup(double t) { train_.add(train_setup_event(t)); }
-
 void LiveTrace::on_train_end(double t) {
   ensure_header(-1);
-  train_.add(train_end_event(t));
+  train_.add(point_event(EventKind::kTrainEnd, t));
   train_.flush(writer_, true);
 }
 

@@ -9,6 +9,8 @@
 #include <functional>
 #include <string>
 
+#include "schema/event_kinds.h"
+#include "trace/trace_events.h"
 #include "trace/trace_writer.h"
 #include "trace/train_trace.h"
 #include "vxperf/observer.h"
@@ -42,7 +44,8 @@ class LiveTrace final : public Observer {
   void on_model(std::string_view stage, const ModelInfo& info) override;
   void on_train_model(const ModelInfo& info, std::int64_t trainable) override;
   void on_topology(const Topology& topology) override;
-  void on_train_setup(double t) override;
+  // A moment with nothing but its time: its row's event, written here (a new one is a line).
+  void on_train_setup(double t) override { train_.add(point_event(EventKind::kTrainSetup, t)); }
   void on_train_end(double t) override;
   void on_peak(int device, const MeasuredPeak& peak) override;
   void on_finish(double t) override;

@@ -43,9 +43,7 @@ std::string config_event(const Settings& settings, const std::optional<std::stri
   return dump(config);
 }
 
-Json train_setup_event(double t) { return {{"ev", event_name(EventKind::kTrainSetup)}, {"t", t}}; }
-
-Json train_end_event(double t) { return {{"ev", event_name(EventKind::kTrainEnd)}, {"t", t}}; }
+Json point_event(EventKind kind, double t) { return {{"ev", event_name(kind)}, {"t", t}}; }
 
 std::string topology_event(const Topology& topology) {
   Json ev = {{"ev", event_name(EventKind::kTopology)}, {"rank", topology.rank}, {"world_size", topology.world_size}};

@@ -8,6 +8,7 @@
 #include <string_view>
 #include <vector>
 
+#include "schema/event_kinds.h"
 #include "schema/json.h"
 #include "vxperf/model.h"
 #include "vxperf/observer.h"
@@ -22,10 +23,10 @@ namespace vxperf::internal {
 std::string config_event(const Settings& settings, const std::optional<std::string>& device_name,
                          int device_index, const Topology& topology,
                          std::optional<double> process_start = std::nullopt);
-// The program began setting up its training (its device set): what came before was start-up.
-Json train_setup_event(double t);
-// The training ended (the trainer's finish): replay ends it there, not at the engine's finish.
-Json train_end_event(double t);
+// A moment the script says with nothing but its time, {"ev", "t"} (train_setup: the training's
+// set-up began; train_end: the training ended, where replay ends it): any kind's row, so that a
+// new such kind needs no writer of its own.
+Json point_event(EventKind kind, double t);
 // A change of rank, world size or layout after the first line.
 std::string topology_event(const Topology& topology);
 std::string model_event(std::string_view stage, const ModelInfo& info);

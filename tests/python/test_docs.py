@@ -1,8 +1,9 @@
 """The README and docs/ stay true (#50): every link and every path they name exists (a link's
 #anchor too), every `vxperf` command line in their code blocks names a real command and only
 options its --help lists, every VIDEOX_PERF* variable they name is one the engine reads, each of
-which is documented, and so is every record field. The README stays a short page for users: at
-most 320 lines, opening with the two commands, linking every page of docs/."""
+which is documented, and so is every record field and every event-script kind. The README stays
+a short page for users: at most 320 lines, opening with the two commands, linking every page of
+docs/."""
 import glob
 import os
 import re
@@ -144,6 +145,26 @@ def test_every_record_field_is_documented():
     text = "".join(read(page) for page in PAGES)
     missing = sorted(f for f in fields if not re.search(r"[`\"]" + f + r"\b|\." + f + r"\b", text))
     assert not missing, f"record fields the docs never name: {missing}"
+
+
+def test_every_event_kind_is_documented():
+    """Every kind of the event table (src/schema/event_kinds.h: its "ev" names; the call phases'
+    own kinds are their rows' events in vxperf/phases.h) has its row in docs/EVENT_SCRIPTS.md's
+    table, and that table names no other kind."""
+    with open(os.path.join(REPO, "src", "schema", "event_kinds.h")) as handle:
+        kinds = set(re.findall(r'\{EventKind::k\w+, "(\w+)"\}', handle.read()))
+    assert len(kinds) >= 15, kinds
+    with open(os.path.join(REPO, "include", "vxperf", "phases.h")) as handle:
+        call_kinds = set(re.findall(r'PhaseSource::k(?:Call|Outside), "(\w+)"', handle.read()))
+    assert len(call_kinds) >= 5, call_kinds
+    documented = set()
+    for line in read(os.path.join(REPO, "docs", "EVENT_SCRIPTS.md")).splitlines():
+        first = re.match(r"\| ((?:`\w+`(?:, )?)+)", line)
+        if first:
+            documented.update(re.findall(r"`(\w+)`", first.group(1)))
+    documented.discard("ev")  # the table's head
+    assert kinds <= documented, sorted(kinds - documented)
+    assert documented <= kinds | call_kinds, sorted(documented - kinds - call_kinds)
 
 
 def test_readme_is_short():
