@@ -22,6 +22,7 @@
 #include <deque>
 #include <filesystem>
 #include <iostream>
+#include <limits>
 #include <map>
 #include <memory>
 #include <new>
@@ -447,9 +448,10 @@ void read_stream(std::istream& in, const std::string& name, Reading& reading,
 }
 
 // For each path, the index of an earlier path with the same bytes, or -1: a rank file copied, or
-// named twice. Only files of a size another has are read for it (a rare pair among a job's files),
-// hashed, and equal hashes compared byte for byte. A file that cannot be read here is left to the
-// reading, which says why.
+// named twice. Only files of a size another has are read for it (many, among a job's thousands of
+// rank files of one shape), their first 64 KiB hashed, and those of equal hashes compared byte for
+// byte: a different file of the same size costs a read of its start, not of the whole. A file
+// that cannot be read here is left to the reading, which says why.
 class FileBytes {
  public:
   explicit FileBytes(const std::string& path) : fd_(::open(path.c_str(), O_RDONLY | O_CLOEXEC)) {}
@@ -459,10 +461,11 @@ class FileBytes {
   FileBytes(const FileBytes&) = delete;
   FileBytes& operator=(const FileBytes&) = delete;
 
-  // The next piece of the file (empty at its end); nullopt when it cannot be read.
-  std::optional<std::string_view> next() {
+  // The next piece of the file (at most `most` bytes; empty at its end); nullopt when it cannot
+  // be read.
+  std::optional<std::string_view> next(std::size_t most = std::size_t{1} << 20) {
     if (fd_ < 0) return std::nullopt;
-    buffer_.resize(1 << 20);
+    buffer_.resize(most);
     for (;;) {
       ssize_t n = ::pread(fd_, buffer_.data(), buffer_.size(), at_);
       if (n < 0 && errno == EINTR) continue;
@@ -480,15 +483,26 @@ class FileBytes {
 
 }  // namespace
 
-std::optional<std::uint64_t> content_hash(const std::string& path) {
+namespace {
+
+// FNV-1a over the file's first `most` bytes (all of them by default).
+std::optional<std::uint64_t> hash_of(const std::string& path, std::size_t most) {
   FileBytes file(path);
-  std::uint64_t h = 14695981039346656037ull;  // FNV-1a
-  for (;;) {
-    auto piece = file.next();
+  std::uint64_t h = 14695981039346656037ull;
+  for (std::size_t left = most; left > 0;) {
+    auto piece = file.next(std::min<std::size_t>(left, std::size_t{1} << 20));
     if (!piece) return std::nullopt;
-    if (piece->empty()) return h;
+    if (piece->empty()) break;
     for (char c : *piece) h = (h ^ static_cast<unsigned char>(c)) * 1099511628211ull;
+    left -= piece->size();
   }
+  return h;
+}
+
+}  // namespace
+
+std::optional<std::uint64_t> content_hash(const std::string& path) {
+  return hash_of(path, std::numeric_limits<std::size_t>::max());
 }
 
 std::string repeated_file_warning(const std::string& path, const std::string& earlier) {
@@ -522,7 +536,7 @@ std::vector<std::ptrdiff_t> repeated_files(const std::vector<std::string>& paths
     if (group.size() < 2) continue;
     std::map<std::uint64_t, std::vector<std::size_t>> by_hash;  // the distinct files of a hash
     for (std::size_t i : group) {
-      auto h = content_hash(paths[i]);
+      auto h = hash_of(paths[i], std::size_t{64} << 10);
       if (!h) continue;
       auto& seen = by_hash[*h];
       for (std::size_t e : seen) {
