@@ -179,7 +179,7 @@ int run(int argc, char** argv) {
       if (!why.empty()) {
         std::fprintf(stderr, "vxperf explain: cannot write %s: %s\n", modes.partial->c_str(),
                      why.c_str());
-        return 1;
+        return 2;
       }
       return 0;
     }
@@ -209,8 +209,10 @@ int run(int argc, char** argv) {
     std::string why = write_file_atomically(html_path, explain::explanation_html(e));
     if (!why.empty()) {
       std::fprintf(stderr, "vxperf explain: cannot write %s: %s\n", html_path.c_str(), why.c_str());
-      return 1;
+      return 2;
     }
+    // Named as `report --html` names its page (a partial stays silent: the fleet's tasks).
+    std::fprintf(stderr, "vxperf explain: wrote %s\n", html_path.c_str());
   }
   print(modes.json ? explain::explanation_json(e) : explain::explanation_text(e));
   return finish_output(0, "explain");

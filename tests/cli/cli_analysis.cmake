@@ -169,6 +169,16 @@ foreach(form text json)
     message(FATAL_ERROR "explain ${flag}: exit ${got}, CPU-only said ${times} times:\n${out}${err}")
   endif()
 endforeach()
+# The page is named as report's is; one that cannot be written is exit status 2, as for report.
+expect(0 "vxperf explain: wrote .*cpu.html" explain "${WORK}/cpu/cpu.json" --html
+       "${WORK}/cpu.html")
+if(NOT EXISTS "${WORK}/cpu.html")
+  message(FATAL_ERROR "explain --html wrote no page")
+endif()
+expect(2 "vxperf explain: cannot write .*no/such/dir/cpu.html" explain "${WORK}/cpu/cpu.json"
+       --html "${WORK}/no/such/dir/cpu.html")
+expect(2 "vxperf explain: cannot write .*no/such/dir/cpu.partial.json" explain
+       "${WORK}/cpu/cpu.json" --partial "${WORK}/no/such/dir/cpu.partial.json")
 # Edits joined by commas are one what-if: one that does not apply is said of the whole.
 expect(0 "comm,host +does not apply: host: a CPU-only profile" explain "${WORK}/cpu/cpu.json"
        --what-if=comm,host)
