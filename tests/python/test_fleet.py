@@ -24,7 +24,7 @@ from conftest import BUILD, CLI, REPO, clean_env
 from ray_nodes import Nodes, sessions_pids
 
 if importlib.util.find_spec("ray") is None:
-    pytest.skip("Ray is not installed (pip install vxperf[fleet])", allow_module_level=True)
+    pytest.skip("Ray is not installed (pip install '.[fleet]')", allow_module_level=True)
 
 RANKS = 64
 PROGRESS = "vxperf fleet explain: ["
@@ -144,7 +144,9 @@ def test_usage_is_answered_without_ray(traces):
             f"sys.exit(main(['explain', {traces!r}]))")
     p = subprocess.run([sys.executable, "-c", code], env=fleet_env(), capture_output=True,
                        text=True, check=False)
-    assert p.returncode == 2 and "pip install vxperf[fleet]" in p.stderr, p.stderr
+    # The command to type as it is: quoted (zsh globs brackets), nothing sent to PyPI for vxperf.
+    assert p.returncode == 2 and "pip install 'ray==2.60.0'" in p.stderr, p.stderr
+    assert "pip install '.[fleet]'" in p.stderr, p.stderr
 
 
 def test_no_cluster_at_the_address_is_said_at_once(traces):

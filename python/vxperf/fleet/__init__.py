@@ -345,7 +345,8 @@ def import_ray() -> Any:
     try:
         import ray
     except ImportError as e:
-        raise UsageError("Ray is not installed: pip install vxperf[fleet]") from e
+        raise UsageError("Ray is not installed: pip install 'ray==2.60.0' (or, from a vxperf "
+                         "checkout: pip install '.[fleet]')") from e
     return ray
 
 
