@@ -120,6 +120,26 @@ std::vector<MetricChange> compare_reports(const Report& a, const Report& b) {
   for (const auto& m : mb) {
     if (!find(ma, m.name)) add(m);
   }
+  // A section both runs have, with an MFU in neither (two CPU runs, say): an "n/a" row where the
+  // MFU goes (after the rate, else the section's last row), so that the comparison says why as
+  // the report does rather than drop it.
+  for (const std::string section : {"requests", "training"}) {
+    const bool both = section == "requests" ? a.requests && b.requests : a.training && b.training;
+    const std::string name = section + ".mfu";
+    if (!both || find(ma, name) || find(mb, name)) continue;
+    auto at = out.end();
+    for (auto it = out.begin(); it != out.end(); ++it) {
+      if (it->name == section + ".tflops") {
+        at = it + 1;
+        break;
+      }
+      if (it->name.rfind(section + ".", 0) == 0) at = it + 1;
+    }
+    MetricChange c;
+    c.name = name;
+    c.direction = "n/a";
+    out.insert(at, std::move(c));
+  }
   return out;
 }
 

@@ -114,13 +114,20 @@ std::vector<std::string> comparison_mfu_missing(const std::vector<MetricChange>&
     if (!lacks_utilization(c) || c.name.substr(at) != "mfu") continue;
     // The same section's rate on the same side: FLOPs were priced where there is one.
     const std::string rate = c.name.substr(0, at) + "tflops";
-    for (const bool a : {true, false}) {
-      if (a ? c.a.has_value() : c.b.has_value()) continue;
+    auto why = [&](bool a) {
       std::optional<double> tflops;
       for (const MetricChange& r : changes) {
         if (r.name == rate) tflops = a ? r.a : r.b;
       }
-      lines.push_back(c.name + " n/a in " + (a ? "A" : "B") + ": " + mfu_missing(tflops));
+      return mfu_missing(tflops);
+    };
+    if (!c.a && !c.b && why(true) == why(false)) {  // one line where both sides lack it alike
+      lines.push_back(c.name + " n/a in A and B: " + why(true));
+      continue;
+    }
+    for (const bool a : {true, false}) {
+      if (a ? c.a.has_value() : c.b.has_value()) continue;
+      lines.push_back(c.name + " n/a in " + (a ? "A" : "B") + ": " + why(a));
     }
   }
   return lines;

@@ -769,6 +769,15 @@ TEST(Report, NoMfuSaysWhyAndStepsShareTheirUnit) {
   EXPECT_NE(page.find("<td>n/a</td>"), std::string::npos);
   EXPECT_NE(page.find("<p>requests.mfu n/a in B: no peak: set VIDEOX_PERF_PEAK_TFLOPS</p>"),
             std::string::npos);
+  // Two runs without a peak (two CPU runs): the MFU row is kept, n/a on both sides, why said once.
+  const std::string both =
+      format_comparison("cpu.jsonl", "cpu2.jsonl", compare_reports(report, report));
+  const std::string row = "requests.mfu" + std::string(22 + 1 + 11, ' ') + "n/a" +
+                          std::string(1 + 11, ' ') + "n/a" + std::string(1 + 8, ' ') + "-  n/a\n";
+  EXPECT_NE(both.find(row), std::string::npos) << both;
+  EXPECT_NE(both.find("requests.mfu n/a in A and B: no peak: set VIDEOX_PERF_PEAK_TFLOPS\n"),
+            std::string::npos)
+      << both;
 }
 
 // A CPU run of two ranks: small times in ms, the job's rate beside each device's, an MFU that is
