@@ -92,6 +92,12 @@ void perf_line(const std::string& text) {
   }
 }
 
+// Whether this rank prints its [Perf] lines: notices said once a job, not once a rank, follow it.
+bool logs_here() {
+  Engine* e = eng();
+  return e != nullptr && e->should_log();
+}
+
 // Training steps per window (VIDEOX_PERF_EVERY).
 std::int64_t window_steps() {
   Engine* e = eng();
@@ -494,6 +500,9 @@ void define_calls(pybind11::module_& m) {
   m.def("notice", &notice, py::arg("line"));
   m.def("perf_line", &perf_line, py::arg("text"),
         "Prints '[Perf][rankN] ' + text where this rank logs.");
+  m.def(
+      "logs_here", &logs_here,
+      "Whether this rank prints [Perf] lines (rank 0, or every rank with VIDEOX_PERF_RANKS=all).");
   m.def("window_steps", &window_steps);
   m.def("version", &version, "The version of the vxperf engine this extension was built with.");
   m.def("capture_range", &capture_range,

@@ -136,7 +136,8 @@ def install_training(level: int | None = None, models: Any = None,
         _ext.perf_line(f"training metrics enabled (level {_ext.level()}) on {len(methods)} "
                        f"accelerate methods and {wrapped} model classes ({skipped} non-model "
                        f"classes skipped), reporting every {_ext.window_steps()} steps{named}")
-        if models is None and (methods or bases):
+        # Said where the line above is (rank 0 by default), not once by each of a job's ranks.
+        if models is None and (methods or bases) and _ext.logs_here():
             # The reference's line above counts named classes only: what is found instead.
             found = (["the model given to accelerator.prepare() as the priced forward"]
                      if methods else []) + (

@@ -132,6 +132,9 @@ def test_a_training_script_under_accelerate_and_torchrun(tmp_path):
     proc = run([CLI, "run", "--level", "1", "--", torchrun, "--standalone", "--nproc-per-node",
                 "2", TRAIN, "--out", str(tmp_path / "c")], env, tmp_path)
     assert proc.returncode == 0, proc.stderr
+    # Said by the rank that logs, as the start-up line above it, not once a rank.
+    assert proc.stderr.count("no models named; timing the model given") == 1, proc.stderr
+    assert proc.stderr.count("training metrics enabled") == 1, proc.stderr
     for rank in (0, 1):
         windows = read_records(tmp_path / f"ranks.jsonl.rank{rank}")
         assert [w["steps"] for w in windows] == [4] and windows[0]["world_size"] == 2
