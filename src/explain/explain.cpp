@@ -294,10 +294,15 @@ Explanation merge_parts(std::vector<ExplainParts> parts) {
     }
     out.ranks.push_back(std::move(r));
   }
-  // With no trace analysed, what each records file lacked says nothing.
+  // With no trace analysed, what each records file lacked says nothing; nor with CPU-only
+  // profiles alone, whose ranges give host time and no waterfall for FLOPs to price.
+  bool device_rows = false;
+  for (const RankExplanation& r : out.ranks) device_rows = device_rows || r.has_device_rows;
   for (std::size_t f = 0; f < record_files.size() && !out.ranks.empty(); ++f) {
     if (priced[f] > 0) {
       out.flops_from.push_back(record_files[f]);
+    } else if (!device_rows) {
+      continue;
     } else if (matched[f] > 0) {
       out.problems.push_back(record_files[f] + ": its records hold " + std::to_string(matched[f]) +
                              " of the traces' requests and steps but price none of them (no "

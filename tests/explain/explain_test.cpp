@@ -526,6 +526,26 @@ Trace steps_under(const std::vector<std::string>& chain) {
 
 // A range belongs to the nearest of vxperf's ranges above it: the forward's model call is a phase
 // of its step whatever torch opened between them, and torch's ranges are no phase.
+// A CPU run's records beside its CPU-only profile (VIDEOX_PERF_PROFILE without CUDA activity): no
+// waterfall takes FLOPs there, so records that price nothing are no problem to say.
+TEST_F(ExplainTest, UnpricedRecordsBesideACpuOnlyProfileAreNoProblem) {
+  Trace t;
+  t.range("request 0", 0, 500).range("transformer", 10, 100).host("aten::mm", "cpu_op", 20, 50);
+  const std::string trace = write("cpu.json", t.text());
+  ExplainOptions options;
+  options.records = {write("cpu.jsonl", request_line(0, {{"transformer", 1, 0.09}}))};
+  const Explanation e = explain_traces({trace}, options);
+  EXPECT_TRUE(e.problems.empty()) << e.problems.at(0);
+  EXPECT_EQ(explanation_text(e).find("problem"), std::string::npos) << explanation_text(e);
+  // With device rows the same records are said to price nothing.
+  Trace gpu;
+  gpu.range("request 0", 0, 500).range("transformer", 10, 100);
+  gpu.launch(20, 2, 1).kernel("gemm", 7, 30, 40, 1);
+  const Explanation d = explain_traces({write("gpu.json", gpu.text())}, options);
+  ASSERT_EQ(d.problems.size(), 1U);
+  EXPECT_NE(d.problems[0].find("price none of them"), std::string::npos) << d.problems[0];
+}
+
 TEST_F(ExplainTest, APhaseUnderTorchsOwnRangesIsStillItsStepsPhase) {
   const std::string records = write("records.jsonl", window_line(0, 1, 3e8));  // 300 us a step
   const std::vector<std::vector<std::string>> chains = {
