@@ -247,8 +247,9 @@ class View : public analysis::RecordHandler {
         if (!w.throughput || !w.throughput->mfu) {
           // As the report says it: a priced window without an MFU had no peak to take it over.
           std::string& ranks =
-              no_mfu[w.throughput && w.throughput->priced ? "no peak: set VIDEOX_PERF_PEAK_TFLOPS"
-                                                          : "no FLOPs priced"];
+              no_mfu[w.throughput && w.throughput->priced
+                         ? "no peak recorded: run the job with VIDEOX_PERF_PEAK_TFLOPS=auto"
+                         : "no FLOPs priced"];
           ranks += (ranks.empty() ? "" : ", ") + std::to_string(rank);
         }
         if (w.eta_s) eta = duration(*w.eta_s);

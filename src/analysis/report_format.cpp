@@ -72,7 +72,8 @@ std::optional<StageShare> other_stage(const RequestSummary& r) {
 }
 
 std::string mfu_missing(const std::optional<double>& tflops) {
-  return tflops ? "no peak: set VIDEOX_PERF_PEAK_TFLOPS" : "no FLOPs priced";
+  return tflops ? "no peak recorded: run the job with VIDEOX_PERF_PEAK_TFLOPS=auto"
+                : "no FLOPs priced";
 }
 
 std::string ranks_mfu_missing(const Report& report) {

@@ -52,7 +52,7 @@ std::optional<StageShare> other_stage(const RequestSummary& r);
 std::string windows_text(const TrainSummary& t);
 
 // Why a section or a rank has no MFU, from its rate (FLOPs were priced where it has one): "no
-// FLOPs priced", else "no peak: set VIDEOX_PERF_PEAK_TFLOPS".
+// FLOPs priced", else "no peak recorded: run the job with VIDEOX_PERF_PEAK_TFLOPS=auto".
 std::string mfu_missing(const std::optional<double>& tflops);
 // The ranks without an MFU where their section has one (else its line said why), and why: "MFU
 // n/a for rank 3 (no FLOPs priced)"; "" when every rank has one.
@@ -61,7 +61,8 @@ std::string ranks_mfu_missing(const Report& report);
 // A comparison's utilization (MFU, HFU) one side lacks: its cell says "n/a".
 bool lacks_utilization(const MetricChange& c);
 // Why each side of a comparison that lacks an MFU has none, a line each: "training.mfu n/a in B:
-// no peak: set VIDEOX_PERF_PEAK_TFLOPS" (by the side's rate, as mfu_missing).
+// no peak recorded: run the job with VIDEOX_PERF_PEAK_TFLOPS=auto" (by the side's rate, as
+// mfu_missing).
 std::vector<std::string> comparison_mfu_missing(const std::vector<MetricChange>& changes);
 
 // The ranks' table's time columns, each in the one unit its largest reads in, in the text and on

@@ -726,7 +726,9 @@ TEST(Report, NoMfuSaysWhyAndStepsShareTheirUnit) {
   Report report = build_report(set);
   const std::string text = format_report(report);
   EXPECT_EQ(text.find("MFU -"), std::string::npos) << text;
-  EXPECT_NE(text.find("  MFU n/a (no peak: set VIDEOX_PERF_PEAK_TFLOPS)\n"), std::string::npos)
+  EXPECT_NE(
+      text.find("  MFU n/a (no peak recorded: run the job with VIDEOX_PERF_PEAK_TFLOPS=auto)\n"),
+      std::string::npos)
       << text;
   EXPECT_NE(text.find("  MFU, HFU n/a (no FLOPs priced)\n"), std::string::npos) << text;
   // The rank table's cells say n/a; the sections' lines above said why.
@@ -739,7 +741,8 @@ TEST(Report, NoMfuSaysWhyAndStepsShareTheirUnit) {
   EXPECT_NE(text.find("     1        1    30.0ms     10    20.0ms    24.0ms "), std::string::npos)
       << text;
   const std::string html = report_html(report, set);
-  EXPECT_NE(html.find("n/a (no peak: set VIDEOX_PERF_PEAK_TFLOPS)"), std::string::npos);
+  EXPECT_NE(html.find("n/a (no peak recorded: run the job with VIDEOX_PERF_PEAK_TFLOPS=auto)"),
+            std::string::npos);
   EXPECT_NE(html.find("n/a (no FLOPs priced)"), std::string::npos);
   EXPECT_NE(html.find("p50 20.0 ms, p95 24.0 ms"), std::string::npos);
   EXPECT_NE(html.find("<td>12.0 ms</td>"), std::string::npos);
@@ -751,8 +754,8 @@ TEST(Report, NoMfuSaysWhyAndStepsShareTheirUnit) {
   set.requests[0].dit->mfu = 400.0 / 989.0;
   set.windows.clear();
   const Report mixed = build_report(set);
-  EXPECT_NE(format_report(mixed).find("  MFU n/a for rank 1 (no peak: set "
-                                      "VIDEOX_PERF_PEAK_TFLOPS)\n"),
+  EXPECT_NE(format_report(mixed).find("  MFU n/a for rank 1 (no peak recorded: run the job "
+                                      "with VIDEOX_PERF_PEAK_TFLOPS=auto)\n"),
             std::string::npos)
       << format_report(mixed);
   // Compared with a run that has its MFU: which side lacks it, and why.
@@ -760,14 +763,16 @@ TEST(Report, NoMfuSaysWhyAndStepsShareTheirUnit) {
   gpu.requests = {request(0, 0, 0.030)};
   const std::string compared =
       format_comparison("gpu.jsonl", "cpu.jsonl", compare_reports(build_report(gpu), report));
-  EXPECT_NE(compared.find("requests.mfu n/a in B: no peak: set VIDEOX_PERF_PEAK_TFLOPS\n"),
+  EXPECT_NE(compared.find("requests.mfu n/a in B: no peak recorded: run the job with "
+                          "VIDEOX_PERF_PEAK_TFLOPS=auto\n"),
             std::string::npos)
       << compared;
   const ChartData none;
   const std::string page = comparison_html("gpu.jsonl", "cpu.jsonl",
                                            compare_reports(build_report(gpu), report), none, none);
   EXPECT_NE(page.find("<td>n/a</td>"), std::string::npos);
-  EXPECT_NE(page.find("<p>requests.mfu n/a in B: no peak: set VIDEOX_PERF_PEAK_TFLOPS</p>"),
+  EXPECT_NE(page.find("<p>requests.mfu n/a in B: no peak recorded: run the job with "
+                      "VIDEOX_PERF_PEAK_TFLOPS=auto</p>"),
             std::string::npos);
   // Two runs without a peak (two CPU runs): the MFU row is kept, n/a on both sides, why said once.
   const std::string both =
@@ -775,7 +780,8 @@ TEST(Report, NoMfuSaysWhyAndStepsShareTheirUnit) {
   const std::string row = "requests.mfu" + std::string(22 + 1 + 11, ' ') + "n/a" +
                           std::string(1 + 11, ' ') + "n/a" + std::string(1 + 8, ' ') + "-  n/a\n";
   EXPECT_NE(both.find(row), std::string::npos) << both;
-  EXPECT_NE(both.find("requests.mfu n/a in A and B: no peak: set VIDEOX_PERF_PEAK_TFLOPS\n"),
+  EXPECT_NE(both.find("requests.mfu n/a in A and B: no peak recorded: run the job with "
+                      "VIDEOX_PERF_PEAK_TFLOPS=auto\n"),
             std::string::npos)
       << both;
 }

@@ -112,6 +112,6 @@ sed -e 's/"rank": 0,/"rank": 1,/' -e 's/, "params": .*}}$/}}/' <<< "$template" \
   > "$WORK/cpu/rank1.jsonl"
 "$VXPERF" watch --once "$WORK/cpu/rank*.jsonl" > "$WORK/out"
 row 0 | grep -qF " n/a " || fail "no MFU is not n/a"
-grep -qxF "  MFU n/a for rank 1 (no FLOPs priced); for rank 0 (no peak: set VIDEOX_PERF_PEAK_TFLOPS)" \
+grep -qxF "  MFU n/a for rank 1 (no FLOPs priced); for rank 0 (no peak recorded: run the job with VIDEOX_PERF_PEAK_TFLOPS=auto)" \
   "$WORK/out" || fail "why there is no MFU is not said"
 echo "watch_stalled: ok"
