@@ -32,7 +32,7 @@ void usage(std::FILE* out) {
     }
     std::fprintf(out,
                  "\nnot in this build (they need LibTorch): %sand calibrate's probe; build vxperf "
-                 "from source with torch installed (README: LibTorch and GPUs), or measure a peak "
+                 "from source with torch installed (README: the two commands), or measure a peak "
                  "from Python: vxperf.calibrate()\n",
                  missing.c_str());
   }
