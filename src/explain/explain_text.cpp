@@ -27,7 +27,8 @@ std::string short_name(const std::string& name, std::size_t width) {
 }
 
 std::string steps_text(const std::vector<std::int64_t>& steps) {
-  if (steps.empty()) return "none";
+  // vxperf's own "step N" ranges are no profiler steps: say what was looked for, and what was read.
+  if (steps.empty()) return "none (no ProfilerStep#N in the trace: all of it read)";
   if (steps.size() == 1) return std::to_string(steps[0]);
   return std::to_string(steps.front()) + "-" + std::to_string(steps.back()) + " (" +
          std::to_string(steps.size()) + ")";

@@ -383,6 +383,12 @@ TEST_F(ExplainTest, ACpuOnlyProfileGivesItsHostRanges) {
   // Said once, in its rank's section (the command says it on standard error beside JSON).
   EXPECT_TRUE(e.problems.empty());
   const std::string text = explanation_text(e);
+  // No ProfilerStep#N (vxperf's "step N" ranges are others): what was read instead is said.
+  EXPECT_EQ(text.rfind("vxperf explain: 1 rank(s); profiler steps analysed: none (no "
+                       "ProfilerStep#N in the trace: all of it read)\n",
+                       0),
+            0U)
+      << text;
   const auto at = text.find("CPU-only");
   ASSERT_NE(at, std::string::npos) << text;
   EXPECT_EQ(text.find("CPU-only", at + 1), std::string::npos) << text;
