@@ -160,6 +160,22 @@ std::string kind_of_file(const std::string& path, const std::string& own) {
   return kind.empty() || kind == own ? std::string() : "is " + reader;
 }
 
+std::vector<std::string> records_in_folder(const std::string& path) {
+  std::vector<std::string> found;
+  std::error_code ec;
+  for (const auto& entry : std::filesystem::directory_iterator(path, ec)) {
+    const std::string name = entry.path().filename().string();
+    // A trace or event script beside the records (VIDEOX_PERF_TRACE in the same folder) is
+    // not what was meant.
+    if (!name.empty() && name[0] != '.' && name.find(".jsonl") != std::string::npos &&
+        entry.is_regular_file(ec) && kind_of_file(entry.path().string(), "records").empty()) {
+      found.push_back(entry.path().string());
+    }
+  }
+  std::sort(found.begin(), found.end());
+  return found;
+}
+
 std::vector<std::string> records_in_folders(const std::vector<std::string>& paths) {
   std::vector<std::string> out;
   for (const std::string& path : paths) {
@@ -168,20 +184,10 @@ std::vector<std::string> records_in_folders(const std::vector<std::string>& path
       out.push_back(path);
       continue;
     }
-    std::vector<std::string> found;
-    for (const auto& entry : std::filesystem::directory_iterator(path, ec)) {
-      const std::string name = entry.path().filename().string();
-      // A trace or event script beside the records (VIDEOX_PERF_TRACE in the same folder) is
-      // not what was meant.
-      if (!name.empty() && name[0] != '.' && name.find(".jsonl") != std::string::npos &&
-          entry.is_regular_file(ec) && kind_of_file(entry.path().string(), "records").empty()) {
-        found.push_back(entry.path().string());
-      }
-    }
+    const std::vector<std::string> found = records_in_folder(path);
     if (found.empty()) {
       throw UsageError{path + ": a folder with no records files in it (*.jsonl, *.jsonl.rankN)"};
     }
-    std::sort(found.begin(), found.end());
     out.insert(out.end(), found.begin(), found.end());
   }
   return out;

@@ -135,6 +135,10 @@ std::string kind_of_file(const std::string& path, const std::string& own);
 // folder without any is a UsageError.
 std::vector<std::string> records_in_folders(const std::vector<std::string>& paths);
 
+// The records files in the folder `path` now, by records_in_folders' rule, sorted; none (or no
+// folder) gives none. `vxperf watch` asks again at every poll, so ranks that start late join.
+std::vector<std::string> records_in_folder(const std::string& path);
+
 // Each partial's name and bytes, in order (`vxperf explain --merge`, `vxperf report --merge`), a
 // folder standing for the files in it, sorted by name; throws std::invalid_argument for one that
 // cannot be read, UsageError for a folder with none.

@@ -42,12 +42,13 @@ int run(int argc, char** argv);
 
 const Command kWatchCommand = {
     "watch", run,
-    "usage: vxperf watch FILE|PATTERN... [--interval SECONDS] [--once]\n\n"
+    "usage: vxperf watch FILE|DIR|PATTERN... [--interval SECONDS] [--once]\n\n"
     "A live view of a running job from its records files (VIDEOX_PERF_JSON of every rank): the\n"
     "latest window per rank (steps, step time, its largest phase, samples/s, MFU, ETA,\n"
     "stragglers) and, for servers, requests per minute and e2e latency. New ranks' files join as\n"
     "they appear, for a quoted pattern ('runs/x.jsonl.rank*') and for the X.rankN names a shell\n"
-    "expands it to; a truncated or rotated file is read again from its start; a torn last line\n"
+    "expands it to, and in a folder (its *.jsonl* files, as report reads one); a truncated or\n"
+    "rotated file is read again from its start; a torn last line\n"
     "waits for its end. On a terminal the\n"
     "view is redrawn until q or Ctrl-C; otherwise it prints plain lines for each poll that\n"
     "brought records or changed which ranks are stalled.\n\n"
@@ -371,13 +372,19 @@ void add_matches(const std::string& pattern, std::vector<std::string>& out) {
   ::globfree(&g);
 }
 
-// The files the arguments name now: each pattern expanded, a plain name kept even before it
-// exists, with its rank siblings when it is a rank file.
+// The files the arguments name now: each pattern expanded, a folder's records files (as report
+// reads a folder), a plain name kept even before it exists, with its rank siblings when it is a
+// rank file.
 std::vector<std::string> expand(const std::vector<std::string>& args) {
   std::vector<std::string> out;
   for (const auto& a : args) {
     if (a.find_first_of("*?[") != std::string::npos) {
       add_matches(a, out);
+      continue;
+    }
+    struct stat st {};
+    if (::stat(a.c_str(), &st) == 0 && S_ISDIR(st.st_mode)) {
+      for (std::string& f : records_in_folder(a)) out.push_back(std::move(f));
       continue;
     }
     out.push_back(a);

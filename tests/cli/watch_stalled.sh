@@ -35,6 +35,10 @@ row 1 | grep -qF "stalled (no window for 5.0 min)" || fail "rank 1 is not said t
 row 0 | grep -q "stalled" && fail "rank 0 is said to be stalled"
 row 2 | grep -q "stalled" && fail "rank 2 is said to be stalled"
 grep -qF "  stalled: rank 1 (" "$WORK/out" || fail "no stalled summary line"
+# The folder they are in, as report reads one: the same three ranks (a new user's 'watch runs/').
+"$VXPERF" watch --once "$WORK" > "$WORK/out"
+head -1 "$WORK/out" | grep -qF "vxperf watch: 3 files, 3 ranks" || fail "a folder is not its files"
+row 1 | grep -qF "stalled (no window for 5.0 min)" || fail "rank 1 of the folder is not stalled"
 
 # The same rank 1 with its final record after its last window: its training ended, so it is
 # finished, not stalled.
