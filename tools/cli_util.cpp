@@ -160,15 +160,16 @@ std::string kind_of_file(const std::string& path, const std::string& own) {
   return kind.empty() || kind == own ? std::string() : "is " + reader;
 }
 
-std::vector<std::string> records_in_folder(const std::string& path) {
+namespace {
+
+// The regular files in the folder `path` whose names `keep` takes (hidden ones never), sorted.
+template <class Keep>
+std::vector<std::string> files_in(const std::string& path, Keep keep) {
   std::vector<std::string> found;
   std::error_code ec;
   for (const auto& entry : std::filesystem::directory_iterator(path, ec)) {
     const std::string name = entry.path().filename().string();
-    // A trace or event script beside the records (VIDEOX_PERF_TRACE in the same folder) is
-    // not what was meant.
-    if (!name.empty() && name[0] != '.' && name.find(".jsonl") != std::string::npos &&
-        entry.is_regular_file(ec) && kind_of_file(entry.path().string(), "records").empty()) {
+    if (!name.empty() && name[0] != '.' && entry.is_regular_file(ec) && keep(entry, name)) {
       found.push_back(entry.path().string());
     }
   }
@@ -176,7 +177,11 @@ std::vector<std::string> records_in_folder(const std::string& path) {
   return found;
 }
 
-std::vector<std::string> records_in_folders(const std::vector<std::string>& paths) {
+// `paths` with each folder replaced by files_in(folder, keep); a folder with none is a
+// UsageError, "FOLDER<none>".
+template <class Keep>
+std::vector<std::string> files_in_folders(const std::vector<std::string>& paths, Keep keep,
+                                          const char* none) {
   std::vector<std::string> out;
   for (const std::string& path : paths) {
     std::error_code ec;
@@ -184,13 +189,29 @@ std::vector<std::string> records_in_folders(const std::vector<std::string>& path
       out.push_back(path);
       continue;
     }
-    const std::vector<std::string> found = records_in_folder(path);
-    if (found.empty()) {
-      throw UsageError{path + ": a folder with no records files in it (*.jsonl, *.jsonl.rankN)"};
-    }
+    const std::vector<std::string> found = files_in(path, keep);
+    if (found.empty()) throw UsageError{path + none};
     out.insert(out.end(), found.begin(), found.end());
   }
   return out;
+}
+
+// A records file by its name, and not another command's file: a trace or event script beside the
+// records (VIDEOX_PERF_TRACE in the same folder) is not what was meant.
+bool is_records_file(const std::filesystem::directory_entry& entry, const std::string& name) {
+  return name.find(".jsonl") != std::string::npos &&
+         kind_of_file(entry.path().string(), "records").empty();
+}
+
+}  // namespace
+
+std::vector<std::string> records_in_folder(const std::string& path) {
+  return files_in(path, is_records_file);
+}
+
+std::vector<std::string> records_in_folders(const std::vector<std::string>& paths) {
+  return files_in_folders(paths, is_records_file,
+                          ": a folder with no records files in it (*.jsonl, *.jsonl.rankN)");
 }
 
 std::string nearest(const std::string& word, const std::vector<std::string>& candidates) {
@@ -326,38 +347,15 @@ int exec_torch_helper(const char* helper, const char* command, int argc, char** 
   return 2;
 }
 
-namespace {
-
-// `paths` with each folder replaced by the files in it, sorted by name (hidden ones left out):
-// a fleet's partials, too many to name on one command line. A folder without any is a UsageError.
-std::vector<std::string> partials_in_folders(const std::vector<std::string>& paths) {
-  std::vector<std::string> out;
-  for (const std::string& path : paths) {
-    std::error_code ec;
-    if (!std::filesystem::is_directory(path, ec)) {
-      out.push_back(path);
-      continue;
-    }
-    std::vector<std::string> found;
-    for (const auto& entry : std::filesystem::directory_iterator(path, ec)) {
-      const std::string name = entry.path().filename().string();
-      if (!name.empty() && name[0] != '.' && entry.is_regular_file(ec)) {
-        found.push_back(entry.path().string());
-      }
-    }
-    if (found.empty()) throw UsageError{path + ": a folder with no partials in it"};
-    std::sort(found.begin(), found.end());
-    out.insert(out.end(), found.begin(), found.end());
-  }
-  return out;
-}
-
-}  // namespace
-
 std::vector<std::pair<std::string, std::string>> read_partials(
     const std::vector<std::string>& paths) {
   std::vector<std::pair<std::string, std::string>> out;
-  for (const std::string& path : partials_in_folders(paths)) {
+  // A folder: every file in it (a fleet's partials, too many to name on one command line).
+  const auto every_file = [](const std::filesystem::directory_entry&, const std::string&) {
+    return true;
+  };
+  for (const std::string& path :
+       files_in_folders(paths, every_file, ": a folder with no partials in it")) {
     std::ifstream in(path, std::ios::binary);
     std::error_code ec;
     if (!in || std::filesystem::is_directory(path, ec)) {

@@ -32,6 +32,7 @@
 #include "cli_util.h"
 #include "commands.h"
 #include "vxperf/records_reader.h"
+#include "vxperf/report.h"
 #include "vxperf/xrank.h"
 
 namespace vxperf::cli {
@@ -248,9 +249,7 @@ class View : public analysis::RecordHandler {
         if (!w.throughput || !w.throughput->mfu) {
           // As the report says it: a priced window without an MFU had no peak to take it over.
           std::string& ranks =
-              no_mfu[w.throughput && w.throughput->priced
-                         ? "no peak recorded: run the job with VIDEOX_PERF_PEAK_TFLOPS=auto"
-                         : "no FLOPs priced"];
+              no_mfu[analysis::mfu_missing_reason(w.throughput && w.throughput->priced)];
           ranks += (ranks.empty() ? "" : ", ") + std::to_string(rank);
         }
         if (w.eta_s) eta = duration(*w.eta_s);

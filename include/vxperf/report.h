@@ -312,6 +312,9 @@ class ReportBuilder : public RecordHandler {
 };
 
 Report build_report(const RecordSet& records, std::vector<std::string> sources = {});
+// Why there is no MFU where a report (or `vxperf watch`) has none: "no FLOPs priced" unless
+// `priced`, else "no peak recorded: run the job with VIDEOX_PERF_PEAK_TFLOPS=auto".
+const char* mfu_missing_reason(bool priced);
 std::string format_report(const Report& report);
 std::string report_json(const Report& report);  // one JSON object, pretty-printed
 

@@ -72,8 +72,7 @@ std::optional<StageShare> other_stage(const RequestSummary& r) {
 }
 
 std::string mfu_missing(const std::optional<double>& tflops) {
-  return tflops ? "no peak recorded: run the job with VIDEOX_PERF_PEAK_TFLOPS=auto"
-                : "no FLOPs priced";
+  return mfu_missing_reason(tflops.has_value());
 }
 
 std::string ranks_mfu_missing(const Report& report) {
@@ -212,3 +211,12 @@ void add_readings(Json& j, const std::vector<ReadingSummary>& readings) {
 }
 
 }  // namespace vxperf::analysis::report_format
+
+namespace vxperf::analysis {
+
+const char* mfu_missing_reason(bool priced) {
+  return priced ? "no peak recorded: run the job with VIDEOX_PERF_PEAK_TFLOPS=auto"
+                : "no FLOPs priced";
+}
+
+}  // namespace vxperf::analysis
