@@ -125,7 +125,7 @@ RankReplay replay_ranges(const KinetoTrace& t, const std::vector<TraceRange>& ra
     const std::vector<double>& now = times;
     std::fill(gone.begin(), gone.end(), 0);
     for (const auto& [p, e] : g.run_edges()) {
-      gone[p] = weights[e] == 0 && g.weight(e) > 0 ? 1 : 0;
+      gone[p] = weights[e] == 0 && g.run_weight(p) > 0 ? 1 : 0;
     }
     per_range.resize(ranges.size());
     double total = 0;

@@ -43,10 +43,10 @@ static_assert(kBoundNames.size() == static_cast<std::size_t>(Bound::kCount));
 
 const char* bound_name(Bound b) { return internal::enum_name(b, kBoundNames, "?"); }
 
-void ReplayGraph::add(Node src, Node dst, EdgeKind kind, Bound bound, double weight) {
-  const auto type =
-      static_cast<std::uint8_t>((static_cast<unsigned>(kind) << 4) | static_cast<unsigned>(bound));
-  const auto id = static_cast<EdgeId>(weight_.size());
+void ReplayGraph::add(Node src, Node dst, EdgeKind kind, Bound bound, bool least) {
+  const auto type = static_cast<std::uint8_t>((static_cast<unsigned>(kind) << 4) |
+                                              (least ? kLeast : 0) | static_cast<unsigned>(bound));
+  const auto id = static_cast<EdgeId>(type_.size());
   if (in_begin_[dst] == kNone) {
     in_begin_[dst] = id;
     if (grouped_ && id > 0) type_.back() |= kLastIn;  // the node before has all its edges in
@@ -66,11 +66,10 @@ void ReplayGraph::add(Node src, Node dst, EdgeKind kind, Bound bound, double wei
       }
     }
   } else {
-    // An edge added again (the same ends) takes the new weight and keeps its place.
+    // An edge added again (the same ends) takes the new rule and keeps its place.
     for (EdgeId e = in_begin_[dst]; e < id; ++e) {
       if (src_[e] == src) {
         type_[e] = static_cast<std::uint8_t>(type | (type_[e] & kLastIn));
-        weight_[e] = weight;
         return;
       }
     }
@@ -79,7 +78,6 @@ void ReplayGraph::add(Node src, Node dst, EdgeKind kind, Bound bound, double wei
   src_.push_back(src);
   if (!grouped_) dst_.push_back(dst);
   type_.push_back(type);
-  weight_.push_back(weight);
   last_dst_ = dst;
 }
 
@@ -307,17 +305,15 @@ ReplayGraph::ReplayGraph(const KinetoTrace& t, const std::vector<std::int32_t>& 
   for (const auto& [row, recorded] : waits_on) most_edges += recorded.size();
   src_.reserve(most_edges);
   type_.reserve(most_edges);
-  weight_.reserve(most_edges);
 
   // Device rows. Of the causes of a row's start (its launch, its stream's previous row, an event
   // it waits on) the latest carries the whole measured delay; the others weigh only their least
-  // (a launch its call's duration, the device nothing), so that a what-if moving a cause moves the
-  // row only as far as it must.
+  // (a launch its call's duration, the device nothing: weight()), so that a what-if moving a cause
+  // moves the row only as far as it must.
   struct Cause {
     Node from;
     double at;
     EdgeKind kind;
-    double least;
   };
   std::vector<Cause> causes;
   for (auto& [stream, rows] : by_start) {
@@ -327,22 +323,19 @@ ReplayGraph::ReplayGraph(const KinetoTrace& t, const std::vector<std::int32_t>& 
       causes.clear();
       if (i > 0) {
         const Row& prev = t.rows[rows[i - 1]];
-        causes.push_back(
-            {end(rows[i - 1]), prev.end(), EdgeKind::kStream, std::min(0.0, r.ts - prev.end())});
+        causes.push_back({end(rows[i - 1]), prev.end(), EdgeKind::kStream});
       }
       if (!waits_on.empty()) {
         auto w = waits_on.find(p);
         if (w != waits_on.end()) {
           for (std::uint32_t q : w->second) {
-            causes.push_back({end(q), t.rows[q].end(), EdgeKind::kEvent,
-                              std::min(0.0, r.ts - t.rows[q].end())});
+            causes.push_back({end(q), t.rows[q].end(), EdgeKind::kEvent});
           }
         }
       }
       if (launch_of[p] >= 0) {
         const Row& l = t.rows[static_cast<std::size_t>(launch_of[p])];
-        causes.push_back({start(static_cast<std::uint32_t>(launch_of[p])), l.ts, EdgeKind::kLaunch,
-                          std::min(r.ts - l.ts, std::max(0.0, l.dur))});
+        causes.push_back({start(static_cast<std::uint32_t>(launch_of[p])), l.ts, EdgeKind::kLaunch});
       }
       // One edge per pair of nodes: an event recorded just before on the same stream is the
       // stream's own order.
@@ -361,13 +354,12 @@ ReplayGraph::ReplayGraph(const KinetoTrace& t, const std::vector<std::int32_t>& 
       if (!causes.empty()) {  // the binding edge first: the path takes it at a tie
         const Cause& c = causes[last];
         add(c.from, start(p), c.kind,
-            c.kind == EdgeKind::kLaunch ? Bound::kLaunch : Bound::kDeviceIdle, r.ts - c.at);
+            c.kind == EdgeKind::kLaunch ? Bound::kLaunch : Bound::kDeviceIdle);
       }
       for (std::size_t c = 0; c < causes.size(); ++c) {
         if (c == last) continue;
         add(causes[c].from, start(p), causes[c].kind,
-            causes[c].kind == EdgeKind::kLaunch ? Bound::kLaunch : Bound::kDeviceIdle,
-            causes[c].least);
+            causes[c].kind == EdgeKind::kLaunch ? Bound::kLaunch : Bound::kDeviceIdle, true);
       }
       Bound b = Bound::kCompute;
       switch (types[r.name]) {
@@ -380,7 +372,7 @@ ReplayGraph::ReplayGraph(const KinetoTrace& t, const std::vector<std::int32_t>& 
         default:
           break;
       }
-      add(start(p), end(p), EdgeKind::kRun, b, r.dur);
+      add(start(p), end(p), EdgeKind::kRun, b);
     }
   }
   // The cuda_sync markers follow their call.
@@ -388,10 +380,9 @@ ReplayGraph::ReplayGraph(const KinetoTrace& t, const std::vector<std::int32_t>& 
     const Row& r = t.rows[p];
     if (!r.device || !is_marker(r) || launch_of[p] < 0) continue;
     const auto l = static_cast<std::uint32_t>(launch_of[p]);
-    add(start(l), start(static_cast<std::uint32_t>(p)), EdgeKind::kLaunch, Bound::kSyncWait,
-        r.ts - t.rows[l].ts);
+    add(start(l), start(static_cast<std::uint32_t>(p)), EdgeKind::kLaunch, Bound::kSyncWait);
     add(start(static_cast<std::uint32_t>(p)), end(static_cast<std::uint32_t>(p)), EdgeKind::kRun,
-        Bound::kSyncWait, r.dur);
+        Bound::kSyncWait);
   }
 
   for (auto& [tid, points] : threads) {
@@ -412,8 +403,6 @@ ReplayGraph::ReplayGraph(const KinetoTrace& t, const std::vector<std::int32_t>& 
       const bool fed = feeder != nullptr;
       if (i > 0) {
         const Node from = points[i - 1];
-        const double before_ts = measured(from);
-        const double gap = ts - before_ts;
         Bound b = Bound::kHost;
         if (loaders > 0) {
           b = Bound::kDataLoading;
@@ -461,20 +450,20 @@ ReplayGraph::ReplayGraph(const KinetoTrace& t, const std::vector<std::int32_t>& 
             }
           }
           if (waited > -std::numeric_limits<double>::infinity()) {
-            const double latency = ts - std::max(before_ts, waited);
-            add(waited_node, node, EdgeKind::kSync, Bound::kSyncWait, latency);
-            add(from, node, EdgeKind::kThread, Bound::kSyncWait, latency);
+            // Both weigh the return after the later of the two (weight()).
+            add(waited_node, node, EdgeKind::kSync, Bound::kSyncWait);
+            add(from, node, EdgeKind::kThread, Bound::kSyncWait);
           } else {
-            add(from, node, EdgeKind::kThread, b, gap);
+            add(from, node, EdgeKind::kThread, b);
           }
         } else if (fed) {
           // A worker waits for work: its idle gap weighs nothing, the feeding thread's time does.
-          add(from, node, EdgeKind::kThread, Bound::kHost, 0);
+          add(from, node, EdgeKind::kThread, Bound::kHost, true);
         } else {
-          add(from, node, EdgeKind::kThread, b, gap);
+          add(from, node, EdgeKind::kThread, b);
         }
       }
-      if (fed) add(*feeder, node, EdgeKind::kWorker, Bound::kHost, ts - measured(*feeder));
+      if (fed) add(*feeder, node, EdgeKind::kWorker, Bound::kHost);
       if (is_end) {
         auto it = std::find(stack.rbegin(), stack.rend(), row);
         if (it != stack.rend()) stack.erase(std::next(it).base());
@@ -499,7 +488,7 @@ ReplayGraph::ReplayGraph(const KinetoTrace& t, const std::vector<std::int32_t>& 
 
 void ReplayGraph::finish() {
   const std::size_t slots = in_begin_.size();
-  const auto edges = static_cast<EdgeId>(weight_.size());
+  const auto edges = static_cast<EdgeId>(type_.size());
   if (grouped_ && edges > 0) type_.back() |= kLastIn;
   if (!grouped_) {
     // Some node's edges in were added apart: renumber the edges by their end (a stable counting
@@ -511,7 +500,6 @@ void ReplayGraph::finish() {
     for (EdgeId e = 0; e < edges; ++e) place[at[dst_[e]]++] = e;
     std::vector<Node> src;
     std::vector<std::uint8_t> type;
-    std::vector<double> weight;
     in_begin_.assign(slots, kNone);
     for (EdgeId k = 0; k < edges; ++k) {
       const EdgeId e = place[k];
@@ -520,9 +508,8 @@ void ReplayGraph::finish() {
       bool again = false;
       if (in_begin_[d] != kNone) {
         for (EdgeId f = in_begin_[d]; f < src.size(); ++f) {
-          if (src[f] == src_[e]) {  // the later addition's weight, the first one's place
+          if (src[f] == src_[e]) {  // the later addition's rule, the first one's place
             type[f] = t;
-            weight[f] = weight_[e];
             again = true;
             break;
           }
@@ -534,12 +521,10 @@ void ReplayGraph::finish() {
       if (again) continue;
       src.push_back(src_[e]);
       type.push_back(t);
-      weight.push_back(weight_[e]);
     }
     if (!type.empty()) type.back() |= kLastIn;
     src_.swap(src);
     type_.swap(type);
-    weight_.swap(weight);
     std::vector<Node>().swap(dst_);
     grouped_ = true;
   }
@@ -547,7 +532,7 @@ void ReplayGraph::finish() {
   // sources of all its edges in are), started from the nodes by number: rows come mostly in time
   // order, so a walk seldom goes deep, and no table of the edges out is made. Any topological
   // order gives the same replay (a node's time is the latest over its edges in, ties to the first).
-  const auto count = static_cast<EdgeId>(weight_.size());
+  const auto count = static_cast<EdgeId>(type_.size());
   enum : std::uint8_t { kSeen = 1, kPlaced = 2, kTouched = 4 };
   std::vector<std::uint8_t> state(slots, 0);
   std::size_t with_in = 0;
@@ -603,19 +588,16 @@ void ReplayGraph::finish() {
     if (moved[i] || from[i] == i) continue;
     const Node src = src_[i];
     const std::uint8_t type = type_[i];
-    const double weight = weight_[i];
     for (EdgeId j = i;;) {
       moved[j] = true;
       const EdgeId f = from[j];
       if (f == i) {
         src_[j] = src;
         type_[j] = type;
-        weight_[j] = weight;
         break;
       }
       src_[j] = src_[f];
       type_[j] = type_[f];
-      weight_[j] = weight_[f];
       j = f;
     }
   }
@@ -625,6 +607,33 @@ void ReplayGraph::finish() {
     if (kind(e) == EdgeKind::kRun) run_edges_.emplace_back(row_of(v), e);
   });
   std::sort(run_edges_.begin(), run_edges_.end());
+}
+
+double ReplayGraph::weight(EdgeId e, Node to) const {
+  const std::uint8_t type = type_[e];
+  const EdgeKind k = kind(e);
+  if (k == EdgeKind::kRun) return trace_.rows[row_of(to)].dur;
+  if (k == EdgeKind::kSync || (k == EdgeKind::kThread && bound(e) == Bound::kSyncWait)) {
+    // A blocking call's return after the later of its thread's previous point and the device
+    // work it waited for: its two edges in (the sync edge, then its thread's) weigh the same.
+    const EdgeId sync = k == EdgeKind::kSync ? e : e - 1;
+    return measured(to) - std::max(measured(src_[sync + 1]), measured(src_[sync]));
+  }
+  const double gap = measured(to) - measured(src_[e]);
+  if ((type & kLeast) == 0) return gap;
+  switch (k) {
+    case EdgeKind::kThread:  // a worker's idle gap
+      return 0;
+    case EdgeKind::kLaunch:  // a launch that did not bind: its call's duration at most
+      return std::min(gap, std::max(0.0, trace_.rows[row_of(src_[e])].dur));
+    default:  // the device's cause that did not bind: an overlap, else nothing
+      return std::min(0.0, gap);
+  }
+}
+
+void ReplayGraph::weights_into(std::vector<double>& w) const {
+  w.resize(edge_count());
+  for_each_edge([&](EdgeId e, Node to) { w[e] = weight(e, to); });
 }
 
 ReplayGraph::EdgeId ReplayGraph::run_edge(std::uint32_t row) const {
@@ -648,13 +657,13 @@ void ReplayGraph::replay_into(std::vector<double>& times, const std::vector<doub
   for (Node v = 0; v < slots; ++v) times[v] = measured(v);
   if (binding != nullptr) binding->assign(slots, kNone);
   if (!ok_) return;
-  const double* w = weights != nullptr ? weights->data() : weight_.data();
+  const double* w = weights != nullptr ? weights->data() : nullptr;
   EdgeId e = 0;  // the edges come in the order of their nodes
   for (Node v : order_) {
     double best = -std::numeric_limits<double>::infinity();
     EdgeId which = kNone;
     for (;; ++e) {
-      const double at = times[src_[e]] + w[e];
+      const double at = times[src_[e]] + (w != nullptr ? w[e] : weight(e, v));
       if (at > best) {
         best = at;
         which = e;

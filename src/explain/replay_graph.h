@@ -45,12 +45,16 @@ enum class EdgeKind : std::uint8_t {
   kRun,         // a device row's own duration
 };
 
-// Kept compact, for traces of millions of rows: an edge is 13 bytes (its source, its kind and
-// bound with a bit saying it is the last into its node, its weight), the nodes are the rows'
-// starts and ends by number (no table of them), a node's time as measured is read off its row,
-// and the edges into a node are consecutive (each node's are added together). Once made, the
-// edges are renumbered in the order the replay takes their nodes, so that a replay reads them
-// front to back and the order of the nodes is all that says which node an edge goes into.
+// Kept compact, for traces of millions of rows: an edge is 5 bytes (its source, and in a byte its
+// kind, its bound, its weight's rule and a bit saying it is the last into its node), the nodes are
+// the rows' starts and ends by number (no table of them), a node's time as measured is read off
+// its row, and the edges into a node are consecutive (each node's are added together). No weight is
+// stored: each is a measured difference, computed again from the measured times of its ends by its
+// rule (the gap between them, the least of a cause that did not bind, a row's duration, a call's
+// return after what it waited for), so that it is the same double the making would have stored.
+// Once made, the edges are renumbered in the order the replay takes their nodes, so that a replay
+// reads them front to back and the order of the nodes is all that says which node an edge goes
+// into.
 class ReplayGraph {
  public:
   using Node = std::uint32_t;
@@ -67,11 +71,16 @@ class ReplayGraph {
   static std::uint32_t row_of(Node n) { return n / 2; }
 
   std::size_t node_count() const { return nodes_; }  // nodes with an edge
-  std::size_t edge_count() const { return weight_.size(); }
+  std::size_t edge_count() const { return type_.size(); }
   Node src(EdgeId e) const { return src_[e]; }
-  double weight(EdgeId e) const { return weight_[e]; }
+  // The weight of `e`, whose end is `to` (for_each_edge gives both).
+  double weight(EdgeId e, Node to) const;
+  // A device row's run edge's weight (its duration).
+  double run_weight(std::uint32_t row) const { return trace_.rows[row].dur; }
+  // Every edge's weight, by edge number.
+  void weights_into(std::vector<double>& w) const;
   EdgeKind kind(EdgeId e) const { return static_cast<EdgeKind>((type_[e] >> 4) & 7); }
-  Bound bound(EdgeId e) const { return static_cast<Bound>(type_[e] & 15); }
+  Bound bound(EdgeId e) const { return static_cast<Bound>(type_[e] & 7); }
   // Whether `e` is the last of its node's edges in (those are consecutive, in the order added).
   bool last_in(EdgeId e) const { return (type_[e] & kLastIn) != 0; }
   // f(edge, its end) for every edge, node by node in the replay's order (none when ok() is
@@ -119,20 +128,22 @@ class ReplayGraph {
                  const std::vector<EdgeId>& binding, double (&by_bound)[8]) const;
 
  private:
-  void add(Node src, Node dst, EdgeKind kind, Bound bound, double weight);
+  // `least`: a cause that did not bind (a launch's or the device's least delay), or a worker's
+  // idle gap (nothing); else the edge weighs its ends' measured difference (its kind says how).
+  void add(Node src, Node dst, EdgeKind kind, Bound bound, bool least = false);
   // Makes each node's edges in consecutive (only needed if some node's were added apart) and
   // finds the order to replay in.
   void finish();
 
   static constexpr std::uint8_t kLastIn = 128;  // in type_: the last edge into its node
+  static constexpr std::uint8_t kLeast = 8;      // in type_: the `least` of add()
 
   const KinetoTrace& trace_;
   std::vector<Node> src_;
   // Each edge's end, only while some node's edges in were added apart (!grouped_), until
   // finish() has put them together.
   std::vector<Node> dst_;
-  std::vector<std::uint8_t> type_;  // kLastIn | kind << 4 | bound
-  std::vector<double> weight_;
+  std::vector<std::uint8_t> type_;  // kLastIn | kind << 4 | kLeast | bound
   // By node: its first edge in, or kNone; while the graph is made (finish() drops it).
   std::vector<EdgeId> in_begin_;
   Node last_dst_ = 0;    // the end of the edge added last

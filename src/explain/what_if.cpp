@@ -133,7 +133,7 @@ void apply_edit(const ReplayGraph& g, const KinetoTrace& t, const std::vector<Tr
       // Launches back to back (as a CUDA graph replays them): the host's own time weighs nothing,
       // a launch's delay to its device row loses its call's duration (what stays is the device's
       // own latency); waits for the device and data loading stay.
-      for (ReplayGraph::EdgeId e = 0; e < w.size(); ++e) {
+      g.for_each_edge([&](ReplayGraph::EdgeId e, ReplayGraph::Node to) {
         const EdgeKind k = g.kind(e);
         const Bound b = g.bound(e);
         if (k == EdgeKind::kWorker ||
@@ -141,9 +141,9 @@ void apply_edit(const ReplayGraph& g, const KinetoTrace& t, const std::vector<Tr
           w[e] = 0;
         } else if (k == EdgeKind::kLaunch) {
           const Row& call = t.rows[row_of(g.src(e))];
-          w[e] = std::max(0.0, std::min(w[e], g.weight(e) - std::max(0.0, call.dur)));
+          w[e] = std::max(0.0, std::min(w[e], g.weight(e, to) - std::max(0.0, call.dur)));
         }
-      }
+      });
       break;
     case WhatIfEdit::Kind::kComm:
     case WhatIfEdit::Kind::kCopies: {
@@ -199,8 +199,9 @@ void apply_edit(const ReplayGraph& g, const KinetoTrace& t, const std::vector<Tr
         if (e == ReplayGraph::kNone) continue;
         // A floor: a row another edit made faster than its peak time keeps that (an untouched
         // row is exactly its time scaled).
-        const double at_peak = g.weight(e) * f;
-        if (w[e] == g.weight(e) || at_peak < w[e]) w[e] = at_peak;
+        const double was = g.run_weight(row);
+        const double at_peak = was * f;
+        if (w[e] == was || at_peak < w[e]) w[e] = at_peak;
       }
       break;
     }
@@ -276,8 +277,7 @@ void apply_edit(const ReplayGraph& g, const KinetoTrace& t, const std::vector<Tr
 void what_if_weights(const ReplayGraph& g, const KinetoTrace& t,
                      const std::vector<TraceRange>& ranges, std::vector<const WhatIfEdit*> edits,
                      std::vector<double>& w, std::string& why) {
-  w.resize(g.edge_count());
-  for (std::size_t e = 0; e < w.size(); ++e) w[e] = g.weight(static_cast<ReplayGraph::EdgeId>(e));
+  g.weights_into(w);
   // The kinds' order: a kernel's factor before peak's floor, whatever the order given.
   std::stable_sort(edits.begin(), edits.end(),
                    [](const WhatIfEdit* a, const WhatIfEdit* b) { return a->kind < b->kind; });
@@ -286,9 +286,7 @@ void what_if_weights(const ReplayGraph& g, const KinetoTrace& t,
     apply_edit(g, t, ranges, *edit, w, not_here);
     if (!not_here.empty()) {
       why = edits.size() > 1 ? edit->spec + ": " + not_here : not_here;
-      for (std::size_t e = 0; e < w.size(); ++e) {
-        w[e] = g.weight(static_cast<ReplayGraph::EdgeId>(e));
-      }
+      g.weights_into(w);
       return;
     }
   }
