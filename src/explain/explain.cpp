@@ -102,9 +102,10 @@ ExplainParts explain_parts(const std::vector<std::string>& paths, const ExplainO
   out.traces.resize(files.size());
   std::vector<std::optional<KinetoTrace>> traces(files.size());
   ReadOptions read;
-  // Both graphs walk every CPU op.
-  read.every_row = options.critical_path.has_value() || options.replay.has_value();
-  read.row_extras = options.critical_path.has_value();  // the replay reads only the sync args
+  // Both graphs walk every CPU op: HTA's reads them whole, the replay apart from the rows the
+  // analyses read (ReadOptions::plain_rows), when it is alone.
+  read.every_row = options.critical_path.has_value();
+  read.plain_rows = options.replay.has_value() && !read.every_row;
   parallel_for(files.size(), options.threads, [&](std::size_t i) {
     out.traces[i].file = files[i];
     try {

@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <charconv>
 #include <cmath>
+#include <cstring>
 #include <functional>
 #include <memory>
 #include <optional>
@@ -170,7 +171,8 @@ void read_args(od::value v, Event& e, bool every_row) {
   }
 }
 
-Event parse_event(od::object obj, bool every_row) {
+// `sync_args`: read the args the replay reads; `every_row`: the pid too.
+Event parse_event(od::object obj, bool sync_args, bool every_row) {
   Event e;
   for (auto field : obj) {
     std::string_view key;
@@ -189,7 +191,7 @@ Event parse_event(od::object obj, bool every_row) {
     } else if (key == "tid") {
       e.tid = id_value(v);
     } else if (key == "args") {
-      read_args(v, e, every_row);
+      read_args(v, e, sync_args);
     } else if (every_row && key == "pid") {
       e.extra.pid = id_value(v);
     }
@@ -230,7 +232,7 @@ class EventSink {
     }
     Event e;
     try {
-      e = parse_event(obj, options_.every_row);
+      e = parse_event(obj, options_.every_row || options_.plain_rows, options_.every_row);
     } catch (const simdjson::simdjson_error& err) {
       throw TraceError("event #" + std::to_string(index) + " is not valid JSON (" + err.what() +
                        ")");
@@ -248,6 +250,7 @@ class EventSink {
                       e.cat == "user_annotation";
     if (!keep && !options_.every_row) {
       trace_.plain_host.add(e.ts);
+      if (options_.plain_rows) keep_plain(e, index);
       return;
     }
     Row r;
@@ -264,7 +267,7 @@ class EventSink {
     if (!device && is_step_string(e.name)) {
       trace_.plain_host.latest_step = std::max(trace_.plain_host.latest_step, e.ts);
     }
-    if (options_.every_row &&
+    if ((options_.every_row || options_.plain_rows) &&
         (e.extra.wait_on_stream != -1 || e.extra.wait_on_event_record != -1)) {
       trace_.sync_args.push_back({static_cast<std::uint32_t>(trace_.rows.size()),
                                   e.extra.wait_on_stream, e.extra.wait_on_event_record});
@@ -288,6 +291,22 @@ class EventSink {
   }
 
  private:
+  // A host row no analysis reads, for the replay: rounded as it is read once the file is known to
+  // need it (round_times() rounds the ones before).
+  void keep_plain(const Event& e, std::uint64_t index) {
+    PlainRows& plain = trace_.plain_rows;
+    const auto name = table_.intern(e.name);
+    const auto tid = static_cast<std::int32_t>(e.tid ^ (e.tid >> 32));
+    if (!trace_.rounded) {
+      plain.push(e.ts, e.dur, static_cast<std::uint32_t>(index), name, tid);
+      plain.unrounded = plain.size();
+      return;
+    }
+    const double end = std::floor(e.ts + e.dur);
+    const double ts = std::ceil(e.ts);
+    plain.push(ts, end - ts, static_cast<std::uint32_t>(index), name, tid);
+  }
+
   // A stream in 32 bits: the value itself, or a code for one beyond them (kept in big_streams).
   std::int32_t stream_code(std::int64_t stream) {
     if (stream > KinetoTrace::kBigStream && stream <= 2147483647) {
@@ -642,6 +661,13 @@ void round_times(KinetoTrace& t) {
         " us; HTA's numbers keep them as HTA does, the waterfall takes them as 0 us");
   }
   if (!t.rounded) return;
+  PlainRows& apart = t.plain_rows;
+  for (std::size_t i = 0; i < apart.unrounded; ++i) {
+    const double ts = apart.ts(i), dur = apart.dur(i);
+    const double end = std::floor(ts + dur);
+    const double rounded = std::ceil(ts);
+    apart.set_times(i, rounded, end - rounded);
+  }
   KinetoTrace::PlainHostRows& plain = t.plain_host;
   plain.first_ts = std::ceil(plain.first_ts);
   for (double& ts : plain.later) ts = std::ceil(ts);
@@ -666,6 +692,52 @@ const SyncArgs* KinetoTrace::sync_args_of(std::uint32_t position) const {
       sync_args.begin(), sync_args.end(), position,
       [](const SyncArgs& a, std::uint32_t p) { return a.position < p; });
   return it != sync_args.end() && it->position == position ? &*it : nullptr;
+}
+
+std::int32_t PlainRows::pack(double v, double base) {
+  const double d = v - base;
+  if (!(d > -2147483648.0 && d <= 2147483647.0)) return kEscaped;  // NaN too
+  const auto q = static_cast<std::int32_t>(d);
+  const double back = base + q;
+  return std::memcmp(&back, &v, sizeof v) == 0 ? q : kEscaped;
+}
+
+double PlainRows::escaped(const std::unordered_map<std::uint32_t, double>& table, std::size_t i) {
+  return table.at(static_cast<std::uint32_t>(i));
+}
+
+void PlainRows::store(std::size_t i, Packed& p, double ts, double dur) {
+  const auto at = static_cast<std::uint32_t>(i);
+  p.ts = pack(ts, base_);
+  p.dur = pack(dur, 0);
+  if (p.ts == kEscaped) {
+    ts_escaped_[at] = ts;
+  } else {
+    ts_escaped_.erase(at);
+  }
+  if (p.dur == kEscaped) {
+    dur_escaped_[at] = dur;
+  } else {
+    dur_escaped_.erase(at);
+  }
+}
+
+void PlainRows::push(double ts, double dur, std::uint32_t index, std::uint32_t name,
+                     std::int32_t tid) {
+  if (size_ == 0 && std::isfinite(ts) && std::abs(ts) < 1e18) base_ = std::floor(ts);
+  if ((size_ >> kBlockBits) == blocks_.size()) {
+    blocks_.emplace_back(new Packed[std::size_t{1} << kBlockBits]);
+  }
+  Packed& p = blocks_[size_ >> kBlockBits][size_ & ((std::size_t{1} << kBlockBits) - 1)];
+  p.index = index;
+  p.name = name;
+  p.tid = tid;
+  store(size_, p, ts, dur);
+  ++size_;
+}
+
+void PlainRows::set_times(std::size_t i, double ts, double dur) {
+  store(i, blocks_[i >> kBlockBits][i & ((std::size_t{1} << kBlockBits) - 1)], ts, dur);
 }
 
 void KinetoTrace::PlainHostRows::add(double ts) {

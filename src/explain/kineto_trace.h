@@ -6,6 +6,7 @@
 
 #include <cstdint>
 #include <deque>
+#include <memory>
 #include <optional>
 #include <stdexcept>
 #include <string>
@@ -54,6 +55,54 @@ struct SyncArgs {
   std::int64_t wait_on_event_record = -1;
 };
 
+// The host rows no analysis reads (CPU ops, Python functions), kept apart for the replay alone
+// (ReadOptions::plain_rows): 20 bytes a row rather than a Row's 48. Times are kept exactly: a
+// start as a whole number of us from `base` and a duration as one, where the double they give
+// back is bit for bit the one read (HTA's rounding leaves whole numbers); any other is escaped
+// into a table.
+class PlainRows {
+ public:
+  std::size_t size() const { return size_; }
+  double ts(std::size_t i) const {
+    const std::int32_t v = at(i).ts;
+    return v == kEscaped ? escaped(ts_escaped_, i) : base_ + v;
+  }
+  double dur(std::size_t i) const {
+    const std::int32_t v = at(i).dur;
+    return v == kEscaped ? escaped(dur_escaped_, i) : v;
+  }
+  std::uint32_t index(std::size_t i) const { return at(i).index; }
+  std::uint32_t name(std::size_t i) const { return at(i).name; }
+  std::int32_t tid(std::size_t i) const { return at(i).tid; }
+  void push(double ts, double dur, std::uint32_t index, std::uint32_t name, std::int32_t tid);
+  void set_times(std::size_t i, double ts, double dur);
+  // How many were kept before the file was known to need HTA's rounding (rounded when read
+  // after): those are rounded once it is read whole.
+  std::size_t unrounded = 0;
+
+ private:
+  static constexpr std::int32_t kEscaped = -2147483647 - 1;
+  struct Packed {
+    std::int32_t ts = 0, dur = 0;
+    std::uint32_t index = 0, name = 0;
+    std::int32_t tid = 0;
+  };
+  // `v` - base as a whole number of 32 bits that gives `v` back bit for bit, else kEscaped.
+  static std::int32_t pack(double v, double base);
+  static double escaped(const std::unordered_map<std::uint32_t, double>& table, std::size_t i);
+  void store(std::size_t i, Packed& p, double ts, double dur);
+  // In blocks of a power of two (a deque's index divides by its block's count of rows, which
+  // the replay's sort of each thread's points pays at every comparison).
+  static constexpr unsigned kBlockBits = 14;
+  const Packed& at(std::size_t i) const {
+    return blocks_[i >> kBlockBits][i & ((std::size_t{1} << kBlockBits) - 1)];
+  }
+  std::vector<std::unique_ptr<Packed[]>> blocks_;
+  std::size_t size_ = 0;
+  double base_ = 0;
+  std::unordered_map<std::uint32_t, double> ts_escaped_, dur_escaped_;
+};
+
 // Why a file could not be read (it names no file; the caller adds it).
 struct TraceError : std::runtime_error {
   using std::runtime_error::runtime_error;
@@ -92,9 +141,36 @@ struct KinetoTrace {
   // With ReadOptions::every_row: every row is in `rows` (none is a plain host row) and this holds
   // each one's extra fields at the same position.
   std::deque<RowExtra> extras;
-  // With ReadOptions::every_row: the rows with a wait_on_stream or a
+  // With ReadOptions::every_row or plain_rows: the rows with a wait_on_stream or a
   // wait_on_cuda_event_record_corr_id, by position.
   std::vector<SyncArgs> sync_args;
+  // With ReadOptions::plain_rows: the host rows not in `rows`, in file order. What the replay
+  // walks is both: positions from rows.size() on are these (row(), row_count()).
+  PlainRows plain_rows;
+  std::size_t row_count() const { return rows.size() + plain_rows.size(); }
+  // The row at `position` of all of them, the plain ones after `rows` (a plain one has no
+  // correlation, stream, partner nor category).
+  Row row(std::size_t position) const {
+    if (position < rows.size()) return rows[position];
+    const std::size_t i = position - rows.size();
+    Row r;
+    r.ts = plain_rows.ts(i);
+    r.dur = plain_rows.dur(i);
+    r.tid = plain_rows.tid(i);
+    r.index = plain_rows.index(i);
+    r.name = plain_rows.name(i);
+    r.plain = true;
+    return r;
+  }
+  std::uint32_t name_of(std::size_t position) const {
+    return position < rows.size() ? rows[position].name : plain_rows.name(position - rows.size());
+  }
+  std::uint32_t index_of(std::size_t position) const {
+    return position < rows.size() ? rows[position].index : plain_rows.index(position - rows.size());
+  }
+  double dur_of(std::size_t position) const {
+    return position < rows.size() ? rows[position].dur : plain_rows.dur(position - rows.size());
+  }
 
   std::string_view str(std::uint32_t id) const { return strings[id]; }
   std::string_view category(const Row& r) const { return categories[r.cat]; }
@@ -130,6 +206,9 @@ struct ReadOptions {
   // Keep every row whole, with its RowExtra (HTA's critical path walks every CPU op and reads
   // pids, threads and the sync events' args). Off: host rows no analysis reads are only counted.
   bool every_row = false;
+  // Without every_row: keep the host rows no analysis reads apart (KinetoTrace::plain_rows), with
+  // the sync args of the rows kept whole: all the replay reads.
+  bool plain_rows = false;
   // With every_row: keep each row's RowExtra (HTA's critical path reads them; the replay reads
   // only the sync args, kept apart for the few rows that have them).
   bool row_extras = true;

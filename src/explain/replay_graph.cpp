@@ -83,9 +83,12 @@ void ReplayGraph::add(Node src, Node dst, EdgeKind kind, Bound bound, bool least
 
 ReplayGraph::ReplayGraph(const KinetoTrace& t, const std::vector<std::int32_t>& fed_by)
     : trace_(t) {
+  // Rows kept whole (every device row among them) are 0 to n; the plain host rows kept apart
+  // follow them, up to `all`.
   const std::size_t n = t.rows.size();
-  if (n >= (std::size_t{1} << 31)) throw std::length_error("more than 2^31 rows to replay");
-  in_begin_.assign(2 * n, kNone);
+  const std::size_t all = t.row_count();
+  if (all >= (std::size_t{1} << 31)) throw std::length_error("more than 2^31 rows to replay");
+  in_begin_.assign(2 * all, kNone);
   const std::vector<KernelType> types = types_of(t);
   // What each name is, decided once per name rather than once per row.
   enum : std::uint8_t {
@@ -208,16 +211,16 @@ ReplayGraph::ReplayGraph(const KinetoTrace& t, const std::vector<std::int32_t>& 
   // edges the graph will have at most, reserved too: its arrays are made once, at their size.
   std::unordered_map<std::int32_t, std::size_t> thread_rows;
   std::size_t waiting_calls = 0;  // host rows whose end may wait for the device (a second edge)
-  for (std::size_t p = 0; p < n; ++p) {
-    const Row& r = t.rows[p];
+  for (std::size_t p = 0; p < all; ++p) {
+    const Row r = t.row(p);
     if (r.device) continue;
     ++thread_rows[r.tid];
     if ((name_is[r.name] & (kSync | kCopyCall)) != 0) ++waiting_calls;
     if (fed_by.empty() && annotation && r.cat == *annotation) has_ranges[r.tid] = true;
   }
   for (const auto& [tid, rows] : thread_rows) threads[tid].reserve(2 * rows);
-  for (std::size_t p = 0; p < n; ++p) {
-    const Row& r = t.rows[p];
+  for (std::size_t p = 0; p < all; ++p) {
+    const Row r = t.row(p);
     if (r.device) continue;
     const auto q = static_cast<std::uint32_t>(p);
     std::vector<Node>& points = threads[r.tid];
@@ -227,26 +230,48 @@ ReplayGraph::ReplayGraph(const KinetoTrace& t, const std::vector<std::int32_t>& 
   // A thread of vxperf's ranges feeds the others, even those with ranges of their own (the
   // autograd thread's record_function hooks).
   for (std::int32_t tid : fed_by) has_ranges[tid] = true;
-  // Each thread's points in call-stack order, by time first.
-  for (auto& [tid, points] : threads) {
-    // A row of no duration sits between the rows ending and those starting at its time, its
-    // start just before its end (else it would open after it closed and stay open).
-    auto group = [&](Node p) {
-      if (measured(end(row_of(p))) == measured(start(row_of(p)))) return 1;
-      return (p & 1) != 0 ? 0 : 2;
-    };
-    std::sort(points.begin(), points.end(), [&](Node a, Node b) {
-      const double ta = measured(a), tb = measured(b);
+  // Each thread's points in call-stack order, by time first. What a point's order reads of its
+  // (host) row, from where the row is kept: the rows kept whole or the plain ones apart.
+  struct Key {
+    double ts, dur;
+    std::uint32_t index;
+  };
+  auto whole = [&](std::uint32_t x) {
+    const Row& r = t.rows[x];
+    return Key{r.ts, r.dur, r.index};
+  };
+  auto plain = [&](std::uint32_t x) {
+    const std::size_t i = x - n;
+    return Key{t.plain_rows.ts(i), t.plain_rows.dur(i), t.plain_rows.index(i)};
+  };
+  auto either = [&](std::uint32_t x) { return x < n ? whole(x) : plain(x); };
+  // The order of two points (as measured() times them) with `key` reading their rows.
+  auto order_by = [](auto key) {
+    return [key](Node a, Node b) {
+      const Key x = key(row_of(a)), y = key(row_of(b));
+      const bool a_end = (a & 1) != 0, b_end = (b & 1) != 0;
+      const double ta = a_end ? std::max(x.ts, x.ts + x.dur) : x.ts;
+      const double tb = b_end ? std::max(y.ts, y.ts + y.dur) : y.ts;
       if (ta != tb) return ta < tb;
-      const int ga = group(a), gb = group(b);
+      // A row of no duration sits between the rows ending and those starting at its time, its
+      // start just before its end (else it would open after it closed and stay open).
+      const int ga = std::max(x.ts, x.ts + x.dur) == x.ts ? 1 : a_end ? 0 : 2;
+      const int gb = std::max(y.ts, y.ts + y.dur) == y.ts ? 1 : b_end ? 0 : 2;
       if (ga != gb) return ga < gb;
-      const Row& x = t.rows[row_of(a)];
-      const Row& y = t.rows[row_of(b)];
-      const bool a_end = (a & 1) != 0;
-      if (ga == 1) return row_of(a) != row_of(b) ? x.index < y.index : !a_end && (b & 1) != 0;
+      if (ga == 1) return row_of(a) != row_of(b) ? x.index < y.index : !a_end && b_end;
       if (a_end) return x.dur != y.dur ? x.dur < y.dur : x.index > y.index;
       return x.dur != y.dur ? x.dur > y.dur : x.index < y.index;
-    });
+    };
+  };
+  for (auto& [tid, points] : threads) {
+    // The points of the rows kept whole come first (pushed by position) and those of the plain
+    // rows after: each part sorted alone, then merged (one total order, so the same result as
+    // one sort, without a branch on where each row is kept at every comparison).
+    const auto apart =
+        std::partition_point(points.begin(), points.end(), [&](Node p) { return row_of(p) < n; });
+    std::sort(points.begin(), apart, order_by(whole));
+    std::sort(apart, points.end(), order_by(plain));
+    std::inplace_merge(points.begin(), apart, points.end(), order_by(either));
   }
   // What feeds a worker thread: the threads with ranges, their points looked up by time.
   std::vector<const std::vector<Node>*> feeding;
@@ -259,7 +284,12 @@ ReplayGraph::ReplayGraph(const KinetoTrace& t, const std::vector<std::int32_t>& 
     }
   }
   if (!any_worker) feeding.clear();
-  // The latest point of those threads before `ts` (of equal times, the highest node), or null.
+  // A point's place in the file: its row's position in traceEvents, its start before its end.
+  auto file_order = [&](Node p) {
+    return (static_cast<std::uint64_t>(t.index_of(row_of(p))) << 1) | (p & 1);
+  };
+  // The latest point of those threads before `ts` (of equal times, the last in the file), or
+  // null.
   auto feeder_before = [&](double ts) -> const Node* {
     const Node* best = nullptr;
     for (const std::vector<Node>* points : feeding) {
@@ -269,10 +299,11 @@ ReplayGraph::ReplayGraph(const KinetoTrace& t, const std::vector<std::int32_t>& 
       const double when = measured(*(at - 1));
       const Node* top = &*(at - 1);
       for (auto q = at - 1; measured(*q) == when; --q) {
-        if (*q > *top) top = &*q;
+        if (file_order(*q) > file_order(*top)) top = &*q;
         if (q == points->begin()) break;
       }
-      if (best == nullptr || when > measured(*best) || (when == measured(*best) && *top > *best)) {
+      if (best == nullptr || when > measured(*best) ||
+          (when == measured(*best) && file_order(*top) > file_order(*best))) {
         best = top;
       }
     }
@@ -394,7 +425,7 @@ ReplayGraph::ReplayGraph(const KinetoTrace& t, const std::vector<std::int32_t>& 
       const bool is_end = (node & 1) != 0;
       const double ts = measured(node);
       const std::uint32_t row = row_of(node);
-      const Row& r = t.rows[row];
+      const Row r = t.row(row);
       const std::uint8_t is = name_is[r.name];
       // A worker thread's op after an idle stretch is fed by the latest earlier point of the
       // threads with ranges (the autograd engine's backward by the thread that called it).
@@ -406,7 +437,7 @@ ReplayGraph::ReplayGraph(const KinetoTrace& t, const std::vector<std::int32_t>& 
         Bound b = Bound::kHost;
         if (loaders > 0) {
           b = Bound::kDataLoading;
-        } else if (!stack.empty() && (name_is[t.rows[stack.back()].name] & kLaunchCall) != 0) {
+        } else if (!stack.empty() && (name_is[t.name_of(stack.back())] & kLaunchCall) != 0) {
           b = Bound::kLaunch;
         }
         if (is_end && (is & (kSync | kCopyCall)) != 0) {

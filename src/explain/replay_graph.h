@@ -61,9 +61,9 @@ class ReplayGraph {
   using EdgeId = std::uint32_t;
   static constexpr EdgeId kNone = UINT32_MAX;
 
-  // The trace must have been read with every row (ReadOptions::every_row), and must outlive the
-  // graph. `fed_by`: the threads (Row::tid) that feed the others (those of vxperf's ranges);
-  // empty: every thread with a range (user_annotation) of its own.
+  // The trace must have been read with every row (ReadOptions::every_row or plain_rows), and must
+  // outlive the graph. `fed_by`: the threads (Row::tid) that feed the others (those of vxperf's
+  // ranges); empty: every thread with a range (user_annotation) of its own.
   explicit ReplayGraph(const KinetoTrace& trace, const std::vector<std::int32_t>& fed_by = {});
 
   static Node start(std::uint32_t row) { return 2 * row; }
@@ -102,11 +102,17 @@ class ReplayGraph {
   const std::vector<std::pair<std::uint32_t, EdgeId>>& run_edges() const { return run_edges_; }
   // The measured time of a node (a host row's end is never before its start).
   double measured(Node n) const {
-    const Row& r = trace_.rows[row_of(n)];
+    const std::size_t row = row_of(n);
+    if (row >= trace_.rows.size()) {  // a plain host row kept apart
+      const std::size_t i = row - trace_.rows.size();
+      const double ts = trace_.plain_rows.ts(i);
+      return (n & 1) == 0 ? ts : std::max(ts, ts + trace_.plain_rows.dur(i));
+    }
+    const Row& r = trace_.rows[row];
     if ((n & 1) == 0) return r.ts;
     return r.device ? r.end() : std::max(r.ts, r.end());
   }
-  std::size_t node_slots() const { return 2 * trace_.rows.size(); }
+  std::size_t node_slots() const { return 2 * trace_.row_count(); }
   // False when the graph has a cycle (the replay then gives nothing): said in `problem`.
   bool ok() const { return ok_; }
   const std::string& problem() const { return problem_; }

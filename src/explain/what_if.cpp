@@ -251,7 +251,7 @@ void apply_edit(const ReplayGraph& g, const KinetoTrace& t, const std::vector<Tr
       }
       g.for_each_edge([&](ReplayGraph::EdgeId e, ReplayGraph::Node node) {
         const std::uint32_t dst = row_of(node);
-        const Row& d = t.rows[dst];
+        const Row d = t.row(dst);
         if (d.device) {
           if (gone_row[dst] != 0) w[e] = 0;
           return;
