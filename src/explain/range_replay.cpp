@@ -87,16 +87,16 @@ RankReplay replay_ranges(const KinetoTrace& t, const std::vector<TraceRange>& ra
     double by_bound[8] = {};
   };
   std::vector<Base> base(ranges.size());
-  std::vector<double> times;
+  ReplayTimes times(g);
   {
     std::vector<ReplayGraph::EdgeId> binding;
     // The binding edges only for the ranges' paths (a trace without ranges needs none).
-    times = g.replay(nullptr, ranges.empty() ? nullptr : &binding);
-    for (std::size_t n = 0; n < times.size(); ++n) {
+    g.replay_into(times, nullptr, ranges.empty() ? nullptr : &binding);
+    // A node whose time is not kept is its measured time again (an error of 0).
+    times.for_each_kept([&](ReplayGraph::Node n, double at) {
       out.largest_row_error_us =
-          std::max(out.largest_row_error_us,
-                   std::abs(times[n] - g.measured(static_cast<ReplayGraph::Node>(n))));
-    }
+          std::max(out.largest_row_error_us, std::abs(at - g.measured(n)));
+    });
     for (std::size_t i = 0; i < ranges.size(); ++i) {
       const TraceRange& r = ranges[i];
       Base& b = base[i];
@@ -122,7 +122,7 @@ RankReplay replay_ranges(const KinetoTrace& t, const std::vector<TraceRange>& ra
   std::vector<char> gone(t.rows.size(), 0);
   auto predict = [&](std::vector<double>& per_range) {
     g.replay_into(times, &weights);
-    const std::vector<double>& now = times;
+    const ReplayTimes& now = times;
     std::fill(gone.begin(), gone.end(), 0);
     for (const auto& [p, e] : g.run_edges()) {
       gone[p] = weights[e] == 0 && g.run_weight(p) > 0 ? 1 : 0;

@@ -674,18 +674,27 @@ ReplayGraph::EdgeId ReplayGraph::run_edge(std::uint32_t row) const {
   return at != run_edges_.end() && at->first == row ? at->second : kNone;
 }
 
-std::vector<double> ReplayGraph::replay(const std::vector<double>* weights,
-                                        std::vector<EdgeId>* binding) const {
-  std::vector<double> times;
-  replay_into(times, weights, binding);
-  return times;
+void ReplayTimes::fill(std::size_t block) {
+  if (block >= blocks_.size()) {
+    blocks_.resize(block + 1);
+    live_.resize(block + 1, false);
+  }
+  if (!blocks_[block]) blocks_[block].reset(new double[std::size_t{1} << kBits]);
+  const std::size_t first = block << kBits;
+  const std::size_t slots = size();
+  for (std::size_t i = 0; i <= kMask; ++i) {
+    blocks_[block][i] =
+        first + i < slots ? g_->measured(static_cast<ReplayGraph::Node>(first + i)) : 0;
+  }
+  live_[block] = true;
 }
 
-void ReplayGraph::replay_into(std::vector<double>& times, const std::vector<double>* weights,
+void ReplayTimes::reset() { std::fill(live_.begin(), live_.end(), false); }
+
+void ReplayGraph::replay_into(ReplayTimes& times, const std::vector<double>* weights,
                               std::vector<EdgeId>* binding) const {
   const std::size_t slots = node_slots();
-  times.resize(slots);
-  for (Node v = 0; v < slots; ++v) times[v] = measured(v);
+  times.reset();
   if (binding != nullptr) binding->assign(slots, kNone);
   if (!ok_) return;
   const double* w = weights != nullptr ? weights->data() : nullptr;
@@ -702,12 +711,12 @@ void ReplayGraph::replay_into(std::vector<double>& times, const std::vector<doub
       if (last_in(e)) break;
     }
     ++e;
-    times[v] = best;
+    times.set(v, best);
     if (binding != nullptr) (*binding)[v] = which;
   }
 }
 
-void ReplayGraph::path_into(Node last, double from, const std::vector<double>& times,
+void ReplayGraph::path_into(Node last, double from, const ReplayTimes& times,
                             const std::vector<EdgeId>& binding, double (&by_bound)[8]) const {
   Node v = last;
   while (times[v] > from) {

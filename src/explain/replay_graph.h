@@ -11,6 +11,8 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <cstring>
+#include <memory>
 #include <optional>
 #include <string>
 #include <utility>
@@ -43,6 +45,35 @@ enum class EdgeKind : std::uint8_t {
   kStream,      // from the end of a stream's previous row to the next one's start
   kEvent,       // from a recorded row's end to the first row after a stream's wait on it
   kRun,         // a device row's own duration
+};
+
+class ReplayGraph;
+
+// Each node's time in a replay. Where a replay gives a node its measured time again (every node,
+// when it replays the run as measured) nothing is kept: a block of nodes' times is made only
+// once one of them differs from its measured time, bit for bit, so that the measured replay costs
+// no memory for its times and a what-if's costs what it changes (8 bytes a node at most).
+class ReplayTimes {
+ public:
+  explicit ReplayTimes(const ReplayGraph& g) : g_(&g) {}
+  double operator[](std::uint32_t node) const;
+  std::size_t size() const;
+  // `node` takes `t` (a node's time is set once per replay, in the replay's order).
+  void set(std::uint32_t node, double t);
+  // Back to the measured times, the blocks kept for the next replay.
+  void reset();
+  // f(node, time) for each node whose time differs from its measured one (and maybe some that
+  // do not), by node.
+  template <class F>
+  void for_each_kept(F&& f) const;
+
+ private:
+  static constexpr unsigned kBits = 12;  // 4096 nodes a block
+  static constexpr std::uint32_t kMask = (1u << kBits) - 1;
+  void fill(std::size_t block);
+  const ReplayGraph* g_;
+  std::vector<std::unique_ptr<double[]>> blocks_;
+  std::vector<bool> live_;  // by block: its times are this replay's (else measured)
 };
 
 // Kept compact, for traces of millions of rows: an edge is 5 bytes (its source, and in a byte its
@@ -117,20 +148,17 @@ class ReplayGraph {
   bool ok() const { return ok_; }
   const std::string& problem() const { return problem_; }
 
-  // Each node's time (by node number) with the given weight per edge (by edge number; the graph's
-  // own when null). A node without edges into it keeps its measured time. With `binding`, each
-  // node's edge that gave its time (the first of equal ones), or kNone.
-  std::vector<double> replay(const std::vector<double>* weights = nullptr,
-                             std::vector<EdgeId>* binding = nullptr) const;
-  // The same into `times` (its storage reused from one replay to the next).
-  void replay_into(std::vector<double>& times, const std::vector<double>* weights = nullptr,
+  // Each node's time (by node number) into `times` with the given weight per edge (by edge
+  // number; the graph's own when null). A node without edges into it keeps its measured time.
+  // With `binding`, each node's edge that gave its time (the first of equal ones), or kNone.
+  void replay_into(ReplayTimes& times, const std::vector<double>* weights = nullptr,
                    std::vector<EdgeId>* binding = nullptr) const;
 
   // The critical path into `last` back to time `from`: the binding edges walked back, each
   // edge's weight added to its bound (the one that crosses `from` only for its part after it).
   // Sums to times[last] - from when the walk reaches `from`; a node without a binding edge before
   // then adds the rest as host time.
-  void path_into(Node last, double from, const std::vector<double>& times,
+  void path_into(Node last, double from, const ReplayTimes& times,
                  const std::vector<EdgeId>& binding, double (&by_bound)[8]) const;
 
  private:
@@ -162,5 +190,36 @@ class ReplayGraph {
   bool ok_ = false;
   std::string problem_;
 };
+
+inline double ReplayTimes::operator[](std::uint32_t node) const {
+  const std::size_t b = node >> kBits;
+  return b < live_.size() && live_[b] ? blocks_[b][node & kMask] : g_->measured(node);
+}
+
+inline std::size_t ReplayTimes::size() const { return g_->node_slots(); }
+
+inline void ReplayTimes::set(std::uint32_t node, double t) {
+  const std::size_t b = node >> kBits;
+  if (b < live_.size() && live_[b]) {
+    blocks_[b][node & kMask] = t;
+    return;
+  }
+  const double m = g_->measured(node);
+  if (std::memcmp(&m, &t, sizeof t) == 0) return;
+  fill(b);
+  blocks_[b][node & kMask] = t;
+}
+
+template <class F>
+void ReplayTimes::for_each_kept(F&& f) const {
+  const std::size_t slots = size();
+  for (std::size_t b = 0; b < live_.size(); ++b) {
+    if (!live_[b]) continue;
+    const std::size_t first = b << kBits;
+    for (std::size_t i = 0; i <= kMask && first + i < slots; ++i) {
+      f(static_cast<std::uint32_t>(first + i), blocks_[b][i]);
+    }
+  }
+}
 
 }  // namespace vxperf::explain
