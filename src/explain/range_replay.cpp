@@ -67,7 +67,7 @@ RankReplay replay_ranges(const KinetoTrace& t, const std::vector<TraceRange>& ra
   for (const TraceRange& r : ranges) fed_by.push_back(t.rows[r.row].tid);
   std::sort(fed_by.begin(), fed_by.end());
   fed_by.erase(std::unique(fed_by.begin(), fed_by.end()), fed_by.end());
-  const ReplayGraph g(t, fed_by);
+  ReplayGraph g(t, fed_by);
   out.nodes = static_cast<std::int64_t>(g.node_count());
   out.edges = static_cast<std::int64_t>(g.edge_count());
   out.ranges = static_cast<std::int64_t>(ranges.size());
@@ -164,6 +164,7 @@ RankReplay replay_ranges(const KinetoTrace& t, const std::vector<TraceRange>& ra
   };
   // Each what-if against the run as measured.
   const std::size_t k = request.what_ifs.size();
+  if (k > 0) g.keep_order();
   std::vector<std::vector<double>> predicted(k);  // per what-if, per range
   std::vector<double> total(k);                   // per what-if: the requests' and steps' (us)
   for (std::size_t w = 0; w < k; ++w) {

@@ -559,80 +559,19 @@ void ReplayGraph::finish() {
     std::vector<Node>().swap(dst_);
     grouped_ = true;
   }
-  // A topological order by depth-first walks back along the edges in (a node is placed once the
-  // sources of all its edges in are), started from the nodes by number: rows come mostly in time
-  // order, so a walk seldom goes deep, and no table of the edges out is made. Any topological
-  // order gives the same replay (a node's time is the latest over its edges in, ties to the first).
-  const auto count = static_cast<EdgeId>(type_.size());
-  enum : std::uint8_t { kSeen = 1, kPlaced = 2, kTouched = 4 };
-  std::vector<std::uint8_t> state(slots, 0);
-  std::size_t with_in = 0;
-  for (EdgeId e = 0; e < count; ++e) state[src_[e]] = kTouched;
-  for (Node v = 0; v < slots; ++v) {
-    if (in_begin_[v] != kNone) {
-      state[v] = kTouched;
-      ++with_in;
+  // Every node with an edge, and whether the graph has an order to replay in.
+  {
+    std::vector<bool> touched(slots, false);
+    for (EdgeId e = 0; e < type_.size(); ++e) touched[src_[e]] = true;
+    for (Node v = 0; v < slots; ++v) {
+      if (touched[v] || in_begin_[v] != kNone) ++nodes_;
     }
-    if (state[v] != 0) ++nodes_;
   }
-  order_.reserve(with_in);
-  std::vector<std::pair<Node, EdgeId>> walk;  // a node and its next edge in (kNone: no more)
-  for (Node root = 0; root < slots; ++root) {
-    if (in_begin_[root] == kNone || (state[root] & kPlaced) != 0) continue;
-    state[root] |= kSeen;
-    walk.emplace_back(root, in_begin_[root]);
-    while (!walk.empty()) {
-      auto& [v, next] = walk.back();
-      if (next != kNone) {
-        const Node from = src_[next];
-        next = last_in(next) ? kNone : next + 1;
-        if ((state[from] & kPlaced) != 0 || in_begin_[from] == kNone) continue;
-        if ((state[from] & kSeen) != 0) {
-          order_ = {};
-          problem_ = "the replay's graph has a cycle (rows out of order in time): no replay";
-          return;
-        }
-        state[from] |= kSeen;
-        walk.emplace_back(from, in_begin_[from]);
-      } else {
-        state[v] |= kPlaced;
-        order_.push_back(v);
-        walk.pop_back();
-      }
-    }
+  if (!in_order([](Node) {})) {
+    problem_ = "the replay's graph has a cycle (rows out of order in time): no replay";
+    return;
   }
   ok_ = true;
-  std::vector<std::uint8_t>().swap(state);
-  // The edges renumbered in the replay's order (in place, cycle by cycle of the permutation:
-  // `from` says which edge each place takes), after which no node needs its first edge in.
-  std::vector<EdgeId> from(count);
-  EdgeId k = 0;
-  for (Node v : order_) {
-    for (EdgeId e = in_begin_[v];; ++e) {
-      from[k++] = e;
-      if (last_in(e)) break;
-    }
-  }
-  std::vector<EdgeId>().swap(in_begin_);
-  std::vector<bool> moved(count, false);
-  for (EdgeId i = 0; i < count; ++i) {
-    if (moved[i] || from[i] == i) continue;
-    const Node src = src_[i];
-    const std::uint8_t type = type_[i];
-    for (EdgeId j = i;;) {
-      moved[j] = true;
-      const EdgeId f = from[j];
-      if (f == i) {
-        src_[j] = src;
-        type_[j] = type;
-        break;
-      }
-      src_[j] = src_[f];
-      type_[j] = type_[f];
-      j = f;
-    }
-  }
-  std::vector<EdgeId>().swap(from);
   // A device row's end has its run edge alone.
   for_each_edge([&](EdgeId e, Node v) {
     if (kind(e) == EdgeKind::kRun) run_edges_.emplace_back(row_of(v), e);
@@ -689,20 +628,53 @@ void ReplayTimes::fill(std::size_t block) {
   live_[block] = true;
 }
 
+template <class F>
+bool ReplayGraph::in_order(F&& place) const {
+  const std::size_t slots = in_begin_.size();
+  enum : std::uint8_t { kSeen = 1, kPlaced = 2 };
+  std::vector<std::uint8_t> state(slots, 0);
+  std::vector<std::pair<Node, EdgeId>> walk;  // a node and its next edge in (kNone: no more)
+  for (Node root = 0; root < slots; ++root) {
+    if (in_begin_[root] == kNone || (state[root] & kPlaced) != 0) continue;
+    state[root] |= kSeen;
+    walk.emplace_back(root, in_begin_[root]);
+    while (!walk.empty()) {
+      auto& [v, next] = walk.back();
+      if (next != kNone) {
+        const Node from = src_[next];
+        next = last_in(next) ? kNone : next + 1;
+        if ((state[from] & kPlaced) != 0 || in_begin_[from] == kNone) continue;
+        if ((state[from] & kSeen) != 0) return false;
+        state[from] |= kSeen;
+        walk.emplace_back(from, in_begin_[from]);
+      } else {
+        state[v] |= kPlaced;
+        const Node placed = v;
+        walk.pop_back();
+        place(placed);
+      }
+    }
+  }
+  return true;
+}
+
 void ReplayTimes::reset() { std::fill(live_.begin(), live_.end(), false); }
 
 void ReplayGraph::replay_into(ReplayTimes& times, const std::vector<double>* weights,
                               std::vector<EdgeId>* binding) const {
   const std::size_t slots = node_slots();
-  times.reset();
   if (binding != nullptr) binding->assign(slots, kNone);
-  if (!ok_) return;
+  if (!ok_) {
+    times.reset();
+    return;
+  }
+  // No reset between replays: every node with an edge in is set again before it is read (in
+  // order), and the others keep their measured time wherever they are kept.
   const double* w = weights != nullptr ? weights->data() : nullptr;
-  EdgeId e = 0;  // the edges come in the order of their nodes
-  for (Node v : order_) {
+  auto place = [&](Node v) {
     double best = -std::numeric_limits<double>::infinity();
     EdgeId which = kNone;
-    for (;; ++e) {
+    for (EdgeId e = in_begin_[v];; ++e) {
       const double at = times[src_[e]] + (w != nullptr ? w[e] : weight(e, v));
       if (at > best) {
         best = at;
@@ -710,10 +682,19 @@ void ReplayGraph::replay_into(ReplayTimes& times, const std::vector<double>* wei
       }
       if (last_in(e)) break;
     }
-    ++e;
     times.set(v, best);
     if (binding != nullptr) (*binding)[v] = which;
+  };
+  if (order_.empty()) {
+    in_order(place);
+  } else {
+    for (Node v : order_) place(v);
   }
+}
+
+void ReplayGraph::keep_order() {
+  if (!ok_ || !order_.empty()) return;
+  in_order([&](Node v) { order_.push_back(v); });
 }
 
 void ReplayGraph::path_into(Node last, double from, const ReplayTimes& times,

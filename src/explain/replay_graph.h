@@ -60,7 +60,7 @@ class ReplayTimes {
   std::size_t size() const;
   // `node` takes `t` (a node's time is set once per replay, in the replay's order).
   void set(std::uint32_t node, double t);
-  // Back to the measured times, the blocks kept for the next replay.
+  // Back to the measured times, the blocks kept.
   void reset();
   // f(node, time) for each node whose time differs from its measured one (and maybe some that
   // do not), by node.
@@ -83,9 +83,9 @@ class ReplayTimes {
 // stored: each is a measured difference, computed again from the measured times of its ends by its
 // rule (the gap between them, the least of a cause that did not bind, a row's duration, a call's
 // return after what it waited for), so that it is the same double the making would have stored.
-// Once made, the edges are renumbered in the order the replay takes their nodes, so that a replay
-// reads them front to back and the order of the nodes is all that says which node an edge goes
-// into.
+// Each node keeps its first edge in (4 bytes); the order to replay in is walked again at each
+// replay rather than kept (no table of it, and no renumbering of the edges into it, which cost a
+// second 4 bytes an edge while it ran).
 class ReplayGraph {
  public:
   using Node = std::uint32_t;
@@ -114,17 +114,16 @@ class ReplayGraph {
   Bound bound(EdgeId e) const { return static_cast<Bound>(type_[e] & 7); }
   // Whether `e` is the last of its node's edges in (those are consecutive, in the order added).
   bool last_in(EdgeId e) const { return (type_[e] & kLastIn) != 0; }
-  // f(edge, its end) for every edge, node by node in the replay's order (none when ok() is
-  // false).
+  // f(edge, its end) for every edge, node by node (none when ok() is false).
   template <class F>
   void for_each_edge(F&& f) const {
-    EdgeId e = 0;
-    for (Node v : order_) {
-      for (;; ++e) {
+    if (!ok_) return;
+    for (Node v = 0; v < in_begin_.size(); ++v) {
+      if (in_begin_[v] == kNone) continue;
+      for (EdgeId e = in_begin_[v];; ++e) {
         f(e, v);
         if (last_in(e)) break;
       }
-      ++e;
     }
   }
   // A device row's run edge (start to end), or kNone.
@@ -154,6 +153,10 @@ class ReplayGraph {
   void replay_into(ReplayTimes& times, const std::vector<double>* weights = nullptr,
                    std::vector<EdgeId>* binding = nullptr) const;
 
+  // Keeps the order to replay in (4 bytes a node) for the replays that follow, rather than walk
+  // it again at each: for several replays (what-ifs).
+  void keep_order();
+
   // The critical path into `last` back to time `from`: the binding edges walked back, each
   // edge's weight added to its bound (the one that crosses `from` only for its part after it).
   // Sums to times[last] - from when the walk reaches `from`; a node without a binding edge before
@@ -166,8 +169,15 @@ class ReplayGraph {
   // idle gap (nothing); else the edge weighs its ends' measured difference (its kind says how).
   void add(Node src, Node dst, EdgeKind kind, Bound bound, bool least = false);
   // Makes each node's edges in consecutive (only needed if some node's were added apart) and
-  // finds the order to replay in.
+  // finds whether there is an order to replay in.
   void finish();
+  // place(node) for every node with an edge in, each after the sources of all its edges in: a
+  // depth-first walk back along the edges in from each node by number (rows come mostly in time
+  // order, so a walk seldom goes deep, and no table of the edges out is needed). False when a
+  // walk comes back to a node it is in (a cycle). Any such order gives the same replay (a node's
+  // time is the latest over its edges in, ties to the first), and it is the same order each time.
+  template <class F>
+  bool in_order(F&& place) const;
 
   static constexpr std::uint8_t kLastIn = 128;  // in type_: the last edge into its node
   static constexpr std::uint8_t kLeast = 8;      // in type_: the `least` of add()
@@ -178,14 +188,12 @@ class ReplayGraph {
   // finish() has put them together.
   std::vector<Node> dst_;
   std::vector<std::uint8_t> type_;  // kLastIn | kind << 4 | kLeast | bound
-  // By node: its first edge in, or kNone; while the graph is made (finish() drops it).
+  // By node: its first edge in, or kNone (its edges in follow it, up to the one last_in()).
   std::vector<EdgeId> in_begin_;
   Node last_dst_ = 0;    // the end of the edge added last
   bool grouped_ = true;  // every node's edges in are consecutive
   std::size_t nodes_ = 0;
-  // The nodes with edges in, in a topological order; once finished, their edges in come in this
-  // order, the first node's first.
-  std::vector<Node> order_;
+  std::vector<Node> order_;  // with keep_order(): the order to replay in
   std::vector<std::pair<std::uint32_t, EdgeId>> run_edges_;  // (device row, its run edge), by row
   bool ok_ = false;
   std::string problem_;
