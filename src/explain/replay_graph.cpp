@@ -406,6 +406,7 @@ ReplayGraph::ReplayGraph(const KinetoTrace& t, const std::vector<std::int32_t>& 
       add(start(p), end(p), EdgeKind::kRun, b);
     }
   }
+  by_start = {};  // the threads look streams up by launch only
   // The cuda_sync markers follow their call.
   for (std::size_t p = 0; p < n; ++p) {
     const Row& r = t.rows[p];
@@ -510,7 +511,6 @@ ReplayGraph::ReplayGraph(const KinetoTrace& t, const std::vector<std::int32_t>& 
   // and the graph alone).
   std::vector<std::int32_t>().swap(launch_of);
   std::vector<std::uint32_t>().swap(launch_place);
-  by_start = {};
   by_launch = {};
   feeding.clear();
   threads = {};
@@ -634,7 +634,21 @@ bool ReplayGraph::in_order(F&& place) const {
   enum : std::uint8_t { kSeen = 1, kPlaced = 2 };
   std::vector<std::uint8_t> state(slots, 0);
   std::vector<std::pair<Node, EdgeId>> walk;  // a node and its next edge in (kNone: no more)
-  for (Node root = 0; root < slots; ++root) {
+  // The walks start from the rows in file order (the rows kept whole and the plain ones apart
+  // merged by position in traceEvents), each row's start then its end: a walk then seldom goes
+  // back further than the rows before it in the file.
+  const std::size_t whole = trace_.rows.size();
+  std::size_t next_whole = 0, next_plain = whole;
+  std::uint32_t row = 0;
+  for (std::size_t k = 0; k < slots; ++k) {
+    if ((k & 1) == 0) {
+      const bool take_whole =
+          next_plain == slots / 2 ||
+          (next_whole < whole && trace_.index_of(next_whole) < trace_.index_of(next_plain));
+      std::size_t& next = take_whole ? next_whole : next_plain;
+      row = static_cast<std::uint32_t>(next++);
+    }
+    const Node root = (k & 1) == 0 ? start(row) : end(row);
     if (in_begin_[root] == kNone || (state[root] & kPlaced) != 0) continue;
     state[root] |= kSeen;
     walk.emplace_back(root, in_begin_[root]);
