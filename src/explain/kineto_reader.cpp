@@ -101,7 +101,9 @@ std::int64_t integer_arg(od::value v, std::int64_t absent) {
       return v.get_uint64().get(u) == simdjson::SUCCESS ? static_cast<std::int64_t>(u) : absent;
     }
     double d = 0;
-    if (v.get_double().get(d) != simdjson::SUCCESS || !std::isfinite(d)) return absent;
+    if (v.get_double().get(d) != simdjson::SUCCESS) return absent;
+    // Past 64 bits (or not finite) a float names no integer (the cast would be undefined).
+    if (!(d >= -9223372036854775808.0 && d < 9223372036854775808.0)) return absent;
     return static_cast<std::int64_t>(d);
   }
   if (type == od::json_type::string) {

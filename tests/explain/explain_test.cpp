@@ -370,6 +370,25 @@ TEST_F(ExplainTest, BadFilesAreSaidAndTheOthersAnalysed) {
   EXPECT_THROW(explain_traces({(dir_ / "missing.json").string()}, {}), std::invalid_argument);
 }
 
+// A stream written as a float is the integer it holds; one past 64 bits names no stream (found by
+// the trace fuzzer: the cast was undefined), so its kernel is no device row.
+TEST_F(ExplainTest, AFloatStreamPast64BitsIsNoStream) {
+  auto trace = [](const char* stream) {
+    return std::string(R"({"traceEvents": [
+      {"ph": "X", "cat": "cuda_runtime", "name": "cudaLaunchKernel", "pid": 1, "tid": 1,
+       "ts": 1, "dur": 2, "args": {"correlation": 1}},
+      {"ph": "X", "cat": "kernel", "name": "gemm", "pid": 0, "tid": 7, "ts": 10, "dur": 5,
+       "args": {"stream": )") +
+           stream + R"(, "correlation": 1}}]})";
+  };
+  ExplainOptions replay;
+  replay.replay = ReplayRequest{};
+  const Explanation in_range = explain_traces({write("seven.json", trace("7.0"))}, replay);
+  EXPECT_TRUE(in_range.ranks.at(0).has_device_rows);
+  const Explanation past = explain_traces({write("big.json", trace("1e30"))}, replay);
+  EXPECT_FALSE(past.ranks.at(0).has_device_rows);
+}
+
 TEST_F(ExplainTest, ACpuOnlyProfileGivesItsHostRanges) {
   Trace t;
   t.range("request 0", 0, 500).range("transformer", 10, 100).host("aten::mm", "cpu_op", 20, 50);
