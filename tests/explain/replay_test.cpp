@@ -436,6 +436,78 @@ TEST_F(ReplayTest, TheWaterfallTraceWithItsRecords) {
   EXPECT_NE(page.find("Its critical path per range"), std::string::npos);
 }
 
+// The replay reads the host rows no analysis reads apart, in 20 bytes each (whole us from a base,
+// anything else escaped); with --critical-path it reads every row whole. Both give the same
+// replay, to the bit, on CPU ops made to test the packing: whole starts before the first
+// fractional one (rounded at the end) and after it (rounded as read), durations of 0, -0, -1
+// and past 32 bits, starts far from the base, ops of equal times (ordered by the file), and a
+// worker thread fed by the thread of the ranges at a time where that thread has points of both
+// kinds.
+TEST_F(ReplayTest, TheSameReplayWithThePlainRowsApartOrWhole) {
+  Kineto t;
+  // Step 0 (no device rows: its span is its own) with a data loader whose duration the rounding
+  // takes 0.5 us off, read before the file is known to need it: its path's data_loading says it.
+  t.event("user_annotation", "step 0", 1, 1, 2000, 100);
+  t.op("enumerate(DataLoader)#_SingleProcessDataLoaderIter.__next__", 2010, 20.5);
+  t.op("aten::stack", 2040, 10);
+  t.op("aten::empty", 1, 0).op("aten::zeros", 1, 0).op("aten::add", 2, 2.5);
+  t.op("aten::neg", 3, -0.0).op("aten::huge", 4, 5e9);
+  t.event("user_annotation", "request 0", 1, 1, 0, 1000);
+  for (int i = 0; i < 3; ++i) {
+    const double at = 100.0 * i;
+    t.event("user_annotation", "transformer", 1, 1, at, 100);
+    t.op("aten::linear", at + 2, 20).op("aten::mm", at + 4.5, 10.25);  // fractional: rounding
+    t.launch(at + 5, 5, i + 1).kernel("gemm", 7, at + 10, 80, i + 1);
+    t.op("aten::relu", at + 30, -1).op("aten::relu", at + 30, 0).op("aten::gelu", at + 30, 2);
+    t.op("MmBackward0", at + 40, 20, 2).launch(at + 45, 2, i + 11, 2);
+    t.kernel("bwd_gemm", 7, at + 95, 3, i + 11);
+  }
+  t.op("aten::far", 3e9, 1).op("aten::farther", 1e17, 1);
+  auto replay = [&](bool critical_path) {
+    const std::string file = (dir_ / "trace.json").string();
+    std::ofstream(file) << t.text();
+    ExplainOptions options;
+    options.threads = 1;
+    options.records = {"/dev/null"};
+    ReplayRequest r;
+    for (const char* w : {"host", "steps:1", "kernel:gemm=0.5,host"}) {
+      r.what_ifs.push_back(parse_what_if(w));
+    }
+    options.replay = r;
+    if (critical_path) options.critical_path = CriticalPathRequest{};
+    const Explanation e = explain_traces({file}, options);
+    EXPECT_EQ(e.ranks.size(), 1u);
+    return e.ranks.empty() || !e.ranks[0].replay ? RankReplay{} : *e.ranks[0].replay;
+  };
+  const RankReplay apart = replay(false), whole = replay(true);
+  EXPECT_GT(apart.nodes, 60);
+  EXPECT_EQ(apart.nodes, whole.nodes);
+  EXPECT_EQ(apart.edges, whole.edges);
+  EXPECT_EQ(apart.largest_row_error_us, whole.largest_row_error_us);
+  EXPECT_EQ(apart.largest_error_pct, whole.largest_error_pct);
+  ASSERT_EQ(apart.rows.size(), whole.rows.size());
+  for (std::size_t i = 0; i < apart.rows.size(); ++i) {
+    const ReplayRow &a = apart.rows[i], &w = whole.rows[i];
+    EXPECT_EQ(a.range, w.range);
+    EXPECT_EQ(a.replayed_s, w.replayed_s) << a.range;
+    EXPECT_EQ(a.path_s, w.path_s) << a.range;
+    EXPECT_EQ(a.what_if_s, w.what_if_s) << a.range;
+    EXPECT_EQ(a.stacked_s, w.stacked_s) << a.range;
+  }
+  ASSERT_EQ(apart.what_ifs.size(), 3u);
+  ASSERT_EQ(whole.what_ifs.size(), 3u);
+  for (std::size_t i = 0; i < 3; ++i) {
+    EXPECT_EQ(apart.what_ifs[i].predicted_s, whole.what_ifs[i].predicted_s);
+  }
+  // Skipping a step and the host gain something here: the what-ifs are not all the measured run.
+  EXPECT_LT(apart.what_ifs[1].predicted_s, apart.what_ifs[1].span_s);
+  // The loader [2010, 2030.5] rounded to [2010, 2030]: 20 us of loading, 80 of host.
+  Path step;
+  for (const auto& [b, sec] : row(apart, "step").path_s) step[b] = sec * 1e6;
+  EXPECT_NEAR(step["data_loading"], 20, 1e-6);
+  EXPECT_NEAR(step["host"], 80, 1e-6);
+}
+
 TEST_F(ReplayTest, NothingWithoutTheOption) {
   ExplainOptions options;
   options.threads = 1;
