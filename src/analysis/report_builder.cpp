@@ -1243,13 +1243,15 @@ std::optional<JobLedger> job_ledger(const Ranks& st_ranks, const Report& report)
 // What stragglers cost (RankSummary::lost_s): per window the ranks share (or band of windows:
 // WindowPhases), the rank most above the per-phase medians is charged its seconds above them,
 // times the window's steps.
-void straggler_costs(const WindowPhases& by_window, std::vector<RankSummary>& ranks) {
+void straggler_costs(const std::vector<const WindowPhases*>& rank_windows,
+                     std::vector<RankSummary>& ranks) {
   std::map<int, RankSummary*> by_rank;
   for (auto& rs : ranks) by_rank[rs.rank] = &rs;
   std::map<int, std::array<double, kPhaseCount>> lost;
   std::vector<double> values;
-  for (const auto& [span, entries] : by_window.windows()) {
-    if (entries.size() < 2) continue;
+  WindowPhases::for_each_merged(rank_windows, [&](const WindowPhases::Key& span,
+                                                  const std::vector<WindowPhases::Entry>& entries) {
+    if (entries.size() < 2) return;
     std::array<double, kPhaseCount> medians{};
     for (int p = 0; p < kPhaseCount; ++p) {
       values.clear();
@@ -1268,13 +1270,13 @@ void straggler_costs(const WindowPhases& by_window, std::vector<RankSummary>& ra
         slowest = &e;
       }
     }
-    if (slowest == nullptr) continue;
+    if (slowest == nullptr) return;
     auto& charged = lost.try_emplace(slowest->rank).first->second;
     const double steps = WindowPhases::steps_of(span, *slowest);
     for (std::size_t p = 0; p < medians.size(); ++p) {
       charged[p] += std::max(0.0, slowest->phases[p] - medians[p]) * steps;
     }
-  }
+  });
   for (const auto& [rank, phases] : lost) {
     auto it = by_rank.find(rank);
     if (it == by_rank.end()) continue;
@@ -1499,9 +1501,9 @@ Report ReportBuilder::finish(std::vector<std::string> sources) const {
     if (r.latest_p50 > 0) rs.individual_score = r.best_p50 / r.latest_p50;
   }
   // The job's windows: the ranks' in rank order.
-  WindowPhases by_window;
-  for (const auto& [rank, r] : st.ranks) by_window.merge(r.by_window);
-  straggler_costs(by_window, report.ranks);
+  std::vector<const WindowPhases*> rank_windows;
+  for (const auto& [rank, r] : st.ranks) rank_windows.push_back(&r.by_window);
+  straggler_costs(rank_windows, report.ranks);
   phase_scores(st.ranks, report);
   report.job_ledger = job_ledger(st.ranks, report);
   return report;
