@@ -184,6 +184,18 @@ bool fold_readings(std::vector<ReadingSummary>& into, const DeviceReadings& r, b
 // table's order: each with its summary's fold as the one the report's forms read. A rank's
 // (`ranks`): those its row also shows per rank (per_rank()).
 template <class Record>
+std::vector<ReadingSummary> summarized_fields(bool ranks);
+
+// The same, made once a kind (each file's part and each rank made them again: a walk of the
+// field table each, a thousand of each on a job's rank files).
+template <class Record>
+const std::vector<ReadingSummary>& summarized_rows(bool ranks) {
+  static const std::vector<ReadingSummary> run = summarized_fields<Record>(false);
+  static const std::vector<ReadingSummary> rank = summarized_fields<Record>(true);
+  return ranks ? rank : run;
+}
+
+template <class Record>
 std::vector<ReadingSummary> summarized_fields(bool ranks) {
   std::vector<ReadingSummary> out;
   internal::walk_shown(Record{}, [&](const char*, const Show& show, const internal::ShownValue& v) {
@@ -532,7 +544,7 @@ struct RequestSide {
   // field; a rank's, each record and the fields shown per rank.
   explicit RequestSide(bool run) {
     measured.fold_groups = warmup.fold_groups = run;
-    measured.s.fields = warmup.s.fields = summarized_fields<RequestRecord>(!run);
+    measured.s.fields = warmup.s.fields = summarized_rows<RequestRecord>(!run);
   }
   void add(const RequestRecord& r, const FieldValues& fields) {
     (r.warmup ? warmup : measured).add(r, fields);
@@ -607,7 +619,7 @@ struct TrainAcc {
   // A rank's (`rank`) keeps its windows' percentiles and folds the fields shown per rank; the
   // run's, every summarized field.
   explicit TrainAcc(bool rank = false) : keep_values(rank) {
-    s.fields = summarized_fields<TrainWindowRecord>(rank);
+    s.fields = summarized_rows<TrainWindowRecord>(rank);
   }
   std::int64_t windows = 0;
   bool keep_values = true;  // each window's p50 and p95 with its weight (a rank's)
@@ -844,7 +856,10 @@ struct JobAcc {
   JobEnergy s;
   bool any = false;  // some record carries energy_j
 
-  JobAcc() { s.totals = folded_readings(true); }
+  JobAcc() {
+    static const std::vector<ReadingSummary> totals = folded_readings(true);  // made once
+    s.totals = totals;
+  }
 
   template <class IO>
   void fields(IO& io) {
@@ -1028,7 +1043,9 @@ struct ReportBuilder::State {
     }
   };
   ByRank<Rank> ranks;
-  std::vector<FilePart> parts;  // in file order
+  // In file order; a deque, as a job's thousand rank files each add one (a vector moved them all
+  // as it grew).
+  std::deque<FilePart> parts;
   FieldValues fields;  // the record's at hand (its buffers kept from one record to the next)
   // The first line skipped as no record: what the reader throws when no file gave a record.
   std::optional<std::tuple<std::string, int, std::string>> first_bad;
@@ -1255,8 +1272,14 @@ void straggler_costs(const std::vector<const WindowPhases*>& rank_windows,
     std::array<double, kPhaseCount> medians{};
     for (int p = 0; p < kPhaseCount; ++p) {
       values.clear();
-      for (const auto& e : entries) values.push_back(e.phases[static_cast<std::size_t>(p)]);
-      medians[static_cast<std::size_t>(p)] = internal::median(values);
+      bool spent = false;
+      for (const auto& e : entries) {
+        values.push_back(e.phases[static_cast<std::size_t>(p)]);
+        spent = spent || values.back() != 0;
+      }
+      // A phase no rank spent (a record's phases are a few of the table's): 0, without a copy
+      // and a selection of a thousand zeros.
+      medians[static_cast<std::size_t>(p)] = spent ? internal::median_in_place(values) : 0.0;
     }
     const WindowPhases::Entry* slowest = nullptr;
     double most = 0;
@@ -1568,7 +1591,7 @@ std::optional<std::pair<std::int64_t, std::uint64_t>> file_bytes(const std::stri
 std::string ReportBuilder::partial(const ChartData& charts,
                                    const std::vector<std::string>& sources) const {
   const State& st = *state_;
-  std::vector<State::FilePart> parts = st.parts;
+  std::vector<State::FilePart> parts(st.parts.begin(), st.parts.end());
   for (State::FilePart& part : parts) {
     if (part.file) part.bytes = file_bytes(part.name == "<stdin>" ? "-" : part.name);
   }
