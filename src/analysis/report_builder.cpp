@@ -5,6 +5,7 @@
 #include <array>
 #include <cstring>
 #include <deque>
+#include <functional>
 #include <future>
 #include <map>
 #include <set>
@@ -1260,11 +1261,11 @@ std::optional<JobLedger> job_ledger(const Ranks& st_ranks, const Report& report)
 // What stragglers cost (RankSummary::lost_s): per window the ranks share (or band of windows:
 // WindowPhases), the rank most above the per-phase medians is charged its seconds above them,
 // times the window's steps.
-void straggler_costs(const std::vector<const WindowPhases*>& rank_windows,
-                     std::vector<RankSummary>& ranks) {
-  std::map<int, RankSummary*> by_rank;
-  for (auto& rs : ranks) by_rank[rs.rank] = &rs;
-  std::map<int, std::array<double, kPhaseCount>> lost;
+// The seconds each rank is charged, by phase.
+using LostSeconds = std::map<int, std::array<double, kPhaseCount>>;
+
+LostSeconds straggler_lost(const std::vector<const WindowPhases*>& rank_windows) {
+  LostSeconds lost;
   std::vector<double> values;
   WindowPhases::for_each_merged(rank_windows, [&](const WindowPhases::Key& span,
                                                   const std::vector<WindowPhases::Entry>& entries) {
@@ -1300,6 +1301,12 @@ void straggler_costs(const std::vector<const WindowPhases*>& rank_windows,
       charged[p] += std::max(0.0, slowest->phases[p] - medians[p]) * steps;
     }
   });
+  return lost;
+}
+
+void straggler_costs(const LostSeconds& lost, std::vector<RankSummary>& ranks) {
+  std::map<int, RankSummary*> by_rank;
+  for (auto& rs : ranks) by_rank[rs.rank] = &rs;
   for (const auto& [rank, phases] : lost) {
     auto it = by_rank.find(rank);
     if (it == by_rank.end()) continue;
@@ -1418,6 +1425,15 @@ Report ReportBuilder::finish(std::vector<std::string> sources) const {
   } catch (const std::system_error&) {
     run_summaries();
   }
+  // What the stragglers cost, from the job's windows (the ranks' in rank order): a walk of every
+  // rank's windows and a median per window and phase, on a thread of its own beside the rest.
+  std::vector<const WindowPhases*> rank_windows;
+  for (const auto& [rank, r] : st.ranks) rank_windows.push_back(&r.by_window);
+  std::future<LostSeconds> lost;
+  try {
+    lost = std::async(std::launch::async, straggler_lost, std::cref(rank_windows));
+  } catch (const std::system_error&) {
+  }
   std::vector<RankSummary> ranks;
   std::int64_t run_again = 0;  // the most steps any rank ran again after a restart
 
@@ -1523,10 +1539,7 @@ Report ReportBuilder::finish(std::vector<std::string> sources) const {
     if (medians[rs.rank] > 0) rs.relative_score = *fastest / medians[rs.rank];
     if (r.latest_p50 > 0) rs.individual_score = r.best_p50 / r.latest_p50;
   }
-  // The job's windows: the ranks' in rank order.
-  std::vector<const WindowPhases*> rank_windows;
-  for (const auto& [rank, r] : st.ranks) rank_windows.push_back(&r.by_window);
-  straggler_costs(rank_windows, report.ranks);
+  straggler_costs(lost.valid() ? lost.get() : straggler_lost(rank_windows), report.ranks);
   phase_scores(st.ranks, report);
   report.job_ledger = job_ledger(st.ranks, report);
   return report;
