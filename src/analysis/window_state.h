@@ -99,6 +99,11 @@ class WindowPhases {
   }
   bool banded() const { return shift_ >= 0; }
   std::size_t bytes() const;
+  // The room past its entries given back (a rank's file read: its windows grew by doubling).
+  void shrink_to_fit() {
+    keys_.shrink_to_fit();
+    entries_.shrink_to_fit();
+  }
   // Another rank's windows beside these (the job's from its ranks', each rank's kept apart:
   // ReportBuilder): both brought to the coarser bands, then into coarser ones again while
   // more than kMaxWindows. Each entry stays its rank's.
