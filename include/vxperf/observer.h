@@ -167,6 +167,12 @@ class Observer {
   // The training ended at `t` (the trainer's finish), its final record written: what settled
   // before has been told (on_train_progress with everything).
   virtual void on_train_end(double t) { (void)t; }
+  // Every moment told with nothing but its time (on_train_setup, on_train_end, ...), also told
+  // here first, by its event-script name (docs/EVENT_SCRIPTS.md): one override follows them all.
+  virtual void on_point(std::string_view event, double t) {
+    (void)event;
+    (void)t;
+  }
   // A measured peak handed to the engine (device -1: the host).
   virtual void on_peak(int device, const MeasuredPeak& peak) {
     (void)device;

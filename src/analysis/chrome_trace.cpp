@@ -70,6 +70,15 @@ class Converter {
     const std::string kind = ev.kind();
     auto parsed = internal::parse_event_kind(kind);
     if (!parsed) ev.fail("unknown event \"" + kind + "\"");
+    const internal::EventKindInfo& info = internal::event_kind_info(parsed->kind);
+    if (info.point) {  // drawn from its row: a mark on the training's row, or nothing
+      if (info.marked) {
+        Json e = {{"name", info.name},           {"ph", "i"},   {"s", "p"},
+                  {"ts", micros(time(ev, "t"))}, {"pid", pid_}, {"tid", kTrainTid}};
+        push(std::move(e));
+      }
+      return;
+    }
     switch (parsed->kind) {
       case EventKind::kConfig:
         config(ev);
@@ -80,8 +89,7 @@ class Converter {
         break;
       case EventKind::kPeak:
       case EventKind::kTopology:
-      case EventKind::kTrainSetup:
-        break;  // what the run was priced with, or a point before the loop: no time on them
+        break;  // what the run was priced with: no time on them
       case EventKind::kRequestBegin:
         request_begin(ev);
         break;
@@ -119,12 +127,6 @@ class Converter {
       case EventKind::kMemory:
         memory(ev, last_t_, nullptr);
         break;
-      case EventKind::kTrainEnd: {
-        Json e = {{"name", "train_end"},         {"ph", "i"},   {"s", "p"},
-                  {"ts", micros(time(ev, "t"))}, {"pid", pid_}, {"tid", kTrainTid}};
-        push(std::move(e));
-        break;
-      }
       case EventKind::kFinish: {
         double t = time(ev, "t");
         finish(t);
@@ -133,6 +135,8 @@ class Converter {
         push(std::move(e));
         break;
       }
+      default:
+        break;  // the points, drawn above (the every-kind test draws a script of every kind)
     }
   }
 

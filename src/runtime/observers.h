@@ -10,6 +10,7 @@
 #include <utility>
 #include <vector>
 
+#include "schema/event_kinds.h"
 #include "vxperf/observer.h"
 
 namespace vxperf::internal {
@@ -39,6 +40,16 @@ class ObserverList {
 template <class Fn>
 inline void notify(const ObserverList* list, Fn&& fn) noexcept {
   if (list != nullptr) list->each(std::forward<Fn>(fn));
+}
+
+// Tells every observer of `list` a moment with nothing but its time (a point kind's row): on_point
+// by the row's name, then the kind's own hook.
+inline void notify_point(const ObserverList* list, EventKind kind, double t,
+                         void (Observer::*hook)(double)) noexcept {
+  notify(list, [&](Observer& o) {
+    o.on_point(event_name(kind), t);
+    (o.*hook)(t);
+  });
 }
 
 }  // namespace vxperf::internal

@@ -37,6 +37,12 @@ enum class EventKind : std::uint8_t {
 struct EventKindInfo {
   EventKind kind;
   const char* name;  // its "ev"; empty for kCall, whose names are the call phases' events
+  // A moment with nothing but its time, {"ev", "t"}, told to observers by its own hook and by
+  // Observer::on_point (notify_point): the live trace writes every such kind from on_point, and
+  // `vxperf trace` draws it from this row (a mark on the training's row where `marked`), so that
+  // a new one is its row, its hook, where it is measured and its replay.
+  bool point = false;
+  bool marked = false;
 };
 
 inline constexpr std::array<EventKindInfo, 16> kEventKinds = {{
@@ -54,8 +60,8 @@ inline constexpr std::array<EventKindInfo, 16> kEventKinds = {{
     {EventKind::kFinish, "finish"},
     {EventKind::kPeak, "peak"},
     {EventKind::kTopology, "topology"},
-    {EventKind::kTrainSetup, "train_setup"},
-    {EventKind::kTrainEnd, "train_end"},
+    {EventKind::kTrainSetup, "train_setup", true, false},
+    {EventKind::kTrainEnd, "train_end", true, true},
 }};
 
 constexpr bool event_kinds_in_order() {
@@ -66,10 +72,12 @@ constexpr bool event_kinds_in_order() {
 }
 static_assert(event_kinds_in_order(), "kEventKinds rows must follow the EventKind enumerators");
 
-// The "ev" of a kind (not kCall: a call phase's is phase_info(phase).event).
-inline const char* event_name(EventKind kind) {
-  return kEventKinds[static_cast<std::size_t>(kind)].name;
+inline const EventKindInfo& event_kind_info(EventKind kind) {
+  return kEventKinds[static_cast<std::size_t>(kind)];
 }
+
+// The "ev" of a kind (not kCall: a call phase's is phase_info(phase).event).
+inline const char* event_name(EventKind kind) { return event_kind_info(kind).name; }
 
 // What an "ev" names: its kind, and for kCall the phase. Nothing for a name no row has.
 struct ParsedEventKind {

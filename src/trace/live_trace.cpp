@@ -56,9 +56,8 @@ void LiveTrace::on_train_model(const ModelInfo& info, std::int64_t trainable) {
   train_.add(train_model_event(info, trainable));
 }
 
-void LiveTrace::on_train_end(double t) {
+void LiveTrace::on_train_end(double /*t*/) {  // its point came through on_point, just before
   ensure_header(-1);
-  train_.add(point_event(EventKind::kTrainEnd, t));
   train_.flush(writer_, true);
 }
 

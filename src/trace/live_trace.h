@@ -44,8 +44,8 @@ class LiveTrace final : public Observer {
   void on_model(std::string_view stage, const ModelInfo& info) override;
   void on_train_model(const ModelInfo& info, std::int64_t trainable) override;
   void on_topology(const Topology& topology) override;
-  // A moment with nothing but its time: its row's event, written here (a new one is a line).
-  void on_train_setup(double t) override { train_.add(point_event(EventKind::kTrainSetup, t)); }
+  // Every moment with nothing but its time, whatever its kind: its event, in the steps' order.
+  void on_point(std::string_view event, double t) override { train_.add(point_event(event, t)); }
   void on_train_end(double t) override;
   void on_peak(int device, const MeasuredPeak& peak) override;
   void on_finish(double t) override;

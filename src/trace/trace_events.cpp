@@ -43,7 +43,7 @@ std::string config_event(const Settings& settings, const std::optional<std::stri
   return dump(config);
 }
 
-Json point_event(EventKind kind, double t) { return {{"ev", event_name(kind)}, {"t", t}}; }
+Json point_event(std::string_view event, double t) { return {{"ev", event}, {"t", t}}; }
 
 std::string topology_event(const Topology& topology) {
   Json ev = {{"ev", event_name(EventKind::kTopology)}, {"rank", topology.rank}, {"world_size", topology.world_size}};

@@ -23,10 +23,9 @@ namespace vxperf::internal {
 std::string config_event(const Settings& settings, const std::optional<std::string>& device_name,
                          int device_index, const Topology& topology,
                          std::optional<double> process_start = std::nullopt);
-// A moment the script says with nothing but its time, {"ev", "t"} (train_setup: the training's
-// set-up began; train_end: the training ended, where replay ends it): any kind's row, so that a
-// new such kind needs no writer of its own.
-Json point_event(EventKind kind, double t);
+// A moment the script says with nothing but its time, {"ev", "t"} (a point kind's row:
+// train_setup, train_end), so that a new such kind needs no writer of its own.
+Json point_event(std::string_view event, double t);
 // A change of rank, world size or layout after the first line.
 std::string topology_event(const Topology& topology);
 std::string model_event(std::string_view stage, const ModelInfo& info);

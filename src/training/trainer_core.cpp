@@ -82,7 +82,7 @@ void TrainerCore::set_model(const ModelInfo& info) {
 void TrainerCore::mark_setup(double t) {
   if (off() || setup_at_ || ledger_.start) return;  // once, and only before the loop
   setup_at_ = t;
-  notify(engine_.observers(), [&](Observer& o) { o.on_train_setup(t); });
+  notify_point(engine_.observers(), EventKind::kTrainSetup, t, &Observer::on_train_setup);
 }
 
 void TrainerCore::set_device(int device, void* stream) {
@@ -721,8 +721,8 @@ void TrainerCore::emit_end(double end) {
   record.after_last_step_s = std::max(0.0, end - ledger_.last_close);
   record.ledger = l;
   engine_.emit(record);
-  notify(observers_ != nullptr ? observers_ : engine_.observers(),
-         [&](Observer& o) { o.on_train_end(end); });
+  notify_point(observers_ != nullptr ? observers_ : engine_.observers(), EventKind::kTrainEnd, end,
+               &Observer::on_train_end);
 }
 
 void TrainerCore::finish() {

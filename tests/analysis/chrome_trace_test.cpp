@@ -196,6 +196,12 @@ TEST(ChromeTrace, ConvertsEveryKindOfEvent) {
   EXPECT_EQ(opt[0]["name"], "opt");
   EXPECT_EQ(opt[0]["args"]["owner"], "adam");
   EXPECT_EQ(events_of(trace, "X", "step").size(), 1u);  // closed by the optimizer step
+  // A point kind is drawn from its row: a mark of its name where `marked`, nothing otherwise.
+  std::multiset<std::string> marks;
+  for (const auto& e : events_of(trace, "i", "")) marks.insert(e["name"]);
+  for (const auto& row : internal::kEventKinds) {
+    if (row.point) EXPECT_EQ(marks.count(row.name), row.marked ? 1u : 0u) << row.name;
+  }
 }
 
 TEST(ChromeTrace, AcceptsEveryConformanceScript) {

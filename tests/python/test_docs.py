@@ -138,10 +138,18 @@ def test_every_variable_named_is_read_and_every_one_read_is_documented():
 
 def test_every_record_field_is_documented():
     """Every key of every record (the TypedDicts of vxperf.records_types, held to the engine's
-    field tables by test_typing.py) is named in the README or docs/, quoted or in backquotes."""
+    field tables by test_typing.py, and the ledger's parts, kLedgerParts' rows) is named in the
+    README or docs/, quoted or in backquotes."""
     types = read(os.path.join(REPO, "python", "vxperf", "records_types.py"))
     fields = set(re.findall(r"^\s+(\w+): ", types, re.M))
     assert len(fields) > 100, len(fields)
+    parts = re.findall(r'\{&Ledger::\w+, "(\w+)"',
+                       read(os.path.join(REPO, "include", "vxperf", "records.h")))
+    fields_h = read(os.path.join(REPO, "src", "schema", "record_fields.h"))
+    ledger = re.search(r"Same<R, Ledger>.*?^\}", fields_h, re.S | re.M).group(0)
+    parts += re.findall(r'io\.\w+\("(\w+)"', ledger)
+    assert len(parts) >= 15, parts
+    fields.update(parts)
     text = "".join(read(page) for page in PAGES)
     missing = sorted(f for f in fields if not re.search(r"[`\"]" + f + r"\b|\." + f + r"\b", text))
     assert not missing, f"record fields the docs never name: {missing}"
@@ -152,7 +160,7 @@ def test_every_event_kind_is_documented():
     own kinds are their rows' events in vxperf/phases.h) has its row in docs/EVENT_SCRIPTS.md's
     table, and that table names no other kind."""
     with open(os.path.join(REPO, "src", "schema", "event_kinds.h")) as handle:
-        kinds = set(re.findall(r'\{EventKind::k\w+, "(\w+)"\}', handle.read()))
+        kinds = set(re.findall(r'\{EventKind::k\w+, "(\w+)"[,}]', handle.read()))
     assert len(kinds) >= 15, kinds
     with open(os.path.join(REPO, "include", "vxperf", "phases.h")) as handle:
         call_kinds = set(re.findall(r'PhaseSource::k(?:Call|Outside), "(\w+)"', handle.read()))

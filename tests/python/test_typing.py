@@ -3,6 +3,7 @@ the keys its struct's rows in src/schema/record_fields.h name, required where th
 writes the key; and every record the engine writes (`vxperf replay` over the conformance scripts)
 or hands to Python (a sink, last_request(), in a live run) carries only declared keys, the required
 ones among them, in every nested object."""
+import functools
 import importlib.util
 import json
 import os
@@ -45,7 +46,7 @@ STRUCTS = {"DeviceReadings": "DeviceReadings", "StageSummary": "StageSummary",
            "DitThroughput": "DitThroughput", "ParallelLayout": "ParallelLayout",
            "RequestRecord": "RequestRecord", "TrainThroughput": "TrainThroughput",
            "CrossRankView": "CrossRankView", "PhaseScores": "PhaseScores",
-           "OutsideSteps": "OutsideSteps", "Ledger": "Ledger",
+           "OutsideSteps": "OutsideSteps",
            "TrainWindowRecord": "TrainWindowRecord", "TrainEndRecord": "TrainEndRecord"}
 
 
@@ -108,14 +109,16 @@ def ledger_parts():
     return {key: said != "kWhereNotZero" for key, said in rows}
 
 
+@functools.cache
 def field_table():
     """{struct: {key: required}} read from the field table, as records carry each struct."""
     with open(FIELD_TABLE) as handle:
         text = handle.read()
     shows = dict(re.findall(r'constexpr Show (\w+)\(\) \{\s*return show\("(\w+)"', text))
     bodies = _bodies(text)
-    table = {struct: _keys(bodies[struct], bodies, shows) for struct in STRUCTS}
-    # The ledger's parts are rows of their own table (kLedgerParts), which its body walks.
+    table = {struct: _keys(bodies[struct], bodies, shows) for struct in [*STRUCTS, "Ledger"]}
+    # The ledger's parts are rows of their own table (kLedgerParts), which its body walks; Python
+    # types the ledger as a mapping (records_types.Ledger), held to these keys by real records.
     table["Ledger"].update(ledger_parts())
     # The readings sit in a record's top level beside "device", all of them only when measured
     # on a device (io.device): none is required there.
@@ -151,6 +154,14 @@ def _nested(hint):
     return found
 
 
+def check_ledger(ledger, where):
+    """A ledger (typed as a mapping of numbers): the table's keys only, its required ones there."""
+    table = field_table()["Ledger"]
+    assert set(ledger) <= set(table), (where, sorted(set(ledger) - set(table)))
+    assert {k for k, required in table.items() if required} <= set(ledger), where
+    assert all(isinstance(v, (int, float)) for v in ledger.values()), where
+
+
 def check(record, typed_dict, where):
     """Every key of `record` declared by `typed_dict`, its required ones present, the same down
     every nested object the TypedDict types."""
@@ -160,6 +171,8 @@ def check(record, typed_dict, where):
         where, sorted(set(typed_dict.__required_keys__) - keys))
     hints = typing.get_type_hints(typed_dict)
     for key, value in record.items():
+        if key == "ledger":  # typed as a mapping: its keys are kLedgerParts' rows
+            check_ledger(value, f"{where}.{key}")
         for inner in _nested(hints[key]):
             if isinstance(value, dict) and typing.get_origin(hints[key]) is dict:
                 for name, item in value.items():
