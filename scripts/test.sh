@@ -109,16 +109,6 @@ tsan_stages() {
     vxperf_nvml_tests vxperf_analysis_tests vxperf_explain_tests
   stage "tsan tests" tsan
 }
-tsan_pid="" tsan_log=""
-join_tsan() {  # waits for the TSan stages, shows what they printed; fails when they failed
-  [[ -n "$tsan_pid" ]] || return 0
-  local rc=0
-  wait "$tsan_pid" || rc=$?
-  tsan_pid=""
-  cat "$tsan_log"
-  rm -f "$tsan_log"
-  return "$rc"
-}
 sanitizers() {
   stage "build asan+ubsan and fuzzers" sanitizer_build build-asan clang clang++ \
     -gline-tables-only -DVXPERF_FUZZ=ON vxperf_tests vxperf_live_tests vxperf_cuda_tests \
@@ -134,17 +124,15 @@ sanitizers() {
     ctest --test-dir build-asan --output-on-failure -j "$jobs" \
     -L 'core|cuda|analysis|serving|faults' -LE cli -E 'FaultsMemory\.A(Request|Step)KeepsAFewBytes'
   # TSan's build and tests beside the fuzzers, which otherwise end the run with a core idle (the
-  # trace fuzzer takes longest alone); their output is shown after the fuzzers', also when those
-  # fail.
-  tsan_log=$(mktemp)
-  tsan_stages >"$tsan_log" 2>&1 &
-  tsan_pid=$!
-  trap join_tsan EXIT
+  # trace fuzzer takes longest alone): this shell's own beside, joined after the fuzzers, also
+  # when those fail.
+  beside tsan_stages
+  trap join_beside EXIT
   # 300 s bounds a hang; the 20,000 inputs take a third of it, so every machine tries them all.
   stage "fuzz (20,000 inputs each)" env VXPERF_FUZZ_BUILD=build-asan \
     ASAN_OPTIONS=intercept_tls_get_addr=0 VXPERF_FUZZ_SEED=1 VXPERF_FUZZ_RUNS=20000 \
     bash scripts/fuzz.sh 300
-  join_tsan
+  join_beside
 }
 
 # The sanitizer builds and their tests beside the typing, the rehearsal and the wheel.

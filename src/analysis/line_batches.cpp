@@ -5,6 +5,7 @@
 #include <memory>
 #include <new>
 #include <stdexcept>
+#include <type_traits>
 #include <utility>
 
 namespace vxperf::analysis {
@@ -20,11 +21,25 @@ bool blank(const char* data, std::size_t size) {
 
 // The record read into the batch's next slot; the record the slot held from the batch's last use
 // goes back to the reader, its vectors' storage for the next line. Returns the slot.
+// The storage a record's reading reuses from one line to the next (what its reset keeps).
+std::vector<StageSummary>* storage(RequestRecord& r) { return &r.stages; }
+std::vector<std::pair<std::string, double>>* storage(TrainWindowRecord& w) { return &w.phases_s; }
+std::nullptr_t storage(TrainEndRecord&) { return nullptr; }
+
 template <class Record>
 std::size_t keep(std::vector<Record>& records, std::size_t& count, Record& read,
                  std::size_t room) {
   if (count < records.size()) {
-    std::swap(records[count], read);
+    // The record moved in, the slot's storage handed back: a swap moved the whole record (a
+    // kilobyte of optionals) three times.
+    Record& slot = records[count];
+    if constexpr (std::is_same_v<decltype(storage(slot)), std::nullptr_t>) {
+      slot = std::move(read);
+    } else {
+      auto kept = std::move(*storage(slot));
+      slot = std::move(read);
+      *storage(read) = std::move(kept);
+    }
   } else {
     if (records.empty()) records.reserve(room);
     records.push_back(std::move(read));

@@ -512,6 +512,31 @@ std::string repeated_file_warning(const std::string& path, const std::string& ea
 
 namespace {
 
+// The first 16 KiB of a file hashed a word at a time, to group files that may be the same (those
+// of one hash are then compared byte for byte): a job's rank files of one size differ in their
+// first lines. FNV-1a a byte at a time over 64 KiB of each was 6% of a report on 1024 rank files.
+std::optional<std::uint64_t> start_hash(const std::string& path) {
+  FileBytes file(path);
+  auto piece = file.next(std::size_t{16} << 10);
+  if (!piece) return std::nullopt;
+  std::uint64_t h = piece->size();
+  const char* p = piece->data();
+  const char* end = p + piece->size();
+  auto mix = [&h](std::uint64_t word) {
+    h = (h ^ word) * 0x9E3779B97F4A7C15ull;
+    h ^= h >> 29;
+  };
+  for (; end - p >= 8; p += 8) {
+    std::uint64_t word;
+    std::memcpy(&word, p, 8);
+    mix(word);
+  }
+  std::uint64_t tail = 0;
+  std::memcpy(&tail, p, static_cast<std::size_t>(end - p));
+  mix(tail);
+  return h;
+}
+
 // Two files of one size: a piece of each at a time (pread gives a regular file's pieces whole).
 bool same_bytes(const std::string& a, const std::string& b) {
   FileBytes fa(a), fb(b);
@@ -536,7 +561,7 @@ std::vector<std::ptrdiff_t> repeated_files(const std::vector<std::string>& paths
     if (group.size() < 2) continue;
     std::map<std::uint64_t, std::vector<std::size_t>> by_hash;  // the distinct files of a hash
     for (std::size_t i : group) {
-      auto h = hash_of(paths[i], std::size_t{64} << 10);
+      auto h = start_hash(paths[i]);
       if (!h) continue;
       auto& seen = by_hash[*h];
       for (std::size_t e : seen) {

@@ -5,6 +5,7 @@
 #include <array>
 #include <cstring>
 #include <deque>
+#include <functional>
 #include <future>
 #include <map>
 #include <set>
@@ -183,6 +184,18 @@ bool fold_readings(std::vector<ReadingSummary>& into, const DeviceReadings& r, b
 // The fields of a record kind's table its summary folds (summarized()), none read yet, in the
 // table's order: each with its summary's fold as the one the report's forms read. A rank's
 // (`ranks`): those its row also shows per rank (per_rank()).
+template <class Record>
+std::vector<ReadingSummary> summarized_fields(bool ranks);
+
+// The same, made once a kind (each file's part and each rank made them again: a walk of the
+// field table each, a thousand of each on a job's rank files).
+template <class Record>
+const std::vector<ReadingSummary>& summarized_rows(bool ranks) {
+  static const std::vector<ReadingSummary> run = summarized_fields<Record>(false);
+  static const std::vector<ReadingSummary> rank = summarized_fields<Record>(true);
+  return ranks ? rank : run;
+}
+
 template <class Record>
 std::vector<ReadingSummary> summarized_fields(bool ranks) {
   std::vector<ReadingSummary> out;
@@ -532,7 +545,7 @@ struct RequestSide {
   // field; a rank's, each record and the fields shown per rank.
   explicit RequestSide(bool run) {
     measured.fold_groups = warmup.fold_groups = run;
-    measured.s.fields = warmup.s.fields = summarized_fields<RequestRecord>(!run);
+    measured.s.fields = warmup.s.fields = summarized_rows<RequestRecord>(!run);
   }
   void add(const RequestRecord& r, const FieldValues& fields) {
     (r.warmup ? warmup : measured).add(r, fields);
@@ -607,7 +620,7 @@ struct TrainAcc {
   // A rank's (`rank`) keeps its windows' percentiles and folds the fields shown per rank; the
   // run's, every summarized field.
   explicit TrainAcc(bool rank = false) : keep_values(rank) {
-    s.fields = summarized_fields<TrainWindowRecord>(rank);
+    s.fields = summarized_rows<TrainWindowRecord>(rank);
   }
   std::int64_t windows = 0;
   bool keep_values = true;  // each window's p50 and p95 with its weight (a rank's)
@@ -844,7 +857,10 @@ struct JobAcc {
   JobEnergy s;
   bool any = false;  // some record carries energy_j
 
-  JobAcc() { s.totals = folded_readings(true); }
+  JobAcc() {
+    static const std::vector<ReadingSummary> totals = folded_readings(true);  // made once
+    s.totals = totals;
+  }
 
   template <class IO>
   void fields(IO& io) {
@@ -1012,6 +1028,7 @@ struct ReportBuilder::State {
     // Per window of steps (its attempt, step_first, steps), or band of them: its mean seconds
     // per step by phase, for what stragglers cost (the job's: the ranks' merged in rank order).
     WindowPhases by_window;
+    bool grown = false;       // windows added since the file before (in State::grown)
     JobAcc::Devices devices;  // its devices' energy and intervals
     // Its bytes in a partial.
     template <class IO>
@@ -1028,7 +1045,12 @@ struct ReportBuilder::State {
     }
   };
   ByRank<Rank> ranks;
-  std::vector<FilePart> parts;  // in file order
+  // The ranks whose windows grew since the last file began: their room given back as the next
+  // begins (a quarter of each rank's windows was room: 5 MB of 1024 ranks').
+  std::vector<int> grown;
+  // In file order; a deque, as a job's thousand rank files each add one (a vector moved them all
+  // as it grew).
+  std::deque<FilePart> parts;
   FieldValues fields;  // the record's at hand (its buffers kept from one record to the next)
   // The first line skipped as no record: what the reader throws when no file gave a record.
   std::optional<std::tuple<std::string, int, std::string>> first_bad;
@@ -1131,6 +1153,10 @@ void ReportBuilder::window(const TrainWindowRecord& record) {
       rank.phase_latest = phases;
     }
     rank.by_window.add(run, attempt, record.step_first, record.steps, record.rank, phases);
+    if (!rank.grown) {
+      rank.grown = true;
+      state_->grown.push_back(record.rank);
+    }
   }
 }
 
@@ -1243,18 +1269,26 @@ std::optional<JobLedger> job_ledger(const Ranks& st_ranks, const Report& report)
 // What stragglers cost (RankSummary::lost_s): per window the ranks share (or band of windows:
 // WindowPhases), the rank most above the per-phase medians is charged its seconds above them,
 // times the window's steps.
-void straggler_costs(const WindowPhases& by_window, std::vector<RankSummary>& ranks) {
-  std::map<int, RankSummary*> by_rank;
-  for (auto& rs : ranks) by_rank[rs.rank] = &rs;
-  std::map<int, std::array<double, kPhaseCount>> lost;
+// The seconds each rank is charged, by phase.
+using LostSeconds = std::map<int, std::array<double, kPhaseCount>>;
+
+LostSeconds straggler_lost(const std::vector<const WindowPhases*>& rank_windows) {
+  LostSeconds lost;
   std::vector<double> values;
-  for (const auto& [span, entries] : by_window.windows()) {
-    if (entries.size() < 2) continue;
+  WindowPhases::for_each_merged(rank_windows, [&](const WindowPhases::Key& span,
+                                                  const std::vector<WindowPhases::Entry>& entries) {
+    if (entries.size() < 2) return;
     std::array<double, kPhaseCount> medians{};
     for (int p = 0; p < kPhaseCount; ++p) {
       values.clear();
-      for (const auto& e : entries) values.push_back(e.phases[static_cast<std::size_t>(p)]);
-      medians[static_cast<std::size_t>(p)] = internal::median(values);
+      bool spent = false;
+      for (const auto& e : entries) {
+        values.push_back(e.phases[static_cast<std::size_t>(p)]);
+        spent = spent || values.back() != 0;
+      }
+      // A phase no rank spent (a record's phases are a few of the table's): 0, without a copy
+      // and a selection of a thousand zeros.
+      medians[static_cast<std::size_t>(p)] = spent ? internal::median_in_place(values) : 0.0;
     }
     const WindowPhases::Entry* slowest = nullptr;
     double most = 0;
@@ -1268,13 +1302,19 @@ void straggler_costs(const WindowPhases& by_window, std::vector<RankSummary>& ra
         slowest = &e;
       }
     }
-    if (slowest == nullptr) continue;
+    if (slowest == nullptr) return;
     auto& charged = lost.try_emplace(slowest->rank).first->second;
     const double steps = WindowPhases::steps_of(span, *slowest);
     for (std::size_t p = 0; p < medians.size(); ++p) {
       charged[p] += std::max(0.0, slowest->phases[p] - medians[p]) * steps;
     }
-  }
+  });
+  return lost;
+}
+
+void straggler_costs(const LostSeconds& lost, std::vector<RankSummary>& ranks) {
+  std::map<int, RankSummary*> by_rank;
+  for (auto& rs : ranks) by_rank[rs.rank] = &rs;
   for (const auto& [rank, phases] : lost) {
     auto it = by_rank.find(rank);
     if (it == by_rank.end()) continue;
@@ -1293,6 +1333,12 @@ void straggler_costs(const WindowPhases& by_window, std::vector<RankSummary>& ra
 
 void ReportBuilder::warning(const std::string& text) { state_->part().warnings.push_back(text); }
 void ReportBuilder::begin_file(const std::string& name) {
+  for (int r : state_->grown) {
+    State::Rank& rank = state_->ranks[r];
+    rank.by_window.shrink_to_fit();
+    rank.grown = false;
+  }
+  state_->grown.clear();
   state_->parts.emplace_back();
   state_->parts.back().name = name;
 }
@@ -1392,6 +1438,15 @@ Report ReportBuilder::finish(std::vector<std::string> sources) const {
     run = std::async(std::launch::async, run_summaries);
   } catch (const std::system_error&) {
     run_summaries();
+  }
+  // What the stragglers cost, from the job's windows (the ranks' in rank order): a walk of every
+  // rank's windows and a median per window and phase, on a thread of its own beside the rest.
+  std::vector<const WindowPhases*> rank_windows;
+  for (const auto& [rank, r] : st.ranks) rank_windows.push_back(&r.by_window);
+  std::future<LostSeconds> lost;
+  try {
+    lost = std::async(std::launch::async, straggler_lost, std::cref(rank_windows));
+  } catch (const std::system_error&) {
   }
   std::vector<RankSummary> ranks;
   std::int64_t run_again = 0;  // the most steps any rank ran again after a restart
@@ -1498,10 +1553,7 @@ Report ReportBuilder::finish(std::vector<std::string> sources) const {
     if (medians[rs.rank] > 0) rs.relative_score = *fastest / medians[rs.rank];
     if (r.latest_p50 > 0) rs.individual_score = r.best_p50 / r.latest_p50;
   }
-  // The job's windows: the ranks' in rank order.
-  WindowPhases by_window;
-  for (const auto& [rank, r] : st.ranks) by_window.merge(r.by_window);
-  straggler_costs(by_window, report.ranks);
+  straggler_costs(lost.valid() ? lost.get() : straggler_lost(rank_windows), report.ranks);
   phase_scores(st.ranks, report);
   report.job_ledger = job_ledger(st.ranks, report);
   return report;
@@ -1566,7 +1618,7 @@ std::optional<std::pair<std::int64_t, std::uint64_t>> file_bytes(const std::stri
 std::string ReportBuilder::partial(const ChartData& charts,
                                    const std::vector<std::string>& sources) const {
   const State& st = *state_;
-  std::vector<State::FilePart> parts = st.parts;
+  std::vector<State::FilePart> parts(st.parts.begin(), st.parts.end());
   for (State::FilePart& part : parts) {
     if (part.file) part.bytes = file_bytes(part.name == "<stdin>" ? "-" : part.name);
   }

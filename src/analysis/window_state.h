@@ -9,6 +9,7 @@
 #include <array>
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <stdexcept>
 #include <tuple>
@@ -57,7 +58,9 @@ class FirstSteps {
 // them). Past that, windows are taken in bands of 2^k steps by their first step (each rank's band
 // the mean per step over its windows in it, and their steps), k the least that keeps the bands
 // to half of kMaxWindows, raised as more come: the cost is then that of the bands, a band a
-// window. Memory: at most kMaxWindows x ranks entries of 48 bytes.
+// window. Memory: at most kMaxWindows x ranks entries of 96 bytes (key and entry), in two flat
+// arrays sorted by key: a map of windows, each a vector of entries, was two allocations of 176
+// bytes for one rank's window (a third of the report's memory on 1024 rank files).
 class WindowPhases {
  public:
   static constexpr std::size_t kMaxWindows = 256;
@@ -77,7 +80,18 @@ class WindowPhases {
 
   void add(std::size_t run, std::int64_t attempt, std::int64_t step_first, std::int64_t steps,
            int rank, const Phases& phases);
-  const std::map<Key, std::vector<Entry>>& windows() const { return windows_; }
+  // The windows (or bands) in key order, each with its entries: a copy, for tests.
+  std::map<Key, std::vector<Entry>> windows() const;
+  // fn(key, entries, count) for each window (or band) in key order.
+  template <class Fn>
+  void for_each(Fn&& fn) const {
+    for (std::size_t i = 0; i < keys_.size();) {
+      std::size_t j = i + 1;
+      while (j < keys_.size() && keys_[j] == keys_[i]) ++j;
+      fn(keys_[i], entries_.data() + i, j - i);
+      i = j;
+    }
+  }
   // The steps an entry of `key` is charged for.
   static double steps_of(const Key& key, const Entry& e) {
     return std::get<3>(key) > 0 ? static_cast<double>(std::get<3>(key))
@@ -85,15 +99,36 @@ class WindowPhases {
   }
   bool banded() const { return shift_ >= 0; }
   std::size_t bytes() const;
+  // The room past its entries given back (a rank's file read: its windows grew by doubling).
+  void shrink_to_fit() {
+    keys_.shrink_to_fit();
+    entries_.shrink_to_fit();
+  }
   // Another rank's windows beside these (the job's from its ranks', each rank's kept apart:
   // ReportBuilder): both brought to the coarser bands, then into coarser ones again while
   // more than kMaxWindows. Each entry stays its rank's.
   void merge(const WindowPhases& other);
-  // Its bytes in a report partial (analysis/partial_io.h).
+  // fn(key, entries) for each window (or band) of what merging `sources` one after the other into
+  // an empty WindowPhases makes, in key order, without making it (the job's windows from its
+  // ranks': as many entries again as all ranks hold). Where each source holds one rank's entries
+  // and the sources come in rank order (ReportBuilder's), the merge is each source brought to
+  // the coarsest bands the merge reaches and its entries set side by side; else it is made.
+  static void for_each_merged(const std::vector<const WindowPhases*>& sources,
+                              const std::function<void(const Key&, const std::vector<Entry>&)>& fn);
+  // Its bytes in a report partial (analysis/partial_io.h): those of a map of windows to their
+  // entries, then the shift.
   template <class IO>
   void fields(IO& io) {
-    io(windows_, shift_);
+    std::map<Key, std::vector<Entry>> windows = this->windows();
+    io(windows, shift_);
     if (shift_ < -1 || shift_ > 62) throw std::invalid_argument("windows' bands out of shape");
+    keys_.clear();
+    entries_.clear();
+    for (const auto& [key, entries] : windows) {
+      keys_.insert(keys_.end(), entries.size(), key);
+      entries_.insert(entries_.end(), entries.begin(), entries.end());
+    }
+    count_keys();
   }
 
  private:
@@ -101,10 +136,16 @@ class WindowPhases {
   void regroup();
   // One step of it: bands of twice the steps.
   void coarser();
+  // A key's band one step coarser than `shift` (the shift before the step).
+  static Key coarser_key(const Key& key, int shift);
   static void fold(Entry& into, const Entry& e);
+  void insert(std::size_t at, const Key& key, const Entry& e);
+  void count_keys();
 
-  std::map<Key, std::vector<Entry>> windows_;
-  int shift_ = -1;  // -1: exact windows
+  std::vector<Key> keys_;       // each entry's window (or band), sorted
+  std::vector<Entry> entries_;  // a window's in the order merged (by rank) or added
+  std::size_t windows_ = 0;     // distinct keys
+  int shift_ = -1;              // -1: exact windows
 };
 
 }  // namespace vxperf::analysis

@@ -93,7 +93,9 @@ double percentile(const std::vector<double>& sorted, double q) {
   return sorted[low] + (sorted[high] - sorted[low]) * (pos - static_cast<double>(low));
 }
 
-double median(std::vector<double> values) {
+double median(std::vector<double> values) { return median_in_place(values); }
+
+double median_in_place(std::vector<double>& values) {
   if (values.empty()) return std::numeric_limits<double>::quiet_NaN();
   const std::size_t mid = values.size() / 2;
   std::nth_element(values.begin(), values.begin() + static_cast<std::ptrdiff_t>(mid), values.end());

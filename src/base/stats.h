@@ -40,6 +40,8 @@ double unsorted_percentile(std::vector<double> values, double q);
 double weighted_percentile(std::vector<std::pair<double, double>> values, double q);
 // The median of values in any order (the middle two's mean for an even count); NaN when empty.
 double median(std::vector<double> values);
+// The same, reordering `values` in place (no copy: a caller taking many medians keeps one buffer).
+double median_in_place(std::vector<double>& values);
 // A loop's ideal step time, as Google's goodput measurement takes it: the mean of the steps at most
 // the median plus three median absolute deviations (a compile, a straggling step or a stall left
 // out). NaN when empty.

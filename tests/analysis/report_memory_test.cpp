@@ -370,3 +370,52 @@ TEST(ReportMemory, SketchReadBackFromItsBytesIsTheSame) {
 
 }  // namespace
 }  // namespace vxperf::analysis
+
+namespace vxperf::analysis {
+namespace {
+
+// The job's windows walked from its ranks' (WindowPhases::for_each_merged, what the report
+// reads) are those of the ranks merged one after the other, entry for entry, whatever bands each
+// rank reached: ranks of few windows beside ranks past the limit, windows not shared.
+TEST(ReportMemory, WindowPhasesWalkedAsMerged) {
+  std::mt19937_64 random(11);
+  std::uniform_real_distribution<float> seconds(0.1f, 2.0f);
+  for (const std::vector<int>& counts : std::vector<std::vector<int>>{
+           {200, 200, 200}, {100, 4000, 30}, {5000, 300, 257, 0, 900}, {1, 2}}) {
+    std::vector<WindowPhases> own(counts.size());
+    for (std::size_t rank = 0; rank < counts.size(); ++rank) {
+      for (int i = 0; i < counts[rank]; ++i) {
+        WindowPhases::Phases p{};
+        for (float& x : p) x = seconds(random);
+        // Each rank's windows offset by a few steps: windows the ranks do not all share.
+        const std::int64_t first = i * 8 + static_cast<std::int64_t>(rank % 2) * 4;
+        own[rank].add(3, 0, first, i % 7 == 0 ? 4 : 8, static_cast<int>(rank), p);
+      }
+    }
+    WindowPhases merged;
+    std::vector<const WindowPhases*> sources;
+    for (const WindowPhases& w : own) {
+      merged.merge(w);
+      sources.push_back(&w);
+    }
+    const auto want = merged.windows();
+    std::map<WindowPhases::Key, std::vector<WindowPhases::Entry>> got;
+    WindowPhases::for_each_merged(
+        sources, [&](const WindowPhases::Key& key, const std::vector<WindowPhases::Entry>& e) {
+          EXPECT_TRUE(got.emplace(key, e).second);
+        });
+    ASSERT_EQ(got.size(), want.size()) << counts.size();
+    for (const auto& [key, entries] : want) {
+      const auto& mine = got.at(key);
+      ASSERT_EQ(mine.size(), entries.size());
+      for (std::size_t i = 0; i < entries.size(); ++i) {
+        EXPECT_EQ(mine[i].rank, entries[i].rank);
+        EXPECT_EQ(mine[i].steps, entries[i].steps);
+        EXPECT_EQ(mine[i].phases, entries[i].phases);
+      }
+    }
+  }
+}
+
+}  // namespace
+}  // namespace vxperf::analysis
