@@ -58,6 +58,7 @@ def test_an_unmodified_pipeline_program_is_measured_as_the_instrumented_one(tmp_
     proc = run([CLI, "run", "--", sys.executable, str(script), "--seed", "7"], plain, tmp_path)
     assert proc.returncode == 3, proc.stderr  # the program's own status
     assert "args ['--seed', '7']" in proc.stdout
+    assert "nothing was measured" not in proc.stderr
     instrumented = run([sys.executable, str(script), "--instrumented"],
                        clean_env(VIDEOX_PERF=1, VIDEOX_PERF_JSON=tmp_path / "own.jsonl"),
                        tmp_path)
@@ -132,6 +133,7 @@ def test_a_training_script_under_accelerate_and_torchrun(tmp_path):
     proc = run([CLI, "run", "--level", "1", "--", torchrun, "--standalone", "--nproc-per-node",
                 "2", TRAIN, "--out", str(tmp_path / "c")], env, tmp_path)
     assert proc.returncode == 0, proc.stderr
+    assert "nothing was measured" not in proc.stderr  # the launcher's workers were
     # Said by the rank that logs, as the start-up line above it, not once a rank.
     assert proc.stderr.count("no models named; timing the model given") == 1, proc.stderr
     assert proc.stderr.count("training metrics enabled") == 1, proc.stderr
@@ -150,6 +152,19 @@ def test_its_own_errors_and_a_sitecustomize_it_stands_in_front_of(tmp_path):
     proc = run([CLI, "run", sys.executable, "-c", "import sys; print(sys.argv)"], env, tmp_path)
     assert proc.returncode == 0
     assert proc.stdout.splitlines() == ["the program's own sitecustomize ran", "['-c']"]
+    # A program none of whose processes imports diffusers or accelerate (a plain PyTorch loop,
+    # here a process that starts another) is said to be unmeasured, once, at its end.
+    nested = "import subprocess, sys; subprocess.run([sys.executable, '-c', 'pass']); sys.exit(4)"
+    scratch = tmp_path / "tmp"  # where the processes' shared folder is made, and removed
+    scratch.mkdir()
+    proc = run([CLI, "run", sys.executable, "-c", nested], dict(env, TMPDIR=str(scratch)),
+               tmp_path)
+    assert proc.returncode == 4
+    assert proc.stderr.count("vxperf run: nothing was measured: no process of the program "
+                             "imported diffusers or accelerate") == 1, proc.stderr
+    assert not list(scratch.iterdir())
+    quiet = run([CLI, "run", "--level", "0", sys.executable, "-c", "pass"], env, tmp_path)
+    assert quiet.returncode == 0 and quiet.stderr == "", quiet.stderr
     assert run([CLI, "run"], env, tmp_path).returncode == 2
     assert run([CLI, "run", "--level", "high", "true"], env, tmp_path).returncode == 2
     missing = run([CLI, "run", "--", "no-such-program-here"], env, tmp_path)

@@ -2,19 +2,26 @@
 is measured unmodified. Nothing of vxperf is imported here: the first import of diffusers in a
 process calls vxperf.install() right after diffusers has loaded, the first import of accelerate
 calls vxperf.install_training(), and a process that imports neither (a launcher, a compiler
-worker) is left alone. Then the sitecustomize this one stands in front of, if any, runs."""
+worker) is left alone. The program's first Python process says at its exit when none of its
+processes was measured (a plain PyTorch loop needs vxperf's lines). Then the sitecustomize this
+one stands in front of, if any, runs."""
 
 from __future__ import annotations
 
+import atexit
 import importlib.abc
 import importlib.machinery
 import importlib.util
 import os
+import shutil
 import sys
+import tempfile
 import types
 from collections.abc import Sequence
 
 _HERE = os.path.dirname(os.path.abspath(__file__))
+# A folder the processes of one `vxperf run` share: each one measured leaves a file there.
+_MEASURED = "VXPERF_RUN_MEASURED"
 
 
 def _measure(entry: str) -> None:
@@ -25,6 +32,34 @@ def _measure(entry: str) -> None:
     except Exception as error:
         sys.stderr.write(f"vxperf run: vxperf.{entry}() failed ({error!r}); this process runs "
                          "unmeasured\n")
+        return
+    folder = os.environ.get(_MEASURED)
+    if folder:
+        try:
+            open(os.path.join(folder, str(os.getpid())), "w").close()
+        except OSError:
+            pass  # the folder's owner exited first: nobody is left to tell
+
+
+def _watch_the_program() -> None:
+    """In the program's first Python process (its processes inherit the folder): at exit, says
+    so when none of them was measured, rather than leaving a user to find no records."""
+    try:
+        folder = tempfile.mkdtemp(prefix="vxperf-run-")
+    except OSError:
+        return
+    os.environ[_MEASURED] = folder
+
+    def say() -> None:
+        measured = bool(os.listdir(folder)) if os.path.isdir(folder) else True
+        shutil.rmtree(folder, ignore_errors=True)
+        if not measured and os.environ.get("VIDEOX_PERF", "1") not in ("", "0"):
+            sys.stderr.write("vxperf run: nothing was measured: no process of the program "
+                             "imported diffusers or accelerate (a plain PyTorch loop or a "
+                             "pipeline of its own needs vxperf's lines: README, Quick start "
+                             "for Python)\n")
+
+    atexit.register(say)
 
 
 class _AfterImport(importlib.abc.MetaPathFinder):
@@ -72,4 +107,6 @@ def _chain() -> None:
 
 if os.environ.get("VXPERF_RUN") == "1":
     sys.meta_path.insert(0, _AfterImport())
+    if _MEASURED not in os.environ:
+        _watch_the_program()
 _chain()
