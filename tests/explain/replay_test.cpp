@@ -45,8 +45,10 @@ class ReplayTest : public ::testing::Test {
     return t;
   }
 
-  // Replays the trace with the what-ifs given (specs) and returns the rank's replay.
-  RankReplay run(const Kineto& k, const std::vector<std::string>& what_ifs = {}) {
+  // Replays the trace with the what-ifs given (specs) and returns the rank's replay; with
+  // `critical_path`, HTA's too (every row then read whole).
+  RankReplay run(const Kineto& k, const std::vector<std::string>& what_ifs = {},
+                 bool critical_path = false) {
     const std::string file = (dir_ / "trace.json").string();
     std::ofstream(file) << k.text();
     ExplainOptions options;
@@ -55,6 +57,7 @@ class ReplayTest : public ::testing::Test {
     ReplayRequest r;
     for (const std::string& s : what_ifs) r.what_ifs.push_back(parse_what_if(s));
     options.replay = r;
+    if (critical_path) options.critical_path = CriticalPathRequest{};
     const Explanation e = explain_traces({file}, options);
     EXPECT_EQ(e.ranks.size(), 1u);
     if (e.ranks.empty() || !e.ranks[0].replay) return {};
@@ -463,23 +466,8 @@ TEST_F(ReplayTest, TheSameReplayWithThePlainRowsApartOrWhole) {
     t.kernel("bwd_gemm", 7, at + 95, 3, i + 11);
   }
   t.op("aten::far", 3e9, 1).op("aten::farther", 1e17, 1);
-  auto replay = [&](bool critical_path) {
-    const std::string file = (dir_ / "trace.json").string();
-    std::ofstream(file) << t.text();
-    ExplainOptions options;
-    options.threads = 1;
-    options.records = {"/dev/null"};
-    ReplayRequest r;
-    for (const char* w : {"host", "steps:1", "kernel:gemm=0.5,host"}) {
-      r.what_ifs.push_back(parse_what_if(w));
-    }
-    options.replay = r;
-    if (critical_path) options.critical_path = CriticalPathRequest{};
-    const Explanation e = explain_traces({file}, options);
-    EXPECT_EQ(e.ranks.size(), 1u);
-    return e.ranks.empty() || !e.ranks[0].replay ? RankReplay{} : *e.ranks[0].replay;
-  };
-  const RankReplay apart = replay(false), whole = replay(true);
+  const std::vector<std::string> what_ifs = {"host", "steps:1", "kernel:gemm=0.5,host"};
+  const RankReplay apart = run(t, what_ifs), whole = run(t, what_ifs, true);
   EXPECT_GT(apart.nodes, 60);
   EXPECT_EQ(apart.nodes, whole.nodes);
   EXPECT_EQ(apart.edges, whole.edges);
