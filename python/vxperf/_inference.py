@@ -448,6 +448,7 @@ def begin(pipe: Any, args: Sequence[Any] = (), kwargs: Mapping[str, Any] | None 
     if from_queue and not handle:
         _ext.note_queued(-1)
     if handle:
+        _state.measured.request = True
         for stage, model in models.items():
             _ext.declare_model(stage, model)
     return handle
@@ -683,6 +684,8 @@ class _Request:
                                          from_queue)
         if from_queue and not self.handle:  # nested or off: it left the queue all the same
             _ext.note_queued(-1)
+        if self.handle:
+            _state.measured.request = True
         if self.handle and self.steps:
             _ext.note_denoising_steps(self.steps)
         return self

@@ -54,7 +54,34 @@ def env_level() -> int:
         return 0
 
 
+@dataclasses.dataclass
+class _Measured:
+    """Whether this process measured a request (a training loop's steps the engine counts)."""
+
+    request: bool = False
+
+
+measured = _Measured()
+# Under `vxperf run`: the folder its processes share (the bootstrap's sitecustomize.py).
+RUN_MEASURED = "VXPERF_RUN_MEASURED"
+
+
+def _tell_vxperf_run() -> None:
+    """Under `vxperf run`, leaves this process's mark when it measured a request or a training
+    step: the program's first process says at its exit when none did (one that imported diffusers
+    or accelerate may still have run nothing vxperf sees, as a plain loop over diffusers' models
+    does)."""
+    folder = os.environ.get(RUN_MEASURED)
+    if not folder or not (measured.request or _ext.train_steps_closed() > 0):
+        return
+    try:
+        open(os.path.join(folder, f"measured-{os.getpid()}"), "w").close()
+    except OSError:
+        pass  # the folder's owner exited first: nobody is left to tell
+
+
 def _at_exit() -> None:
+    _tell_vxperf_run()
     # The engine's own exit handler runs after the interpreter is gone, too late to ask torch for
     # its memory counters: flush everything while Python is still here.
     try:

@@ -310,6 +310,49 @@ def read_model(module: nn.Module, lora: bool = False, mixed: str | None = None) 
     )
 
 
+@dataclasses.dataclass
+class _Declared:
+    """A register_model() call: what it read from its module and what it said itself."""
+
+    module: nn.Module | None
+    lora: bool
+    given: dict[str, Any]
+    widths: tuple[int, ...] | None
+
+    def model(self) -> _model.Model:
+        read = read_model(self.module, self.lora) if self.module is not None else _model.Model(
+            params=int(cast(int, self.given["params"])))
+        model = read.but(**self.given)
+        if self.widths is not None:  # () says: no attention to price
+            model = dataclasses.replace(
+                model, widths=cast("tuple[int, int, int] | None", self.widths or None))
+        return model
+
+
+@dataclasses.dataclass
+class _Registered:
+    """The largest model register_model() read from a module (the one the loop trains)."""
+
+    latest: _Declared | None = None
+    params: int = 0
+
+
+_declared = _Registered()
+
+
+def _text_length_seen(module: nn.Module) -> None:
+    """The registered model, which advertises no text length (diffusers' do not), was handed its
+    text at a call: registered again, its cross-attention priced against that many tokens."""
+    declared = _declared.latest
+    if declared is None or declared.module is None or unwrapped(declared.module) is not module:
+        return
+    if declared.given.get("text_tokens") is None:
+        _ext.train_register_model(declared.model(), True)
+
+
+_reading.TEXT_LISTENERS.append(_text_length_seen)
+
+
 def register_model(module: nn.Module | None = None, *, params: int | None = None,
                    trainable: int | None = None, lora: bool = False,
                    checkpointing: bool | None = None, widths: Iterable[int] | None = None,
@@ -319,8 +362,9 @@ def register_model(module: nn.Module | None = None, *, params: int | None = None
 
     Read from `module` (parameters unsharded under FSDP, those with requires_grad as trainable, or
     with lora=True those of the `lora_` adapters; gradient checkpointing from any submodule's
-    `gradient_checkpointing`; attention widths and `text_len`; the parameters' dtype, which picks
-    the peak; the attention density of set_attention_density()), or given. The trainable share
+    `gradient_checkpointing`; attention widths and `text_len`, else the text length its first
+    call receives; the parameters' dtype, which picks the peak; the attention density of
+    set_attention_density()), or given. The trainable share
     decides the FLOPs multiplier (3x full, 2x below 50%), checkpointing adds one for HFU. With
     VIDEOX_PERF_PEAK_TFLOPS=auto the module's device is probed now (once), before any step."""
     if not _state.on:
@@ -328,18 +372,19 @@ def register_model(module: nn.Module | None = None, *, params: int | None = None
     _profiler.attach()
     if module is None and params is None:
         raise TypeError("register_model() needs a module or params")
-    read = read_model(module, lora) if module is not None else _model.Model(
-        params=int(cast(int, params)))
-    model = read.but(params=None if params is None else int(params),
-                     trainable=None if trainable is None else int(trainable),
-                     checkpointing=None if checkpointing is None else bool(checkpointing),
-                     text_tokens=None if text_tokens is None else int(text_tokens),
-                     dtype=_reading.dtype_name(dtype) if dtype else None,
-                     attn_density=None if attn_density is None else float(attn_density))
-    if widths is not None:  # () says: no attention to price
-        model = dataclasses.replace(
-            model, widths=cast("tuple[int, int, int] | None", tuple(widths) or None))
+    declared = _Declared(module, lora, dict(
+        params=None if params is None else int(params),
+        trainable=None if trainable is None else int(trainable),
+        checkpointing=None if checkpointing is None else bool(checkpointing),
+        text_tokens=None if text_tokens is None else int(text_tokens),
+        dtype=_reading.dtype_name(dtype) if dtype else None,
+        attn_density=None if attn_density is None else float(attn_density)),
+        None if widths is None else tuple(widths))
+    model = declared.model()
     _ext.train_register_model(model, False)
+    if module is not None and model.params > _declared.params:
+        # the largest model registered is the trained one: read again when its text shows
+        _declared.latest, _declared.params = declared, model.params
     if module is not None:
         _layout.apply(module, label="the trained model")
         _peak.ensure(_reading.module_device(module), model.dtype or None)

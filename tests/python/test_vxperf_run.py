@@ -68,11 +68,12 @@ def test_an_unmodified_pipeline_program_is_measured_as_the_instrumented_one(tmp_
     assert ran[0]["dit"]["flops_per_fwd"] > 0
 
 
-def trained_model_truth():
+def trained_model_truth(tokens=2):
     """(parameters, the FLOPs of one sample's forward) of the trained transformer, counted here
     off the model as diffusers builds it: 2*P*T over its parameters, 4*T*T*W over its
-    self-attention's query widths and 4*T*L*W over its cross-attention's, at the script's T = 2
-    latent tokens and L = 16 text tokens (its captions), which the model advertises nowhere."""
+    self-attention's query widths and 4*T*L*W over its cross-attention's, at T latent tokens (the
+    diffusers script's 2) and L = 16 text tokens (its captions), which the model advertises
+    nowhere."""
     sys.path.insert(0, HERE)
     import real_models
 
@@ -80,7 +81,7 @@ def trained_model_truth():
     params = sum(p.numel() for p in model.parameters())
     self_width = sum(block.attn1.to_q.out_features for block in model.blocks)
     cross_width = sum(block.attn2.to_q.out_features for block in model.blocks)
-    tokens, text = 2, real_models.TEXT_LEN
+    text = real_models.TEXT_LEN
     forward = (2 * params * tokens + 4 * tokens * tokens * self_width
                + 4 * tokens * text * cross_width)
     return params, forward
@@ -173,6 +174,42 @@ def test_a_training_script_under_accelerate_and_torchrun(tmp_path):
         assert windows[0]["throughput"]["dp"] == 2
 
 
+def test_a_plain_ddp_loop_says_nothing_was_measured_until_it_has_vxperfs_lines(tmp_path):
+    """A torchrun DDP loop over a diffusers model imports accelerate (diffusers does) and runs no
+    pipeline and no accelerate step: `vxperf run` installs its hooks and measures nothing, and
+    says so. With the lines docs/PYTHON.md gives, it measures the steps (no such line), the
+    transformer priced with its cross-attention at the text its calls received (the model
+    advertises no text length), rank 0's torch.save and every rank's no_grad evaluation outside
+    the steps."""
+    torchrun = [os.path.join(os.path.dirname(sys.executable), "torchrun"), "--standalone"]
+    script = os.path.join(HERE, "train_like_ddp.py")
+    env = clean_env(PYTHONPATH=HERE, VIDEOX_PERF_EVERY=2, VIDEOX_PERF_PEAK_TFLOPS=1,
+                    VIDEOX_PERF_JSON=tmp_path / "plain.jsonl")
+    proc = run([CLI, "run", "--", *torchrun, "--nproc-per-node", "1", script, "--out",
+                str(tmp_path)], env, tmp_path)
+    assert proc.returncode == 0 and "rank 0 trained 4 steps" in proc.stdout, proc.stderr
+    assert "training metrics enabled" in proc.stderr  # accelerate was imported
+    assert proc.stderr.count("vxperf run: nothing was measured: the program imported diffusers "
+                             "or accelerate but ran no pipeline call and no training step") == 1
+    assert read_records(tmp_path / "plain.jsonl") == []
+
+    env["VIDEOX_PERF_JSON"] = str(tmp_path / "lines.jsonl")
+    proc = run([CLI, "run", "--", *torchrun, "--nproc-per-node", "2", script, "--out",
+                str(tmp_path), "--vxperf"], env, tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    assert "nothing was measured" not in proc.stderr
+    params, forward = trained_model_truth(tokens=8)
+    for rank in (0, 1):
+        records = read_records(tmp_path / f"lines.jsonl.rank{rank}")
+        assert [(w["step_first"], w["step_last"]) for w in records] == [(0, 1), (2, 3)]
+        for window in records:
+            t = window["throughput"]
+            assert t["samples"] == 2 and t["params"] == params and t["tokens"] == 8.0
+            assert t["flops_per_step"] == 3 * 2 * forward, (t["flops_per_step"], forward)
+        outside = records[1]["outside"]
+        assert outside["evals"] == 1 and outside["saves"] == (1 if rank == 0 else 0)
+
+
 def test_its_own_errors_and_a_sitecustomize_it_stands_in_front_of(tmp_path):
     chained = tmp_path / "site"
     chained.mkdir()
@@ -192,6 +229,17 @@ def test_its_own_errors_and_a_sitecustomize_it_stands_in_front_of(tmp_path):
     assert proc.stderr.count("vxperf run: nothing was measured: no process of the program "
                              "imported diffusers or accelerate") == 1, proc.stderr
     assert not list(scratch.iterdir())
+    # One with vxperf's own lines, importing neither, measured its steps: nothing to say.
+    own = tmp_path / "own.py"
+    own.write_text("import torch, vxperf\nmodel = torch.nn.Linear(4, 4)\n"
+                   "optimizer = torch.optim.SGD(model.parameters(), lr=0.1)\n"
+                   "for _ in range(2):\n    with vxperf.micro_step():\n"
+                   "        model(torch.ones(1, 4)).sum().backward()\n"
+                   "        with vxperf.optimizer_step(optimizer):\n"
+                   "            optimizer.step()\n")
+    proc = run([CLI, "run", sys.executable, str(own)], env, tmp_path)
+    assert proc.returncode == 0 and "=== 2 steps" in proc.stderr, proc.stderr
+    assert "nothing was measured" not in proc.stderr
     quiet = run([CLI, "run", "--level", "0", sys.executable, "-c", "pass"], env, tmp_path)
     assert quiet.returncode == 0 and quiet.stderr == "", quiet.stderr
     assert run([CLI, "run"], env, tmp_path).returncode == 2

@@ -3,8 +3,9 @@ is measured unmodified. Nothing of vxperf is imported here: the first import of 
 process calls vxperf.install() right after diffusers has loaded, the first import of accelerate
 calls vxperf.install_training(), and a process that imports neither (a launcher, a compiler
 worker) is left alone. The program's first Python process says at its exit when none of its
-processes was measured (a plain PyTorch loop needs vxperf's lines). Then the sitecustomize this
-one stands in front of, if any, runs."""
+processes measured a request or a training step (a plain PyTorch loop needs vxperf's lines, even
+one over diffusers' models, which import accelerate). Then the sitecustomize this one stands in
+front of, if any, runs."""
 
 from __future__ import annotations
 
@@ -20,7 +21,8 @@ import types
 from collections.abc import Sequence
 
 _HERE = os.path.dirname(os.path.abspath(__file__))
-# A folder the processes of one `vxperf run` share: each one measured leaves a file there.
+# A folder the processes of one `vxperf run` share: each one installed leaves `installed-PID`
+# there, and vxperf itself, at the exit of a process that measured something, `measured-PID`.
 _MEASURED = "VXPERF_RUN_MEASURED"
 
 
@@ -36,7 +38,7 @@ def _measure(entry: str) -> None:
     folder = os.environ.get(_MEASURED)
     if folder:
         try:
-            open(os.path.join(folder, str(os.getpid())), "w").close()
+            open(os.path.join(folder, f"installed-{os.getpid()}"), "w").close()
         except OSError:
             pass  # the folder's owner exited first: nobody is left to tell
 
@@ -51,13 +53,24 @@ def _watch_the_program() -> None:
     os.environ[_MEASURED] = folder
 
     def say() -> None:
-        measured = bool(os.listdir(folder)) if os.path.isdir(folder) else True
+        try:
+            marks = os.listdir(folder)
+        except OSError:
+            return
         shutil.rmtree(folder, ignore_errors=True)
-        if not measured and os.environ.get("VIDEOX_PERF", "1") not in ("", "0"):
-            sys.stderr.write("vxperf run: nothing was measured: no process of the program "
-                             "imported diffusers or accelerate (a plain PyTorch loop or a "
-                             "pipeline of its own needs vxperf's lines: README, Quick start "
-                             "for Python)\n")
+        if any(mark.startswith("measured-") for mark in marks):
+            return
+        if os.environ.get("VIDEOX_PERF", "1") in ("", "0"):
+            return
+        if marks:  # installed in some process, which then ran nothing vxperf sees
+            why = ("the program imported diffusers or accelerate but ran no pipeline call and no "
+                   "training step through them (a plain PyTorch loop, even over diffusers' "
+                   "models, needs vxperf's lines: docs/PYTHON.md, Training)")
+        else:
+            why = ("no process of the program imported diffusers or accelerate (a plain PyTorch "
+                   "loop or a pipeline of its own needs vxperf's lines: README, Quick start for "
+                   "Python)")
+        sys.stderr.write(f"vxperf run: nothing was measured: {why}\n")
 
     atexit.register(say)
 
