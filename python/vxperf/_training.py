@@ -40,6 +40,79 @@ VAE_METHODS = (("encode", _stages.VAE_ENCODE.phase), ("decode", _stages.VAE_DECO
 MODEL_BASES: dict[str, Callable[[], type | None]] = {}
 
 
+# ---- the trained model put in eval mode between the steps ---------------------------------------
+
+
+@dataclasses.dataclass
+class _EvalMode:
+    """An evaluation loop written by hand (model.eval(), calls under torch.no_grad(), then
+    model.train()) between the steps: the trained model's eval() opens an evaluation, its train()
+    closes it, and so does the next step's training work (a micro-step, a forward with gradients,
+    backward, the optimizer's step) where a script never calls train() again."""
+
+    watched: Any = None  # a weakref to the trained model (inside its wrappers)
+    patched: bool = False
+    scope: _Outside | None = None
+    hook: Any = None  # the forward pre-hook that closes the scope at a forward with gradients
+
+
+_eval_mode = _EvalMode()
+
+
+def watch_eval_mode(module: nn.Module) -> None:
+    """Makes the trained model's eval() between the steps an evaluation, as its train() ends it
+    (`module` replaces the one watched before). Patches torch.nn.Module.train once: an instance
+    attribute would follow the model into a deepcopy (an EMA's copy) and switch the original."""
+    import weakref
+
+    import torch
+
+    if not _eval_mode.patched:
+        _eval_mode.patched = True
+        original = torch.nn.Module.train
+        if not getattr(original, "_vxperf_patched", False):
+            def train(self: nn.Module, mode: bool = True) -> nn.Module:
+                result = original(self, mode)
+                watched = _eval_mode.watched
+                if _state.on and watched is not None and watched() is self:
+                    _model_mode(self, bool(mode))
+                return result
+
+            train.__doc__ = original.__doc__
+            train._vxperf_patched = True  # type: ignore[attr-defined]
+            torch.nn.Module.train = train
+    _eval_mode.watched = weakref.ref(unwrapped(module))
+
+
+def _model_mode(module: nn.Module, training: bool) -> None:
+    if training:
+        end_eval_mode()
+    elif _eval_mode.scope is None and _ext.train_steps_closed() > 0:
+        scope = _Outside(_ext.phase_id("eval"), None)
+        scope.__enter__()
+        _eval_mode.scope = scope
+        _eval_mode.hook = module.register_forward_pre_hook(_forward_with_gradients)
+
+
+def _forward_with_gradients(module: nn.Module, args: Any) -> None:
+    """A forward of the trained model with gradients on: training again, whatever its mode."""
+    import torch
+
+    if torch.is_grad_enabled():
+        end_eval_mode()
+
+
+def end_eval_mode() -> None:
+    """Closes the evaluation the trained model's eval() opened, if one is open."""
+    scope, hook = _eval_mode.scope, _eval_mode.hook
+    if scope is None:
+        return
+    _eval_mode.scope = _eval_mode.hook = None
+    if hook is not None:
+        hook.remove()
+    scope.__exit__(None, None, None)
+
+
 # ---- the explicit scopes ------------------------------------------------------------------------
 
 
@@ -47,6 +120,8 @@ class _MicroStep:
     __slots__ = ()
 
     def __enter__(self) -> _MicroStep:
+        if _eval_mode.scope is not None:
+            end_eval_mode()
         _ext.train_micro_enter()
         return self
 
@@ -131,6 +206,8 @@ def backward() -> _Interval | _ext.NullContext:
     """A `with` scope around the backward pass."""
     if not _state.on:
         return _ext.NULL_SCOPE
+    if _eval_mode.scope is not None:
+        end_eval_mode()
     return _Interval(_ext.train_backward_begin, _ext.train_backward_end)
 
 
@@ -273,6 +350,8 @@ class _OptimizerStep:
         self.synced = synced
 
     def __enter__(self) -> _OptimizerStep:
+        if _eval_mode.scope is not None:
+            end_eval_mode()
         self.mark = _ext.train_optimizer_begin()
         return self
 
@@ -383,8 +462,10 @@ def register_model(module: nn.Module | None = None, *, params: int | None = None
     model = declared.model()
     _ext.train_register_model(model, False)
     if module is not None and model.params > _declared.params:
-        # the largest model registered is the trained one: read again when its text shows
+        # the largest model registered is the trained one: read again when its text shows, its
+        # eval() between the steps an evaluation
         _declared.latest, _declared.params = declared, model.params
+        watch_eval_mode(module)
     if module is not None:
         _layout.apply(module, label="the trained model")
         _peak.ensure(_reading.module_device(module), model.dtype or None)
@@ -409,6 +490,7 @@ def training_device(device: object, stream: Any = None) -> None:
 def finish() -> None:
     """Settles every pending step, writes the partial window, the training's final record (its
     ledger through now) and the training summary (once; also done at exit)."""
+    end_eval_mode()
     _ext.train_finish()
 
 

@@ -210,6 +210,34 @@ def test_a_plain_ddp_loop_says_nothing_was_measured_until_it_has_vxperfs_lines(t
         assert outside["evals"] == 1 and outside["saves"] == (1 if rank == 0 else 0)
 
 
+def test_an_evaluation_loop_on_every_rank_is_no_steps_work(tmp_path):
+    """accelerate with 4 micro-steps a step and a hand-written evaluation on every rank (the
+    model's eval(), the VAE, text encoder and model under torch.no_grad(), train() again), no
+    pipeline and no vxperf line: the evaluation is time outside the steps, its model calls never
+    a step's samples, FLOPs or phases, its time no data wait."""
+    torchrun = os.path.join(os.path.dirname(sys.executable), "torchrun")
+    env = clean_env(PYTHONPATH=HERE, VIDEOX_PERF_EVERY=2, VIDEOX_PERF_PEAK_TFLOPS=1,
+                    VIDEOX_PERF_JSON=tmp_path / "run.jsonl")
+    proc = run([CLI, "run", "--", torchrun, "--standalone", "--nproc-per-node", "2",
+                os.path.join(HERE, "train_like_accelerate_eval.py")], env, tmp_path)
+    assert proc.returncode == 0 and "trained 4 steps" in proc.stdout, proc.stderr
+    assert proc.stdout.count("validation loss") == 2
+    params, forward = trained_model_truth()
+    for rank in (0, 1):
+        records = read_records(tmp_path / f"run.jsonl.rank{rank}", ends=True)
+        windows = [r for r in records if r["kind"] == "train_window"]
+        end = next(r for r in records if r["kind"] == "train_end")
+        assert [(w["step_first"], w["step_last"]) for w in windows] == [(0, 1), (2, 3)]
+        for window in windows:  # 4 micro-steps of 2 samples, a full fine-tune
+            t = window["throughput"]
+            assert t["samples"] == 8 and t["tokens"] == 2.0 and t["params"] == params
+            assert t["flops_per_step"] == 3 * 8 * forward, (t["flops_per_step"], forward)
+        # the evaluation after step 2 in the window after it, the one after step 4 in the end's
+        assert windows[0].get("outside") is None
+        assert windows[1]["outside"]["evals"] == 1 and windows[1]["outside"]["eval_s"] > 0
+        assert end["ledger"]["eval_s"] > windows[1]["outside"]["eval_s"]
+
+
 def test_its_own_errors_and_a_sitecustomize_it_stands_in_front_of(tmp_path):
     chained = tmp_path / "site"
     chained.mkdir()

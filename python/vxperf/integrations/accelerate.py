@@ -195,6 +195,7 @@ def _register_prepared(objects: Iterable[Any], accelerator: Any = None) -> None:
         return
     if _training.unwrapped(_trained.module) is not _trained.timed:
         _time_forward(_trained.module)
+        _training.watch_eval_mode(_trained.module)
     if _trained.say_unknown:
         bases = _training.base_classes()
         for obj in modules:
@@ -226,6 +227,7 @@ class _AroundMicroStep:
         self.inner = inner
 
     def __enter__(self) -> Any:
+        _training.end_eval_mode()
         _ext.train_micro_enter()
         try:
             return self.inner.__enter__()
@@ -263,6 +265,7 @@ def _accumulate(function: Callable[..., Any]) -> Callable[..., Any]:
 def _backward(function: Callable[..., Any]) -> Callable[..., Any]:
     def backward(self: Any, *args: Any, **kwargs: Any) -> Any:
         _note_accelerator(self)
+        _training.end_eval_mode()
         mark = _ext.train_backward_begin()
         try:
             return function(self, *args, **kwargs)
@@ -288,6 +291,7 @@ def _clip(function: Callable[..., Any]) -> Callable[..., Any]:
 
 def _optimizer_step(function: Callable[..., Any]) -> Callable[..., Any]:
     def step(self: Any, *args: Any, **kwargs: Any) -> Any:
+        _training.end_eval_mode()
         mark = _ext.train_optimizer_begin()
         try:
             return function(self, *args, **kwargs)
