@@ -482,9 +482,10 @@ requests = _Requests()
 
 def _evaluating() -> bool:
     """Whether a pipeline made or called now is a training loop's evaluation: a loop runs in the
-    process (a validation pass, as diffusers' training scripts run one every few steps and at
-    the end, the pipeline built and called between the steps)."""
-    return _state.on and not _ext.in_request() and _ext.training_active()
+    process, on its main thread (a validation pass, as diffusers' training scripts run one every
+    few steps and at the end, the pipeline built and called between the steps)."""
+    return (_state.on and threading.current_thread() is threading.main_thread()
+            and not _ext.in_request() and _ext.training_active())
 
 
 def _measured(call: Callable[..., Any]) -> Callable[..., Any]:

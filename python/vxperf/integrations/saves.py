@@ -3,13 +3,14 @@
 model's `save_pretrained` and a diffusers pipeline's (one save, its components' inside it), and
 the files `torch.save` and safetensors' `save_file` write, as a training script's final save, a
 LoRA's weights and a hook of accelerate's save_state write them. Only once a training loop runs
-in the process (an inference program that saves a tensor is left alone), and one inside another
-save (accelerate's save_state writing through torch.save) is part of it."""
+in the process (an inference program that saves a tensor is left alone) and on its main thread;
+one inside another save (accelerate's save_state writing through torch.save) is part of it."""
 
 from __future__ import annotations
 
 import functools
 import os
+import threading
 import time
 from typing import Any, Callable
 
@@ -18,7 +19,10 @@ from .accelerate import folder_bytes
 
 
 def _saving() -> bool:
-    return _state.on and _ext.training_active()
+    # On the main thread, where training loops run: a save another thread makes while the loop
+    # goes on (an asynchronous checkpoint of the program's own) is not the loop's time.
+    return (_state.on and threading.current_thread() is threading.main_thread()
+            and _ext.training_active())
 
 
 def _file_size(path: Any) -> int:
