@@ -85,6 +85,10 @@ def watch_eval_mode(module: nn.Module) -> None:
 
 
 def _model_mode(module: nn.Module, training: bool) -> None:
+    import threading
+
+    if threading.current_thread() is not threading.main_thread():
+        return  # the loop runs on the main thread; another one's eval() is none of its time
     if training:
         end_eval_mode()
     elif _eval_mode.scope is None and _ext.train_steps_closed() > 0:
