@@ -414,9 +414,11 @@ class _Declared:
 
 @dataclasses.dataclass
 class _Registered:
-    """The largest model register_model() read from a module (the one the loop trains)."""
+    """The largest model register_model() read from a module (the one the loop trains): the
+    module by a weak reference (a program may drop it), and what the call said itself."""
 
-    latest: _Declared | None = None
+    module: Any = None  # a weakref.ref
+    call: _Declared | None = None
     params: int = 0
 
 
@@ -426,11 +428,12 @@ _declared = _Registered()
 def _text_length_seen(module: nn.Module) -> None:
     """The registered model, which advertises no text length (diffusers' do not), was handed its
     text at a call: registered again, its cross-attention priced against that many tokens."""
-    declared = _declared.latest
-    if declared is None or declared.module is None or unwrapped(declared.module) is not module:
+    call = _declared.call
+    registered = _declared.module() if _declared.module is not None else None
+    if call is None or registered is None or unwrapped(registered) is not module:
         return
-    if declared.given.get("text_tokens") is None:
-        _ext.train_register_model(declared.model(), True)
+    if call.given.get("text_tokens") is None:
+        _ext.train_register_model(dataclasses.replace(call, module=registered).model(), True)
 
 
 _reading.TEXT_LISTENERS.append(_text_length_seen)
@@ -468,7 +471,11 @@ def register_model(module: nn.Module | None = None, *, params: int | None = None
     if module is not None and model.params > _declared.params:
         # the largest model registered is the trained one: read again when its text shows, its
         # eval() between the steps an evaluation
-        _declared.latest, _declared.params = declared, model.params
+        import weakref
+
+        _declared.module = weakref.ref(module)
+        _declared.call = dataclasses.replace(declared, module=None)
+        _declared.params = model.params
         watch_eval_mode(module)
     if module is not None:
         _layout.apply(module, label="the trained model")
