@@ -1,4 +1,5 @@
 #include <cstdio>
+#include <memory>
 #include <optional>
 #include <stdexcept>
 #include <string>
@@ -82,6 +83,16 @@ struct BothHandlers : analysis::RecordHandler {
   }
   void bad_line(const std::string& name, int line, const std::string& message) override {
     report.bad_line(name, line, message);
+  }
+  void end_file(const std::string& name) override { report.end_file(name); }
+  std::unique_ptr<analysis::RecordHandler> file_handler() override {
+    return std::make_unique<BothHandlers>();
+  }
+  bool join_file(analysis::RecordHandler& file) override {
+    auto& from = dynamic_cast<BothHandlers&>(file);
+    if (!charts.joinable(from.charts) || !report.join_file(from.report)) return false;
+    charts.join(from.charts);
+    return true;
   }
 };
 

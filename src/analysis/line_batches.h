@@ -12,13 +12,17 @@
 #include <deque>
 #include <exception>
 #include <functional>
+#include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <thread>
+#include <tuple>
 #include <vector>
 
 #include "analysis/record_line.h"
 #include "vxperf/records.h"
+#include "vxperf/records_reader.h"
 
 namespace vxperf::analysis {
 
@@ -28,8 +32,18 @@ struct LineBatch {
   std::size_t offset = 0;     // where in `text` the lines begin
   std::size_t size = 0;       // bytes of lines in `text` from `offset`
   // Reads the lines into `text` first, on the thread that parses them (a part of a regular file:
-  // the calling thread then neither reads nor copies them); empty when `text` holds them.
-  std::function<void(LineBatch&)> fill;
+  // the calling thread then neither reads nor copies them); empty when `text` holds them. Given
+  // that thread's reader, for a fill that parses lines itself (a whole file, below).
+  std::function<void(LineBatch&, RecordLineReader&)> fill;
+  // A whole file read, parsed and handed to a handler of its own by `fill`, on a worker: what it
+  // gave, for the calling thread to join to its handler in file order (`lines` stays empty).
+  struct WholeFile {
+    std::unique_ptr<RecordHandler> handler;
+    std::int64_t records = 0;
+    // The file's first line skipped as no record, if one was (skip_bad_lines).
+    std::optional<std::tuple<std::string, int, std::string>> first_problem;
+  };
+  std::optional<WholeFile> whole;
   bool ends_complete = true;  // the last line ended with a newline (false: a file's torn end)
   bool check_fast_path = false;
 
@@ -53,8 +67,13 @@ struct LineBatch {
   std::int64_t disagreed_at = 0;
   std::string disagreement;
 
-  // Parses every line with `reader` (what a worker runs; the calling thread runs it without any).
+  // Fills the batch (`fill`) and parses every line with `reader` (what a worker runs; the calling
+  // thread runs it without any). An exception is kept in `error`.
   void parse(RecordLineReader& reader);
+  // Parses every line of `text` with `reader` (throws).
+  void parse_lines(RecordLineReader& reader);
+  // The lines and what they held forgotten, for the next lines into the same buffers.
+  void clear_lines();
   // Emptied for the next lines, its buffers kept (the text at its size, the vectors' capacity, the
   // records themselves for the reader to read the next lines into).
   void reuse();

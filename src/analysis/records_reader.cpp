@@ -29,6 +29,7 @@
 #include <optional>
 #include <stdexcept>
 #include <string_view>
+#include <tuple>
 #include <vector>
 
 #include "analysis/file_bytes.h"
@@ -49,6 +50,25 @@ class Stream {
   bool have_problem() const { return !first_problem_.empty(); }
   [[noreturn]] void throw_first_problem() const {
     throw InputError(first_problem_file_, first_problem_line_, first_problem_);
+  }
+
+  // What a file read whole into a handler of its own (`file`, its stream there) gave: kept for
+  // joining it to this stream.
+  void kept_by(LineBatch::WholeFile& file) const {
+    file.records = records_;
+    if (have_problem()) {
+      file.first_problem.emplace(first_problem_file_, first_problem_line_, first_problem_);
+    }
+  }
+  // Such a file, after the files before it: its handler joined to this one's (false: it cannot
+  // be, and nothing changed).
+  bool join(LineBatch::WholeFile& file) {
+    if (!handler_.join_file(*file.handler)) return false;
+    records_ += file.records;
+    if (!have_problem() && file.first_problem) {
+      std::tie(first_problem_file_, first_problem_line_, first_problem_) = *file.first_problem;
+    }
+    return true;
   }
 
   void begin_file(const std::string& name) {
@@ -72,6 +92,7 @@ class Stream {
                        " more records whose ts goes backwards (the last at line " +
                        std::to_string(last_backwards_line_) + ")");
     }
+    handler_.end_file(name_);
   }
 
   // A parsed batch of the current file, in input order: its records handed over, its problems
@@ -183,8 +204,34 @@ constexpr std::size_t kChunk = 256 << 10;
 // it, then the padding (so that a part seldom grows its buffer).
 constexpr std::size_t kBuffer = kChunk + (8 << 10) + simdjson::SIMDJSON_PADDING;
 
+// A regular file at most this big is read whole by one worker when several files are read (a
+// bigger one is cut into parts that every worker parses): a job's rank files.
+constexpr off_t kWholeFile = off_t{256} << 20;
+
+void read_part(LineBatch& batch, int fd, const std::string& name, off_t begin, off_t end);
+
+// A regular file of `size` bytes read on a worker into the batch's own handler, a part at a time
+// into its buffer: what a read on one thread hands over, the file's warnings included.
+void read_whole(LineBatch& batch, RecordLineReader& reader, int fd, const std::string& name,
+                off_t size, const ReadOptions& options) {
+  Stream stream(*batch.whole->handler, options);
+  stream.begin_file(name);
+  std::int64_t lines = 0;
+  for (off_t begin = 0; begin < size; begin += static_cast<off_t>(kChunk)) {
+    read_part(batch, fd, name, begin, std::min(size, begin + static_cast<off_t>(kChunk)));
+    batch.parse_lines(reader);
+    stream.apply(batch, lines);
+    lines += batch.line_count;
+    batch.clear_lines();
+  }
+  stream.end_file();
+  stream.kept_by(*batch.whole);
+}
+
 // Batches of lines to the parsers and back into the stream in order: each file's lines cut into
-// batches of whole lines, parsed on the workers while the next are read, applied as they come back.
+// batches of whole lines, parsed on the workers while the next are read, applied as they come
+// back; or, when several files are read, each file read whole into a handler of its own on a
+// worker (its records accumulated there too) and that handler joined to the stream's in order.
 class Reading {
  public:
   Reading(Stream& stream, const ReadOptions& options, unsigned workers)
@@ -207,7 +254,9 @@ class Reading {
 
   // Files are given whole, one after the other: begin (its first line's number), batches, end.
   void begin_file(const std::string& name, std::int64_t first_line = 1) {
-    files_.push_back({name, 0, first_line - 1});
+    files_.emplace_back();
+    files_.back().name = name;
+    files_.back().lines = first_line - 1;
   }
   void give(LineBatch batch) {
     ++files_.back().batches;
@@ -215,6 +264,24 @@ class Reading {
     batches_.submit(std::move(batch));
   }
   void end_file() { files_.back().ended = true, apply_ended(); }
+  // A regular file read whole on a worker into `own` (file_handler()'s), joined to the stream's
+  // handler in file order; read again on this thread into that handler where it cannot be.
+  void give_whole(const std::shared_ptr<const int>& file, off_t size, const std::string& name,
+                  std::unique_ptr<RecordHandler> own) {
+    begin_file(name);
+    files_.back().whole = true;
+    files_.back().fd = file;
+    files_.back().size = size;
+    LineBatch batch = fresh();
+    batch.whole.emplace();
+    batch.whole->handler = std::move(own);
+    const ReadOptions* options = &options_;
+    batch.fill = [file, name, size, options](LineBatch& b, RecordLineReader& reader) {
+      read_whole(b, reader, *file, name, size, *options);
+    };
+    give(std::move(batch));
+    end_file();
+  }
   // Everything given, applied (before an error is said, so that what came before it is handed
   // over first, as a reading on one thread would).
   void drain() {
@@ -229,18 +296,33 @@ class Reading {
     std::int64_t batches = 0;  // given, not yet applied
     std::int64_t lines = 0;    // applied so far (before the first: the first's number - 1)
     bool begun = false, ended = false;
+    // Read whole on a worker (give_whole): the file and its size, to read it again here.
+    bool whole = false;
+    std::shared_ptr<const int> fd;
+    off_t size = 0;
   };
 
   void apply_one() {
     File& file = files_.front();
-    if (!file.begun) stream_.begin_file(file.name), file.begun = true;
     LineBatch batch = batches_.take();
-    try {
-      stream_.apply(batch, file.lines);
-    } catch (const std::bad_alloc&) {
-      out_of_memory(stream_, file.name, file.lines + 1);
+    if (batch.whole) {
+      // Joined, else (an error, or a file the handler cannot join) read again here: an error is
+      // then said where a read on this thread says it, after everything before it.
+      if (batch.error || !stream_.join(*batch.whole)) {
+        batch.whole.reset();  // what the worker made of it given up first
+        read_again(file, batch);
+      }
+      batch.whole.reset();
+      file.begun = true;
+    } else {
+      if (!file.begun) stream_.begin_file(file.name), file.begun = true;
+      try {
+        stream_.apply(batch, file.lines);
+      } catch (const std::bad_alloc&) {
+        out_of_memory(stream_, file.name, file.lines + 1);
+      }
+      file.lines += batch.line_count;
     }
-    file.lines += batch.line_count;
     --file.batches;
     batch.text.resize(std::max(batch.text.size(), kBuffer));
     if (spare_.size() < 2 * batches_.capacity()) spare_.push_back(std::move(batch));
@@ -249,10 +331,34 @@ class Reading {
   // Files whose batches have all been applied: ended in the stream.
   void apply_ended() {
     while (!files_.empty() && files_.front().ended && files_.front().batches == 0) {
-      if (!files_.front().begun) stream_.begin_file(files_.front().name);
-      stream_.end_file();
+      if (!files_.front().whole) {
+        if (!files_.front().begun) stream_.begin_file(files_.front().name);
+        stream_.end_file();
+      }
       files_.pop_front();
     }
+  }
+  // A file read whole, read again on this thread into the stream's handler, a part at a time
+  // into `batch`'s buffer.
+  void read_again(const File& file, LineBatch& batch) {
+    if (!reader_) reader_.emplace();
+    stream_.begin_file(file.name);
+    std::int64_t lines = 0;
+    for (off_t begin = 0; begin < file.size; begin += static_cast<off_t>(kChunk)) {
+      batch.clear_lines();
+      batch.error = nullptr;
+      read_part(batch, *file.fd, file.name, begin,
+                std::min(file.size, begin + static_cast<off_t>(kChunk)));
+      try {
+        batch.parse_lines(*reader_);
+        stream_.apply(batch, lines);
+      } catch (const std::bad_alloc&) {
+        out_of_memory(stream_, file.name, lines + 1);
+      }
+      lines += batch.line_count;
+    }
+    batch.clear_lines();
+    stream_.end_file();
   }
 
   Stream& stream_;
@@ -260,6 +366,7 @@ class Reading {
   LineBatches batches_;
   std::deque<File> files_;  // begun, not yet ended in the stream
   std::vector<LineBatch> spare_;
+  std::optional<RecordLineReader> reader_;  // read_again's
 };
 
 // Newlines in [data, data + size), a memchr a line (a byte-by-byte count was an eighth of the
@@ -394,7 +501,7 @@ void read_parts(const std::shared_ptr<const int>& file, off_t size, const std::s
     for (off_t begin = 0; begin < size; begin += static_cast<off_t>(kChunk)) {
       off_t end = std::min(size, begin + static_cast<off_t>(kChunk));
       LineBatch batch = reading.fresh();
-      batch.fill = [file, name, begin, end](LineBatch& b) {
+      batch.fill = [file, name, begin, end](LineBatch& b, RecordLineReader&) {
         read_part(b, *file, name, begin, end);
       };
       reading.give(std::move(batch));
@@ -603,9 +710,12 @@ void stream_records(std::istream& in, const std::string& name, RecordHandler& ha
 void stream_record_files(const std::vector<std::string>& paths, RecordHandler& handler,
                          const ReadOptions& options) {
   Stream stream(handler, options);
-  Reading reading(stream, options,
-                  options.threads == 0 ? LineBatches::default_workers()
-                                       : static_cast<unsigned>(std::max(options.threads, 1) - 1));
+  const unsigned workers = options.threads == 0
+                               ? LineBatches::default_workers()
+                               : static_cast<unsigned>(std::max(options.threads, 1) - 1);
+  Reading reading(stream, options, workers);
+  // Several files on several threads: each read whole by a worker, if the handler can take them so.
+  const bool whole_files = workers > 0 && paths.size() > 1;
   const std::vector<std::ptrdiff_t> repeats = repeated_files(paths);
   for (std::size_t i = 0; i < paths.size(); ++i) {
     const std::string& path = paths[i];
@@ -636,7 +746,13 @@ void stream_record_files(const std::vector<std::string>& paths, RecordHandler& h
     });
     struct stat st {};
     if (::fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && st.st_size > 0) {
-      read_parts(file, st.st_size, path, reading);
+      std::unique_ptr<RecordHandler> own;
+      if (whole_files && st.st_size <= kWholeFile) own = handler.file_handler();
+      if (own) {
+        reading.give_whole(file, st.st_size, path, std::move(own));
+      } else {
+        read_parts(file, st.st_size, path, reading);
+      }
     } else {
       read_fd(fd, path, reading);  // a pipe, a device, an empty file: read as it comes
     }

@@ -1068,6 +1068,16 @@ struct ReportBuilder::State {
     }
   }
 
+  // The room past their windows of the ranks whose windows grew, given back.
+  void give_back_room() {
+    for (int r : grown) {
+      Rank& rank = ranks[r];
+      rank.by_window.shrink_to_fit();
+      rank.grown = false;
+    }
+    grown.clear();
+  }
+
   // The file being read (a part of no file before the first).
   FilePart& part() {
     if (parts.empty()) {
@@ -1333,14 +1343,41 @@ void straggler_costs(const LostSeconds& lost, std::vector<RankSummary>& ranks) {
 
 void ReportBuilder::warning(const std::string& text) { state_->part().warnings.push_back(text); }
 void ReportBuilder::begin_file(const std::string& name) {
-  for (int r : state_->grown) {
-    State::Rank& rank = state_->ranks[r];
-    rank.by_window.shrink_to_fit();
-    rank.grown = false;
-  }
-  state_->grown.clear();
+  state_->give_back_room();
   state_->parts.emplace_back();
   state_->parts.back().name = name;
+}
+void ReportBuilder::end_file(const std::string&) { state_->give_back_room(); }
+
+std::unique_ptr<RecordHandler> ReportBuilder::file_handler() {
+  return std::make_unique<ReportBuilder>();
+}
+
+bool ReportBuilder::join_file(RecordHandler& file) {
+  auto* from = dynamic_cast<ReportBuilder*>(&file);
+  if (from == nullptr) return false;
+  State& st = *state_;
+  State& o = *from->state_;
+  // A rank's state, and a request of several ranks, are one reading's over every file: a file
+  // that has either from an earlier one is read again into this builder.
+  for (const auto& [rank, r] : o.ranks) {
+    if (st.ranks.find(rank) != st.ranks.end()) return false;
+  }
+  for (const auto& [key, part] : o.group_parts) {
+    if (st.group_parts.count(key) != 0) return false;
+  }
+  for (const auto& key : o.group_requests) {
+    if (st.group_requests.count(key) != 0) return false;
+  }
+  const std::size_t base = st.parts.size();
+  for (const auto& [key, part] : o.group_parts) st.group_parts.emplace(key, base + part);
+  st.group_requests.insert(o.group_requests.begin(), o.group_requests.end());
+  auto& ranks = st.ranks.entries();
+  for (auto& [rank, r] : o.ranks.entries()) ranks.emplace_hint(ranks.end(), rank, std::move(r));
+  for (State::FilePart& part : o.parts) st.parts.push_back(std::move(part));
+  if (!st.first_bad) st.first_bad = std::move(o.first_bad);
+  from->state_ = std::make_unique<State>();
+  return true;
 }
 void ReportBuilder::repeated_file(const std::string& name, const std::string& earlier) {
   // Said just before this by the reader, in the file before's part: its own part's.
