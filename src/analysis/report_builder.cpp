@@ -12,6 +12,7 @@
 #include <stdexcept>
 #include <string_view>
 #include <system_error>
+#include <thread>
 #include <tuple>
 
 #include "analysis/attempt_ledgers.h"
@@ -1283,42 +1284,66 @@ std::optional<JobLedger> job_ledger(const Ranks& st_ranks, const Report& report)
 using LostSeconds = std::map<int, std::array<double, kPhaseCount>>;
 
 LostSeconds straggler_lost(const std::vector<const WindowPhases*>& rank_windows) {
+  // What each window charges its slowest rank, the windows walked in parts on threads of their
+  // own; added up here in key order (the sums one walk makes).
+  struct Charge {
+    int rank = 0;
+    std::array<double, kPhaseCount> seconds{};
+  };
+  std::size_t entries = 0;
+  for (const WindowPhases* w : rank_windows) entries += w->bytes();
+  // A thread a core, at most 4, for a job of many ranks' windows (a few ranks': one).
+  const std::size_t parts = entries < (std::size_t{1} << 20)
+                                ? 1
+                                : std::clamp(std::thread::hardware_concurrency(), 1u, 4u);
+  std::vector<std::vector<Charge>> charges(parts);
+  std::vector<std::vector<double>> buffers(parts);
+  WindowPhases::for_each_merged(
+      rank_windows,
+      [&](std::size_t part, const WindowPhases::Key& span,
+          const std::vector<WindowPhases::Entry>& entries) {
+        std::vector<double>& values = buffers[part];
+        if (entries.size() < 2) return;
+        std::array<double, kPhaseCount> medians{};
+        for (int p = 0; p < kPhaseCount; ++p) {
+          values.clear();
+          bool spent = false;
+          for (const auto& e : entries) {
+            values.push_back(e.phases[static_cast<std::size_t>(p)]);
+            spent = spent || values.back() != 0;
+          }
+          // A phase no rank spent (a record's phases are a few of the table's): 0, without a copy
+          // and a selection of a thousand zeros.
+          medians[static_cast<std::size_t>(p)] = spent ? internal::median_in_place(values) : 0.0;
+        }
+        const WindowPhases::Entry* slowest = nullptr;
+        double most = 0;
+        for (const auto& e : entries) {
+          double excess = 0;
+          for (std::size_t p = 0; p < medians.size(); ++p) {
+            excess += std::max(0.0, e.phases[p] - medians[p]);
+          }
+          if (excess > most) {
+            most = excess;
+            slowest = &e;
+          }
+        }
+        if (slowest == nullptr) return;
+        Charge& charge = charges[part].emplace_back();
+        charge.rank = slowest->rank;
+        const double steps = WindowPhases::steps_of(span, *slowest);
+        for (std::size_t p = 0; p < medians.size(); ++p) {
+          charge.seconds[p] = std::max(0.0, slowest->phases[p] - medians[p]) * steps;
+        }
+      },
+      parts);
   LostSeconds lost;
-  std::vector<double> values;
-  WindowPhases::for_each_merged(rank_windows, [&](const WindowPhases::Key& span,
-                                                  const std::vector<WindowPhases::Entry>& entries) {
-    if (entries.size() < 2) return;
-    std::array<double, kPhaseCount> medians{};
-    for (int p = 0; p < kPhaseCount; ++p) {
-      values.clear();
-      bool spent = false;
-      for (const auto& e : entries) {
-        values.push_back(e.phases[static_cast<std::size_t>(p)]);
-        spent = spent || values.back() != 0;
-      }
-      // A phase no rank spent (a record's phases are a few of the table's): 0, without a copy
-      // and a selection of a thousand zeros.
-      medians[static_cast<std::size_t>(p)] = spent ? internal::median_in_place(values) : 0.0;
+  for (const std::vector<Charge>& part : charges) {
+    for (const Charge& charge : part) {
+      auto& charged = lost.try_emplace(charge.rank).first->second;
+      for (std::size_t p = 0; p < charged.size(); ++p) charged[p] += charge.seconds[p];
     }
-    const WindowPhases::Entry* slowest = nullptr;
-    double most = 0;
-    for (const auto& e : entries) {
-      double excess = 0;
-      for (std::size_t p = 0; p < medians.size(); ++p) {
-        excess += std::max(0.0, e.phases[p] - medians[p]);
-      }
-      if (excess > most) {
-        most = excess;
-        slowest = &e;
-      }
-    }
-    if (slowest == nullptr) return;
-    auto& charged = lost.try_emplace(slowest->rank).first->second;
-    const double steps = WindowPhases::steps_of(span, *slowest);
-    for (std::size_t p = 0; p < medians.size(); ++p) {
-      charged[p] += std::max(0.0, slowest->phases[p] - medians[p]) * steps;
-    }
-  });
+  }
   return lost;
 }
 
