@@ -39,6 +39,7 @@ struct LineBatch {
   // gave, for the calling thread to join to its handler in file order (`lines` stays empty).
   struct WholeFile {
     std::unique_ptr<RecordHandler> handler;
+    std::uint64_t start_hash = 0;  // of its first 16 KiB (records_reader.cpp)
     std::int64_t records = 0;
     // The file's first line skipped as no record, if one was (skip_bad_lines).
     std::optional<std::tuple<std::string, int, std::string>> first_problem;

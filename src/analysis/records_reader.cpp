@@ -52,6 +52,12 @@ class Stream {
     throw InputError(first_problem_file_, first_problem_line_, first_problem_);
   }
 
+  // A file with the same bytes as `earlier`, read before it: not read (said in its place).
+  void repeated(const std::string& name, const std::string& earlier) {
+    handler_.warning(repeated_file_warning(name, earlier));
+    handler_.repeated_file(name, earlier);
+  }
+
   // What a file read whole into a handler of its own (`file`, its stream there) gave: kept for
   // joining it to this stream.
   void kept_by(LineBatch::WholeFile& file) const {
@@ -209,6 +215,10 @@ constexpr std::size_t kBuffer = kChunk + (8 << 10) + simdjson::SIMDJSON_PADDING;
 constexpr off_t kWholeFile = off_t{256} << 20;
 
 void read_part(LineBatch& batch, int fd, const std::string& name, off_t begin, off_t end);
+std::uint64_t start_hash(std::string_view start);
+bool same_bytes(const std::string& a, const std::string& b);
+// The bytes of a file's start hashed for finding a file named twice.
+constexpr std::size_t kStartHashed = std::size_t{16} << 10;
 
 // A regular file of `size` bytes read on a worker into the batch's own handler, a part at a time
 // into its buffer: what a read on one thread hands over, the file's warnings included.
@@ -219,6 +229,11 @@ void read_whole(LineBatch& batch, RecordLineReader& reader, int fd, const std::s
   std::int64_t lines = 0;
   for (off_t begin = 0; begin < size; begin += static_cast<off_t>(kChunk)) {
     read_part(batch, fd, name, begin, std::min(size, begin + static_cast<off_t>(kChunk)));
+    if (begin == 0) {
+      // Its start's hash, for the calling thread to find it read before (a file named twice).
+      batch.whole->start_hash = start_hash(std::string_view(
+          batch.text.data(), std::min(kStartHashed, static_cast<std::size_t>(size))));
+    }
     batch.parse_lines(reader);
     stream.apply(batch, lines);
     lines += batch.line_count;
@@ -266,10 +281,12 @@ class Reading {
   void end_file() { files_.back().ended = true, apply_ended(); }
   // A regular file read whole on a worker into `own` (file_handler()'s), joined to the stream's
   // handler in file order; read again on this thread into that handler where it cannot be.
+  // `repeat`: another file has its size, so that it may be a repeat (said in its place, then).
   void give_whole(const std::shared_ptr<const int>& file, off_t size, const std::string& name,
-                  std::unique_ptr<RecordHandler> own) {
+                  std::unique_ptr<RecordHandler> own, bool repeat) {
     begin_file(name);
     files_.back().whole = true;
+    files_.back().repeat = repeat;
     files_.back().fd = file;
     files_.back().size = size;
     LineBatch batch = fresh();
@@ -298,6 +315,7 @@ class Reading {
     bool begun = false, ended = false;
     // Read whole on a worker (give_whole): the file and its size, to read it again here.
     bool whole = false;
+    bool repeat = false;  // it may repeat an earlier file: its size is another's
     std::shared_ptr<const int> fd;
     off_t size = 0;
   };
@@ -305,7 +323,10 @@ class Reading {
   void apply_one() {
     File& file = files_.front();
     LineBatch batch = batches_.take();
-    if (batch.whole) {
+    if (batch.whole && file.repeat && repeats(file, batch.whole->start_hash)) {
+      batch.whole.reset();  // the same bytes as a file before it: not read, as one thread does
+      file.begun = true;
+    } else if (batch.whole) {
       // Joined, else (an error, or a file the handler cannot join) read again here: an error is
       // then said where a read on this thread says it, after everything before it.
       if (batch.error || !stream_.join(*batch.whole)) {
@@ -338,6 +359,20 @@ class Reading {
       files_.pop_front();
     }
   }
+  // Whether a file read whole holds the same bytes as one read before it (the first such is said
+  // as what it repeats); else it is one more that later ones may repeat. As repeated_files finds
+  // it before the reading, here for the files the workers read whole, which hash their starts.
+  bool repeats(const File& file, std::uint64_t hash) {
+    std::vector<std::string>& same = distinct_[{file.size, hash}];
+    for (const std::string& earlier : same) {
+      if (same_bytes(earlier, file.name)) {
+        stream_.repeated(file.name, earlier);
+        return true;
+      }
+    }
+    same.push_back(file.name);
+    return false;
+  }
   // A file read whole, read again on this thread into the stream's handler, a part at a time
   // into `batch`'s buffer.
   void read_again(const File& file, LineBatch& batch) {
@@ -367,6 +402,8 @@ class Reading {
   std::deque<File> files_;  // begun, not yet ended in the stream
   std::vector<LineBatch> spare_;
   std::optional<RecordLineReader> reader_;  // read_again's
+  // The files read whole that may repeat, by size and start's hash: those read, in order.
+  std::map<std::pair<off_t, std::uint64_t>, std::vector<std::string>> distinct_;
 };
 
 // Newlines in [data, data + size), a memchr a line (a byte-by-byte count was an eighth of the
@@ -622,13 +659,10 @@ namespace {
 // The first 16 KiB of a file hashed a word at a time, to group files that may be the same (those
 // of one hash are then compared byte for byte): a job's rank files of one size differ in their
 // first lines. FNV-1a a byte at a time over 64 KiB of each was 6% of a report on 1024 rank files.
-std::optional<std::uint64_t> start_hash(const std::string& path) {
-  FileBytes file(path);
-  auto piece = file.next(std::size_t{16} << 10);
-  if (!piece) return std::nullopt;
-  std::uint64_t h = piece->size();
-  const char* p = piece->data();
-  const char* end = p + piece->size();
+std::uint64_t start_hash(std::string_view start) {
+  std::uint64_t h = start.size();
+  const char* p = start.data();
+  const char* end = p + start.size();
   auto mix = [&h](std::uint64_t word) {
     h = (h ^ word) * 0x9E3779B97F4A7C15ull;
     h ^= h >> 29;
@@ -643,6 +677,12 @@ std::optional<std::uint64_t> start_hash(const std::string& path) {
   mix(tail);
   return h;
 }
+std::optional<std::uint64_t> start_hash_of(const std::string& path) {
+  FileBytes file(path);
+  auto piece = file.next(kStartHashed);
+  if (!piece) return std::nullopt;
+  return start_hash(*piece);
+}
 
 // Two files of one size: a piece of each at a time (pread gives a regular file's pieces whole).
 bool same_bytes(const std::string& a, const std::string& b) {
@@ -655,7 +695,11 @@ bool same_bytes(const std::string& a, const std::string& b) {
   }
 }
 
-std::vector<std::ptrdiff_t> repeated_files(const std::vector<std::string>& paths) {
+// For each path, the index of an earlier path with the same bytes, or -1. Files of a size another
+// has and at most `later` bytes (not empty) are left to the reading (-2): those a worker reads
+// whole, hashing their start as it reads it (Reading::repeats); a thousand rank files' starts read
+// here first were most of what the calling thread did before the workers began.
+std::vector<std::ptrdiff_t> repeated_files(const std::vector<std::string>& paths, off_t later) {
   std::vector<std::ptrdiff_t> earlier(paths.size(), -1);
   std::map<off_t, std::vector<std::size_t>> by_size;
   for (std::size_t i = 0; i < paths.size(); ++i) {
@@ -666,9 +710,13 @@ std::vector<std::ptrdiff_t> repeated_files(const std::vector<std::string>& paths
   }
   for (const auto& [size, group] : by_size) {
     if (group.size() < 2) continue;
+    if (size > 0 && size <= later) {
+      for (std::size_t i : group) earlier[i] = -2;
+      continue;
+    }
     std::map<std::uint64_t, std::vector<std::size_t>> by_hash;  // the distinct files of a hash
     for (std::size_t i : group) {
-      auto h = start_hash(paths[i]);
+      auto h = start_hash_of(paths[i]);
       if (!h) continue;
       auto& seen = by_hash[*h];
       for (std::size_t e : seen) {
@@ -715,11 +763,11 @@ void stream_record_files(const std::vector<std::string>& paths, RecordHandler& h
                                : static_cast<unsigned>(std::max(options.threads, 1) - 1);
   Reading reading(stream, options, workers);
   // Several files on several threads: each read whole by a worker, if the handler can take them so.
-  const bool whole_files = workers > 0 && paths.size() > 1;
-  const std::vector<std::ptrdiff_t> repeats = repeated_files(paths);
+  const bool whole_files = workers > 0 && paths.size() > 1 && handler.file_handler() != nullptr;
+  const std::vector<std::ptrdiff_t> repeats = repeated_files(paths, whole_files ? kWholeFile : 0);
   for (std::size_t i = 0; i < paths.size(); ++i) {
     const std::string& path = paths[i];
-    if (repeats[i] >= 0) {
+    if (repeats[i] >= 0) {  // (-2: found as the file is read)
       const std::string& earlier = paths[static_cast<std::size_t>(repeats[i])];
       reading.drain();  // said in its place among the files' warnings
       handler.warning(repeated_file_warning(path, earlier));
@@ -749,7 +797,7 @@ void stream_record_files(const std::vector<std::string>& paths, RecordHandler& h
       std::unique_ptr<RecordHandler> own;
       if (whole_files && st.st_size <= kWholeFile) own = handler.file_handler();
       if (own) {
-        reading.give_whole(file, st.st_size, path, std::move(own));
+        reading.give_whole(file, st.st_size, path, std::move(own), repeats[i] == -2);
       } else {
         read_parts(file, st.st_size, path, reading);
       }

@@ -4,8 +4,10 @@
 #include <gtest/gtest.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
+#include <iterator>
 #include <memory>
 #include <string>
 #include <vector>
@@ -155,6 +157,17 @@ TEST_F(ParallelRead, FilesReadWholeJoinInOrder) {
   }
   paths.push_back(paths[3]);  // the same bytes: not read again
   paths.push_back(write("empty.jsonl", ""));
+  // A copy; and a file of another's size and start, a byte past its start not the same.
+  auto slurp = [](const std::string& path) {
+    std::ifstream in(path);
+    return std::string(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+  };
+  paths.push_back(write("copy5.jsonl", slurp(paths[5])));
+  std::string six = slurp(paths[6]);
+  const std::size_t digit = six.find("\"e2e_s\": ", 20000) + 9;
+  ASSERT_LT(digit, six.size());
+  six[digit] = six[digit] == '1' ? '2' : '1';
+  paths.push_back(write("not6.jsonl", six));
   auto calls = [&](int threads, int refused, bool skip, int* joined = nullptr) {
     FileCalls handler;
     handler.refused = refused;
@@ -173,10 +186,15 @@ TEST_F(ParallelRead, FilesReadWholeJoinInOrder) {
   const std::vector<std::string> one = calls(1, -1, true, &joined);
   ASSERT_GT(one.size(), 12u * 300);
   EXPECT_EQ(joined, 0);  // one thread: every record to the handler itself
+  EXPECT_EQ(std::count(one.begin(), one.end(),
+                       "warning: " + paths[14] + ": the same bytes as " + paths[5] +
+                           " (a file copied, or named twice): not read again"),
+            1);
+  EXPECT_EQ(std::count(one.begin(), one.end(), "begin: " + paths[15]), 1);  // read: not the same
   EXPECT_EQ(calls(3, -1, true, &joined), one);
-  EXPECT_EQ(joined, 12);  // the repeat and the empty file are read on the calling thread
+  EXPECT_EQ(joined, 13);  // the repeats are read but not joined; the empty file is not read whole
   EXPECT_EQ(calls(2, 3, true, &joined), one);  // rank 3's files (3 and 8) read again
-  EXPECT_EQ(joined, 10);
+  EXPECT_EQ(joined, 11);
   EXPECT_EQ(calls(3, 0, true), one);  // files 0, 5 and 10, the first among them
   // Without skipping: the first bad line (file 2's) ends the read, whichever thread read it.
   const std::vector<std::string> strict = calls(1, -1, false);
