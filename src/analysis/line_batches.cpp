@@ -11,14 +11,6 @@
 namespace vxperf::analysis {
 namespace {
 
-bool blank(const char* data, std::size_t size) {
-  for (std::size_t i = 0; i < size; ++i) {
-    char c = data[i];
-    if (c != ' ' && c != '\t' && c != '\r') return false;
-  }
-  return true;
-}
-
 // The record read into the batch's next slot; the record the slot held from the batch's last use
 // goes back to the reader, its vectors' storage for the next line. Returns the slot.
 // The storage a record's reading reuses from one line to the next (what its reset keeps).
@@ -71,22 +63,12 @@ void LineBatch::parse(RecordLineReader& reader) {
 
 void LineBatch::parse_lines(RecordLineReader& reader) {
   using Got = RecordLineReader::Got;
-  const char* base = text.data() + offset;
-  std::size_t begin = 0;
-  std::int64_t number = 1;
   // Room for the records of lines as long as the shortest vxperf writes, so that a batch's
   // records are never moved to grow their vector.
-  std::size_t room = size / 400 + 1;
+  const std::size_t room = size / 400 + 1;
   lines.reserve(room);
-  while (begin < size) {
-    auto* newline = static_cast<const char*>(std::memchr(base + begin, '\n', size - begin));
-    std::size_t end = newline != nullptr ? static_cast<std::size_t>(newline - base) : size;
-    const char* data = base + begin;
-    std::size_t length = end - begin;
-    Line line{number++, newline != nullptr || ends_complete};
-    line_count = line.number;
-    begin = end + 1;
-    if (length == 0 || blank(data, length)) continue;
+  each_line([&](const char* data, std::size_t length, std::int64_t number, bool complete) {
+    Line line{number, complete};
     line.got = reader.read(data, length);
     if (check_fast_path && reader.fast()) {
       std::string fast = as_text(reader, line.got);
@@ -115,7 +97,7 @@ void LineBatch::parse_lines(RecordLineReader& reader) {
         break;
     }
     lines.push_back(line);
-  }
+  });
 }
 
 void LineBatch::clear_lines() {

@@ -9,6 +9,7 @@
 #include <condition_variable>
 #include <cstddef>
 #include <cstdint>
+#include <cstring>
 #include <deque>
 #include <exception>
 #include <functional>
@@ -27,6 +28,15 @@
 namespace vxperf::analysis {
 
 // Whole lines of one file and, once parsed, what each non-blank one held.
+// Only spaces, tabs and carriage returns.
+inline bool blank(const char* data, std::size_t size) {
+  for (std::size_t i = 0; i < size; ++i) {
+    const char c = data[i];
+    if (c != ' ' && c != '\t' && c != '\r') return false;
+  }
+  return true;
+}
+
 struct LineBatch {
   std::vector<char> text;     // the lines, then simdjson's padding (readable, any content)
   std::size_t offset = 0;     // where in `text` the lines begin
@@ -73,6 +83,24 @@ struct LineBatch {
   void parse(RecordLineReader& reader);
   // Parses every line of `text` with `reader` (throws).
   void parse_lines(RecordLineReader& reader);
+  // fn(data, size, number, complete) for each line of `text` that is not blank (number: in the
+  // batch, from 1; complete: it ended with a newline); line_count set to every line's.
+  template <class Fn>
+  void each_line(Fn&& fn) {
+    const char* base = text.data() + offset;
+    std::size_t begin = 0;
+    std::int64_t number = 0;
+    while (begin < size) {
+      const auto* newline = static_cast<const char*>(std::memchr(base + begin, '\n', size - begin));
+      const std::size_t end = newline != nullptr ? static_cast<std::size_t>(newline - base) : size;
+      const char* data = base + begin;
+      const std::size_t length = end - begin;
+      line_count = ++number;
+      begin = end + 1;
+      if (length == 0 || blank(data, length)) continue;
+      fn(data, length, number, newline != nullptr || ends_complete);
+    }
+  }
   // The lines and what they held forgotten, for the next lines into the same buffers.
   void clear_lines();
   // Emptied for the next lines, its buffers kept (the text at its size, the vectors' capacity, the
