@@ -1,6 +1,7 @@
 // Records lines parsed in batches on worker threads and handed back in the order they were given:
 // what lets `vxperf report` read on every core while its report is still built one record at a
-// time, in input order, on the calling thread.
+// time, in input order, on the calling thread (or a whole file read and handed over on a worker:
+// LineBatch::whole, records_reader.cpp).
 //
 // Thread safety: one thread submits and takes; the workers touch only the batch they parse (each
 // with a RecordLineReader of its own).

@@ -1615,8 +1615,9 @@ Report ReportBuilder::finish(std::vector<std::string> sources) const {
     if (medians[rs.rank] > 0) rs.relative_score = *fastest / medians[rs.rank];
     if (r.latest_p50 > 0) rs.individual_score = r.best_p50 / r.latest_p50;
   }
-  straggler_costs(lost.valid() ? lost.get() : straggler_lost(rank_windows), report.ranks);
+  // The scores while the stragglers' walk ends (they read none of what it gives).
   phase_scores(st.ranks, report);
+  straggler_costs(lost.valid() ? lost.get() : straggler_lost(rank_windows), report.ranks);
   report.job_ledger = job_ledger(st.ranks, report);
   return report;
 }
