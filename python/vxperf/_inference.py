@@ -12,6 +12,7 @@ costs one crossing into C++ per marker."""
 from __future__ import annotations
 
 import contextvars
+import dataclasses
 import functools
 import operator
 import os
@@ -21,7 +22,7 @@ from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Callable, Literal, TypeVar, cast
 
 from . import (_blocks, _ext, _hooks, _layout, _model, _params, _peak, _profiler, _reading,
-               _stages, _state)
+               _stages, _state, _training)
 
 if TYPE_CHECKING:
     from types import TracebackType
@@ -467,22 +468,64 @@ def _end(pipe: Any, handle: int, failed: bool, kwargs: Mapping[str, Any]) -> Non
         _tell(type(pipe).__name__, failed, kwargs)
 
 
+@dataclasses.dataclass
+class _Requests:
+    """Whether pipeline calls are measured as requests: install() or instrument_pipeline() asked
+    for it. install_training() alone wraps the pipelines too, for their evaluations only."""
+
+    on: bool = False
+
+
+requests = _Requests()
+
+
+def _evaluating() -> bool:
+    """Whether a pipeline made or called now is a training loop's evaluation: a loop runs in the
+    process, on its main thread (a validation pass, as diffusers' training scripts run one every
+    few steps and at the end, the pipeline built and called between the steps)."""
+    return (_state.on and threading.current_thread() is threading.main_thread()
+            and not _ext.in_request() and _ext.training_active())
+
+
 def _measured(call: Callable[..., Any]) -> Callable[..., Any]:
     @functools.wraps(call)
     def __call__(self: Any, *args: Any, **kwargs: Any) -> Any:
-        handle = begin(self, args, kwargs)
-        if not handle:
-            return call(self, *args, **kwargs)
-        try:
-            result = call(self, *args, **kwargs)
-        except BaseException:
-            _end(self, handle, True, kwargs)  # reported all the same
-            raise
-        _end(self, handle, False, kwargs)
-        return result
+        if _evaluating():  # its time and its models' calls kept out of the steps
+            with _training.evaluation():
+                return _request(call, self, args, kwargs)
+        return _request(call, self, args, kwargs)
 
     __call__._vxperf_wrapped = True  # type: ignore[attr-defined]
     return __call__
+
+
+def as_evaluation(function: Callable[..., Any]) -> Callable[..., Any]:
+    """`function` (a pipeline's __init__ or from_pretrained: loading its components can take
+    longer than the pass) timed as an evaluation where a pipeline call would be."""
+    @functools.wraps(function)
+    def evaluated(*args: Any, **kwargs: Any) -> Any:
+        if _evaluating():
+            with _training.evaluation():
+                return function(*args, **kwargs)
+        return function(*args, **kwargs)
+
+    evaluated._vxperf_wrapped = True  # type: ignore[attr-defined]
+    return evaluated
+
+
+def _request(call: Callable[..., Any], self: Any, args: tuple[Any, ...],
+             kwargs: dict[str, Any]) -> Any:
+    """One pipeline call, measured as a request where requests are."""
+    handle = begin(self, args, kwargs) if requests.on else 0
+    if not handle:
+        return call(self, *args, **kwargs)
+    try:
+        result = call(self, *args, **kwargs)
+    except BaseException:
+        _end(self, handle, True, kwargs)  # reported all the same
+        raise
+    _end(self, handle, False, kwargs)
+    return result
 
 
 def measures(cls: type) -> bool:
@@ -506,6 +549,7 @@ def instrument_pipeline(pipe: _T, level: int | None = 1) -> _T:
     Call it after any FSDP or offload wrapping. Returns `pipe`."""
     if not _state.configure(level):
         return pipe
+    requests.on = True
     owner = next((c for c in type(pipe).__mro__ if "__call__" in c.__dict__ and c is not object),
                  None)
     if owner is None:

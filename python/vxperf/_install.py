@@ -9,7 +9,7 @@ import inspect
 from typing import Any
 
 from . import _ext, _inference, _state, _training
-from .integrations import accelerate, diffusers, torch_checkpoint
+from .integrations import accelerate, diffusers, saves, torch_checkpoint
 
 
 @dataclasses.dataclass
@@ -53,6 +53,7 @@ def install(level: int | None = None, pipelines: Any = None) -> bool:
     Returns whether metrics are on."""
     if not _state.switch_on(level):
         return False
+    _inference.requests.on = True
     base = diffusers.pipeline_base()
     classes: list[type] = []
     if pipelines is not None:
@@ -113,6 +114,8 @@ def install_training(level: int | None = None, models: Any = None,
         methods = accelerate.patch()
         checkpoints = torch_checkpoint.patch()
         bases = _training.base_classes()
+        checkpoints += saves.patch(bases)
+        _watch_pipelines()
         targets: list[Any] = [] if models is None else [models]
         if _training.present("videox_fun"):
             try:
@@ -147,6 +150,35 @@ def install_training(level: int | None = None, models: Any = None,
             _ext.notice(f"vxperf: no models named; timing {', and '.join(found)} "
                         "(install_training(models=...) names them instead)")
     return True
+
+
+def _watch_pipelines() -> None:
+    """Wraps diffusers' pipeline classes, present and defined later (diffusers defines them as
+    they are first named, after this), so that one called while the loop runs is timed as its
+    evaluation, and times DiffusionPipeline.save_pretrained as one save. Watched from diffusers'
+    ConfigMixin, which the model base class has imported already, not by importing the
+    pipelines here (a second of start-up in a program that may never use one)."""
+    config = _training.library_class("diffusers.configuration_utils", "ConfigMixin")
+    if config is None:
+        return
+
+    def seen(cls: type) -> None:
+        if diffusers.is_pipeline_base(cls):
+            saves.patch_save_pretrained(cls)
+            loads = cls.__dict__.get("from_pretrained")
+            if isinstance(loads, classmethod) and not getattr(loads.__func__, "_vxperf_wrapped",
+                                                              False):
+                cls.from_pretrained = classmethod(  # type: ignore[attr-defined]
+                    _inference.as_evaluation(loads.__func__))
+        elif diffusers.is_pipeline_class(cls):
+            _inference.instrument_pipeline_class(cls)
+            made = cls.__dict__.get("__init__")
+            if made is not None and not getattr(made, "_vxperf_wrapped", False):
+                cls.__init__ = _inference.as_evaluation(made)  # type: ignore[misc]
+
+    diffusers.watch_subclasses(config, seen)
+    for cls in diffusers.subclasses(config):
+        seen(cls)
 
 
 def _library_components(bases: dict[str, type]) -> int:

@@ -40,6 +40,11 @@ void guarded(Fn&& fn) noexcept {
   }
 }
 
+// Whether a call outside the steps (a save, a restore, an evaluation) is open and no micro-step
+// inside it: the model calls made now (a validation pipeline's transformer) are part of its time,
+// not a step's, neither timed nor priced.
+bool outside_now(Trainer* t) { return core(t).outside_open() && !core(t).in_micro(); }
+
 // A mark with nothing to note at its opening (clip, optimizer step), observers told first.
 TrainMark plain_mark(Trainer* t, Phase phase) noexcept {
   if (t == nullptr) return {};
@@ -119,12 +124,14 @@ void exit_micro_step(Trainer* t) noexcept {
   guarded([&] { core(t).exit_micro(core(t).now()); });
 }
 
-bool model_call_timed(Trainer* t) noexcept { return t != nullptr && core(t).model_call_timed(); }
+bool model_call_timed(Trainer* t) noexcept {
+  return t != nullptr && core(t).model_call_timed() && !outside_now(t);
+}
 
 namespace {
 
 TrainMark open_model_call(Trainer* t, const char* name) noexcept {
-  if (t == nullptr || !core(t).model_call_timed()) return {};
+  if (!model_call_timed(t)) return {};
   TrainMark m;
   try {
     core(t).phase_begins(name);
@@ -185,7 +192,9 @@ void end_call(const TrainMark& m, Phase phase) noexcept {
 }
 
 TrainMark begin_outside(Phase phase, Trainer* t) noexcept {
-  if (t == nullptr || !is_outside_phase(phase)) return {};
+  // One opened inside another is part of the outer one (a save_pretrained inside accelerate's
+  // save_state, a pipeline's save of its components): counted once.
+  if (t == nullptr || !is_outside_phase(phase) || core(t).outside_open()) return {};
   TrainMark m;
   guarded([&] {
     core(t).phase_begins(phase_name(phase));
@@ -216,6 +225,7 @@ void end_optimizer_step(const TrainMark& m, const void* optimizer, bool synced) 
 }
 
 void note_forward_fraction(Trainer& t, double fraction) noexcept {
+  if (outside_now(&t)) return;  // of a call that was not timed
   guarded([&] { internal::core_of(t).note_fraction(fraction); });
 }
 
@@ -224,6 +234,7 @@ void note_forward_work(Trainer& t, const ForwardWork& work) noexcept {
 }
 
 void note_compute_dtype(Trainer& t, Dtype dtype) noexcept {
+  if (outside_now(&t)) return;  // of a call that was not timed
   guarded([&] { internal::core_of(t).note_dtype(dtype); });
 }
 

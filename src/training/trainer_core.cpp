@@ -205,6 +205,7 @@ TrainerCore::Pair& TrainerCore::add_pair(Phase phase, Marker start, Marker end, 
                                          double attn_fraction) {
   Step& step = touch(end.host_s);
   Pair& pair = step.add(phase, start, end);
+  evaluation_goes_on_ = false;
   if (const ObserverList* list = observers()) {
     TrainCall call;
     call.id = pair.id = next_call_id_++;
@@ -241,6 +242,8 @@ void TrainerCore::enter_micro(double now) {
   }
   ++step.micro_steps;
   head_open_ = true;
+  in_micro_ = true;
+  evaluation_goes_on_ = false;
   micro_enter_ = now;
   if (const ObserverList* list = observers()) {
     Span span = point_span(SpanKind::kMicroStep, "micro_step");
@@ -251,6 +254,7 @@ void TrainerCore::enter_micro(double now) {
 
 void TrainerCore::exit_micro(double now) {
   head_open_ = false;
+  in_micro_ = false;
   if (const ObserverList* list = observers()) {
     Span span = point_span(SpanKind::kMicroStep, "micro_step");
     span.t0 = micro_enter_;
@@ -426,7 +430,13 @@ void TrainerCore::add_outside(Phase phase, Marker start, Marker end, std::int64_
   };
   if (phase == Phase::kSave) add(outside_.saves, outside_.save_s, &outside_.save_bytes);
   if (phase == Phase::kRestore) add(outside_.restores, outside_.restore_s, &outside_.restore_bytes);
-  if (phase == Phase::kEval) add(outside_.evals, outside_.eval_s, nullptr);
+  if (phase == Phase::kEval) {
+    // Evaluation calls with no step between them are one evaluation (a validation pipeline made,
+    // then called once per prompt).
+    add(outside_.evals, outside_.eval_s, nullptr);
+    if (evaluation_goes_on_ && outside_.evals > 1) --outside_.evals;
+  }
+  evaluation_goes_on_ = phase == Phase::kEval;
   if (const ObserverList* list = observers_ != nullptr ? observers_ : engine_.observers()) {
     TrainCall call;
     call.id = next_call_id_++;

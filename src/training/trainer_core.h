@@ -58,6 +58,8 @@ class TrainerCore {
   void exit_micro(double now);
   // Whether a model call starting now would be timed (not nested, not inside a backward).
   bool model_call_timed() const { return depth_ == 0 && !in_backward_; }
+  // Whether a micro-step is open (between its enter and exit).
+  bool in_micro() const { return in_micro_; }
   void begin_model_call(double start_s);
   // Observers of the points of the step in progress (the engine's as the step began); nullptr
   // when there are none (the usual case) or in a forked child.
@@ -99,6 +101,7 @@ class TrainerCore {
   void add_optimizer_step(Marker start, Marker end, const void* optimizer, bool synced);
   // A call outside the steps opened (its add_call closes it): one never closed is said at finish.
   void outside_opened() { ++outside_open_; }
+  bool outside_open() const { return outside_open_ > 0; }
 
  private:
   struct Pair {
@@ -176,6 +179,8 @@ class TrainerCore {
   bool in_backward_ = false;
   const void* step_owner_ = nullptr;
   bool head_open_ = false;
+  bool in_micro_ = false;
+  bool evaluation_goes_on_ = false;  // the last call was an evaluation's, no step point since
   double micro_enter_ = 0;
   std::optional<double> prev_exit_;
   int device_ = -1;

@@ -214,7 +214,8 @@ vxperf.finish()
 
 
 CHECKPOINTS = """
-import os, sys, time, torch, vxperf
+import io, os, sys, threading, time, torch, vxperf
+import safetensors.torch
 vxperf.install_training()
 from accelerate import Accelerator
 import torch.distributed.checkpoint as dcp
@@ -245,6 +246,15 @@ for step in range(8):
         dcp.load({"model": model.state_dict()}, checkpoint_id=os.path.join(out, "dcp"))
         with vxperf.evaluation():
             time.sleep(0.3)
+        # Files written by torch.save and safetensors are saves; a buffer, or a thread of the
+        # program's own saving beside the loop, is not the loop's.
+        torch.save(model.state_dict(), os.path.join(out, "plain.pt"))
+        safetensors.torch.save_file(model.state_dict(), os.path.join(out, "lora.safetensors"))
+        torch.save(model.state_dict(), io.BytesIO())
+        beside = threading.Thread(target=torch.save,
+                                  args=(model.state_dict(), os.path.join(out, "async.pt")))
+        beside.start()
+        beside.join()
 accelerator.end_training()
 with vxperf.checkpoint("upload"):  # no such kind: said once
     pass
@@ -269,7 +279,9 @@ def test_checkpoints_and_evaluations_are_outside_the_steps(tmp_path):
     outside = second["outside"]
     state = sum(f.stat().st_size for f in (tmp_path / "state").rglob("*") if f.is_file())
     params = sum(p.numel() * 4 for p in __import__("real_models").wan_transformer().parameters())
-    assert outside["saves"] == 3 and outside["save_bytes"] == state + 10**9 + params
+    files = sum((tmp_path / f).stat().st_size for f in ("plain.pt", "lora.safetensors"))
+    assert outside["saves"] == 5, outside  # accelerate's files inside save_state are its own
+    assert outside["save_bytes"] == state + 10**9 + params + files
     assert outside["save_s"] >= 0.6
     # accelerate's load_state (its folder) and DCP's load (the state it filled in)
     assert outside["restores"] == 2 and outside["restore_bytes"] == state + params

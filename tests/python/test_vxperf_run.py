@@ -105,11 +105,28 @@ def priced_as_the_script_ran(window, truth, samples):
     assert t["mfu"] > 0 and t["peak_source"] == "env"
 
 
+def outside_the_steps(records):
+    """What a main process of train_like_diffusers.py did outside its steps, as its records say:
+    each window's saves and evaluations, and the training's end's ledger."""
+    windows = [r for r in records if r["kind"] == "train_window"]
+    end = next(r for r in records if r["kind"] == "train_end")
+    # A save and a validation after step 4 (the pipeline made, then called: one evaluation), in
+    # the window after it; those after step 8 and the final save_pretrained and validation,
+    # after the last window, in the end's ledger alone.
+    assert [w.get("outside") for w in windows][0] is None
+    assert windows[1]["outside"]["saves"] == windows[1]["outside"]["evals"] == 1, windows
+    assert end["ledger"]["save_s"] > windows[-1]["ledger"]["save_s"]
+    assert end["ledger"]["eval_s"] > windows[-1]["ledger"]["eval_s"]
+    return windows
+
+
 def test_a_training_script_under_accelerate_and_torchrun(tmp_path):
     """A diffusers-style accelerate loop (frozen VAE and text encoder called in it, main-process
-    save_state, log) unmodified: priced and split into its phases as the script ran, the same
-    windows as with install_training() in it; under torchrun (DDP) every rank writes its own,
-    priced alike."""
+    save_state, validation and final save_pretrained, log) unmodified: priced and split into its
+    phases as the script ran, the same windows as with install_training() in it; its validation
+    passes (the loop's own VAE, text encoder and transformer called by a pipeline) and saves are
+    time outside the steps, never a step's phases, samples or FLOPs; under torchrun (DDP) every
+    rank writes its own, priced alike."""
     truth = trained_model_truth()
     env = clean_env(PYTHONPATH=HERE, VIDEOX_PERF_EVERY=4, VIDEOX_PERF_PEAK_TFLOPS=1,
                     VIDEOX_PERF_JSON=tmp_path / "run.jsonl")
@@ -117,16 +134,25 @@ def test_a_training_script_under_accelerate_and_torchrun(tmp_path):
     assert proc.returncode == 0 and "trained 8 steps" in proc.stdout, proc.stderr
     assert "no models named; timing the model given to accelerator.prepare()" in proc.stderr
     assert "is prep" not in proc.stderr  # nothing left that vxperf cannot name
+    # accelerate asks whether diffusers is installed as it loads: diffusers is still measured
+    assert "inference metrics enabled" in proc.stderr
     own_env = clean_env(VIDEOX_PERF=1, VIDEOX_PERF_EVERY=4, VIDEOX_PERF_PEAK_TFLOPS=1,
                         VIDEOX_PERF_JSON=tmp_path / "own.jsonl")
     own_env["PYTHONPATH"] = os.pathsep.join([PACKAGE_DIR, HERE])
     proc = run([sys.executable, TRAIN, "--out", str(tmp_path / "b"), "--instrumented"], own_env,
                tmp_path)
     assert proc.returncode == 0, proc.stderr
-    ran, own = read_records(tmp_path / "run.jsonl"), read_records(tmp_path / "own.jsonl")
-    assert len(ran) == 2 and [shape(r) for r in ran] == [shape(r) for r in own]
-    for window in ran:  # 2 micro-steps of 2 samples a step
+    ran = read_records(tmp_path / "run.jsonl", ends=True)
+    own = read_records(tmp_path / "own.jsonl", ends=True)
+    # `vxperf run` also measures the validation pipeline's calls as requests (install() is on);
+    # install_training() alone times them as evaluations only.
+    assert [r["kind"] for r in ran].count("request") == 3
+    assert all(r["kind"] != "request" for r in own)
+    windows = outside_the_steps(ran)
+    assert [shape(r) for r in windows] == [shape(r) for r in outside_the_steps(own)]
+    for window in windows:  # 2 micro-steps of 2 samples a step
         priced_as_the_script_ran(window, truth, samples=4)
+        assert "vae_dec" not in window["phases_s"]  # the validation's decode is no phase
 
     torchrun = os.path.join(os.path.dirname(sys.executable), "torchrun")
     env["VIDEOX_PERF_JSON"] = str(tmp_path / "ranks.jsonl")
@@ -138,7 +164,10 @@ def test_a_training_script_under_accelerate_and_torchrun(tmp_path):
     assert proc.stderr.count("no models named; timing the model given") == 1, proc.stderr
     assert proc.stderr.count("training metrics enabled") == 1, proc.stderr
     for rank in (0, 1):
-        windows = read_records(tmp_path / f"ranks.jsonl.rank{rank}")
+        records = read_records(tmp_path / f"ranks.jsonl.rank{rank}")
+        windows = [r for r in records if r["kind"] == "train_window"]
+        # the main process alone validates: its 2 passes' requests
+        assert len(records) - len(windows) == (2 if rank == 0 else 0)
         assert [w["steps"] for w in windows] == [4] and windows[0]["world_size"] == 2
         priced_as_the_script_ran(windows[0], truth, samples=4)
         assert windows[0]["throughput"]["dp"] == 2

@@ -425,8 +425,9 @@ def test_the_start_lines_say_what_is_measured(tmp_path):
             "Accelerator.clip_grad_norm_, "
             "Accelerator.prepare, Accelerator.maybe_context_parallel, Accelerator.end_training, "
             "Accelerator.save_state, Accelerator.load_state, AcceleratedOptimizer.step; "
-            "checkpoints: torch.distributed.checkpoint.save, torch.distributed.checkpoint.load)"
-            ) in proc.stderr, proc.stderr
+            "checkpoints: torch.distributed.checkpoint.save, torch.distributed.checkpoint.load, "
+            "torch.save, safetensors.torch.save_file, ModelMixin.save_pretrained, "
+            "PreTrainedModel.save_pretrained)") in proc.stderr, proc.stderr
 
 
 def test_the_start_line_without_diffusers(tmp_path):

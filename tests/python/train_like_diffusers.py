@@ -3,8 +3,10 @@ it: what `vxperf run` measures unmodified. The VAE and the text encoder are froz
 (requires_grad_(False)), moved to the device and called in the loop; only the transformer, the
 optimizer, the data and the learning-rate schedule go through accelerator.prepare(); the
 transformer is called positionally with return_dict=False; clip_grad_norm_ on the steps that
-sync; the loss logged and the state saved on the main process only. --instrumented adds the one
-line a user would write instead.
+sync; the loss logged and the state saved on the main process only, which also runs a validation
+pass (a pipeline made of the models being trained, then called) every few steps and at the end,
+after saving the trained transformer with save_pretrained. --instrumented adds the one line a user
+would write instead.
 
     python train_like_diffusers.py --out DIR [--steps 8] [--instrumented]
 """
@@ -21,6 +23,18 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import real_models  # noqa: E402
 
 BATCH, FRAMES, SIZE = 2, 5, 16  # pixels (B, 3, F, H, W): 2 latent frames of 2x2
+
+
+def log_validation(accelerator, transformer, vae, text_encoder, scheduler):
+    """A short video from the model being trained, by a pipeline made of the loop's models."""
+    from diffusers import WanPipeline
+
+    pipeline = real_models.quiet(WanPipeline(
+        tokenizer=real_models.tokenizer(), text_encoder=text_encoder, vae=vae, scheduler=scheduler,
+        transformer=accelerator.unwrap_model(transformer)))
+    with torch.no_grad():
+        return pipeline("a cat runs on the beach", height=SIZE, width=SIZE, num_frames=FRAMES,
+                        num_inference_steps=2, output_type="np").frames[0]
 
 
 def main():
@@ -75,6 +89,11 @@ def main():
             accelerator.log({"loss": loss.item()}, step=global_step)
             if global_step % 4 == 0 and accelerator.is_main_process:
                 accelerator.save_state(os.path.join(args.out, f"checkpoint-{global_step}"))
+                log_validation(accelerator, transformer, vae, text_encoder, scheduler)
+    accelerator.wait_for_everyone()
+    if accelerator.is_main_process:
+        accelerator.unwrap_model(transformer).save_pretrained(os.path.join(args.out, "final"))
+        log_validation(accelerator, transformer, vae, text_encoder, scheduler)
     accelerator.end_training()
     print(f"trained {global_step} steps")
 

@@ -162,6 +162,58 @@ TEST(Training, CheckpointsAndEvaluationsAreTakenOutOfTheirSteps) {
   EXPECT_FALSE(plain.records()[0].contains("outside"));
 }
 
+// A validation pass between the steps, as diffusers' training scripts run one: the loop's own
+// models called by a pipeline inside an evaluation (made, then called: one evaluation), then a
+// save whose own writer saves inside it. The models' calls there are the evaluation's time, not a
+// step's phases, samples or FLOPs; the inner save is part of the outer one.
+TEST(Training, ModelCallsOutsideTheStepsAreNotTheSteps) {
+  TrainRig rig(0, {{"VIDEOX_PERF", "1"}, {"VIDEOX_PERF_EVERY", "2"}});
+  rig.step();
+  {
+    Evaluation made(rig.trainer);  // the pipeline made
+    rig.work(0.5, 1.0);
+  }
+  {
+    Evaluation called(rig.trainer);
+    ModelCall text(Phase::kTextEncoder, 0, 1, rig.trainer);
+    ModelCall dit(Phase::kForward, 32760, 4, rig.trainer);
+    rig.work(1.0);
+  }
+  {
+    CheckpointSave save(rig.trainer);
+    save.set_bytes(1000);
+    {
+      CheckpointSave inner(rig.trainer);
+      inner.set_bytes(10);
+      rig.work(0.2, 1.0);
+    }
+    rig.work(0.1, 1.0);
+  }
+  rig.step();
+  auto r = rig.records();
+  ASSERT_EQ(r.size(), 1u);
+  // Two steps of 1.28 s and one sample each, as the step alone priced them.
+  EXPECT_NEAR(r[0]["step_s_p95"].get<double>(), 1.28, 0.01);
+  EXPECT_EQ(r[0]["throughput"]["samples"].get<double>(), 1.0);
+  EXPECT_FALSE(r[0]["phases_s"].contains("text_encoder"));
+  const Json& outside = r[0]["outside"];
+  EXPECT_EQ(outside["evals"], 1);
+  EXPECT_NEAR(outside["eval_s"].get<double>(), 1.5, 1e-9);
+  EXPECT_EQ(outside["saves"], 1);
+  EXPECT_NEAR(outside["save_s"].get<double>(), 0.3, 1e-9);
+  EXPECT_EQ(outside["save_bytes"], 1000);
+  EXPECT_NEAR(r[0]["ledger"]["between_steps_s"].get<double>(), 0.0, 1e-9);
+  EXPECT_NEAR(r[0]["ledger"]["data_wait_s"].get<double>(), 0.0, 1e-9);
+  // Inside a micro-step an evaluation's model calls are the step's (a loop run inside the scope).
+  TrainRig inside(0, {{"VIDEOX_PERF", "1"}, {"VIDEOX_PERF_EVERY", "1"}});
+  {
+    Evaluation eval(inside.trainer);
+    inside.step();
+  }
+  ASSERT_EQ(inside.records().size(), 1u);
+  EXPECT_EQ(inside.records()[0]["throughput"]["samples"].get<double>(), 1.0);
+}
+
 // A checkpoint saved with a path keeps its step beside the records file; a later process (a
 // restarted attempt) that restores the path before its first step numbers its steps on from
 // there, or from the step the program says. A scope outside the steps never closed is said.

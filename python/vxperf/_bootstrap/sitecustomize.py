@@ -63,7 +63,10 @@ def _watch_the_program() -> None:
 
 
 class _AfterImport(importlib.abc.MetaPathFinder):
-    """Calls a vxperf entry point once a watched library's module has run (once per library)."""
+    """Calls a vxperf entry point once a watched library's module has run (once per library).
+    A library is watched until its module runs, not only until it is first looked for: the
+    libraries ask `importlib.util.find_spec` whether each other is installed (accelerate asks
+    for diffusers as it loads), which finds a spec and runs nothing."""
 
     def __init__(self) -> None:
         self.waiting = {"diffusers": "install", "accelerate": "install_training"}
@@ -71,7 +74,7 @@ class _AfterImport(importlib.abc.MetaPathFinder):
     def find_spec(self, name: str, path: Sequence[str] | None = None,
                   target: types.ModuleType | None = None,
                   ) -> importlib.machinery.ModuleSpec | None:
-        entry = self.waiting.pop(name, None)
+        entry = self.waiting.get(name)
         if entry is None:
             return None
         for finder in sys.meta_path:
@@ -90,7 +93,8 @@ class _AfterImport(importlib.abc.MetaPathFinder):
 
         def run_then_measure(module: types.ModuleType) -> None:
             run(module)
-            _measure(entry)
+            if self.waiting.pop(name, None) is not None:
+                _measure(entry)
 
         loader.exec_module = run_then_measure  # type: ignore[method-assign,union-attr]
         return spec

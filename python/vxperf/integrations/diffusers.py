@@ -42,6 +42,16 @@ def pipeline_base() -> type | None:
     return getattr(module, "DiffusionPipeline", None) if module is not None else None
 
 
+def is_pipeline_base(cls: type) -> bool:
+    """Whether `cls` is diffusers' DiffusionPipeline itself."""
+    return cls.__name__ == "DiffusionPipeline" and cls.__module__.startswith("diffusers.")
+
+
+def is_pipeline_class(cls: type) -> bool:
+    """Whether `cls` derives from diffusers' DiffusionPipeline (without importing it)."""
+    return any(is_pipeline_base(c) for c in cls.__mro__[1:])
+
+
 def model_mixin() -> type | None:
     """diffusers' ModelMixin (a whole model, not a building block), or None."""
     return _training.library_class("diffusers.models.modeling_utils", "ModelMixin")
