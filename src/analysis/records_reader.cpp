@@ -365,7 +365,13 @@ class Reading {
     } else if (batch.whole) {
       // Joined, else (an error, or a file the handler cannot join) read again here: an error is
       // then said where a read on this thread says it, after everything before it.
-      if (batch.error || !stream_.join(*batch.whole)) {
+      bool joined = false;
+      try {
+        joined = !batch.error && stream_.join(*batch.whole);
+      } catch (const std::bad_alloc&) {
+        out_of_memory(stream_, file.name, 0);
+      }
+      if (!joined) {
         batch.whole.reset();  // what the worker made of it given up first
         read_again(file, batch);
       }
