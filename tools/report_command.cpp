@@ -166,6 +166,8 @@ int run(int argc, char** argv) {
   try {
     if (!compare.empty()) {
       BothHandlers a, b;
+      a.report.set_threads(options.threads);
+      b.report.set_threads(options.threads);
       analysis::stream_record_files({compare[0]}, a, options);
       analysis::stream_record_files({compare[1]}, b, options);
       analysis::Report ra = a.report.finish({compare[0]}), rb = b.report.finish({compare[1]});
@@ -223,11 +225,13 @@ int run(int argc, char** argv) {
       }
     } else if (html_path.empty()) {
       analysis::ReportBuilder builder;
+      builder.set_threads(options.threads);
       analysis::stream_record_files(files, builder, options);
       report = builder.finish(files);
       print_warnings(report.warnings);
     } else {
       BothHandlers both;
+      both.report.set_threads(options.threads);
       analysis::stream_record_files(files, both, options);
       report = both.report.finish(files);
       print_warnings(report.warnings);

@@ -291,6 +291,9 @@ class ReportBuilder : public RecordHandler {
   // or a request of several ranks of it, came in an earlier file.
   std::unique_ptr<RecordHandler> file_handler() override;
   bool join_file(RecordHandler& file) override;
+  // The threads finish() may use, as ReadOptions::threads: 0 (the default), the stragglers' walk
+  // and the run's summaries beside the ranks' on threads of their own; 1, this thread alone.
+  void set_threads(int threads);
   Report finish(std::vector<std::string> sources = {}) const;
 
   // `vxperf report --partial` and `--merge` (docs/COMMANDS.md, "Split and merged"). A partial:

@@ -1055,6 +1055,7 @@ struct ReportBuilder::State {
   FieldValues fields;  // the record's at hand (its buffers kept from one record to the next)
   // The first line skipped as no record: what the reader throws when no file gave a record.
   std::optional<std::tuple<std::string, int, std::string>> first_bad;
+  int threads = 0;  // the report's end's, as ReadOptions::threads (set_threads)
   // A merge's: the partial each rank came from, and each request of several ranks.
   std::map<int, std::string> rank_from;
   std::map<std::pair<int, std::int64_t>, std::string> request_from;
@@ -1283,7 +1284,8 @@ std::optional<JobLedger> job_ledger(const Ranks& st_ranks, const Report& report)
 // The seconds each rank is charged, by phase.
 using LostSeconds = std::map<int, std::array<double, kPhaseCount>>;
 
-LostSeconds straggler_lost(const std::vector<const WindowPhases*>& rank_windows) {
+// `threads`: as ReadOptions::threads (1: the calling thread alone).
+LostSeconds straggler_lost(const std::vector<const WindowPhases*>& rank_windows, int threads) {
   // What each window charges its slowest rank, the windows walked in parts on threads of their
   // own; added up here in key order (the sums one walk makes).
   struct Charge {
@@ -1292,10 +1294,12 @@ LostSeconds straggler_lost(const std::vector<const WindowPhases*>& rank_windows)
   };
   std::size_t entries = 0;
   for (const WindowPhases* w : rank_windows) entries += w->bytes();
-  // A thread a core, at most 4, for a job of many ranks' windows (a few ranks': one).
+  // A thread a core (or as many as asked), at most 4, for a job of many ranks' windows (a few
+  // ranks': one).
+  const unsigned most = threads > 0 ? static_cast<unsigned>(threads) : 4u;
   const std::size_t parts = entries < (std::size_t{1} << 20)
                                 ? 1
-                                : std::clamp(std::thread::hardware_concurrency(), 1u, 4u);
+                                : std::clamp(std::thread::hardware_concurrency(), 1u, most);
   std::vector<std::vector<Charge>> charges(parts);
   std::vector<std::vector<double>> buffers(parts);
   WindowPhases::for_each_merged(
@@ -1373,6 +1377,7 @@ void ReportBuilder::begin_file(const std::string& name) {
   state_->parts.back().name = name;
 }
 void ReportBuilder::end_file(const std::string&) { state_->give_back_room(); }
+void ReportBuilder::set_threads(int threads) { state_->threads = threads; }
 
 std::unique_ptr<RecordHandler> ReportBuilder::file_handler() {
   return std::make_unique<ReportBuilder>();
@@ -1495,19 +1500,23 @@ Report ReportBuilder::finish(std::vector<std::string> sources) const {
       report.training = training.summary(p50s, p95s);
     }
   };
+  // --threads 1: every part of it on this thread, in the same order.
+  const bool alone = st.threads == 1;
   std::future<void> run;
   try {
-    run = std::async(std::launch::async, run_summaries);
+    if (!alone) run = std::async(std::launch::async, run_summaries);
   } catch (const std::system_error&) {
-    run_summaries();
   }
+  if (!run.valid()) run_summaries();
   // What the stragglers cost, from the job's windows (the ranks' in rank order): a walk of every
   // rank's windows and a median per window and phase, on a thread of its own beside the rest.
   std::vector<const WindowPhases*> rank_windows;
   for (const auto& [rank, r] : st.ranks) rank_windows.push_back(&r.by_window);
   std::future<LostSeconds> lost;
   try {
-    lost = std::async(std::launch::async, straggler_lost, std::cref(rank_windows));
+    if (!alone) {
+      lost = std::async(std::launch::async, straggler_lost, std::cref(rank_windows), st.threads);
+    }
   } catch (const std::system_error&) {
   }
   std::vector<RankSummary> ranks;
@@ -1617,7 +1626,8 @@ Report ReportBuilder::finish(std::vector<std::string> sources) const {
   }
   // The scores while the stragglers' walk ends (they read none of what it gives).
   phase_scores(st.ranks, report);
-  straggler_costs(lost.valid() ? lost.get() : straggler_lost(rank_windows), report.ranks);
+  straggler_costs(lost.valid() ? lost.get() : straggler_lost(rank_windows, st.threads),
+                  report.ranks);
   report.job_ledger = job_ledger(st.ranks, report);
   return report;
 }
