@@ -1,4 +1,5 @@
 #include <cstdio>
+#include <memory>
 #include <optional>
 #include <stdexcept>
 #include <string>
@@ -31,7 +32,8 @@ const Command kReportCommand = {
     "median step (the live view's rule; step times alone for inference).\n"
     "Files are read in one streaming pass: memory holds per-rank sums and the numbers the\n"
     "percentiles are over, not the records (--html keeps ~140 bytes a window, ~40 a request).\n"
-    "Lines are parsed on every core, the report built from them in input order.\n"
+    "Lines are parsed on every core, the report built from them in input order\n"
+    "(several files: each read and summed by a worker, added in file order).\n"
     "A line that is no record (torn, another tool's JSON, a wrong field) is said once per file\n"
     "with its line, the rest read; so are timestamps going backwards. Input with no record at\n"
     "all is an error (exit 2), as is any bad line with --strict.\n\n"
@@ -82,6 +84,16 @@ struct BothHandlers : analysis::RecordHandler {
   }
   void bad_line(const std::string& name, int line, const std::string& message) override {
     report.bad_line(name, line, message);
+  }
+  void end_file(const std::string& name) override { report.end_file(name); }
+  std::unique_ptr<analysis::RecordHandler> file_handler() override {
+    return std::make_unique<BothHandlers>();
+  }
+  bool join_file(analysis::RecordHandler& file) override {
+    auto& from = dynamic_cast<BothHandlers&>(file);
+    if (!charts.joinable(from.charts) || !report.join_file(from.report)) return false;
+    charts.join(from.charts);
+    return true;
   }
 };
 
@@ -154,6 +166,8 @@ int run(int argc, char** argv) {
   try {
     if (!compare.empty()) {
       BothHandlers a, b;
+      a.report.set_threads(options.threads);
+      b.report.set_threads(options.threads);
       analysis::stream_record_files({compare[0]}, a, options);
       analysis::stream_record_files({compare[1]}, b, options);
       analysis::Report ra = a.report.finish({compare[0]}), rb = b.report.finish({compare[1]});
@@ -211,11 +225,13 @@ int run(int argc, char** argv) {
       }
     } else if (html_path.empty()) {
       analysis::ReportBuilder builder;
+      builder.set_threads(options.threads);
       analysis::stream_record_files(files, builder, options);
       report = builder.finish(files);
       print_warnings(report.warnings);
     } else {
       BothHandlers both;
+      both.report.set_threads(options.threads);
       analysis::stream_record_files(files, both, options);
       report = both.report.finish(files);
       print_warnings(report.warnings);

@@ -4,6 +4,7 @@
 
 #include <cstdint>
 #include <istream>
+#include <memory>
 #include <stdexcept>
 #include <string>
 #include <vector>
@@ -80,6 +81,21 @@ class RecordHandler {
   virtual void repeated_file(const std::string& name, const std::string& earlier) {
     (void)name;
     (void)earlier;
+  }
+  // The file's records and warnings are over (stream_record_files, after each file's last).
+  virtual void end_file(const std::string& name) { (void)name; }
+
+  // Files read whole, several at once (stream_record_files, given more than one file and more
+  // than one thread): a new, empty handler of this kind, which takes one file's records on a
+  // worker thread; null (the default): every record comes to this handler, in input order.
+  virtual std::unique_ptr<RecordHandler> file_handler() { return nullptr; }
+  // Such a handler, its file read, handed back on the calling thread in file order (after the
+  // files before it): true when this handler now holds what it would if that file's records and
+  // warnings had come to it one by one; false, leaving both as they were, when it cannot (the
+  // file shares a rank with an earlier one, say): the file is then read again into this one.
+  virtual bool join_file(RecordHandler& file) {
+    (void)file;
+    return false;
   }
 };
 

@@ -285,6 +285,15 @@ class ReportBuilder : public RecordHandler {
   void torn_line(const std::string& name) override;
   void repeated_file(const std::string& name, const std::string& earlier) override;
   void bad_line(const std::string& name, int line, const std::string& message) override;
+  void end_file(const std::string& name) override;
+  // A file's records taken on a worker by a builder of their own, joined here as its file's part
+  // and its ranks' state (what a partial of it holds, without its bytes): not when a rank of it,
+  // or a request of several ranks of it, came in an earlier file.
+  std::unique_ptr<RecordHandler> file_handler() override;
+  bool join_file(RecordHandler& file) override;
+  // The threads finish() may use, as ReadOptions::threads: 0 (the default), the stragglers' walk
+  // and the run's summaries beside the ranks' on threads of their own; 1, this thread alone.
+  void set_threads(int threads);
   Report finish(std::vector<std::string> sources = {}) const;
 
   // `vxperf report --partial` and `--merge` (docs/COMMANDS.md, "Split and merged"). A partial:
@@ -331,6 +340,12 @@ class ChartData : public RecordHandler {
   void request(const RequestRecord& record) override;
   void window(const TrainWindowRecord& record) override;
   void warning(const std::string&) override {}
+
+  // What another ChartData took of the records after this one's, added here as though this one
+  // had taken them (`joinable`: whether it can be; not when the other names more phases than
+  // are charted, which one reading would have charted by their names' place among all files').
+  bool joinable(const ChartData& later) const;
+  void join(ChartData& later);
 
   struct Impl;
   const Impl& impl() const { return *impl_; }

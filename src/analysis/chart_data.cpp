@@ -99,4 +99,51 @@ void ChartData::window(const TrainWindowRecord& w) {
   impl_->windows.push_back(point);
 }
 
+bool ChartData::joinable(const ChartData& later) const {
+  const Impl& from = *later.impl_;
+  if (from.phase_names.size() > Impl::kMaxPhases) return false;
+  if (from.last_bars.empty()) return true;
+  // A bar's stages run to its last stage's index: the same bar only where each stage keeps its
+  // index here (their names in the same order, the new ones after these).
+  std::size_t fresh = impl_->stage_names.size();
+  for (std::size_t k = 0; k < from.stage_names.size(); ++k) {
+    const auto& names = impl_->stage_names;
+    auto it = std::find(names.begin(), names.end(), from.stage_names[k]);
+    std::size_t at = it != names.end() ? static_cast<std::size_t>(it - names.begin()) : fresh++;
+    if (at != k) return false;
+  }
+  return true;
+}
+
+void ChartData::join(ChartData& later) {
+  Impl& from = *later.impl_;
+  Impl& c = *impl_;
+  // Phases and stages by this one's index of their names, as one reading names them in order.
+  std::vector<std::size_t> phase_at;
+  for (const std::string& phase : from.phase_names) phase_at.push_back(c.phase_index(phase));
+  c.windows.reserve(c.windows.size() + from.windows.size());
+  for (const Impl::Window& w : from.windows) {
+    Impl::Window point = w;
+    point.phase_s = {};
+    for (std::size_t k = 0; k < phase_at.size() && k < Impl::kMaxPhases; ++k) {
+      if (phase_at[k] < Impl::kMaxPhases) point.phase_s[phase_at[k]] = w.phase_s[k];
+    }
+    c.windows.push_back(point);
+  }
+  c.requests.insert(c.requests.end(), from.requests.begin(), from.requests.end());
+  std::vector<std::size_t> stage_at;
+  for (const std::string& stage : from.stage_names) stage_at.push_back(c.stage_index(stage));
+  for (Impl::Bar& bar : from.last_bars) {
+    std::vector<float> own = std::move(bar.stage_s);
+    bar.stage_s.clear();
+    for (std::size_t k = 0; k < own.size(); ++k) {
+      if (bar.stage_s.size() <= stage_at[k]) bar.stage_s.resize(stage_at[k] + 1, 0.0F);
+      bar.stage_s[stage_at[k]] = own[k];
+    }
+    c.last_bars.push_back(std::move(bar));
+    if (c.last_bars.size() > svg::kMaxBars) c.last_bars.pop_front();
+  }
+  later.impl_ = std::make_unique<Impl>();
+}
+
 }  // namespace vxperf::analysis

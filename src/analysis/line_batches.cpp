@@ -11,14 +11,6 @@
 namespace vxperf::analysis {
 namespace {
 
-bool blank(const char* data, std::size_t size) {
-  for (std::size_t i = 0; i < size; ++i) {
-    char c = data[i];
-    if (c != ' ' && c != '\t' && c != '\r') return false;
-  }
-  return true;
-}
-
 // The record read into the batch's next slot; the record the slot held from the batch's last use
 // goes back to the reader, its vectors' storage for the next line. Returns the slot.
 // The storage a record's reading reuses from one line to the next (what its reset keeps).
@@ -57,75 +49,74 @@ std::string as_text(const RecordLineReader& reader, RecordLineReader::Got got) {
 }  // namespace
 
 void LineBatch::parse(RecordLineReader& reader) {
-  using Got = RecordLineReader::Got;
   try {
     if (fill) {
       auto read = std::move(fill);
       fill = nullptr;
-      read(*this);
+      read(*this, reader);
     }
-    const char* base = text.data() + offset;
-    std::size_t begin = 0;
-    std::int64_t number = 1;
-    // Room for the records of lines as long as the shortest vxperf writes, so that a batch's
-    // records are never moved to grow their vector.
-    std::size_t room = size / 400 + 1;
-    lines.reserve(room);
-    while (begin < size) {
-      auto* newline = static_cast<const char*>(std::memchr(base + begin, '\n', size - begin));
-      std::size_t end = newline != nullptr ? static_cast<std::size_t>(newline - base) : size;
-      const char* data = base + begin;
-      std::size_t length = end - begin;
-      Line line{number++, newline != nullptr || ends_complete};
-      line_count = line.number;
-      begin = end + 1;
-      if (length == 0 || blank(data, length)) continue;
-      line.got = reader.read(data, length);
-      if (check_fast_path && reader.fast()) {
-        std::string fast = as_text(reader, line.got);
-        Got again = reader.read_dom(data, length);
-        if ((again != line.got || as_text(reader, again) != fast) && disagreed_at == 0) {
-          disagreed_at = line.number;
-          disagreement =
-              "the fast path read " + fast + " where the DOM walk reads " + as_text(reader, again);
-        }
-      }
-      switch (line.got) {
-        case Got::kRequest:
-          line.index = keep(requests, request_count, reader.request(), room);
-          break;
-        case Got::kWindow:
-          line.index = keep(windows, window_count, reader.window(), room);
-          break;
-        case Got::kEnd:
-          line.index = keep(ends, end_count, reader.end(), 1);
-          break;
-        case Got::kWrong:
-          line.index = problems.size();
-          problems.push_back(reader.problem());
-          break;
-        case Got::kNotJson:
-          break;
-      }
-      lines.push_back(line);
-    }
+    parse_lines(reader);
   } catch (...) {
     error = std::current_exception();
   }
 }
 
-void LineBatch::reuse() {
+void LineBatch::parse_lines(RecordLineReader& reader) {
+  using Got = RecordLineReader::Got;
+  // Room for the records of lines as long as the shortest vxperf writes, so that a batch's
+  // records are never moved to grow their vector.
+  const std::size_t room = size / 400 + 1;
+  lines.reserve(room);
+  each_line([&](const char* data, std::size_t length, std::int64_t number, bool complete) {
+    Line line{number, complete};
+    line.got = reader.read(data, length);
+    if (check_fast_path && reader.fast()) {
+      std::string fast = as_text(reader, line.got);
+      Got again = reader.read_dom(data, length);
+      if ((again != line.got || as_text(reader, again) != fast) && disagreed_at == 0) {
+        disagreed_at = line.number;
+        disagreement =
+            "the fast path read " + fast + " where the DOM walk reads " + as_text(reader, again);
+      }
+    }
+    switch (line.got) {
+      case Got::kRequest:
+        line.index = keep(requests, request_count, reader.request(), room);
+        break;
+      case Got::kWindow:
+        line.index = keep(windows, window_count, reader.window(), room);
+        break;
+      case Got::kEnd:
+        line.index = keep(ends, end_count, reader.end(), 1);
+        break;
+      case Got::kWrong:
+        line.index = problems.size();
+        problems.push_back(reader.problem());
+        break;
+      case Got::kNotJson:
+        break;
+    }
+    lines.push_back(line);
+  });
+}
+
+void LineBatch::clear_lines() {
   offset = 0;
   size = 0;
-  fill = nullptr;
   ends_complete = true;
   lines.clear();
   line_count = 0;
   request_count = window_count = end_count = 0;  // the records stay, for a reader's next lines
   problems.clear();
-  error = nullptr;
   disagreed_at = 0;
   disagreement.clear();
+}
+
+void LineBatch::reuse() {
+  clear_lines();
+  fill = nullptr;
+  whole.reset();
+  error = nullptr;
 }
 
 LineBatches::LineBatches(unsigned workers) {

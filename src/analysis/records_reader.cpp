@@ -3,11 +3,13 @@
 //
 // A regular file is cut into parts that the worker parsing each reads itself; other input (a pipe)
 // is cut into batches from a fixed buffer on the calling thread (grown only for a longer line). The
-// batches come back in input order. Each line is read by the tables' one reading walk
-// (schema/field_reader.h) over simdjson's On-Demand API, taking the fields in the order the writer
-// wrote them (analysis/ondemand_object.h); a line that path gives up on (out of order, unknown
-// fields, malformed) is read again over simdjson's DOM (schema/json_dom.h), which gives the record
-// or the message. A record is handed to the handler and forgotten.
+// batches come back in input order. Given several files, a regular one is instead read, parsed and
+// handed over whole on a worker, to a handler of its own that the calling thread joins to its
+// handler in file order (RecordHandler::file_handler, join_file). Each line is read by the tables'
+// one reading walk (schema/field_reader.h) over simdjson's On-Demand API, taking the fields in the
+// order the writer wrote them (analysis/ondemand_object.h); a line that path gives up on (out of
+// order, unknown fields, malformed) is read again over simdjson's DOM (schema/json_dom.h), which
+// gives the record or the message. A record is handed to the handler and forgotten.
 #include "vxperf/records_reader.h"
 
 #include <fcntl.h>
@@ -29,6 +31,7 @@
 #include <optional>
 #include <stdexcept>
 #include <string_view>
+#include <tuple>
 #include <vector>
 
 #include "analysis/file_bytes.h"
@@ -49,6 +52,31 @@ class Stream {
   bool have_problem() const { return !first_problem_.empty(); }
   [[noreturn]] void throw_first_problem() const {
     throw InputError(first_problem_file_, first_problem_line_, first_problem_);
+  }
+
+  // A file with the same bytes as `earlier`, read before it: not read (said in its place).
+  void repeated(const std::string& name, const std::string& earlier) {
+    handler_.warning(repeated_file_warning(name, earlier));
+    handler_.repeated_file(name, earlier);
+  }
+
+  // What a file read whole into a handler of its own (`file`, its stream there) gave: kept for
+  // joining it to this stream.
+  void kept_by(LineBatch::WholeFile& file) const {
+    file.records = records_;
+    if (have_problem()) {
+      file.first_problem.emplace(first_problem_file_, first_problem_line_, first_problem_);
+    }
+  }
+  // Such a file, after the files before it: its handler joined to this one's (false: it cannot
+  // be, and nothing changed).
+  bool join(LineBatch::WholeFile& file) {
+    if (!handler_.join_file(*file.handler)) return false;
+    records_ += file.records;
+    if (!have_problem() && file.first_problem) {
+      std::tie(first_problem_file_, first_problem_line_, first_problem_) = *file.first_problem;
+    }
+    return true;
   }
 
   void begin_file(const std::string& name) {
@@ -72,6 +100,7 @@ class Stream {
                        " more records whose ts goes backwards (the last at line " +
                        std::to_string(last_backwards_line_) + ")");
     }
+    handler_.end_file(name_);
   }
 
   // A parsed batch of the current file, in input order: its records handed over, its problems
@@ -95,19 +124,34 @@ class Stream {
           deliver(batch.ends[l.index], line);
           break;
         case RecordLineReader::Got::kNotJson:
-          // Only a last line without its newline can be a writer that died mid-write.
-          if (!l.complete) {
-            handler_.warning(name_ + ":" + std::to_string(line) +
-                             ": torn last line skipped (not complete JSON)");
-            handler_.torn_line(name_);
-          } else {
-            bad(line, "not valid JSON");
-          }
+          not_json(line, l.complete);
           break;
         case RecordLineReader::Got::kWrong:
           bad(line, batch.problems[l.index]);
           break;
       }
+    }
+  }
+
+  // A line as `reader` read it (`got`), handed over or said at once: what apply does with a
+  // parsed batch's line, without keeping the record (a file read whole on a worker).
+  void take(RecordLineReader& reader, RecordLineReader::Got got, std::int64_t line, bool complete) {
+    switch (got) {
+      case RecordLineReader::Got::kRequest:
+        deliver(reader.request(), line);
+        break;
+      case RecordLineReader::Got::kWindow:
+        deliver(reader.window(), line);
+        break;
+      case RecordLineReader::Got::kEnd:
+        deliver(reader.end(), line);
+        break;
+      case RecordLineReader::Got::kNotJson:
+        not_json(line, complete);
+        break;
+      case RecordLineReader::Got::kWrong:
+        bad(line, reader.problem());
+        break;
     }
   }
 
@@ -126,6 +170,17 @@ class Stream {
     check_order(2, e.rank, e.ts, line);
     ++records_;
     handler_.end(e);
+  }
+
+  void not_json(std::int64_t line, bool complete) {
+    // Only a last line without its newline can be a writer that died mid-write.
+    if (!complete) {
+      handler_.warning(name_ + ":" + std::to_string(line) +
+                       ": torn last line skipped (not complete JSON)");
+      handler_.torn_line(name_);
+    } else {
+      bad(line, "not valid JSON");
+    }
   }
 
   void bad(std::int64_t line, const std::string& message) {
@@ -183,8 +238,51 @@ constexpr std::size_t kChunk = 256 << 10;
 // it, then the padding (so that a part seldom grows its buffer).
 constexpr std::size_t kBuffer = kChunk + (8 << 10) + simdjson::SIMDJSON_PADDING;
 
+// A regular file at most this big is read whole by one worker when several files are read (a
+// bigger one is cut into parts that every worker parses): a job's rank files.
+constexpr off_t kWholeFile = off_t{256} << 20;
+
+void read_part(LineBatch& batch, int fd, const std::string& name, off_t begin, off_t end);
+std::uint64_t start_hash(std::string_view start);
+bool same_bytes(const std::string& a, const std::string& b);
+// The bytes of a file's start hashed for finding a file named twice.
+constexpr std::size_t kStartHashed = std::size_t{16} << 10;
+
+// A regular file of `size` bytes read on a worker into the batch's own handler, a part at a time
+// into its buffer: what a read on one thread hands over, the file's warnings included.
+void read_whole(LineBatch& batch, RecordLineReader& reader, int fd, const std::string& name,
+                off_t size, const ReadOptions& options) {
+  Stream stream(*batch.whole->handler, options);
+  stream.begin_file(name);
+  std::int64_t lines = 0;
+  for (off_t begin = 0; begin < size; begin += static_cast<off_t>(kChunk)) {
+    read_part(batch, fd, name, begin, std::min(size, begin + static_cast<off_t>(kChunk)));
+    if (begin == 0) {
+      // Its start's hash, for the calling thread to find it read before (a file named twice).
+      batch.whole->start_hash = start_hash(std::string_view(
+          batch.text.data(), std::min(kStartHashed, static_cast<std::size_t>(size))));
+    }
+    if (options.check_fast_path) {
+      batch.parse_lines(reader);
+      stream.apply(batch, lines);
+    } else {
+      // Each record handed over as it is read, in the reader's own (a batch of records moved
+      // into place and read back was a few percent of the report).
+      batch.each_line([&](const char* data, std::size_t size, std::int64_t number, bool complete) {
+        stream.take(reader, reader.read(data, size), lines + number, complete);
+      });
+    }
+    lines += batch.line_count;
+    batch.clear_lines();
+  }
+  stream.end_file();
+  stream.kept_by(*batch.whole);
+}
+
 // Batches of lines to the parsers and back into the stream in order: each file's lines cut into
-// batches of whole lines, parsed on the workers while the next are read, applied as they come back.
+// batches of whole lines, parsed on the workers while the next are read, applied as they come
+// back; or, when several files are read, each file read whole into a handler of its own on a
+// worker (its records accumulated there too) and that handler joined to the stream's in order.
 class Reading {
  public:
   Reading(Stream& stream, const ReadOptions& options, unsigned workers)
@@ -207,7 +305,9 @@ class Reading {
 
   // Files are given whole, one after the other: begin (its first line's number), batches, end.
   void begin_file(const std::string& name, std::int64_t first_line = 1) {
-    files_.push_back({name, 0, first_line - 1});
+    files_.emplace_back();
+    files_.back().name = name;
+    files_.back().lines = first_line - 1;
   }
   void give(LineBatch batch) {
     ++files_.back().batches;
@@ -215,6 +315,26 @@ class Reading {
     batches_.submit(std::move(batch));
   }
   void end_file() { files_.back().ended = true, apply_ended(); }
+  // A regular file read whole on a worker into `own` (file_handler()'s), joined to the stream's
+  // handler in file order; read again on this thread into that handler where it cannot be.
+  // `repeat`: another file has its size, so that it may be a repeat (said in its place, then).
+  void give_whole(const std::shared_ptr<const int>& file, off_t size, const std::string& name,
+                  std::unique_ptr<RecordHandler> own, bool repeat) {
+    begin_file(name);
+    files_.back().whole = true;
+    files_.back().repeat = repeat;
+    files_.back().fd = file;
+    files_.back().size = size;
+    LineBatch batch = fresh();
+    batch.whole.emplace();
+    batch.whole->handler = std::move(own);
+    const ReadOptions* options = &options_;
+    batch.fill = [file, name, size, options](LineBatch& b, RecordLineReader& reader) {
+      read_whole(b, reader, *file, name, size, *options);
+    };
+    give(std::move(batch));
+    end_file();
+  }
   // Everything given, applied (before an error is said, so that what came before it is handed
   // over first, as a reading on one thread would).
   void drain() {
@@ -229,18 +349,43 @@ class Reading {
     std::int64_t batches = 0;  // given, not yet applied
     std::int64_t lines = 0;    // applied so far (before the first: the first's number - 1)
     bool begun = false, ended = false;
+    // Read whole on a worker (give_whole): the file and its size, to read it again here.
+    bool whole = false;
+    bool repeat = false;  // it may repeat an earlier file: its size is another's
+    std::shared_ptr<const int> fd;
+    off_t size = 0;
   };
 
   void apply_one() {
     File& file = files_.front();
-    if (!file.begun) stream_.begin_file(file.name), file.begun = true;
     LineBatch batch = batches_.take();
-    try {
-      stream_.apply(batch, file.lines);
-    } catch (const std::bad_alloc&) {
-      out_of_memory(stream_, file.name, file.lines + 1);
+    if (batch.whole && file.repeat && repeats(file, batch.whole->start_hash)) {
+      batch.whole.reset();  // the same bytes as a file before it: not read, as one thread does
+      file.begun = true;
+    } else if (batch.whole) {
+      // Joined, else (an error, or a file the handler cannot join) read again here: an error is
+      // then said where a read on this thread says it, after everything before it.
+      bool joined = false;
+      try {
+        joined = !batch.error && stream_.join(*batch.whole);
+      } catch (const std::bad_alloc&) {
+        out_of_memory(stream_, file.name, 0);
+      }
+      if (!joined) {
+        batch.whole.reset();  // what the worker made of it given up first
+        read_again(file, batch);
+      }
+      batch.whole.reset();
+      file.begun = true;
+    } else {
+      if (!file.begun) stream_.begin_file(file.name), file.begun = true;
+      try {
+        stream_.apply(batch, file.lines);
+      } catch (const std::bad_alloc&) {
+        out_of_memory(stream_, file.name, file.lines + 1);
+      }
+      file.lines += batch.line_count;
     }
-    file.lines += batch.line_count;
     --file.batches;
     batch.text.resize(std::max(batch.text.size(), kBuffer));
     if (spare_.size() < 2 * batches_.capacity()) spare_.push_back(std::move(batch));
@@ -249,10 +394,48 @@ class Reading {
   // Files whose batches have all been applied: ended in the stream.
   void apply_ended() {
     while (!files_.empty() && files_.front().ended && files_.front().batches == 0) {
-      if (!files_.front().begun) stream_.begin_file(files_.front().name);
-      stream_.end_file();
+      if (!files_.front().whole) {
+        if (!files_.front().begun) stream_.begin_file(files_.front().name);
+        stream_.end_file();
+      }
       files_.pop_front();
     }
+  }
+  // Whether a file read whole holds the same bytes as one read before it (the first such is said
+  // as what it repeats); else it is one more that later ones may repeat. As repeated_files finds
+  // it before the reading, here for the files the workers read whole, which hash their starts.
+  bool repeats(const File& file, std::uint64_t hash) {
+    std::vector<std::string>& same = distinct_[{file.size, hash}];
+    for (const std::string& earlier : same) {
+      if (same_bytes(earlier, file.name)) {
+        stream_.repeated(file.name, earlier);
+        return true;
+      }
+    }
+    same.push_back(file.name);
+    return false;
+  }
+  // A file read whole, read again on this thread into the stream's handler, a part at a time
+  // into `batch`'s buffer.
+  void read_again(const File& file, LineBatch& batch) {
+    if (!reader_) reader_.emplace();
+    stream_.begin_file(file.name);
+    std::int64_t lines = 0;
+    for (off_t begin = 0; begin < file.size; begin += static_cast<off_t>(kChunk)) {
+      batch.clear_lines();
+      batch.error = nullptr;
+      read_part(batch, *file.fd, file.name, begin,
+                std::min(file.size, begin + static_cast<off_t>(kChunk)));
+      try {
+        batch.parse_lines(*reader_);
+        stream_.apply(batch, lines);
+      } catch (const std::bad_alloc&) {
+        out_of_memory(stream_, file.name, lines + 1);
+      }
+      lines += batch.line_count;
+    }
+    batch.clear_lines();
+    stream_.end_file();
   }
 
   Stream& stream_;
@@ -260,6 +443,9 @@ class Reading {
   LineBatches batches_;
   std::deque<File> files_;  // begun, not yet ended in the stream
   std::vector<LineBatch> spare_;
+  std::optional<RecordLineReader> reader_;  // read_again's
+  // The files read whole that may repeat, by size and start's hash: those read, in order.
+  std::map<std::pair<off_t, std::uint64_t>, std::vector<std::string>> distinct_;
 };
 
 // Newlines in [data, data + size), a memchr a line (a byte-by-byte count was an eighth of the
@@ -394,7 +580,7 @@ void read_parts(const std::shared_ptr<const int>& file, off_t size, const std::s
     for (off_t begin = 0; begin < size; begin += static_cast<off_t>(kChunk)) {
       off_t end = std::min(size, begin + static_cast<off_t>(kChunk));
       LineBatch batch = reading.fresh();
-      batch.fill = [file, name, begin, end](LineBatch& b) {
+      batch.fill = [file, name, begin, end](LineBatch& b, RecordLineReader&) {
         read_part(b, *file, name, begin, end);
       };
       reading.give(std::move(batch));
@@ -515,13 +701,10 @@ namespace {
 // The first 16 KiB of a file hashed a word at a time, to group files that may be the same (those
 // of one hash are then compared byte for byte): a job's rank files of one size differ in their
 // first lines. FNV-1a a byte at a time over 64 KiB of each was 6% of a report on 1024 rank files.
-std::optional<std::uint64_t> start_hash(const std::string& path) {
-  FileBytes file(path);
-  auto piece = file.next(std::size_t{16} << 10);
-  if (!piece) return std::nullopt;
-  std::uint64_t h = piece->size();
-  const char* p = piece->data();
-  const char* end = p + piece->size();
+std::uint64_t start_hash(std::string_view start) {
+  std::uint64_t h = start.size();
+  const char* p = start.data();
+  const char* end = p + start.size();
   auto mix = [&h](std::uint64_t word) {
     h = (h ^ word) * 0x9E3779B97F4A7C15ull;
     h ^= h >> 29;
@@ -536,6 +719,12 @@ std::optional<std::uint64_t> start_hash(const std::string& path) {
   mix(tail);
   return h;
 }
+std::optional<std::uint64_t> start_hash_of(const std::string& path) {
+  FileBytes file(path);
+  auto piece = file.next(kStartHashed);
+  if (!piece) return std::nullopt;
+  return start_hash(*piece);
+}
 
 // Two files of one size: a piece of each at a time (pread gives a regular file's pieces whole).
 bool same_bytes(const std::string& a, const std::string& b) {
@@ -548,7 +737,11 @@ bool same_bytes(const std::string& a, const std::string& b) {
   }
 }
 
-std::vector<std::ptrdiff_t> repeated_files(const std::vector<std::string>& paths) {
+// For each path, the index of an earlier path with the same bytes, or -1. Files of a size another
+// has and at most `later` bytes (not empty) are left to the reading (-2): those a worker reads
+// whole, hashing their start as it reads it (Reading::repeats); a thousand rank files' starts read
+// here first were most of what the calling thread did before the workers began.
+std::vector<std::ptrdiff_t> repeated_files(const std::vector<std::string>& paths, off_t later) {
   std::vector<std::ptrdiff_t> earlier(paths.size(), -1);
   std::map<off_t, std::vector<std::size_t>> by_size;
   for (std::size_t i = 0; i < paths.size(); ++i) {
@@ -559,9 +752,13 @@ std::vector<std::ptrdiff_t> repeated_files(const std::vector<std::string>& paths
   }
   for (const auto& [size, group] : by_size) {
     if (group.size() < 2) continue;
+    if (size > 0 && size <= later) {
+      for (std::size_t i : group) earlier[i] = -2;
+      continue;
+    }
     std::map<std::uint64_t, std::vector<std::size_t>> by_hash;  // the distinct files of a hash
     for (std::size_t i : group) {
-      auto h = start_hash(paths[i]);
+      auto h = start_hash_of(paths[i]);
       if (!h) continue;
       auto& seen = by_hash[*h];
       for (std::size_t e : seen) {
@@ -603,13 +800,16 @@ void stream_records(std::istream& in, const std::string& name, RecordHandler& ha
 void stream_record_files(const std::vector<std::string>& paths, RecordHandler& handler,
                          const ReadOptions& options) {
   Stream stream(handler, options);
-  Reading reading(stream, options,
-                  options.threads == 0 ? LineBatches::default_workers()
-                                       : static_cast<unsigned>(std::max(options.threads, 1) - 1));
-  const std::vector<std::ptrdiff_t> repeats = repeated_files(paths);
+  const unsigned workers = options.threads == 0
+                               ? LineBatches::default_workers()
+                               : static_cast<unsigned>(std::max(options.threads, 1) - 1);
+  Reading reading(stream, options, workers);
+  // Several files on several threads: each read whole by a worker, if the handler can take them so.
+  const bool whole_files = workers > 0 && paths.size() > 1 && handler.file_handler() != nullptr;
+  const std::vector<std::ptrdiff_t> repeats = repeated_files(paths, whole_files ? kWholeFile : 0);
   for (std::size_t i = 0; i < paths.size(); ++i) {
     const std::string& path = paths[i];
-    if (repeats[i] >= 0) {
+    if (repeats[i] >= 0) {  // (-2: found as the file is read)
       const std::string& earlier = paths[static_cast<std::size_t>(repeats[i])];
       reading.drain();  // said in its place among the files' warnings
       handler.warning(repeated_file_warning(path, earlier));
@@ -636,7 +836,13 @@ void stream_record_files(const std::vector<std::string>& paths, RecordHandler& h
     });
     struct stat st {};
     if (::fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && st.st_size > 0) {
-      read_parts(file, st.st_size, path, reading);
+      std::unique_ptr<RecordHandler> own;
+      if (whole_files && st.st_size <= kWholeFile) own = handler.file_handler();
+      if (own) {
+        reading.give_whole(file, st.st_size, path, std::move(own), repeats[i] == -2);
+      } else {
+        read_parts(file, st.st_size, path, reading);
+      }
     } else {
       read_fd(fd, path, reading);  // a pipe, a device, an empty file: read as it comes
     }

@@ -12,6 +12,7 @@
 #include <stdexcept>
 #include <string_view>
 #include <system_error>
+#include <thread>
 #include <tuple>
 
 #include "analysis/attempt_ledgers.h"
@@ -1054,6 +1055,7 @@ struct ReportBuilder::State {
   FieldValues fields;  // the record's at hand (its buffers kept from one record to the next)
   // The first line skipped as no record: what the reader throws when no file gave a record.
   std::optional<std::tuple<std::string, int, std::string>> first_bad;
+  int threads = 0;  // the report's end's, as ReadOptions::threads (set_threads)
   // A merge's: the partial each rank came from, and each request of several ranks.
   std::map<int, std::string> rank_from;
   std::map<std::pair<int, std::int64_t>, std::string> request_from;
@@ -1066,6 +1068,16 @@ struct ReportBuilder::State {
     if (side->measured.fold_groups != run || side->warmup.fold_groups != run) {
       throw std::invalid_argument("requests of a rank where the run's were due, or the reverse");
     }
+  }
+
+  // The room past their windows of the ranks whose windows grew, given back.
+  void give_back_room() {
+    for (int r : grown) {
+      Rank& rank = ranks[r];
+      rank.by_window.shrink_to_fit();
+      rank.grown = false;
+    }
+    grown.clear();
   }
 
   // The file being read (a part of no file before the first).
@@ -1272,43 +1284,70 @@ std::optional<JobLedger> job_ledger(const Ranks& st_ranks, const Report& report)
 // The seconds each rank is charged, by phase.
 using LostSeconds = std::map<int, std::array<double, kPhaseCount>>;
 
-LostSeconds straggler_lost(const std::vector<const WindowPhases*>& rank_windows) {
+// `threads`: as ReadOptions::threads (1: the calling thread alone).
+LostSeconds straggler_lost(const std::vector<const WindowPhases*>& rank_windows, int threads) {
+  // What each window charges its slowest rank, the windows walked in parts on threads of their
+  // own; added up here in key order (the sums one walk makes).
+  struct Charge {
+    int rank = 0;
+    std::array<double, kPhaseCount> seconds{};
+  };
+  std::size_t entries = 0;
+  for (const WindowPhases* w : rank_windows) entries += w->bytes();
+  // A thread a core (or as many as asked), at most 4, for a job of many ranks' windows (a few
+  // ranks': one).
+  const unsigned most = threads > 0 ? static_cast<unsigned>(threads) : 4u;
+  const std::size_t parts = entries < (std::size_t{1} << 20)
+                                ? 1
+                                : std::clamp(std::thread::hardware_concurrency(), 1u, most);
+  std::vector<std::vector<Charge>> charges(parts);
+  std::vector<std::vector<double>> buffers(parts);
+  WindowPhases::for_each_merged(
+      rank_windows,
+      [&](std::size_t part, const WindowPhases::Key& span,
+          const std::vector<WindowPhases::Entry>& entries) {
+        std::vector<double>& values = buffers[part];
+        if (entries.size() < 2) return;
+        std::array<double, kPhaseCount> medians{};
+        for (int p = 0; p < kPhaseCount; ++p) {
+          values.clear();
+          bool spent = false;
+          for (const auto& e : entries) {
+            values.push_back(e.phases[static_cast<std::size_t>(p)]);
+            spent = spent || values.back() != 0;
+          }
+          // A phase no rank spent (a record's phases are a few of the table's): 0, without a copy
+          // and a selection of a thousand zeros.
+          medians[static_cast<std::size_t>(p)] = spent ? internal::median_in_place(values) : 0.0;
+        }
+        const WindowPhases::Entry* slowest = nullptr;
+        double most = 0;
+        for (const auto& e : entries) {
+          double excess = 0;
+          for (std::size_t p = 0; p < medians.size(); ++p) {
+            excess += std::max(0.0, e.phases[p] - medians[p]);
+          }
+          if (excess > most) {
+            most = excess;
+            slowest = &e;
+          }
+        }
+        if (slowest == nullptr) return;
+        Charge& charge = charges[part].emplace_back();
+        charge.rank = slowest->rank;
+        const double steps = WindowPhases::steps_of(span, *slowest);
+        for (std::size_t p = 0; p < medians.size(); ++p) {
+          charge.seconds[p] = std::max(0.0, slowest->phases[p] - medians[p]) * steps;
+        }
+      },
+      parts);
   LostSeconds lost;
-  std::vector<double> values;
-  WindowPhases::for_each_merged(rank_windows, [&](const WindowPhases::Key& span,
-                                                  const std::vector<WindowPhases::Entry>& entries) {
-    if (entries.size() < 2) return;
-    std::array<double, kPhaseCount> medians{};
-    for (int p = 0; p < kPhaseCount; ++p) {
-      values.clear();
-      bool spent = false;
-      for (const auto& e : entries) {
-        values.push_back(e.phases[static_cast<std::size_t>(p)]);
-        spent = spent || values.back() != 0;
-      }
-      // A phase no rank spent (a record's phases are a few of the table's): 0, without a copy
-      // and a selection of a thousand zeros.
-      medians[static_cast<std::size_t>(p)] = spent ? internal::median_in_place(values) : 0.0;
+  for (const std::vector<Charge>& part : charges) {
+    for (const Charge& charge : part) {
+      auto& charged = lost.try_emplace(charge.rank).first->second;
+      for (std::size_t p = 0; p < charged.size(); ++p) charged[p] += charge.seconds[p];
     }
-    const WindowPhases::Entry* slowest = nullptr;
-    double most = 0;
-    for (const auto& e : entries) {
-      double excess = 0;
-      for (std::size_t p = 0; p < medians.size(); ++p) {
-        excess += std::max(0.0, e.phases[p] - medians[p]);
-      }
-      if (excess > most) {
-        most = excess;
-        slowest = &e;
-      }
-    }
-    if (slowest == nullptr) return;
-    auto& charged = lost.try_emplace(slowest->rank).first->second;
-    const double steps = WindowPhases::steps_of(span, *slowest);
-    for (std::size_t p = 0; p < medians.size(); ++p) {
-      charged[p] += std::max(0.0, slowest->phases[p] - medians[p]) * steps;
-    }
-  });
+  }
   return lost;
 }
 
@@ -1333,14 +1372,42 @@ void straggler_costs(const LostSeconds& lost, std::vector<RankSummary>& ranks) {
 
 void ReportBuilder::warning(const std::string& text) { state_->part().warnings.push_back(text); }
 void ReportBuilder::begin_file(const std::string& name) {
-  for (int r : state_->grown) {
-    State::Rank& rank = state_->ranks[r];
-    rank.by_window.shrink_to_fit();
-    rank.grown = false;
-  }
-  state_->grown.clear();
+  state_->give_back_room();
   state_->parts.emplace_back();
   state_->parts.back().name = name;
+}
+void ReportBuilder::end_file(const std::string&) { state_->give_back_room(); }
+void ReportBuilder::set_threads(int threads) { state_->threads = threads; }
+
+std::unique_ptr<RecordHandler> ReportBuilder::file_handler() {
+  return std::make_unique<ReportBuilder>();
+}
+
+bool ReportBuilder::join_file(RecordHandler& file) {
+  auto* from = dynamic_cast<ReportBuilder*>(&file);
+  if (from == nullptr) return false;
+  State& st = *state_;
+  State& o = *from->state_;
+  // A rank's state, and a request of several ranks, are one reading's over every file: a file
+  // that has either from an earlier one is read again into this builder.
+  for (const auto& [rank, r] : o.ranks) {
+    if (st.ranks.find(rank) != st.ranks.end()) return false;
+  }
+  for (const auto& [key, part] : o.group_parts) {
+    if (st.group_parts.count(key) != 0) return false;
+  }
+  for (const auto& key : o.group_requests) {
+    if (st.group_requests.count(key) != 0) return false;
+  }
+  const std::size_t base = st.parts.size();
+  for (const auto& [key, part] : o.group_parts) st.group_parts.emplace(key, base + part);
+  st.group_requests.insert(o.group_requests.begin(), o.group_requests.end());
+  auto& ranks = st.ranks.entries();
+  for (auto& [rank, r] : o.ranks.entries()) ranks.emplace_hint(ranks.end(), rank, std::move(r));
+  for (State::FilePart& part : o.parts) st.parts.push_back(std::move(part));
+  if (!st.first_bad) st.first_bad = std::move(o.first_bad);
+  from->state_ = std::make_unique<State>();
+  return true;
 }
 void ReportBuilder::repeated_file(const std::string& name, const std::string& earlier) {
   // Said just before this by the reader, in the file before's part: its own part's.
@@ -1433,19 +1500,23 @@ Report ReportBuilder::finish(std::vector<std::string> sources) const {
       report.training = training.summary(p50s, p95s);
     }
   };
+  // --threads 1: every part of it on this thread, in the same order.
+  const bool alone = st.threads == 1;
   std::future<void> run;
   try {
-    run = std::async(std::launch::async, run_summaries);
+    if (!alone) run = std::async(std::launch::async, run_summaries);
   } catch (const std::system_error&) {
-    run_summaries();
   }
+  if (!run.valid()) run_summaries();
   // What the stragglers cost, from the job's windows (the ranks' in rank order): a walk of every
   // rank's windows and a median per window and phase, on a thread of its own beside the rest.
   std::vector<const WindowPhases*> rank_windows;
   for (const auto& [rank, r] : st.ranks) rank_windows.push_back(&r.by_window);
   std::future<LostSeconds> lost;
   try {
-    lost = std::async(std::launch::async, straggler_lost, std::cref(rank_windows));
+    if (!alone) {
+      lost = std::async(std::launch::async, straggler_lost, std::cref(rank_windows), st.threads);
+    }
   } catch (const std::system_error&) {
   }
   std::vector<RankSummary> ranks;
@@ -1553,8 +1624,10 @@ Report ReportBuilder::finish(std::vector<std::string> sources) const {
     if (medians[rs.rank] > 0) rs.relative_score = *fastest / medians[rs.rank];
     if (r.latest_p50 > 0) rs.individual_score = r.best_p50 / r.latest_p50;
   }
-  straggler_costs(lost.valid() ? lost.get() : straggler_lost(rank_windows), report.ranks);
+  // The scores while the stragglers' walk ends (they read none of what it gives).
   phase_scores(st.ranks, report);
+  straggler_costs(lost.valid() ? lost.get() : straggler_lost(rank_windows, st.threads),
+                  report.ranks);
   report.job_ledger = job_ledger(st.ranks, report);
   return report;
 }

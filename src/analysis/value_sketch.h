@@ -223,13 +223,18 @@ class ValueSketch {
   }
   // Every entry sorted, those of one key made one, collapsed past the limit.
   void settle() {
-    sort_and_combine(entries_);
+    sort_and_combine(entries_, sorted_);
     if (entries_.size() > limit_) collapse();
     sorted_ = entries_.size();
   }
-  void sort_and_combine(std::vector<Entry>& entries) const {
-    std::sort(entries.begin(), entries.end(),
-              [](const Entry& a, const Entry& b) { return a.lo < b.lo; });  // bins do not overlap
+  // The entries after the first `sorted` (which are) sorted, then merged with those: a run's
+  // thousand ranks' merged entries were sorted whole again for each query and each settle. The
+  // same entries whatever the sort: those of one value are one key's, made one by combine.
+  void sort_and_combine(std::vector<Entry>& entries, std::size_t sorted) const {
+    auto by_value = [](const Entry& a, const Entry& b) { return a.lo < b.lo; };  // bins: apart
+    const auto middle = entries.begin() + static_cast<std::ptrdiff_t>(sorted);
+    std::sort(middle, entries.end(), by_value);
+    std::inplace_merge(entries.begin(), middle, entries.end(), by_value);
     combine(entries);
   }
   // Sorted entries of one key made one.
@@ -255,7 +260,7 @@ class ValueSketch {
   double read(Fn&& fn) const {
     if (sorted_ == entries_.size()) return fn(entries_);
     std::vector<Entry> view = entries_;
-    sort_and_combine(view);
+    sort_and_combine(view, sorted_);
     return fn(view);
   }
   // The value `share` of the way from entry `e`'s smallest value to its largest: the value itself

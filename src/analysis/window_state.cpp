@@ -2,8 +2,11 @@
 
 #include <algorithm>
 #include <deque>
+#include <exception>
 #include <iterator>
 #include <optional>
+#include <system_error>
+#include <thread>
 
 namespace vxperf::analysis {
 
@@ -187,6 +190,16 @@ void WindowPhases::merge(const WindowPhases& other) {
 void WindowPhases::for_each_merged(
     const std::vector<const WindowPhases*>& sources,
     const std::function<void(const Key&, const std::vector<Entry>&)>& fn) {
+  for_each_merged(
+      sources,
+      [&fn](std::size_t, const Key& key, const std::vector<Entry>& entries) { fn(key, entries); },
+      1);
+}
+
+void WindowPhases::for_each_merged(
+    const std::vector<const WindowPhases*>& sources,
+    const std::function<void(std::size_t, const Key&, const std::vector<Entry>&)>& fn,
+    std::size_t parts) {
   std::vector<Entry> window;
   // One rank a source, in rank order: else the merge made.
   bool ranked = true;
@@ -203,7 +216,7 @@ void WindowPhases::for_each_merged(
     for (const WindowPhases* s : sources) all.merge(*s);
     all.for_each([&](const Key& key, const Entry* entries, std::size_t n) {
       window.assign(entries, entries + n);
-      fn(key, window);
+      fn(0, key, window);
     });
     return;
   }
@@ -243,16 +256,50 @@ void WindowPhases::for_each_merged(
     }
     at_shift.push_back(s);
   }
-  std::vector<std::size_t> next(at_shift.size(), 0);
-  for (const Key& key : job) {
-    window.clear();
-    for (std::size_t i = 0; i < at_shift.size(); ++i) {
-      const WindowPhases& s = *at_shift[i];
-      std::size_t& k = next[i];
-      while (k < s.keys_.size() && s.keys_[k] < key) ++k;
-      for (; k < s.keys_.size() && s.keys_[k] == key; ++k) window.push_back(s.entries_[k]);
+  // The windows [begin, end) of the job's, each source from its first entry of them on.
+  auto walk = [&](std::size_t part, std::size_t begin, std::size_t end) {
+    std::vector<Entry> entries;
+    std::vector<std::size_t> next;
+    for (const WindowPhases* s : at_shift) {
+      next.push_back(begin == end
+                         ? 0
+                         : static_cast<std::size_t>(
+                               std::lower_bound(s->keys_.begin(), s->keys_.end(), job[begin]) -
+                               s->keys_.begin()));
     }
-    fn(key, window);
+    for (std::size_t j = begin; j < end; ++j) {
+      const Key& key = job[j];
+      entries.clear();
+      for (std::size_t i = 0; i < at_shift.size(); ++i) {
+        const WindowPhases& s = *at_shift[i];
+        std::size_t& k = next[i];
+        while (k < s.keys_.size() && s.keys_[k] < key) ++k;
+        for (; k < s.keys_.size() && s.keys_[k] == key; ++k) entries.push_back(s.entries_[k]);
+      }
+      fn(part, key, entries);
+    }
+  };
+  parts = std::max<std::size_t>(std::min(parts, job.size()), 1);
+  std::vector<std::exception_ptr> errors(parts);
+  auto walk_part = [&](std::size_t p) {
+    try {
+      walk(p, job.size() * p / parts, job.size() * (p + 1) / parts);
+    } catch (...) {
+      errors[p] = std::current_exception();
+    }
+  };
+  std::vector<std::thread> threads;
+  for (std::size_t p = 1; p < parts; ++p) {
+    try {
+      threads.emplace_back(walk_part, p);
+    } catch (const std::system_error&) {
+      walk_part(p);  // no thread to be had: here
+    }
+  }
+  walk_part(0);
+  for (std::thread& t : threads) t.join();
+  for (const std::exception_ptr& e : errors) {
+    if (e) std::rethrow_exception(e);
   }
 }
 

@@ -115,6 +115,13 @@ class WindowPhases {
   // the coarsest bands the merge reaches and its entries set side by side; else it is made.
   static void for_each_merged(const std::vector<const WindowPhases*>& sources,
                               const std::function<void(const Key&, const std::vector<Entry>&)>& fn);
+  // The same walk cut into `parts` runs of windows in key order, each walked on a thread of its
+  // own (the first on the calling thread) at once: fn(part, key, entries), in key order within a
+  // part. Where the merge is made, one part, on the calling thread.
+  static void for_each_merged(
+      const std::vector<const WindowPhases*>& sources,
+      const std::function<void(std::size_t, const Key&, const std::vector<Entry>&)>& fn,
+      std::size_t parts);
   // Its bytes in a report partial (analysis/partial_io.h): those of a map of windows to their
   // entries, then the shift.
   template <class IO>

@@ -4,8 +4,11 @@
 #include <gtest/gtest.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
+#include <iterator>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -24,6 +27,32 @@ struct Calls : RecordHandler {
   void window(const TrainWindowRecord& w) override { seen.push_back(to_json_line(w)); }
   void end(const TrainEndRecord& e) override { seen.push_back(to_json_line(e)); }
   void warning(const std::string& text) override { seen.push_back("warning: " + text); }
+};
+
+// The same calls, a file read whole into a handler of its own on a worker, then joined in order;
+// a file with a record of rank `refused` is not joined (it is read again, into this one).
+struct FileCalls : Calls {
+  int refused = -1;
+  int joined = 0;
+  bool has_refused = false;
+  void request(const RequestRecord& r) override {
+    has_refused = has_refused || r.rank == refused;
+    Calls::request(r);
+  }
+  void begin_file(const std::string& name) override { seen.push_back("begin: " + name); }
+  void end_file(const std::string& name) override { seen.push_back("end: " + name); }
+  std::unique_ptr<RecordHandler> file_handler() override {
+    auto own = std::make_unique<FileCalls>();
+    own->refused = refused;
+    return own;
+  }
+  bool join_file(RecordHandler& file) override {
+    auto& from = dynamic_cast<FileCalls&>(file);
+    if (from.has_refused) return false;
+    seen.insert(seen.end(), from.seen.begin(), from.seen.end());
+    ++joined;
+    return true;
+  }
 };
 
 class ParallelRead : public ::testing::Test {
@@ -108,6 +137,72 @@ TEST_F(ParallelRead, HandsOverWhatOneThreadDoesInTheSameOrder) {
       warnings[5].rfind(paths[26] + ":" + std::to_string(line + 1) + ": torn last line skipped", 0),
       0u)
       << warnings[5];
+}
+
+// Several files on several threads, each read whole by a worker into a handler of its own, joined
+// in file order: the calls one thread makes, in the same order; a file that cannot be joined is
+// read again in its place; a problem is said where it was, after every file before it.
+TEST_F(ParallelRead, FilesReadWholeJoinInOrder) {
+  std::vector<std::string> paths;
+  for (int f = 0; f < 12; ++f) {
+    std::string text;
+    for (int i = 0; i < 300; ++i) {
+      RequestRecord r = request(f % 5, i, 0.5 + i % 7, i < 2);
+      if (i == 100 + f) r.ts = 1.0;  // going backwards
+      text += to_json_line(r) + "\n";
+      if (i == 200 && f % 3 == 2) text += "{\"kind\": \"other tool\"}\n\n";
+    }
+    if (f == 7) text += to_json_line(request(0, 9, 1.0)).substr(0, 40);  // torn
+    paths.push_back(write("w" + std::to_string(f) + ".jsonl", text));
+  }
+  paths.push_back(paths[3]);  // the same bytes: not read again
+  paths.push_back(write("empty.jsonl", ""));
+  // A copy; and a file of another's size and start, a byte past its start not the same.
+  auto slurp = [](const std::string& path) {
+    std::ifstream in(path);
+    return std::string(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+  };
+  paths.push_back(write("copy5.jsonl", slurp(paths[5])));
+  std::string six = slurp(paths[6]);
+  const std::size_t digit = six.find("\"e2e_s\": ", 20000) + 9;
+  ASSERT_LT(digit, six.size());
+  six[digit] = six[digit] == '1' ? '2' : '1';
+  paths.push_back(write("not6.jsonl", six));
+  auto calls = [&](int threads, int refused, bool skip, int* joined = nullptr) {
+    FileCalls handler;
+    handler.refused = refused;
+    ReadOptions options;
+    options.threads = threads;
+    options.skip_bad_lines = skip;
+    try {
+      stream_record_files(paths, handler, options);
+    } catch (const InputError& e) {
+      handler.seen.push_back(std::string("error: ") + e.what());
+    }
+    if (joined != nullptr) *joined = handler.joined;
+    return handler.seen;
+  };
+  int joined = 0;
+  const std::vector<std::string> one = calls(1, -1, true, &joined);
+  ASSERT_GT(one.size(), 12u * 300);
+  EXPECT_EQ(joined, 0);  // one thread: every record to the handler itself
+  EXPECT_EQ(std::count(one.begin(), one.end(),
+                       "warning: " + paths[14] + ": the same bytes as " + paths[5] +
+                           " (a file copied, or named twice): not read again"),
+            1);
+  EXPECT_EQ(std::count(one.begin(), one.end(), "begin: " + paths[15]), 1);  // read: not the same
+  EXPECT_EQ(calls(3, -1, true, &joined), one);
+  EXPECT_EQ(joined, 13);  // the repeats are read but not joined; the empty file is not read whole
+  EXPECT_EQ(calls(2, 3, true, &joined), one);  // rank 3's files (3 and 8) read again
+  EXPECT_EQ(joined, 11);
+  EXPECT_EQ(calls(3, 0, true), one);  // files 0, 5 and 10, the first among them
+  // Without skipping: the first bad line (file 2's) ends the read, whichever thread read it.
+  const std::vector<std::string> strict = calls(1, -1, false);
+  EXPECT_EQ(strict.back(), "error: " + paths[2] +
+                               ":202: unknown record kind \"other tool\" "
+                               "(expected request, train_window or train_end)");
+  EXPECT_EQ(calls(3, -1, false), strict);
+  EXPECT_EQ(calls(3, 0, false), strict);
 }
 
 // Without skipping, the first bad line ends the read, after every record before it.

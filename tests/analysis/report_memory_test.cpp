@@ -414,6 +414,26 @@ TEST(ReportMemory, WindowPhasesWalkedAsMerged) {
         EXPECT_EQ(mine[i].phases, entries[i].phases);
       }
     }
+    // Walked in parts on threads at once: each part's windows in key order, the parts one after
+    // the other the whole walk.
+    for (std::size_t parts : {2u, 3u, 7u}) {
+      std::vector<std::vector<std::pair<WindowPhases::Key, std::size_t>>> seen(parts);
+      WindowPhases::for_each_merged(
+          sources,
+          [&](std::size_t part, const WindowPhases::Key& key,
+              const std::vector<WindowPhases::Entry>& e) {
+            seen[part].emplace_back(key, e.size());
+          },
+          parts);
+      std::vector<std::pair<WindowPhases::Key, std::size_t>> walked;
+      for (const auto& part : seen) walked.insert(walked.end(), part.begin(), part.end());
+      ASSERT_EQ(walked.size(), want.size()) << parts;
+      std::size_t i = 0;
+      for (const auto& [key, entries] : want) {
+        EXPECT_EQ(walked[i].first, key);
+        EXPECT_EQ(walked[i++].second, entries.size());
+      }
+    }
   }
 }
 

@@ -3,7 +3,8 @@
 `--merge` on the partials, prints byte for byte what one run on all the files prints (text and
 --json, stdout, stderr and exit status; the --html page), and what cannot be merged is refused
 with the reason: a rank in two partials, a request of several ranks whose files are in two, a
-corrupt partial, another version's or another command's.
+corrupt partial, another version's or another command's. And one run on several threads prints
+what one on a single thread does.
 
   report_merge.py VXPERF CASES BENCH WORK
 
@@ -36,9 +37,28 @@ def make_partials(vxperf, work, name, groups, cwd=None):
     return out
 
 
+def same_on_threads(vxperf, work, name, files, cwd=None):
+    """One run on several threads (several files: each read whole by a worker, joined in file
+    order, or read again where it cannot be) prints and writes byte for byte what one run on a
+    single thread does: text, --json, the partial, the page."""
+    for form in ([], ["--json"], ["--partial", "-"]):
+        one = run(vxperf, *files, *form, "--threads", "1", cwd=cwd)
+        many = run(vxperf, *files, *form, "--threads", "3", cwd=cwd)
+        assert one == many, (name, form, one[0], many[0], one[2], many[2])
+    pages = [os.path.join(work, how, name + ".html") for how in ("thread", "threads")]
+    for page in pages:
+        os.makedirs(os.path.dirname(page), exist_ok=True)
+    one = run(vxperf, *files, "--html", pages[0], "--threads", "1", cwd=cwd)
+    many = run(vxperf, *files, "--html", pages[1], "--threads", "3", cwd=cwd)
+    assert one[:2] == many[:2] and one[2].replace(b"/thread/", b"/threads/") == many[2], name
+    if os.path.exists(pages[0]):
+        assert open(pages[0], "rb").read() == open(pages[1], "rb").read(), name
+
+
 def check(vxperf, work, name, groups, cwd=None):
     """One run on every file against the groups' partials merged; returns the partials' sizes."""
     files = [f for g in groups for f in g]
+    same_on_threads(vxperf, work, name, files, cwd)
     parts = make_partials(vxperf, work, name, groups, cwd)
     for form in ([], ["--json"]):
         one = run(vxperf, *files, *form, cwd=cwd)
@@ -210,6 +230,9 @@ def main():
     for path, part in zip(halves, (lines[:100], lines[100:])):
         with open(path, "w") as f:
             f.writelines(part)
+    # One run reads a rank split in two files on one thread or several alike (the second half
+    # read again into the run's state: a rank's sketches are over all its windows in order).
+    same_on_threads(vxperf, work, "split-1", halves + files[1:4])
     parts = make_partials(vxperf, work, "split", [[halves[0]], [halves[1]]])
     expect_error(vxperf, ["--merge", *parts], "rank 0 is in both " + parts[0] + " and " + parts[1])
     copy = os.path.join(work, "copy.jsonl")
