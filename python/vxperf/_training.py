@@ -335,6 +335,9 @@ def checkpoint(kind: str = "save", bytes: int | None = None, path: Any = None,
         _state.warn(("checkpoint-kind", repr(kind)), f"checkpoint({kind!r}): the kind is "
                     "\"save\" or \"restore\"; not timed")
         return _NoOutside()
+    # A save after a hand-written evaluation loop, before the model's train() (as accelerate's
+    # examples save at an epoch's end): the evaluation the model's eval() opened ends here.
+    end_eval_mode()
     return _Outside(_ext.phase_id(kind), bytes, path, step)
 
 

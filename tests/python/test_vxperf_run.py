@@ -218,8 +218,9 @@ def test_an_evaluation_loop_on_every_rank_is_no_steps_work(tmp_path):
     torchrun = os.path.join(os.path.dirname(sys.executable), "torchrun")
     env = clean_env(PYTHONPATH=HERE, VIDEOX_PERF_EVERY=2, VIDEOX_PERF_PEAK_TFLOPS=1,
                     VIDEOX_PERF_JSON=tmp_path / "run.jsonl")
-    proc = run([CLI, "run", "--", torchrun, "--standalone", "--nproc-per-node", "2",
-                os.path.join(HERE, "train_like_accelerate_eval.py")], env, tmp_path)
+    script = os.path.join(HERE, "train_like_accelerate_eval.py")
+    proc = run([CLI, "run", "--", torchrun, "--standalone", "--nproc-per-node", "2", script,
+                "--out", str(tmp_path / "out")], env, tmp_path)
     assert proc.returncode == 0 and "trained 4 steps" in proc.stdout, proc.stderr
     assert proc.stdout.count("validation loss") == 2
     params, forward = trained_model_truth()
@@ -232,9 +233,11 @@ def test_an_evaluation_loop_on_every_rank_is_no_steps_work(tmp_path):
             t = window["throughput"]
             assert t["samples"] == 8 and t["tokens"] == 2.0 and t["params"] == params
             assert t["flops_per_step"] == 3 * 8 * forward, (t["flops_per_step"], forward)
-        # the evaluation after step 2 in the window after it, the one after step 4 in the end's
+        # the evaluation after step 2 in the window after it, the one after step 4 in the end's;
+        # the main process's save after it, before train(), a save of its own
         assert windows[0].get("outside") is None
         assert windows[1]["outside"]["evals"] == 1 and windows[1]["outside"]["eval_s"] > 0
+        assert windows[1]["outside"]["saves"] == (1 if rank == 0 else 0)
         assert end["ledger"]["eval_s"] > windows[1]["outside"]["eval_s"]
 
 

@@ -2,7 +2,8 @@
 accelerate's examples write one, with no vxperf in it: 4 micro-steps a step under
 accelerator.accumulate(), a frozen VAE and text encoder called in each, and every few steps,
 between accelerator.wait_for_everyone() calls, the model put in eval mode and a validation
-loader run through the same models under torch.no_grad(), its loss gathered across the ranks.
+loader run through the same models under torch.no_grad(), its loss gathered across the ranks,
+then the state saved on the main process before the model's train().
 
     torchrun --nproc-per-node 2 train_like_accelerate_eval.py [--steps 4] [--every 2]
 """
@@ -23,6 +24,7 @@ def main():
     parser = argparse.ArgumentParser()
     parser.add_argument("--steps", type=int, default=4)
     parser.add_argument("--every", type=int, default=2)
+    parser.add_argument("--out", default="out")
     args = parser.parse_args()
     torch.manual_seed(0)
     accelerator = Accelerator(gradient_accumulation_steps=ACCUMULATION, cpu=True)
@@ -74,6 +76,8 @@ def main():
                 losses.append(accelerator.gather_for_metrics(
                     torch.nn.functional.mse_loss(pred, latents).reshape(1)))
             accelerator.print(f"step {step} validation loss {torch.cat(losses).mean().item():.4f}")
+            if accelerator.is_main_process:  # saved before train(), as at an epoch's end
+                accelerator.save_state(os.path.join(args.out, f"step-{step}"))
             transformer.train()
             accelerator.wait_for_everyone()
     accelerator.end_training()
