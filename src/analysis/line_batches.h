@@ -38,6 +38,17 @@ inline bool blank(const char* data, std::size_t size) {
   return true;
 }
 
+// What a whole file read on a worker gave (LineBatch::whole). Outside LineBatch: a nested class's
+// default member initializers are not yet usable where the enclosing class names
+// std::optional<nested> (clang then finds it not default-constructible).
+struct WholeFileRead {
+  std::unique_ptr<RecordHandler> handler;
+  std::uint64_t start_hash = 0;  // of its first 16 KiB (records_reader.cpp)
+  std::int64_t records = 0;
+  // The file's first line skipped as no record, if one was (skip_bad_lines).
+  std::optional<std::tuple<std::string, int, std::string>> first_problem;
+};
+
 struct LineBatch {
   std::vector<char> text;     // the lines, then simdjson's padding (readable, any content)
   std::size_t offset = 0;     // where in `text` the lines begin
@@ -48,13 +59,7 @@ struct LineBatch {
   std::function<void(LineBatch&, RecordLineReader&)> fill;
   // A whole file read, parsed and handed to a handler of its own by `fill`, on a worker: what it
   // gave, for the calling thread to join to its handler in file order (`lines` stays empty).
-  struct WholeFile {
-    std::unique_ptr<RecordHandler> handler;
-    std::uint64_t start_hash = 0;  // of its first 16 KiB (records_reader.cpp)
-    std::int64_t records = 0;
-    // The file's first line skipped as no record, if one was (skip_bad_lines).
-    std::optional<std::tuple<std::string, int, std::string>> first_problem;
-  };
+  using WholeFile = WholeFileRead;
   std::optional<WholeFile> whole;
   bool ends_complete = true;  // the last line ended with a newline (false: a file's torn end)
   bool check_fast_path = false;
