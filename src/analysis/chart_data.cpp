@@ -47,6 +47,24 @@ std::size_t ChartData::Impl::stage_index(const std::string& name) {
   return index_of(stage_names, name);
 }
 
+void ChartData::Impl::add_requests(const std::vector<std::string>& from_stage_names,
+                                   const std::vector<Request>& from_requests,
+                                   std::deque<Bar>& bars) {
+  requests.insert(requests.end(), from_requests.begin(), from_requests.end());
+  std::vector<std::size_t> stage_at;
+  for (const std::string& stage : from_stage_names) stage_at.push_back(stage_index(stage));
+  for (Bar& bar : bars) {
+    std::vector<float> own = std::move(bar.stage_s);
+    bar.stage_s.clear();
+    for (std::size_t k = 0; k < own.size(); ++k) {
+      if (bar.stage_s.size() <= stage_at[k]) bar.stage_s.resize(stage_at[k] + 1, 0.0F);
+      bar.stage_s[stage_at[k]] = own[k];
+    }
+    last_bars.push_back(std::move(bar));
+    if (last_bars.size() > svg::kMaxBars) last_bars.pop_front();
+  }
+}
+
 ChartData::ChartData() : impl_(std::make_unique<Impl>()) {}
 ChartData::~ChartData() = default;
 
@@ -130,19 +148,7 @@ void ChartData::join(ChartData& later) {
     }
     c.windows.push_back(point);
   }
-  c.requests.insert(c.requests.end(), from.requests.begin(), from.requests.end());
-  std::vector<std::size_t> stage_at;
-  for (const std::string& stage : from.stage_names) stage_at.push_back(c.stage_index(stage));
-  for (Impl::Bar& bar : from.last_bars) {
-    std::vector<float> own = std::move(bar.stage_s);
-    bar.stage_s.clear();
-    for (std::size_t k = 0; k < own.size(); ++k) {
-      if (bar.stage_s.size() <= stage_at[k]) bar.stage_s.resize(stage_at[k] + 1, 0.0F);
-      bar.stage_s[stage_at[k]] = own[k];
-    }
-    c.last_bars.push_back(std::move(bar));
-    if (c.last_bars.size() > svg::kMaxBars) c.last_bars.pop_front();
-  }
+  c.add_requests(from.stage_names, from.requests, from.last_bars);
   later.impl_ = std::make_unique<Impl>();
 }
 

@@ -78,6 +78,10 @@ struct ChartData::Impl {
   std::deque<Bar> last_bars;             // the last svg::kMaxBars requests
   std::size_t phase_index(const std::string& name);
   std::size_t stage_index(const std::string& name);
+  // Another reading's requests after these, and its last bars with their stages (`stage_names`,
+  // its names) by this one's index of their names; `bars` is emptied of their seconds.
+  void add_requests(const std::vector<std::string>& from_stage_names,
+                    const std::vector<Request>& from_requests, std::deque<Bar>& bars);
 };
 
 }  // namespace vxperf::analysis

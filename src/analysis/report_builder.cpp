@@ -1862,19 +1862,7 @@ void ReportBuilder::add_partial(const std::string& bytes, const std::string& nam
     c.windows.push_back(w);
   }
   // The requests' points, and the last bars with their stages by the merged names' index.
-  c.requests.insert(c.requests.end(), requests.begin(), requests.end());
-  std::vector<std::size_t> stage_at;
-  for (const std::string& stage : stage_names) stage_at.push_back(c.stage_index(stage));
-  for (ChartData::Impl::Bar& bar : bars) {
-    std::vector<float> own = std::move(bar.stage_s);
-    bar.stage_s.clear();
-    for (std::size_t k = 0; k < own.size(); ++k) {
-      if (bar.stage_s.size() <= stage_at[k]) bar.stage_s.resize(stage_at[k] + 1, 0.0F);
-      bar.stage_s[stage_at[k]] = own[k];
-    }
-    c.last_bars.push_back(std::move(bar));
-    if (c.last_bars.size() > svg::kMaxBars) c.last_bars.pop_front();
-  }
+  c.add_requests(stage_names, requests, bars);
 }
 
 bool ReportBuilder::no_records(const InputError& e) const {
