@@ -484,8 +484,8 @@ def _evaluating() -> bool:
     """Whether a pipeline made or called now is a training loop's evaluation: a loop runs in the
     process, on its main thread (a validation pass, as diffusers' training scripts run one every
     few steps and at the end, the pipeline built and called between the steps)."""
-    return (_state.on and threading.current_thread() is threading.main_thread()
-            and not _ext.in_request() and _ext.training_active())
+    return (_state.on and _state.on_main_thread() and not _ext.in_request()
+            and _ext.training_active())
 
 
 def _measured(call: Callable[..., Any]) -> Callable[..., Any]:

@@ -54,6 +54,12 @@ def env_level() -> int:
         return 0
 
 
+def on_main_thread() -> bool:
+    """Whether the caller runs on the main thread, where training loops run: a save or an
+    evaluation another thread makes while the loop goes on is not the loop's time."""
+    return threading.current_thread() is threading.main_thread()
+
+
 @dataclasses.dataclass
 class _Measured:
     """Whether this process measured a request (a training loop's steps the engine counts)."""

@@ -14,6 +14,7 @@ import importlib.util
 import inspect
 import os
 import sys
+import weakref
 from collections.abc import Iterable, Mapping
 from typing import TYPE_CHECKING, Any, Callable, Literal, TypeVar, cast
 
@@ -63,8 +64,6 @@ def watch_eval_mode(module: nn.Module) -> None:
     """Makes the trained model's eval() between the steps an evaluation, as its train() ends it
     (`module` replaces the one watched before). Patches torch.nn.Module.train once: an instance
     attribute would follow the model into a deepcopy (an EMA's copy) and switch the original."""
-    import weakref
-
     import torch
 
     if not _eval_mode.patched:
@@ -85,9 +84,7 @@ def watch_eval_mode(module: nn.Module) -> None:
 
 
 def _model_mode(module: nn.Module, training: bool) -> None:
-    import threading
-
-    if threading.current_thread() is not threading.main_thread():
+    if not _state.on_main_thread():
         return  # the loop runs on the main thread; another one's eval() is none of its time
     if training:
         end_eval_mode()
@@ -474,8 +471,6 @@ def register_model(module: nn.Module | None = None, *, params: int | None = None
     if module is not None and model.params > _declared.params:
         # the largest model registered is the trained one: read again when its text shows, its
         # eval() between the steps an evaluation
-        import weakref
-
         _declared.module = weakref.ref(module)
         _declared.call = dataclasses.replace(declared, module=None)
         _declared.params = model.params

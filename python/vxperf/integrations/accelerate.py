@@ -16,11 +16,11 @@ from __future__ import annotations
 import dataclasses
 import os
 import sys
-import time
 from collections.abc import Iterable, Mapping
 from typing import TYPE_CHECKING, Any, Callable, TypeVar, cast
 
 from .. import _ext, _layout, _model, _params, _peak, _reading, _records, _state, _training
+from . import saves
 
 if TYPE_CHECKING:
     from types import TracebackType
@@ -364,33 +364,13 @@ def _maybe_context_parallel(function: Callable[..., Any]) -> Callable[..., Any]:
     return _patched(function, maybe_context_parallel)
 
 
-def folder_bytes(path: Any, since: float | None = None) -> int:
-    """Bytes of the files under `path` (those modified at or after `since`, a time.time(), when
-    given); -1 when it cannot be read."""
-    try:
-        total = 0
-        for root, _, files in os.walk(path):
-            for name in files:
-                info = os.stat(os.path.join(root, name))
-                if since is None or info.st_mtime >= since:
-                    total += info.st_size
-        return total
-    except (OSError, TypeError, ValueError):
-        return -1
-
-
 def _save_state(function: Callable[..., Any]) -> Callable[..., Any]:
     def save_state(self: Any, *args: Any, **kwargs: Any) -> Any:
         if not _state.on:
             return function(self, *args, **kwargs)
-        # The folder's files written during the call (by any rank sharing it), to the second
-        # before it began: filesystems keep mtimes that coarse.
-        began = time.time() - 1.0
-        with _training.checkpoint("save") as scope:
-            location = function(self, *args, **kwargs)
-            scope.bytes = folder_bytes(os.fspath(location), began) if location else None
-            scope.path = location
-        return location
+        # accelerate's save_state returns the folder it wrote
+        return saves.save_to_folder(lambda: function(self, *args, **kwargs),
+                                    lambda location: location)
 
     return _patched(function, save_state)
 
@@ -401,7 +381,7 @@ def _load_state(function: Callable[..., Any]) -> Callable[..., Any]:
             return function(self, input_dir, *args, **kwargs)
         with _training.checkpoint("restore") as scope:
             result = function(self, input_dir, *args, **kwargs)
-            scope.bytes = folder_bytes(os.fspath(input_dir)) if input_dir else None
+            scope.bytes = saves.folder_bytes(os.fspath(input_dir)) if input_dir else None
             scope.path = input_dir
         return result
 

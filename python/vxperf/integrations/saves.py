@@ -10,19 +10,42 @@ from __future__ import annotations
 
 import functools
 import os
-import threading
 import time
 from typing import Any, Callable
 
 from .. import _ext, _state, _training
-from .accelerate import folder_bytes
 
 
 def _saving() -> bool:
-    # On the main thread, where training loops run: a save another thread makes while the loop
-    # goes on (an asynchronous checkpoint of the program's own) is not the loop's time.
-    return (_state.on and threading.current_thread() is threading.main_thread()
-            and _ext.training_active())
+    return _state.on and _state.on_main_thread() and _ext.training_active()
+
+
+def folder_bytes(path: Any, since: float | None = None) -> int:
+    """Bytes of the files under `path` (those modified at or after `since`, a time.time(), when
+    given); -1 when it cannot be read."""
+    try:
+        total = 0
+        for root, _, files in os.walk(path):
+            for name in files:
+                info = os.stat(os.path.join(root, name))
+                if since is None or info.st_mtime >= since:
+                    total += info.st_size
+        return total
+    except (OSError, TypeError, ValueError):
+        return -1
+
+
+def save_to_folder(save: Callable[[], Any], folder_of: Callable[[Any], Any]) -> Any:
+    """Runs `save` as a checkpoint's save whose folder `folder_of(its result)` names: its bytes
+    those of the folder's files written during the call (by any rank sharing it), to the second
+    before it began, as filesystems keep mtimes that coarse."""
+    began = time.time() - 1.0
+    with _training.checkpoint("save") as scope:
+        result = save()
+        folder = folder_of(result)
+        scope.bytes = folder_bytes(os.fspath(folder), began) if folder else None
+        scope.path = folder
+    return result
 
 
 def _file_size(path: Any) -> int:
@@ -57,13 +80,7 @@ def _writes_folder(function: Callable[..., Any]) -> Callable[..., Any]:
         folder = args[0] if args else kwargs.get("save_directory")
         if not (_saving() and isinstance(folder, (str, os.PathLike))):
             return function(self, *args, **kwargs)
-        # The folder's files written during the call, to the second before it began: filesystems
-        # keep mtimes that coarse.
-        began = time.time() - 1.0
-        with _training.checkpoint("save", path=folder) as scope:
-            result = function(self, *args, **kwargs)
-            scope.bytes = folder_bytes(os.fspath(folder), began)
-        return result
+        return save_to_folder(lambda: function(self, *args, **kwargs), lambda _: folder)
 
     save_pretrained._vxperf_patched = True  # type: ignore[attr-defined]
     return save_pretrained
