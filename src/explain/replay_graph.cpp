@@ -51,12 +51,22 @@ std::uint8_t ReplayGraph::type_byte(EdgeKind kind, Bound bound, bool least) {
 void ReplayGraph::add(Node src, Node dst, EdgeKind kind, Bound bound, bool least) {
   const std::uint8_t type = type_byte(kind, bound, least);
   if (type_[dst] == kEmpty) {
-    src_[dst] = src;
+    set_first_src(dst, src);
     type_[dst] = type;
-  } else if (src_[dst] == src) {
+  } else if (near_[dst] != kFar && first_src(dst) == src) {
     type_[dst] = type;  // an edge added again (the same ends) takes the new rule, keeps its place
   } else {
     apart_.push_back({dst, src, type});  // put in order by node, and merged, by finish()
+  }
+}
+
+void ReplayGraph::set_first_src(Node v, Node src) {
+  const std::int64_t d = static_cast<std::int64_t>(v) - static_cast<std::int64_t>(src);
+  if (d > kFar && d <= 127) {
+    near_[v] = static_cast<std::int8_t>(d);
+  } else {
+    near_[v] = kFar;
+    far_made_.emplace_back(v, src);
   }
 }
 
@@ -67,7 +77,7 @@ ReplayGraph::ReplayGraph(const KinetoTrace& t, const std::vector<std::int32_t>& 
   const std::size_t n = t.rows.size();
   const std::size_t all = t.row_count();
   if (all >= (std::size_t{1} << 31)) throw std::length_error("more than 2^31 rows to replay");
-  src_.assign(2 * all, 0);
+  near_.assign(2 * all, 0);
   type_.assign(2 * all, kEmpty);
   const std::vector<KernelType> types = types_of(t);
   // What each name is, decided once per name rather than once per row.
@@ -518,7 +528,22 @@ ReplayGraph::ReplayGraph(const KinetoTrace& t, const std::vector<std::int32_t>& 
 }
 
 void ReplayGraph::finish() {
-  const std::size_t slots = src_.size();
+  const std::size_t slots = type_.size();
+  // The far sources in place, by node (each node's first edge is set once).
+  std::sort(far_made_.begin(), far_made_.end());
+  far_bits_.assign((slots + 63) / 64, 0);
+  far_rank_.assign(far_bits_.size(), 0);
+  far_src_.reserve(far_made_.size());
+  for (const auto& [v, u] : far_made_) {
+    far_bits_[v >> 6] |= std::uint64_t{1} << (v & 63);
+    far_src_.push_back(u);
+  }
+  std::deque<std::pair<Node, Node>>().swap(far_made_);
+  std::uint32_t far = 0;
+  for (std::size_t w = 0; w < far_bits_.size(); ++w) {
+    far_rank_[w] = far;
+    far += static_cast<std::uint32_t>(__builtin_popcountll(far_bits_[w]));
+  }
   // The edges apart in order by node, each node's in the order added (a stable sort); one added
   // again (the same ends as an earlier one of its node) gives that one its rule and goes.
   std::stable_sort(apart_.begin(), apart_.end(),
@@ -526,7 +551,7 @@ void ReplayGraph::finish() {
   std::size_t kept = 0;
   for (std::size_t i = 0; i < apart_.size(); ++i) {
     const Apart& x = apart_[i];
-    if (src_[x.dst] == x.src) {
+    if (first_src(x.dst) == x.src) {
       type_[x.dst] = x.type;
       continue;
     }
@@ -565,7 +590,7 @@ void ReplayGraph::finish() {
   {
     std::vector<bool> touched(slots, false);
     for (Node v = 0; v < slots; ++v) {
-      if (type_[v] != kEmpty) touched[src_[v]] = true;
+      if (type_[v] != kEmpty) touched[first_src(v)] = true;
     }
     for (Node u : extra_src_) touched[u] = true;
     for (Node v = 0; v < slots; ++v) {
@@ -587,8 +612,8 @@ double ReplayGraph::weight(EdgeId e, Node to) const {
     // A blocking call's return after the later of its thread's previous point and the device
     // work it waited for: its two edges in (the sync edge first, its thread's next) weigh the
     // same.
-    const Node other = e == to ? extra_src_[first_apart(to) - src_.size()] : src(e);
-    return measured(to) - std::max(measured(other), measured(src_[to]));
+    const Node other = e == to ? extra_src_[first_apart(to) - type_.size()] : src(e);
+    return measured(to) - std::max(measured(other), measured(first_src(to)));
   }
   const double gap = measured(to) - measured(src(e));
   if ((t & kLeast) == 0) return gap;
@@ -624,7 +649,7 @@ void ReplayTimes::fill(std::size_t block) {
 
 template <class F>
 bool ReplayGraph::in_order(F&& place) const {
-  const std::size_t slots = src_.size();
+  const std::size_t slots = type_.size();
   enum : std::uint8_t { kSeen = 1, kPlaced = 2 };
   std::vector<std::uint8_t> state(slots, 0);
   std::vector<std::pair<Node, EdgeId>> walk;  // a node and its next edge in (kNone: no more)

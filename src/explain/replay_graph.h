@@ -115,8 +115,10 @@ class ReplayGraph {
   std::size_t node_count() const { return nodes_; }  // nodes with an edge
   std::size_t edge_count() const { return edges_; }
   // Edge numbers run up to this (some, of nodes without an edge in, are none).
-  std::size_t edge_slots() const { return src_.size() + extra_src_.size(); }
-  Node src(EdgeId e) const { return e < src_.size() ? src_[e] : extra_src_[e - src_.size()]; }
+  std::size_t edge_slots() const { return type_.size() + extra_src_.size(); }
+  Node src(EdgeId e) const {
+    return e < type_.size() ? first_src(e) : extra_src_[e - type_.size()];
+  }
   // The weight of `e`, whose end is `to` (for_each_edge gives both).
   double weight(EdgeId e, Node to) const;
   // A device row's run edge's weight (its duration).
@@ -132,7 +134,7 @@ class ReplayGraph {
   template <class F>
   void for_each_edge(F&& f) const {
     if (!ok_) return;
-    for (Node v = 0; v < src_.size(); ++v) {
+    for (Node v = 0; v < type_.size(); ++v) {
       if (type_[v] == kEmpty) continue;
       for (EdgeId e = v; e != kNone; e = next_in(e, v)) f(e, v);
     }
@@ -207,7 +209,7 @@ class ReplayGraph {
   // The first of `v`'s edges in kept apart (v has some).
   EdgeId first_apart(Node v) const {
     const auto at = std::lower_bound(extra_dst_.begin(), extra_dst_.end(), v);
-    return static_cast<EdgeId>(src_.size() + static_cast<std::size_t>(at - extra_dst_.begin()));
+    return static_cast<EdgeId>(type_.size() + static_cast<std::size_t>(at - extra_dst_.begin()));
   }
   // The edge into `v` after `e`, or kNone.
   EdgeId next_in(EdgeId e, Node v) const {
@@ -215,6 +217,15 @@ class ReplayGraph {
     return e == v ? first_apart(v) : e + 1;
   }
   EdgeId binding_of(const Binding& b, Node v) const;
+  // The source of `v`'s first edge in (made: once finish() has put the far ones in place).
+  Node first_src(Node v) const {
+    const std::int8_t d = near_[v];
+    if (d != kFar) return static_cast<Node>(static_cast<std::int64_t>(v) - d);
+    const std::size_t w = v >> 6;
+    const std::uint64_t before = far_bits_[w] & ((std::uint64_t{1} << (v & 63)) - 1);
+    return far_src_[far_rank_[w] + static_cast<std::size_t>(__builtin_popcountll(before))];
+  }
+  void set_first_src(Node v, Node src);
 
   static constexpr std::uint8_t kLastIn = 128;  // in a type: the last edge into its node
   static constexpr std::uint8_t kLeast = 8;     // in a type: the `least` of add()
@@ -222,10 +233,17 @@ class ReplayGraph {
   static constexpr std::uint8_t kEmpty = 0x7f;
 
   const KinetoTrace& trace_;
-  // By node: its first edge in's source and type (kLastIn | kind << 4 | kLeast | bound), or
-  // kEmpty.
-  std::vector<Node> src_;
+  // By node: its first edge in's type (kLastIn | kind << 4 | kLeast | bound), or kEmpty; and its
+  // source, as its distance back from the node where that fits in a byte (5 in 6 on Kineto's
+  // traces: a thread's previous point, a device row's start), else kFar and the source kept
+  // apart by its rank among the far ones (a bit per node, and a count per 64 nodes).
   std::vector<std::uint8_t> type_;
+  std::vector<std::int8_t> near_;
+  static constexpr std::int8_t kFar = -128;
+  std::vector<std::uint64_t> far_bits_;
+  std::vector<std::uint32_t> far_rank_;  // per 64 nodes: how many before them are far
+  std::vector<Node> far_src_;
+  std::deque<std::pair<Node, Node>> far_made_;  // while the graph is made: (node, far source)
   // The other edges in, by node (in the order added): their ends, sources and types.
   std::vector<Node> extra_dst_, extra_src_;
   std::vector<std::uint8_t> extra_type_;
