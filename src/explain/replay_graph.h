@@ -80,10 +80,10 @@ class ReplayTimes {
 
 // Kept compact, for traces of millions of rows. Nodes are the rows' starts and ends by number (no
 // table of them), and almost every node has exactly one edge in, so the edges are kept by the node
-// they go into: each node's first edge in is its own slot (its source, 4 bytes, and a byte of kind,
-// bound, weight rule and a bit saying it is the node's only edge in), and the rare second and later
-// ones (a device row's launch beside its stream, a synchronize's wait, a worker's feeder, an event)
-// sit in a table apart, by node. An edge's number is its node's for a first edge, and past the
+// they go into: each node's first edge in is its own slot (a byte of kind, bound, weight rule and a
+// bit saying it is the node's only edge in, and its source in a byte where it is near: type_ and
+// near_ below), and the rare second and later ones (a device row's launch beside its stream, a
+// synchronize's wait, a worker's feeder, an event) sit in a table apart, by node. An edge's number is its node's for a first edge, and past the
 // node slots for the others. No weight is stored: each is a measured difference, computed again
 // from the measured times of its ends by its rule (the gap between them, the least of a cause that
 // did not bind, a row's duration, a call's return after what it waited for), so that it is the same
