@@ -115,6 +115,7 @@ def install_training(level: int | None = None, models: Any = None,
         checkpoints = torch_checkpoint.patch()
         bases = _training.base_classes()
         checkpoints += saves.patch(bases)
+        diffusers.time_ema_updates()  # else at the first step (accelerate's)
         _watch_pipelines()
         targets: list[Any] = [] if models is None else [models]
         if _training.present("videox_fun"):

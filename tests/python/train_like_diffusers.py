@@ -3,10 +3,11 @@ it: what `vxperf run` measures unmodified. The VAE and the text encoder are froz
 (requires_grad_(False)), moved to the device and called in the loop; only the transformer, the
 optimizer, the data and the learning-rate schedule go through accelerator.prepare(); the
 transformer is called positionally with return_dict=False; clip_grad_norm_ on the steps that
-sync; the loss logged and the state saved on the main process only, which also runs a validation
-pass (a pipeline made of the models being trained, then called) every few steps and at the end,
-after saving the trained transformer with save_pretrained. --instrumented adds the one line a user
-would write instead.
+sync; an EMA of the transformer updated after each step that synced (diffusers' --use_ema); the
+loss logged and the state saved on the main process only, which also runs a validation pass (a
+pipeline made of the models being trained, then called, with the EMA weights swapped in) every
+few steps and at the end, after saving the trained transformer with save_pretrained.
+--instrumented adds the one line a user would write instead.
 
     python train_like_diffusers.py --out DIR [--steps 8] [--instrumented]
 """
@@ -18,6 +19,7 @@ import torch
 from accelerate import Accelerator
 from diffusers import FlowMatchEulerDiscreteScheduler
 from diffusers.optimization import get_scheduler
+from diffusers.training_utils import EMAModel
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import real_models  # noqa: E402
@@ -56,6 +58,8 @@ def main():
     vae.requires_grad_(False)
     text_encoder.requires_grad_(False)
     transformer.train()
+    ema = EMAModel(transformer.parameters(), model_cls=type(transformer),
+                   model_config=transformer.config)
     optimizer = torch.optim.AdamW(transformer.parameters(), lr=1e-3)
     videos = [torch.rand(3, FRAMES, SIZE, SIZE) * 2 - 1 for _ in range(2 * BATCH * args.steps)]
     captions = [torch.randint(3, 32, (real_models.TEXT_LEN,)) for _ in videos]
@@ -66,6 +70,7 @@ def main():
     weight_dtype = torch.float32
     vae.to(accelerator.device, dtype=weight_dtype)
     text_encoder.to(accelerator.device, dtype=weight_dtype)
+    ema.to(accelerator.device)
     global_step = 0
     for pixels, input_ids in loader:
         with accelerator.accumulate(transformer):
@@ -85,11 +90,15 @@ def main():
             lr_scheduler.step()
             optimizer.zero_grad()
         if accelerator.sync_gradients:
+            ema.step(transformer.parameters())
             global_step += 1
             accelerator.log({"loss": loss.item()}, step=global_step)
             if global_step % 4 == 0 and accelerator.is_main_process:
                 accelerator.save_state(os.path.join(args.out, f"checkpoint-{global_step}"))
+                ema.store(transformer.parameters())
+                ema.copy_to(transformer.parameters())
                 log_validation(accelerator, transformer, vae, text_encoder, scheduler)
+                ema.restore(transformer.parameters())
     accelerator.wait_for_everyone()
     if accelerator.is_main_process:
         accelerator.unwrap_model(transformer).save_pretrained(os.path.join(args.out, "final"))
