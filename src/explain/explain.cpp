@@ -182,19 +182,6 @@ ExplainParts explain_parts(const std::vector<std::string>& paths, const ExplainO
       }
       return a;
     };
-    // The waterfall and the replay first: the host rows kept for the replay alone go before the
-    // analyses' tables are made (the two peaks apart rather than one on the other).
-    RankWaterfall join = waterfall_of(t, records, options.replay.has_value());
-    part.waterfall = std::move(join.rows);
-    part.requests_without_record = std::move(join.requests_without_record);
-    part.steps_without_record = std::move(join.steps_without_record);
-    part.matched = std::move(join.matched);
-    part.priced = std::move(join.priced);
-    if (options.replay) {
-      part.replay = replay_ranges(t, join.ranges, *options.replay, part.replay_problems);
-      std::vector<TraceRange>().swap(join.ranges);
-      traces[analysed[k]]->plain_rows = PlainRows();
-    }
     // Alone, a trace of two step strings or more knows the job's window; one of fewer does not.
     const bool own_steps = part.step_strings.size() >= 2;
     const bool job_steps = partial ? own_steps : steps.size() >= 2;
@@ -203,6 +190,17 @@ ExplainParts explain_parts(const std::vector<std::string>& paths, const ExplainO
     if (!filters || !job_steps) part.whole = analyse(false);
     // A partial's trace of fewer: the job's traces may hold two together, or not.
     if (partial && filters && !own_steps) part.filtered = analyse(true);
+    RankWaterfall join = waterfall_of(t, records, options.replay.has_value());
+    part.waterfall = std::move(join.rows);
+    part.requests_without_record = std::move(join.requests_without_record);
+    part.steps_without_record = std::move(join.steps_without_record);
+    part.matched = std::move(join.matched);
+    part.priced = std::move(join.priced);
+    if (options.replay) {
+      // The window's count of plain host rows is done with: its starts go before the graph.
+      std::vector<double>().swap(traces[analysed[k]]->plain_host.later);
+      part.replay = replay_ranges(t, join.ranges, *options.replay, part.replay_problems);
+    }
     traces[analysed[k]].reset();  // its rows are not needed any more
   });
   return out;
