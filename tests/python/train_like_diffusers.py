@@ -5,8 +5,9 @@ optimizer, the data and the learning-rate schedule go through accelerator.prepar
 transformer is called positionally with return_dict=False; clip_grad_norm_ on the steps that
 sync; an EMA of the transformer updated after each step that synced (diffusers' --use_ema); the
 loss logged and the state saved on the main process only, which also runs a validation pass (a
-pipeline made of the models being trained, then called, with the EMA weights swapped in) every
-few steps and at the end, after saving the trained transformer with save_pretrained.
+pipeline made of the models being trained, then called, with the EMA weights swapped in, its
+transformer loaded again as VideoX-Fun's scripts do) every few steps and at the end, after saving
+the trained transformer with save_pretrained.
 --instrumented adds the one line a user would write instead.
 
     python train_like_diffusers.py --out DIR [--steps 8] [--instrumented]
@@ -14,6 +15,7 @@ few steps and at the end, after saving the trained transformer with save_pretrai
 import argparse
 import os
 import sys
+import time
 
 import torch
 from accelerate import Accelerator
@@ -27,16 +29,27 @@ import real_models  # noqa: E402
 BATCH, FRAMES, SIZE = 2, 5, 16  # pixels (B, 3, F, H, W): 2 latent frames of 2x2
 
 
-def log_validation(accelerator, transformer, vae, text_encoder, scheduler):
-    """A short video from the model being trained, by a pipeline made of the loop's models."""
+def log_validation(accelerator, transformer, vae, text_encoder, tokenizer, scheduler,
+                   pretrained=None):
+    """A short video from the model being trained, by a pipeline made of the loop's models; with
+    `pretrained`, of a transformer loaded from there with the trained weights copied in (as
+    VideoX-Fun's scripts validate). Prints how long it took."""
     from diffusers import WanPipeline
 
+    began = time.perf_counter()
+    trained = accelerator.unwrap_model(transformer)
+    if pretrained is not None:
+        trained_state = trained.state_dict()
+        trained = type(trained).from_pretrained(pretrained)
+        trained.load_state_dict(trained_state)
     pipeline = real_models.quiet(WanPipeline(
-        tokenizer=real_models.tokenizer(), text_encoder=text_encoder, vae=vae, scheduler=scheduler,
-        transformer=accelerator.unwrap_model(transformer)))
+        tokenizer=tokenizer, text_encoder=text_encoder, vae=vae, scheduler=scheduler,
+        transformer=trained))
     with torch.no_grad():
-        return pipeline("a cat runs on the beach", height=SIZE, width=SIZE, num_frames=FRAMES,
-                        num_inference_steps=2, output_type="np").frames[0]
+        video = pipeline("a cat runs on the beach", height=SIZE, width=SIZE, num_frames=FRAMES,
+                         num_inference_steps=2, output_type="np").frames[0]
+    print(f"validation took {time.perf_counter() - began:.6f} s")
+    return video
 
 
 def main():
@@ -53,10 +66,13 @@ def main():
     accelerator = Accelerator(gradient_accumulation_steps=2, cpu=True, project_dir=args.out)
     vae = real_models.wan_vae()
     text_encoder = real_models.umt5()
+    tokenizer = real_models.tokenizer()
     transformer = real_models.wan_transformer()
     scheduler = FlowMatchEulerDiscreteScheduler(shift=3.0)
     vae.requires_grad_(False)
     text_encoder.requires_grad_(False)
+    pretrained = os.path.join(args.out, "pretrained")  # where a real script's weights come from
+    transformer.save_pretrained(pretrained)
     transformer.train()
     ema = EMAModel(transformer.parameters(), model_cls=type(transformer),
                    model_config=transformer.config)
@@ -97,12 +113,13 @@ def main():
                 accelerator.save_state(os.path.join(args.out, f"checkpoint-{global_step}"))
                 ema.store(transformer.parameters())
                 ema.copy_to(transformer.parameters())
-                log_validation(accelerator, transformer, vae, text_encoder, scheduler)
+                log_validation(accelerator, transformer, vae, text_encoder, tokenizer, scheduler,
+                               pretrained)
                 ema.restore(transformer.parameters())
     accelerator.wait_for_everyone()
     if accelerator.is_main_process:
         accelerator.unwrap_model(transformer).save_pretrained(os.path.join(args.out, "final"))
-        log_validation(accelerator, transformer, vae, text_encoder, scheduler)
+        log_validation(accelerator, transformer, vae, text_encoder, tokenizer, scheduler)
     accelerator.end_training()
     print(f"trained {global_step} steps")
 
