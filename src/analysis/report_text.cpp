@@ -111,7 +111,8 @@ std::string layout_line(const ParallelLayout& p, bool requests) {
   for (const auto& [dim, source] : p.from) {
     from += (from.empty() ? "" : ", ") + dim + ": " + source;
   }
-  return text + (from.empty() ? " (the world's)" : " (" + from + ")");
+  // No source said a dimension: they follow from the world size alone.
+  return text + (from.empty() ? " (from the world size)" : " (" + from + ")");
 }
 
 using units::duration;
@@ -241,7 +242,10 @@ std::string format_report(const Report& report) {
          units::seconds(r->e2e_p95_s, e2e_top) + "  max " + units::seconds(r->e2e_max_s) +
          "  mean " + units::seconds(r->e2e_mean_s, e2e_top));
     if (r->requests_per_hour) {
-      line(strprintf("  rate     %.1f requests/hour", *r->requests_per_hour));
+      // Over the span the requests cover, idle gaps included; the exit summary's reqs/hour is
+      // back to back (their summed e2e), so the two differ for spaced-out requests.
+      line(strprintf("  rate     %.1f requests/hour (first start to last end, gaps included)",
+                     *r->requests_per_hour));
     }
     if (r->layout) {
       line(layout_line(*r->layout, true) +

@@ -59,6 +59,38 @@ TEST(Report, SummarizesRequestsWithoutWarmup) {
   EXPECT_NE(text.find("transformer"), std::string::npos);
 }
 
+// Two requests 100 s apart on each of two data-parallel ranks whose layout no source said: the
+// rate is over the span they cover (back to back they would make 360 an hour), and the layout
+// says that it follows from the world size.
+TEST(Report, SaysTheRateIsOverTheSpanAndWhereTheLayoutCameFrom) {
+  RecordSet set;
+  for (int rank = 0; rank < 2; ++rank) {
+    for (std::int64_t req = 0; req < 2; ++req) {
+      RequestRecord r = request(rank, req, 10.0);
+      r.world_size = 2;
+      r.ts = 100.0 + 100.0 * static_cast<double>(req);
+      ParallelLayout p;
+      p.dp = 2;
+      p.dp_replicate = 2;
+      p.group = 1;
+      p.dp_rank = rank;
+      r.parallel = p;
+      set.requests.push_back(r);
+    }
+  }
+  Report report = build_report(set);
+  ASSERT_TRUE(report.requests && report.requests->requests_per_hour);
+  // Four requests from the first start (90 s) to the last end (200 s).
+  EXPECT_NEAR(*report.requests->requests_per_hour, 4 * 3600.0 / 110.0, 1e-9);
+  std::string text = format_report(report);
+  EXPECT_NE(text.find("  rate     130.9 requests/hour (first start to last end, gaps included)\n"),
+            std::string::npos)
+      << text;
+  EXPECT_NE(text.find("  layout   dp=2  cp=1  tp=1, 1 rank a request (from the world size)"),
+            std::string::npos)
+      << text;
+}
+
 // Two context-parallel groups of two ranks (dp_rank 0: ranks 0 and 1; dp_rank 1: ranks 2 and 3),
 // three requests each: six requests, each as long as its slower rank, its energy the group's.
 TEST(Report, AContextParallelRequestCountsOnceWithItsGroupsEnergy) {
