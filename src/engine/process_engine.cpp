@@ -124,7 +124,11 @@ Engine* build_locked() {
   }();
   (void)exit_handler;
   if (e->should_log()) {
-    std::string where = settings.json_path.empty() ? "" : "; records to " + settings.json_path;
+    // Without a records file `vxperf report` has nothing to read: say how to get one.
+    std::string where =
+        settings.json_path.empty()
+            ? std::string("; no records file (VIDEOX_PERF_JSON=PATH writes one for vxperf report)")
+            : "; records to " + settings.json_path;
     if (!settings.trace_path.empty()) where += "; trace to " + settings.trace_path;
     e->notice("vxperf: metrics on (level " + std::to_string(settings.level) + ")" + where);
   }

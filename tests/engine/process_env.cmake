@@ -52,6 +52,13 @@ expect_count("${replayed}" "\"kind\":\"request\"" 3 "replayed requests")
 expect_count("${replayed}" "\"kind\":\"train_window\"" 3 "replayed windows")
 expect_count("${replayed}" "\"kind\":\"train_end\"" 1 "the replayed final record")
 
+# The start notice says where records go, and how to get them when nowhere (each pattern
+# short of the notice's `;`, which would split a match into two list items).
+expect_count("${err}" "records to ${WORK}/on/nested/records.jsonl" 1 "the notice's records file")
+run_example(out err --unset=VIDEOX_PERF_JSON VIDEOX_PERF=1)
+expect_count("${err}" "no records file \\(VIDEOX_PERF_JSON=PATH writes one for vxperf report\\)" 1
+             "the notice without a records file")
+
 # Rank 1 of 2: records in its own file, no log lines (rank 0 logs).
 run_example(out err VIDEOX_PERF=1 RANK=1 WORLD_SIZE=2 VIDEOX_PERF_JSON=${WORK}/ranks/records.jsonl)
 expect_count("${err}" "\\[Perf\\]" 0 "rank 1 log lines")
