@@ -395,7 +395,7 @@ struct MetricChange {
   std::string name;
   std::optional<double> a, b;
   std::optional<double> change;  // (b - a) / |a|
-  std::string direction;         // "better", "worse", "same" (within 0.5%), "n/a"
+  std::string direction;  // "better", "worse", "same" (within 0.5%), "n/a", "differs" (peaks)
   std::string unit;
 };
 std::vector<MetricChange> compare_reports(const Report& a, const Report& b);

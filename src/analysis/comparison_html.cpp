@@ -79,7 +79,7 @@ std::string comparison_html(const std::string& a_name, const std::string& b_name
     };
     t.rows.push_back({escape(c.name), escape(cell(c.a)), escape(cell(c.b)), change,
                       "<span class=\"" + c.direction + "\">" + escape(c.direction) + "</span>"});
-    if (!c.change) continue;
+    if (!c.change || c.direction == "differs") continue;  // a peak is neither green nor red
     labels.push_back(c.name);
     values.push_back(*c.change * 100.0);
     better.push_back(c.direction == "better");

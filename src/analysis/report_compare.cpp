@@ -1,5 +1,6 @@
 // Two reports compared metric by metric: report_metrics, compare_reports and their text and JSON.
 #include <cmath>
+#include <string>
 
 #include "analysis/report_format.h"
 #include "analysis/units.h"
@@ -17,6 +18,12 @@ namespace {
 using units::kGiB;
 // Relative changes smaller than this read as "same" in a comparison.
 constexpr double kSameWithin = 0.005;
+
+// The per-device peak an MFU is against: "requests.peak_tflops", "training.peak_tflops".
+bool is_peak(const std::string& name) {
+  const std::size_t dot = name.rfind('.');
+  return dot != std::string::npos && name.substr(dot + 1) == "peak_tflops";
+}
 
 }  // namespace
 
@@ -38,6 +45,7 @@ std::vector<Metric> report_metrics(const Report& report) {
       add("requests.denoising_step_ms", d->mean_ms, true, "ms");
     add("requests.tflops", r->tflops, false, "TFLOPS");
     add("requests.mfu", r->mfu, false, "");
+    add("requests.peak_tflops", r->peak_tflops, false, "TFLOPS");
     add("requests.peak_alloc_gib", bytes(r->peak_alloc_bytes), true, "GiB");
   }
   if (const auto& t = report.training) {
@@ -50,6 +58,7 @@ std::vector<Metric> report_metrics(const Report& report) {
     add("training.tflops", t->tflops, false, "TFLOPS");
     add("training.mfu", t->mfu, false, "");
     add("training.hfu", t->hfu, false, "");
+    add("training.peak_tflops", t->peak_tflops, false, "TFLOPS");
     add("training.peak_alloc_gib", bytes(t->peak_alloc_bytes), true, "GiB");
     add("training.eta_h", t->eta_s ? std::optional<double>(*t->eta_s / 3600.0) : std::nullopt, true,
         "h");
@@ -110,6 +119,10 @@ std::vector<MetricChange> compare_reports(const Report& a, const Report& b) {
       double relative = c.change ? std::fabs(*c.change) : (delta == 0 ? 0 : 1);
       if (relative < kSameWithin) {
         c.direction = "same";
+      } else if (is_peak(m.name)) {
+        // A peak is no better or worse, but an MFU change across two is partly the peak's (a
+        // CPU run under torchrun measures one thread's).
+        c.direction = "differs";
       } else {
         c.direction = (delta < 0) == m.lower_is_better ? "better" : "worse";
       }

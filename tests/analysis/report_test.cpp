@@ -636,11 +636,44 @@ TEST(Report, ComparesTwoRunsWithDirection) {
   Json j = Json::parse(comparison_json("a.jsonl", "b.jsonl", changes));
   EXPECT_EQ(j["metrics"].size(), changes.size());
 
+  // The same peak on both sides: the MFUs compare as the rates do.
+  EXPECT_EQ(find("training.peak_tflops").direction, "same");
+
   // Slower the other way round.
   auto reverse = compare_reports(build_report(b), build_report(a));
   for (const auto& c : reverse) {
     if (c.name == "training.step_p50_s") EXPECT_EQ(c.direction, "worse");
   }
+}
+
+// Two runs whose MFUs are against different peaks (a CPU run measured with all its threads, then
+// under torchrun with one a rank): the peaks are a row of their own, neither better nor worse,
+// so that an MFU's change is not read as the run's alone; the page draws no bar for them.
+TEST(Report, ComparisonSaysWhenTheMfusAreAgainstDifferentPeaks) {
+  RecordSet a, b;
+  a.windows = {window(0, 0, 10, 2.0, 0.40)};
+  b.windows = {window(0, 0, 10, 2.0, 0.40)};
+  a.requests = {request(0, 0, 10.0)};
+  b.requests = {request(0, 0, 10.0)};
+  b.windows[0].throughput->peak_tflops = 494.5;
+  b.windows[0].throughput->mfu = 0.8;
+  b.requests[0].dit->peak_tflops = 494.5;
+  b.requests[0].dit->mfu = 400.0 / 494.5;
+  auto changes = compare_reports(build_report(a), build_report(b));
+  std::map<std::string, MetricChange> by_name;
+  for (const auto& c : changes) by_name[c.name] = c;
+  for (const char* peak : {"training.peak_tflops", "requests.peak_tflops"}) {
+    ASSERT_TRUE(by_name.count(peak)) << peak;
+    EXPECT_EQ(by_name[peak].direction, "differs") << peak;
+    EXPECT_NEAR(*by_name[peak].change, -0.5, 1e-9) << peak;
+  }
+  EXPECT_EQ(by_name["training.mfu"].direction, "better");
+  std::string text = format_comparison("a.jsonl", "b.jsonl", changes);
+  EXPECT_NE(text.find("training.peak_tflops"), std::string::npos) << text;
+  EXPECT_NE(text.find("-50.0%  differs"), std::string::npos) << text;
+  std::string html = comparison_html("a.jsonl", "b.jsonl", changes, ChartData(), ChartData());
+  EXPECT_NE(html.find(">differs</span>"), std::string::npos);
+  EXPECT_EQ(html.find("training.peak_tflops: "), std::string::npos);  // no bar, no bar's tip
 }
 
 TEST(Report, HtmlIsSelfContainedWithItsCharts) {
