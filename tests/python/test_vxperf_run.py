@@ -175,6 +175,25 @@ def test_a_training_script_under_accelerate_and_torchrun(tmp_path):
         assert windows[0]["throughput"]["dp"] == 2
 
 
+def test_accelerate_launch_is_measured_in_its_worker_not_the_launcher(tmp_path):
+    """`accelerate launch` imports accelerate itself and starts the script in a child: the child
+    is measured, the launcher is not, so the start-up lines are said once, not once more by a
+    launcher that never trains."""
+    launch = os.path.join(os.path.dirname(sys.executable), "accelerate")
+    env = clean_env(PYTHONPATH=HERE, VIDEOX_PERF_EVERY=4, VIDEOX_PERF_PEAK_TFLOPS=1,
+                    VIDEOX_PERF_JSON=tmp_path / "run.jsonl", HF_HOME=tmp_path / "hf")
+    proc = run([CLI, "run", "--", launch, "launch", "--cpu", "--num_processes", "1",
+                "--num_machines", "1", "--mixed_precision", "no", "--dynamo_backend", "no",
+                TRAIN, "--out", str(tmp_path / "a")], env, tmp_path)
+    assert proc.returncode == 0 and "trained 8 steps" in proc.stdout, proc.stderr
+    for line in ("vxperf: metrics on", "training metrics enabled", "inference metrics enabled",
+                 "no models named; timing the model given"):
+        assert proc.stderr.count(line) == 1, (line, proc.stderr)
+    assert "nothing was measured" not in proc.stderr
+    windows = [r for r in read_records(tmp_path / "run.jsonl") if r["kind"] == "train_window"]
+    assert [w["steps"] for w in windows] == [4, 4]  # 8 steps, a window every 4
+
+
 def test_a_plain_ddp_loop_says_nothing_was_measured_until_it_has_vxperfs_lines(tmp_path):
     """A torchrun DDP loop over a diffusers model imports accelerate (diffusers does) and runs no
     pipeline and no accelerate step: `vxperf run` installs its hooks and measures nothing, and

@@ -26,7 +26,18 @@ _HERE = os.path.dirname(os.path.abspath(__file__))
 _MEASURED = "VXPERF_RUN_MEASURED"
 
 
+def _is_accelerate_launcher() -> bool:
+    """`accelerate launch` (or `accelerate-launch`): it imports accelerate but only starts the
+    workers, each measured in its own process. Measured itself, it said the start-up lines a
+    second time, as a rank 0 of its own."""
+    argv = getattr(sys, "argv", None) or [""]
+    script = os.path.basename(argv[0])
+    return script == "accelerate-launch" or (script == "accelerate" and argv[1:2] == ["launch"])
+
+
 def _measure(entry: str) -> None:
+    if _is_accelerate_launcher():
+        return
     try:
         import vxperf
 
