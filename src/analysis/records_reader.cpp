@@ -6,8 +6,8 @@
 // batches come back in input order. Given several files, a regular one is instead read, parsed and
 // handed over whole on a worker, to a handler of its own that the calling thread joins to its
 // handler in file order (RecordHandler::file_handler, join_file). Each line is read by the tables'
-// one reading walk (schema/field_reader.h) over simdjson's On-Demand API, taking the fields in the
-// order the writer wrote them (analysis/ondemand_object.h); a line that path gives up on (out of
+// one reading walk (schema/field_reader.h) over the line's text, taking the fields in the order
+// the writer wrote them (analysis/line_object.h); a line that path gives up on (out of
 // order, unknown fields, malformed) is read again over simdjson's DOM (schema/json_dom.h), which
 // gives the record or the message. A record is handed to the handler and forgotten.
 #include "vxperf/records_reader.h"
