@@ -29,6 +29,7 @@ enum class Phase : std::uint8_t {
   kBackward,
   kClip,
   kOptimizer,
+  kEma,
   kOther,
   kSave,
   kRestore,
@@ -60,7 +61,7 @@ struct PhaseInfo {
 };
 
 // In order: records, lines and reports list phases in this order.
-inline constexpr std::array<PhaseInfo, 14> kPhases = {{
+inline constexpr std::array<PhaseInfo, 15> kPhases = {{
     {Phase::kData, "data", PhaseSource::kHost},
     {Phase::kPrep, "prep", PhaseSource::kHost},
     {Phase::kVaeEncode, "vae_enc", PhaseSource::kModelCall},
@@ -71,6 +72,7 @@ inline constexpr std::array<PhaseInfo, 14> kPhases = {{
     {Phase::kBackward, "bwd", PhaseSource::kBackward},
     {Phase::kClip, "clip", PhaseSource::kCall, "clip"},
     {Phase::kOptimizer, "opt", PhaseSource::kCall, "optimizer_step", /*bounds_step=*/true},
+    {Phase::kEma, "ema", PhaseSource::kCall, "ema"},
     {Phase::kOther, "other", PhaseSource::kResidual},
     {Phase::kSave, "save", PhaseSource::kOutside, "checkpoint_save"},
     {Phase::kRestore, "restore", PhaseSource::kOutside, "checkpoint_restore"},
@@ -109,7 +111,7 @@ constexpr bool is_outside_phase(Phase phase) {
   return phase_info(phase).source == PhaseSource::kOutside;
 }
 // "data", "prep", "vae_enc", "vae_dec", "text_encoder", "aux", "fwd", "bwd", "clip", "opt",
-// "other"; outside the steps "save", "restore", "eval"
+// "ema", "other"; outside the steps "save", "restore", "eval"
 inline const char* phase_name(Phase phase) { return phase_info(phase).name; }
 std::optional<Phase> phase_from_name(std::string_view name);
 // Kept for callers holding a std::string.

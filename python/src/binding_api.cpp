@@ -313,7 +313,8 @@ void note_compute_dtype(std::uint32_t stage, const std::string& dtype) {
 const std::array<PhaseInfo, kPhaseCount>& phases() { return kPhases; }
 
 // Phase ids: a phase's index in the phase table (vxperf/phases.h: "data", "prep", "vae_enc",
-// "vae_dec", "text_encoder", "aux", "fwd", "bwd", "clip", "opt", "other"); -1 for another name.
+// "vae_dec", "text_encoder", "aux", "fwd", "bwd", "clip", "opt", "ema", "other"); -1 for another
+// name.
 int phase_id(const std::string& name) {
   auto phase = phase_from_name(name);
   return phase ? static_cast<int>(*phase) : -1;

@@ -115,6 +115,9 @@ def install_training(level: int | None = None, models: Any = None,
         checkpoints = torch_checkpoint.patch()
         bases = _training.base_classes()
         checkpoints += saves.patch(bases)
+        diffusers.time_ema_updates()  # else at the first step (accelerate's)
+        for base in bases.values():
+            _load_as_evaluation(base)
         _watch_pipelines()
         targets: list[Any] = [] if models is None else [models]
         if _training.present("videox_fun"):
@@ -152,6 +155,17 @@ def install_training(level: int | None = None, models: Any = None,
     return True
 
 
+def _load_as_evaluation(cls: type) -> None:
+    """`cls.from_pretrained` (a library's model base class) timed as an evaluation once a loop
+    runs: VideoX-Fun's validation loads a fresh transformer and copies the trained weights into it
+    before it makes the pipeline, seconds of a real model's loading that are no step's data wait.
+    Inside a checkpoint's restore (accelerate's load hooks) it is part of the restore."""
+    loads = cls.__dict__.get("from_pretrained")
+    if isinstance(loads, classmethod) and not getattr(loads.__func__, "_vxperf_wrapped", False):
+        cls.from_pretrained = classmethod(  # type: ignore[attr-defined]
+            _inference.as_evaluation(loads.__func__))
+
+
 def _watch_pipelines() -> None:
     """Wraps diffusers' pipeline classes, present and defined later (diffusers defines them as
     they are first named, after this), so that one called while the loop runs is timed as its
@@ -165,11 +179,7 @@ def _watch_pipelines() -> None:
     def seen(cls: type) -> None:
         if diffusers.is_pipeline_base(cls):
             saves.patch_save_pretrained(cls)
-            loads = cls.__dict__.get("from_pretrained")
-            if isinstance(loads, classmethod) and not getattr(loads.__func__, "_vxperf_wrapped",
-                                                              False):
-                cls.from_pretrained = classmethod(  # type: ignore[attr-defined]
-                    _inference.as_evaluation(loads.__func__))
+            _load_as_evaluation(cls)
         elif diffusers.is_pipeline_class(cls):
             _inference.instrument_pipeline_class(cls)
             made = cls.__dict__.get("__init__")

@@ -389,8 +389,13 @@ void TrainerCore::add_call(Phase phase, Marker start, Marker end, std::int64_t b
                            std::string_view path, std::int64_t resume_step) {
   if (is_outside_phase(phase)) {
     add_outside(phase, start, end, bytes, path, resume_step);
-  } else {
-    add_pair(phase, start, end);
+    return;
+  }
+  add_pair(phase, start, end);
+  // A call between two micro-steps (an EMA update after the optimizer's step) is its phase's
+  // time, not the data wait around it.
+  if (is_plain_call_phase(phase) && !in_micro_ && prev_exit_ && *prev_exit_ <= start.host_s) {
+    *prev_exit_ += std::max(0.0, end.host_s - start.host_s);
   }
 }
 

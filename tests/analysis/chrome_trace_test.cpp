@@ -161,7 +161,8 @@ TEST(ChromeTrace, ConvertsEveryKindOfEvent) {
 {"ev": "micro_enter", "t": 3.0}
 {"ev": "phase", "name": "fwd", "t0": 3.1, "t1": 3.2, "device_ms": null}
 {"ev": "micro_exit", "t": 3.3}
-{"ev": "clip", "t0": 3.4, "t1": 3.5, "device_ms": null}
+{"ev": "clip", "t0": 3.4, "t1": 3.45, "device_ms": null}
+{"ev": "ema", "t0": 3.45, "t1": 3.5, "device_ms": null}
 {"ev": "optimizer_step", "t0": 3.5, "t1": 3.6, "device_ms": null, "owner": "adam", "sync": true}
 {"ev": "memory", "peak_alloc_bytes": 1024}
 {"ev": "checkpoint_save", "t0": 3.7, "t1": 3.8, "device_ms": null, "bytes": 4096}

@@ -90,10 +90,11 @@ def trained_model_truth(tokens=2):
 def priced_as_the_script_ran(window, truth, samples):
     """A window of train_like_diffusers.py priced by the work that ran, though no line of the
     script names a model: the prepared transformer's forward (under DDP on torchrun), the frozen
-    VAE's encode and the text encoder timed as their phases; `samples` per step, the transformer
-    at its parameter count with its FLOPs and MFU."""
-    assert {"vae_enc", "text_encoder", "fwd", "bwd"} <= set(window["phases_s"]), window
-    assert all(window["phases_s"][p] > 0 for p in ("vae_enc", "text_encoder", "fwd"))
+    VAE's encode and the text encoder timed as their phases, the EMA's update after each step as
+    `ema` (not data wait); `samples` per step, the transformer at its parameter count with its
+    FLOPs and MFU."""
+    assert {"vae_enc", "text_encoder", "fwd", "bwd", "ema"} <= set(window["phases_s"]), window
+    assert all(window["phases_s"][p] > 0 for p in ("vae_enc", "text_encoder", "fwd", "ema"))
     # what runs before any model in the micro-step is the noise and the sigmas, no model's work
     assert window["phases_s"]["prep"] < window["phases_s"]["vae_enc"]
     t = window["throughput"]

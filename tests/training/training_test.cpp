@@ -214,6 +214,28 @@ TEST(Training, ModelCallsOutsideTheStepsAreNotTheSteps) {
   EXPECT_EQ(inside.records()[0]["throughput"]["samples"].get<double>(), 1.0);
 }
 
+// An EMA update after the optimizer's step, between two micro-steps (as diffusers' scripts call
+// EMAModel.step once the step synced), is the next step's `ema` phase, not its data wait.
+TEST(Training, ACallBetweenTheStepsIsItsPhaseNotTheDataWait) {
+  TrainRig rig(0, {{"VIDEOX_PERF", "1"}, {"VIDEOX_PERF_EVERY", "2"}});
+  for (int i = 0; i < 4; ++i) {
+    rig.step();
+    {
+      PhaseCall ema(Phase::kEma, rig.trainer);
+      rig.work(0.3, 1.0);
+    }
+    rig.work(0.1, 1.0);  // the data loader
+  }
+  auto r = rig.records();
+  ASSERT_EQ(r.size(), 2u);
+  // The second window's steps each follow one update and one wait: 0.3 s and 0.1 s.
+  EXPECT_NEAR(r[1]["phases_s"]["ema"].get<double>(), 0.3, 1e-9);
+  EXPECT_NEAR(r[1]["phases_s"]["data"].get<double>(), 0.1, 1e-9);
+  // The loop's ledger so far: the waits before steps 2 to 4.
+  EXPECT_NEAR(r[1]["ledger"]["data_wait_s"].get<double>(), 0.3, 1e-9);
+  EXPECT_NEAR(r[1]["step_s_p95"].get<double>(), 1.68, 1e-9);
+}
+
 // A checkpoint saved with a path keeps its step beside the records file; a later process (a
 // restarted attempt) that restores the path before its first step numbers its steps on from
 // there, or from the step the program says. A scope outside the steps never closed is said.

@@ -20,6 +20,7 @@ from collections.abc import Iterable, Mapping
 from typing import TYPE_CHECKING, Any, Callable, TypeVar, cast
 
 from .. import _ext, _layout, _model, _params, _peak, _reading, _records, _state, _training
+from . import diffusers as diffusers_hooks
 from . import saves
 
 if TYPE_CHECKING:
@@ -214,7 +215,10 @@ _reading.TEXT_LISTENERS.append(_text_length_seen)
 
 
 def _reread_trained() -> None:
+    """At the first step that synced: the trained model read again (its adapters, its casts) and
+    an EMA model's updates timed (the script has made it by now)."""
     _trained.reread = True
+    diffusers_hooks.time_ema_updates()
     if _trained.module is not None:
         _register(_trained.module, _trained.accelerator, True)
 
