@@ -1104,9 +1104,10 @@ struct ReportBuilder::State {
   static TrainAcc mirrored(const TrainAcc& own, const TrainAcc& rank) {
     TrainAcc out = rank;
     out.keep_values = own.keep_values;
-    out.p50s = own.p50s;
-    out.p95s = own.p95s;
-    out.s.fields = own.s.fields;
+    // Moved in from copies, so that the room of the rank's is given back, not kept.
+    out.p50s = StepValues(own.p50s);
+    out.p95s = StepValues(own.p95s);
+    out.s.fields = std::vector<ReadingSummary>(own.s.fields);
     return out;
   }
   // The part's training sums as they stand (a mirrored part's made from its rank's).
