@@ -197,6 +197,8 @@ ExplainParts explain_parts(const std::vector<std::string>& paths, const ExplainO
     part.matched = std::move(join.matched);
     part.priced = std::move(join.priced);
     if (options.replay) {
+      // The window's count of plain host rows is done with: its starts go before the graph.
+      std::vector<double>().swap(traces[analysed[k]]->plain_host.later);
       part.replay = replay_ranges(t, join.ranges, *options.replay, part.replay_problems);
     }
     traces[analysed[k]].reset();  // its rows are not needed any more

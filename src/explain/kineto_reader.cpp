@@ -732,8 +732,23 @@ void PlainRows::push(double ts, double dur, std::uint32_t index, std::uint32_t n
   }
   Packed& p = blocks_[size_ >> kBlockBits][size_ & ((std::size_t{1} << kBlockBits) - 1)];
   p.index = index;
-  p.name = name;
-  p.tid = tid;
+  std::uint32_t place = kOther;
+  if (last_place_ != kOther && threads_[last_place_] == tid) {  // rows of a thread come in runs
+    place = last_place_;
+  } else if (auto it = thread_place_.find(tid); it != thread_place_.end()) {
+    place = it->second;
+  } else if (threads_.size() < kOther) {
+    place = static_cast<std::uint32_t>(threads_.size());
+    threads_.push_back(tid);
+    thread_place_.emplace(tid, place);
+  }
+  last_place_ = place;
+  if (place == kOther || name >= (std::uint32_t{1} << 24)) {
+    p.name_thread = kOther;
+    other_[static_cast<std::uint32_t>(size_)] = {name, tid};
+  } else {
+    p.name_thread = name << 8 | place;
+  }
   store(size_, p, ts, dur);
   ++size_;
 }

@@ -56,10 +56,11 @@ struct SyncArgs {
 };
 
 // The host rows no analysis reads (CPU ops, Python functions), kept apart for the replay alone
-// (ReadOptions::plain_rows): 20 bytes a row rather than a Row's 48. Times are kept exactly: a
+// (ReadOptions::plain_rows): 16 bytes a row rather than a Row's 48. Times are kept exactly: a
 // start as a whole number of us from `base` and a duration as one, where the double they give
 // back is bit for bit the one read (HTA's rounding leaves whole numbers); any other is escaped
-// into a table.
+// into a table. The name and the thread share 32 bits: the name's number in 24, the thread's
+// place among the first 255 threads seen in 8 (any other pair is kept in a table).
 class PlainRows {
  public:
   std::size_t size() const { return size_; }
@@ -72,8 +73,15 @@ class PlainRows {
     return v == kEscaped ? escaped(dur_escaped_, i) : v;
   }
   std::uint32_t index(std::size_t i) const { return at(i).index; }
-  std::uint32_t name(std::size_t i) const { return at(i).name; }
-  std::int32_t tid(std::size_t i) const { return at(i).tid; }
+  std::uint32_t name(std::size_t i) const {
+    const std::uint32_t v = at(i).name_thread;
+    return (v & 255) == kOther ? other_.at(static_cast<std::uint32_t>(i)).first : v >> 8;
+  }
+  std::int32_t tid(std::size_t i) const {
+    const std::uint32_t v = at(i).name_thread;
+    return (v & 255) == kOther ? other_.at(static_cast<std::uint32_t>(i)).second
+                               : threads_[v & 255];
+  }
   void push(double ts, double dur, std::uint32_t index, std::uint32_t name, std::int32_t tid);
   void set_times(std::size_t i, double ts, double dur);
   // How many were kept before the file was known to need HTA's rounding (rounded when read
@@ -84,9 +92,10 @@ class PlainRows {
   static constexpr std::int32_t kEscaped = -2147483647 - 1;
   struct Packed {
     std::int32_t ts = 0, dur = 0;
-    std::uint32_t index = 0, name = 0;
-    std::int32_t tid = 0;
+    std::uint32_t index = 0;
+    std::uint32_t name_thread = 0;  // name << 8 | the thread's place, or kOther
   };
+  static constexpr std::uint32_t kOther = 255;
   // `v` - base as a whole number of 32 bits that gives `v` back bit for bit, else kEscaped.
   static std::int32_t pack(double v, double base);
   static double escaped(const std::unordered_map<std::uint32_t, double>& table, std::size_t i);
@@ -101,6 +110,10 @@ class PlainRows {
   std::size_t size_ = 0;
   double base_ = 0;
   std::unordered_map<std::uint32_t, double> ts_escaped_, dur_escaped_;
+  std::vector<std::int32_t> threads_;  // by place: the thread
+  std::unordered_map<std::int32_t, std::uint32_t> thread_place_;
+  std::uint32_t last_place_ = kOther;  // the place of the thread of the row pushed last
+  std::unordered_map<std::uint32_t, std::pair<std::uint32_t, std::int32_t>> other_;  // name, tid
 };
 
 // Why a file could not be read (it names no file; the caller adds it).

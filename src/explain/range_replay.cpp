@@ -89,7 +89,7 @@ RankReplay replay_ranges(const KinetoTrace& t, const std::vector<TraceRange>& ra
   std::vector<Base> base(ranges.size());
   ReplayTimes times(g);
   {
-    std::vector<ReplayGraph::EdgeId> binding;
+    ReplayGraph::Binding binding;
     // The binding edges only for the ranges' paths (a trace without ranges needs none).
     g.replay_into(times, nullptr, ranges.empty() ? nullptr : &binding);
     // A node whose time is not kept is its measured time again (an error of 0).
@@ -124,9 +124,9 @@ RankReplay replay_ranges(const KinetoTrace& t, const std::vector<TraceRange>& ra
     g.replay_into(times, &weights);
     const ReplayTimes& now = times;
     std::fill(gone.begin(), gone.end(), 0);
-    for (const auto& [p, e] : g.run_edges()) {
+    g.for_each_run_edge([&](std::uint32_t p, ReplayGraph::EdgeId e) {
       gone[p] = weights[e] == 0 && g.run_weight(p) > 0 ? 1 : 0;
-    }
+    });
     per_range.resize(ranges.size());
     double total = 0;
     for (std::size_t i = 0; i < ranges.size(); ++i) {

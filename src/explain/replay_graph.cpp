@@ -43,42 +43,31 @@ static_assert(kBoundNames.size() == static_cast<std::size_t>(Bound::kCount));
 
 const char* bound_name(Bound b) { return internal::enum_name(b, kBoundNames, "?"); }
 
+std::uint8_t ReplayGraph::type_byte(EdgeKind kind, Bound bound, bool least) {
+  return static_cast<std::uint8_t>((static_cast<unsigned>(kind) << 4) | (least ? kLeast : 0) |
+                                   static_cast<unsigned>(bound));
+}
+
 void ReplayGraph::add(Node src, Node dst, EdgeKind kind, Bound bound, bool least) {
-  const auto type = static_cast<std::uint8_t>((static_cast<unsigned>(kind) << 4) |
-                                              (least ? kLeast : 0) | static_cast<unsigned>(bound));
-  const auto id = static_cast<EdgeId>(type_.size());
-  if (in_begin_[dst] == kNone) {
-    in_begin_[dst] = id;
-    if (grouped_ && id > 0) type_.back() |= kLastIn;  // the node before has all its edges in
-  } else if (last_dst_ != dst) {
-    if (grouped_) {
-      // Some node's edges in come apart: each edge's end is kept from here on (for finish()),
-      // those so far read off their groups.
-      grouped_ = false;
-      dst_.reserve(src_.capacity());
-      dst_.resize(id);
-      for (Node v = 0; v < in_begin_.size(); ++v) {
-        if (in_begin_[v] == kNone) continue;
-        for (EdgeId e = in_begin_[v]; e < id; ++e) {
-          dst_[e] = v;
-          if (last_in(e)) break;
-        }
-      }
-    }
+  const std::uint8_t type = type_byte(kind, bound, least);
+  if (type_[dst] == kEmpty) {
+    set_first_src(dst, src);
+    type_[dst] = type;
+  } else if (near_[dst] != kFar && first_src(dst) == src) {
+    type_[dst] = type;  // an edge added again (the same ends) takes the new rule, keeps its place
   } else {
-    // An edge added again (the same ends) takes the new rule and keeps its place.
-    for (EdgeId e = in_begin_[dst]; e < id; ++e) {
-      if (src_[e] == src) {
-        type_[e] = static_cast<std::uint8_t>(type | (type_[e] & kLastIn));
-        return;
-      }
-    }
+    apart_.push_back({dst, src, type});  // put in order by node, and merged, by finish()
   }
-  if (id == kNone) throw std::length_error("the replay's graph has more than 2^32 edges");
-  src_.push_back(src);
-  if (!grouped_) dst_.push_back(dst);
-  type_.push_back(type);
-  last_dst_ = dst;
+}
+
+void ReplayGraph::set_first_src(Node v, Node src) {
+  const std::int64_t d = static_cast<std::int64_t>(v) - static_cast<std::int64_t>(src);
+  if (d > kFar && d <= 127) {
+    near_[v] = static_cast<std::int8_t>(d);
+  } else {
+    near_[v] = kFar;
+    far_made_.emplace_back(v, src);
+  }
 }
 
 ReplayGraph::ReplayGraph(const KinetoTrace& t, const std::vector<std::int32_t>& fed_by)
@@ -88,7 +77,8 @@ ReplayGraph::ReplayGraph(const KinetoTrace& t, const std::vector<std::int32_t>& 
   const std::size_t n = t.rows.size();
   const std::size_t all = t.row_count();
   if (all >= (std::size_t{1} << 31)) throw std::length_error("more than 2^31 rows to replay");
-  in_begin_.assign(2 * all, kNone);
+  near_.assign(2 * all, 0);
+  type_.assign(2 * all, kEmpty);
   const std::vector<KernelType> types = types_of(t);
   // What each name is, decided once per name rather than once per row.
   enum : std::uint8_t {
@@ -196,147 +186,6 @@ ReplayGraph::ReplayGraph(const KinetoTrace& t, const std::vector<std::int32_t>& 
     }
   }
 
-  // Host threads: every start and end of a thread's rows in call-stack order (at one time, ends
-  // before starts; the longer start first, the shorter end first), consecutive ones linked. A
-  // point is its node (a row's start or end), its time the node's measured time.
-  std::unordered_map<std::int32_t, std::vector<Node>> threads;
-  std::unordered_map<std::int32_t, bool> has_ranges;
-  const std::optional<std::uint32_t> annotation = [&]() -> std::optional<std::uint32_t> {
-    for (std::size_t c = 0; c < t.categories.size(); ++c) {
-      if (t.categories[c] == "user_annotation") return static_cast<std::uint32_t>(c);
-    }
-    return std::nullopt;
-  }();
-  // Each thread's points reserved whole (no vector grown by doubling), and with them how many
-  // edges the graph will have at most, reserved too: its arrays are made once, at their size.
-  std::unordered_map<std::int32_t, std::size_t> thread_rows;
-  std::size_t waiting_calls = 0;  // host rows whose end may wait for the device (a second edge)
-  for (std::size_t p = 0; p < all; ++p) {
-    const Row r = t.row(p);
-    if (r.device) continue;
-    ++thread_rows[r.tid];
-    if ((name_is[r.name] & (kSync | kCopyCall)) != 0) ++waiting_calls;
-    if (fed_by.empty() && annotation && r.cat == *annotation) has_ranges[r.tid] = true;
-  }
-  for (const auto& [tid, rows] : thread_rows) threads[tid].reserve(2 * rows);
-  for (std::size_t p = 0; p < all; ++p) {
-    const Row r = t.row(p);
-    if (r.device) continue;
-    const auto q = static_cast<std::uint32_t>(p);
-    std::vector<Node>& points = threads[r.tid];
-    points.push_back(start(q));
-    points.push_back(end(q));
-  }
-  // A thread of vxperf's ranges feeds the others, even those with ranges of their own (the
-  // autograd thread's record_function hooks).
-  for (std::int32_t tid : fed_by) has_ranges[tid] = true;
-  // Each thread's points in call-stack order, by time first. What a point's order reads of its
-  // (host) row, from where the row is kept: the rows kept whole or the plain ones apart.
-  struct Key {
-    double ts, dur;
-    std::uint32_t index;
-  };
-  auto whole = [&](std::uint32_t x) {
-    const Row& r = t.rows[x];
-    return Key{r.ts, r.dur, r.index};
-  };
-  auto plain = [&](std::uint32_t x) {
-    const std::size_t i = x - n;
-    return Key{t.plain_rows.ts(i), t.plain_rows.dur(i), t.plain_rows.index(i)};
-  };
-  auto either = [&](std::uint32_t x) { return x < n ? whole(x) : plain(x); };
-  // The order of two points (as measured() times them) with `key` reading their rows.
-  auto order_by = [](auto key) {
-    return [key](Node a, Node b) {
-      const Key x = key(row_of(a)), y = key(row_of(b));
-      const bool a_end = (a & 1) != 0, b_end = (b & 1) != 0;
-      const double ta = a_end ? std::max(x.ts, x.ts + x.dur) : x.ts;
-      const double tb = b_end ? std::max(y.ts, y.ts + y.dur) : y.ts;
-      if (ta != tb) return ta < tb;
-      // A row of no duration sits between the rows ending and those starting at its time, its
-      // start just before its end (else it would open after it closed and stay open).
-      const int ga = std::max(x.ts, x.ts + x.dur) == x.ts ? 1 : a_end ? 0 : 2;
-      const int gb = std::max(y.ts, y.ts + y.dur) == y.ts ? 1 : b_end ? 0 : 2;
-      if (ga != gb) return ga < gb;
-      if (ga == 1) return row_of(a) != row_of(b) ? x.index < y.index : !a_end && b_end;
-      if (a_end) return x.dur != y.dur ? x.dur < y.dur : x.index > y.index;
-      return x.dur != y.dur ? x.dur > y.dur : x.index < y.index;
-    };
-  };
-  for (auto& [tid, points] : threads) {
-    // The points of the rows kept whole come first (pushed by position) and those of the plain
-    // rows after: each part sorted alone, then merged (one total order, so the same result as
-    // one sort, without a branch on where each row is kept at every comparison).
-    const auto apart =
-        std::partition_point(points.begin(), points.end(), [&](Node p) { return row_of(p) < n; });
-    std::sort(points.begin(), apart, order_by(whole));
-    std::sort(apart, points.end(), order_by(plain));
-    std::inplace_merge(points.begin(), apart, points.end(), order_by(either));
-  }
-  // What feeds a worker thread: the threads with ranges, their points looked up by time.
-  std::vector<const std::vector<Node>*> feeding;
-  bool any_worker = false;
-  for (const auto& [tid, points] : threads) {
-    if (has_ranges[tid]) {
-      feeding.push_back(&points);
-    } else {
-      any_worker = true;
-    }
-  }
-  if (!any_worker) feeding.clear();
-  // A point's place in the file: its row's position in traceEvents, its start before its end.
-  auto file_order = [&](Node p) {
-    return (static_cast<std::uint64_t>(t.index_of(row_of(p))) << 1) | (p & 1);
-  };
-  // The latest point of those threads before `ts` (of equal times, the last in the file), or
-  // null.
-  auto feeder_before = [&](double ts) -> const Node* {
-    const Node* best = nullptr;
-    for (const std::vector<Node>* points : feeding) {
-      auto at = std::lower_bound(points->begin(), points->end(), ts,
-                                 [&](Node f, double x) { return measured(f) < x; });
-      if (at == points->begin()) continue;
-      const double when = measured(*(at - 1));
-      const Node* top = &*(at - 1);
-      for (auto q = at - 1; measured(*q) == when; --q) {
-        if (file_order(*q) > file_order(*top)) top = &*q;
-        if (q == points->begin()) break;
-      }
-      if (best == nullptr || when > measured(*best) ||
-          (when == measured(*best) && file_order(*top) > file_order(*best))) {
-        best = top;
-      }
-    }
-    return best;
-  };
-  // How many of a worker thread's starts are fed (those with nothing open on their thread).
-  auto fed_starts = [&](const std::vector<Node>& points) {
-    std::size_t fed = 0;
-    std::vector<std::uint32_t> stack;
-    for (Node node : points) {
-      const std::uint32_t row = row_of(node);
-      if ((node & 1) == 0) {
-        if (stack.empty()) ++fed;
-        stack.push_back(row);
-      } else {
-        auto it = std::find(stack.rbegin(), stack.rend(), row);
-        if (it != stack.rend()) stack.erase(std::next(it).base());
-      }
-    }
-    return fed;
-  };
-  std::size_t most_edges = waiting_calls;
-  for (const auto& [tid, rows] : thread_rows) {
-    most_edges += 2 * rows - 1;
-    if (any_worker && !has_ranges[tid]) most_edges += fed_starts(threads[tid]);
-  }
-  for (std::size_t p = 0; p < n; ++p) {
-    if (t.rows[p].device) most_edges += is_marker(t.rows[p]) ? 2 : 3;  // stream, launch, run
-  }
-  for (const auto& [row, recorded] : waits_on) most_edges += recorded.size();
-  src_.reserve(most_edges);
-  type_.reserve(most_edges);
-
   // Device rows. Of the causes of a row's start (its launch, its stream's previous row, an event
   // it waits on) the latest carries the whole measured delay; the others weigh only their least
   // (a launch its call's duration, the device nothing: weight()), so that a what-if moving a cause
@@ -417,85 +266,221 @@ ReplayGraph::ReplayGraph(const KinetoTrace& t, const std::vector<std::int32_t>& 
         Bound::kSyncWait);
   }
 
-  for (auto& [tid, points] : threads) {
-    const bool worker = !has_ranges[tid];
+  // What each blocking call waited for (its end's sync edge), found while the streams' tables
+  // are here: they go before the threads' points are made.
+  std::vector<std::pair<std::uint32_t, Node>> waited_by;  // (call's row, what it waited for)
+  for (std::size_t p = 0; p < all; ++p) {
+    const std::uint8_t is = name_is[t.name_of(p)];
+    if ((is & (kSync | kCopyCall)) == 0) continue;
+    const Row r = t.row(p);
+    if (r.device) continue;
+    const double ts = measured(end(static_cast<std::uint32_t>(p)));
+    // What the call waited for: its own copies, and for a synchronize (or a blocking copy)
+    // the rows launched before it on its stream (from its cuda_sync marker) or on all.
+    double waited = -std::numeric_limits<double>::infinity();
+    Node waited_node = 0;
+    auto take = [&](std::int64_t q) {
+      for (std::size_t k = 0; q >= 0 && k < kWalkBack; ++k) {
+        const Row& d = t.rows[static_cast<std::size_t>(q)];
+        if (d.end() <= ts) {
+          if (d.end() > waited) {
+            waited = d.end();
+            waited_node = end(static_cast<std::uint32_t>(q));
+          }
+          return;
+        }
+        // Not done when the call returned: look at the one launched before it.
+        const std::uint32_t place = launch_place[static_cast<std::size_t>(q)];
+        auto l = by_launch.find(t.stream(d));
+        q = place == 0 || l == by_launch.end() ? -1
+                                               : static_cast<std::int64_t>(l->second[place - 1]);
+      }
+    };
+    const std::int64_t own = t.position_of(r.partner);
+    if (own >= 0 && t.rows[static_cast<std::size_t>(own)].device &&
+        !is_marker(t.rows[static_cast<std::size_t>(own)]) && (is & kCopyCall) != 0) {
+      take(own);
+    }
+    if ((is & (kSync | kBlockingCopy)) != 0) {
+      std::int64_t only = -1;
+      if (own >= 0 && is_marker(t.rows[static_cast<std::size_t>(own)])) {
+        const Row& m = t.rows[static_cast<std::size_t>(own)];
+        const SyncArgs* x = t.sync_args_of(static_cast<std::uint32_t>(own));
+        if (t.str(m.name) == "Stream Sync") only = t.stream(m);
+        if (x != nullptr && x->wait_on_stream >= 0) only = x->wait_on_stream;
+      }
+      for (const auto& [stream, l] : by_launch) {
+        if (only < 0 || stream == only) take(launched_before(stream, r.ts));
+      }
+    }
+    if (waited > -std::numeric_limits<double>::infinity()) {
+      waited_by.emplace_back(static_cast<std::uint32_t>(p), waited_node);
+    }
+  }
+  std::vector<std::int32_t>().swap(launch_of);
+  std::vector<std::uint32_t>().swap(launch_place);
+  by_launch = {};
+  waits_on = {};
+
+  // Host threads: every start and end of a thread's rows in call-stack order (at one time, ends
+  // before starts; the longer start first, the shorter end first), consecutive ones linked. A
+  // point is its node (a row's start or end), its time the node's measured time. The threads'
+  // points are made a batch of threads at a time (a pass over the rows each), so that they are
+  // not all held at once.
+  std::unordered_map<std::int32_t, std::vector<Node>> threads;
+  std::unordered_map<std::int32_t, bool> has_ranges;
+  const std::optional<std::uint32_t> annotation = [&]() -> std::optional<std::uint32_t> {
+    for (std::size_t c = 0; c < t.categories.size(); ++c) {
+      if (t.categories[c] == "user_annotation") return static_cast<std::uint32_t>(c);
+    }
+    return std::nullopt;
+  }();
+  std::unordered_map<std::int32_t, std::size_t> thread_rows;
+  std::size_t host_rows = 0;
+  for (std::size_t p = 0; p < all; ++p) {
+    const Row r = t.row(p);
+    if (r.device) continue;
+    ++thread_rows[r.tid];
+    ++host_rows;
+    if (fed_by.empty() && annotation && r.cat == *annotation) has_ranges[r.tid] = true;
+  }
+  std::size_t largest = 0;
+  for (const auto& [tid, rows] : thread_rows) {
+    threads[tid];
+    largest = std::max(largest, rows);
+  }
+  // A thread of vxperf's ranges feeds the others, even those with ranges of their own (the
+  // autograd thread's record_function hooks).
+  for (std::int32_t tid : fed_by) has_ranges[tid] = true;
+  bool any_worker = false, any_feeding = false;
+  for (const auto& [tid, points] : threads) (has_ranges[tid] ? any_feeding : any_worker) = true;
+  // Each thread's points in call-stack order, by time first. What a point's order reads of its
+  // (host) row, from where the row is kept: the rows kept whole or the plain ones apart.
+  struct Key {
+    double ts, dur;
+    std::uint32_t index;
+  };
+  auto whole = [&](std::uint32_t x) {
+    const Row& r = t.rows[x];
+    return Key{r.ts, r.dur, r.index};
+  };
+  auto plain = [&](std::uint32_t x) {
+    const std::size_t i = x - n;
+    return Key{t.plain_rows.ts(i), t.plain_rows.dur(i), t.plain_rows.index(i)};
+  };
+  auto either = [&](std::uint32_t x) { return x < n ? whole(x) : plain(x); };
+  // The order of two points (as measured() times them) with `key` reading their rows.
+  auto order_by = [](auto key) {
+    return [key](Node a, Node b) {
+      const Key x = key(row_of(a)), y = key(row_of(b));
+      const bool a_end = (a & 1) != 0, b_end = (b & 1) != 0;
+      const double ta = a_end ? std::max(x.ts, x.ts + x.dur) : x.ts;
+      const double tb = b_end ? std::max(y.ts, y.ts + y.dur) : y.ts;
+      if (ta != tb) return ta < tb;
+      // A row of no duration sits between the rows ending and those starting at its time, its
+      // start just before its end (else it would open after it closed and stay open).
+      const int ga = std::max(x.ts, x.ts + x.dur) == x.ts ? 1 : a_end ? 0 : 2;
+      const int gb = std::max(y.ts, y.ts + y.dur) == y.ts ? 1 : b_end ? 0 : 2;
+      if (ga != gb) return ga < gb;
+      if (ga == 1) return row_of(a) != row_of(b) ? x.index < y.index : !a_end && b_end;
+      if (a_end) return x.dur != y.dur ? x.dur < y.dur : x.index > y.index;
+      return x.dur != y.dur ? x.dur > y.dur : x.index < y.index;
+    };
+  };
+  // The points of the threads whose vectors are reserved (a batch), each thread's sorted.
+  auto fill_batch = [&]() {
+    for (std::size_t p = 0; p < all; ++p) {
+      const Row r = t.row(p);
+      if (r.device) continue;
+      std::vector<Node>& points = threads[r.tid];
+      if (points.capacity() == 0) continue;  // not in this batch
+      const auto q = static_cast<std::uint32_t>(p);
+      points.push_back(start(q));
+      points.push_back(end(q));
+    }
+    for (auto& [tid, points] : threads) {
+      if (points.empty()) continue;
+      // The points of the rows kept whole come first (pushed by position) and those of the
+      // plain rows after: each part sorted alone, then merged (one total order, so the same
+      // result as one sort, without a branch on where each row is kept at every comparison).
+      const auto apart =
+          std::partition_point(points.begin(), points.end(), [&](Node p) { return row_of(p) < n; });
+      std::sort(points.begin(), apart, order_by(whole));
+      std::sort(apart, points.end(), order_by(plain));
+      std::inplace_merge(points.begin(), apart, points.end(), order_by(either));
+    }
+  };
+  // A point's place in the file: its row's position in traceEvents, its start before its end.
+  auto file_order = [&](Node p) {
+    return (static_cast<std::uint64_t>(t.index_of(row_of(p))) << 1) | (p & 1);
+  };
+  // A worker thread's op after an idle stretch is fed by the latest earlier point of the threads
+  // with ranges (of equal times, the last in the file): the workers' such ops are noted while
+  // their edges are made, found in each feeding thread's points in turn, and their edges added
+  // once every feeding thread has been through (their thread edge's rule then set).
+  struct Fed {
+    Node node;
+    Node best;         // the feeder so far, or kNoFeeder
+    Bound alone;       // the thread edge's bound if nothing feeds it
+    bool thread_edge;  // whether the op has a thread edge (it is not its thread's first point)
+  };
+  constexpr Node kNoFeeder = UINT32_MAX;
+  std::vector<Fed> fed_ops;
+  auto find_feeders = [&](const std::vector<Node>& points) {
+    for (Fed& f : fed_ops) {
+      const double ts = measured(f.node);
+      auto at = std::lower_bound(points.begin(), points.end(), ts,
+                                 [&](Node x, double v) { return measured(x) < v; });
+      if (at == points.begin()) continue;
+      const double when = measured(*(at - 1));
+      Node top = *(at - 1);
+      for (auto q = at - 1; measured(*q) == when; --q) {
+        if (file_order(*q) > file_order(top)) top = *q;
+        if (q == points.begin()) break;
+      }
+      if (f.best == kNoFeeder || when > measured(f.best) ||
+          (when == measured(f.best) && file_order(top) > file_order(f.best))) {
+        f.best = top;
+      }
+    }
+  };
+  auto make_thread = [&](const std::vector<Node>& points, bool worker) {
     std::vector<std::uint32_t> stack;
     int loaders = 0;
     for (std::size_t i = 0; i < points.size(); ++i) {
       const Node node = points[i];
       const bool is_end = (node & 1) != 0;
-      const double ts = measured(node);
       const std::uint32_t row = row_of(node);
-      const Row r = t.row(row);
-      const std::uint8_t is = name_is[r.name];
-      // A worker thread's op after an idle stretch is fed by the latest earlier point of the
-      // threads with ranges (the autograd engine's backward by the thread that called it).
-      const Node* feeder = nullptr;
-      if (worker && !is_end && stack.empty()) feeder = feeder_before(ts);
-      const bool fed = feeder != nullptr;
+      const std::uint8_t is = name_is[t.name_of(row)];
+      const bool fed = worker && any_feeding && !is_end && stack.empty();
+      Bound b = Bound::kHost;
+      if (loaders > 0) {
+        b = Bound::kDataLoading;
+      } else if (!stack.empty() && (name_is[t.name_of(stack.back())] & kLaunchCall) != 0) {
+        b = Bound::kLaunch;
+      }
+      if (fed) fed_ops.push_back({node, kNoFeeder, b, i > 0});
       if (i > 0) {
         const Node from = points[i - 1];
-        Bound b = Bound::kHost;
-        if (loaders > 0) {
-          b = Bound::kDataLoading;
-        } else if (!stack.empty() && (name_is[t.name_of(stack.back())] & kLaunchCall) != 0) {
-          b = Bound::kLaunch;
-        }
         if (is_end && (is & (kSync | kCopyCall)) != 0) {
-          // What the call waited for: its own copies, and for a synchronize (or a blocking copy)
-          // the rows launched before it on its stream (from its cuda_sync marker) or on all.
-          double waited = -std::numeric_limits<double>::infinity();
-          Node waited_node = 0;
-          auto take = [&](std::int64_t q) {
-            for (std::size_t k = 0; q >= 0 && k < kWalkBack; ++k) {
-              const Row& d = t.rows[static_cast<std::size_t>(q)];
-              if (d.end() <= ts) {
-                if (d.end() > waited) {
-                  waited = d.end();
-                  waited_node = end(static_cast<std::uint32_t>(q));
-                }
-                return;
-              }
-              // Not done when the call returned: look at the one launched before it.
-              const std::uint32_t place = launch_place[static_cast<std::size_t>(q)];
-              auto l = by_launch.find(t.stream(d));
-              q = place == 0 || l == by_launch.end()
-                      ? -1
-                      : static_cast<std::int64_t>(l->second[place - 1]);
-            }
-          };
-          const std::int64_t own = t.position_of(r.partner);
-          if (own >= 0 && t.rows[static_cast<std::size_t>(own)].device &&
-              !is_marker(t.rows[static_cast<std::size_t>(own)]) && (is & kCopyCall) != 0) {
-            take(own);
-          }
-          if ((is & (kSync | kBlockingCopy)) != 0) {
-            std::int64_t only = -1;
-            if (own >= 0 && is_marker(t.rows[static_cast<std::size_t>(own)])) {
-              const Row& m = t.rows[static_cast<std::size_t>(own)];
-              const SyncArgs* x = t.sync_args_of(static_cast<std::uint32_t>(own));
-              if (t.str(m.name) == "Stream Sync") only = t.stream(m);
-              if (x != nullptr && x->wait_on_stream >= 0) only = x->wait_on_stream;
-            }
-            for (const auto& [stream, l] : by_launch) {
-              if (only < 0 || stream == only) take(launched_before(stream, r.ts));
-            }
-          }
-          if (waited > -std::numeric_limits<double>::infinity()) {
+          const auto w = std::lower_bound(
+              waited_by.begin(), waited_by.end(), row,
+              [](const std::pair<std::uint32_t, Node>& x, std::uint32_t y) { return x.first < y; });
+          if (w != waited_by.end() && w->first == row) {
             // Both weigh the return after the later of the two (weight()).
-            add(waited_node, node, EdgeKind::kSync, Bound::kSyncWait);
+            add(w->second, node, EdgeKind::kSync, Bound::kSyncWait);
             add(from, node, EdgeKind::kThread, Bound::kSyncWait);
           } else {
             add(from, node, EdgeKind::kThread, b);
           }
         } else if (fed) {
-          // A worker waits for work: its idle gap weighs nothing, the feeding thread's time does.
+          // A worker waits for work: its idle gap weighs nothing, the feeding thread's time does
+          // (or, if nothing feeds it, its gap as any other: set once the feeders are known).
           add(from, node, EdgeKind::kThread, Bound::kHost, true);
         } else {
           add(from, node, EdgeKind::kThread, b);
         }
       }
-      if (fed) add(*feeder, node, EdgeKind::kWorker, Bound::kHost);
       if (is_end) {
         auto it = std::find(stack.rbegin(), stack.rend(), row);
         if (it != stack.rend()) stack.erase(std::next(it).base());
@@ -505,66 +490,111 @@ ReplayGraph::ReplayGraph(const KinetoTrace& t, const std::vector<std::int32_t>& 
         if ((is & kLoader) != 0) ++loaders;
       }
     }
-    if (worker) std::vector<Node>().swap(points);  // done with (the others feed the workers)
+  };
+  // Batches of threads, the workers' first, each of at most a quarter of the points or the
+  // largest thread: a few passes over the rows, and the points of a batch alone held at a time.
+  const std::size_t cap = std::max(largest, host_rows / 4);
+  for (int pass = 0; pass < 2; ++pass) {
+    const bool workers = pass == 0;
+    auto it = threads.begin();
+    while (it != threads.end()) {
+      std::size_t rows = 0;
+      for (; it != threads.end(); ++it) {
+        if (has_ranges[it->first] == workers) continue;
+        const std::size_t r = thread_rows[it->first];
+        if (rows > 0 && rows + r > cap) break;
+        rows += r;
+        it->second.reserve(2 * r);
+      }
+      if (rows == 0) break;
+      fill_batch();
+      for (auto& [tid, points] : threads) {
+        if (points.empty()) continue;
+        if (!workers && any_worker) find_feeders(points);
+        make_thread(points, workers);
+        std::vector<Node>().swap(points);
+      }
+    }
   }
-  // What only the making needed goes before finish() makes the order (the peak is then the rows
-  // and the graph alone).
-  std::vector<std::int32_t>().swap(launch_of);
-  std::vector<std::uint32_t>().swap(launch_place);
-  by_launch = {};
-  feeding.clear();
+  for (const Fed& f : fed_ops) {
+    if (f.best != kNoFeeder) {
+      add(f.best, f.node, EdgeKind::kWorker, Bound::kHost);
+    } else if (f.thread_edge) {
+      type_[f.node] = type_byte(EdgeKind::kThread, f.alone, false);
+    }
+  }
   threads = {};
   finish();
 }
 
 void ReplayGraph::finish() {
-  const std::size_t slots = in_begin_.size();
-  const auto edges = static_cast<EdgeId>(type_.size());
-  if (grouped_ && edges > 0) type_.back() |= kLastIn;
-  if (!grouped_) {
-    // Some node's edges in were added apart: renumber the edges by their end (a stable counting
-    // sort keeps each node's in the order added), an edge added again merged into its first.
-    std::vector<EdgeId> at(slots + 1, 0);
-    for (EdgeId e = 0; e < edges; ++e) ++at[dst_[e] + 1];
-    for (std::size_t i = 1; i < at.size(); ++i) at[i] += at[i - 1];
-    std::vector<EdgeId> place(edges);
-    for (EdgeId e = 0; e < edges; ++e) place[at[dst_[e]]++] = e;
-    std::vector<Node> src;
-    std::vector<std::uint8_t> type;
-    in_begin_.assign(slots, kNone);
-    for (EdgeId k = 0; k < edges; ++k) {
-      const EdgeId e = place[k];
-      const Node d = dst_[e];
-      const auto t = static_cast<std::uint8_t>(type_[e] & ~kLastIn);
-      bool again = false;
-      if (in_begin_[d] != kNone) {
-        for (EdgeId f = in_begin_[d]; f < src.size(); ++f) {
-          if (src[f] == src_[e]) {  // the later addition's rule, the first one's place
-            type[f] = t;
-            again = true;
-            break;
-          }
-        }
-      } else {
-        if (!type.empty()) type.back() |= kLastIn;
-        in_begin_[d] = static_cast<EdgeId>(src.size());
-      }
-      if (again) continue;
-      src.push_back(src_[e]);
-      type.push_back(t);
-    }
-    if (!type.empty()) type.back() |= kLastIn;
-    src_.swap(src);
-    type_.swap(type);
-    std::vector<Node>().swap(dst_);
-    grouped_ = true;
+  const std::size_t slots = type_.size();
+  // The far sources in place, by node (each node's first edge is set once).
+  std::sort(far_made_.begin(), far_made_.end());
+  far_bits_.assign((slots + 63) / 64, 0);
+  far_rank_.assign(far_bits_.size(), 0);
+  far_src_.reserve(far_made_.size());
+  for (const auto& [v, u] : far_made_) {
+    far_bits_[v >> 6] |= std::uint64_t{1} << (v & 63);
+    far_src_.push_back(u);
   }
+  std::deque<std::pair<Node, Node>>().swap(far_made_);
+  std::uint32_t far = 0;
+  for (std::size_t w = 0; w < far_bits_.size(); ++w) {
+    far_rank_[w] = far;
+    far += static_cast<std::uint32_t>(__builtin_popcountll(far_bits_[w]));
+  }
+  // The edges apart in order by node, each node's in the order added (a stable sort); one added
+  // again (the same ends as an earlier one of its node) gives that one its rule and goes.
+  std::stable_sort(apart_.begin(), apart_.end(),
+                   [](const Apart& a, const Apart& b) { return a.dst < b.dst; });
+  std::size_t kept = 0;
+  for (std::size_t i = 0; i < apart_.size(); ++i) {
+    const Apart& x = apart_[i];
+    if (first_src(x.dst) == x.src) {
+      type_[x.dst] = x.type;
+      continue;
+    }
+    bool again = false;
+    for (std::size_t j = kept; j-- > 0 && apart_[j].dst == x.dst;) {
+      if (apart_[j].src == x.src) {
+        apart_[j].type = x.type;
+        again = true;
+        break;
+      }
+    }
+    if (!again) apart_[kept++] = x;
+  }
+  apart_.resize(kept);
+  extra_dst_.reserve(kept);
+  extra_src_.reserve(kept);
+  extra_type_.reserve(kept);
+  for (std::size_t i = 0; i < kept; ++i) {
+    const Apart& x = apart_[i];
+    const bool last = i + 1 == kept || apart_[i + 1].dst != x.dst;
+    extra_dst_.push_back(x.dst);
+    extra_src_.push_back(x.src);
+    extra_type_.push_back(static_cast<std::uint8_t>(x.type | (last ? kLastIn : 0)));
+  }
+  std::deque<Apart>().swap(apart_);
+  // A node's first edge is its last in unless some are apart.
+  for (Node v = 0; v < slots; ++v) {
+    if (type_[v] != kEmpty) {
+      type_[v] |= kLastIn;
+      ++edges_;
+    }
+  }
+  for (Node v : extra_dst_) type_[v] &= static_cast<std::uint8_t>(~kLastIn);
+  edges_ += kept;
   // Every node with an edge, and whether the graph has an order to replay in.
   {
     std::vector<bool> touched(slots, false);
-    for (EdgeId e = 0; e < type_.size(); ++e) touched[src_[e]] = true;
     for (Node v = 0; v < slots; ++v) {
-      if (touched[v] || in_begin_[v] != kNone) ++nodes_;
+      if (type_[v] != kEmpty) touched[first_src(v)] = true;
+    }
+    for (Node u : extra_src_) touched[u] = true;
+    for (Node v = 0; v < slots; ++v) {
+      if (touched[v] || type_[v] != kEmpty) ++nodes_;
     }
   }
   if (!in_order([](Node) {})) {
@@ -572,45 +602,34 @@ void ReplayGraph::finish() {
     return;
   }
   ok_ = true;
-  // A device row's end has its run edge alone.
-  for_each_edge([&](EdgeId e, Node v) {
-    if (kind(e) == EdgeKind::kRun) run_edges_.emplace_back(row_of(v), e);
-  });
-  std::sort(run_edges_.begin(), run_edges_.end());
 }
 
 double ReplayGraph::weight(EdgeId e, Node to) const {
-  const std::uint8_t type = type_[e];
+  const std::uint8_t t = type(e);
   const EdgeKind k = kind(e);
   if (k == EdgeKind::kRun) return trace_.rows[row_of(to)].dur;
   if (k == EdgeKind::kSync || (k == EdgeKind::kThread && bound(e) == Bound::kSyncWait)) {
     // A blocking call's return after the later of its thread's previous point and the device
-    // work it waited for: its two edges in (the sync edge, then its thread's) weigh the same.
-    const EdgeId sync = k == EdgeKind::kSync ? e : e - 1;
-    return measured(to) - std::max(measured(src_[sync + 1]), measured(src_[sync]));
+    // work it waited for: its two edges in (the sync edge first, its thread's next) weigh the
+    // same.
+    const Node other = e == to ? extra_src_[first_apart(to) - type_.size()] : src(e);
+    return measured(to) - std::max(measured(other), measured(first_src(to)));
   }
-  const double gap = measured(to) - measured(src_[e]);
-  if ((type & kLeast) == 0) return gap;
+  const double gap = measured(to) - measured(src(e));
+  if ((t & kLeast) == 0) return gap;
   switch (k) {
     case EdgeKind::kThread:  // a worker's idle gap
       return 0;
     case EdgeKind::kLaunch:  // a launch that did not bind: its call's duration at most
-      return std::min(gap, std::max(0.0, trace_.rows[row_of(src_[e])].dur));
+      return std::min(gap, std::max(0.0, trace_.rows[row_of(src(e))].dur));
     default:  // the device's cause that did not bind: an overlap, else nothing
       return std::min(0.0, gap);
   }
 }
 
 void ReplayGraph::weights_into(std::vector<double>& w) const {
-  w.resize(edge_count());
+  w.resize(edge_slots());
   for_each_edge([&](EdgeId e, Node to) { w[e] = weight(e, to); });
-}
-
-ReplayGraph::EdgeId ReplayGraph::run_edge(std::uint32_t row) const {
-  auto at = std::lower_bound(
-      run_edges_.begin(), run_edges_.end(), row,
-      [](const std::pair<std::uint32_t, EdgeId>& r, std::uint32_t x) { return r.first < x; });
-  return at != run_edges_.end() && at->first == row ? at->second : kNone;
 }
 
 void ReplayTimes::fill(std::size_t block) {
@@ -630,7 +649,7 @@ void ReplayTimes::fill(std::size_t block) {
 
 template <class F>
 bool ReplayGraph::in_order(F&& place) const {
-  const std::size_t slots = in_begin_.size();
+  const std::size_t slots = type_.size();
   enum : std::uint8_t { kSeen = 1, kPlaced = 2 };
   std::vector<std::uint8_t> state(slots, 0);
   std::vector<std::pair<Node, EdgeId>> walk;  // a node and its next edge in (kNone: no more)
@@ -649,18 +668,18 @@ bool ReplayGraph::in_order(F&& place) const {
       row = static_cast<std::uint32_t>(next++);
     }
     const Node root = (k & 1) == 0 ? start(row) : end(row);
-    if (in_begin_[root] == kNone || (state[root] & kPlaced) != 0) continue;
+    if (type_[root] == kEmpty || (state[root] & kPlaced) != 0) continue;
     state[root] |= kSeen;
-    walk.emplace_back(root, in_begin_[root]);
+    walk.emplace_back(root, root);
     while (!walk.empty()) {
       auto& [v, next] = walk.back();
       if (next != kNone) {
-        const Node from = src_[next];
-        next = last_in(next) ? kNone : next + 1;
-        if ((state[from] & kPlaced) != 0 || in_begin_[from] == kNone) continue;
+        const Node from = src(next);
+        next = next_in(next, v);
+        if ((state[from] & kPlaced) != 0 || type_[from] == kEmpty) continue;
         if ((state[from] & kSeen) != 0) return false;
         state[from] |= kSeen;
-        walk.emplace_back(from, in_begin_[from]);
+        walk.emplace_back(from, from);
       } else {
         state[v] |= kPlaced;
         const Node placed = v;
@@ -675,9 +694,12 @@ bool ReplayGraph::in_order(F&& place) const {
 void ReplayTimes::reset() { std::fill(live_.begin(), live_.end(), false); }
 
 void ReplayGraph::replay_into(ReplayTimes& times, const std::vector<double>* weights,
-                              std::vector<EdgeId>* binding) const {
+                              Binding* binding) const {
   const std::size_t slots = node_slots();
-  if (binding != nullptr) binding->assign(slots, kNone);
+  if (binding != nullptr) {
+    binding->which.assign(slots, 0);
+    binding->far.clear();
+  }
   if (!ok_) {
     times.reset();
     return;
@@ -688,16 +710,24 @@ void ReplayGraph::replay_into(ReplayTimes& times, const std::vector<double>* wei
   auto place = [&](Node v) {
     double best = -std::numeric_limits<double>::infinity();
     EdgeId which = kNone;
-    for (EdgeId e = in_begin_[v];; ++e) {
-      const double at = times[src_[e]] + (w != nullptr ? w[e] : weight(e, v));
+    std::size_t nth = 0, best_nth = 0;
+    for (EdgeId e = v; e != kNone; e = next_in(e, v), ++nth) {
+      const double at = times[src(e)] + (w != nullptr ? w[e] : weight(e, v));
       if (at > best) {
         best = at;
         which = e;
+        best_nth = nth;
       }
-      if (last_in(e)) break;
     }
     times.set(v, best);
-    if (binding != nullptr) (*binding)[v] = which;
+    if (binding != nullptr && which != kNone) {
+      if (best_nth < 254) {
+        binding->which[v] = static_cast<std::uint8_t>(best_nth + 1);
+      } else {
+        binding->which[v] = 255;
+        binding->far.emplace(v, which);
+      }
+    }
   };
   if (order_.empty()) {
     in_order(place);
@@ -706,27 +736,36 @@ void ReplayGraph::replay_into(ReplayTimes& times, const std::vector<double>* wei
   }
 }
 
+ReplayGraph::EdgeId ReplayGraph::binding_of(const Binding& b, Node v) const {
+  const std::uint8_t x = b.which[v];
+  if (x == 0) return kNone;
+  if (x == 1) return v;
+  if (x == 255) return b.far.at(v);
+  return first_apart(v) + (x - 2);
+}
+
 void ReplayGraph::keep_order() {
   if (!ok_ || !order_.empty()) return;
   in_order([&](Node v) { order_.push_back(v); });
 }
 
 void ReplayGraph::path_into(Node last, double from, const ReplayTimes& times,
-                            const std::vector<EdgeId>& binding, double (&by_bound)[8]) const {
+                            const Binding& binding, double (&by_bound)[8]) const {
   Node v = last;
   while (times[v] > from) {
-    const EdgeId e = binding[v];
+    const EdgeId e = binding_of(binding, v);
     if (e == kNone) {  // a thread's or stream's first row: what came before it is not in the trace
       by_bound[static_cast<int>(Bound::kHost)] += times[v] - from;
       return;
     }
     const int b = static_cast<int>(bound(e));
-    if (times[src_[e]] <= from) {
+    const Node u = src(e);
+    if (times[u] <= from) {
       by_bound[b] += times[v] - from;
       return;
     }
-    by_bound[b] += times[v] - times[src_[e]];
-    v = src_[e];
+    by_bound[b] += times[v] - times[u];
+    v = u;
   }
 }
 

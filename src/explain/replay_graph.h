@@ -12,9 +12,11 @@
 #include <algorithm>
 #include <cstdint>
 #include <cstring>
+#include <deque>
 #include <memory>
 #include <optional>
 #include <string>
+#include <unordered_map>
 #include <utility>
 #include <vector>
 
@@ -76,21 +78,30 @@ class ReplayTimes {
   std::vector<bool> live_;  // by block: its times are this replay's (else measured)
 };
 
-// Kept compact, for traces of millions of rows: an edge is 5 bytes (its source, and in a byte its
-// kind, its bound, its weight's rule and a bit saying it is the last into its node), the nodes are
-// the rows' starts and ends by number (no table of them), a node's time as measured is read off
-// its row, and the edges into a node are consecutive (each node's are added together). No weight is
-// stored: each is a measured difference, computed again from the measured times of its ends by its
-// rule (the gap between them, the least of a cause that did not bind, a row's duration, a call's
-// return after what it waited for), so that it is the same double the making would have stored.
-// Each node keeps its first edge in (4 bytes); the order to replay in is walked again at each
-// replay rather than kept (no table of it, and no renumbering of the edges into it, which cost a
-// second 4 bytes an edge while it ran).
+// Kept compact, for traces of millions of rows. Nodes are the rows' starts and ends by number (no
+// table of them), and almost every node has exactly one edge in, so the edges are kept by the node
+// they go into: each node's first edge in is its own slot (a byte of kind, bound, weight rule and a
+// bit saying it is the node's only edge in, and its source in a byte where it is near: type_ and
+// near_ below), and the rare second and later ones (a device row's launch beside its stream, a
+// synchronize's wait, a worker's feeder, an event) sit in a table apart, by node. An edge's number is its node's for a first edge, and past the
+// node slots for the others. No weight is stored: each is a measured difference, computed again
+// from the measured times of its ends by its rule (the gap between them, the least of a cause that
+// did not bind, a row's duration, a call's return after what it waited for), so that it is the same
+// double the making would have stored. The order to replay in is walked again at each replay rather
+// than kept (no table of it).
 class ReplayGraph {
  public:
   using Node = std::uint32_t;
   using EdgeId = std::uint32_t;
   static constexpr EdgeId kNone = UINT32_MAX;
+
+  // Each node's edge in that gave its time in a replay (the first of equal ones): a byte a node,
+  // which of its edges in (0: none, 1: its first, 2 + k: its k-th of the table apart), with the
+  // few past 252 looked up apart.
+  struct Binding {
+    std::vector<std::uint8_t> which;
+    std::unordered_map<Node, EdgeId> far;
+  };
 
   // The trace must have been read with every row (ReadOptions::every_row or plain_rows), and must
   // outlive the graph. `fed_by`: the threads (Row::tid) that feed the others (those of vxperf's
@@ -102,34 +113,47 @@ class ReplayGraph {
   static std::uint32_t row_of(Node n) { return n / 2; }
 
   std::size_t node_count() const { return nodes_; }  // nodes with an edge
-  std::size_t edge_count() const { return type_.size(); }
-  Node src(EdgeId e) const { return src_[e]; }
+  std::size_t edge_count() const { return edges_; }
+  // Edge numbers run up to this (some, of nodes without an edge in, are none).
+  std::size_t edge_slots() const { return type_.size() + extra_src_.size(); }
+  Node src(EdgeId e) const {
+    return e < type_.size() ? first_src(e) : extra_src_[e - type_.size()];
+  }
   // The weight of `e`, whose end is `to` (for_each_edge gives both).
   double weight(EdgeId e, Node to) const;
   // A device row's run edge's weight (its duration).
   double run_weight(std::uint32_t row) const { return trace_.rows[row].dur; }
   // Every edge's weight, by edge number.
   void weights_into(std::vector<double>& w) const;
-  EdgeKind kind(EdgeId e) const { return static_cast<EdgeKind>((type_[e] >> 4) & 7); }
-  Bound bound(EdgeId e) const { return static_cast<Bound>(type_[e] & 7); }
-  // Whether `e` is the last of its node's edges in (those are consecutive, in the order added).
-  bool last_in(EdgeId e) const { return (type_[e] & kLastIn) != 0; }
+  EdgeKind kind(EdgeId e) const { return static_cast<EdgeKind>((type(e) >> 4) & 7); }
+  Bound bound(EdgeId e) const { return static_cast<Bound>(type(e) & 7); }
+  // Whether `e` is the last of its node's edges in (its first, then those apart in the order
+  // added).
+  bool last_in(EdgeId e) const { return (type(e) & kLastIn) != 0; }
   // f(edge, its end) for every edge, node by node (none when ok() is false).
   template <class F>
   void for_each_edge(F&& f) const {
     if (!ok_) return;
-    for (Node v = 0; v < in_begin_.size(); ++v) {
-      if (in_begin_[v] == kNone) continue;
-      for (EdgeId e = in_begin_[v];; ++e) {
-        f(e, v);
-        if (last_in(e)) break;
-      }
+    for (Node v = 0; v < type_.size(); ++v) {
+      if (type_[v] == kEmpty) continue;
+      for (EdgeId e = v; e != kNone; e = next_in(e, v)) f(e, v);
     }
   }
-  // A device row's run edge (start to end), or kNone.
-  EdgeId run_edge(std::uint32_t row) const;
-  // Every device row's run edge (row, edge), by row.
-  const std::vector<std::pair<std::uint32_t, EdgeId>>& run_edges() const { return run_edges_; }
+  // A device row's run edge (start to end), or kNone: its end's only edge in.
+  EdgeId run_edge(std::uint32_t row) const {
+    const Node v = end(row);
+    return ok_ && row < trace_.rows.size() && type_[v] != kEmpty && kind(v) == EdgeKind::kRun
+               ? v
+               : kNone;
+  }
+  // f(row, its run edge) for every device row with one, by row.
+  template <class F>
+  void for_each_run_edge(F&& f) const {
+    for (std::uint32_t p = 0; p < trace_.rows.size(); ++p) {
+      const EdgeId e = run_edge(p);
+      if (e != kNone) f(p, e);
+    }
+  }
   // The measured time of a node (a host row's end is never before its start).
   double measured(Node n) const {
     const std::size_t row = row_of(n);
@@ -149,9 +173,9 @@ class ReplayGraph {
 
   // Each node's time (by node number) into `times` with the given weight per edge (by edge
   // number; the graph's own when null). A node without edges into it keeps its measured time.
-  // With `binding`, each node's edge that gave its time (the first of equal ones), or kNone.
+  // With `binding`, each node's edge that gave its time (the first of equal ones).
   void replay_into(ReplayTimes& times, const std::vector<double>* weights = nullptr,
-                   std::vector<EdgeId>* binding = nullptr) const;
+                   Binding* binding = nullptr) const;
 
   // Keeps the order to replay in (4 bytes a node) for the replays that follow, rather than walk
   // it again at each: for several replays (what-ifs).
@@ -161,15 +185,16 @@ class ReplayGraph {
   // edge's weight added to its bound (the one that crosses `from` only for its part after it).
   // Sums to times[last] - from when the walk reaches `from`; a node without a binding edge before
   // then adds the rest as host time.
-  void path_into(Node last, double from, const ReplayTimes& times,
-                 const std::vector<EdgeId>& binding, double (&by_bound)[8]) const;
+  void path_into(Node last, double from, const ReplayTimes& times, const Binding& binding,
+                 double (&by_bound)[8]) const;
 
  private:
   // `least`: a cause that did not bind (a launch's or the device's least delay), or a worker's
   // idle gap (nothing); else the edge weighs its ends' measured difference (its kind says how).
   void add(Node src, Node dst, EdgeKind kind, Bound bound, bool least = false);
-  // Makes each node's edges in consecutive (only needed if some node's were added apart) and
-  // finds whether there is an order to replay in.
+  static std::uint8_t type_byte(EdgeKind kind, Bound bound, bool least);
+  // Puts the edges apart in order by node (an edge added again merged into its first) and finds
+  // whether there is an order to replay in.
   void finish();
   // place(node) for every node with an edge in, each after the sources of all its edges in: a
   // depth-first walk back along the edges in from each node by number (rows come mostly in time
@@ -178,23 +203,60 @@ class ReplayGraph {
   // time is the latest over its edges in, ties to the first), and it is the same order each time.
   template <class F>
   bool in_order(F&& place) const;
+  std::uint8_t type(EdgeId e) const {
+    return e < type_.size() ? type_[e] : extra_type_[e - type_.size()];
+  }
+  // The first of `v`'s edges in kept apart (v has some).
+  EdgeId first_apart(Node v) const {
+    const auto at = std::lower_bound(extra_dst_.begin(), extra_dst_.end(), v);
+    return static_cast<EdgeId>(type_.size() + static_cast<std::size_t>(at - extra_dst_.begin()));
+  }
+  // The edge into `v` after `e`, or kNone.
+  EdgeId next_in(EdgeId e, Node v) const {
+    if (last_in(e)) return kNone;
+    return e == v ? first_apart(v) : e + 1;
+  }
+  EdgeId binding_of(const Binding& b, Node v) const;
+  // The source of `v`'s first edge in (made: once finish() has put the far ones in place).
+  Node first_src(Node v) const {
+    const std::int8_t d = near_[v];
+    if (d != kFar) return static_cast<Node>(static_cast<std::int64_t>(v) - d);
+    const std::size_t w = v >> 6;
+    const std::uint64_t before = far_bits_[w] & ((std::uint64_t{1} << (v & 63)) - 1);
+    return far_src_[far_rank_[w] + static_cast<std::size_t>(__builtin_popcountll(before))];
+  }
+  void set_first_src(Node v, Node src);
 
-  static constexpr std::uint8_t kLastIn = 128;  // in type_: the last edge into its node
-  static constexpr std::uint8_t kLeast = 8;      // in type_: the `least` of add()
+  static constexpr std::uint8_t kLastIn = 128;  // in a type: the last edge into its node
+  static constexpr std::uint8_t kLeast = 8;     // in a type: the `least` of add()
+  // A node's type when it has no edge in (a kind no edge has).
+  static constexpr std::uint8_t kEmpty = 0x7f;
 
   const KinetoTrace& trace_;
-  std::vector<Node> src_;
-  // Each edge's end, only while some node's edges in were added apart (!grouped_), until
-  // finish() has put them together.
-  std::vector<Node> dst_;
-  std::vector<std::uint8_t> type_;  // kLastIn | kind << 4 | kLeast | bound
-  // By node: its first edge in, or kNone (its edges in follow it, up to the one last_in()).
-  std::vector<EdgeId> in_begin_;
-  Node last_dst_ = 0;    // the end of the edge added last
-  bool grouped_ = true;  // every node's edges in are consecutive
+  // By node: its first edge in's type (kLastIn | kind << 4 | kLeast | bound), or kEmpty; and its
+  // source, as its distance back from the node where that fits in a byte (5 in 6 on Kineto's
+  // traces: a thread's previous point, a device row's start), else kFar and the source kept
+  // apart by its rank among the far ones (a bit per node, and a count per 64 nodes).
+  std::vector<std::uint8_t> type_;
+  std::vector<std::int8_t> near_;
+  static constexpr std::int8_t kFar = -128;
+  std::vector<std::uint64_t> far_bits_;
+  std::vector<std::uint32_t> far_rank_;  // per 64 nodes: how many before them are far
+  std::vector<Node> far_src_;
+  std::deque<std::pair<Node, Node>> far_made_;  // while the graph is made: (node, far source)
+  // The other edges in, by node (in the order added): their ends, sources and types.
+  std::vector<Node> extra_dst_, extra_src_;
+  std::vector<std::uint8_t> extra_type_;
+  struct Apart {
+    Node dst, src;
+    std::uint8_t type;
+  };
+  // While the graph is made: the other edges in the order added (a deque: grown a block at a
+  // time, never copied whole at the making's peak).
+  std::deque<Apart> apart_;
+  std::size_t edges_ = 0;
   std::size_t nodes_ = 0;
   std::vector<Node> order_;  // with keep_order(): the order to replay in
-  std::vector<std::pair<std::uint32_t, EdgeId>> run_edges_;  // (device row, its run edge), by row
   bool ok_ = false;
   std::string problem_;
 };

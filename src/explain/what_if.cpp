@@ -149,9 +149,9 @@ void apply_edit(const ReplayGraph& g, const KinetoTrace& t, const std::vector<Tr
     case WhatIfEdit::Kind::kCopies: {
       const Bound gone =
           spec.kind == WhatIfEdit::Kind::kComm ? Bound::kCommunication : Bound::kCopies;
-      for (ReplayGraph::EdgeId e = 0; e < w.size(); ++e) {
-        if (g.kind(e) == EdgeKind::kRun && g.bound(e) == gone) w[e] = 0;
-      }
+      g.for_each_run_edge([&](std::uint32_t, ReplayGraph::EdgeId e) {
+        if (g.bound(e) == gone) w[e] = 0;
+      });
       break;
     }
     case WhatIfEdit::Kind::kKernel: {
