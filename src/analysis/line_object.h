@@ -163,7 +163,8 @@ class LineObject {
     if (*v.at != '{') throw GiveUp{};
     c.p = v.at + 1;
     space(c);
-    if (c.p != c.end && *c.p == '}') {
+    if (c.p == c.end) throw GiveUp{};  // torn: no element to read
+    if (*c.p == '}') {
       ++c.p;
       return;
     }
@@ -183,7 +184,8 @@ class LineObject {
     if (*v.at != '[') throw GiveUp{};
     c.p = v.at + 1;
     space(c);
-    if (c.p != c.end && *c.p == ']') {
+    if (c.p == c.end) throw GiveUp{};  // torn: no element to read
+    if (*c.p == ']') {
       ++c.p;
       return;
     }
@@ -200,7 +202,7 @@ class LineObject {
   // JSON's whitespace: space, tab, line feed, carriage return.
   static bool blank(char x) { return x == ' ' || x == '\t' || x == '\n' || x == '\r'; }
   static void space(Cursor& c) {
-    while (c.p != c.end && static_cast<unsigned char>(*c.p) <= ' ' && blank(*c.p)) ++c.p;
+    while (c.p < c.end && static_cast<unsigned char>(*c.p) <= ' ' && blank(*c.p)) ++c.p;
   }
   // After a value: a comma and the next one's start (true), or the container's close (false).
   static bool next(Cursor& c, char close) {

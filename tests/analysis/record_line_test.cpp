@@ -305,8 +305,13 @@ TEST(RecordLine, TheTextPathReadsAsTheDomWhateverTheSpacing) {
   trailing_comma.insert(trailing_comma.size() - 1, ",");
   std::string bad_literal = edit_number(window_line, "\"eta_s\":", "nul");
   std::string bad_number = edit_number(window_line, "\"step_s_p50\":", "01.5");
+  // Torn just inside an object or an array: nothing read past the line's end.
+  ASSERT_NE(window_line.find("\"phases_s\":{"), std::string::npos);
+  ASSERT_NE(window_line.find("\"stragglers\":["), std::string::npos);
+  const std::string torn_object = window_line.substr(0, window_line.find("\"phases_s\":{") + 12);
+  const std::string torn_array = window_line.substr(0, window_line.find("\"stragglers\":[") + 14);
   for (const std::string& line : {raw_tab, bad_utf8, trailing_comma, bad_literal, bad_number,
-                                  window_line + "}", window_line + " 1"}) {
+                                  window_line + "}", window_line + " 1", torn_object, torn_array}) {
     EXPECT_EQ(read_line(line).got, Got::kNotJson) << line;
   }
 }
