@@ -1,5 +1,6 @@
 // libFuzzer entry point: the records reader and the report over whatever it accepts. Every line the
-// reader's fast path (On-Demand) takes is read again the general way (DOM): the two must agree.
+// reader's fast path (the line's text read straight) takes is read again the general way (DOM): the
+// two must agree.
 #include <cstddef>
 #include <cstdint>
 #include <sstream>

@@ -45,8 +45,8 @@ struct ReadOptions {
   // The number of the stream's first line, as messages name it (a follower reading a file a
   // piece at a time).
   std::int64_t first_line = 1;
-  // Each line the fast path (simdjson On-Demand, in the writer's field order) reads is read again
-  // the general way (simdjson's DOM) and the two records compared: a difference throws
+  // Each line the fast path (its text read straight, in the writer's field order) reads is read
+  // again the general way (simdjson's DOM) and the two records compared: a difference throws
   // std::logic_error. For fuzzing and tests; about twice as slow.
   bool check_fast_path = false;
   // Threads that parse files (stream_record_files; a stream is read on the calling thread): 0, one

@@ -122,6 +122,8 @@ class LineBatches {
   LineBatches(const LineBatches&) = delete;
   LineBatches& operator=(const LineBatches&) = delete;
 
+  // No workers: submit() parses on the calling thread.
+  bool serial() const { return workers_.empty(); }
   // Batches given and not yet taken back.
   std::size_t in_flight() const { return order_.size(); }
   // At most this many in flight: the submitter takes one back before giving more.

@@ -1,6 +1,6 @@
 // One line of a records file into its record, by the field tables' one reading walk
-// (schema/field_reader.h): over simdjson's On-Demand API as the writer wrote the line
-// (analysis/ondemand_object.h), and over its DOM where that path gives up (schema/json_dom.h),
+// (schema/field_reader.h): over the line's text as the writer wrote it (analysis/line_object.h),
+// and over simdjson's DOM where that path gives up (schema/json_dom.h),
 // which gives the record or the message every reader gives.
 #pragma once
 
@@ -41,7 +41,7 @@ class RecordLineReader {
   TrainWindowRecord& window() { return window_; }
   TrainEndRecord& end() { return end_; }
   const std::string& problem() const { return problem_; }
-  // The last line was read On-Demand (what the tests hold the fast path to).
+  // The last line was read on the fast path (what the tests hold it to).
   bool fast() const { return fast_; }
 
  private:

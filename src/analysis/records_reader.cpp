@@ -6,8 +6,8 @@
 // batches come back in input order. Given several files, a regular one is instead read, parsed and
 // handed over whole on a worker, to a handler of its own that the calling thread joins to its
 // handler in file order (RecordHandler::file_handler, join_file). Each line is read by the tables'
-// one reading walk (schema/field_reader.h) over simdjson's On-Demand API, taking the fields in the
-// order the writer wrote them (analysis/ondemand_object.h); a line that path gives up on (out of
+// one reading walk (schema/field_reader.h) over the line's text, taking the fields in the order
+// the writer wrote them (analysis/line_object.h); a line that path gives up on (out of
 // order, unknown fields, malformed) is read again over simdjson's DOM (schema/json_dom.h), which
 // gives the record or the message. A record is handed to the handler and forgotten.
 #include "vxperf/records_reader.h"
@@ -311,6 +311,11 @@ class Reading {
   }
   void give(LineBatch batch) {
     ++files_.back().batches;
+    if (batches_.serial() && !batch.whole && !options_.check_fast_path &&
+        batches_.in_flight() == 0) {
+      apply_now(std::move(batch));
+      return;
+    }
     if (batches_.in_flight() >= batches_.capacity()) apply_one();
     batches_.submit(std::move(batch));
   }
@@ -391,6 +396,33 @@ class Reading {
     if (spare_.size() < 2 * batches_.capacity()) spare_.push_back(std::move(batch));
     apply_ended();
   }
+  // On this thread alone (--threads 1): the batch read and each record handed over as it is
+  // read, as a file read whole on a worker is (keeping a batch's records to hand them over
+  // after was a tenth of a report on one thread). Its effects come in the same order as a
+  // batch parsed and applied: each batch is applied before the next is read.
+  void apply_now(LineBatch batch) {
+    File& file = files_.front();
+    if (!reader_) reader_.emplace();
+    if (!file.begun) stream_.begin_file(file.name), file.begun = true;
+    if (batch.fill) {
+      auto fill = std::move(batch.fill);
+      batch.fill = nullptr;
+      fill(batch, *reader_);
+    }
+    try {
+      batch.each_line([&](const char* data, std::size_t size, std::int64_t number, bool complete) {
+        stream_.take(*reader_, reader_->read(data, size), file.lines + number, complete);
+      });
+    } catch (const std::bad_alloc&) {
+      out_of_memory(stream_, file.name, file.lines + 1);
+    }
+    file.lines += batch.line_count;
+    --file.batches;
+    batch.clear_lines();
+    batch.text.resize(std::max(batch.text.size(), kBuffer));
+    if (spare_.size() < 2 * batches_.capacity()) spare_.push_back(std::move(batch));
+    apply_ended();
+  }
   // Files whose batches have all been applied: ended in the stream.
   void apply_ended() {
     while (!files_.empty() && files_.front().ended && files_.front().batches == 0) {
@@ -443,7 +475,7 @@ class Reading {
   LineBatches batches_;
   std::deque<File> files_;  // begun, not yet ended in the stream
   std::vector<LineBatch> spare_;
-  std::optional<RecordLineReader> reader_;  // read_again's
+  std::optional<RecordLineReader> reader_;  // read_again's and apply_now's
   // The files read whole that may repeat, by size and start's hash: those read, in order.
   std::map<std::pair<off_t, std::uint64_t>, std::vector<std::string>> distinct_;
 };

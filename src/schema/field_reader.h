@@ -5,8 +5,8 @@
 // `Obj` is one parser's view of a JSON object:
 //   - DomObject (schema/json_dom.h): simdjson's DOM, fields found by key in any order; what
 //     replay, `vxperf trace` and a records line the fast path gives up on are read with;
-//   - OnDemandObject (analysis/ondemand_object.h): simdjson's On-Demand, fields taken in the order
-//     the writer wrote them; the records files' fast path.
+//   - LineObject (analysis/line_object.h): the line's text read straight, fields taken in the
+//     order the writer wrote them; the records files' fast path.
 // Each rule asks its object for its key once (`find`: present and not null) and converts the value
 // with the object's own checks (`number`, `integer`, `boolean`, `string`), so that every parser
 // says the same thing of the same mistake.
@@ -25,7 +25,7 @@
 #include "vxperf/peak.h"
 
 // Each rule is inlined into its table's walk: the key is then a literal, so that its length and
-// its compare with the key at an On-Demand cursor fold into a few instructions.
+// its compare with the key at the fast path's cursor fold into a few instructions.
 #define VXPERF_RULE [[gnu::always_inline]] inline
 
 namespace vxperf::internal {

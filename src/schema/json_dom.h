@@ -1,7 +1,8 @@
 // A JSON object parsed whole by simdjson's DOM parser, as the field tables' reading walk
 // (schema/field_reader.h) reads it: any field found by its key in about one compare, values
 // converted with the checks and messages every reader gives. Event scripts (replay, `vxperf
-// trace`) are read with it, and so is a records line the On-Demand fast path gives up on.
+// trace`) are read with it, and so is a records line the fast path (analysis/line_object.h) gives
+// up on.
 #pragma once
 
 #include <simdjson.h>

@@ -28,6 +28,17 @@ Record read(std::string_view json) {
 int device_index_of(const std::string& device) {
   auto colon = device.rfind(':');
   if (colon == std::string::npos) return 0;
+  // The form every record has, a few digits alone, read without stoi's copy (a records line
+  // read it each time).
+  const std::size_t digits = device.size() - colon - 1;
+  if (digits > 0 && digits <= 9) {
+    int index = 0;
+    std::size_t i = colon + 1;
+    for (; i < device.size() && device[i] >= '0' && device[i] <= '9'; ++i) {
+      index = index * 10 + (device[i] - '0');
+    }
+    if (i == device.size()) return index;
+  }
   try {
     return std::stoi(device.substr(colon + 1));
   } catch (const std::exception&) {

@@ -1,6 +1,6 @@
 // The rows of a field table (record_fields.h) as what they name: each row's key and the member it
-// reads into, whatever the presence rules. What the On-Demand reader knows a group by (the keys it
-// may start with) and what the test that every struct member has a row walks.
+// reads into, whatever the presence rules. What the records' fast path knows a group by (the keys
+// it may start with) and what the test that every struct member has a row walks.
 #pragma once
 
 #include <cstddef>

@@ -1,6 +1,6 @@
-// One records line into its record (src/analysis/record_line.h): the On-Demand fast path reads
-// every line vxperf writes, and reads it as the DOM walk does; any other line is the DOM walk's,
-// message and all.
+// One records line into its record (src/analysis/record_line.h): the fast path (the line's text
+// read straight) reads every line vxperf writes, and reads it as the DOM walk does; any other line
+// is the DOM walk's, message and all.
 #include "analysis/record_line.h"
 
 #include <gtest/gtest.h>
@@ -245,6 +245,73 @@ TEST(RecordLine, WhatTheFastPathCannotVouchForIsTheDomWalks) {
                                                          "37025000000000000005"),
                                              R"({"kind":"request","ts":1 "rank":0})", "{"};
   for (const std::string& line : not_json) {
+    EXPECT_EQ(read_line(line).got, Got::kNotJson) << line;
+  }
+}
+
+// The fast path reads the line's text itself (analysis/line_object.h): the spacing writers use
+// (Python's ", " and ": ", none) and other JSON whitespace read as the DOM reads them; bytes it
+// cannot vouch for (escapes, bytes past ASCII, control characters) are the DOM walk's, and what
+// is not JSON stays not JSON.
+TEST(RecordLine, TheTextPathReadsAsTheDomWhateverTheSpacing) {
+  const std::string window_line = to_json_line(full_window());
+  const Json j = Json::parse(window_line);
+  // Python's json.dumps spacing, and JSON's other whitespace around every token.
+  std::string spaced = j.dump();
+  std::string python;
+  bool in_string = false;
+  for (std::size_t i = 0; i < spaced.size(); ++i) {
+    const char c = spaced[i];
+    python += c;
+    if (c == '"' && (i == 0 || spaced[i - 1] != '\\')) in_string = !in_string;
+    if (!in_string && (c == ',' || c == ':')) python += ' ';
+  }
+  std::string loose;
+  in_string = false;
+  for (std::size_t i = 0; i < spaced.size(); ++i) {
+    const char c = spaced[i];
+    if (c == '"' && (i == 0 || spaced[i - 1] != '\\')) in_string = !in_string;
+    if (!in_string && (c == ',' || c == ':' || c == '{' || c == '}' || c == '[' || c == ']')) {
+      loose += std::string(" \t") + c + "\r ";
+    } else {
+      loose += c;
+    }
+  }
+  for (const std::string& line : {python, loose, " \t" + python + " \r"}) {
+    Read r = read_line(line);
+    ASSERT_EQ(r.got, Got::kWindow) << line;
+    EXPECT_TRUE(r.fast) << line;
+    EXPECT_EQ(r.text, window_line) << line;
+  }
+  // Strings it leaves to the DOM walk: the same record, read the general way.
+  auto with_run_id = [&](const std::string& id) {
+    Json k = j;
+    k["run_id"] = id;
+    return k.dump(-1, ' ', false, Json::error_handler_t::strict);
+  };
+  for (const std::string& line :
+       {with_run_id("caf\xc3\xa9"), with_run_id("a\"b"), with_run_id("tab\there")}) {
+    Read r = read_line(line);
+    ASSERT_EQ(r.got, Got::kWindow) << line;
+    EXPECT_FALSE(r.fast) << line;
+    EXPECT_EQ(r.text, dom_line(line)) << line;
+  }
+  // Not JSON, though the fields before the fault read well: never a record.
+  std::string raw_tab = with_run_id("x");
+  raw_tab.replace(raw_tab.find("\"x\""), 3, "\"\t\"");
+  std::string bad_utf8 = with_run_id("x");
+  bad_utf8.replace(bad_utf8.find("\"x\""), 3, "\"\xc3\"");
+  std::string trailing_comma = window_line;
+  trailing_comma.insert(trailing_comma.size() - 1, ",");
+  std::string bad_literal = edit_number(window_line, "\"eta_s\":", "nul");
+  std::string bad_number = edit_number(window_line, "\"step_s_p50\":", "01.5");
+  // Torn just inside an object or an array: nothing read past the line's end.
+  ASSERT_NE(window_line.find("\"phases_s\":{"), std::string::npos);
+  ASSERT_NE(window_line.find("\"stragglers\":["), std::string::npos);
+  const std::string torn_object = window_line.substr(0, window_line.find("\"phases_s\":{") + 12);
+  const std::string torn_array = window_line.substr(0, window_line.find("\"stragglers\":[") + 14);
+  for (const std::string& line : {raw_tab, bad_utf8, trailing_comma, bad_literal, bad_number,
+                                  window_line + "}", window_line + " 1", torn_object, torn_array}) {
     EXPECT_EQ(read_line(line).got, Got::kNotJson) << line;
   }
 }

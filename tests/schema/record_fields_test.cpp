@@ -196,5 +196,18 @@ TEST(RecordFields, TheModelDescriptionReadsBackAsDeclared) {
   EXPECT_EQ(back.attn_density, 0.5);
 }
 
+// A record's "device" to its index: digits alone read directly, anything else as std::stoi
+// reads it (a sign, leading blanks, digits before other text), 0 where it reads none.
+TEST(RecordFields, ADevicesIndexIsItsDigitsAfterTheColon) {
+  const std::vector<std::pair<std::string, int>> cases = {
+      {"cuda:3", 3},          {"cuda:12", 12}, {"cuda:007", 7}, {"cuda", 0},
+      {"cuda:", 0},           {"cuda:x", 0},   {"cuda: 3", 3},  {"cuda:+4", 4},
+      {"cuda:-1", -1},        {"cuda:3x", 3},  {"a:b:5", 5},    {"cuda:999999999", 999999999},
+      {"cuda:99999999999", 0}};
+  for (const auto& [device, index] : cases) {
+    EXPECT_EQ(internal::device_index_of(device), index) << device;
+  }
+}
+
 }  // namespace
 }  // namespace vxperf
