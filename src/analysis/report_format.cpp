@@ -170,6 +170,35 @@ std::string no_stragglers_note(bool training) {
       kStragglerMargin * 100.0, training ? "step" : "e2e p50");
 }
 
+std::string outside_wait_note(const Report& report) {
+  if (!report.training || report.stragglers.empty()) return "";
+  auto outside = [](const RankSummary& r) {
+    return r.ledger ? r.ledger->save_s + r.ledger->restore_s + r.ledger->eval_s : 0.0;
+  };
+  const RankSummary* most = nullptr;
+  for (const auto& rs : report.ranks) {
+    if (rs.ledger && outside(rs) > 0 && (most == nullptr || outside(rs) > outside(*most))) {
+      most = &rs;
+    }
+  }
+  if (most == nullptr) return "";
+  std::string waited;
+  for (int rank : report.stragglers) {
+    for (const auto& rs : report.ranks) {
+      if (rs.rank != rank || rs.rank == most->rank || !rs.ledger) continue;
+      if (outside(rs) < 0.5 * outside(*most)) {
+        waited += internal::strprintf(", rank %d %.3fs", rs.rank, outside(rs));
+      }
+    }
+  }
+  if (waited.empty()) return "";
+  return internal::strprintf(
+      "rank %d spent %.3fs outside its steps (saves, restores, evaluations)%s: a rank that saves "
+      "or evaluates alone (a main-process-only validation) holds the others at their next "
+      "collective, and that wait is in their steps",
+      most->rank, outside(*most), waited.c_str());
+}
+
 std::string slowest_rank_cost(const RankSummary& rank) {
   std::string where;
   for (const auto& [phase, seconds] : rank.lost_phases_s) {

@@ -84,5 +84,11 @@ std::string no_stragglers_note(bool training);
 // above the ranks' per-phase medians in the windows it was slowest in (data 10.000s)". No
 // straggler verdict: some rank is the slowest of every window, a straggler or not.
 std::string slowest_rank_cost(const RankSummary& rank);
+// Where a straggler spent under half the time outside its steps (saves, restores, evaluations)
+// another rank did: "rank 0 spent 2.738s outside its steps (...), rank 1 0.000s: ...". A rank
+// that saves or evaluates alone (a main-process-only validation) holds the others at their next
+// collective, and their wait is in their steps, so the straggler may be the one that waited.
+// Empty otherwise.
+std::string outside_wait_note(const Report& report);
 
 }  // namespace vxperf::analysis::report_format

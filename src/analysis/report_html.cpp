@@ -250,8 +250,11 @@ std::string ranks_summary(const Report& report) {
                             report.straggler_phases[i].c_str()));
     }
   }
-  return s + escape(" against the median " + time_text(report.rank_median_s.value_or(0))) +
-         "</p>\n" + costs;
+  s += escape(" against the median " + time_text(report.rank_median_s.value_or(0))) + "</p>\n";
+  if (auto note = report_format::outside_wait_note(report); !note.empty()) {
+    s += "<p>" + escape(note) + "</p>\n";
+  }
+  return s + costs;
 }
 
 // The job's energy (#28): totals, per video and per sample, a row per device.

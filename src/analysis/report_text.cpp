@@ -383,6 +383,7 @@ std::string format_report(const Report& report) {
       }
       text += strprintf(" against the median %.3fs", *report.rank_median_s);
       line(text);
+      if (auto note = report_format::outside_wait_note(report); !note.empty()) line("  " + note);
     }
     // What the slowest rank of each window cost, by phase, with its scores: some rank is the
     // slowest of every window, a straggler or not.

@@ -13,6 +13,7 @@
 #include <sstream>
 #include <thread>
 
+#include "analysis/report_format.h"
 #include "analysis_records.h"
 #include "vxperf/event_script.h"
 #include "vxperf/vxperf.h"
@@ -486,6 +487,33 @@ RecordSet synchronized_ranks() {
     }
   }
   return set;
+}
+
+// DDP with a main-process-only validation: rank 0 evaluates 2 s between two steps, outside its
+// steps; rank 1 waits for it in its next step's collective, so rank 1 reads as the straggler. The
+// report names rank 0's time outside its steps beside the verdict.
+TEST(Report, SaysWhenAStragglerMayHaveWaitedForAnotherRanksEvaluation) {
+  RecordSet set;
+  for (int rank = 0; rank < 2; ++rank) {
+    TrainWindowRecord w = window(rank, 0, 10, rank == 1 ? 1.7 : 1.5);
+    Ledger l;
+    l.eval_s = rank == 0 ? 2.0 : 0.0;
+    l.save_s = rank == 0 ? 0.5 : 0.0;
+    w.ledger = l;
+    set.windows.push_back(w);
+  }
+  Report report = build_report(set);
+  ASSERT_EQ(report.stragglers, std::vector<int>{1});
+  const std::string note =
+      "rank 0 spent 2.500s outside its steps (saves, restores, evaluations), rank 1 0.000s: a rank "
+      "that saves or evaluates alone (a main-process-only validation) holds the others at their "
+      "next collective, and that wait is in their steps";
+  EXPECT_EQ(report_format::outside_wait_note(report), note);
+  EXPECT_NE(format_report(report).find("\n  " + note + "\n"), std::string::npos);
+  EXPECT_NE(report_html(report, set).find("<p>" + note + "</p>"), std::string::npos);
+  // Alike outside their steps, or none of it: nothing said.
+  set.windows[1].ledger = set.windows[0].ledger;
+  EXPECT_EQ(report_format::outside_wait_note(build_report(set)), "");
 }
 
 TEST(Report, NamesTheRankWhosePhasesRunLongInASynchronizedJob) {
