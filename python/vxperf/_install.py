@@ -136,22 +136,30 @@ def install_training(level: int | None = None, models: Any = None,
         return False
     if not _announced.training:
         _announced.training = True
-        said = ([f"accelerate: {', '.join(methods)}"] if methods else []) + (
-            [f"checkpoints: {', '.join(checkpoints)}"] if checkpoints else [])
-        named = f" ({'; '.join(said)})" if said else ""
-        _ext.perf_line(f"training metrics enabled (level {_ext.level()}) on {len(methods)} "
-                       f"accelerate methods and {wrapped} model classes ({skipped} non-model "
-                       f"classes skipped), reporting every {_ext.window_steps()} steps{named}")
-        # Said where the line above is (rank 0 by default), not once by each of a job's ranks.
-        if models is None and (methods or bases) and _ext.logs_here():
-            # The reference's line above counts named classes only: what is found instead.
-            found = (["the model given to accelerator.prepare() as the priced forward"]
-                     if methods else []) + (
-                [f"{' and '.join(bases)}' VAEs, text encoders and vision towers as their "
-                 f"phases ({components} classes now, and each one defined later)"]
-                if bases else [])
-            _ext.notice(f"vxperf: no models named; timing {', and '.join(found)} "
-                        "(install_training(models=...) names them instead)")
+
+        def announce() -> None:
+            said = ([f"accelerate: {', '.join(methods)}"] if methods else []) + (
+                [f"checkpoints: {', '.join(checkpoints)}"] if checkpoints else [])
+            named = f" ({'; '.join(said)})" if said else ""
+            _ext.perf_line(f"training metrics enabled (level {_ext.level()}) on {len(methods)} "
+                           f"accelerate methods and {wrapped} model classes ({skipped} non-model "
+                           f"classes skipped), reporting every {_ext.window_steps()} "
+                           f"steps{named}")
+            # Said where the line above is (rank 0 by default), not once by each of a job's ranks.
+            if models is None and (methods or bases) and _ext.logs_here():
+                # The reference's line above counts named classes only: what is found instead.
+                found = (["the model given to accelerator.prepare() as the priced forward"]
+                         if methods else []) + (
+                    [f"{' and '.join(bases)}' VAEs, text encoders and vision towers as their "
+                     f"phases ({components} classes now, and each one defined later)"]
+                    if bases else [])
+                _ext.notice(f"vxperf: no models named; timing {', and '.join(found)} "
+                            "(install_training(models=...) names them instead)")
+
+        if _state.training_lines_wait:
+            _state.training_lines.append(announce)
+        else:
+            announce()
     return True
 
 

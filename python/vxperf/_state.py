@@ -30,6 +30,17 @@ _warned: set[Hashable] = set()
 _when_on: list[Callable[[], object]] = []
 _exit_registered = False
 _topology_final = False
+# The lines saying training is measured, held until a loop begins (accelerator.prepare) where
+# `vxperf run` installed it on accelerate's import: an inference program whose diffusers imports
+# accelerate would otherwise hear of a training loop it never runs.
+training_lines_wait = False
+training_lines: list[Callable[[], object]] = []
+
+
+def say_training_lines() -> None:
+    """Says the held lines, once (a loop begins)."""
+    while training_lines:
+        training_lines.pop(0)()
 
 
 @dataclasses.dataclass

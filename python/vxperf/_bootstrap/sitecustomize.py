@@ -40,8 +40,14 @@ def _measure(entry: str) -> None:
         return
     try:
         import vxperf
+        from vxperf import _state
 
-        getattr(vxperf, entry)()
+        # Training's lines wait for a loop: diffusers imports accelerate in an inference program.
+        _state.training_lines_wait = entry == "install_training"
+        try:
+            getattr(vxperf, entry)()
+        finally:
+            _state.training_lines_wait = False
     except Exception as error:
         sys.stderr.write(f"vxperf run: vxperf.{entry}() failed ({error!r}); this process runs "
                          "unmeasured\n")

@@ -311,6 +311,7 @@ def _optimizer_step(function: Callable[..., Any]) -> Callable[..., Any]:
 
 def _prepare(function: Callable[..., Any]) -> Callable[..., Any]:
     def prepare(self: Any, *args: Any, **kwargs: Any) -> Any:
+        _state.say_training_lines()
         result = function(self, *args, **kwargs)
         try:
             _note_accelerator(self)
