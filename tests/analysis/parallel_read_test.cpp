@@ -67,19 +67,25 @@ class ParallelRead : public ::testing::Test {
     std::ofstream(path) << text;
     return path;
   }
-  // What a read with `threads` threads hands over, or the error it ends with (as the last call).
-  static std::vector<std::string> read(const std::vector<std::string>& paths, int threads,
-                                       bool skip_bad_lines = true) {
-    Calls calls;
+  // What a read with `threads` threads hands `handler` (its `seen`), or the error it ends with
+  // (as the last entry).
+  template <class Handler>
+  static std::vector<std::string> read_into(Handler& handler, const std::vector<std::string>& paths,
+                                            int threads, bool skip_bad_lines) {
     ReadOptions options;
     options.threads = threads;
     options.skip_bad_lines = skip_bad_lines;
     try {
-      stream_record_files(paths, calls, options);
+      stream_record_files(paths, handler, options);
     } catch (const InputError& e) {
-      calls.seen.push_back(std::string("error: ") + e.what());
+      handler.seen.push_back(std::string("error: ") + e.what());
     }
-    return calls.seen;
+    return handler.seen;
+  }
+  static std::vector<std::string> read(const std::vector<std::string>& paths, int threads,
+                                       bool skip_bad_lines = true) {
+    Calls calls;
+    return read_into(calls, paths, threads, skip_bad_lines);
   }
 
   std::string dir_;
@@ -171,16 +177,9 @@ TEST_F(ParallelRead, FilesReadWholeJoinInOrder) {
   auto calls = [&](int threads, int refused, bool skip, int* joined = nullptr) {
     FileCalls handler;
     handler.refused = refused;
-    ReadOptions options;
-    options.threads = threads;
-    options.skip_bad_lines = skip;
-    try {
-      stream_record_files(paths, handler, options);
-    } catch (const InputError& e) {
-      handler.seen.push_back(std::string("error: ") + e.what());
-    }
+    std::vector<std::string> seen = read_into(handler, paths, threads, skip);
     if (joined != nullptr) *joined = handler.joined;
-    return handler.seen;
+    return seen;
   };
   int joined = 0;
   const std::vector<std::string> one = calls(1, -1, true, &joined);
